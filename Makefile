@@ -1,0 +1,48 @@
+# Two commands on a fresh clone: `make demo` and `make test`.
+# Both create .venv when absent and install the package into it; both are quick once set up.
+#
+# TORCH_SPEC picks the torch wheel. Users get the normal wheel (CUDA on Linux); CI on the
+# CPU-only machines pins the CPU build that lies on disk: `make test TORCH_SPEC=torch==2.13.0`.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint format flops bench notebooks lab clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q "$(TORCH_SPEC)"
+	$(BIN)/pip install -q -e ".[dev]"
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/looped demo
+
+flops: $(STAMP)
+	$(BIN)/looped flops
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+notebooks: $(STAMP)
+	$(BIN)/jupytext --sync notebooks/*.py
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks
+
+bench: $(STAMP)
+	$(BIN)/pip install -q -e ".[bench]"
+	$(BIN)/looped bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,15 @@
+"""looped: looped (weight-tied) transformers trained with fixed-first depth schedules.
+
+The package map (one concept per module):
+
+- ``looped.model``      LoopedConfig, LoopedTransformer (P, block A applied K times, H)
+- ``looped.schedules``  depth schedules: depth(step) -> K, parsed from short specs
+- ``looped.flops``      modeled training FLOPs per token, schedule totals, savings, MFU
+- ``looped.data``       synthetic biographies, text corpora, batching
+- ``looped.train``      the training loop (one process or torchrun)
+- ``looped.evaluate``   serving-depth sweeps: NLL, recalled bits, multiple choice
+- ``looped.plots``      the paper's figures from results files
+- ``looped.cli``        ``looped demo | train | eval | flops | data ...``
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,62 @@
+"""The ``looped`` command line: one entry point, one module per subcommand.
+
+    looped demo [--quick] [--out DIR]           # the scaled-down reproduction (figures + tables)
+    looped train --config tiny --out runs/r     # train one run (also under torchrun)
+    looped eval --run runs/r --depths 1-16      # NLL / recall at serving depths
+    looped flops [--json]                       # modeled compute per preset and schedule
+    looped data bios|text ...                   # write a corpus
+    looped probe | plot | bench ...
+
+Each subcommand lives in its own module with a ``main(argv) -> int``; this file only routes,
+so adding a command never touches the others. A ``UserError`` (or ``ValueError`` from a
+config or spec) becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from looped.errors import UserError
+
+# subcommand -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("looped.demo", "train and evaluate the small schedule grid, write figures/results"),
+    "train": ("looped.train", "train one run from a preset or YAML config"),
+    "eval": ("looped.evaluate", "evaluate a run at serving depths (NLL, recalled bits)"),
+    "flops": ("looped.flops", "modeled training compute per preset and schedule"),
+    "data": ("looped.data.cli", "write a corpus: `looped data bios` or `looped data text`"),
+    "probe": ("looped.probes", "update-benefit probe: one K=4 vs one K=16 update"),
+    "plot": ("looped.plots", "the paper's figures from run directories"),
+    "bench": ("looped.bench", "speed benchmark against a stacked-layer peer"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: looped COMMAND [options]   (looped COMMAND --help for details)", ""]
+    lines += [f"  {name:<7} {text}" for name, (_, text) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"looped: unknown command {name!r}; choose one of {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    try:
+        return int(module.main(rest) or 0)
+    except (UserError, ValueError, FileNotFoundError) as err:
+        print(f"looped {name}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"looped {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Data: synthetic biographies (``bios``), text corpora (``text``), batching."""
