@@ -45,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        print(f"looped: unknown command {name!r}; choose one of {', '.join(COMMANDS)}", file=sys.stderr)
+        print(
+            f"looped: unknown command {name!r}; choose one of {', '.join(COMMANDS)}",
+            file=sys.stderr,
+        )
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     try:

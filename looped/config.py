@@ -26,7 +26,9 @@ PRESET_DIR = Path(__file__).parent / "configs"
 @dataclass
 class DataConfig:
     kind: str = "bios"  # bios (synthetic biographies) | text (token shards from `looped data text`)
-    path: str = ""  # corpus directory; empty with kind=bios generates one in memory from the fields below
+    path: str = (
+        ""  # corpus directory; empty with kind=bios generates one in memory from the fields below
+    )
     persons: int = 100  # bios: number of persons
     bios_seed: int = 0  # bios: generator seed (independent of the training seed)
     bios_per_person: int = 4  # bios: biographies per person in the training text
@@ -82,11 +84,15 @@ def _preset_path(name: str) -> Path:
     path = Path(name)
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
-            raise UserError(f"config file {name} not found; pass a preset ({', '.join(preset_names())}) or a YAML path")
+            raise UserError(
+                f"config file {name} not found; pass a preset ({', '.join(preset_names())}) or a YAML path"
+            )
         return path
     path = PRESET_DIR / f"{name}.yaml"
     if not path.is_file():
-        raise UserError(f"unknown preset {name!r}; choose one of {', '.join(preset_names())} or a YAML path")
+        raise UserError(
+            f"unknown preset {name!r}; choose one of {', '.join(preset_names())} or a YAML path"
+        )
     return path
 
 

@@ -28,6 +28,7 @@ Usage::
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -175,7 +176,6 @@ class LoopedTransformer(nn.Module):
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.prelude = Stack(cfg, cfg.n_prelude)
         self.block = Stack(cfg, cfg.n_block)  # A: the shared weights applied `depth` times
-        self.inject = nn.Linear(2 * cfg.d_model, cfg.d_model, bias=False) if cfg.injection == "concat" else None
         self.coda = Stack(cfg, cfg.n_coda)
         self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
@@ -190,7 +190,11 @@ class LoopedTransformer(nn.Module):
         for name, p in self.named_parameters():
             if name.endswith(("attn.proj.weight", "mlp.down.weight")):
                 nn.init.normal_(p, std=cfg.init_std / math.sqrt(2 * n_layers))
-        if self.inject is not None:  # start as "add": W [h; e] = h + e
+        # The concat map is made last and starts as "add" (W [h; e] = h + e), so every injection
+        # mode draws the same initial weights everywhere else.
+        self.inject = None
+        if cfg.injection == "concat":
+            self.inject = nn.Linear(2 * cfg.d_model, cfg.d_model, bias=False)
             eye = torch.eye(cfg.d_model)
             with torch.no_grad():
                 self.inject.weight.copy_(torch.cat([eye, eye], dim=1))
@@ -270,9 +274,7 @@ class LoopedTransformer(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Logits (B, T, V) at loop count `depth`, and the loss when `targets` is given."""
         depth = check_depth(depth, self.config.max_depth)
-        h = None
-        for h in self.loops(self.embed_input(idx), depth):
-            pass
+        h = deque(self.loops(self.embed_input(idx), depth), maxlen=1)[0]  # keep only the last state
         return self.output(h, targets, reduction)
 
     def forward_depths(

@@ -1,0 +1,159 @@
+"""Checkpoints that survive a crash at any instant.
+
+A checkpoint is a directory ``RUN/checkpoints/step_000120/`` holding
+
+- ``model.safetensors``  the weights (tied weights stored once),
+- ``state.pt``           optimizer state, step, total steps, schedule, RNG state, lineage,
+- ``config.yaml``        the resolved run config (to rebuild the model from the checkpoint alone).
+
+It is written into a temporary sibling directory, every file fsync'ed, then renamed into place
+(rename is atomic on POSIX) and the parent directory fsync'ed. A crash mid-write leaves a
+``.tmp-*`` directory that is ignored and cleaned up later; the previous checkpoint is never
+touched. Only after the new one is in place are the oldest beyond ``keep_last`` removed.
+Batches and depths are pure functions of (seed, step), so the step is the whole data position.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from looped.errors import UserError
+
+CKPT_DIR = "checkpoints"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """state_dict without the second name of tied tensors (safetensors refuses shared storage)."""
+    seen: set[int] = set()
+    out = {}
+    for name, t in model.state_dict().items():
+        key = t.untyped_storage().data_ptr() if t.device.type != "meta" else id(t)
+        if key in seen:
+            continue
+        seen.add(key)
+        out[name] = t.detach().contiguous().cpu()
+    return out
+
+
+def save_checkpoint(
+    run_dir: str | Path,
+    step: int,
+    weights: dict[str, torch.Tensor],
+    state: dict[str, Any],
+    config_yaml: str,
+    keep_last: int = 2,
+    keep: tuple[int, ...] = (),
+) -> Path:
+    """Atomically write checkpoint `step` and prune old ones (never those in `keep`)."""
+    root = Path(run_dir) / CKPT_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"step_{step:07d}"
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-step_{step:07d}-", dir=root))
+    try:
+        save_file(weights, str(tmp / "model.safetensors"))
+        torch.save(state, tmp / "state.pt")
+        (tmp / "config.yaml").write_text(config_yaml)
+        for f in tmp.iterdir():
+            _fsync_file(f)
+        _fsync_dir(tmp)
+        if final.exists():  # re-saving the same step (e.g. after a resume): replace it whole
+            old = root / f".old-{final.name}"
+            shutil.rmtree(old, ignore_errors=True)
+            final.rename(old)
+            tmp.rename(final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(final)
+        _fsync_dir(root)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    steps = list_checkpoints(run_dir)
+    for old_step, path in steps[:-keep_last] if keep_last > 0 else []:
+        if old_step not in keep:
+            shutil.rmtree(path, ignore_errors=True)
+    for stale in root.glob(".tmp-*"):
+        if stale != tmp:
+            shutil.rmtree(stale, ignore_errors=True)
+    return final
+
+
+def list_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """Complete checkpoints of a run, oldest first."""
+    root = Path(run_dir) / CKPT_DIR
+    if not root.is_dir():
+        return []
+    found = []
+    for p in root.glob("step_*"):
+        if (p / "model.safetensors").is_file() and (p / "state.pt").is_file():
+            found.append((int(p.name.split("_")[1]), p))
+    return sorted(found)
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A run directory (-> its latest checkpoint) or a checkpoint directory -> checkpoint dir."""
+    path = Path(path)
+    if (path / "model.safetensors").is_file():
+        return path
+    if path.is_dir():
+        ckpts = list_checkpoints(path)
+        if ckpts:
+            return ckpts[-1][1]
+        raise UserError(f"no checkpoint in {path}; train first or pass a checkpoint directory")
+    raise UserError(f"{path} does not exist; pass a run directory or RUN/checkpoints/step_N")
+
+
+def load_weights(ckpt: Path, model: torch.nn.Module) -> None:
+    """Load safetensors weights into `model`, refusing a checkpoint of another architecture."""
+    weights = load_file(str(ckpt / "model.safetensors"))
+    own = model.state_dict()
+    missing = [k for k in own if k not in weights and not _is_tied_alias(model, k)]
+    unexpected = [k for k in weights if k not in own]
+    shapes = [k for k, v in weights.items() if k in own and own[k].shape != v.shape]
+    if missing or unexpected or shapes:
+        what = shapes[:1] or missing[:1] or unexpected[:1]
+        raise UserError(
+            f"checkpoint {ckpt} is for another architecture (first mismatch: {what[0]}); "
+            "use the same model config as the run that wrote it"
+        )
+    model.load_state_dict(weights, strict=False)
+
+
+def _is_tied_alias(model: torch.nn.Module, key: str) -> bool:
+    return key == "head.weight" and getattr(model.config, "tie_embeddings", False)
+
+
+def load_state(ckpt: Path) -> dict[str, Any]:
+    return torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
+
+
+def load_model(path: str | Path, device: str = "cpu"):
+    """(LoopedTransformer in eval mode, TrainConfig) from a run or checkpoint directory."""
+    from looped.config import load_config
+    from looped.model import LoopedTransformer
+
+    ckpt = resolve_checkpoint(path)
+    cfg = load_config(str(ckpt / "config.yaml"))
+    model = LoopedTransformer(cfg.model)
+    load_weights(ckpt, model)
+    return model.to(device).eval(), cfg

@@ -1,0 +1,142 @@
+"""Batches for training and evaluation, from any corpus, as a pure function of (seed, step).
+
+A training batch is drawn with a generator seeded from (seed, step, micro-batch, rank), not
+from a stream that advances: resuming at step s draws exactly the batches the uninterrupted run
+drew, with no data-loader state to save, and a run branched off another at step s sees the same
+data as its parent up to s.
+
+    source = build_source(cfg.data, seq_len=128)
+    x, y = source.train.sample_batch(32, 128, batch_generator(seed, step))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from looped.errors import UserError
+
+_MASK = (1 << 64) - 1
+
+
+def mix_seed(*values: int) -> int:
+    """Deterministic 63-bit seed from integers (splitmix64 steps; no Python hash())."""
+    z = 0x9E3779B97F4A7C15
+    for v in values:
+        z = (z ^ (int(v) & _MASK)) * 0xBF58476D1CE4E5B9 & _MASK
+        z = (z ^ (z >> 31)) * 0x94D049BB133111EB & _MASK
+        z ^= z >> 29
+    return z & ((1 << 63) - 1)
+
+
+def batch_generator(seed: int, step: int, micro: int = 0, rank: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(mix_seed(seed, step, micro, rank))
+
+
+class Sampler(Protocol):
+    vocab_size: int
+
+    def sample_batch(
+        self, batch_size: int, seq_len: int, generator: torch.Generator
+    ) -> tuple[Tensor, Tensor]: ...
+
+    def iter_eval_batches(self, batch_size: int, seq_len: int, n_batches: int): ...
+
+
+class TokenStream:
+    """A token array in memory (e.g. the bios corpus joined with EOS) sampled as random windows."""
+
+    def __init__(self, tokens: np.ndarray | list[int], vocab_size: int) -> None:
+        self.tokens = torch.as_tensor(np.asarray(tokens, dtype=np.int64))
+        self.vocab_size = vocab_size
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def sample_batch(
+        self, batch_size: int, seq_len: int, generator: torch.Generator
+    ) -> tuple[Tensor, Tensor]:
+        n = len(self.tokens) - seq_len - 1
+        if n < 0:
+            raise UserError(
+                f"corpus has {len(self.tokens)} tokens, fewer than seq_len+1={seq_len + 1}; use more data or a shorter seq_len"
+            )
+        starts = torch.randint(0, n + 1, (batch_size,), generator=generator)
+        rows = torch.stack([self.tokens[s : s + seq_len + 1] for s in starts.tolist()])
+        return rows[:, :-1], rows[:, 1:]
+
+    def iter_eval_batches(self, batch_size: int, seq_len: int, n_batches: int):
+        """Contiguous, non-overlapping windows from the start: the same every time."""
+        n_windows = (len(self.tokens) - 1) // seq_len
+        for b in range(min(n_batches, max(1, n_windows // batch_size))):
+            rows = [
+                self.tokens[i * seq_len : i * seq_len + seq_len + 1]
+                for i in range(b * batch_size, min((b + 1) * batch_size, n_windows))
+            ]
+            if not rows:
+                return
+            rows = torch.stack(rows)
+            yield rows[:, :-1], rows[:, 1:]
+
+
+@dataclass
+class DataSource:
+    train: Any  # has sample_batch(batch_size, seq_len, generator)
+    eval: Any  # has iter_eval_batches(batch_size, seq_len, n_batches)
+    vocab_size: int
+    bios: Any = None  # the BiosCorpus for recall evaluation, when training on bios
+    tokenizer: Any = None
+
+
+def build_source(data_cfg: Any) -> DataSource:
+    """The training and evaluation token sources a DataConfig describes."""
+    if data_cfg.kind == "bios":
+        from looped.data.bios import BiosConfig, BiosCorpus, generate
+
+        if data_cfg.path:
+            if not Path(data_cfg.path).is_dir():
+                raise UserError(
+                    f"bios corpus {data_cfg.path} not found; write one with `looped data bios --out {data_cfg.path}`"
+                )
+            corpus = BiosCorpus.load(data_cfg.path)
+        else:
+            corpus = generate(
+                BiosConfig(
+                    n_persons=data_cfg.persons,
+                    seed=data_cfg.bios_seed,
+                    bios_per_person=data_cfg.bios_per_person,
+                    two_hop=data_cfg.two_hop,
+                )
+            )
+        tok = corpus.tokenizer
+
+        def stream(texts: list[str]) -> TokenStream:
+            ids: list[int] = []
+            for text in texts:
+                ids += tok.encode(text) + [tok.eos_id]
+            return TokenStream(ids, tok.vocab_size)
+
+        return DataSource(
+            stream(corpus.train_texts), stream(corpus.eval_texts), tok.vocab_size, corpus, tok
+        )
+    if data_cfg.kind == "text":
+        from looped.data.text import TokenShards, load_tokenizer
+
+        if not data_cfg.path or not Path(data_cfg.path).is_dir():
+            raise UserError(
+                f"text corpus {data_cfg.path!r} not found; write one with `looped data text --out DIR` and set data.path=DIR"
+            )
+        train = TokenShards(data_cfg.path, split="train")
+        return DataSource(
+            train,
+            TokenShards(data_cfg.path, split="val"),
+            train.vocab_size,
+            None,
+            load_tokenizer(data_cfg.path),
+        )
+    raise UserError(f"data.kind={data_cfg.kind!r}: choose bios or text")

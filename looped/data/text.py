@@ -1,0 +1,635 @@
+"""Text corpora -> memory-mapped token shards, and the reader the trainer samples from.
+
+    looped data text --out data/pydoc --tokenizer bpe:4096          # offline: CPython's own prose
+    looped data text --dataset HuggingFaceFW/fineweb-edu --subset sample-10BT \\
+        --tokenizer gpt2 --out data/fineweb --max-docs 2000000 --num-proc 16
+    looped data text --dataset my_corpus/ --text-field body --tokenizer hf:tokenizer.json --out data/mine
+
+Every source goes through ``datasets`` as a stream (hub datasets are never downloaded whole;
+local .txt/.jsonl/.json/.parquet files, a directory of them, or a ``save_to_disk`` directory are
+read the same way), in chunks of documents that ``Dataset.map(batched=True, num_proc=N)``
+tokenizes in parallel. The special name ``pydoc`` (the default) is the English documentation
+that ships with CPython (``pydoc_data.topics``, ~465k characters, one document per topic), so
+the text path has a real corpus with no download.
+
+On disk, ``DIR`` holds ``train_00000.bin ...`` and ``val_00000.bin ...`` (raw uint16 when the
+vocabulary fits, else uint32; EOS after every document, so the shards of a split are one
+stream), ``tokenizer.json`` for ``bpe:``/``hf:`` tokenizers, and ``meta.json`` (tokenizer spec,
+vocabulary size, dtype, EOS id, tokens per shard and split). ``meta.json`` is written last and
+atomically: a directory without it is an unfinished run.
+
+Tokenizer specs: ``gpt2`` (or ``tiktoken:NAME``; needs the ``text`` extra), ``hf:NAME_OR_PATH``
+(a tokenizer.json file, a directory holding one, or a hub name), ``bpe:VOCAB`` (a byte-level
+BPE trained here on the corpus's first ``--bpe-docs`` documents).
+
+A document goes to the val split when the val split holds less than ``val_frac`` of the tokens
+seen so far: deterministic, streaming-friendly, whole documents only, and the fraction is exact
+to within one document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from looped.errors import UserError
+
+EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|eos|>")
+FILE_BUILDERS = {".txt": "text", ".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+META = "meta.json"
+TOKENIZER_FILE = "tokenizer.json"
+
+
+# -- tokenizers -------------------------------------------------------------------------------
+class TextTokenizer:
+    """What the rest of the package needs from a tokenizer: ids in, text out, one EOS id."""
+
+    spec: str
+    vocab_size: int
+    eos_id: int
+
+    def encode(self, text: str) -> list[int]:
+        return self.encode_batch([text])[0]
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        raise NotImplementedError
+
+    def decode(self, ids: list[int]) -> str:
+        raise NotImplementedError
+
+
+class TiktokenTokenizer(TextTokenizer):
+    """OpenAI's BPEs through tiktoken (``gpt2`` = GPT-2's 50257-token vocabulary)."""
+
+    def __init__(self, name: str = "gpt2") -> None:
+        try:
+            import tiktoken
+        except ImportError:
+            raise UserError(
+                f"tokenizer {name!r} needs tiktoken; install it with `pip install 'looped[text]'` "
+                "or use --tokenizer bpe:VOCAB"
+            ) from None
+        self.spec = name if name == "gpt2" else f"tiktoken:{name}"
+        self._enc = tiktoken.get_encoding(name)
+        self.vocab_size = self._enc.n_vocab
+        self.eos_id = self._enc.eot_token
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        # encode_ordinary: "<|endoftext|>" inside a document is text, never a separator.
+        return self._enc.encode_ordinary_batch(texts, num_threads=1)
+
+    def decode(self, ids: list[int]) -> str:
+        return self._enc.decode(list(ids))
+
+
+class HFTokenizer(TextTokenizer):
+    """A Hugging Face ``tokenizers`` tokenizer (tokenizer.json); special tokens are never added."""
+
+    def __init__(self, tokenizer: Any, spec: str, eos_id: int | None = None) -> None:
+        self._tok = tokenizer
+        self.spec = spec
+        self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+        if eos_id is None:
+            ids = [tokenizer.token_to_id(t) for t in EOS_CANDIDATES]
+            eos_id = next((i for i in ids if i is not None), None)
+        if eos_id is None:
+            raise UserError(
+                f"tokenizer {spec!r} has no end-of-text token ({', '.join(EOS_CANDIDATES)}); "
+                "use one that has, or --tokenizer bpe:VOCAB"
+            )
+        self.eos_id = int(eos_id)
+
+    @classmethod
+    def from_spec(cls, name: str) -> HFTokenizer:
+        from tokenizers import Tokenizer
+
+        path = Path(name)
+        if path.is_dir():
+            path = path / TOKENIZER_FILE
+        if path.suffix == ".json" or path.exists():
+            if not path.is_file():
+                raise UserError(
+                    f"tokenizer file {path} not found; pass a tokenizer.json or its directory"
+                )
+            return cls(Tokenizer.from_file(str(path)), f"hf:{name}")
+        try:
+            return cls(Tokenizer.from_pretrained(name), f"hf:{name}")
+        except Exception as err:  # noqa: BLE001 - the hub raises many types; one line for the user
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise UserError(
+                f"could not load tokenizer {name!r} from the hub ({first}); "
+                "pass a local tokenizer.json with hf:PATH"
+            ) from None
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+
+    def decode(self, ids: list[int]) -> str:
+        return self._tok.decode(list(ids), skip_special_tokens=False)
+
+    def save(self, path: str | Path) -> None:
+        self._tok.save(str(path))
+
+
+def train_bpe(texts: Iterator[str], vocab_size: int) -> HFTokenizer:
+    """A GPT-2-style byte-level BPE (any text encodes, nothing is unknown) with one special
+    token, ``<|endoftext|>`` = id 0, the document separator."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    if vocab_size < 257:
+        raise UserError(
+            f"bpe:{vocab_size} is too small; byte-level BPE needs a vocabulary of at least 257"
+        )
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer)
+    return HFTokenizer(tok, f"bpe:{vocab_size}", eos_id=tok.token_to_id("<|endoftext|>"))
+
+
+def make_tokenizer(spec: str) -> TextTokenizer:
+    """A ready tokenizer from a spec that needs no corpus (``gpt2``, ``tiktoken:NAME``, ``hf:...``)."""
+    if spec == "gpt2":
+        return TiktokenTokenizer("gpt2")
+    if spec.startswith("tiktoken:"):
+        return TiktokenTokenizer(spec.split(":", 1)[1])
+    if spec.startswith("hf:"):
+        return HFTokenizer.from_spec(spec.split(":", 1)[1])
+    raise UserError(
+        f"unknown tokenizer spec {spec!r}; use gpt2, tiktoken:NAME, hf:NAME_OR_PATH or bpe:VOCAB"
+    )
+
+
+def load_tokenizer(directory: str | Path) -> TextTokenizer:
+    """The tokenizer a token directory was written with (offline for bpe:/hf: specs)."""
+    meta = read_meta(directory)
+    spec = meta["tokenizer"]
+    if spec == "gpt2" or spec.startswith("tiktoken:"):
+        return make_tokenizer(spec)
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(Path(directory) / TOKENIZER_FILE))
+    return HFTokenizer(tok, spec, eos_id=meta["eos_id"])
+
+
+# -- documents --------------------------------------------------------------------------------
+def pydoc_documents() -> list[str]:
+    """CPython's pydoc topics, sorted by name: one document per topic."""
+    from pydoc_data.topics import topics
+
+    return [topics[name] for name in sorted(topics)]
+
+
+def _local_files(path: Path) -> tuple[str, list[str]]:
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    kinds = {}
+    for f in files:
+        suffix = (
+            f.suffixes[-2]
+            if f.suffix in (".gz", ".zst", ".bz2", ".xz") and len(f.suffixes) > 1
+            else f.suffix
+        )
+        if suffix in FILE_BUILDERS:
+            kinds.setdefault(FILE_BUILDERS[suffix], []).append(str(f))
+    if len(kinds) != 1:
+        found = "none" if not kinds else ", ".join(kinds)
+        raise UserError(
+            f"{path}: need files of one kind (.txt, .jsonl/.json or .parquet), found {found}; "
+            "point --dataset at one kind of file"
+        )
+    return next(iter(kinds.items()))
+
+
+def open_documents(
+    dataset: str = "pydoc",
+    subset: str | None = None,
+    split: str = "train",
+    text_field: str = "text",
+) -> Any:
+    """A ``datasets.IterableDataset`` with a ``text_field`` column, read lazily.
+
+    .txt files are one document per file (``sample_by="document"``); for one document per line
+    use .jsonl.
+    """
+    import datasets
+
+    if dataset == "pydoc":
+        return datasets.Dataset.from_dict({text_field: pydoc_documents()}).to_iterable_dataset()
+    path = Path(dataset)
+    if path.exists():
+        if (
+            path.is_dir()
+            and (path / "dataset_info.json").exists()
+            and (path / "state.json").exists()
+        ):
+            return datasets.load_from_disk(str(path)).to_iterable_dataset()
+        builder, files = _local_files(path)
+        kwargs = {"sample_by": "document"} if builder == "text" else {}
+        return datasets.load_dataset(
+            builder, data_files=files, split="train", streaming=True, **kwargs
+        )
+    if dataset.startswith((".", "/", "~")) or dataset.endswith(tuple(FILE_BUILDERS)):
+        raise UserError(
+            f"dataset path {dataset} does not exist; pass an existing file or directory"
+        )
+    try:
+        return datasets.load_dataset(dataset, subset, split=split, streaming=True)
+    except Exception as err:  # noqa: BLE001 - the hub raises many types; one line for the user
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UserError(
+            f"could not open dataset {dataset!r} (subset={subset}, split={split}): {first}; "
+            "check the name, --subset and --split, or pass a local path"
+        ) from None
+
+
+def _tokenize_batch(
+    batch: dict[str, list], tokenizer: TextTokenizer, text_field: str
+) -> dict[str, list]:
+    texts = [t for t in batch[text_field] if t]  # None or empty documents would be bare EOS tokens
+    return {"ids": [ids + [tokenizer.eos_id] for ids in tokenizer.encode_batch(texts)]}
+
+
+def tokenize_chunk(
+    texts: list[str], tokenizer: TextTokenizer, num_proc: int = 1, field: str = "text"
+) -> list[np.ndarray]:
+    """Token ids of each non-empty document, EOS appended, through a parallel ``Dataset.map``."""
+    import datasets
+
+    ds = datasets.Dataset.from_dict({field: texts})
+    fn = functools.partial(_tokenize_batch, tokenizer=tokenizer, text_field=field)
+    out = ds.map(
+        fn,
+        batched=True,
+        batch_size=max(1, min(1000, -(-len(texts) // max(1, num_proc)))),
+        num_proc=num_proc if num_proc > 1 and len(texts) > 1 else None,
+        remove_columns=[field],
+        new_fingerprint=f"looped-tokenize-{len(texts)}",  # skip hashing the tokenizer
+        desc=None,
+    )
+    col = out.data.column("ids").combine_chunks()
+    values = col.values.to_numpy(zero_copy_only=False)
+    offsets = col.offsets.to_numpy()
+    return [values[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+# -- writing shards ---------------------------------------------------------------------------
+def token_dtype(vocab_size: int) -> np.dtype:
+    """uint16 when every id fits (vocab <= 65536), else uint32."""
+    return np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
+
+
+class ShardWriter:
+    """Appends ids to ``{split}_00000.bin, ...``, each at most ``shard_tokens`` long; a shard
+    file appears under its final name only once complete (write, fsync, rename)."""
+
+    def __init__(self, out: Path, split: str, dtype: np.dtype, shard_tokens: int) -> None:
+        self.out, self.split, self.dtype, self.shard_tokens = out, split, dtype, shard_tokens
+        self.shards: list[dict[str, Any]] = []
+        self.docs = 0
+        self._file = None
+        self._n = 0
+
+    def _open(self) -> None:
+        name = f"{self.split}_{len(self.shards):05d}.bin"
+        self.shards.append({"file": name, "tokens": 0})
+        self._file = open(self.out / (name + ".tmp"), "wb")  # noqa: SIM115 - closed in _close
+        self._n = 0
+
+    def _close(self) -> None:
+        if self._file is None:
+            return
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        name = self.shards[-1]["file"]
+        os.replace(self.out / (name + ".tmp"), self.out / name)
+        self.shards[-1]["tokens"] = self._n
+        self._file = None
+
+    @property
+    def tokens(self) -> int:
+        """Tokens written so far, the open shard included."""
+        return sum(s["tokens"] for s in self.shards) + (self._n if self._file is not None else 0)
+
+    def write(self, ids: np.ndarray) -> None:
+        ids = np.asarray(ids).astype(self.dtype, copy=False)
+        while len(ids):
+            if self._file is None:
+                self._open()
+            take = min(len(ids), self.shard_tokens - self._n)
+            ids[:take].tofile(self._file)
+            self._n += take
+            ids = ids[take:]
+            if self._n == self.shard_tokens:
+                self._close()
+
+    def finish(self) -> dict[str, Any]:
+        self._close()
+        return {
+            "tokens": sum(s["tokens"] for s in self.shards),
+            "docs": self.docs,
+            "shards": self.shards,
+        }
+
+
+def _write_json_atomic(path: Path, obj: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _prepare_out(out: Path, overwrite: bool) -> None:
+    if (out / META).exists():
+        if not overwrite:
+            raise UserError(
+                f"{out} already holds a token corpus; pass --overwrite or choose another --out"
+            )
+        for pattern in ("train_*.bin", "val_*.bin", "*.tmp", META, TOKENIZER_FILE):
+            for p in out.glob(pattern):
+                p.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def prepare_text(
+    out: str | Path,
+    dataset: str = "pydoc",
+    tokenizer: str = "bpe:4096",
+    subset: str | None = None,
+    split: str = "train",
+    text_field: str = "text",
+    num_proc: int = 1,
+    max_docs: int | None = None,
+    val_frac: float = 0.05,
+    shard_tokens: int = 2**27,
+    chunk_docs: int = 20_000,
+    bpe_docs: int = 100_000,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Tokenize a corpus into ``out``; returns the metadata also written to ``out/meta.json``."""
+    if not 0.0 <= val_frac < 1.0:
+        raise UserError(f"--val-frac {val_frac} must be in [0, 1)")
+    if num_proc < 1 or shard_tokens < 1 or chunk_docs < 1:
+        raise UserError("--num-proc, --shard-tokens and --chunk-docs must be positive")
+    out = Path(out)
+    _prepare_out(out, overwrite)
+
+    def documents(limit: int | None) -> Iterator[list[str]]:
+        ds = open_documents(dataset, subset, split, text_field)
+        if limit is not None:
+            ds = ds.take(limit)
+        for batch in ds.iter(batch_size=chunk_docs):
+            if text_field not in batch:
+                raise UserError(
+                    f"dataset {dataset!r} has no column {text_field!r} (columns: {', '.join(batch)}); "
+                    "pass --text-field"
+                )
+            yield batch[text_field]
+
+    if tokenizer.startswith("bpe:"):
+        try:
+            vocab = int(tokenizer.split(":", 1)[1])
+        except ValueError:
+            raise UserError(
+                f"tokenizer spec {tokenizer!r}: the vocabulary must be an integer, e.g. bpe:4096"
+            ) from None
+        n_train = bpe_docs if max_docs is None else min(bpe_docs, max_docs)
+        tok: TextTokenizer = train_bpe(
+            (t for chunk in documents(n_train) for t in chunk if t), vocab
+        )
+    else:
+        tok = make_tokenizer(tokenizer)
+    if isinstance(tok, HFTokenizer):
+        tok.save(out / TOKENIZER_FILE)
+    if num_proc > 1:
+        # Forked workers cannot use the Rust thread pool the parent already started.
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    dtype = token_dtype(tok.vocab_size)
+    writers = {s: ShardWriter(out, s, dtype, shard_tokens) for s in ("train", "val")}
+    seen = 0
+    bar = _progress(progress)
+    for chunk in documents(max_docs):
+        for ids in tokenize_chunk(chunk, tok, num_proc):
+            w = writers["val" if writers["val"].tokens < val_frac * seen else "train"]
+            w.write(ids)
+            w.docs += 1
+            seen += len(ids)
+        if bar is not None:
+            bar.update(len(chunk))
+    if bar is not None:
+        bar.close()
+    splits = {s: w.finish() for s, w in writers.items()}
+    if splits["train"]["tokens"] == 0:
+        raise UserError(
+            f"dataset {dataset!r} gave no text in column {text_field!r}; check --text-field and --split"
+        )
+    meta = {
+        "format": 1,
+        "dataset": dataset,
+        "subset": subset,
+        "split": split,
+        "text_field": text_field,
+        "max_docs": max_docs,
+        "val_frac": val_frac,
+        "tokenizer": tok.spec,
+        "vocab_size": tok.vocab_size,
+        "eos_id": tok.eos_id,
+        "dtype": dtype.name,
+        "splits": splits,
+    }
+    _write_json_atomic(out / META, meta)
+    return meta
+
+
+def _progress(enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(unit=" docs", desc="tokenizing", file=sys.stderr)
+
+
+# -- reading shards ---------------------------------------------------------------------------
+def read_meta(directory: str | Path) -> dict[str, Any]:
+    path = Path(directory) / META
+    if not path.is_file():
+        raise UserError(
+            f"{directory} has no {META}; write a token corpus there with `looped data text --out {directory}`"
+        )
+    return json.loads(path.read_text())
+
+
+class TokenShards:
+    """One split of a token directory as a single memory-mapped stream of ids.
+
+    Documents are separated by EOS, so a window may span two documents (or two shards), as in
+    GPT-2 style pretraining; nothing is loaded into memory beyond the windows asked for.
+    """
+
+    def __init__(self, directory: str | Path, split: str = "train") -> None:
+        self.directory = Path(directory)
+        self.split = split
+        self.meta = read_meta(directory)
+        if split not in self.meta["splits"]:
+            raise UserError(
+                f"split {split!r} not in {directory}; choose one of {', '.join(self.meta['splits'])}"
+            )
+        self.vocab_size: int = self.meta["vocab_size"]
+        self.eos_id: int = self.meta["eos_id"]
+        self.dtype = np.dtype(self.meta["dtype"])
+        self.shards = [
+            np.memmap(self.directory / s["file"], dtype=self.dtype, mode="r", shape=(s["tokens"],))
+            for s in self.meta["splits"][split]["shards"]
+            if s["tokens"] > 0
+        ]
+        self._ends = np.cumsum([len(s) for s in self.shards], dtype=np.int64)
+        self.n_tokens = int(self._ends[-1]) if len(self.shards) else 0
+
+    def __len__(self) -> int:
+        return self.n_tokens
+
+    def window(self, start: int, length: int) -> np.ndarray:
+        """Tokens [start, start + length) of the split's stream, across shard boundaries."""
+        parts, pos, end = [], start, start + length
+        i = int(np.searchsorted(self._ends, pos, side="right"))
+        while pos < end:
+            base = int(self._ends[i - 1]) if i else 0
+            take = min(end, int(self._ends[i])) - pos
+            parts.append(self.shards[i][pos - base : pos - base + take])
+            pos += take
+            i += 1
+        return np.concatenate(parts) if len(parts) > 1 else np.asarray(parts[0])
+
+    def _need(self, seq_len: int) -> None:
+        if self.n_tokens < seq_len + 1:
+            raise UserError(
+                f"the {self.split} split of {self.directory} has {self.n_tokens} tokens, fewer than "
+                f"seq_len + 1 = {seq_len + 1}; use a shorter seq_len or a bigger corpus/--val-frac"
+            )
+
+    def _batch(self, starts: list[int], seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        w = torch.from_numpy(
+            np.stack([self.window(s, seq_len + 1) for s in starts]).astype(np.int64)
+        )
+        return w[:, :-1], w[:, 1:]
+
+    def sample_batch(
+        self, batch_size: int, seq_len: int, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Random windows (x, y = x shifted by one), int64 (batch_size, seq_len); the starts come
+        from ``generator`` alone, so a saved generator state replays the same batches."""
+        self._need(seq_len)
+        starts = torch.randint(self.n_tokens - seq_len, (batch_size,), generator=generator)
+        return self._batch(starts.tolist(), seq_len)
+
+    def eval_starts(self, n_windows: int, seq_len: int) -> list[int]:
+        """Window starts spread evenly over the whole split; disjoint when it is long enough."""
+        self._need(seq_len)
+        last = self.n_tokens - seq_len - 1
+        if n_windows * (seq_len + 1) > self.n_tokens:
+            warnings.warn(
+                f"{self.split} split has {self.n_tokens} tokens, fewer than {n_windows} windows of "
+                f"{seq_len + 1}; evaluation windows overlap (raise --val-frac for a better estimate)",
+                stacklevel=3,
+            )
+        if n_windows == 1:
+            return [0]
+        return [i * last // (n_windows - 1) for i in range(n_windows)]
+
+    def iter_eval_batches(
+        self, batch_size: int, seq_len: int, n_batches: int, split: str = "val"
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """The same ``n_batches`` batches on every call: windows spread evenly over ``split``
+        (the val split by default, whichever split this reader samples from)."""
+        src = self if split == self.split else TokenShards(self.directory, split)
+        starts = src.eval_starts(n_batches * batch_size, seq_len)
+        for b in range(n_batches):
+            yield src._batch(starts[b * batch_size : (b + 1) * batch_size], seq_len)
+
+
+# -- command line -----------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="looped data text",
+        description="Tokenize a text corpus into memory-mapped token shards (train/val) with meta.json.",
+    )
+    p.add_argument(
+        "--dataset",
+        default="pydoc",
+        help="hub name, local file/dir, or pydoc (CPython's docs, offline; default)",
+    )
+    p.add_argument("--subset", default=None, help="hub config name, e.g. sample-10BT")
+    p.add_argument("--split", default="train", help="hub split to read (default train)")
+    p.add_argument("--text-field", default="text", help="column holding the text (default text)")
+    p.add_argument(
+        "--tokenizer",
+        default="bpe:4096",
+        help="gpt2 | tiktoken:NAME | hf:NAME_OR_PATH | bpe:VOCAB (default bpe:4096)",
+    )
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument(
+        "--num-proc", type=int, default=1, help="tokenizer processes (Dataset.map num_proc)"
+    )
+    p.add_argument("--max-docs", type=int, default=None, help="stop after this many documents")
+    p.add_argument(
+        "--val-frac",
+        type=float,
+        default=0.05,
+        help="fraction of tokens held out for val (default 0.05)",
+    )
+    p.add_argument(
+        "--shard-tokens", type=int, default=2**27, help="tokens per shard file (default 2^27)"
+    )
+    p.add_argument(
+        "--chunk-docs", type=int, default=20_000, help="documents tokenized per map call"
+    )
+    p.add_argument(
+        "--bpe-docs", type=int, default=100_000, help="bpe: train on the first N documents"
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an existing corpus in --out")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    a = p.parse_args(argv)
+    meta = prepare_text(
+        a.out,
+        dataset=a.dataset,
+        tokenizer=a.tokenizer,
+        subset=a.subset,
+        split=a.split,
+        text_field=a.text_field,
+        num_proc=a.num_proc,
+        max_docs=a.max_docs,
+        val_frac=a.val_frac,
+        shard_tokens=a.shard_tokens,
+        chunk_docs=a.chunk_docs,
+        bpe_docs=a.bpe_docs,
+        overwrite=a.overwrite,
+        progress=not a.quiet,
+    )
+    s = meta["splits"]
+    print(
+        f"wrote {a.out}: {s['train']['tokens']:,} train tokens ({s['train']['docs']:,} docs), "
+        f"{s['val']['tokens']:,} val tokens ({s['val']['docs']:,} docs); tokenizer {meta['tokenizer']} "
+        f"(vocab {meta['vocab_size']:,}, eos {meta['eos_id']}, {meta['dtype']})"
+    )
+    return 0

@@ -1,0 +1,305 @@
+"""The trainer: checkpoints that survive crashes, bitwise resume, exact branching, matched
+budgets, clear one-line errors, and DDP ranks that agree."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from looped import checkpoint as ckpt_lib
+from looped.cli import main as cli
+from looped.config import load_config
+from looped.flops import schedule_flops
+from looped.schedules import parse_schedule
+from looped.train import lr_at, total_steps_for, train
+
+torch.set_num_threads(1)
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = [
+    "model.d_model=32",
+    "model.n_head=2",
+    "data.persons=12",
+    "batch_size=4",
+    "seq_len=64",
+    "model.seq_len=64",
+    "eval_batches=1",
+    "eval_depths=1-4",
+    "log_interval=1",
+    "threads=1",
+]
+
+
+def small(*extra: str):
+    return load_config("tiny", SMALL + list(extra))
+
+
+def weights(run: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(ckpt_lib.list_checkpoints(run)[-1][1] / "model.safetensors"))
+
+
+def records(run: Path, kind: str = "train") -> list[dict]:
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    return [r for r in rows if r["kind"] == kind]
+
+
+def test_train_writes_metrics_checkpoints_and_config(tmp_path):
+    run = tmp_path / "r"
+    summary = train(
+        small("max_steps=12", "ckpt_interval=4", "keep_last=2", "eval_interval=6"), run, quiet=True
+    )
+    assert summary["steps"] == 12
+    steps = [s for s, _ in ckpt_lib.list_checkpoints(run)]
+    assert steps == [8, 12]  # kept the last two of 4, 8, 12
+    rows = records(run)
+    assert [r["step"] for r in rows] == list(range(1, 13))
+    assert {"loss", "depth", "lr", "tokens", "flops", "wall", "tokens_per_s", "mfu"} <= rows[
+        0
+    ].keys()
+    sched = parse_schedule(small().schedule)
+    assert [r["depth"] for r in rows] == [sched.depth(s, 12) for s in range(12)]
+    evals = records(run, "eval")
+    assert [e["step"] for e in evals] == [6, 12]
+    assert set(evals[-1]["nll"]) == {"1", "2", "3", "4"}
+    assert "recall" in evals[-1]
+    assert load_config(str(run / "config.yaml")).schedule == small().schedule
+    # cumulative modeled FLOPs equal the FLOP model's total for the depths actually run
+    cfg = load_config(str(run / "config.yaml"))
+    expected = schedule_flops(cfg.model, sched, 12, 4 * 64, 64)
+    assert rows[-1]["flops"] == pytest.approx(expected, rel=0.35)  # sampled vs expected depths
+
+
+def test_training_reduces_loss(tmp_path):
+    run = tmp_path / "r"
+    train(small("max_steps=40", "schedule=fixed:2", "optim.warmup_steps=5"), run, quiet=True)
+    losses = [r["loss"] for r in records(run)]
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5
+
+
+def test_lr_schedules():
+    cfg = small("optim.warmup_steps=10", "optim.lr=1.0", "optim.min_lr_ratio=0.1").optim
+    assert lr_at(0, 100, cfg) == pytest.approx(0.1)
+    assert lr_at(9, 100, cfg) == pytest.approx(1.0)
+    assert lr_at(99, 100, cfg) == pytest.approx(0.1)
+    cfg.lr_schedule, cfg.decay_frac = "wsd", 0.2
+    assert [lr_at(s, 100, cfg) for s in (10, 50, 79)] == [1.0, 1.0, 1.0]
+    assert lr_at(99, 100, cfg) == pytest.approx(0.1)
+    # runs of different length agree before the shorter one's decay
+    assert all(lr_at(s, 100, cfg) == lr_at(s, 1000, cfg) for s in range(80))
+
+
+def _train_cmd(run: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "looped",
+        "train",
+        "--config",
+        "tiny",
+        "--out",
+        str(run),
+        "--quiet",
+        *SMALL,
+        *extra,
+    ]
+
+
+def test_sigkill_then_resume_is_bitwise_identical(tmp_path):
+    args = ["max_steps=60", "ckpt_interval=5", "keep_last=3", "eval_interval=0", "eval_depths=1-2"]
+    ref = tmp_path / "ref"
+    train(small(*args), ref, quiet=True)
+
+    run = tmp_path / "killed"
+    proc = subprocess.Popen(_train_cmd(run, *args), env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(s >= 20 for s, _ in ckpt_lib.list_checkpoints(run)):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = [s for s, _ in ckpt_lib.list_checkpoints(run)]
+    assert done and done[-1] < 60, "the run finished before it could be killed"
+
+    assert (
+        cli(["train", "--config", "tiny", "--out", str(run), "--quiet", "--resume", *SMALL, *args])
+        == 0
+    )
+    a, b = weights(ref), weights(run)
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    assert records(ref)[-1]["loss"] == records(run)[-1]["loss"]
+    assert [r["step"] for r in records(run)] == list(range(1, 61))  # no duplicated records
+
+
+def test_interrupted_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypatch):
+    run = tmp_path / "r"
+    train(small("max_steps=4", "eval_interval=0"), run, quiet=True)
+    before = weights(run)
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ckpt_lib, "save_file", crash)
+    with pytest.raises(OSError):
+        ckpt_lib.save_checkpoint(run, 99, before, {"step": 99}, "")
+    assert [s for s, _ in ckpt_lib.list_checkpoints(run)] == [4]
+    assert not list((run / "checkpoints").glob(".tmp-*"))
+    after = weights(run)
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_branch_off_fixed_phase_equals_training_from_scratch(tmp_path):
+    """fixed-first (K=4 then uniform) == fixed:4 run branched at the switch, bitwise (WSD LR)."""
+    common = [
+        "optim.lr_schedule=wsd",
+        "optim.decay_frac=0.2",
+        "optim.warmup_steps=3",
+        "eval_interval=0",
+        "eval_depths=1-2",
+    ]
+    ff = "schedule=fixed-first:k=4,frac=0.8,then=uniform:1-16"
+    scratch = tmp_path / "scratch"
+    train(small("max_steps=20", ff, *common), scratch, quiet=True)
+    parent = tmp_path / "k4"
+    train(small("max_steps=30", "schedule=fixed:4", *common), parent, quiet=True, save_steps=(16,))
+    branch = tmp_path / "branch"
+    branch_ckpt = parent / "checkpoints" / "step_0000016"
+    train(small("max_steps=20", ff, *common), branch, quiet=True, branch_from=str(branch_ckpt))
+    a, b = weights(scratch), weights(branch)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert json.loads((branch / "lineage.json").read_text())["parent_step"] == 16
+    # a branch that would not be exact is refused
+    with pytest.raises(ValueError, match="depth at step"):
+        train(
+            small("max_steps=20", "schedule=uniform:1-16", *common),
+            tmp_path / "bad",
+            quiet=True,
+            branch_from=str(branch_ckpt),
+        )
+
+
+def test_matched_budgets_spend_the_same_modeled_flops():
+    cfg = small("budget_flops=2e10")
+    spent = {}
+    for spec in ["fixed:4", "fixed-first:k=4,frac=0.8,then=uniform:1-16", "uniform:1-16"]:
+        cfg.schedule = spec
+        steps = total_steps_for(cfg)
+        sched = parse_schedule(spec)
+        spent[spec] = schedule_flops(cfg.model, sched, steps, 4 * 64, 64)
+        assert spent[spec] <= 2e10 < schedule_flops(cfg.model, sched, steps + 1, 4 * 64, 64)
+    assert total_steps_for(small("budget_flops=2e10", "schedule=fixed:4")) > total_steps_for(
+        small("budget_flops=2e10", "schedule=uniform:1-16")
+    )
+
+
+def test_nan_loss_stops_with_clear_error_and_keeps_last_checkpoint(tmp_path, monkeypatch):
+    from looped.model import LoopedTransformer
+
+    run = tmp_path / "r"
+    original = LoopedTransformer.forward
+    calls = {"n": 0}
+
+    def flaky(self, *args, **kwargs):
+        logits, loss = original(self, *args, **kwargs)
+        calls["n"] += 1
+        return logits, loss * float("nan") if calls["n"] > 6 else loss
+
+    monkeypatch.setattr(LoopedTransformer, "forward", flaky)
+    with pytest.raises(ValueError, match=r"loss became nan at step 6.*step_0000005"):
+        train(small("max_steps=20", "ckpt_interval=5", "eval_interval=0"), run, quiet=True)
+    assert [s for s, _ in ckpt_lib.list_checkpoints(run)] == [5]
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("model.nope=1", "unknown config key 'model.nope'"),
+        ("batch_size=many", "batch_size"),
+        ("schedule=fixed:0", "fixed:0"),
+        ("schedule=fixed-first:k=4,frac=1.5,then=uniform:1-16", "frac"),
+        ("budget_flops=10", "too small"),
+        ("data.path=/nonexistent/corpus", "/nonexistent/corpus"),
+        ("max_steps=0", "stop criterion"),
+    ],
+)
+def test_bad_config_exits_2_with_one_line(tmp_path, capsys, override, message):
+    code = cli(
+        ["train", "--config", "tiny", "--out", str(tmp_path / "r"), "--quiet", *SMALL, override]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
+
+
+def test_cli_errors_have_no_traceback_in_a_real_process(tmp_path):
+    proc = subprocess.run(
+        _train_cmd(tmp_path / "r", "schedule=bogus:3"), capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "bogus" in proc.stderr
+
+
+def test_init_from_another_architecture_is_refused(tmp_path, capsys):
+    run = tmp_path / "r"
+    train(small("max_steps=2", "eval_interval=0"), run, quiet=True)
+    code = cli(
+        [
+            "train",
+            "--config",
+            "tiny",
+            "--out",
+            str(tmp_path / "b"),
+            "--quiet",
+            "--init-from",
+            str(run),
+            *SMALL,
+            "model.d_model=64",
+        ]
+    )
+    assert code == 2 and "another architecture" in capsys.readouterr().err
+
+
+def test_existing_run_needs_resume(tmp_path, capsys):
+    run = tmp_path / "r"
+    train(small("max_steps=2", "eval_interval=0"), run, quiet=True)
+    assert (
+        cli(["train", "--config", "tiny", "--out", str(run), "--quiet", *SMALL, "max_steps=2"]) == 2
+    )
+    assert "--resume" in capsys.readouterr().err
+
+
+def test_eval_cli_prints_per_depth_json(tmp_path, capsys):
+    run = tmp_path / "r"
+    train(small("max_steps=3", "eval_interval=0"), run, quiet=True)
+    capsys.readouterr()
+    assert cli(["eval", "--run", str(run), "--depths", "1-3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["depths"] == [1, 2, 3] and set(out["nll"]) == {"1", "2", "3"}
+    assert all(out["recall"][k]["bits_per_person"] >= 0 for k in ("1", "2", "3"))
+
+
+@pytest.mark.parametrize("mode", ["ddp", "fsdp"])
+def test_two_gloo_ranks_agree_on_depths_and_weights(tmp_path, mode):
+    out = tmp_path / mode
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+        str(ROOT / "tests" / "ddp_worker.py"), str(out), mode,
+    ]  # fmt: skip
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"}
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranks = [torch.load(out / f"rank{r}.pt") for r in (0, 1)]
+    assert ranks[0]["depths"] == ranks[1]["depths"]
+    for k in ranks[0]["weights"]:
+        assert torch.equal(ranks[0]["weights"][k], ranks[1]["weights"][k]), k
+    saved = weights(out / "run")
+    assert all(torch.equal(saved[k], ranks[0]["weights"][k]) for k in saved)
