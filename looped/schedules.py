@@ -225,7 +225,7 @@ class Uniform(Schedule):
 
     def _draw(self, pos: int, total: int, bits: int) -> int:
         # multiply-shift maps 64 bits onto n values; bias below n / 2^64
-        return self.lo + ((bits * (self.hi - self.lo)) >> 64)
+        return self.lo + ((bits * (self.hi - self.lo + 1)) >> 64)
 
     def max_depth(self) -> int:
         return self.hi

@@ -29,6 +29,7 @@ import signal
 import sys
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -233,57 +234,35 @@ class StopRequested:
             signal.signal(sig, old)
 
 
-def train(
-    cfg: TrainConfig,
-    out_dir: str | Path,
-    resume: bool = False,
-    init_from: str | None = None,
-    branch_from: str | None = None,
-    quiet: bool = False,
-    save_steps: tuple[int, ...] = (),
-    progress_position: int | None = None,
-    desc: str | None = None,
-    on_step: Any = None,
-) -> dict[str, Any]:
-    """Train a run into `out_dir`; returns the final summary (also in out_dir/summary.json).
+@dataclass
+class RunOptions:
+    resume: bool = False  # continue from the latest checkpoint in the run directory
+    init_from: str | None = None  # start a new run from these weights (run or checkpoint dir)
+    branch_from: str | None = (
+        None  # continue this checkpoint (weights, optimizer, step); checked exact
+    )
+    quiet: bool = False  # no progress bar
+    save_steps: tuple[
+        int, ...
+    ] = ()  # extra checkpoints at these steps, never pruned (branch points)
+    eval_steps: tuple[int, ...] = ()  # extra evaluations at these steps (e.g. just before a switch)
+    on_step: Any = None  # on_step(done, total, loss, depth) replaces the bar (the demo's workers)
+    desc: str | None = None  # progress bar label (default: the run directory name)
 
-    `save_steps` adds checkpoints at those steps that are never pruned (branch points).
-    `on_step(done, total, loss, depth)` replaces the progress bar (the demo's process pool uses it).
-    """
+
+def train(cfg: TrainConfig, out_dir: str | Path, **options: Any) -> dict[str, Any]:
+    """Train a run into `out_dir` (options: see RunOptions); returns the final summary, also
+    written to out_dir/summary.json."""
+    opts = RunOptions(**options)
     check_config(cfg)
-    out = Path(out_dir)
     dist = Dist(cfg.device)
     try:
-        return _train(
-            cfg,
-            out,
-            dist,
-            resume,
-            init_from,
-            branch_from,
-            quiet,
-            save_steps,
-            progress_position,
-            desc,
-            on_step,
-        )
+        return _train(cfg, Path(out_dir), dist, opts)
     finally:
         dist.close()
 
 
-def _train(
-    cfg,
-    out,
-    dist,
-    resume,
-    init_from,
-    branch_from,
-    quiet,
-    save_steps,
-    progress_position,
-    desc,
-    on_step,
-):
+def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[str, Any]:
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     source = build_source(cfg.data)
@@ -295,7 +274,7 @@ def _train(
     eval_depths = parse_depths(cfg.eval_depths)
 
     existing = ckpt_lib.list_checkpoints(out)
-    if existing and not resume:
+    if existing and not opts.resume:
         raise UserError(
             f"{out} already holds checkpoints; pass --resume to continue or choose a new --out"
         )
@@ -306,7 +285,7 @@ def _train(
     model = LoopedTransformer(cfg.model)
     optimizer = make_optimizer(model, cfg.optim)
     start_step, lineage, resumed_flops = 0, {}, 0.0
-    if resume and existing:
+    if opts.resume and existing:
         ckpt = existing[-1][1]
         ckpt_lib.load_weights(ckpt, model)
         state = ckpt_lib.load_state(ckpt)
@@ -316,16 +295,16 @@ def _train(
             )
         optimizer.load_state_dict(state["optimizer"])
         start_step, lineage, resumed_flops = state["step"], state.get("lineage", {}), state["flops"]
-    elif branch_from or init_from:
-        ckpt = ckpt_lib.resolve_checkpoint(branch_from or init_from)
+    elif opts.branch_from or opts.init_from:
+        ckpt = ckpt_lib.resolve_checkpoint(opts.branch_from or opts.init_from)
         ckpt_lib.load_weights(ckpt, model)
         state = ckpt_lib.load_state(ckpt)
         lineage = {
             "parent": str(ckpt),
             "parent_step": state["step"],
-            "mode": "branch" if branch_from else "init",
+            "mode": "branch" if opts.branch_from else "init",
         }
-        if branch_from:
+        if opts.branch_from:
             _check_branch(cfg, schedule, total, ckpt, state)
             optimizer.load_state_dict(state["optimizer"])
             start_step, resumed_flops = state["step"], state["flops"]
@@ -382,7 +361,7 @@ def _train(
             "lr_schedule": [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps],
         }
         ckpt_lib.save_checkpoint(
-            out, step, weights, state, config_yaml, cfg.keep_last, keep=tuple(save_steps)
+            out, step, weights, state, config_yaml, cfg.keep_last, keep=tuple(opts.save_steps)
         )
 
     def log(record: dict[str, Any]) -> None:
@@ -411,10 +390,8 @@ def _train(
     bar = tqdm(
         total=total,
         initial=start_step,
-        desc=desc or out.name,
-        disable=quiet or on_step is not None or not dist.main,
-        position=progress_position,
-        leave=progress_position is None,
+        desc=opts.desc or out.name,
+        disable=opts.quiet or opts.on_step is not None or not dist.main,
         dynamic_ncols=True,
     )
     t0, tokens_since, t_last = time.time(), 0, time.time()
@@ -457,8 +434,8 @@ def _train(
             done = step + 1
             bar.update(1)
             bar.set_postfix(loss=f"{loss_sum:.3f}", K=depth, refresh=False)
-            if on_step is not None:
-                on_step(done, total, loss_sum, depth)
+            if opts.on_step is not None:
+                opts.on_step(done, total, loss_sum, depth)
             if done % cfg.log_interval == 0 or done == total:
                 now = time.time()
                 tps = tokens_since / max(now - t_last, 1e-9)
@@ -468,9 +445,11 @@ def _train(
                     "tokens_per_s": tps, "mfu": tps * fpt[depth] / peak if peak else None,
                 })  # fmt: skip
                 tokens_since, t_last = 0, now
-            if cfg.eval_interval and done % cfg.eval_interval == 0 and done < total:
+            if (
+                cfg.eval_interval and done % cfg.eval_interval == 0 or done in opts.eval_steps
+            ) and done < total:
                 last_eval = run_eval(done)
-            if (cfg.ckpt_interval and done % cfg.ckpt_interval == 0) or done in save_steps:
+            if (cfg.ckpt_interval and done % cfg.ckpt_interval == 0) or done in opts.save_steps:
                 save(done)
             if stop.flag and done < total:
                 save(done)
@@ -507,6 +486,23 @@ def _move_optimizer_state(optimizer: torch.optim.Optimizer, device: torch.device
         for k, v in state.items():
             if torch.is_tensor(v) and k != "step":
                 state[k] = v.to(device)
+
+
+def branch_point(
+    child: TrainConfig, child_total: int, parent: TrainConfig, parent_total: int
+) -> int:
+    """The first step at which two runs differ in depth or learning rate (their shared prefix).
+
+    A child run can branch off the parent's checkpoint at any step up to this one and be exactly
+    the run it would have been from scratch (same seed, data and batch; checked by the trainer).
+    """
+    a, b = parse_schedule(child.schedule, child.seed), parse_schedule(parent.schedule, parent.seed)
+    for s in range(min(child_total, parent_total)):
+        if a.depth(s, child_total) != b.depth(s, parent_total):
+            return s
+        if lr_at(s, child_total, child.optim) != lr_at(s, parent_total, parent.optim):
+            return s
+    return min(child_total, parent_total)
 
 
 def _check_branch(cfg: TrainConfig, schedule, total: int, ckpt: Path, state: dict) -> None:

@@ -273,15 +273,20 @@ def tokenize_chunk(
 
     ds = datasets.Dataset.from_dict({field: texts})
     fn = functools.partial(_tokenize_batch, tokenizer=tokenizer, text_field=field)
-    out = ds.map(
-        fn,
-        batched=True,
-        batch_size=max(1, min(1000, -(-len(texts) // max(1, num_proc)))),
-        num_proc=num_proc if num_proc > 1 and len(texts) > 1 else None,
-        remove_columns=[field],
-        new_fingerprint=f"looped-tokenize-{len(texts)}",  # skip hashing the tokenizer
-        desc=None,
-    )
+    bars_were_on = not datasets.utils.are_progress_bars_disabled()
+    datasets.utils.disable_progress_bars()  # one bar per chunk is noise; prepare_text has its own
+    try:
+        out = ds.map(
+            fn,
+            batched=True,
+            batch_size=max(1, min(1000, -(-len(texts) // max(1, num_proc)))),
+            num_proc=num_proc if num_proc > 1 and len(texts) > 1 else None,
+            remove_columns=[field],
+            new_fingerprint=f"looped-tokenize-{len(texts)}",  # skip hashing the tokenizer
+        )
+    finally:
+        if bars_were_on:
+            datasets.utils.enable_progress_bars()
     col = out.data.column("ids").combine_chunks()
     values = col.values.to_numpy(zero_copy_only=False)
     offsets = col.offsets.to_numpy()
