@@ -1,0 +1,161 @@
+"""Sentence templates for the synthetic biographies, and the function that fills one in.
+
+Placeholders: ``{S}`` the subject (the full name in a biography's first sentence, He/She after),
+``{p}`` the possessive pronoun (his/her), ``{E}`` an employer's name (company sentences),
+``{V}`` the attribute value. Every biography template opens with ``{S}`` and holds one ``{V}``.
+
+Each bank is split by position: the first ``n_templates`` write training text, the next
+``n_heldout_templates`` write only evaluation text (see ``BiosConfig``), so held-out phrasings
+are never seen in training. Birth-date templates never use ``{p}``: the evaluation biography
+opens with the birth date, and its first gendered word must be the next sentence's He/She,
+which is the scored gender value.
+"""
+
+from __future__ import annotations
+
+import re
+
+TEMPLATES: dict[str, tuple[str, ...]] = {
+    "birth_date": (
+        "{S} was born on {V}.",
+        "{S} came into the world on {V}.",
+        "{S} celebrates a birthday on {V}.",
+        "{S} arrived on {V}.",
+        "{S} was welcomed into the world on {V}.",
+        "{S} entered life on {V}.",
+        "{S} has a birth date of {V}.",
+        "{S} first saw daylight on {V}.",
+        "{S} was brought into this world on {V}.",
+        "{S} was delivered on {V}.",
+        "{S} marks {V} as the day of birth.",
+        "{S} took a first breath on {V}.",
+        "{S} was born on the day of {V}.",
+        "{S} started life on {V}.",
+    ),
+    "birth_city": (
+        "{S} was born in {V}.",
+        "{S} spent {p} early years in {V}.",
+        "{S} grew up in {V}.",
+        "{S} hails from {V}.",
+        "{S} is a native of {V}.",
+        "{S} comes from {V}.",
+        "{S} was raised in {V}.",
+        "{S} has roots in {V}.",
+        "{S} spent {p} childhood in {V}.",
+        "{S} calls {V} {p} hometown.",
+        "{S} was brought up in {V}.",
+        "{S} lived in {V} as a child.",
+        "{S} originally comes from {V}.",
+        "{S} first lived in {V}.",
+    ),
+    "university": (
+        "{S} studied at {V}.",
+        "{S} graduated from {V}.",
+        "{S} received {p} education at {V}.",
+        "{S} attended {V}.",
+        "{S} earned a degree at {V}.",
+        "{S} completed {p} studies at {V}.",
+        "{S} was a student at {V}.",
+        "{S} enrolled at {V}.",
+        "{S} is a graduate of {V}.",
+        "{S} spent {p} college years at {V}.",
+        "{S} took classes at {V}.",
+        "{S} went to {V} for college.",
+        "{S} pursued higher education at {V}.",
+        "{S} was educated at {V}.",
+    ),
+    "major": (
+        "{S} majored in {V}.",
+        "{S} studied {V}.",
+        "{S} focused on {V}.",
+        "{S} earned a degree in {V}.",
+        "{S} specialized in {V}.",
+        "{S} chose {V} as {p} major.",
+        "{S} concentrated on {V}.",
+        "{S} completed a major in {V}.",
+        "{S} pursued {V}.",
+        "{S} wrote {p} thesis in {V}.",
+        "{S} holds a degree in {V}.",
+        "{S} trained in {V}.",
+        "{S} was drawn to {V} as a field of study.",
+        "{S} dedicated {p} studies to {V}.",
+    ),
+    "employer": (
+        "{S} works for {V}.",
+        "{S} is employed by {V}.",
+        "{S} has a job at {V}.",
+        "{S} works at {V}.",
+        "{S} is on the staff of {V}.",
+        "{S} joined {V}.",
+        "{S} earns a living at {V}.",
+        "{S} holds a position at {V}.",
+        "{S} is an employee of {V}.",
+        "{S} took a job with {V}.",
+        "{S} has worked for {V} for years.",
+        "{S} is on the payroll of {V}.",
+        "{S} spends {p} working days at {V}.",
+        "{S} was hired by {V}.",
+    ),
+    # Company sentences: the only place an employer's city is stated (see looped.data.bios).
+    "employer_city": (
+        "{E} is based in {V}.",
+        "{E} has its headquarters in {V}.",
+        "{E} is headquartered in {V}.",
+        "{E} operates out of {V}.",
+        "{E} has its main office in {V}.",
+        "The offices of {E} are in {V}.",
+        "{E} runs its business from {V}.",
+        "{E} keeps its head office in {V}.",
+        "{E} was set up in {V}.",
+        "{E} has its home in {V}.",
+        "{E} is located in {V}.",
+        "{E} is found in {V}.",
+        "The main office of {E} is in {V}.",
+        "{E} is run from {V}.",
+    ),
+}
+
+# Two-hop sentences name a person and state the employer's city without naming the employer.
+# Training text holds them only for the persons in the two-hop training split; the evaluation
+# query is TWO_HOP[0] for each of the other persons, so it never appears in training text.
+TWO_HOP: tuple[str, ...] = (
+    "The employer of {S} is based in {V}.",
+    "The company where {S} works is located in {V}.",
+    "{S} works for a company based in {V}.",
+)
+
+BIO_ATTRIBUTES = ("birth_date", "birth_city", "university", "major", "employer")  # one sentence each
+PLACEHOLDER_RE = re.compile(r"(\{[SpEV]\})")
+PRONOUNS = {"female": ("She", "her"), "male": ("He", "his")}  # subject, possessive
+
+assert all("{p}" not in t for t in TEMPLATES["birth_date"])
+assert all(len(set(bank)) == len(bank) for bank in TEMPLATES.values())
+
+
+def bank_size() -> int:
+    """Templates per attribute available to split between training and held-out use."""
+    return min(len(bank) for bank in TEMPLATES.values())
+
+
+def fill(
+    template: str, value: str, value_tag: str, subject: str = "", subject_tag: str = "", **more: str
+) -> list[tuple[str, str]]:
+    """A template as (text, tag) pieces; tags name what a piece holds ("" for template words).
+
+    Keeping the pieces apart lets the generator tokenize them one by one and know which tokens
+    are the value without searching the text for it.
+    """
+    fills = {"{V}": (value, value_tag), "{S}": (subject, subject_tag)}
+    fills["{p}"] = (more.get("possessive", ""), "gender")
+    fills["{E}"] = (more.get("employer", ""), "")
+    return [fills.get(part, (part, "")) for part in PLACEHOLDER_RE.split(template) if part]
+
+
+def template_words() -> set[str]:
+    """Every word the templates and pronouns can write (for the tokenizer's vocabulary)."""
+    from looped.data.bios_tokenizer import split_words
+
+    words = {w for pair in PRONOUNS.values() for w in pair}
+    for template in [*TWO_HOP, *(t for bank in TEMPLATES.values() for t in bank)]:
+        words.update(split_words(PLACEHOLDER_RE.sub(" ", template)))
+    return words

@@ -1,0 +1,530 @@
+"""The scaled-down reproduction: a grid of small looped models on synthetic biographies.
+
+    looped demo                  # ~10 minutes on a 2-core laptop: figures/ and results/demo.json
+    looped demo --quick          # the same code path at toy size, under a minute
+    looped demo --out DIR        # write runs, results and figures under DIR
+    looped demo --fresh          # retrain instead of reusing finished runs
+
+The grid (per seed): fixed K=4, fixed-first (K=4 for 80%, then uniform 1..16) and uniform 1..16,
+each at 15%, 45% and 100% of the full modeled-FLOP budget, plus fixed K=1, 2, 8 for the
+depth-specialisation figure. Every run is evaluated at serving depths 1..16 (next-token NLL on
+held-out templates, recalled bits per person, two-hop recall).
+
+Sharing without approximation. With a warmup-stable-decay LR, a run agrees with a longer run of
+the same schedule on every depth, batch and learning rate until its own decay (or its switch), so
+it is *exactly* a branch of that longer run's checkpoint there (the trainer checks this). One
+fixed-K=4 run at 100% therefore carries the fixed phases of all three fixed-first runs and of the
+shorter fixed-K=4 runs, and one uniform run at 100% carries the shorter uniform runs. Runs go to a
+pool of worker processes (two single-threaded workers use 2 cores better than one two-threaded
+process); finished runs are reused when the demo is run again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import queue as queue_lib
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from tqdm.auto import tqdm
+
+from looped.config import TrainConfig, load_config
+from looped.errors import UserError
+
+FIXED = "fixed:4"
+FIXED_FIRST = "fixed-first:k=4,frac=0.8,then=uniform:1-16"
+UNIFORM = "uniform:1-16"
+MAIN_SCHEDULES = (FIXED, FIXED_FIRST, UNIFORM)
+LABELS = {FIXED: "fixed K=4", FIXED_FIRST: "fixed-first (80%)", UNIFORM: "uniform 1..16"}
+
+
+@dataclass
+class DemoSettings:
+    preset: str = "demo"  # base training preset (looped/configs/demo.yaml)
+    seeds: int = 3  # seeds for the main comparison (bands are min-max across them)
+    budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
+    depth_ks: tuple[int, ...] = (1, 2, 4, 8)  # fixed depths for the specialisation figure
+    depth_budget: float = 1.0  # budget of those runs
+    workers: int = 2  # worker processes (each single-threaded)
+    overrides: list[str] = field(default_factory=list)  # config overrides for every run
+
+
+QUICK = DemoSettings(
+    preset="tiny",
+    seeds=2,
+    overrides=[
+        "data.persons=16",
+        "max_steps=0",
+        "full_budget_flops=0",
+        "eval_depths=1-16",
+        "batch_size=8",
+        "seq_len=64",
+        "model.seq_len=64",
+    ],
+)
+
+
+@dataclass
+class RunSpec:
+    name: str  # directory name under runs/
+    schedule: str  # depth schedule spec
+    budget: float  # fraction of the full budget
+    seed: int
+    group: str  # "main" (Fig. 1, 2, 3, 8) or "depth" (Fig. 5)
+    steps: int = 0  # total optimizer steps (from the budget)
+    parent: str | None = None  # run this one branches off
+    branch_step: int = 0  # step of the parent checkpoint it continues
+    save_steps: list[int] = field(default_factory=list)  # checkpoints its children need
+    eval_steps: list[int] = field(default_factory=list)  # extra evaluations (before the switch)
+
+
+def base_config(settings: DemoSettings, seed: int, schedule: str, budget: float) -> TrainConfig:
+    overrides = settings.overrides + [
+        f"seed={seed}",
+        f"schedule={schedule}",
+        f"budget_frac={budget}",
+    ]
+    return load_config(settings.preset, overrides)
+
+
+def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
+    """(full budget in modeled FLOPs, vocabulary size): the full budget is `full_steps` steps of
+    fixed K=4, with the model's vocabulary set from the corpus the preset describes."""
+    from looped.data.batching import build_source
+    from looped.flops import flops_per_token
+
+    cfg = load_config(settings.preset, settings.overrides)
+    vocab = build_source(cfg.data).vocab_size
+    cfg.model.vocab_size = max(cfg.model.vocab_size, 64 * -(-vocab // 64))
+    if cfg.full_budget_flops > 0:
+        return cfg.full_budget_flops, cfg.model.vocab_size
+    steps = cfg.max_steps or 60
+    return steps * cfg.batch_size * cfg.grad_accum * cfg.seq_len * flops_per_token(
+        cfg.model, 4, cfg.seq_len
+    ), cfg.model.vocab_size
+
+
+def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
+    """Every run of the grid, with its step count, parent and branch step."""
+    from looped.train import branch_point, total_steps_for
+
+    full, vocab = resolve_budget(settings)
+    specs: dict[str, RunSpec] = {}
+    configs: dict[str, TrainConfig] = {}
+
+    def add(spec: RunSpec) -> RunSpec:
+        cfg = base_config(settings, spec.seed, spec.schedule, spec.budget)
+        cfg.full_budget_flops, cfg.model.vocab_size, cfg.max_steps = full, vocab, 0
+        spec.steps = total_steps_for(cfg)
+        specs[spec.name], configs[spec.name] = spec, cfg
+        return spec
+
+    top = max(settings.budgets)
+    for seed in range(settings.seeds):
+        parents = {
+            s: add(RunSpec(_name(s, top, seed), s, top, seed, "main")) for s in (FIXED, UNIFORM)
+        }
+        for schedule in MAIN_SCHEDULES:
+            for budget in settings.budgets:
+                name = _name(schedule, budget, seed)
+                if name in specs:
+                    continue
+                spec = add(RunSpec(name, schedule, budget, seed, "main"))
+                parent = parents[UNIFORM if schedule == UNIFORM else FIXED]
+                at = branch_point(configs[name], spec.steps, configs[parent.name], parent.steps)
+                if at > 0:
+                    spec.parent, spec.branch_step = parent.name, at
+                    parent.save_steps.append(at)
+                    if schedule == FIXED_FIRST:
+                        parent.eval_steps.append(at)  # the evaluation just before the switch
+        if seed == 0:
+            for k in settings.depth_ks:
+                schedule = f"fixed:{k}"
+                name = _name(schedule, settings.depth_budget, seed)
+                if name not in specs:
+                    add(RunSpec(name, schedule, settings.depth_budget, seed, "depth"))
+                else:
+                    specs[name].group = "main+depth"
+    return list(specs.values()), configs
+
+
+def _name(schedule: str, budget: float, seed: int) -> str:
+    short = {FIXED_FIRST: "fixed_first", UNIFORM: "uniform"}.get(
+        schedule, schedule.replace(":", "").replace("fixed", "fixed_k")
+    )
+    return f"{short}_b{round(budget * 100):03d}_s{seed}"
+
+
+# -- execution -------------------------------------------------------------------------------
+def _run_one(
+    spec: dict, cfg_yaml: str, run_dir: str, branch_dir: str | None, progress: Any
+) -> dict:
+    """One run in a worker process: single-threaded, progress sent to the parent's queue."""
+    import torch
+
+    from looped.config import TrainConfig
+    from looped.train import train
+
+    torch.set_num_threads(1)
+    cfg = OmegaConf.to_object(
+        OmegaConf.merge(OmegaConf.structured(TrainConfig), OmegaConf.create(cfg_yaml))
+    )
+    last = [0.0]
+
+    def on_step(done: int, total: int, loss: float, depth: int) -> None:
+        now = time.time()
+        if now - last[0] > 0.25 or done == total:
+            last[0] = now
+            progress.put((spec["name"], done, total, loss, depth))
+
+    return train(
+        cfg,
+        run_dir,
+        branch_from=branch_dir,
+        save_steps=tuple(spec["save_steps"]),
+        eval_steps=tuple(spec["eval_steps"]),
+        on_step=on_step,
+    )
+
+
+def _finished(run_dir: Path, cfg: TrainConfig, spec: RunSpec) -> bool:
+    """A finished run with the same config and every checkpoint its children need."""
+    if not (run_dir / "summary.json").is_file():
+        return False
+    if (run_dir / "config.yaml").read_text() != OmegaConf.to_yaml(OmegaConf.structured(cfg)):
+        return False
+    return all((run_dir / "checkpoints" / f"step_{s:07d}").is_dir() for s in spec.save_steps)
+
+
+def execute(
+    specs: list[RunSpec],
+    configs: dict[str, TrainConfig],
+    runs_dir: Path,
+    workers: int,
+    fresh: bool,
+    quiet: bool,
+) -> None:
+    """Run the grid on a process pool, parents before children, longest first."""
+    import shutil
+
+    from looped.flops import schedule_flops
+    from looped.schedules import parse_schedule
+
+    def cost(spec: RunSpec) -> float:
+        cfg = configs[spec.name]
+        tokens = cfg.batch_size * cfg.grad_accum * cfg.seq_len
+        total = schedule_flops(
+            cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, tokens, cfg.seq_len
+        )
+        if spec.parent:
+            done = schedule_flops(
+                cfg.model,
+                parse_schedule(spec.schedule, spec.seed),
+                spec.branch_step,
+                tokens,
+                cfg.seq_len,
+            )
+            total -= done
+        return total
+
+    todo = {}
+    for spec in specs:
+        run_dir = runs_dir / spec.name
+        if not fresh and _finished(run_dir, configs[spec.name], spec):
+            continue
+        shutil.rmtree(run_dir, ignore_errors=True)
+        todo[spec.name] = spec
+    for spec in specs:  # a retrained parent means its children must be retrained too
+        if spec.parent in todo and spec.name not in todo:
+            shutil.rmtree(runs_dir / spec.name, ignore_errors=True)
+            todo[spec.name] = spec
+    if not todo:
+        return
+    costs = {name: cost(spec) for name, spec in todo.items()}
+    overall = tqdm(
+        total=sum(costs.values()) / 1e9,
+        desc="demo",
+        unit="GFLOP",
+        disable=quiet,
+        position=0,
+        bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]",
+    )
+    slots: dict[str, Any] = {}
+    free_positions = list(range(1, workers + 1))
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        progress = manager.Queue()
+        running: dict[Any, str] = {}
+        done_names: set[str] = set()
+        seen_steps: dict[str, int] = {}
+
+        def ready() -> list[RunSpec]:
+            waiting = [
+                s
+                for s in todo.values()
+                if s.name not in done_names and s.name not in running.values()
+            ]
+            ok = [
+                s
+                for s in waiting
+                if s.parent is None or s.parent not in todo or s.parent in done_names
+            ]
+            return sorted(ok, key=lambda s: -costs[s.name])
+
+        while len(done_names) < len(todo):
+            while len(running) < workers and ready():
+                spec = ready()[0]
+                branch = (
+                    str(runs_dir / spec.parent / "checkpoints" / f"step_{spec.branch_step:07d}")
+                    if spec.parent
+                    else None
+                )
+                cfg_yaml = OmegaConf.to_yaml(OmegaConf.structured(configs[spec.name]))
+                future = pool.submit(
+                    _run_one, asdict(spec), cfg_yaml, str(runs_dir / spec.name), branch, progress
+                )
+                running[future] = spec.name
+                position = free_positions.pop(0)
+                slots[spec.name] = tqdm(
+                    total=spec.steps,
+                    initial=spec.branch_step,
+                    desc=spec.name,
+                    position=position,
+                    leave=False,
+                    disable=quiet,
+                    dynamic_ncols=True,
+                )
+                seen_steps[spec.name] = spec.branch_step
+            finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
+            _drain(progress, slots, seen_steps, todo, costs, overall)
+            for future in finished:
+                name = running.pop(future)
+                future.result()  # re-raise a worker's error here
+                _drain(progress, slots, seen_steps, todo, costs, overall)
+                bar = slots.pop(name)
+                free_positions.append(bar.pos if bar.pos is not None else 1)
+                free_positions.sort()
+                bar.close()
+                done_names.add(name)
+        _drain(progress, slots, seen_steps, todo, costs, overall)
+    overall.n = overall.total
+    overall.close()
+
+
+def _drain(progress: Any, slots: dict, seen: dict, todo: dict, costs: dict, overall: Any) -> None:
+    while True:
+        try:
+            name, done, total, loss, depth = progress.get_nowait()
+        except (queue_lib.Empty, EOFError, OSError):
+            return
+        if name in slots:
+            slots[name].update(done - slots[name].n)
+            slots[name].set_postfix(loss=f"{loss:.3f}", K=depth, refresh=True)
+        spec = todo[name]
+        share = (done - seen.get(name, 0)) / max(1, spec.steps - spec.branch_step)
+        seen[name] = done
+        overall.update(share * costs[name] / 1e9)
+
+
+# -- collecting results ----------------------------------------------------------------------
+def _read_metrics(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def collect(specs: list[RunSpec], runs_dir: Path) -> list[dict]:
+    """Per run: schedule, budget, seed, modeled FLOPs, wall seconds (a branch counts its parent's
+    time up to the branch), NLL / bits / two-hop per depth, the training curve, pre-switch eval."""
+    rows = []
+    for spec in specs:
+        metrics = _read_metrics(runs_dir / spec.name)
+        summary = json.loads((runs_dir / spec.name / "summary.json").read_text())
+        train = [m for m in metrics if m["kind"] == "train"]
+        evals = [m for m in metrics if m["kind"] == "eval"]
+        curve = [[m["step"], m["loss"], m["depth"]] for m in train]
+        wall = train[-1]["wall"] if train else 0.0
+        pre_switch = None
+        if spec.parent:
+            parent = _read_metrics(runs_dir / spec.parent)
+            ptrain = [m for m in parent if m["kind"] == "train" and m["step"] <= spec.branch_step]
+            curve = [[m["step"], m["loss"], m["depth"]] for m in ptrain] + curve
+            wall += ptrain[-1]["wall"] if ptrain else 0.0
+            pre = [m for m in parent if m["kind"] == "eval" and m["step"] == spec.branch_step]
+            pre_switch = _eval_row(pre[0]) if pre else None
+        final = _eval_row(evals[-1])
+        rows.append({
+            "name": spec.name, "schedule": spec.schedule, "label": LABELS.get(spec.schedule, spec.schedule.replace(":", " K=")),
+            "budget": spec.budget, "seed": spec.seed, "group": spec.group, "steps": spec.steps,
+            "switch_step": summary.get("switch_step"), "flops": summary["flops"], "wall": wall,
+            "parent": spec.parent, "branch_step": spec.branch_step or None,
+            **final, "pre_switch": pre_switch, "curve": curve,
+        })  # fmt: skip
+    return rows
+
+
+def _eval_row(record: dict) -> dict:
+    depths = sorted(int(k) for k in record["nll"])
+    row: dict[str, Any] = {"depths": depths, "nll": [record["nll"][str(k)] for k in depths]}
+    recall = record.get("recall")
+    if recall:
+        row["bits"] = [recall[str(k)]["bits_per_person"] for k in depths]
+        two_hop = [recall[str(k)].get("two_hop") for k in depths]
+        if all(two_hop):
+            row["two_hop_acc"] = [t["acc"] for t in two_hop]
+            row["two_hop_nll"] = [t["nll"] for t in two_hop]
+        row["attributes"] = {str(k): recall[str(k)].get("attributes") for k in depths}
+    return row
+
+
+def summarize(rows: list[dict], budget: float) -> list[dict]:
+    """The README table: each main schedule at the full budget, seed means, against uniform."""
+    import numpy as np
+
+    def mean(schedule: str, key: str, reduce=np.mean) -> float:
+        vals = [
+            r[key]
+            for r in rows
+            if r["schedule"] == schedule and r["budget"] == budget and "main" in r["group"]
+        ]
+        return float(np.mean([reduce(v) for v in vals])) if vals else float("nan")
+
+    uni_flops, uni_wall, uni_nll = (
+        mean(UNIFORM, "flops"),
+        mean(UNIFORM, "wall"),
+        mean(UNIFORM, "nll"),
+    )
+    table = []
+    for schedule in MAIN_SCHEDULES:
+        runs = [
+            r
+            for r in rows
+            if r["schedule"] == schedule and r["budget"] == budget and "main" in r["group"]
+        ]
+        if not runs:
+            continue
+        depths = runs[0]["depths"]
+        bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
+        nll = mean(schedule, "nll")
+        table.append({
+            "schedule": schedule, "label": LABELS[schedule], "seeds": len(runs),
+            "compute_vs_uniform": mean(schedule, "flops") / uni_flops,
+            "wall_vs_uniform": mean(schedule, "wall") / uni_wall,
+            "mean_nll": nll, "nll_vs_uniform": nll / uni_nll - 1,
+            "bits": {k: float(bits[depths.index(k)]) for k in (1, 4, 8, 16) if bits is not None and k in depths},
+        })  # fmt: skip
+    return table
+
+
+def format_summary(table: list[dict]) -> str:
+    lines = [
+        "| schedule | compute vs uniform | wall-clock vs uniform | mean NLL K=1..16 | NLL vs uniform | bits/person K=1 | K=4 | K=8 | K=16 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in table:
+        bits = [f"{r['bits'].get(k, float('nan')):.1f}" for k in (1, 4, 8, 16)]
+        lines.append(
+            f"| {r['label']} | {r['compute_vs_uniform']:.2f}x | {r['wall_vs_uniform']:.2f}x | {r['mean_nll']:.3f} | {r['nll_vs_uniform']:+.1%} | "
+            + " | ".join(bits)
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+# -- entry point -----------------------------------------------------------------------------
+def run_demo(
+    settings: DemoSettings, out: Path, figures: Path, fresh: bool = False, quiet: bool = False
+) -> dict:
+    from looped import plots
+
+    t0 = time.time()
+    specs, configs = plan(settings)
+    runs_dir = out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    if not quiet:
+        n_main = sum("main" in s.group for s in specs)
+        print(
+            f"looped demo: {len(specs)} runs ({n_main} in the main grid, {settings.seeds} seeds), {settings.workers} workers -> {out}"
+        )
+    execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
+    rows = collect(specs, runs_dir)
+    top = max(settings.budgets)
+    cfg0 = configs[specs[0].name]
+    result = {
+        "meta": {
+            "settings": asdict(settings),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, {platform.processor() or platform.platform()}",
+            "wall_seconds": time.time() - t0,
+            "model": asdict(cfg0.model),
+            "params": None,
+            "full_budget_flops": cfg0.full_budget_flops,
+            "batch_size": cfg0.batch_size,
+            "seq_len": cfg0.seq_len,
+            "dtype": cfg0.dtype,
+            "persons": cfg0.data.persons,
+        },
+        "runs": rows,
+        "summary": summarize(rows, top),
+    }
+    from looped.model import LoopedTransformer
+
+    result["meta"]["params"] = LoopedTransformer(cfg0.model).num_params()
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "demo.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1))
+    tmp.replace(out / "demo.json")
+    paths = plots.demo_figures(result, figures)
+    if not quiet:
+        print(format_summary(result["summary"]))
+        print(
+            f"wrote {out / 'demo.json'} and {len(paths)} figures in {figures} ({time.time() - t0:.0f}s)"
+        )
+    return result
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="looped demo", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="toy size, under a minute (what the tests run)"
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="results directory (default: results/, or results/quick with --quick)",
+    )
+    parser.add_argument(
+        "--figures",
+        default=None,
+        help="figures directory (default: figures/, or OUT/figures with --out or --quick)",
+    )
+    parser.add_argument("--seeds", type=int, help="seeds for the main comparison")
+    parser.add_argument("--workers", type=int, help="worker processes (default 2)")
+    parser.add_argument(
+        "--fresh", action="store_true", help="retrain every run instead of reusing finished ones"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("overrides", nargs="*", help="config overrides for every run, key=value")
+    args = parser.parse_args(argv)
+    settings = QUICK if args.quick else DemoSettings()
+    settings = DemoSettings(
+        **{**asdict(settings), "overrides": settings.overrides + args.overrides}
+    )
+    if args.seeds is not None:
+        if args.seeds < 1:
+            raise UserError(f"--seeds {args.seeds} must be >= 1")
+        settings.seeds = args.seeds
+    if args.workers is not None:
+        if args.workers < 1:
+            raise UserError(f"--workers {args.workers} must be >= 1")
+        settings.workers = args.workers
+    out = Path(args.out or ("results/quick" if args.quick else "results"))
+    figures = Path(args.figures or (out / "figures" if (args.out or args.quick) else "figures"))
+    run_demo(settings, out, figures, fresh=args.fresh, quiet=args.quiet)
+    return 0
