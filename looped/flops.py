@@ -117,7 +117,7 @@ class _Parts:
 def _parts(config: LoopedConfig, seq_len: int) -> _Parts:
     d, f = config.d_model, config.ff_dim
     layer = 2 * (3 * d * d + d * d + d * 2 * f + f * d) + 2 * (2 * seq_len * d)
-    inject = 0 * (2 * d * d) if config.injection == "concat" else 0
+    inject = 2 * (2 * d * d) if config.injection == "concat" else 0
     return _Parts(float(layer), float(inject), float(2 * d * config.vocab_size))
 
 

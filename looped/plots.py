@@ -1,0 +1,409 @@
+"""The paper's figures, drawn from files the code wrote (results/demo.json or run directories).
+
+    looped plot --runs runs/           # Fig. 2, 3, 8 analogs from any run directories
+    looped plot --runs runs/ --out figures/full
+
+`demo_figures(result, dir)` draws every demo figure from the dict in results/demo.json;
+`runs_figures(run_dirs, dir)` draws from metrics.jsonl files, so full-scale runs turn into the
+same figures without a notebook. Lines are seed means; bands span the min and max across seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from looped.errors import UserError  # noqa: E402
+
+PALETTE = {"fixed K=4": "#d95f02", "fixed-first (80%)": "#1b9e77", "uniform 1..16": "#7570b3"}
+
+
+def _style() -> None:
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.95)
+
+
+def _color(label: str, i: int = 0) -> Any:
+    return PALETTE.get(label, sns.color_palette("deep")[i % 10])
+
+
+def _band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **kw: Any) -> None:
+    """Seed mean as a line, min-max across seeds as a band."""
+    arr = np.asarray(ys, dtype=float)
+    x = list(x)
+    ax.plot(
+        x,
+        arr.mean(0),
+        label=f"{label} (n={len(arr)})" if len(arr) > 1 else label,
+        color=color,
+        **kw,
+    )
+    if len(arr) > 1:
+        ax.fill_between(x, arr.min(0), arr.max(0), color=color, alpha=0.2, lw=0)
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def _group(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = defaultdict(list)
+    for r in runs:
+        if all(r.get(k) == v for k, v in match.items()):
+            out[r["label"]].append(r)
+    return out
+
+
+def _main_runs(result: dict) -> list[dict]:
+    return [r for r in result["runs"] if "main" in r["group"]]
+
+
+# -- demo figures ----------------------------------------------------------------------------
+def fig1_recall(result: dict, path: Path) -> Path:
+    """Recalled bits per person across serving depths, one panel per budget (paper Fig. 1)."""
+    runs = _main_runs(result)
+    budgets = sorted({r["budget"] for r in runs})
+    fig, axes = plt.subplots(
+        1, len(budgets), figsize=(4.2 * len(budgets), 3.6), sharey=True, squeeze=False
+    )
+    for ax, budget in zip(axes[0], budgets):
+        for i, (label, group) in enumerate(_group(runs, budget=budget).items()):
+            _band(
+                ax,
+                group[0]["depths"],
+                [r["bits"] for r in group],
+                label,
+                _color(label, i),
+                marker="o",
+                ms=3,
+            )
+        ax.set_title(f"{budget:.0%} of the full FLOP budget")
+        ax.set_xlabel("serving depth K")
+    axes[0][0].set_ylabel("recalled bits per person")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.suptitle("Recall across serving depths at matched training compute", y=1.0)
+    return _save(fig, path)
+
+
+def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
+    """Left: mean serving-depth NLL against modeled FLOPs; right: NLL minus uniform (Fig. 2)."""
+    runs = _main_runs(result)
+    top = max(r["budget"] for r in runs)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for i, (label, group) in enumerate(_group(runs).items()):
+        budgets = sorted({r["budget"] for r in group})
+        xs = [np.mean([r["flops"] for r in group if r["budget"] == b]) for b in budgets]
+        ys = [[np.mean(r["nll"]) for r in group if r["budget"] == b] for b in budgets]
+        left.plot(xs, [np.mean(y) for y in ys], marker="o", color=_color(label, i), label=label)
+        left.vlines(
+            xs, [min(y) for y in ys], [max(y) for y in ys], color=_color(label, i), alpha=0.5
+        )
+    left.set_xscale("log")
+    left.set_yscale("log")
+    left.set_xlabel("modeled training FLOPs")
+    left.set_ylabel("mean NLL over serving depths (nats)")
+    left.set_title("Serving quality against training compute")
+    left.legend(fontsize=8)
+    full = _group(runs, budget=top)
+    uniform = full.get("uniform 1..16")
+    if uniform:
+        base = np.mean([r["nll"] for r in uniform], axis=0)
+        for i, (label, group) in enumerate(full.items()):
+            if label == "uniform 1..16":
+                continue
+            _band(
+                right,
+                group[0]["depths"],
+                [np.asarray(r["nll"]) - base for r in group],
+                label,
+                _color(label, i),
+                marker="o",
+                ms=3,
+            )
+        right.axhline(0, color="k", lw=0.8)
+        right.set_yscale("symlog", linthresh=0.01)
+        right.set_xlabel("serving depth K")
+        right.set_ylabel("NLL minus uniform NLL (nats)")
+        right.set_title(f"Against uniform at {top:.0%} budget (positive = worse)")
+        right.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def fig3_loss(result: dict, path: Path) -> Path:
+    """Training loss over steps with the switch marked, full and terminal (paper Fig. 3)."""
+    runs = _main_runs(result)
+    top = max(r["budget"] for r in runs)
+    full = _group(runs, budget=top, seed=0)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    switch = None
+    for i, (label, group) in enumerate(full.items()):
+        curve = np.asarray(group[0]["curve"], dtype=float)
+        smooth = _smooth(curve[:, 1])
+        for ax in (left, right):
+            ax.plot(curve[:, 0], smooth, color=_color(label, i), label=label, lw=1.2)
+        if group[0].get("switch_step"):
+            switch = group[0]["switch_step"]
+            tail = curve[:, 0] >= switch * 0.9
+            right.set_xlim(curve[tail, 0].min(), curve[:, 0].max())
+            right.set_ylim(0, max(smooth[tail].max() * 1.1, 0.05))
+    for ax, title in ((left, "full run"), (right, "terminal phase")):
+        if switch:
+            ax.axvline(switch, color="k", ls="--", lw=0.8, label="switch to uniform")
+        ax.set_xlabel("optimizer step")
+        ax.set_title(f"Training NLL, {title}")
+    left.set_yscale("log")
+    left.set_ylabel("training loss (nats/token, smoothed)")
+    left.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _smooth(y: np.ndarray, window: int = 9) -> np.ndarray:
+    if len(y) < window:
+        return y
+    kernel = np.ones(window) / window
+    padded = np.pad(y, (window // 2, window - 1 - window // 2), mode="edge")
+    return np.convolve(padded, kernel, mode="valid")
+
+
+def fig5_specialisation(result: dict, path: Path) -> Path:
+    """Recall across serving depths for fixed K=1,2,4,8, normalised by each peak (Fig. 5)."""
+    runs = sorted(
+        (r for r in result["runs"] if "depth" in r["group"]),
+        key=lambda r: int(r["schedule"].split(":")[1]),
+    )
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    colors = sns.color_palette("viridis", len(runs))
+    for color, r in zip(colors, runs):
+        k = int(r["schedule"].split(":")[1])
+        bits = np.asarray(r["bits"])
+        left.plot(
+            r["depths"],
+            bits / max(bits.max(), 1e-9),
+            marker="o",
+            ms=3,
+            color=color,
+            label=f"trained at K={k}",
+        )
+        left.axvline(k, color=color, ls=":", lw=0.8)
+        right.plot(r["depths"], r["nll"], marker="o", ms=3, color=color, label=f"trained at K={k}")
+    left.set_ylabel("recall / peak recall")
+    left.set_title("Recall, normalised by each model's peak")
+    right.set_yscale("log")
+    right.set_ylabel("next-token NLL (nats)")
+    right.set_title("Held-out NLL")
+    for ax in (left, right):
+        ax.set_xlabel("serving depth K")
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def fig7_schedules(result: dict, path: Path) -> Path:
+    """The depth each step trains at: uniform vs fixed-first (paper Fig. 7)."""
+    runs = _main_runs(result)
+    top = max(r["budget"] for r in runs)
+    full = _group(runs, budget=top, seed=0)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharey=True)
+    for ax, label in zip(axes, ("uniform 1..16", "fixed-first (80%)")):
+        if label not in full:
+            continue
+        curve = np.asarray(full[label][0]["curve"], dtype=float)
+        ax.scatter(curve[:, 0], curve[:, 2], s=2, color=_color(label), alpha=0.6)
+        if full[label][0].get("switch_step"):
+            ax.axvline(full[label][0]["switch_step"], color="k", ls="--", lw=0.8)
+        ax.set_title(label)
+        ax.set_xlabel("optimizer step")
+    axes[0].set_ylabel("training depth K")
+    return _save(fig, path)
+
+
+def fig8_nll_by_depth(result: dict, path: Path) -> Path:
+    """Next-token NLL across serving depths with seed bands: full range and K>=4 (Fig. 8)."""
+    runs = _main_runs(result)
+    top = max(r["budget"] for r in runs)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for i, (label, group) in enumerate(_group(runs, budget=top).items()):
+        depths = group[0]["depths"]
+        _band(left, depths, [r["nll"] for r in group], label, _color(label, i), marker="o", ms=3)
+        keep = [j for j, k in enumerate(depths) if k >= 4]
+        _band(
+            right,
+            [depths[j] for j in keep],
+            [[r["nll"][j] for j in keep] for r in group],
+            label,
+            _color(label, i),
+            marker="o",
+            ms=3,
+        )
+    left.set_yscale("log")
+    left.set_title("Held-out NLL, all serving depths")
+    right.set_title("K = 4..16")
+    for ax in (left, right):
+        ax.set_xlabel("serving depth K")
+        ax.set_ylabel("NLL (nats/token)")
+    left.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def fig_two_hop(result: dict, path: Path) -> Path:
+    """Two-hop recall (employer -> city) across serving depths: where extra loops can matter."""
+    runs = _main_runs(result)
+    top = max(r["budget"] for r in runs)
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for i, (label, group) in enumerate(_group(runs, budget=top).items()):
+        if "two_hop_acc" in group[0]:
+            _band(
+                ax,
+                group[0]["depths"],
+                [r["two_hop_acc"] for r in group],
+                label,
+                _color(label, i),
+                marker="o",
+                ms=3,
+            )
+    for r in (r for r in result["runs"] if r["group"] == "depth" and "two_hop_acc" in r):
+        ax.plot(r["depths"], r["two_hop_acc"], ls=":", lw=1, label=r["label"])
+    ax.set_xlabel("serving depth K")
+    ax.set_ylabel("two-hop exact-match accuracy")
+    ax.set_title("Two-hop recall across serving depths")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def demo_figures(result: dict, out_dir: str | Path) -> list[Path]:
+    """Every demo figure into out_dir; returns the paths written."""
+    _style()
+    out = Path(out_dir)
+    has_bits = all("bits" in r for r in result["runs"])
+    paths = [
+        fig2_nll_vs_flops(result, out / "fig2_nll_vs_flops.png"),
+        fig3_loss(result, out / "fig3_loss_trajectory.png"),
+        fig7_schedules(result, out / "fig7_schedules.png"),
+        fig8_nll_by_depth(result, out / "fig8_nll_by_depth.png"),
+    ]
+    if has_bits:
+        paths.insert(0, fig1_recall(result, out / "fig1_recall_bits.png"))
+        if any("depth" in r["group"] for r in result["runs"]):
+            paths.append(fig5_specialisation(result, out / "fig5_depth_specialisation.png"))
+        if any("two_hop_acc" in r for r in result["runs"]):
+            paths.append(fig_two_hop(result, out / "two_hop_recall.png"))
+    return paths
+
+
+# -- figures from run directories ------------------------------------------------------------
+def load_runs(paths: Iterable[str | Path]) -> list[dict]:
+    """Rows like the demo's from run directories (searched recursively for metrics.jsonl)."""
+    rows = []
+    for root in paths:
+        root = Path(root)
+        found = (
+            [root]
+            if (root / "metrics.jsonl").is_file()
+            else sorted(p.parent for p in root.rglob("metrics.jsonl"))
+        )
+        for run in found:
+            rows.append(_run_row(run))
+    if not rows:
+        raise UserError(
+            f"no metrics.jsonl under {', '.join(map(str, paths))}; pass run directories written by `looped train`"
+        )
+    return rows
+
+
+def _run_row(run: Path) -> dict:
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(run / "config.yaml")
+    records = [
+        json.loads(line)
+        for line in (run / "metrics.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    train = [r for r in records if r["kind"] == "train"]
+    evals = [r for r in records if r["kind"] == "eval"]
+    row: dict[str, Any] = {
+        "name": run.name, "schedule": str(cfg.schedule), "label": str(cfg.schedule), "seed": int(cfg.seed),
+        "budget": float(cfg.budget_frac or 1.0), "group": "main",
+        "curve": [[r["step"], r["loss"], r["depth"]] for r in train],
+        "flops": train[-1]["flops"] if train else 0.0,
+    }  # fmt: skip
+    summary = run / "summary.json"
+    if summary.is_file():
+        row["switch_step"] = json.loads(summary.read_text()).get("switch_step")
+    if evals:
+        last = evals[-1]
+        depths = sorted(int(k) for k in last["nll"])
+        row["depths"], row["nll"] = depths, [last["nll"][str(k)] for k in depths]
+    return row
+
+
+def runs_figures(run_dirs: Iterable[str | Path], out_dir: str | Path) -> list[Path]:
+    """Fig. 2, 3 and 8 analogs from run directories (their last evaluation and training curves)."""
+    _style()
+    rows = [r for r in load_runs(run_dirs) if "nll" in r]
+    if not rows:
+        raise UserError(
+            "the runs have no evaluation records yet; let them reach an eval_interval or finish"
+        )
+    out = Path(out_dir)
+    result = {"runs": rows}
+    paths = [fig8_nll_by_depth(result, out / "fig8_nll_by_depth.png")]
+    paths.append(fig2_nll_vs_flops(result, out / "fig2_nll_vs_flops.png"))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, r in enumerate(rows):
+        curve = np.asarray(r["curve"], dtype=float)
+        if len(curve):
+            ax.plot(
+                curve[:, 0],
+                _smooth(curve[:, 1]),
+                label=f"{r['label']} s{r['seed']}",
+                color=_color(r["label"], i),
+                lw=1,
+            )
+        if r.get("switch_step"):
+            ax.axvline(r["switch_step"], color=_color(r["label"], i), ls="--", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("training loss (smoothed)")
+    ax.set_title("Training NLL; dashed lines mark switches")
+    ax.legend(fontsize=7)
+    paths.append(_save(fig, out / "fig3_loss_trajectory.png"))
+    return paths
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="looped plot", description="the paper's figures from run directories"
+    )
+    parser.add_argument(
+        "--runs", nargs="+", required=True, help="run directories, or folders holding them"
+    )
+    parser.add_argument(
+        "--out", default="figures/runs", help="where to write PNGs (default figures/runs)"
+    )
+    parser.add_argument(
+        "--demo-json",
+        action="store_true",
+        help="--runs is a demo.json file: redraw the demo figures",
+    )
+    args = parser.parse_args(argv)
+    if args.demo_json:
+        paths = demo_figures(json.loads(Path(args.runs[0]).read_text()), args.out)
+    else:
+        paths = runs_figures(args.runs, args.out)
+    for p in paths:
+        print(p)
+    return 0
