@@ -77,13 +77,17 @@ def hellaswag_item(doc: dict) -> MCItem:
 
 
 def piqa_item(doc: dict) -> MCItem:
-    return MCItem(f"Question: {doc['goal']}\nAnswer:", [doc["sol1"], doc["sol2"]], int(doc["label"]))
+    return MCItem(
+        f"Question: {doc['goal']}\nAnswer:", [doc["sol1"], doc["sol2"]], int(doc["label"])
+    )
 
 
 def arc_item(doc: dict) -> MCItem:
     labels = list(doc["choices"]["label"])
     if doc["answerKey"] not in labels:
-        raise UserError(f"ARC row {doc.get('id')}: answerKey {doc['answerKey']!r} not in choice labels {labels}")
+        raise UserError(
+            f"ARC row {doc.get('id')}: answerKey {doc['answerKey']!r} not in choice labels {labels}"
+        )
     return MCItem(
         f"Question: {doc['question']}\nAnswer:",
         list(doc["choices"]["text"]),
@@ -119,10 +123,14 @@ def load_items(task: str, data_file: str | None = None, limit: int | None = None
 
         path = Path(data_file)
         if not path.exists():
-            raise UserError(f"{task} data file {data_file} not found; pass an existing .jsonl/.parquet path")
+            raise UserError(
+                f"{task} data file {data_file} not found; pass an existing .jsonl/.parquet path"
+            )
         builder, files = _local_files(path)
         if builder == "text":
-            raise UserError(f"{task} data must be .jsonl/.json/.parquet rows in the hub schema, not .txt")
+            raise UserError(
+                f"{task} data must be .jsonl/.json/.parquet rows in the hub schema, not .txt"
+            )
         ds = datasets.load_dataset(builder, data_files=files, split="train", streaming=True)
     else:
         try:
@@ -137,7 +145,9 @@ def load_items(task: str, data_file: str | None = None, limit: int | None = None
     try:
         return [spec.to_item(doc) for doc in ds]
     except KeyError as err:
-        raise UserError(f"{task} rows lack field {err}; the data must follow the {spec.hub} schema") from None
+        raise UserError(
+            f"{task} rows lack field {err}; the data must follow the {spec.hub} schema"
+        ) from None
 
 
 # -- scoring ----------------------------------------------------------------------------------
@@ -207,7 +217,11 @@ def loglikelihoods(
         for d in depths:
             logits, loss = res[d]
             ll = (-loss.double().sum(dim=1)).tolist()
-            hit = ((logits.argmax(-1) == y) | ~scored).all(dim=1).tolist() if greedy else [None] * len(idx)
+            hit = (
+                ((logits.argmax(-1) == y) | ~scored).all(dim=1).tolist()
+                if greedy
+                else [None] * len(idx)
+            )
             for j, i in enumerate(idx):
                 out[d][i] = (ll[j], hit[j])
     return out
@@ -294,27 +308,15 @@ def evaluate_tasks(
 
 
 # -- command line -----------------------------------------------------------------------------
-def parse_depths(spec: str) -> list[int]:
-    """"1-16" or "1,2,4,8" or "1-4,8,16" -> sorted unique ints."""
-    out: set[int] = set()
-    try:
-        for part in spec.split(","):
-            lo, _, hi = part.strip().partition("-")
-            out.update(range(int(lo), int(hi or lo) + 1))
-    except ValueError:
-        raise UserError(f"depths {spec!r}: use a range or list such as 1-16 or 1,2,4,8") from None
-    if not out:
-        raise UserError(f"depths {spec!r} is empty; use e.g. 1-16")
-    return sorted(out)
-
-
 def load_run(run_dir: str | Path, device: str = "cpu") -> tuple[Any, Any]:
     """(model, tokenizer) of a trained run on web text: the checkpoint, and the tokenizer of
     the token directory it trained on."""
     try:
         from looped.checkpoint import load_model
     except ImportError:
-        raise UserError("looped.checkpoint is not available in this version; load the model yourself") from None
+        raise UserError(
+            "looped.checkpoint is not available in this version; load the model yourself"
+        ) from None
     from looped.data.text import load_tokenizer
 
     model, cfg = load_model(run_dir, device=device)
@@ -337,13 +339,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None, help="first N items per task")
     p.add_argument("--batch-size", type=int, default=16, help="sequences per forward pass")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--data", action="append", default=[], metavar="TASK=PATH", help="local data for a task")
+    p.add_argument(
+        "--data", action="append", default=[], metavar="TASK=PATH", help="local data for a task"
+    )
     p.add_argument("--out", default=None, help="write the results as JSON here")
     a = p.parse_args(argv)
     files = dict(kv.split("=", 1) for kv in a.data if "=" in kv)
+    from looped.schedules import parse_depths
+
     model, tokenizer = load_run(a.run, a.device)
     res = evaluate_tasks(
-        model, tokenizer, a.tasks.split(","), parse_depths(a.depths), a.limit, a.batch_size, a.device, files
+        model,
+        tokenizer,
+        a.tasks.split(","),
+        parse_depths(a.depths),
+        a.limit,
+        a.batch_size,
+        a.device,
+        files,
     )
     for task, by_depth in res.items():
         for d, m in by_depth.items():

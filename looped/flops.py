@@ -44,8 +44,9 @@ Choices, and what ``torch.utils.flop_counter.FlopCounterMode`` counts
   optimizer. These are elementwise, O(d) per token against O(d^2) for the matmuls.
 - The counter counts matmuls (mm, addmm, bmm, ...) and the CUDA SDPA kernels; on CPU the fused
   ``_scaled_dot_product_flash_attention_for_cpu`` has no formula and counts 0, so the tests run
-  SDPA through the math backend, whose bmm calls it does count. The tests check this formula
-  against the counter on the real model within 5% (they agree exactly).
+  SDPA through the math backend, whose bmm calls it does count. The tests compare this formula
+  with the counter on the real model (forward + backward of the loss, several shapes, depths and
+  truncations): the issue asks for 5%, they agree exactly, and the tests hold them to that.
 
 The presets: F/R near 1.2, and the paper's three savings
 -------------------------------------------------------
@@ -55,7 +56,8 @@ of the run saves p * (8.5 - K0) / (F/R + 8.5). The abstract's 45% (K0=2, p=0.67)
 The paper gives no architecture, so the presets are plausible shapes of the stated sizes
 (GPT-2 vocabulary 50304, Llama-style layers, one loop block between a few unshared layers)
 whose modeled F/R lands there. F/R = ((n_prelude + n_coda) + E/L) / n_block: the head is worth
-E/L layers, so wide models (E/L small) need more unshared layers per block layer.
+E/L layers, so wide models (E/L small) need more unshared layers per block layer. L and E are
+forward FLOPs per token:
 
     preset  d     heads  d_ff  P+A+H  T     params  L       E       E/L   F/R   saving
     200m    1024  16     4096  1+4+1  1024  204M    37.7M   103M    2.73  1.18  K=2 67%: 45.0%
@@ -249,7 +251,11 @@ def peak_flops(device_name: str, dtype: str = "bf16") -> float | None:
 
 
 def mfu(tokens_per_s: float, flops_per_token: float, peak_flops: float) -> float:
-    """Model FLOPs utilization: modeled FLOP/s achieved as a fraction of the device peak."""
+    """Model FLOPs utilization: modeled FLOP/s achieved as a fraction of the device peak.
+
+    `flops_per_token` is this module's count, attention included (PaLM's definition, App. B),
+    at the depth actually run; recomputation or padding does not raise it.
+    """
     if peak_flops <= 0:
         raise ValueError(f"peak_flops={peak_flops} must be > 0")
     return tokens_per_s * flops_per_token / peak_flops
@@ -263,13 +269,13 @@ def count_params(config: LoopedConfig) -> tuple[int, int]:
     return model.num_params(), model.num_params(non_embedding=True)
 
 
-def tokens_per_step(cfg: TrainConfig) -> int:
-    """Tokens per optimizer step of a preset: micro-batch x accumulation x sequence length.
+def tokens_per_step(cfg: TrainConfig, world_size: int = 1) -> int:
+    """Tokens per optimizer step: micro-batch x accumulation x sequence length x processes.
 
-    Presets give the global batch at world size 1; under torchrun the trainer divides the
-    accumulation among ranks, so the global batch, and this number, stay the same.
+    The 200m and 1b presets state their global batch at world size 1; the trainer multiplies by
+    the number of processes, so an N-GPU launch keeps the preset's batch with grad_accum=ACCUM/N.
     """
-    return cfg.batch_size * cfg.grad_accum * cfg.seq_len
+    return cfg.batch_size * cfg.grad_accum * cfg.seq_len * world_size
 
 
 def preset_steps(cfg: TrainConfig) -> int | None:
@@ -301,6 +307,7 @@ def preset_rows(name: str) -> list[dict]:
         row = {
             "preset": name,
             "schedule": str(sched),
+            "reference": str(reference),
             "params": n_params,
             "non_embedding_params": n_non_embed,
             "seq_len": seq_len,
@@ -349,8 +356,8 @@ def format_table(rows: list[dict]) -> str:
         by_depth = r0["flops_per_token_by_depth"]
         unit, scale = ("GFLOP", 1e9) if by_depth[-1] >= 1e9 else ("MFLOP", 1e6)
         out.append(
-            f"  C(K) = F + K*R: F = {r0['fixed_cost'] / scale:.3g}, R = {r0['loop_cost'] / scale:.3g}"
-            f" {unit}/token, F/R = {r0['fixed_over_loop']:.2f}"
+            f"  C(K) = F + K*R: F = {r0['fixed_cost'] / scale:.3g}, "
+            f"R = {r0['loop_cost'] / scale:.3g} {unit}/token, F/R = {r0['fixed_over_loop']:.2f}"
         )
         cols = " ".join(f"{c / scale:.3g}" for c in by_depth)
         out.append(f"  {unit}/token at K=1..{len(by_depth)}: {cols}")
@@ -381,8 +388,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"preset name or YAML path (repeatable; default: all of {', '.join(preset_names())})",
     )
     args = parser.parse_args(argv)
-    groups = [preset_rows(name) for name in args.preset or preset_names()]
-    rows = [row for group in sorted(groups, key=lambda g: g[0]["params"]) for row in group]
+    if args.preset:
+        groups = [preset_rows(name) for name in args.preset]
+    else:  # every preset, smallest first
+        groups = sorted((preset_rows(n) for n in preset_names()), key=lambda g: g[0]["params"])
+    rows = [row for group in groups for row in group]
     print(json.dumps(rows, indent=1) if args.json else format_table(rows))
     return 0
 

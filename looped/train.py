@@ -577,6 +577,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("overrides", nargs="*", help="config overrides, key=value")
     args = parser.parse_args(argv)
     overrides = list(args.overrides)
+    if (args.budget_flops is not None or args.budget_frac is not None) and not any(
+        o.startswith("max_steps=") for o in overrides
+    ):
+        overrides.append("max_steps=0")  # a budget decides the length, not the preset's steps
     if args.budget_flops is not None:
         overrides.append(f"budget_flops={args.budget_flops}")
     if args.budget_frac is not None:

@@ -25,6 +25,11 @@ other persons only, so no query appears verbatim in training text.
 
 Evaluation text uses held-out templates (never in training text) for the same facts: one
 biography per person in canonical sentence order, which ``looped.recall`` scores token by token.
+
+On disk (``BiosCorpus.save``): ``dataset/`` a ``datasets`` DatasetDict with splits ``train``
+(text), ``queries`` (held-out texts and their value spans) and ``persons``; ``bios_config.json``,
+``pools.json`` and ``tokenizer.json`` beside it. Helpers: ``bios_world`` (pools and persons),
+``bios_templates`` (sentence templates), ``bios_tokenizer`` (the word-level tokenizer).
 """
 
 from __future__ import annotations
@@ -35,11 +40,11 @@ import json
 import math
 import random
 import shutil
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from looped.data.bios_templates import (
+    ATTRIBUTES,
     BIO_ATTRIBUTES,
     PRONOUNS,
     TEMPLATES,
@@ -49,25 +54,11 @@ from looped.data.bios_templates import (
     template_words,
 )
 from looped.data.bios_tokenizer import WordTokenizer, split_words
+from looped.data.bios_world import MONTHS, N_DAYS, Person, Pools, make_persons, make_pools
 from looped.errors import UserError
 
-ATTRIBUTES = (*BIO_ATTRIBUTES, "gender")  # the facts whose bits add up to bits per person
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")  # fmt: skip
-N_DAYS = 28  # days 1..28 in every month, so the date pool is a plain product
-MAJORS = ("Physics", "Chemistry", "Biology", "Mathematics", "History", "Philosophy", "Economics",
-          "Linguistics", "Geology", "Astronomy", "Psychology", "Sociology", "Anthropology",
-          "Architecture", "Music", "Literature", "Statistics", "Nursing", "Law", "Medicine",
-          "Accounting", "Finance", "Marketing", "Journalism", "Education", "Theology", "Zoology",
-          "Botany", "Ecology", "Robotics", "Neuroscience", "Genetics", "Archaeology", "Classics",
-          "Geography", "Dance", "Theatre", "Photography", "Agriculture", "Forestry")  # fmt: skip
-UNIVERSITY_FORMS = ("University of {}", "{} University", "{} College", "{} Institute of Technology")
-EMPLOYER_SUFFIXES = ("Labs", "Group", "Systems", "Industries", "Partners", "Works", "Motors")
-CITY_ENDINGS = ("ton", "vik", "burg", "dale", "mere", "ford", "grad", "stad", "holm", "port")
-ONSETS = ("b", "br", "d", "dr", "f", "g", "gr", "h", "j", "k", "kr", "l", "m", "n", "p", "pr", "r",
-          "s", "st", "t", "tr", "v", "z", "sh", "th")  # fmt: skip
-VOWELS = ("a", "e", "i", "o", "u", "a", "e", "i", "o", "ai", "ea", "ou")
-CODAS = ("", "", "", "n", "r", "l", "s", "k", "m", "x")
+__all__ = ["ATTRIBUTES", "BiosConfig", "BiosCorpus", "Person", "Pools", "Query", "WordTokenizer",
+           "generate", "main"]  # fmt: skip
 
 
 @dataclass
@@ -78,16 +69,16 @@ class BiosConfig:
     seed: int = 0  # generator seed: pools, facts, templates, sentence order
     bios_per_person: int = 4  # training biographies per person (fresh templates each)
     two_hop: bool = True  # company sentences + two-hop sentences/queries (employer -> city)
-    two_hop_train_frac: float = 0.5  # persons whose two-hop sentence is in training; the rest are queried
+    two_hop_train_frac: float = 0.5  # persons with two-hop sentences in training; rest queried
     company_texts: int = 8  # training sentences stating each employer's city
     n_first: int = 40  # first-name pool (bioS 400)
     n_middle: int = 20  # middle-name pool (bioS 400)
     n_last: int = 40  # last-name pool (bioS 1000)
     first_year: int = 1950  # earliest birth year
-    n_years: int = 50  # birth years; dates: 12 months x 28 days x 50 = 16,800 = 14.04 bits (bioS 200 years: 16.04)
+    n_years: int = 50  # birth years; dates 12 x 28 x 50: 14.04 bits (bioS 200 years: 16.04)
     n_cities: int = 40  # birth (and employer) cities: 5.32 bits (bioS 200: 7.64)
     n_universities: int = 20  # 4.32 bits (bioS 300: 8.23)
-    n_majors: int = 20  # 4.32 bits; the first 40 are real subjects, more are "X Studies" (bioS 100: 6.64)
+    n_majors: int = 20  # 4.32 bits; 40 real subjects, then "X Studies" (bioS 100: 6.64)
     n_employers: int = 30  # 4.91 bits (bioS 263: 8.04); gender adds 1 bit
     n_templates: int = 10  # training templates per sentence kind
     n_heldout_templates: int = 2  # further templates per kind, used only for evaluation text
@@ -118,7 +109,7 @@ class BiosConfig:
         """Raise UserError naming the first field that cannot work."""
         names = self.n_first * self.n_middle * self.n_last
         counts = {k: v for k, v in dataclasses.asdict(self).items() if k.startswith("n_")}
-        small = [k for k, v in counts.items() if v < (0 if k == "n_heldout_templates" else 1)]
+        small = [k for k, v in counts.items() if v < 1]
         if small:
             raise UserError(f"bios {small[0]}={counts[small[0]]} must be at least 1")
         if self.n_persons > names:
@@ -130,83 +121,12 @@ class BiosConfig:
                 f"bios n_templates + n_heldout_templates = {self.n_templates + self.n_heldout_templates}"
                 f" exceeds the {bank_size()} templates per kind; lower one of them"
             )
-        if self.two_hop and self.n_heldout_templates < 1:
-            raise UserError("bios two_hop needs n_heldout_templates >= 1 (its city query uses one)")
         if self.bios_per_person < 1 or self.company_texts < 0:
             raise UserError("bios bios_per_person must be >= 1 and company_texts >= 0")
         if not 0.0 <= self.two_hop_train_frac < 1.0:
             raise UserError(
                 f"bios two_hop_train_frac={self.two_hop_train_frac} must be in [0, 1) so some persons are queried"
             )
-
-
-@dataclass
-class Pools:
-    """The values each fact is drawn from (saved with the corpus, so loading never regenerates)."""
-
-    first: list[str]
-    middle: list[str]
-    last: list[str]
-    years: list[int]
-    cities: list[str]
-    universities: list[str]
-    majors: list[str]
-    employers: list[str]
-    employer_city: dict[str, str]  # each employer's city
-
-    def values(self, attr: str) -> list[str]:
-        """Every value `attr` can take, as written in text (the pool its bits are counted over)."""
-        if attr == "birth_date":
-            return [f"{d} {m} {y}" for y in self.years for m in MONTHS for d in range(1, N_DAYS + 1)]
-        if attr == "gender":
-            return [PRONOUNS[g][0] for g in sorted(PRONOUNS)]
-        if attr in ("employer_city", "two_hop"):
-            return sorted(set(self.employer_city.values()))
-        pools = {"birth_city": self.cities, "university": self.universities}
-        pools |= {"major": self.majors, "employer": self.employers}
-        return list(pools[attr])
-
-    def entropy_bits(self, attr: str) -> float:
-        """Entropy of `attr` for a person drawn at random: log2 of the pool size, except the
-        employer's city, whose prior is the city of a uniformly drawn employer (several
-        employers may share a city when there are more employers than cities)."""
-        if attr not in ("employer_city", "two_hop"):
-            return math.log2(len(self.values(attr)))
-        counts = Counter(self.employer_city.values())
-        n = sum(counts.values())
-        return -sum(c / n * math.log2(c / n) for c in counts.values())
-
-
-@dataclass
-class Person:
-    index: int
-    first: str
-    middle: str
-    last: str
-    gender: str  # "female" | "male"
-    birth_day: int
-    birth_month: str
-    birth_year: int
-    birth_city: str
-    university: str
-    major: str
-    employer: str
-    employer_city: str  # the employer's city (a function of the employer)
-    two_hop_split: str  # "train" (two-hop sentence in training) | "query" | "" (two_hop off)
-
-    @property
-    def name(self) -> str:
-        return f"{self.first} {self.middle} {self.last}"
-
-    def value(self, attr: str) -> str:
-        """The value of `attr` as written in text."""
-        if attr == "birth_date":
-            return f"{self.birth_day} {self.birth_month} {self.birth_year}"
-        if attr == "gender":
-            return PRONOUNS[self.gender][0]
-        if attr == "two_hop":
-            return self.employer_city
-        return getattr(self, attr)
 
 
 @dataclass
@@ -219,59 +139,6 @@ class Query:
     spans: list[tuple[str, int, int]]  # (attribute, start, end) token offsets of each scored value
 
 
-def _words(rng: random.Random, n: int, used: set[str], endings: tuple[str, ...] = ()) -> list[str]:
-    """`n` new pronounceable capitalized words, none in `used` (case-insensitive)."""
-    out: list[str] = []
-    while len(out) < n:
-        word = "".join(rng.choice(ONSETS) + rng.choice(VOWELS) for _ in range(rng.choice((2, 2, 3))))
-        word = (word + (rng.choice(endings) if endings else rng.choice(CODAS))).capitalize()
-        if len(word) >= 4 and word.lower() not in used:
-            used.add(word.lower())
-            out.append(word)
-    return out
-
-
-def make_pools(cfg: BiosConfig) -> Pools:
-    rng = random.Random(f"looped-bios:{cfg.seed}:pools")
-    used = {w.lower() for w in template_words() | set(MONTHS) | set(MAJORS)}
-    used |= {w.lower() for w in EMPLOYER_SUFFIXES + ("University", "College", "Institute", "Studies")}
-    first, middle, last = (_words(rng, n, used) for n in (cfg.n_first, cfg.n_middle, cfg.n_last))
-    cities = _words(rng, cfg.n_cities, used, CITY_ENDINGS)
-    universities = [rng.choice(UNIVERSITY_FORMS).format(w) for w in _words(rng, cfg.n_universities, used)]
-    extra = max(0, cfg.n_majors - len(MAJORS))
-    majors = [*MAJORS[: cfg.n_majors], *(f"{w} Studies" for w in _words(rng, extra, used))]
-    employers = [f"{w} {rng.choice(EMPLOYER_SUFFIXES)}" for w in _words(rng, cfg.n_employers, used)]
-    # Distinct cities per employer when there are enough, so the city identifies the employer.
-    if cfg.n_employers <= cfg.n_cities:
-        hq = rng.sample(cities, cfg.n_employers)
-    else:
-        hq = [rng.choice(cities) for _ in employers]
-    years = list(range(cfg.first_year, cfg.first_year + cfg.n_years))
-    return Pools(first, middle, last, years, cities, universities, majors, employers, dict(zip(employers, hq)))
-
-
-def make_persons(cfg: BiosConfig, pools: Pools) -> list[Person]:
-    rng = random.Random(f"looped-bios:{cfg.seed}:persons")
-    n_ml = len(pools.middle) * len(pools.last)
-    codes = rng.sample(range(len(pools.first) * n_ml), cfg.n_persons)  # distinct full names
-    two_hop_train = set(rng.sample(range(cfg.n_persons), int(cfg.two_hop_train_frac * cfg.n_persons)))
-    persons = []
-    for i, code in enumerate(codes):
-        f, rest = divmod(code, n_ml)
-        m, last = divmod(rest, len(pools.last))
-        employer = rng.choice(pools.employers)
-        split = ("train" if i in two_hop_train else "query") if cfg.two_hop else ""
-        persons.append(Person(
-            index=i, first=pools.first[f], middle=pools.middle[m], last=pools.last[last],
-            gender=rng.choice(sorted(PRONOUNS)), birth_day=rng.randint(1, N_DAYS),
-            birth_month=rng.choice(MONTHS), birth_year=rng.choice(pools.years),
-            birth_city=rng.choice(pools.cities), university=rng.choice(pools.universities),
-            major=rng.choice(pools.majors), employer=employer,
-            employer_city=pools.employer_city[employer], two_hop_split=split,
-        ))  # fmt: skip
-    return persons
-
-
 def make_tokenizer(pools: Pools) -> WordTokenizer:
     """Every word the templates and pools can write; nothing else."""
     words = template_words()
@@ -282,7 +149,9 @@ def make_tokenizer(pools: Pools) -> WordTokenizer:
     return WordTokenizer.from_words(words)
 
 
-def bio_pieces(person: Person, templates: dict[str, str], order: tuple[str, ...]) -> list[tuple[str, str]]:
+def bio_pieces(
+    person: Person, templates: dict[str, str], order: tuple[str, ...]
+) -> list[tuple[str, str]]:
     """A biography as tagged pieces: the name in the first sentence, the pronoun after."""
     subject, possessive = PRONOUNS[person.gender]
     pieces: list[tuple[str, str]] = []
@@ -292,7 +161,9 @@ def bio_pieces(person: Person, templates: dict[str, str], order: tuple[str, ...]
     return pieces
 
 
-def encode_pieces(tok: WordTokenizer, pieces: list[tuple[str, str]]) -> tuple[list[int], list[tuple[str, int, int]]]:
+def encode_pieces(
+    tok: WordTokenizer, pieces: list[tuple[str, str]]
+) -> tuple[list[int], list[tuple[str, int, int]]]:
     """Token ids of the pieces in order, and the (tag, start, end) span of each tagged piece."""
     ids: list[int] = []
     spans = []
@@ -308,7 +179,9 @@ def _write(tok: WordTokenizer, pieces: list[tuple[str, str]]) -> str:
     return tok.decode(encode_pieces(tok, pieces)[0])
 
 
-def _query(tok: WordTokenizer, kind: str, index: int, pieces: list[tuple[str, str]], keep: tuple[str, ...]) -> Query:
+def _query(
+    tok: WordTokenizer, kind: str, index: int, pieces: list[tuple[str, str]], keep: tuple[str, ...]
+) -> Query:
     """A Query scoring the first span of each tag in `keep`."""
     ids, spans = encode_pieces(tok, pieces)
     first: dict[str, tuple[str, int, int]] = {}
@@ -350,11 +223,17 @@ class BiosCorpus:
         Written to a sibling folder first and renamed, so an interrupted save leaves no half corpus.
         """
         from datasets import Dataset, DatasetDict
-        from datasets.utils.tqdm import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+        from datasets.utils.tqdm import (
+            are_progress_bars_disabled,
+            disable_progress_bars,
+            enable_progress_bars,
+        )
 
         out = Path(out_dir)
         if out.exists() and any(out.iterdir()) and not (out / "bios_config.json").is_file():
-            raise UserError(f"{out} exists and is not a bios corpus; choose another --out or empty it")
+            raise UserError(
+                f"{out} exists and is not a bios corpus; choose another --out or empty it"
+            )
         tmp = out.with_name(out.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -386,14 +265,20 @@ class BiosCorpus:
 
         out = Path(out_dir)
         if not (out / "bios_config.json").is_file():
-            raise UserError(f"no bios corpus in {out}; write one with `looped data bios --out {out}`")
+            raise UserError(
+                f"no bios corpus in {out}; write one with `looped data bios --out {out}`"
+            )
         config = BiosConfig(**json.loads((out / "bios_config.json").read_text()))
         pools = Pools(**json.loads((out / "pools.json").read_text()))
         splits = load_from_disk(str(out / "dataset"))
-        q = splits["queries"].to_dict()
         queries = [
-            Query(kind, index, text, [tuple(s) for s in zip(attrs, starts, ends)])
-            for kind, index, text, attrs, starts, ends in zip(*q.values())
+            Query(
+                r["kind"],
+                r["index"],
+                r["text"],
+                list(zip(r["span_attr"], r["span_start"], r["span_end"])),
+            )
+            for r in splits["queries"]
         ]
         persons = [Person(**row) for row in splits["persons"].to_list()]
         tok = WordTokenizer.load(out / "tokenizer.json")
@@ -422,23 +307,27 @@ def generate(cfg: BiosConfig) -> BiosCorpus:
     if cfg.two_hop:
         for person in (p for p in persons if p.two_hop_split == "train"):
             for _ in range(cfg.bios_per_person):
-                texts.append(_write(tok, fill(rng.choice(TWO_HOP), person.employer_city, "", person.name)))
+                template = rng.choice(TWO_HOP)
+                texts.append(_write(tok, fill(template, person.employer_city, "", person.name)))
         for employer, city in pools.employer_city.items():
             for _ in range(cfg.company_texts):
-                texts.append(_write(tok, fill(rng.choice(train_bank["employer_city"]), city, "", employer=employer)))
+                template = rng.choice(train_bank["employer_city"])
+                texts.append(_write(tok, fill(template, city, "", employer=employer)))
     rng.shuffle(texts)
 
     queries = []
-    if h:
-        for person in persons:
-            chosen = {a: rng.choice(heldout_bank[a]) for a in BIO_ATTRIBUTES}
-            queries.append(_query(tok, "bio", person.index, bio_pieces(person, chosen, BIO_ATTRIBUTES), ATTRIBUTES))
+    for person in persons:
+        chosen = {a: rng.choice(heldout_bank[a]) for a in BIO_ATTRIBUTES}
+        pieces = bio_pieces(person, chosen, BIO_ATTRIBUTES)
+        queries.append(_query(tok, "bio", person.index, pieces, ATTRIBUTES))
     if cfg.two_hop:
         for person in (p for p in persons if p.two_hop_split == "query"):
             pieces = fill(TWO_HOP[0], person.employer_city, "two_hop", person.name)
             queries.append(_query(tok, "two_hop", person.index, pieces, ("two_hop",)))
         for i, (employer, city) in enumerate(pools.employer_city.items()):
-            pieces = fill(heldout_bank["employer_city"][0], city, "employer_city", employer=employer)
+            pieces = fill(
+                heldout_bank["employer_city"][0], city, "employer_city", employer=employer
+            )
             queries.append(_query(tok, "employer_city", i, pieces, ("employer_city",)))
     return BiosCorpus(cfg, pools, persons, texts, queries, tok)
 
@@ -447,9 +336,15 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="looped data bios", description=__doc__.splitlines()[0])
     parser.add_argument("--persons", type=int, default=100, help="number of persons (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
-    parser.add_argument("--bios-per-person", type=int, default=4, help="training biographies per person")
-    parser.add_argument("--no-two-hop", action="store_true", help="leave out the employer-city two-hop facts")
-    parser.add_argument("--pools", choices=("demo", "bioS"), default="demo", help="pool sizes (default demo)")
+    parser.add_argument(
+        "--bios-per-person", type=int, default=4, help="training biographies per person"
+    )
+    parser.add_argument(
+        "--no-two-hop", action="store_true", help="leave out the employer-city two-hop facts"
+    )
+    parser.add_argument(
+        "--pools", choices=("demo", "bioS"), default="demo", help="pool sizes (default demo)"
+    )
     parser.add_argument("--out", default="data/bios", help="output folder (default data/bios)")
     args = parser.parse_args(argv)
     kwargs = dict(n_persons=args.persons, seed=args.seed, bios_per_person=args.bios_per_person,

@@ -124,7 +124,9 @@ TWO_HOP: tuple[str, ...] = (
     "{S} works for a company based in {V}.",
 )
 
-BIO_ATTRIBUTES = ("birth_date", "birth_city", "university", "major", "employer")  # one sentence each
+# One sentence each, in the evaluation biography's order; gender shows in the pronouns.
+BIO_ATTRIBUTES = ("birth_date", "birth_city", "university", "major", "employer")
+ATTRIBUTES = (*BIO_ATTRIBUTES, "gender")  # the facts whose bits add up to bits per person
 PLACEHOLDER_RE = re.compile(r"(\{[SpEV]\})")
 PRONOUNS = {"female": ("She", "her"), "male": ("He", "his")}  # subject, possessive
 

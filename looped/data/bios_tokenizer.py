@@ -95,5 +95,7 @@ class WordTokenizer:
             raise UserError(f"tokenizer {path} not found; write a corpus with `looped data bios`")
         data = json.loads(path.read_text())
         if data.get("format") != FORMAT:
-            raise UserError(f"{path} is not a looped word tokenizer; rewrite it with `looped data bios`")
+            raise UserError(
+                f"{path} is not a looped word tokenizer; rewrite it with `looped data bios`"
+            )
         return cls(data["vocab"])

@@ -1,0 +1,171 @@
+"""The world the biographies describe: the value pools and the persons drawn from them.
+
+Pools are synthetic pronounceable words (names, cities, university and company names), months,
+days 1-28, a year range and real subjects for majors, all drawn from the seed; every synthetic
+word is distinct from every other and from the template words, so each is one unambiguous
+token. Each person's facts are drawn uniformly and independently, so they carry exactly
+log2(pool size) bits each (``Pools.entropy_bits``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from looped.data.bios_templates import PRONOUNS, template_words
+
+if TYPE_CHECKING:
+    from looped.data.bios import BiosConfig
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")  # fmt: skip
+N_DAYS = 28  # days 1..28 in every month, so the date pool is a plain product
+MAJORS = ("Physics", "Chemistry", "Biology", "Mathematics", "History", "Philosophy", "Economics",
+          "Linguistics", "Geology", "Astronomy", "Psychology", "Sociology", "Anthropology",
+          "Architecture", "Music", "Literature", "Statistics", "Nursing", "Law", "Medicine",
+          "Accounting", "Finance", "Marketing", "Journalism", "Education", "Theology", "Zoology",
+          "Botany", "Ecology", "Robotics", "Neuroscience", "Genetics", "Archaeology", "Classics",
+          "Geography", "Dance", "Theatre", "Photography", "Agriculture", "Forestry")  # fmt: skip
+UNIVERSITY_FORMS = ("University of {}", "{} University", "{} College", "{} Institute of Technology")
+EMPLOYER_SUFFIXES = ("Labs", "Group", "Systems", "Industries", "Partners", "Works", "Motors")
+CITY_ENDINGS = ("ton", "vik", "burg", "dale", "mere", "ford", "grad", "stad", "holm", "port")
+ONSETS = ("b", "br", "d", "dr", "f", "g", "gr", "h", "j", "k", "kr", "l", "m", "n", "p", "pr", "r",
+          "s", "st", "t", "tr", "v", "z", "sh", "th")  # fmt: skip
+VOWELS = ("a", "e", "i", "o", "u", "a", "e", "i", "o", "a", "ai", "ou")
+CODAS = ("", "", "", "n", "r", "l", "s", "k", "m", "x")
+
+
+@dataclass
+class Pools:
+    """The values each fact is drawn from (saved with the corpus, so loading never regenerates)."""
+
+    first: list[str]
+    middle: list[str]
+    last: list[str]
+    years: list[int]
+    cities: list[str]
+    universities: list[str]
+    majors: list[str]
+    employers: list[str]
+    employer_city: dict[str, str]  # each employer's city
+
+    def values(self, attr: str) -> list[str]:
+        """Every value `attr` can take, as written in text (the pool its bits are counted over)."""
+        if attr == "birth_date":
+            return [
+                f"{d} {m} {y}" for y in self.years for m in MONTHS for d in range(1, N_DAYS + 1)
+            ]
+        if attr == "gender":
+            return [PRONOUNS[g][0] for g in sorted(PRONOUNS)]
+        if attr in ("employer_city", "two_hop"):
+            return sorted(set(self.employer_city.values()))
+        pools = {"birth_city": self.cities, "university": self.universities}
+        pools |= {"major": self.majors, "employer": self.employers}
+        return list(pools[attr])
+
+    def entropy_bits(self, attr: str) -> float:
+        """Entropy of `attr` for a person drawn at random: log2 of the pool size, except the
+        employer's city, whose prior is the city of a uniformly drawn employer (several
+        employers may share a city when there are more employers than cities)."""
+        if attr not in ("employer_city", "two_hop"):
+            return math.log2(len(self.values(attr)))
+        counts = Counter(self.employer_city.values())
+        n = sum(counts.values())
+        return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+@dataclass
+class Person:
+    index: int
+    first: str
+    middle: str
+    last: str
+    gender: str  # "female" | "male"
+    birth_day: int
+    birth_month: str
+    birth_year: int
+    birth_city: str
+    university: str
+    major: str
+    employer: str
+    employer_city: str  # the employer's city (a function of the employer)
+    two_hop_split: str  # "train" (two-hop sentence in training) | "query" | "" (two_hop off)
+
+    @property
+    def name(self) -> str:
+        return f"{self.first} {self.middle} {self.last}"
+
+    def value(self, attr: str) -> str:
+        """The value of `attr` as written in text."""
+        if attr == "birth_date":
+            return f"{self.birth_day} {self.birth_month} {self.birth_year}"
+        if attr == "gender":
+            return PRONOUNS[self.gender][0]
+        if attr == "two_hop":
+            return self.employer_city
+        return getattr(self, attr)
+
+
+def _words(rng: random.Random, n: int, used: set[str], endings: tuple[str, ...] = ()) -> list[str]:
+    """`n` new pronounceable capitalized words, none in `used` (case-insensitive)."""
+    out: list[str] = []
+    while len(out) < n:
+        word = "".join(
+            rng.choice(ONSETS) + rng.choice(VOWELS) for _ in range(rng.choice((2, 2, 2, 3)))
+        )
+        word = (word + (rng.choice(endings) if endings else rng.choice(CODAS))).capitalize()
+        if len(word) >= 4 and word.lower() not in used:
+            used.add(word.lower())
+            out.append(word)
+    return out
+
+
+def make_pools(cfg: BiosConfig) -> Pools:
+    rng = random.Random(f"looped-bios:{cfg.seed}:pools")
+    used = {w.lower() for w in template_words() | set(MONTHS) | set(MAJORS)}
+    used |= {
+        w.lower() for w in EMPLOYER_SUFFIXES + ("University", "College", "Institute", "Studies")
+    }
+    first, middle, last = (_words(rng, n, used) for n in (cfg.n_first, cfg.n_middle, cfg.n_last))
+    cities = _words(rng, cfg.n_cities, used, CITY_ENDINGS)
+    universities = [
+        rng.choice(UNIVERSITY_FORMS).format(w) for w in _words(rng, cfg.n_universities, used)
+    ]
+    extra = max(0, cfg.n_majors - len(MAJORS))
+    majors = [*MAJORS[: cfg.n_majors], *(f"{w} Studies" for w in _words(rng, extra, used))]
+    employers = [f"{w} {rng.choice(EMPLOYER_SUFFIXES)}" for w in _words(rng, cfg.n_employers, used)]
+    # Distinct cities per employer when there are enough, so the city identifies the employer.
+    if cfg.n_employers <= cfg.n_cities:
+        hq = rng.sample(cities, cfg.n_employers)
+    else:
+        hq = [rng.choice(cities) for _ in employers]
+    years = list(range(cfg.first_year, cfg.first_year + cfg.n_years))
+    return Pools(first, middle, last, years, cities, universities, majors, employers,
+                 employer_city=dict(zip(employers, hq)))  # fmt: skip
+
+
+def make_persons(cfg: BiosConfig, pools: Pools) -> list[Person]:
+    rng = random.Random(f"looped-bios:{cfg.seed}:persons")
+    n_ml = len(pools.middle) * len(pools.last)
+    codes = rng.sample(range(len(pools.first) * n_ml), cfg.n_persons)  # distinct full names
+    two_hop_train = set(
+        rng.sample(range(cfg.n_persons), int(cfg.two_hop_train_frac * cfg.n_persons))
+    )
+    persons = []
+    for i, code in enumerate(codes):
+        f, rest = divmod(code, n_ml)
+        m, last = divmod(rest, len(pools.last))
+        employer = rng.choice(pools.employers)
+        split = ("train" if i in two_hop_train else "query") if cfg.two_hop else ""
+        persons.append(Person(
+            index=i, first=pools.first[f], middle=pools.middle[m], last=pools.last[last],
+            gender=rng.choice(sorted(PRONOUNS)), birth_day=rng.randint(1, N_DAYS),
+            birth_month=rng.choice(MONTHS), birth_year=rng.choice(pools.years),
+            birth_city=rng.choice(pools.cities), university=rng.choice(pools.universities),
+            major=rng.choice(pools.majors), employer=employer,
+            employer_city=pools.employer_city[employer], two_hop_split=split,
+        ))  # fmt: skip
+    return persons

@@ -1,0 +1,173 @@
+"""lm-evaluation-harness adapter: any harness task on a looped model at one serving depth.
+
+    pip install 'looped[eval]'
+
+    import lm_eval
+    from looped.lm_eval_adapter import LoopedLM
+    lm = LoopedLM.from_run("runs/1b-fixed-first", depth=4)
+    lm_eval.simple_evaluate(model=lm, tasks=["hellaswag", "piqa", "arc_easy"])
+
+    # importing this module also registers the name "looped" with the harness:
+    lm_eval.simple_evaluate(model="looped", model_args="run=runs/1b-fixed-first,depth=4", tasks=[...])
+
+Scoring goes through ``looped.downstream`` (the same tokenization, left truncation and summed
+log-likelihoods as the harness's causal Hugging Face models), so ``looped.downstream`` and the
+harness agree on every task they share; for a sweep over depths ``looped.downstream`` is
+cheaper, since one pass serves every depth. Generation is greedy, without a KV cache: every new
+token re-reads the (left-truncated) context, which is simple and fine for short answers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+try:
+    from lm_eval.api.model import LM
+    from lm_eval.api.registry import register_model
+    from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
+except ImportError as err:  # the harness is an optional extra
+    raise ImportError(
+        "looped.lm_eval_adapter needs lm-evaluation-harness; install it with `pip install 'looped[eval]'`"
+    ) from err
+
+from looped.downstream import _model_device, encode_pair, load_run, loglikelihoods
+from looped.model import check_depth
+
+
+@register_model("looped")
+class LoopedLM(LM):
+    """A looped transformer served at a fixed loop count ``depth``, as an lm-eval ``LM``."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        depth: int,
+        batch_size: int = 16,
+        device: str | torch.device | None = None,
+        max_length: int | None = None,
+        max_gen_toks: int = 256,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.tokenizer = tokenizer
+        self.depth = check_depth(int(depth), model.config.max_depth)
+        self.batch_size = int(batch_size)
+        self._device = torch.device(device) if device is not None else _model_device(model)
+        self.max_length = int(max_length or model.config.seq_len)  # tokens the model reads at once
+        self.max_gen_toks = int(max_gen_toks)
+
+    @classmethod
+    def from_run(
+        cls, run_dir: str | Path, depth: int, device: str = "cpu", **kwargs: Any
+    ) -> LoopedLM:
+        """The checkpoint in ``run_dir`` with the tokenizer of the corpus it trained on."""
+        model, tokenizer = load_run(run_dir, device)
+        return cls(model, tokenizer, depth, device=device, **kwargs)
+
+    @classmethod
+    def create_from_arg_obj(
+        cls, arg_dict: dict[str, Any], additional_config: dict | None = None
+    ) -> LoopedLM:
+        """``model_args`` {run, depth, batch_size?, device?, max_length?, max_gen_toks?}."""
+        args = {k: v for k, v in (additional_config or {}).items() if v is not None} | dict(
+            arg_dict
+        )
+        if "run" not in args or "depth" not in args:
+            raise ValueError(
+                "model_args for 'looped' need run=RUN_DIR and depth=K, e.g. run=runs/r,depth=4"
+            )
+        if str(args.get("batch_size", "")).startswith("auto"):
+            args.pop("batch_size")  # no automatic batch-size search here; keep the default
+        args.pop("max_batch_size", None)
+        run, depth = args.pop("run"), int(args.pop("depth"))
+        return cls.from_run(run, depth, device=str(args.pop("device", None) or "cpu"), **args)
+
+    @classmethod
+    def create_from_arg_string(
+        cls, arg_string: str, additional_config: dict | None = None
+    ) -> LoopedLM:
+        from lm_eval.utils import simple_parse_args_string
+
+        return cls.create_from_arg_obj(simple_parse_args_string(arg_string), additional_config)
+
+    # -- the three request types ----------------------------------------------------------------
+    def _score(
+        self, pairs: list[tuple[list[int], list[int]]], greedy: bool
+    ) -> list[tuple[float, Any]]:
+        return loglikelihoods(
+            self.model,
+            pairs,
+            [self.depth],
+            self.batch_size,
+            self._device,
+            self.max_length,
+            greedy=greedy,
+            pad_id=self.tokenizer.eos_id,
+        )[self.depth]
+
+    def loglikelihood(
+        self, requests: list[Any], disable_tqdm: bool = False
+    ) -> list[tuple[float, bool]]:
+        pairs = [encode_pair(self.tokenizer, *req.args) for req in requests]
+        results = [(ll, bool(g)) for ll, g in self._score(pairs, greedy=True)]
+        for req, res in zip(requests, results):
+            self.cache_hook.add_partial("loglikelihood", req.args, res)
+        return results
+
+    def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False) -> list[float]:
+        """Whole-document log-likelihood in disjoint windows of ``max_length`` tokens, each
+        token predicted once, the first from EOS (the harness's rolling scheme)."""
+        pairs, owner = [], []
+        for n, req in enumerate(requests):
+            (string,) = req.args
+            windows = get_rolling_token_windows(
+                token_list=self.tokenizer.encode(string),
+                prefix_token=self.tokenizer.eos_id,
+                max_seq_len=self.max_length,
+                context_len=1,
+            )
+            for window in windows:
+                pairs.append(make_disjoint_window(window))
+                owner.append(n)
+        totals = [0.0] * len(requests)
+        for n, (ll, _) in zip(owner, self._score(pairs, greedy=False)):
+            totals[n] += ll
+        for req, total in zip(requests, totals):
+            self.cache_hook.add_partial("loglikelihood_rolling", req.args, total)
+        return totals
+
+    @torch.no_grad()
+    def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
+        """Greedy decoding until a stop string, EOS, or ``max_gen_toks`` new tokens."""
+        outputs = []
+        for req in requests:
+            context, kwargs = req.args
+            kwargs = dict(kwargs or {})
+            until = kwargs.get("until") or []
+            until = [until] if isinstance(until, str) else [u for u in until if u]
+            max_new = int(kwargs.get("max_gen_toks", self.max_gen_toks))
+            ids = self.tokenizer.encode(context) if context else [self.tokenizer.eos_id]
+            new: list[int] = []
+            while len(new) < max_new:
+                x = torch.tensor([(ids + new)[-self.max_length :]], device=self._device)
+                logits, _ = self.model(x, depth=self.depth)
+                token = int(logits[0, -1].argmax())
+                if token == self.tokenizer.eos_id:
+                    break
+                new.append(token)
+                if until and any(u in self.tokenizer.decode(new) for u in until):
+                    break
+            text = self.tokenizer.decode(new)
+            for u in until:
+                text = text.split(u)[0]
+            self.cache_hook.add_partial("generate_until", req.args, text)
+            outputs.append(text)
+        return outputs
+
+    def get_model_info(self) -> dict[str, Any]:
+        """Recorded by ``simple_evaluate`` in results["config"]."""
+        return {"model": "looped", "depth": self.depth, "max_length": self.max_length}

@@ -1,0 +1,179 @@
+"""Recalled bits per person: how many of the biographies' random facts a model has stored.
+
+    from looped.recall import recall_by_depth
+    res = recall_by_depth(model, corpus, depths=range(1, 17))     # one pass of 16 loops per batch
+    res[4]["bits_per_person"], res[4]["attributes"]["birth_city"], res[4]["two_hop"]
+
+Bits, in one paragraph. A person's birth city is drawn uniformly from S cities, so writing it down
+takes log2 S bits, and a model that knows nothing about the person can do no better than guess:
+its cross-entropy on the city is at least ln S nats. Cross-entropy is a code length: a model
+whose loss on the true value is p nats lets us write that value in p / ln 2 bits, so it saves
+log2 S - p / ln 2 bits over knowing nothing, and those bits must come from somewhere: the facts
+are random, so they can only come from the weights. Averaged over N persons with mean loss p,
+the weights hold at least N (log2 S - p / ln 2) = N log2(S / e^p) bits about this attribute.
+That is the bit-complexity lower bound of the knowledge-capacity studies (Allen-Zhu and Li,
+Physics of Language Models 3.3), here without the names' term (we always give the name). The
+recalled bits per person are max(0, log2 S - p / ln 2) with p the mean over persons, summed over
+the six facts. Average first, then clamp: the bound is about the total, and clamping each person
+separately would turn lucky guesses into a floor of several bits at zero knowledge. A value of
+several tokens (a date is day, month, year) is scored by its summed loss, which is -ln P(value)
+by the chain rule, so the argument is unchanged.
+
+The queries are biographies written with held-out templates (never in training text), scored
+only on the value tokens; gender is scored on the first pronoun. The two-hop query ("The employer
+of X is based in") is reported apart from bits per person: its answer is a function of the
+employer, so it adds no bits, but it needs two recalled facts composed, which is where more
+loops can help. ``employer_city`` (company -> city, one hop) is reported beside it so a reader
+can tell a missing fact from a missing composition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from looped.data.bios import ATTRIBUTES
+from looped.errors import UserError
+
+QUERY_SETS = {"bio": ATTRIBUTES, "two_hop": ("two_hop",), "employer_city": ("employer_city",)}
+
+
+def bits_from_losses(mean_ce_nats: float, pool_size: int) -> float:
+    """Recalled bits for one attribute from the mean (over persons) summed value loss in nats."""
+    return bits_from_entropy(mean_ce_nats, math.log2(pool_size))
+
+
+def bits_from_entropy(mean_ce_nats: float, entropy_bits: float) -> float:
+    """max(0, H - mean CE / ln 2): the bits the loss saves over the prior of entropy H."""
+    return max(0.0, entropy_bits - mean_ce_nats / math.log(2))
+
+
+@dataclass
+class QuerySet:
+    """Teacher-forced queries of one kind as padded tensors, ready for ``forward_depths``."""
+
+    attributes: tuple[str, ...]  # label index -> attribute name
+    entropy: dict[str, float]  # attribute -> prior entropy in bits (log2 of the pool size)
+    inputs: Tensor  # (N, T) <eos> + query tokens, right-padded with <pad>
+    targets: Tensor  # (N, T) the next token where it is a value token, else -100
+    labels: Tensor  # (N, T) index into `attributes` of each scored target, else -1
+    rows: list[int]  # person (or employer) index of each row
+
+
+def recall_queries(corpus: Any) -> dict[str, QuerySet]:
+    """{"bio": ..., "two_hop": ..., "employer_city": ...} (the last two when the corpus has them).
+
+    Each query starts with <eos>, as every document does inside the training stream.
+    """
+    tok = corpus.tokenizer
+    out = {}
+    for kind, attrs in QUERY_SETS.items():
+        queries = [q for q in corpus.queries if q.kind == kind]
+        if not queries:
+            continue
+        seqs, spans = [], []
+        for q in queries:
+            ids = [tok.eos_id, *tok.encode(q.text)]
+            seqs.append(ids)
+            spans.append([(attrs.index(a), s + 1, e + 1) for a, s, e in q.spans])
+        n, t = len(seqs), max(map(len, seqs)) - 1
+        inputs = torch.full((n, t), tok.pad_id, dtype=torch.long)
+        targets = torch.full((n, t), -100, dtype=torch.long)
+        labels = torch.full((n, t), -1, dtype=torch.long)
+        for i, (ids, sp) in enumerate(zip(seqs, spans)):
+            inputs[i, : len(ids) - 1] = torch.tensor(ids[:-1])
+            for a, s, e in sp:  # position j predicts token j + 1
+                targets[i, s - 1 : e - 1] = torch.tensor(ids[s:e])
+                labels[i, s - 1 : e - 1] = a
+        entropy = {a: corpus.pools.entropy_bits(a) for a in attrs}
+        out[kind] = QuerySet(attrs, entropy, inputs, targets, labels, [q.index for q in queries])
+    return out
+
+
+@torch.no_grad()
+def score(
+    model: Any, qs: QuerySet, depths: list[int], batch_size: int = 64, device: str = "cpu"
+) -> dict[int, tuple[Tensor, Tensor]]:
+    """{depth: (summed value loss in nats (N, A), all value tokens argmax-correct (N, A))}.
+
+    Exact match under teacher forcing equals exact match of greedy decoding: greedy decoding
+    writes the value iff every value token is the argmax given the true tokens before it.
+    """
+    n_attr = len(qs.attributes)
+    out: dict[int, tuple[list[Tensor], list[Tensor]]] = {d: ([], []) for d in depths}
+    for i in range(0, len(qs.rows), batch_size):
+        idx, tgt, lab = (
+            x[i : i + batch_size].to(device) for x in (qs.inputs, qs.targets, qs.labels)
+        )
+        onehot = torch.nn.functional.one_hot(lab.clamp(min=0), n_attr) * (lab >= 0).unsqueeze(-1)
+        onehot = onehot.float()
+        per_depth = model.forward_depths(idx, depths, tgt, reduction="none", return_logits=True)
+        for d in depths:
+            logits, loss = per_depth[d]
+            wrong = ((logits.argmax(-1) != tgt) & (lab >= 0)).float()
+            out[d][0].append(torch.einsum("bt,bta->ba", loss.float(), onehot).cpu())
+            out[d][1].append(torch.einsum("bt,bta->ba", wrong, onehot).cpu() == 0)
+    return {d: (torch.cat(nll), torch.cat(ok)) for d, (nll, ok) in out.items()}
+
+
+def summarize(qs: QuerySet, nll: Tensor, ok: Tensor) -> dict[str, dict[str, float]]:
+    """{attribute: {bits, nll, acc, entropy, n}} from per-row losses: mean first, then clamp."""
+    out = {}
+    for a, attr in enumerate(qs.attributes):
+        mean_nll = nll[:, a].double().mean().item()
+        out[attr] = {
+            "bits": bits_from_entropy(mean_nll, qs.entropy[attr]),
+            "nll": mean_nll,
+            "acc": ok[:, a].double().mean().item(),
+            "entropy": qs.entropy[attr],
+            "n": len(qs.rows),
+        }
+    return out
+
+
+def recall_by_depth(
+    model: Any,
+    corpus: Any,
+    depths: Iterable[int],
+    batch_size: int = 64,
+    device: str = "cpu",
+) -> dict[int, dict[str, Any]]:
+    """{depth: {"bits_per_person", "full_bits_per_person", "attributes": {attr: {bits, nll, acc,
+    entropy, n}}, "two_hop": {...}, "employer_city": {...}}} from one all-depths pass per batch.
+
+    ``nll`` is the mean over persons of the summed loss (nats) on the value tokens, ``acc`` the
+    fraction recalled exactly, ``entropy`` the attribute's full bits. ``two_hop`` and
+    ``employer_city`` are absent when the corpus has no two-hop facts; they are never summed
+    into ``bits_per_person``.
+    """
+    depths = sorted(set(depths))
+    sets = recall_queries(corpus)
+    longest = max(qs.inputs.shape[1] for qs in sets.values())
+    if longest > model.config.seq_len:
+        raise UserError(
+            f"recall queries are {longest} tokens, longer than the model's seq_len={model.config.seq_len}; raise model.seq_len"
+        )
+    was_training = model.training
+    model.eval()
+    try:
+        scored = {kind: score(model, qs, depths, batch_size, device) for kind, qs in sets.items()}
+    finally:
+        model.train(was_training)
+    result: dict[int, dict[str, Any]] = {}
+    for d in depths:
+        attrs = summarize(sets["bio"], *scored["bio"][d])
+        row: dict[str, Any] = {
+            "bits_per_person": sum(v["bits"] for v in attrs.values()),
+            "full_bits_per_person": sum(v["entropy"] for v in attrs.values()),
+            "attributes": attrs,
+        }
+        for kind in ("two_hop", "employer_city"):
+            if kind in sets:
+                row[kind] = summarize(sets[kind], *scored[kind][d])[kind]
+        result[d] = row
+    return result
