@@ -119,29 +119,32 @@ def load_items(task: str, data_file: str | None = None, limit: int | None = None
         raise UserError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
     spec = TASKS[task]
     if data_file is not None:
-        from looped.data.text import _local_files
+        from looped.data.text import local_data_files
 
         path = Path(data_file)
         if not path.exists():
             raise UserError(
                 f"{task} data file {data_file} not found; pass an existing .jsonl/.parquet path"
             )
-        builder, files = _local_files(path)
+        builder, files = local_data_files(path)
         if builder == "text":
             raise UserError(
                 f"{task} data must be .jsonl/.json/.parquet rows in the hub schema, not .txt"
             )
+        # streamed: a local file needs no Arrow cache copy
         ds = datasets.load_dataset(builder, data_files=files, split="train", streaming=True)
+        if limit is not None:
+            ds = ds.take(limit)
     else:
-        try:
-            ds = datasets.load_dataset(spec.hub, spec.subset, split=spec.split, streaming=True)
-        except Exception as err:  # noqa: BLE001 - the hub raises many types; one line for the user
+        try:  # downloaded once into the datasets cache, so later runs work offline
+            ds = datasets.load_dataset(spec.hub, spec.subset, split=spec.split)
+        except Exception as err:  # the hub raises many types; one line for the user
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise UserError(
                 f"could not load {task} from {spec.hub} ({first}); pass a local copy via data_files"
             ) from None
-    if limit is not None:
-        ds = ds.take(limit)
+        if limit is not None:
+            ds = ds.select(range(min(limit, len(ds))))
     try:
         return [spec.to_item(doc) for doc in ds]
     except KeyError as err:

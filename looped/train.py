@@ -177,12 +177,14 @@ def wrap_distributed(model: LoopedTransformer, cfg: TrainConfig, dist: Dist) -> 
     if not dist.enabled:
         return model
     if cfg.fsdp:
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
 
         for stack in (model.prelude, model.block, model.coda):
             for layer in stack.layers:
                 fully_shard(layer)
         fully_shard(model)
+        # Evaluation calls forward_depths, not forward: it must gather the root's shards too.
+        register_fsdp_forward_method(model, "forward_depths")
         return model
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -268,6 +270,14 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
     source = build_source(cfg.data)
     if cfg.model.vocab_size < source.vocab_size:
         cfg.model.vocab_size = 64 * math.ceil(source.vocab_size / 64)  # round up: faster matmuls
+    if source.bios is not None:  # fail now, not at the first evaluation
+        from looped.recall import recall_queries
+
+        longest = max(qs.inputs.shape[1] for qs in recall_queries(source.bios).values())
+        if longest > cfg.model.seq_len:
+            raise UserError(
+                f"recall queries are {longest} tokens, longer than model.seq_len={cfg.model.seq_len}; raise model.seq_len"
+            )
     schedule = parse_schedule(cfg.schedule, cfg.seed)
     total = total_steps_for(cfg, dist.world)
     tokens_per_step = cfg.batch_size * cfg.grad_accum * cfg.seq_len * dist.world
@@ -283,8 +293,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
 
     torch.manual_seed(cfg.seed)
     model = LoopedTransformer(cfg.model)
-    optimizer = make_optimizer(model, cfg.optim)
-    start_step, lineage, resumed_flops = 0, {}, 0.0
+    start_step, lineage, resumed_flops, opt_state = 0, {}, 0.0, None
     if opts.resume and existing:
         ckpt = existing[-1][1]
         ckpt_lib.load_weights(ckpt, model)
@@ -293,7 +302,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
             raise UserError(
                 f"{out} was trained with schedule {state['schedule']} for {state['total_steps']} steps; resume with the same config"
             )
-        optimizer.load_state_dict(state["optimizer"])
+        opt_state = state["optimizer"]
         start_step, lineage, resumed_flops = state["step"], state.get("lineage", {}), state["flops"]
     elif opts.branch_from or opts.init_from:
         ckpt = ckpt_lib.resolve_checkpoint(opts.branch_from or opts.init_from)
@@ -306,13 +315,26 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         }
         if opts.branch_from:
             _check_branch(cfg, schedule, total, ckpt, state)
-            optimizer.load_state_dict(state["optimizer"])
+            opt_state = state["optimizer"]
             start_step, resumed_flops = state["step"], state["flops"]
     model.to(dist.device)
     if cfg.compile:
         model.compile_block()
-    _move_optimizer_state(optimizer, dist.device)
     ddp = wrap_distributed(model, cfg, dist)
+    is_sharded = dist.enabled and cfg.fsdp
+    optimizer = make_optimizer(model, cfg.optim)  # after sharding: FSDP2 swaps in DTensor params
+    if opt_state is not None and is_sharded:
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            set_optimizer_state_dict,
+        )
+
+        set_optimizer_state_dict(
+            model, optimizer, opt_state, options=StateDictOptions(full_state_dict=True)
+        )
+    elif opt_state is not None:
+        optimizer.load_state_dict(opt_state)
+        _move_optimizer_state(optimizer, dist.device)
 
     config_yaml = OmegaConf.to_yaml(OmegaConf.structured(cfg))
     if dist.main:
@@ -334,7 +356,6 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
     flops_done = resumed_flops if start_step else 0.0
     device_name = torch.cuda.get_device_name(dist.device) if dist.device.type == "cuda" else "cpu"
     peak = peak_flops(device_name, cfg.dtype)
-    is_sharded = dist.enabled and cfg.fsdp
 
     def save(step: int) -> None:
         weights = full_weights(ddp if is_sharded else model, cfg, dist)

@@ -35,7 +35,7 @@ train_mod.full_weights = recording_full
 cfg = load_config(
     "tiny",
     [
-        "model.d_model=32", "model.n_head=2", "model.seq_len=32", "seq_len=32", "data.persons=8",
+        "model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "data.persons=8",
         "batch_size=2", "grad_accum=2", "max_steps=6", "eval_interval=0", "eval_depths=1-2",
         "schedule=uniform:1-4", f"fsdp={mode == 'fsdp'}", "device=cpu",
     ],

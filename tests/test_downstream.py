@@ -3,7 +3,6 @@ and (when lm-eval is installed) the harness itself scoring a looped model throug
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -365,7 +364,7 @@ def test_run_directory_cli_and_adapter(model: LoopedTransformer, tmp_path: Path)
     tok = HFTokenizer.from_spec(str(FIXTURES / "tokenizer.json"))
     expected = evaluate_tasks(model, tok, ["piqa", "arc_easy"], [1, 3], data_files=DATA)
     assert json.loads(out.read_text()) == json.loads(json.dumps(expected))
-    if importlib.util.find_spec("lm_eval") is not None:  # the adapter too, when installed
+    if _has_lm_eval():  # the adapter too, when installed
         from looped.lm_eval_adapter import LoopedLM
 
         lm = LoopedLM.create_from_arg_string(
@@ -373,10 +372,17 @@ def test_run_directory_cli_and_adapter(model: LoopedTransformer, tmp_path: Path)
         )
         assert (lm.depth, lm.max_length) == (3, model.config.seq_len)
         ((ll, _),) = lm.loglikelihood([_instance(("Question: x\nAnswer:", " a ruler"))])
-        ref = score_items(model, tok, [MCItem("Question: x\nAnswer:", ["a ruler"], 0)], [3])[3][0][
-            0
-        ]
+        item = MCItem("Question: x\nAnswer:", ["a ruler"], 0)
+        ref = score_items(model, tok, [item], [3])[3][0][0]
         assert ll == pytest.approx(ref, abs=1e-5)
+
+
+def _has_lm_eval() -> bool:
+    try:
+        import lm_eval  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _instance(args: tuple):

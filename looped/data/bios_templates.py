@@ -6,7 +6,10 @@ Placeholders: ``{S}`` the subject (the full name in a biography's first sentence
 
 Each bank is split by position: the first ``n_templates`` write training text, the next
 ``n_heldout_templates`` write only evaluation text (see ``BiosConfig``), so held-out phrasings
-are never seen in training. Birth-date templates never use ``{p}``: the evaluation biography
+are never seen in training. The last four of each bank (the held-out ones with the default
+split) are new arrangements of words the first ten already use: a held-out query then tests
+whether the model can recall a fact through a new phrasing, not whether it copes with words
+whose embeddings were never trained. Birth-date templates never use ``{p}``: the evaluation biography
 opens with the birth date, and its first gendered word must be the next sentence's He/She,
 which is the scored gender value.
 """
@@ -27,10 +30,10 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "{S} first saw daylight on {V}.",
         "{S} was brought into this world on {V}.",
         "{S} was delivered on {V}.",
-        "{S} marks {V} as the day of birth.",
-        "{S} took a first breath on {V}.",
-        "{S} was born on the day of {V}.",
-        "{S} started life on {V}.",
+        "{S} was born into the world on {V}.",
+        "{S} first arrived in this world on {V}.",
+        "{S} has a birthday on {V}.",
+        "{S} came into life on {V}.",
     ),
     "birth_city": (
         "{S} was born in {V}.",
@@ -43,10 +46,10 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "{S} has roots in {V}.",
         "{S} spent {p} childhood in {V}.",
         "{S} calls {V} {p} hometown.",
+        "{S} spent {p} first years in {V}.",
+        "{S} has {p} roots in {V}.",
         "{S} was brought up in {V}.",
-        "{S} lived in {V} as a child.",
-        "{S} originally comes from {V}.",
-        "{S} first lived in {V}.",
+        "{S} spent {p} early life in {V}.",
     ),
     "university": (
         "{S} studied at {V}.",
@@ -59,10 +62,10 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "{S} enrolled at {V}.",
         "{S} is a graduate of {V}.",
         "{S} spent {p} college years at {V}.",
-        "{S} took classes at {V}.",
-        "{S} went to {V} for college.",
-        "{S} pursued higher education at {V}.",
-        "{S} was educated at {V}.",
+        "{S} was a college student at {V}.",
+        "{S} received a degree from {V}.",
+        "{S} completed {p} education at {V}.",
+        "{S} earned {p} degree at {V}.",
     ),
     "major": (
         "{S} majored in {V}.",
@@ -75,10 +78,10 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "{S} completed a major in {V}.",
         "{S} pursued {V}.",
         "{S} wrote {p} thesis in {V}.",
-        "{S} holds a degree in {V}.",
-        "{S} trained in {V}.",
-        "{S} was drawn to {V} as a field of study.",
-        "{S} dedicated {p} studies to {V}.",
+        "{S} completed {p} studies in {V}.",
+        "{S} received a degree in {V}.",
+        "{S} focused {p} studies on {V}.",
+        "{S} wrote a thesis in {V}.",
     ),
     "employer": (
         "{S} works for {V}.",
@@ -91,10 +94,10 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "{S} holds a position at {V}.",
         "{S} is an employee of {V}.",
         "{S} took a job with {V}.",
-        "{S} has worked for {V} for years.",
-        "{S} is on the payroll of {V}.",
-        "{S} spends {p} working days at {V}.",
-        "{S} was hired by {V}.",
+        "{S} holds a job at {V}.",
+        "{S} took a position at {V}.",
+        "{S} earns {p} living at {V}.",
+        "{S} was employed by {V}.",
     ),
     # Company sentences: the only place an employer's city is stated (see looped.data.bios).
     "employer_city": (
@@ -109,9 +112,9 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "{E} was set up in {V}.",
         "{E} has its home in {V}.",
         "{E} is located in {V}.",
-        "{E} is found in {V}.",
         "The main office of {E} is in {V}.",
-        "{E} is run from {V}.",
+        "{E} keeps its offices in {V}.",
+        "{E} runs its business out of {V}.",
     ),
 }
 

@@ -20,7 +20,8 @@ atomically: a directory without it is an unfinished run.
 
 Tokenizer specs: ``gpt2`` (or ``tiktoken:NAME``; needs the ``text`` extra), ``hf:NAME_OR_PATH``
 (a tokenizer.json file, a directory holding one, or a hub name), ``bpe:VOCAB`` (a byte-level
-BPE trained here on the corpus's first ``--bpe-docs`` documents).
+BPE trained here on the corpus's first ``--bpe-docs`` documents, which a hub stream then reads
+twice).
 
 A document goes to the val split when the val split holds less than ``val_frac`` of the tokens
 seen so far: deterministic, streaming-friendly, whole documents only, and the fraction is exact
@@ -124,7 +125,7 @@ class HFTokenizer(TextTokenizer):
             return cls(Tokenizer.from_file(str(path)), f"hf:{name}")
         try:
             return cls(Tokenizer.from_pretrained(name), f"hf:{name}")
-        except Exception as err:  # noqa: BLE001 - the hub raises many types; one line for the user
+        except Exception as err:  # the hub raises many types; one line for the user
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise UserError(
                 f"could not load tokenizer {name!r} from the hub ({first}); "
@@ -196,7 +197,7 @@ def pydoc_documents() -> list[str]:
     return [topics[name] for name in sorted(topics)]
 
 
-def _local_files(path: Path) -> tuple[str, list[str]]:
+def local_data_files(path: Path) -> tuple[str, list[str]]:
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     kinds = {}
     for f in files:
@@ -239,7 +240,7 @@ def open_documents(
             and (path / "state.json").exists()
         ):
             return datasets.load_from_disk(str(path)).to_iterable_dataset()
-        builder, files = _local_files(path)
+        builder, files = local_data_files(path)
         kwargs = {"sample_by": "document"} if builder == "text" else {}
         return datasets.load_dataset(
             builder, data_files=files, split="train", streaming=True, **kwargs
@@ -250,7 +251,7 @@ def open_documents(
         )
     try:
         return datasets.load_dataset(dataset, subset, split=split, streaming=True)
-    except Exception as err:  # noqa: BLE001 - the hub raises many types; one line for the user
+    except Exception as err:  # the hub raises many types; one line for the user
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise UserError(
             f"could not open dataset {dataset!r} (subset={subset}, split={split}): {first}; "
@@ -313,7 +314,7 @@ class ShardWriter:
     def _open(self) -> None:
         name = f"{self.split}_{len(self.shards):05d}.bin"
         self.shards.append({"file": name, "tokens": 0})
-        self._file = open(self.out / (name + ".tmp"), "wb")  # noqa: SIM115 - closed in _close
+        self._file = open(self.out / (name + ".tmp"), "wb")  # closed in _close
         self._n = 0
 
     def _close(self) -> None:
@@ -326,11 +327,6 @@ class ShardWriter:
         os.replace(self.out / (name + ".tmp"), self.out / name)
         self.shards[-1]["tokens"] = self._n
         self._file = None
-
-    @property
-    def tokens(self) -> int:
-        """Tokens written so far, the open shard included."""
-        return sum(s["tokens"] for s in self.shards) + (self._n if self._file is not None else 0)
 
     def write(self, ids: np.ndarray) -> None:
         ids = np.asarray(ids).astype(self.dtype, copy=False)
@@ -432,14 +428,19 @@ def prepare_text(
 
     dtype = token_dtype(tok.vocab_size)
     writers = {s: ShardWriter(out, s, dtype, shard_tokens) for s in ("train", "val")}
-    seen = 0
+    seen = n_val = 0
     bar = _progress(progress)
     for chunk in documents(max_docs):
+        parts: dict[str, list[np.ndarray]] = {"train": [], "val": []}
         for ids in tokenize_chunk(chunk, tok, num_proc):
-            w = writers["val" if writers["val"].tokens < val_frac * seen else "train"]
-            w.write(ids)
-            w.docs += 1
+            split_name = "val" if n_val < val_frac * seen else "train"
+            parts[split_name].append(ids)
+            n_val += len(ids) if split_name == "val" else 0
             seen += len(ids)
+        for split_name, docs in parts.items():
+            if docs:
+                writers[split_name].write(np.concatenate(docs))
+                writers[split_name].docs += len(docs)
         if bar is not None:
             bar.update(len(chunk))
     if bar is not None:
