@@ -68,6 +68,11 @@ def _group(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
     return out
 
 
+def _nll_label(result: dict, short: bool = False) -> str:
+    label = result.get("meta", {}).get("nll_label", "NLL (nats/token)")
+    return label.split(" (")[0] if short else label
+
+
 def _main_runs(result: dict) -> list[dict]:
     return [r for r in result["runs"] if "main" in r["group"]]
 
@@ -115,7 +120,7 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     left.set_xscale("log")
     left.set_yscale("log")
     left.set_xlabel("modeled training FLOPs")
-    left.set_ylabel("mean NLL over serving depths (nats)")
+    left.set_ylabel(f"mean {_nll_label(result, True)} over depths 1..16")
     left.set_title("Serving quality against training compute")
     left.legend(fontsize=8)
     full = _group(runs, budget=top)
@@ -137,7 +142,7 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         right.axhline(0, color="k", lw=0.8)
         right.set_yscale("symlog", linthresh=0.01)
         right.set_xlabel("serving depth K")
-        right.set_ylabel("NLL minus uniform NLL (nats)")
+        right.set_ylabel(f"{_nll_label(result, True)} minus uniform's")
         right.set_title(f"Against uniform at {top:.0%} budget (positive = worse)")
         right.legend(fontsize=8)
     return _save(fig, path)
@@ -203,8 +208,8 @@ def fig5_specialisation(result: dict, path: Path) -> Path:
     left.set_ylabel("recall / peak recall")
     left.set_title("Recall, normalised by each model's peak")
     right.set_yscale("log")
-    right.set_ylabel("next-token NLL (nats)")
-    right.set_title("Held-out NLL")
+    right.set_ylabel(_nll_label(result))
+    right.set_title("NLL across serving depths")
     for ax in (left, right):
         ax.set_xlabel("serving depth K")
         ax.legend(fontsize=8)
@@ -249,11 +254,11 @@ def fig8_nll_by_depth(result: dict, path: Path) -> Path:
             ms=3,
         )
     left.set_yscale("log")
-    left.set_title("Held-out NLL, all serving depths")
+    left.set_title("All serving depths")
     right.set_title("K = 4..16")
     for ax in (left, right):
         ax.set_xlabel("serving depth K")
-        ax.set_ylabel("NLL (nats/token)")
+        ax.set_ylabel(_nll_label(result))
     left.legend(fontsize=8)
     return _save(fig, path)
 

@@ -96,6 +96,14 @@ def test_heldout_templates_never_appear_in_training_text(corpus):
     assert heldout and not heldout & seen
 
 
+def test_every_query_token_is_trained(corpus):
+    """Held-out phrasings reuse training words: no query hits an untrained embedding."""
+    tok = corpus.tokenizer
+    trained = {i for t in corpus.train_texts for i in tok.encode(t)}
+    for q in corpus.queries:
+        assert set(tok.encode(q.text)) <= trained, q.text
+
+
 def test_two_hop_queries_never_appear_verbatim_and_bios_never_state_employer_city(corpus):
     tok = corpus.tokenizer
     train = "\n".join(corpus.train_texts)

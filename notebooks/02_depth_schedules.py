@@ -1,0 +1,267 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · Depth schedules: which K to train at, step by step
+#
+# A looped model can be served at any depth, but it is only good at the depths it was trained
+# at (notebook 01). A **depth schedule** decides the loop count $K$ of each optimizer step:
+#
+# $$ K_s = \text{schedule}(\text{seed}, s, T), \qquad s = 0, \dots, T-1 . $$
+#
+# The paper compares
+#
+# - **fixed** $K$: cheap, but the model serves well only near $K$;
+# - **uniform** $K \sim \mathcal{U}\{1..16\}$ every step: serves well at every depth, at the
+#   cost of $\mathbb{E}[K] = 8.5$ loops per step;
+# - **fixed-first**: fixed $K_0$ for the first fraction $f$ of the run, then uniform. The claim
+#   is that this short *finishing* phase recovers most of uniform's flexibility;
+# - two adaptive-from-the-start baselines: the **log-normal Poisson** sampler of
+#   recurrent-depth models and a **curriculum** that ramps $K$ up.
+#
+# This notebook draws them, checks their exact expectations against samples, shows why $K$ is
+# a pure function of (seed, step), and draws the paper's Fig. 7. All of it is
+# `looped.schedules`; nothing here trains.
+
+# %%
+import os
+import random
+import subprocess
+import sys
+from collections import Counter
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+
+from looped.schedules import parse_schedule, step_bits
+
+FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: a longer run to sample
+T = 20_000 if FULL else 2_000  # optimizer steps of the run we look at
+sns.set_theme(style="whitegrid")
+
+# %% [markdown]
+# ## 1. One spec string per schedule
+#
+# Schedules are written as short specs, the same in the CLI
+# (`looped train schedule=...`), the YAML presets and here. `parse_schedule` reads one;
+# `str()` writes it back, so a spec survives a round trip through a config file.
+
+# %%
+SPECS = {
+    "fixed K=4": "fixed:4",
+    "uniform 1..16": "uniform:1-16",
+    "fixed-first (80%)": "fixed-first:k=4,frac=0.8,then=uniform:1-16",
+    "log-normal Poisson": "lognormal-poisson:mean=7.5,sigma=0.5,max=16",
+    "curriculum": "curriculum:start=1,end=16,frac=0.5",
+}
+schedules = {name: parse_schedule(spec, seed=0) for name, spec in SPECS.items()}
+for name, s in schedules.items():
+    assert str(s) == SPECS[name]  # the canonical spec round-trips
+    print(f"{name:<20} {s!s:<46} largest K {s.max_depth()}")
+
+# %% [markdown]
+# ## 2. Sampling: K at every step
+#
+# `schedule.depth(step, total_steps)` is the $K$ the trainer uses at that step. Fixed-first's
+# switch step is $\operatorname{round}(fT)$; the curriculum ramps over the first half of the
+# run, giving each value of $K$ an equal share of the ramp.
+
+# %%
+steps = np.arange(T)
+sampled = {name: np.array([s.depth(int(i), T) for i in steps]) for name, s in schedules.items()}
+
+fig, axes = plt.subplots(len(schedules), 1, figsize=(10, 9), sharex=True, sharey=True)
+for ax, (name, ks) in zip(axes, sampled.items()):
+    ax.scatter(steps, ks, s=1.5, alpha=0.5)
+    ax.set_title(name, fontsize=10, loc="left")
+    ax.set_ylabel("K")
+    switch = schedules[name].switch_step(T)
+    if switch is not None:
+        ax.axvline(switch, color="k", ls="--", lw=1, label=f"switch at step {switch}")
+        ax.legend(loc="upper left", fontsize=8)
+axes[-1].set_xlabel("optimizer step")
+fig.suptitle(f"Training depth K at each step of a {T:,}-step run")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 3. Exact expectations, checked against samples
+#
+# Compute budgets (notebook 04) need the *expected* number of loops, and an estimate from
+# sampled steps would make every budget noisy. Each schedule therefore knows its exact law:
+# `probs(step, T)` is the distribution of $K$ at a step, `step_counts(T)` the expected number
+# of steps at each $K$, and `mean_depth(T)` their mean. In closed form:
+#
+# $$
+# \mathbb{E}[K]_{\text{uniform}} = \frac{1 + 16}{2} = 8.5, \qquad
+# \mathbb{E}[K]_{\text{fixed-first}} = \tfrac{S}{T} K_0 + \left(1 - \tfrac{S}{T}\right) 8.5,
+# \quad S = \operatorname{round}(fT),
+# $$
+#
+# and for the log-normal Poisson sampler, rate $\lambda \sim \mathrm{LogNormal}(\ln m -
+# \sigma^2/2, \sigma)$ and $K = \min(\mathrm{Poisson}(\lambda) + 1, K_{\max})$, so
+# $\mathbb{E}[K] = m + 1$ before the cap (8.5 for $m = 7.5$, the same mean as uniform) and a
+# little less after it.
+
+# %%
+switch = schedules["fixed-first (80%)"].switch_step(T)
+closed_form = {
+    "fixed K=4": 4.0,
+    "uniform 1..16": 8.5,
+    "fixed-first (80%)": switch / T * 4 + (1 - switch / T) * 8.5,
+}
+print(f"{'schedule':<20} {'exact E[K]':>10} {'closed form':>12} {'sampled mean':>13}")
+for name, s in schedules.items():
+    form = f"{closed_form[name]:.4f}" if name in closed_form else "-"
+    print(f"{name:<20} {s.mean_depth(T):>10.4f} {form:>12} {sampled[name].mean():>13.4f}")
+    if name in closed_form:
+        assert abs(s.mean_depth(T) - closed_form[name]) < 1e-12
+
+# %% [markdown]
+# The sampled means scatter around the exact ones by about $\sigma_K/\sqrt{T}$. The full
+# distributions agree too: here is the last step's exact law against the frequencies of all
+# sampled steps that share it.
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), sharey=True)
+for ax, name in zip(axes, ("uniform 1..16", "log-normal Poisson", "fixed-first (80%)")):
+    s = schedules[name]
+    exact = s.probs(T - 1, T)  # for fixed-first: the finishing phase
+    ks = sampled[name] if name != "fixed-first (80%)" else sampled[name][switch:]
+    counts = Counter(ks.tolist())
+    depth_axis = np.arange(1, 17)
+    ax.bar(depth_axis, [exact.get(int(k), 0.0) for k in depth_axis], alpha=0.5, label="exact")
+    ax.plot(
+        depth_axis,
+        [counts[int(k)] / len(ks) for k in depth_axis],
+        "ko",
+        ms=4,
+        label=f"sampled ({len(ks):,} steps)",
+    )
+    ax.set(
+        title=name if name != "fixed-first (80%)" else "fixed-first, after the switch", xlabel="K"
+    )
+    ax.legend(fontsize=8)
+axes[0].set_ylabel("probability")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 4. Why K is a pure function of (seed, step)
+#
+# Under data-parallel training (DDP) every process runs the same model on a different shard
+# of the batch and the gradients are averaged. If two ranks looped a different number of
+# times at the same step, the average would mix gradients of different depths, and under
+# FSDP the ranks would wait forever on mismatched collectives. A resumed run must also see
+# the $K$ sequence it would have seen without the interruption.
+#
+# A stateful random generator gets this wrong as soon as one process draws one extra number
+# (a dropout mask, a data-loader shuffle, a retried step). Two "ranks" with the same seed:
+
+
+# %%
+def stateful_depths(seed: int, n: int, extra_draw_at: int | None) -> np.ndarray:
+    """K ~ U{1..16} from one shared stateful generator (the fragile way)."""
+    rng = random.Random(seed)
+    out = []
+    for step in range(n):
+        if step == extra_draw_at:
+            rng.random()  # something else used the same generator once
+        out.append(rng.randint(1, 16))
+    return np.array(out)
+
+
+n = 400
+rank0 = stateful_depths(0, n, extra_draw_at=None)
+rank1 = stateful_depths(0, n, extra_draw_at=100)
+uniform = schedules["uniform 1..16"]
+pure0 = np.array([uniform.depth(s, T) for s in range(n)])
+pure1 = np.array([parse_schedule("uniform:1-16", seed=0).depth(s, T) for s in range(n)])
+print(f"stateful generator: ranks disagree on {(rank0 != rank1).sum()} of {n} steps")
+print(f"looped.schedules:   ranks disagree on {(pure0 != pure1).sum()} of {n} steps")
+
+fig, ax = plt.subplots(figsize=(10, 2.8))
+ax.scatter(np.arange(n), rank0, s=6, label="rank 0 (stateful)")
+ax.scatter(np.arange(n), rank1, s=6, marker="x", label="rank 1 (stateful, one extra draw)")
+ax.axvline(100, color="k", ls="--", lw=1, label="the extra draw")
+ax.set(xlabel="optimizer step", ylabel="K", title="A stateful generator desynchronises ranks")
+ax.legend(fontsize=8, loc="upper right", ncol=3)
+plt.show()
+
+# %% [markdown]
+# `looped.schedules` draws step $s$'s $K$ from 64 bits of a BLAKE2b hash of (seed, $s$)
+# (`step_bits`), with no generator state at all. So a resumed run, a rank that starts late or
+# a step evaluated out of order all get the same $K$, with nothing to broadcast and nothing to
+# checkpoint:
+
+# %%
+resumed = [uniform.depth(s, T) for s in range(1200, T)]  # a run resumed at step 1200
+backwards = [uniform.depth(s, T) for s in reversed(range(T))][::-1]
+assert resumed == sampled["uniform 1..16"][1200:].tolist()
+assert backwards == sampled["uniform 1..16"].tolist()
+print("resume at step 1200 and evaluation in reverse order give the same K sequence")
+
+# %% [markdown]
+# A hash also has to agree *across processes*. Python's built-in `hash()` of a string is
+# salted per process (`PYTHONHASHSEED`), so it would not; BLAKE2b is the same on every machine
+# and Python version. Two fresh interpreters with different salts:
+
+# %%
+code = (
+    "from looped.schedules import parse_schedule, step_bits; "
+    "s = parse_schedule('uniform:1-16', seed=0); "
+    "print(hash('step 7') % 1000, step_bits(0, 7), [s.depth(i, 100) for i in range(8)])"
+)
+for salt in ("1", "2"):
+    env = {**os.environ, "PYTHONHASHSEED": salt}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    print(f"PYTHONHASHSEED={salt}: hash() % 1000, step_bits, K =", out.stdout.strip())
+print("this process:       step_bits =", step_bits(0, 7))
+
+# %% [markdown]
+# ## 5. The paper's Fig. 7: uniform against an 80% fixed-first schedule
+#
+# Uniform-depth training samples $K$ from 1..16 at every step. Fixed-first training uses
+# $K=4$ for the first 80% of the run, then switches to the same uniform distribution. The
+# line is the exact expected depth at each step, $\mathbb{E}[K_s]$ from `expected_depth`.
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
+for ax, name in zip(axes, ("uniform 1..16", "fixed-first (80%)")):
+    s = schedules[name]
+    ax.scatter(steps, sampled[name], s=1.5, alpha=0.4, label="sampled K")
+    ax.plot(steps, [s.expected_depth(int(i), T) for i in steps], "k-", lw=1.5, label="E[K]")
+    ax.set(title=name, xlabel="optimizer step")
+    ax.legend(loc="upper left", fontsize=8)
+axes[0].set_ylabel("training depth K")
+fig.suptitle("Fig. 7: uniform-depth training and an 80% fixed-first schedule")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 6. What the schedules cost
+#
+# Training compute is roughly proportional to the loops run (plus a fixed cost, notebook 04),
+# so the cumulative expected depth $\sum_{s' \le s} \mathbb{E}[K_{s'}]$ tracks compute through
+# the run. Fixed-first spends 80% of its steps at under half of uniform's depth; its finish
+# costs the same per step as uniform.
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3.8))
+uniform_total = schedules["uniform 1..16"].mean_depth(T) * T
+for name, s in schedules.items():
+    cumulative = np.cumsum([s.expected_depth(int(i), T) for i in steps])
+    ax.plot(steps, cumulative / uniform_total, label=f"{name} ({s.mean_depth(T) / 8.5:.0%})")
+ax.set(
+    xlabel="optimizer step",
+    ylabel="loops run / uniform's total",
+    title="Cumulative expected loops (legend: total vs uniform)",
+)
+ax.legend(fontsize=8)
+plt.show()
