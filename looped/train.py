@@ -42,7 +42,7 @@ from looped.config import TrainConfig, load_config
 from looped.data.batching import batch_generator, build_source
 from looped.errors import UserError
 from looped.evaluate import evaluate
-from looped.flops import flops_per_token, peak_flops, steps_for_budget
+from looped.flops import flops_per_token, peak_flops, schedule_flops, steps_for_budget
 from looped.model import LoopedTransformer
 from looped.schedules import parse_depths, parse_schedule
 
@@ -415,6 +415,17 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         disable=opts.quiet or opts.on_step is not None or not dist.main,
         dynamic_ncols=True,
     )
+    planned = schedule_flops(cfg.model, schedule, total, tokens_per_step, cfg.seq_len)
+    say = (
+        (lambda msg: tqdm.write(msg, file=sys.stderr))
+        if dist.main and not opts.quiet
+        else (lambda msg: None)
+    )
+    say(
+        f"{out.name}: {total} steps x {tokens_per_step} tokens, schedule {schedule} (mean K "
+        f"{schedule.mean_depth(total):.2f}), modeled compute {planned:.3g} FLOPs, {model.num_params() / 1e6:.2f}M params"
+    )
+    eta_at = min(start_step + 20, total - 1)  # estimate wall time once the first steps are measured
     t0, tokens_since, t_last = time.time(), 0, time.time()
     last_loss, last_eval = float("nan"), None
     with StopRequested() as stop:
@@ -453,6 +464,12 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
             tokens_since += tokens_per_step
             last_loss = loss_sum
             done = step + 1
+            if done == eta_at and done > start_step + 5:
+                rate = (flops_done - resumed_flops) / max(time.time() - t0, 1e-9)
+                say(
+                    f"{out.name}: {rate / 1e12:.3g} modeled TFLOP/s so far; the remaining "
+                    f"{planned - flops_done:.3g} FLOPs need about {_duration((planned - flops_done) / rate)}"
+                )
             bar.update(1)
             bar.set_postfix(loss=f"{loss_sum:.3f}", K=depth, refresh=False)
             if opts.on_step is not None:
@@ -488,6 +505,14 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
     if dist.main:
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _no_sync(ddp: torch.nn.Module, cfg: TrainConfig, dist: Dist, last: bool):

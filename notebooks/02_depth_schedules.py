@@ -147,6 +147,7 @@ for ax, name in zip(axes, ("uniform 1..16", "log-normal Poisson", "fixed-first (
     ax.set(
         title=name if name != "fixed-first (80%)" else "fixed-first, after the switch", xlabel="K"
     )
+    ax.set_xticks([1, 4, 8, 12, 16])
     ax.legend(fontsize=8)
 axes[0].set_ylabel("probability")
 fig.tight_layout()
@@ -173,7 +174,7 @@ def stateful_depths(seed: int, n: int, extra_draw_at: int | None) -> np.ndarray:
     for step in range(n):
         if step == extra_draw_at:
             rng.random()  # something else used the same generator once
-        out.append(rng.randint(1, 16))
+        out.append(1 + int(16 * rng.random()))
     return np.array(out)
 
 
@@ -186,12 +187,16 @@ pure1 = np.array([parse_schedule("uniform:1-16", seed=0).depth(s, T) for s in ra
 print(f"stateful generator: ranks disagree on {(rank0 != rank1).sum()} of {n} steps")
 print(f"looped.schedules:   ranks disagree on {(pure0 != pure1).sum()} of {n} steps")
 
-fig, ax = plt.subplots(figsize=(10, 2.8))
-ax.scatter(np.arange(n), rank0, s=6, label="rank 0 (stateful)")
-ax.scatter(np.arange(n), rank1, s=6, marker="x", label="rank 1 (stateful, one extra draw)")
-ax.axvline(100, color="k", ls="--", lw=1, label="the extra draw")
-ax.set(xlabel="optimizer step", ylabel="K", title="A stateful generator desynchronises ranks")
-ax.legend(fontsize=8, loc="upper right", ncol=3)
+fig, ax = plt.subplots(figsize=(10, 3))
+ax.plot(np.arange(n), rank1 - rank0, lw=1, label="stateful generator, rank 1 - rank 0")
+ax.plot(np.arange(n), pure1 - pure0, lw=2, label="looped.schedules, rank 1 - rank 0")
+ax.axvline(100, color="k", ls="--", lw=1, label="rank 1 draws one extra number")
+ax.set(
+    xlabel="optimizer step",
+    ylabel="K difference between ranks",
+    title="Two ranks, same seed: a stateful generator desynchronises them",
+)
+ax.legend(fontsize=8, loc="lower left")
 plt.show()
 
 # %% [markdown]
@@ -237,8 +242,8 @@ for ax, name in zip(axes, ("uniform 1..16", "fixed-first (80%)")):
     s = schedules[name]
     ax.scatter(steps, sampled[name], s=1.5, alpha=0.4, label="sampled K")
     ax.plot(steps, [s.expected_depth(int(i), T) for i in steps], "k-", lw=1.5, label="E[K]")
-    ax.set(title=name, xlabel="optimizer step")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.set(title=name, xlabel="optimizer step", ylim=(0, 19.5))
+    ax.legend(loc="upper center", fontsize=8, ncol=2)
 axes[0].set_ylabel("training depth K")
 fig.suptitle("Fig. 7: uniform-depth training and an 80% fixed-first schedule")
 fig.tight_layout()

@@ -4,9 +4,9 @@ points, and a README whose measured sections match the results files."""
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from looped import report
@@ -19,6 +19,7 @@ def _name(req: str) -> str:
 
 
 def test_environment_yml_lists_the_same_dependencies_as_pyproject():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     declared = {r for r in project["dependencies"] + project["optional-dependencies"]["dev"]}
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
@@ -29,7 +30,9 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject():
 
 
 def test_console_script_and_module_entry_point_agree():
-    direct = subprocess.run([sys.executable, "-m", "looped", "--help"], capture_output=True, text=True)
+    direct = subprocess.run(
+        [sys.executable, "-m", "looped", "--help"], capture_output=True, text=True
+    )
     script = Path(sys.executable).with_name("looped")
     via_script = subprocess.run([str(script), "--help"], capture_output=True, text=True)
     assert direct.returncode == 0 and via_script.returncode == 0
@@ -37,11 +40,15 @@ def test_console_script_and_module_entry_point_agree():
 
 
 def test_unknown_command_exits_2():
-    proc = subprocess.run([sys.executable, "-m", "looped", "frobnicate"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "looped", "frobnicate"], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and "unknown command" in proc.stderr
 
 
 def test_readme_sections_are_generated_from_results():
     """The numbers in README.md are exactly what `looped report` renders from results/."""
     readme = (ROOT / "README.md").read_text()
-    assert report.render(readme, ROOT) == readme, "run `looped report` after `looped demo`/`looped bench`"
+    assert report.render(readme, ROOT) == readme, (
+        "run `looped report` after `looped demo`/`looped bench`"
+    )

@@ -1,5 +1,6 @@
-"""Synthetic biographies for the knowledge-recall task, in the style of bioS (Allen-Zhu and Li,
-Physics of Language Models 3.1/3.3).
+"""Synthetic biographies for the knowledge-recall task: persons, facts, text, tokenizer, storage.
+
+In the style of bioS (Allen-Zhu and Li, Physics of Language Models 3.1/3.3).
 
     looped data bios --persons 100 --seed 0 --out data/bios          # demo-sized pools
     looped data bios --persons 10000 --pools bioS --out data/bioS     # the capacity studies' pools
@@ -333,7 +334,9 @@ def generate(cfg: BiosConfig) -> BiosCorpus:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="looped data bios", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="looped data bios", description=__doc__.splitlines()[0], allow_abbrev=False
+    )
     parser.add_argument("--persons", type=int, default=100, help="number of persons (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     parser.add_argument(
