@@ -55,7 +55,10 @@ class TrainConfig:
     schedule: str = "fixed:4"  # depth schedule spec, see looped.schedules
     seed: int = 0  # seeds init, data order and the depth schedule
     batch_size: int = 32  # sequences per micro-batch per process
-    grad_accum: int = 1  # micro-batches per optimizer step
+    grad_accum: int = 1  # micro-batches per optimizer step (derived when global_batch is set)
+    global_batch: int = (
+        0  # sequences per optimizer step over all processes; 0 = batch_size*grad_accum*world
+    )
     seq_len: int = 128  # tokens per training sequence
     max_steps: int = 0  # stop after this many optimizer steps (0 = derive from a budget)
     max_tokens: int = 0  # stop after this many training tokens (0 = unused)

@@ -270,11 +270,11 @@ def count_params(config: LoopedConfig) -> tuple[int, int]:
 
 
 def tokens_per_step(cfg: TrainConfig, world_size: int = 1) -> int:
-    """Tokens per optimizer step: micro-batch x accumulation x sequence length x processes.
-
-    The 200m and 1b presets state their global batch at world size 1; the trainer multiplies by
-    the number of processes, so an N-GPU launch keeps the preset's batch with grad_accum=ACCUM/N.
-    """
+    """Tokens per optimizer step: global_batch x sequence length when the config sets it (the
+    200m and 1b presets do, so the answer is the same on any number of GPUs), else micro-batch x
+    accumulation x sequence length x processes."""
+    if cfg.global_batch > 0:
+        return cfg.global_batch * cfg.seq_len
     return cfg.batch_size * cfg.grad_accum * cfg.seq_len * world_size
 
 

@@ -86,6 +86,20 @@ def make_optimizer(model: torch.nn.Module, optim: Any, fused: bool = False) -> t
 
 
 # -- set-up ----------------------------------------------------------------------------------
+def resolve_batch(cfg: TrainConfig, world_size: int = 1) -> None:
+    """Set grad_accum so that global_batch sequences make one step at this world size: the
+    same preset then trains the same way on 1 GPU or 64."""
+    if cfg.global_batch <= 0:
+        return
+    per_pass = cfg.batch_size * world_size
+    if cfg.global_batch % per_pass:
+        raise UserError(
+            f"global_batch={cfg.global_batch} is not a multiple of batch_size x processes = {per_pass}; "
+            "change batch_size or global_batch"
+        )
+    cfg.grad_accum = cfg.global_batch // per_pass
+
+
 def total_steps_for(cfg: TrainConfig, world_size: int = 1) -> int:
     """Optimizer steps this run takes: the smallest of the given stop criteria."""
     schedule = parse_schedule(cfg.schedule, cfg.seed)
@@ -278,6 +292,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
             raise UserError(
                 f"recall queries are {longest} tokens, longer than model.seq_len={cfg.model.seq_len}; raise model.seq_len"
             )
+    resolve_batch(cfg, dist.world)
     schedule = parse_schedule(cfg.schedule, cfg.seed)
     total = total_steps_for(cfg, dist.world)
     tokens_per_step = cfg.batch_size * cfg.grad_accum * cfg.seq_len * dist.world
@@ -481,6 +496,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
                     "kind": "train", "step": done, "loss": loss_sum, "depth": depth, "lr": lr,
                     "tokens": done * tokens_per_step, "flops": flops_done, "wall": now - t0,
                     "tokens_per_s": tps, "mfu": tps * fpt[depth] / peak if peak else None,
+                    "mem_gb": torch.cuda.max_memory_allocated(dist.device) / 2**30 if dist.device.type == "cuda" else None,
                 })  # fmt: skip
                 tokens_since, t_last = 0, now
             if (

@@ -1,0 +1,602 @@
+"""Speed benchmark: the looped model against a stacked-layer peer, the matmul ceiling, and the
+paper's modeled savings against wall-clock, all measured side by side in one process.
+
+    looped bench                        # default sizes, a few minutes on a 2-core CPU
+    looped bench --quick                # toy sizes, seconds (what the tests run)
+    looped bench --json                 # print the JSON record instead of the markdown tables
+    looped bench --no-peer              # skip the Hugging Face peer (no `transformers` needed)
+    looped bench --threads 1 --out results   # writes results/bench.json and results/bench.md
+
+Why each measurement, and what it is compared with:
+
+1. Train step (forward, backward, AdamW) of ``LoopedTransformer`` at depth K against
+   ``transformers.LlamaForCausalLM`` with K layers of the same width, heads, MLP width,
+   vocabulary, sequence length and batch, in the same precision (fp32, bf16 autocast), with the
+   same loss and the same optimizer (``looped.train.make_optimizer``). The peer gets its best
+   settings: SDPA attention, no KV cache. Ratio peer/looped; target >= 1.10.
+2. Achieved FLOP/s (modeled FLOPs from ``looped.flops`` over the step time) against the matmul
+   ceiling of the same precision, measured in the same run (best square GEMM rate). Target:
+   >= 85% at width >= 256.
+3. Cost linear in K: step time at the largest K over the smallest against the modeled FLOP
+   ratio; target within 10%.
+4. Wall-clock saving of fixed-first over uniform-depth training for the same number of steps,
+   against the modeled saving (``looped.flops.saving``); target ratio >= 0.95. The step time at
+   every K in 1..16 is measured and weighted by the schedules' exact ``step_counts``; a short
+   real run that follows both schedules step by step checks that the weighting holds.
+5. Serving sweep: ``forward_depths`` over K=1..16 against one depth-16 forward; target <= 1.10.
+   Every depth needs its own head and loss, so the modeled floor is (16 L + 16 E) / (16 L + E);
+   the table prints it next to the measurement.
+
+Every time is the minimum over ``reps`` steps after ``warmup`` untimed ones, and the models
+compared are timed in turn within each repetition, so background load hits them alike. Other
+processes still slow everything down: take numbers on a quiet machine (the record keeps the load
+average at the start and the end). The targets are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from looped.config import OptimConfig
+from looped.errors import UserError
+from looped.flops import flops_per_token, saving
+from looped.model import LoopedConfig, LoopedTransformer
+from looped.schedules import parse_schedule
+from looped.train import make_optimizer
+
+PRECISIONS = ("fp32", "bf16")
+
+
+@dataclass
+class BenchConfig:
+    d_model: int = 256  # width of both models
+    n_head: int = 4  # attention heads (head dim 64)
+    d_ff: int = 0  # SwiGLU hidden width; 0 = the LoopedConfig default (704 at width 256)
+    vocab_size: int = 512  # vocabulary of both models
+    seq_len: int = 256  # tokens per sequence
+    batch_size: int = 8  # sequences per step
+    depths: tuple[int, ...] = (1, 4, 8, 16)  # K of the looped model = layers of the peer
+    precisions: tuple[str, ...] = PRECISIONS  # fp32 and/or bf16 (autocast)
+    warmup: int = 1  # untimed steps before each timing
+    reps: int = 3  # timed steps per measurement; the minimum is reported
+    schedule: str = "fixed-first:k=4,frac=0.8,then=uniform:1-16"  # the paper's schedule
+    reference: str = "uniform:1-16"  # what its saving is measured against
+    run_steps: int = 1000  # run length whose exact step counts weight the per-K step times
+    real_steps: int = 20  # steps of the real run of both schedules (0 = skip)
+    serve_depth: int = 16  # serving sweep over K = 1..serve_depth
+    ceiling_sizes: tuple[int, ...] = (1024, 2048)  # square GEMMs for the matmul ceiling
+    threads: int = 0  # torch CPU threads; 0 = torch's default
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    compile: bool = False  # compile the repeated layer: compile_block() here, each peer layer
+    peer: bool = True  # time the Hugging Face peer (needs `transformers`)
+    seed: int = 0  # init and data
+
+
+QUICK = BenchConfig(
+    d_model=32,
+    n_head=2,
+    vocab_size=64,
+    seq_len=16,
+    batch_size=2,
+    depths=(1, 2, 4),
+    reps=1,
+    schedule="fixed-first:k=2,frac=0.5,then=uniform:1-4",
+    reference="uniform:1-4",
+    run_steps=100,
+    real_steps=4,
+    serve_depth=4,
+    ceiling_sizes=(128,),
+)
+
+TARGETS = {
+    "peer_ratio": 1.10,  # peer step time / looped step time, at least
+    "of_ceiling": 0.85,  # achieved FLOP/s / matmul ceiling, at least (width >= 256)
+    "linear_in_k": 0.10,  # |measured K-ratio / modeled K-ratio - 1|, at most
+    "saving_ratio": 0.95,  # measured wall-clock saving / modeled saving, at least
+    "sweep_ratio": 1.10,  # forward_depths(1..16) / forward(16), at most
+}
+
+
+# -- timing ----------------------------------------------------------------------------------
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_min(
+    fns: dict[str, Callable[[], object]], warmup: int, reps: int, device: torch.device
+) -> dict[str, float]:
+    """Minimum wall time (s) of each function; the functions take turns in every repetition,
+    so a burst of background load slows all of them rather than one."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    best = dict.fromkeys(fns, math.inf)
+    for _ in range(max(1, reps)):
+        for name, fn in fns.items():
+            _sync(device)
+            t0 = time.perf_counter()
+            fn()
+            _sync(device)
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def matmul_ceiling(
+    precision: str, device: torch.device, sizes: tuple[int, ...], reps: int = 3
+) -> float:
+    """Best FLOP/s of a square matmul in this precision on this device (the attainable peak)."""
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    best = 0.0
+    for n in sizes:
+        a = torch.randn(n, n, device=device, dtype=dtype)
+        b = torch.randn(n, n, device=device, dtype=dtype)
+        t = time_min({"mm": lambda a=a, b=b: a @ b}, 1, reps, device)["mm"]
+        best = max(best, 2 * n**3 / t)
+    return best
+
+
+def _autocast(precision: str, device: torch.device) -> AbstractContextManager:
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return nullcontext()
+
+
+# -- the two models --------------------------------------------------------------------------
+def looped_config(cfg: BenchConfig) -> LoopedConfig:
+    top = max(*cfg.depths, cfg.serve_depth, _max_depth(cfg.schedule), _max_depth(cfg.reference))
+    return LoopedConfig(
+        vocab_size=cfg.vocab_size,
+        seq_len=cfg.seq_len,
+        d_model=cfg.d_model,
+        n_head=cfg.n_head,
+        d_ff=cfg.d_ff,
+        max_depth=top,
+    )
+
+
+def _max_depth(spec: str) -> int:
+    return parse_schedule(spec).max_depth()
+
+
+def make_peer(cfg: BenchConfig, layers: int) -> torch.nn.Module:
+    """``LlamaForCausalLM`` with `layers` layers shaped like the looped block (tied embeddings,
+    no biases, RoPE base 10000, SDPA attention, no KV cache)."""
+    try:
+        from transformers import LlamaConfig, LlamaForCausalLM
+    except ImportError:
+        raise UserError(
+            "the peer needs transformers; pip install 'looped[bench]' or pass --no-peer"
+        ) from None
+    mc = looped_config(cfg)
+    hf = LlamaConfig(
+        vocab_size=cfg.vocab_size,
+        hidden_size=cfg.d_model,
+        intermediate_size=mc.ff_dim,
+        num_hidden_layers=layers,
+        num_attention_heads=cfg.n_head,
+        num_key_value_heads=cfg.n_head,
+        max_position_embeddings=cfg.seq_len,
+        rms_norm_eps=mc.norm_eps,
+        initializer_range=mc.init_std,
+        tie_word_embeddings=True,
+        attention_bias=False,
+        mlp_bias=False,
+        use_cache=False,
+        attn_implementation="sdpa",
+    )
+    return LlamaForCausalLM(hf)
+
+
+def _looped_step(model, opt, x, y, depth, autocast) -> Callable[[], None]:
+    def step() -> None:
+        with autocast:
+            _, loss = model(x, depth=depth, targets=y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def _peer_step(peer, opt, x, y, autocast) -> Callable[[], None]:
+    def step() -> None:
+        with autocast:  # the looped model's loss, computed the same way
+            logits = peer(input_ids=x).logits
+            loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+# -- the benchmark ---------------------------------------------------------------------------
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    """Run every measurement; return the JSON-ready record (config, machine, rows, targets)."""
+    _check(cfg)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    device = _device(cfg.device)
+    mc = looped_config(cfg)
+    T, tokens = cfg.seq_len, cfg.batch_size * cfg.seq_len
+    gen = torch.Generator().manual_seed(cfg.seed)
+    x = torch.randint(0, cfg.vocab_size, (cfg.batch_size, T), generator=gen).to(device)
+    y = torch.randint(0, cfg.vocab_size, (cfg.batch_size, T), generator=gen).to(device)
+    record: dict[str, Any] = {"config": asdict(cfg), "machine": machine_info(device)}
+    load_start = _load()
+
+    train_rows, serve_rows, schedule_rows = [], [], []
+    per_k: dict[int, float] = {}
+    for precision in cfg.precisions:
+        autocast = _autocast(precision, device)
+        ceiling = matmul_ceiling(precision, device, cfg.ceiling_sizes)
+        torch.manual_seed(cfg.seed)
+        model = LoopedTransformer(mc).to(device)
+        if cfg.compile:
+            model.compile_block()
+        opt = make_optimizer(model, OptimConfig())
+        warmup = max(cfg.warmup, 2) if cfg.compile else cfg.warmup
+
+        # 1-3: train step against the K-layer peer, FLOP/s against the ceiling
+        for k in cfg.depths:
+            fns = {"looped": _looped_step(model, opt, x, y, k, autocast)}
+            if cfg.peer:
+                torch.manual_seed(cfg.seed)
+                peer = make_peer(cfg, k).to(device)
+                if cfg.compile:
+                    for layer in peer.model.layers:
+                        layer.compile()
+                fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, autocast)
+            t = time_min(fns, warmup, cfg.reps, device)
+            achieved = flops_per_token(mc, k, T) * tokens / t["looped"]
+            train_rows.append({
+                "precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"],
+                "peer_ms": 1e3 * t["peer"] if cfg.peer else None,
+                "peer_over_looped": t["peer"] / t["looped"] if cfg.peer else None,
+                "looped_flops_per_s": achieved, "ceiling_flops_per_s": ceiling,
+                "of_ceiling": achieved / ceiling,
+            })  # fmt: skip
+            fns.clear()
+
+        # 5: serving sweep against one forward at the deepest serving depth
+        model.eval()
+        top = cfg.serve_depth
+        with torch.no_grad():
+            t = time_min(
+                {
+                    "forward": lambda: _call(autocast, model, x, top, y),
+                    "sweep": lambda: _call_depths(autocast, model, x, range(1, top + 1), y),
+                },
+                cfg.warmup,
+                cfg.reps,
+                device,
+            )
+        model.train()
+        forward_flops = flops_per_token(mc, top, T, backward=False)
+        head = 2 * cfg.d_model * cfg.vocab_size  # LM head per token (no prelude/coda here)
+        serve_rows.append({
+            "precision": precision, "depth": top, "forward_ms": 1e3 * t["forward"],
+            "sweep_ms": 1e3 * t["sweep"], "sweep_over_forward": t["sweep"] / t["forward"],
+            "modeled_ratio": (forward_flops + (top - 1) * head) / forward_flops,
+        })  # fmt: skip
+
+        # 4: schedules, in the first precision only (the per-K sweep is the longest part)
+        if precision == cfg.precisions[0]:
+            schedule_rows, per_k = _schedules(cfg, mc, model, opt, x, y, autocast, device)
+            for row in schedule_rows:
+                row["precision"] = precision
+        del model, opt
+
+    record.update(
+        train=train_rows,
+        serve=serve_rows,
+        schedule=schedule_rows,
+        step_ms_by_depth={str(k): 1e3 * v for k, v in per_k.items()},
+    )
+    record["targets"] = targets(cfg, mc, train_rows, serve_rows, schedule_rows)
+    record["machine"]["load_avg"] = [load_start, _load()]
+    return record
+
+
+def _call(autocast, model, x, depth, y) -> None:
+    with autocast:
+        model(x, depth=depth, targets=y)
+
+
+def _call_depths(autocast, model, x, depths, y) -> None:
+    with autocast:
+        model.forward_depths(x, depths, y, return_logits=False)
+
+
+def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict], dict[int, float]]:
+    """Wall-clock saving of the schedule over the reference, from per-K step times weighted by
+    the exact step counts of a `run_steps` run, and from a short real run of both."""
+    ours, ref = parse_schedule(cfg.schedule, cfg.seed), parse_schedule(cfg.reference, cfg.seed)
+    top = max(ours.max_depth(), ref.max_depth())
+    steps = {k: _looped_step(model, opt, x, y, k, autocast) for k in range(1, top + 1)}
+    per_k = time_min(steps, cfg.warmup, cfg.reps, device)
+    n, T = cfg.run_steps, cfg.seq_len
+
+    def weighted(schedule) -> float:
+        return sum(c * per_k[k] for k, c in schedule.step_counts(n).items())
+
+    modeled = saving(mc, ours, ref, n, T)
+    measured = 1 - weighted(ours) / weighted(ref)
+    rows = [{
+        "kind": "per-K times x exact step counts", "steps": n, "modeled_saving": modeled,
+        "measured_saving": measured, "ratio": measured / modeled if modeled else None,
+    }]  # fmt: skip
+    if cfg.real_steps:
+        m = cfg.real_steps
+        seqs = [[s.depth(i, m) for i in range(m)] for s in (ours, ref)]
+        wall = [0.0, 0.0]
+        for i in range(m):  # step i of both runs back to back, so load hits both alike
+            for j, seq in enumerate(seqs):
+                _sync(device)
+                t0 = time.perf_counter()
+                steps[seq[i]]()
+                _sync(device)
+                wall[j] += time.perf_counter() - t0
+        cost = [sum(flops_per_token(mc, k, T) for k in seq) for seq in seqs]
+        table = [sum(per_k[k] for k in seq) for seq in seqs]
+        modeled_real = 1 - cost[0] / cost[1]
+        rows.append({
+            "kind": "real run of both schedules", "steps": m, "modeled_saving": modeled_real,
+            "measured_saving": 1 - wall[0] / wall[1],
+            "ratio": (1 - wall[0] / wall[1]) / modeled_real if modeled_real else None,
+            "predicted_saving": 1 - table[0] / table[1], "wall_s": wall,
+            "depths": {str(ours): seqs[0], str(ref): seqs[1]},
+        })  # fmt: skip
+    return rows, per_k
+
+
+def targets(cfg, mc, train_rows, serve_rows, schedule_rows) -> list[dict]:
+    """One record per (target, precision): the measured value, the bound, met or not."""
+    out = []
+    lo, hi = min(cfg.depths), max(cfg.depths)
+    for precision in cfg.precisions:
+        rows = [r for r in train_rows if r["precision"] == precision]
+        if cfg.peer:
+            worst = min(rows, key=lambda r: r["peer_over_looped"])
+            out.append(_target(
+                "train step: peer / looped (worst K)", precision,
+                worst["peer_over_looped"], ">=", TARGETS["peer_ratio"], f"K={worst['depth']}",
+            ))  # fmt: skip
+        deepest = max(rows, key=lambda r: r["depth"])
+        applies = cfg.d_model >= 256
+        out.append(_target(
+            "FLOP/s / matmul ceiling (largest K)", precision, deepest["of_ceiling"], ">=",
+            TARGETS["of_ceiling"], f"K={hi}" + ("" if applies else "; target is for width >= 256"),
+            applies=applies,
+        ))  # fmt: skip
+        if hi > lo:
+            t = {r["depth"]: r["looped_ms"] for r in rows}
+            modeled = flops_per_token(mc, hi, cfg.seq_len) / flops_per_token(mc, lo, cfg.seq_len)
+            measured = t[hi] / t[lo]
+            out.append(_target(
+                f"step time K={hi} / K={lo} over modeled FLOP ratio - 1", precision,
+                measured / modeled - 1, "within ±", TARGETS["linear_in_k"],
+                f"measured {measured:.2f}, modeled {modeled:.2f}",
+            ))  # fmt: skip
+        for r in serve_rows:
+            if r["precision"] == precision:
+                out.append(_target(
+                    f"forward_depths(1..{r['depth']}) / forward({r['depth']})", precision,
+                    r["sweep_over_forward"], "<=", TARGETS["sweep_ratio"],
+                    f"modeled floor {r['modeled_ratio']:.3f}",
+                ))  # fmt: skip
+    for r in schedule_rows:
+        if r["ratio"] is not None:
+            out.append(_target(
+                f"wall-clock / modeled saving ({r['kind']})", r["precision"], r["ratio"], ">=",
+                TARGETS["saving_ratio"],
+                f"{r['measured_saving']:.1%} measured vs {r['modeled_saving']:.1%} modeled",
+            ))  # fmt: skip
+    return out
+
+
+def _target(name, precision, value, op, bound, note, applies=True) -> dict:
+    met = {">=": value >= bound, "<=": value <= bound, "within ±": abs(value) <= bound}[op]
+    return {
+        "target": name, "precision": precision, "value": value, "op": op, "bound": bound,
+        "met": met if applies else None, "note": note,
+    }  # fmt: skip
+
+
+# -- machine and checks ----------------------------------------------------------------------
+def machine_info(device: torch.device) -> dict[str, Any]:
+    """What the numbers depend on: processor, cores, threads, library versions, time."""
+    info: dict[str, Any] = {
+        "cpu": _cpu_name(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "device": str(device),
+        "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    try:
+        import transformers
+
+        info["transformers"] = transformers.__version__
+    except ImportError:
+        info["transformers"] = None
+    return info
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _load() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"device {name} asked for but CUDA is not available; use --device cpu")
+    return device
+
+
+def _check(cfg: BenchConfig) -> None:
+    bad = [p for p in cfg.precisions if p not in PRECISIONS]
+    if bad or not cfg.precisions:
+        raise UserError(f"precision {bad[0] if bad else ''!r} unknown; use fp32 and/or bf16")
+    if not cfg.depths or min(cfg.depths) < 1:
+        raise UserError(f"depths {cfg.depths} must be integers >= 1, e.g. --depths 1,4,8,16")
+    if cfg.reps < 1 or cfg.warmup < 0 or cfg.run_steps < 1 or cfg.real_steps < 0:
+        raise UserError("reps and run-steps must be >= 1, warmup and real-steps >= 0")
+    if cfg.serve_depth < 1:
+        raise UserError(f"serve depth {cfg.serve_depth} must be >= 1")
+    try:
+        looped_config(cfg)
+    except ValueError as err:
+        raise UserError(f"bad model shape: {err}") from None
+
+
+# -- report ----------------------------------------------------------------------------------
+def markdown(record: dict[str, Any]) -> str:
+    """The tables the README quotes, with the machine they were measured on."""
+    cfg, m = record["config"], record["machine"]
+    load = " -> ".join("?" if v is None else f"{v:.2f}" for v in m.get("load_avg", []))
+    ff = looped_config(BenchConfig(**_tuples(cfg))).ff_dim
+    lines = [
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['torch_threads']} torch threads, "
+        f"device {m['device']}{', ' + m['gpu'] if m.get('gpu') else ''}; torch {m['torch']}, "
+        f"transformers {m['transformers']}; {m['when']}; load average {load}.",
+        "",
+        f"Model: width {cfg['d_model']}, {cfg['n_head']} heads, SwiGLU {ff}, vocabulary "
+        f"{cfg['vocab_size']}, sequence {cfg['seq_len']}, batch {cfg['batch_size']}, tied "
+        f"embeddings{', compiled layer' if cfg['compile'] else ', eager'}. Times: minimum of "
+        f"{cfg['reps']} interleaved steps after {cfg['warmup']} warm-up.",
+        "",
+        "| precision | K | looped ms | peer ms | peer / looped | looped GFLOP/s | "
+        "matmul ceiling GFLOP/s | of ceiling |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in record["train"]:
+        peer = "-" if r["peer_ms"] is None else f"{r['peer_ms']:.1f}"
+        ratio = "-" if r["peer_over_looped"] is None else f"{r['peer_over_looped']:.3f}"
+        lines.append(
+            f"| {r['precision']} | {r['depth']} | {r['looped_ms']:.1f} | {peer} | {ratio} | "
+            f"{r['looped_flops_per_s'] / 1e9:.1f} | {r['ceiling_flops_per_s'] / 1e9:.1f} | "
+            f"{r['of_ceiling']:.1%} |"
+        )
+    lines += [
+        "",
+        "| schedule saving | precision | steps | modeled | wall-clock | wall / modeled |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in record["schedule"]:
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        lines.append(
+            f"| {r['kind']} | {r['precision']} | {r['steps']} | {r['modeled_saving']:.1%} | "
+            f"{r['measured_saving']:.1%} | {ratio} |"
+        )
+    lines += [
+        "",
+        f"Schedule: `{cfg['schedule']}` against `{cfg['reference']}`.",
+        "",
+        "| serving sweep | precision | forward ms | forward_depths ms | ratio | modeled FLOP ratio |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in record["serve"]:
+        lines.append(
+            f"| K=1..{r['depth']} vs K={r['depth']} | {r['precision']} | {r['forward_ms']:.1f} | "
+            f"{r['sweep_ms']:.1f} | {r['sweep_over_forward']:.3f} | {r['modeled_ratio']:.3f} |"
+        )
+    lines += ["", "| target | precision | measured | bound | met | note |", "|---|---|---:|---|---|---|"]
+    for t in record["targets"]:
+        met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
+        lines.append(
+            f"| {t['target']} | {t['precision']} | {t['value']:.3f} | {t['op']} {t['bound']} | "
+            f"{met} | {t['note']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _tuples(cfg: dict[str, Any]) -> dict[str, Any]:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items()}
+
+
+def write(record: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
+    """Write bench.json and bench.md into `out_dir`; return their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    js, md = out / "bench.json", out / "bench.md"
+    js.write_text(json.dumps(record, indent=2) + "\n")
+    md.write_text(markdown(record))
+    return js, md
+
+
+# -- command line ----------------------------------------------------------------------------
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of integers") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="looped bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="toy sizes (seconds)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
+    parser.add_argument("--out", default="results", help="directory for bench.json and bench.md")
+    parser.add_argument("--no-peer", action="store_true", help="skip the Hugging Face peer")
+    parser.add_argument("--compile", action="store_true", help="compile the repeated layer")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--device", help="auto | cpu | cuda | cuda:N")
+    parser.add_argument("--precisions", help="comma list of fp32, bf16")
+    parser.add_argument("--depths", type=_int_list, help="K to compare, e.g. 1,4,8,16")
+    parser.add_argument("--d-model", type=int, help="width")
+    parser.add_argument("--n-head", type=int, help="attention heads")
+    parser.add_argument("--seq-len", type=int, help="sequence length")
+    parser.add_argument("--batch-size", type=int, help="sequences per step")
+    parser.add_argument("--vocab-size", type=int, help="vocabulary")
+    parser.add_argument("--reps", type=int, help="timed steps per measurement")
+    parser.add_argument("--real-steps", type=int, help="steps of the real schedule run (0 = skip)")
+    args = parser.parse_args(argv)
+
+    cfg = QUICK if args.quick else BenchConfig()
+    fields = ["threads", "device", "depths", "d_model", "n_head", "seq_len", "batch_size"]
+    fields += ["vocab_size", "reps", "real_steps"]
+    overrides = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
+    if args.precisions:
+        overrides["precisions"] = tuple(p.strip() for p in args.precisions.split(","))
+    cfg = replace(cfg, peer=not args.no_peer, compile=args.compile, **overrides)
+
+    record = run(cfg)
+    js, md = write(record, args.out)
+    print(json.dumps(record, indent=2) if args.json else markdown(record))
+    if not args.json:
+        print(f"wrote {js} and {md}")
+    return 0
