@@ -5,6 +5,7 @@
     looped eval --run runs/r --depths 1-16      # NLL / recall at serving depths
     looped flops [--json]                       # modeled compute per preset and schedule
     looped data bios|text ...                   # write a corpus
+    looped downstream --run runs/r --tasks piqa # zero-shot multiple choice at serving depths
     looped probe | plot | bench ...
 
 Each subcommand lives in its own module with a ``main(argv) -> int``; this file only routes,
@@ -26,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("looped.evaluate", "evaluate a run at serving depths (NLL, recalled bits)"),
     "flops": ("looped.flops", "modeled training compute per preset and schedule"),
     "data": ("looped.data.cli", "write a corpus: `looped data bios` or `looped data text`"),
+    "downstream": ("looped.downstream", "HellaSwag / PIQA / ARC-Easy accuracy at serving depths"),
     "probe": ("looped.probes", "update-benefit probe: one K=4 vs one K=16 update"),
     "plot": ("looped.plots", "the paper's figures from run directories"),
     "bench": ("looped.bench", "speed benchmark against a stacked-layer peer"),
@@ -35,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def _usage() -> str:
     lines = ["usage: looped COMMAND [options]   (looped COMMAND --help for details)", ""]
-    lines += [f"  {name:<7} {text}" for name, (_, text) in COMMANDS.items()]
+    lines += [f"  {name:<11} {text}" for name, (_, text) in COMMANDS.items()]
     return "\n".join(lines)
 
 

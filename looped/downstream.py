@@ -333,7 +333,7 @@ def load_run(run_dir: str | Path, device: str = "cpu") -> tuple[Any, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m looped.downstream",
+        prog="looped downstream",
         description="Zero-shot HellaSwag / PIQA / ARC-Easy accuracy of a run at each serving depth.",
     )
     p.add_argument("--run", required=True, help="run directory (checkpoint + config)")

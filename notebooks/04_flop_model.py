@@ -40,6 +40,8 @@ from looped.model import LoopedConfig, LoopedTransformer
 from looped.schedules import parse_schedule
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: more shapes checked, finer heatmap
+if not FULL:
+    torch.set_num_threads(1)  # small matmuls gain nothing from threads; steadier on shared CPUs
 sns.set_theme(style="whitegrid")
 
 # %% [markdown]
