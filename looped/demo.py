@@ -58,19 +58,14 @@ class DemoSettings:
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
 
-QUICK = DemoSettings(
-    preset="tiny",
+QUICK = DemoSettings(  # the same grid at toy size: every code path in well under a minute
+    preset="demo",
     seeds=2,
     overrides=[
-        "data.persons=16",
-        "max_steps=0",
-        "full_budget_flops=0",
-        "eval_depths=1-16",
-        "batch_size=8",
-        "seq_len=64",
-        "model.seq_len=64",
+        "model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "batch_size=8",
+        "data.persons=16", "max_steps=60", "optim.warmup_steps=10", "eval_batches=1", "dtype=fp32",
     ],
-)
+)  # fmt: skip
 
 
 @dataclass
@@ -115,6 +110,7 @@ def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
 
 def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
     """Every run of the grid, with its step count, parent and branch step."""
+    from looped.schedules import parse_schedule
     from looped.train import branch_point, total_steps_for
 
     full, vocab = resolve_budget(settings)
@@ -144,8 +140,9 @@ def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]
                 if at > 0:
                     spec.parent, spec.branch_step = parent.name, at
                     parent.save_steps.append(at)
-                    if schedule == FIXED_FIRST:
-                        parent.eval_steps.append(at)  # the evaluation just before the switch
+                if schedule == FIXED_FIRST:  # an evaluation just before the switch
+                    switch = parse_schedule(schedule, seed).switch_step(spec.steps)
+                    (parent if spec.parent and at == switch else spec).eval_steps.append(switch)
         if seed == 0:
             for k in settings.depth_ks:
                 schedule = f"fixed:{k}"
@@ -193,6 +190,7 @@ def _run_one(
         save_steps=tuple(spec["save_steps"]),
         eval_steps=tuple(spec["eval_steps"]),
         on_step=on_step,
+        quiet=True,
     )
 
 
@@ -341,11 +339,19 @@ def _read_metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def collect(specs: list[RunSpec], runs_dir: Path) -> list[dict]:
+def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig]) -> list[dict]:
     """Per run: schedule, budget, seed, modeled FLOPs, wall seconds (a branch counts its parent's
-    time up to the branch), NLL / bits / two-hop per depth, the training curve, pre-switch eval."""
+    time up to the branch), NLL / bits / two-hop per depth, the training curve, pre-switch eval.
+
+    `flops` is the schedule's modeled compute (the exact expectation over sampled depths, which is
+    what budgets match); `flops_sampled` sums the depths this seed actually drew.
+    """
+    from looped.flops import schedule_flops
+    from looped.schedules import parse_schedule
+
     rows = []
     for spec in specs:
+        cfg = configs[spec.name]
         metrics = _read_metrics(runs_dir / spec.name)
         summary = json.loads((runs_dir / spec.name / "summary.json").read_text())
         train = [m for m in metrics if m["kind"] == "train"]
@@ -358,13 +364,18 @@ def collect(specs: list[RunSpec], runs_dir: Path) -> list[dict]:
             ptrain = [m for m in parent if m["kind"] == "train" and m["step"] <= spec.branch_step]
             curve = [[m["step"], m["loss"], m["depth"]] for m in ptrain] + curve
             wall += ptrain[-1]["wall"] if ptrain else 0.0
-            pre = [m for m in parent if m["kind"] == "eval" and m["step"] == spec.branch_step]
-            pre_switch = _eval_row(pre[0]) if pre else None
+            evals = [
+                m for m in parent if m["kind"] == "eval" and m["step"] == spec.branch_step
+            ] + evals
+        switch = summary.get("switch_step")
+        pre = [m for m in evals if switch and m["step"] == switch]
+        pre_switch = _eval_row(pre[0]) if pre else None
         final = _eval_row(evals[-1])
         rows.append({
             "name": spec.name, "schedule": spec.schedule, "label": LABELS.get(spec.schedule, spec.schedule.replace(":", " K=")),
             "budget": spec.budget, "seed": spec.seed, "group": spec.group, "steps": spec.steps,
-            "switch_step": summary.get("switch_step"), "flops": summary["flops"], "wall": wall,
+            "switch_step": summary.get("switch_step"), "wall": wall, "flops_sampled": summary["flops"],
+            "flops": schedule_flops(cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, cfg.batch_size * cfg.grad_accum * cfg.seq_len, cfg.seq_len),
             "parent": spec.parent, "branch_step": spec.branch_step or None,
             **final, "pre_switch": pre_switch, "curve": curve,
         })  # fmt: skip
@@ -450,6 +461,19 @@ def format_summary(table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def machine_name() -> str:
+    """CPU model and core count, e.g. 'Intel Xeon ... (2 cores)', for the record."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model} ({os.cpu_count()} cores)"
+
+
 # -- entry point -----------------------------------------------------------------------------
 def run_demo(
     settings: DemoSettings, out: Path, figures: Path, fresh: bool = False, quiet: bool = False
@@ -466,13 +490,13 @@ def run_demo(
             f"looped demo: {len(specs)} runs ({n_main} in the main grid, {settings.seeds} seeds), {settings.workers} workers -> {out}"
         )
     execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
-    rows = collect(specs, runs_dir)
+    rows = collect(specs, runs_dir, configs)
     top = max(settings.budgets)
     cfg0 = configs[specs[0].name]
     result = {
         "meta": {
             "settings": asdict(settings),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, {platform.processor() or platform.platform()}",
+            "machine": machine_name(),
             "wall_seconds": time.time() - t0,
             "model": asdict(cfg0.model),
             "params": None,

@@ -1,0 +1,85 @@
+"""`looped bench` at toy size: it runs, writes its record and tables, and its derived numbers are
+consistent with the measurements they come from. The speed targets are reported by the
+benchmark, never asserted here."""
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+
+from looped import bench
+from looped.errors import UserError
+from looped.flops import flops_per_token
+
+torch.set_num_threads(1)
+
+TOY = replace(bench.QUICK, threads=1, peer=False, precisions=("fp32",))
+
+
+def test_quick_run_without_peer_writes_consistent_record(tmp_path):
+    record = bench.run(TOY)
+    js, md = bench.write(record, tmp_path)
+    assert json.loads(js.read_text()) == json.loads(json.dumps(record))
+    assert [r["depth"] for r in record["train"]] == list(TOY.depths)
+    mc = bench.looped_config(TOY)
+    tokens = TOY.batch_size * TOY.seq_len
+    for r in record["train"]:
+        assert r["peer_ms"] is None and r["looped_ms"] > 0
+        # achieved FLOP/s is looped.flops' count over the measured step time
+        expected = flops_per_token(mc, r["depth"], TOY.seq_len) * tokens / (r["looped_ms"] / 1e3)
+        assert r["looped_flops_per_s"] == pytest.approx(expected, rel=1e-9)
+        assert r["of_ceiling"] == pytest.approx(expected / r["ceiling_flops_per_s"], rel=1e-9)
+    # the per-K table covers every depth either schedule can draw
+    assert sorted(map(int, record["step_ms_by_depth"])) == list(range(1, 5))
+    per_k, real = record["schedule"]
+    assert per_k["steps"] == TOY.run_steps and real["steps"] == TOY.real_steps
+    # the real run follows the schedules: fixed K=2 for the first half, then uniform 1..4
+    depths = real["depths"][TOY.schedule]
+    assert depths[:2] == [2, 2] and all(1 <= k <= 4 for k in depths)
+    assert record["serve"][0]["modeled_ratio"] > 1
+    # the markdown carries every measured row and the machine it ran on
+    text = md.read_text()
+    assert "AMD" in text or record["machine"]["cpu"] in text
+    assert text.count("| fp32 |") >= len(TOY.depths)
+    names = {t["target"] for t in record["targets"]}
+    assert not any("peer" in n for n in names)  # no peer, no peer target
+
+
+def test_bad_arguments_are_user_errors():
+    with pytest.raises(UserError, match="precision"):
+        bench.run(replace(TOY, precisions=("fp16",)))
+    with pytest.raises(UserError, match="depths"):
+        bench.run(replace(TOY, depths=(0, 2)))
+    with pytest.raises(UserError, match="divisible"):
+        bench.run(replace(TOY, n_head=3))
+
+
+def test_cli_quick_no_peer_json(tmp_path, capsys):
+    argv = ["--quick", "--no-peer", "--threads", "1", "--precisions", "fp32"]
+    assert bench.main([*argv, "--real-steps", "0", "--json", "--out", str(tmp_path)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((tmp_path / "bench.json").read_text())
+    assert len(printed["schedule"]) == 1  # --real-steps 0 skips the real run
+
+
+def test_peer_matches_the_looped_shape_and_is_timed(tmp_path):
+    pytest.importorskip("transformers")
+    cfg = replace(TOY, peer=True, depths=(1, 2), real_steps=0)
+    peer = bench.make_peer(cfg, 2)
+    looped = bench.looped_config(cfg)
+    # same width, MLP width, vocabulary; K layers; tied head: only the layer count differs
+    n_layer = sum(p.numel() for p in peer.model.layers[0].parameters())
+    n_block = sum(p.numel() for p in torch.nn.Module.parameters(_block(looped)))
+    assert n_layer == n_block and len(peer.model.layers) == 2
+    assert peer.lm_head.weight is peer.model.embed_tokens.weight
+    record = bench.run(cfg)
+    for r in record["train"]:
+        assert r["peer_over_looped"] == pytest.approx(r["peer_ms"] / r["looped_ms"])
+    assert any(t["target"].startswith("train step: peer") for t in record["targets"])
+
+
+def _block(cfg):
+    from looped.model import LoopedTransformer
+
+    return LoopedTransformer(cfg).block

@@ -1,0 +1,74 @@
+"""The update-benefit probe and `looped plot --runs` on tiny real runs."""
+
+import pytest
+import torch
+
+from looped.cli import main as cli
+from looped.config import load_config
+from looped.probes import one_update, update_benefit
+from looped.train import train
+
+SMALL = ["model.d_model=32", "model.n_head=2", "data.persons=12", "batch_size=4", "seq_len=64",
+         "model.seq_len=64", "eval_batches=1", "eval_depths=1-4", "log_interval=1", "threads=1"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    train(load_config("tiny", SMALL + ["max_steps=6", "eval_interval=0"]), out / "ff", quiet=True)
+    train(
+        load_config("tiny", SMALL + ["max_steps=6", "eval_interval=0", "schedule=fixed:2"]),
+        out / "k2",
+        quiet=True,
+    )
+    return out
+
+
+def test_one_update_leaves_the_original_untouched(run):
+    from looped import checkpoint as ckpt_lib
+
+    model, cfg = ckpt_lib.load_model(run / "ff")
+    state = ckpt_lib.load_state(ckpt_lib.resolve_checkpoint(run / "ff"))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    x = torch.randint(0, cfg.model.vocab_size, (2, 16))
+    updated = one_update(model, state["optimizer"], cfg.optim, 1e-3, x, x, 4)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert any(not torch.equal(before[k], v) for k, v in updated.state_dict().items())
+
+
+def test_update_benefit_is_shallow_minus_deep_nll(run):
+    res = update_benefit(run / "ff", [1, 2, 4], n_batches=2, shallow=2, deep=4, eval_batches=1)
+    assert res["depths"] == [1, 2, 4] and len(res["per_batch"]) == 2
+    for d in (1, 2, 4):
+        assert res["benefit"][d] == pytest.approx(sum(p[d] for p in res["per_batch"]) / 2)
+    # the same update depth on both sides gives exactly zero benefit
+    same = update_benefit(run / "ff", [1, 2], n_batches=1, shallow=3, deep=3, eval_batches=1)
+    assert all(v == 0 for v in same["benefit"].values())
+
+
+def test_probe_and_plot_commands(run, tmp_path, capsys):
+    assert (
+        cli(
+            [
+                "probe",
+                "--run",
+                str(run / "ff"),
+                "--depths",
+                "1-2",
+                "--batches",
+                "1",
+                "--shallow",
+                "1",
+                "--deep",
+                "2",
+                "--plot",
+                str(tmp_path / "p.png"),
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    assert cli(["plot", "--runs", str(run), "--out", str(tmp_path / "figs")]) == 0
+    names = sorted(p.name for p in (tmp_path / "figs").glob("*.png"))
+    assert names == ["fig2_nll_vs_flops.png", "fig3_loss_trajectory.png", "fig8_nll_by_depth.png"]
+    assert cli(["plot", "--runs", str(tmp_path / "empty")]) == 2
