@@ -246,7 +246,7 @@ def execute(
             shutil.rmtree(runs_dir / spec.name, ignore_errors=True)
             todo[spec.name] = spec
     if not todo:
-        return
+        return 0
     costs = {name: cost(spec) for name, spec in todo.items()}
     overall = tqdm(
         total=sum(costs.values()) / 1e9,
@@ -316,6 +316,7 @@ def execute(
         _drain(progress, slots, seen_steps, todo, costs, overall)
     overall.n = overall.total
     overall.close()
+    return len(todo)
 
 
 def _drain(progress: Any, slots: dict, seen: dict, todo: dict, costs: dict, overall: Any) -> None:
@@ -489,7 +490,7 @@ def run_demo(
         print(
             f"looped demo: {len(specs)} runs ({n_main} in the main grid, {settings.seeds} seeds), {settings.workers} workers -> {out}"
         )
-    execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
+    trained = execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
     rows = collect(specs, runs_dir, configs)
     top = max(settings.budgets)
     cfg0 = configs[specs[0].name]
@@ -498,6 +499,7 @@ def run_demo(
             "settings": asdict(settings),
             "machine": machine_name(),
             "wall_seconds": time.time() - t0,
+            "runs_trained": trained,
             "model": asdict(cfg0.model),
             "params": None,
             "full_budget_flops": cfg0.full_budget_flops,
@@ -514,6 +516,9 @@ def run_demo(
 
     result["meta"]["params"] = LoopedTransformer(cfg0.model).num_params()
     out.mkdir(parents=True, exist_ok=True)
+    previous = out / "demo.json"
+    if trained == 0 and previous.is_file():  # nothing retrained: keep the time the grid took
+        result["meta"]["wall_seconds"] = json.loads(previous.read_text())["meta"]["wall_seconds"]
     tmp = out / "demo.json.tmp"
     tmp.write_text(json.dumps(result, indent=1))
     tmp.replace(out / "demo.json")

@@ -52,6 +52,9 @@ from looped.demo import (
     run_demo,
 )
 
+# %matplotlib inline
+# (looped.plots renders off-screen, to files; the magic above turns inline figures back on)
+
 FULL = os.environ.get("LOOPED_FULL") == "1"  # run the full demo when no results file exists
 ROOT = next(  # the repository root: notebooks run from notebooks/
     (p for p in (Path.cwd(), *Path.cwd().parents) if (p / "pyproject.toml").is_file()), Path.cwd()
@@ -117,9 +120,9 @@ display(Image(figures["fig7_schedules"]))
 # %% [markdown]
 # ## 3. The loss spike at the switch: the paper's Fig. 3 (top)
 #
-# A model trained at $K=4$ suddenly asked for $K \in 1..16$ has never run those depths, so
-# the training loss jumps at the switch and then recovers during the finish. The paper's 1B
-# runs show the same spike. Measured here (seed 0, full budget, logged training losses):
+# A model trained at $K=4$ and suddenly asked for $K \in 1..16$ has never run most of those
+# depths, so its training loss should jump at the switch and recover during the finish; the
+# paper's 1B runs show that spike. Measured here (seed 0, full budget, logged training losses):
 
 # %%
 display(Image(figures["fig3_loss_trajectory"]))
@@ -199,8 +202,7 @@ ax.set(
     title="What the finishing phase does (seed 0, full budget)",
 )
 ax.legend(fontsize=8)
-display(fig)
-plt.close(fig)
+plt.show()
 
 # %% [markdown]
 # ## 6. Recall across serving depths at matched budgets: the paper's Fig. 1

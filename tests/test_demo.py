@@ -80,10 +80,13 @@ def test_rerun_reuses_finished_runs(quick):
     again = run_demo(QUICK, out, out / "figures", quiet=True)
     assert time.time() - t0 < first / 2
     assert [r["nll"] for r in again["runs"]] == [r["nll"] for r in result["runs"]]
+    assert again["meta"]["runs_trained"] == 0
+    assert again["meta"]["wall_seconds"] == result["meta"]["wall_seconds"]
 
 
 def test_report_renders_readme_sections_from_results(quick):
-    out, result, _ = quick
+    out, _, _ = quick
+    result = json.loads((out / "demo.json").read_text())
     text = report.demo_section(result)
     assert "| fixed-first (80%) |" in text and "Fixed K=4 degrades away from K=4" in text
     readme = "intro\n<!-- demo:begin -->\nSTALE-TEXT\n<!-- demo:end -->\nrest\n"
