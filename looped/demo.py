@@ -53,7 +53,7 @@ class DemoSettings:
     seeds: int = 3  # seeds for the main comparison (bands are min-max across them)
     budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
     depth_ks: tuple[int, ...] = (1, 2, 4, 8)  # fixed depths for the specialisation figure
-    depth_budget: float = 1.0  # budget of those runs
+    depth_budget: float = 0.45  # budget of those runs
     workers: int = 2  # worker processes (each single-threaded)
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
