@@ -1,0 +1,42 @@
+"""The GPU launch scripts, exercised on this CPU machine as far as a CPU allows."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_gpu_smoke_exits_cleanly_without_a_gpu():
+    proc = subprocess.run(
+        ["bash", "scripts/gpu_smoke.sh"], cwd=ROOT, capture_output=True, text=True, env=ENV
+    )
+    assert proc.returncode == 0 and "no CUDA GPU" in proc.stdout
+
+
+def test_launch_without_arguments_prints_usage():
+    proc = subprocess.run(
+        ["bash", "scripts/launch.sh"], cwd=ROOT, capture_output=True, text=True, env=ENV
+    )
+    assert proc.returncode == 2 and "launch.sh PRESET SCHEDULE OUT" in proc.stdout
+
+
+def test_launch_runs_torchrun_with_the_schedule(tmp_path):
+    out = tmp_path / "run"
+    args = ["model.d_model=32", "model.n_head=2", "data.persons=8", "batch_size=4", "seq_len=64",
+            "model.seq_len=64", "max_steps=3", "log_interval=1", "eval_depths=1-2", "eval_batches=1", "device=cpu"]  # fmt: skip
+    proc = subprocess.run(
+        ["bash", "scripts/launch.sh", "tiny", "fixed:2", str(out), *args],
+        cwd=ROOT, capture_output=True, text=True, env={**ENV, "NPROC": "1"}, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "saving" in proc.stdout  # the FLOP table printed before the run
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["depth"] for r in rows if r["kind"] == "train"] == [2, 2, 2]
