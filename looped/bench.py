@@ -534,7 +534,11 @@ def markdown(record: dict[str, Any]) -> str:
             f"| K=1..{r['depth']} vs K={r['depth']} | {r['precision']} | {r['forward_ms']:.1f} | "
             f"{r['sweep_ms']:.1f} | {r['sweep_over_forward']:.3f} | {r['modeled_ratio']:.3f} |"
         )
-    lines += ["", "| target | precision | measured | bound | met | note |", "|---|---|---:|---|---|---|"]
+    lines += [
+        "",
+        "| target | precision | measured | bound | met | note |",
+        "|---|---|---:|---|---|---|",
+    ]
     for t in record["targets"]:
         met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
         lines.append(

@@ -76,6 +76,9 @@ class TrainConfig:
     compile: bool = False  # torch.compile the looped block only
     fsdp: bool = False  # shard with FSDP2 under torchrun instead of DDP
     threads: int = 0  # torch CPU threads (0 = torch default)
+    tensorboard: bool = (
+        False  # also write TensorBoard scalars to RUN/tb (needs the tensorboard extra)
+    )
     paper_schedules: list[str] = field(default_factory=list)  # schedules the paper compares here
 
 

@@ -400,10 +400,15 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
             out, step, weights, state, config_yaml, cfg.keep_last, keep=tuple(opts.save_steps)
         )
 
+    board = _tensorboard(out) if cfg.tensorboard and dist.main else None
+
     def log(record: dict[str, Any]) -> None:
         if dist.main:
             with open(metrics_path, "a") as f:
                 f.write(json.dumps(record) + "\n")
+        if board is not None:
+            for key, value in _scalars(record):
+                board.add_scalar(f"{record['kind']}/{key}", value, record["step"])
 
     def run_eval(step: int) -> dict[str, Any]:
         model.eval()
@@ -521,6 +526,28 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
     if dist.main:
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _tensorboard(out: Path) -> Any:
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise UserError(
+            "tensorboard=true needs the tensorboard package: pip install -e '.[tensorboard]'"
+        ) from None
+    return SummaryWriter(str(out / "tb"))
+
+
+def _scalars(record: dict[str, Any], prefix: str = ""):
+    """Flatten a metrics record into (name, number) pairs, e.g. nll/4 or recall/4/bits_per_person."""
+    for key, value in record.items():
+        if key in ("kind", "step"):
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from _scalars(value, name + "/")
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            yield name, value
 
 
 def _duration(seconds: float) -> str:

@@ -313,3 +313,22 @@ def test_two_gloo_ranks_agree_ddp_and_fsdp2_match(tmp_path):
     assert sharded.keys() == saved.keys()
     for k in saved:
         torch.testing.assert_close(sharded[k], saved[k], rtol=1e-4, atol=1e-5, msg=k)
+
+
+def test_tensorboard_without_the_package_is_one_clear_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if not installed
+    code = cli(
+        [
+            "train",
+            "--config",
+            "tiny",
+            "--out",
+            str(tmp_path / "r"),
+            "--quiet",
+            *SMALL,
+            "max_steps=2",
+            "tensorboard=true",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install -e '.[tensorboard]'" in err
