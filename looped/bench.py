@@ -54,7 +54,7 @@ import torch.nn.functional as F
 from looped.config import OptimConfig
 from looped.errors import UserError
 from looped.flops import flops_per_token, saving
-from looped.model import LoopedConfig, LoopedTransformer
+from looped.model import LoopedConfig, LoopedTransformer, _fp32_attention_is_faster
 from looped.schedules import parse_schedule
 from looped.train import make_optimizer
 
@@ -67,8 +67,8 @@ class BenchConfig:
     n_head: int = 4  # attention heads (head dim 64)
     d_ff: int = 0  # SwiGLU hidden width; 0 = the LoopedConfig default (704 at width 256)
     vocab_size: int = 512  # vocabulary of both models
-    seq_len: int = 256  # tokens per sequence
-    batch_size: int = 8  # sequences per step
+    seq_len: int = 128  # tokens per sequence (the demo's)
+    batch_size: int = 16  # sequences per step
     depths: tuple[int, ...] = (1, 4, 8, 16)  # K of the looped model = layers of the peer
     precisions: tuple[str, ...] = PRECISIONS  # fp32 and/or bf16 (autocast)
     warmup: int = 1  # untimed steps before each timing
@@ -78,12 +78,14 @@ class BenchConfig:
     run_steps: int = 1000  # run length whose exact step counts weight the per-K step times
     real_steps: int = 20  # steps of the real run of both schedules (0 = skip)
     serve_depth: int = 16  # serving sweep over K = 1..serve_depth
-    ceiling_sizes: tuple[int, ...] = (1024, 2048)  # square GEMMs for the matmul ceiling
+    ceiling_sizes: tuple[int, ...] = (1024, 2048)  # square GEMMs for the CPU matmul ceiling
     threads: int = 0  # torch CPU threads; 0 = torch's default
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     compile: bool = False  # compile the repeated layer: compile_block() here, each peer layer
     peer: bool = True  # time the Hugging Face peer (needs `transformers`)
     seed: int = 0  # init and data
+    clock: str = "wall"  # wall | process (CPU time of this process: immune to other processes'
+    # load, and equal to wall time on an idle machine when threads=1)
 
 
 QUICK = BenchConfig(
@@ -117,8 +119,15 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
+
+
 def time_min(
-    fns: dict[str, Callable[[], object]], warmup: int, reps: int, device: torch.device
+    fns: dict[str, Callable[[], object]],
+    warmup: int,
+    reps: int,
+    device: torch.device,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float]:
     """Minimum wall time (s) of each function; the functions take turns in every repetition,
     so a burst of background load slows all of them rather than one."""
@@ -129,15 +138,19 @@ def time_min(
     for _ in range(max(1, reps)):
         for name, fn in fns.items():
             _sync(device)
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
             _sync(device)
-            best[name] = min(best[name], time.perf_counter() - t0)
+            best[name] = min(best[name], clock() - t0)
     return best
 
 
 def matmul_ceiling(
-    precision: str, device: torch.device, sizes: tuple[int, ...], reps: int = 3
+    precision: str,
+    device: torch.device,
+    sizes: tuple[int, ...],
+    reps: int = 3,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> float:
     """Best FLOP/s of a square matmul in this precision on this device (the attainable peak)."""
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
@@ -145,9 +158,48 @@ def matmul_ceiling(
     for n in sizes:
         a = torch.randn(n, n, device=device, dtype=dtype)
         b = torch.randn(n, n, device=device, dtype=dtype)
-        t = time_min({"mm": lambda a=a, b=b: a @ b}, 1, reps, device)["mm"]
+        t = time_min({"mm": lambda a=a, b=b: a @ b}, 1, reps, device, clock)["mm"]
         best = max(best, 2 * n**3 / t)
     return best
+
+
+def kernel_floor(cfg: BenchConfig, precision: str, device: torch.device) -> tuple[float, float]:
+    """(per loop, fixed) seconds of a train step's matmuls and attention kernel alone.
+
+    Each linear layer costs three matmuls per step (forward, input gradient, weight gradient);
+    attention is the SDPA kernel forward and backward in the dtype the model runs it in. The
+    sum is what any implementation built on these kernels pays, the looped model and the peer
+    alike, so peer / floor bounds the speed-up left to win by removing everything else.
+    """
+    mc = looped_config(cfg)
+    d, f, V, T, B = cfg.d_model, mc.ff_dim, cfg.vocab_size, cfg.seq_len, cfg.batch_size
+    M, dtype = B * T, torch.bfloat16 if precision == "bf16" else torch.float32
+
+    def linear(n_in: int, n_out: int) -> Callable[[], None]:
+        x, w = (
+            torch.randn(M, n_in, device=device, dtype=dtype),
+            torch.randn(n_out, n_in, device=device, dtype=dtype),
+        )
+        g = torch.randn(M, n_out, device=device, dtype=dtype)
+        return lambda: (x @ w.t(), g @ w, g.t() @ x)
+
+    with _autocast(precision, device):
+        probe = torch.randn(1, 1, T, mc.head_dim, device=device, dtype=dtype)
+        attn_dtype = torch.float32 if _fp32_attention_is_faster(probe) else dtype
+    qkv = [
+        torch.randn(
+            B, cfg.n_head, T, mc.head_dim, device=device, dtype=attn_dtype, requires_grad=True
+        )
+        for _ in range(3)
+    ]
+
+    def attention() -> None:
+        F.scaled_dot_product_attention(*qkv, is_causal=True).backward(qkv[0].detach())
+
+    layer = {"qkv": linear(d, 3 * d), "proj": linear(d, d), "up": linear(d, 2 * f)}
+    layer |= {"down": linear(f, d), "attention": attention}
+    t = time_min({**layer, "head": linear(d, V)}, 1, cfg.reps, device, CLOCKS[cfg.clock])
+    return sum(t[name] for name in layer), t["head"]
 
 
 def _autocast(precision: str, device: torch.device) -> AbstractContextManager:
@@ -232,8 +284,10 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     device = _device(cfg.device)
+    if cfg.clock == "process" and device.type != "cpu":
+        raise UserError("--clock process measures CPU time only; use --clock wall on a GPU")
     mc = looped_config(cfg)
-    T, tokens = cfg.seq_len, cfg.batch_size * cfg.seq_len
+    T = cfg.seq_len
     gen = torch.Generator().manual_seed(cfg.seed)
     x = torch.randint(0, cfg.vocab_size, (cfg.batch_size, T), generator=gen).to(device)
     y = torch.randint(0, cfg.vocab_size, (cfg.batch_size, T), generator=gen).to(device)
@@ -244,63 +298,17 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     per_k: dict[int, float] = {}
     for precision in cfg.precisions:
         autocast = _autocast(precision, device)
-        ceiling = matmul_ceiling(precision, device, cfg.ceiling_sizes)
         torch.manual_seed(cfg.seed)
         model = LoopedTransformer(mc).to(device)
         if cfg.compile:
             model.compile_block()
         opt = make_optimizer(model, OptimConfig())
-        warmup = max(cfg.warmup, 2) if cfg.compile else cfg.warmup
-
-        # 1-3: train step against the K-layer peer, FLOP/s against the ceiling
-        for k in cfg.depths:
-            fns = {"looped": _looped_step(model, opt, x, y, k, autocast)}
-            if cfg.peer:
-                torch.manual_seed(cfg.seed)
-                peer = make_peer(cfg, k).to(device)
-                if cfg.compile:
-                    for layer in peer.model.layers:
-                        layer.compile()
-                fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, autocast)
-            t = time_min(fns, warmup, cfg.reps, device)
-            achieved = flops_per_token(mc, k, T) * tokens / t["looped"]
-            train_rows.append({
-                "precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"],
-                "peer_ms": 1e3 * t["peer"] if cfg.peer else None,
-                "peer_over_looped": t["peer"] / t["looped"] if cfg.peer else None,
-                "looped_flops_per_s": achieved, "ceiling_flops_per_s": ceiling,
-                "of_ceiling": achieved / ceiling,
-            })  # fmt: skip
-            fns.clear()
-
-        # 5: serving sweep against one forward at the deepest serving depth
-        model.eval()
-        top = cfg.serve_depth
-        with torch.no_grad():
-            t = time_min(
-                {
-                    "forward": lambda: _call(autocast, model, x, top, y),
-                    "sweep": lambda: _call_depths(autocast, model, x, range(1, top + 1), y),
-                },
-                cfg.warmup,
-                cfg.reps,
-                device,
-            )
-        model.train()
-        forward_flops = flops_per_token(mc, top, T, backward=False)
-        head = 2 * cfg.d_model * cfg.vocab_size  # LM head per token (no prelude/coda here)
-        serve_rows.append({
-            "precision": precision, "depth": top, "forward_ms": 1e3 * t["forward"],
-            "sweep_ms": 1e3 * t["sweep"], "sweep_over_forward": t["sweep"] / t["forward"],
-            "modeled_ratio": (forward_flops + (top - 1) * head) / forward_flops,
-        })  # fmt: skip
-
-        # 4: schedules, in the first precision only (the per-K sweep is the longest part)
-        if precision == cfg.precisions[0]:
+        train_rows += _train_rows(cfg, mc, precision, model, opt, x, y, device)
+        serve_rows.append(_serve_row(cfg, mc, precision, model, x, y, device))
+        if precision == cfg.precisions[0]:  # the per-K sweep is the longest part: one precision
             schedule_rows, per_k = _schedules(cfg, mc, model, opt, x, y, autocast, device)
             for row in schedule_rows:
                 row["precision"] = precision
-        del model, opt
 
     record.update(
         train=train_rows,
@@ -313,14 +321,63 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     return record
 
 
-def _call(autocast, model, x, depth, y) -> None:
-    with autocast:
-        model(x, depth=depth, targets=y)
+def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
+    """Measurements 1-3: train step at each K against the K-layer peer, against the kernel
+    floor, and as FLOP/s against the matmul ceiling."""
+    autocast = _autocast(precision, device)
+    sizes = cfg.ceiling_sizes if device.type == "cpu" else (4096, 8192)  # a GPU needs bigger
+    ceiling = matmul_ceiling(precision, device, sizes, clock=CLOCKS[cfg.clock])
+    floor_loop, floor_fixed = kernel_floor(cfg, precision, device)
+    warmup = max(cfg.warmup, 2) if cfg.compile else cfg.warmup  # compiling is not timed
+    tokens = cfg.batch_size * cfg.seq_len
+    rows = []
+    for k in cfg.depths:
+        fns = {"looped": _looped_step(model, opt, x, y, k, autocast)}
+        if cfg.peer:
+            torch.manual_seed(cfg.seed)
+            peer = make_peer(cfg, k).to(device)
+            if cfg.compile:  # the same trick as compile_block: compile the repeated layer
+                for layer in peer.model.layers:
+                    layer.compile()
+            fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, autocast)
+        t = time_min(fns, warmup, cfg.reps, device, CLOCKS[cfg.clock])
+        achieved = flops_per_token(mc, k, cfg.seq_len) * tokens / t["looped"]
+        rows.append({
+            "precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"],
+            "peer_ms": 1e3 * t["peer"] if cfg.peer else None,
+            "peer_over_looped": t["peer"] / t["looped"] if cfg.peer else None,
+            "floor_ms": 1e3 * (k * floor_loop + floor_fixed),
+            "looped_flops_per_s": achieved, "ceiling_flops_per_s": ceiling,
+            "of_ceiling": achieved / ceiling,
+        })  # fmt: skip
+    return rows
 
 
-def _call_depths(autocast, model, x, depths, y) -> None:
-    with autocast:
-        model.forward_depths(x, depths, y, return_logits=False)
+def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
+    """Measurement 5: every serving depth 1..N from one pass against one depth-N forward."""
+    autocast, top = _autocast(precision, device), cfg.serve_depth
+
+    def forward() -> None:
+        with autocast:
+            model(x, depth=top, targets=y)
+
+    def sweep() -> None:
+        with autocast:
+            model.forward_depths(x, range(1, top + 1), y, return_logits=False)
+
+    model.eval()
+    with torch.no_grad():
+        t = time_min(
+            {"forward": forward, "sweep": sweep}, cfg.warmup, cfg.reps, device, CLOCKS[cfg.clock]
+        )
+    model.train()
+    forward_flops = flops_per_token(mc, top, cfg.seq_len, backward=False)
+    head = 2 * cfg.d_model * cfg.vocab_size  # the LM head per token (no prelude/coda here)
+    return {
+        "precision": precision, "depth": top, "forward_ms": 1e3 * t["forward"],
+        "sweep_ms": 1e3 * t["sweep"], "sweep_over_forward": t["sweep"] / t["forward"],
+        "modeled_ratio": (forward_flops + (top - 1) * head) / forward_flops,
+    }  # fmt: skip
 
 
 def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict], dict[int, float]]:
@@ -329,7 +386,8 @@ def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict],
     ours, ref = parse_schedule(cfg.schedule, cfg.seed), parse_schedule(cfg.reference, cfg.seed)
     top = max(ours.max_depth(), ref.max_depth())
     steps = {k: _looped_step(model, opt, x, y, k, autocast) for k in range(1, top + 1)}
-    per_k = time_min(steps, cfg.warmup, cfg.reps, device)
+    clock = CLOCKS[cfg.clock]
+    per_k = time_min(steps, 0, cfg.reps, device, clock)  # the model is warm from the train rows
     n, T = cfg.run_steps, cfg.seq_len
 
     def weighted(schedule) -> float:
@@ -348,10 +406,10 @@ def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict],
         for i in range(m):  # step i of both runs back to back, so load hits both alike
             for j, seq in enumerate(seqs):
                 _sync(device)
-                t0 = time.perf_counter()
+                t0 = clock()
                 steps[seq[i]]()
                 _sync(device)
-                wall[j] += time.perf_counter() - t0
+                wall[j] += clock() - t0
         cost = [sum(flops_per_token(mc, k, T) for k in seq) for seq in seqs]
         table = [sum(per_k[k] for k in seq) for seq in seqs]
         modeled_real = 1 - cost[0] / cost[1]
@@ -475,6 +533,8 @@ def _check(cfg: BenchConfig) -> None:
         raise UserError(f"depths {cfg.depths} must be integers >= 1, e.g. --depths 1,4,8,16")
     if cfg.reps < 1 or cfg.warmup < 0 or cfg.run_steps < 1 or cfg.real_steps < 0:
         raise UserError("reps and run-steps must be >= 1, warmup and real-steps >= 0")
+    if cfg.clock not in CLOCKS:
+        raise UserError(f"clock {cfg.clock!r} unknown; use wall or process")
     if cfg.serve_depth < 1:
         raise UserError(f"serve depth {cfg.serve_depth} must be >= 1")
     try:
@@ -496,24 +556,25 @@ def markdown(record: dict[str, Any]) -> str:
         "",
         f"Model: width {cfg['d_model']}, {cfg['n_head']} heads, SwiGLU {ff}, vocabulary "
         f"{cfg['vocab_size']}, sequence {cfg['seq_len']}, batch {cfg['batch_size']}, tied "
-        f"embeddings{', compiled layer' if cfg['compile'] else ', eager'}. Times: minimum of "
+        f"embeddings{', compiled layer' if cfg['compile'] else ', eager'}. Times: "
+        f"{'wall-clock' if cfg['clock'] == 'wall' else 'CPU time of the process'}, minimum of "
         f"{cfg['reps']} interleaved steps after {cfg['warmup']} warm-up.",
         "",
-        "| precision | K | looped ms | peer ms | peer / looped | looped GFLOP/s | "
-        "matmul ceiling GFLOP/s | of ceiling |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| precision | K | looped ms | peer ms | peer / looped | kernel floor ms | "
+        "looped GFLOP/s | matmul ceiling GFLOP/s | of ceiling |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in record["train"]:
         peer = "-" if r["peer_ms"] is None else f"{r['peer_ms']:.1f}"
         ratio = "-" if r["peer_over_looped"] is None else f"{r['peer_over_looped']:.3f}"
         lines.append(
             f"| {r['precision']} | {r['depth']} | {r['looped_ms']:.1f} | {peer} | {ratio} | "
-            f"{r['looped_flops_per_s'] / 1e9:.1f} | {r['ceiling_flops_per_s'] / 1e9:.1f} | "
+            f"{r['floor_ms']:.1f} | {r['looped_flops_per_s'] / 1e9:.1f} | {r['ceiling_flops_per_s'] / 1e9:.1f} | "
             f"{r['of_ceiling']:.1%} |"
         )
     lines += [
         "",
-        "| schedule saving | precision | steps | modeled | wall-clock | wall / modeled |",
+        "| schedule saving | precision | steps | modeled | measured | measured / modeled |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for r in record["schedule"]:
@@ -579,6 +640,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile", action="store_true", help="compile the repeated layer")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--device", help="auto | cpu | cuda | cuda:N")
+    parser.add_argument(
+        "--clock", choices=tuple(CLOCKS), help="wall (default) or process CPU time (busy machines)"
+    )
     parser.add_argument("--precisions", help="comma list of fp32, bf16")
     parser.add_argument("--depths", type=_int_list, help="K to compare, e.g. 1,4,8,16")
     parser.add_argument("--d-model", type=int, help="width")
@@ -591,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     cfg = QUICK if args.quick else BenchConfig()
-    fields = ["threads", "device", "depths", "d_model", "n_head", "seq_len", "batch_size"]
+    fields = ["threads", "device", "clock", "depths", "d_model", "n_head", "seq_len", "batch_size"]
     fields += ["vocab_size", "reps", "real_steps"]
     overrides = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
     if args.precisions:

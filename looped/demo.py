@@ -53,7 +53,7 @@ class DemoSettings:
     seeds: int = 3  # seeds for the main comparison (bands are min-max across them)
     budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
     depth_ks: tuple[int, ...] = (1, 2, 4, 8)  # fixed depths for the specialisation figure
-    depth_budget: float = 0.45  # budget of those runs
+    depth_budget: float = 0.45  # budget of those runs (matched compute)
     workers: int = 2  # worker processes (each single-threaded)
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
@@ -124,6 +124,14 @@ def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]
         specs[spec.name], configs[spec.name] = spec, cfg
         return spec
 
+    def attach(spec: RunSpec, parent: RunSpec) -> int:
+        """Branch `spec` off `parent` where their runs agree; returns the branch step (0: none)."""
+        at = branch_point(configs[spec.name], spec.steps, configs[parent.name], parent.steps)
+        if at > 0:
+            spec.parent, spec.branch_step = parent.name, at
+            parent.save_steps.append(at)
+        return at
+
     top = max(settings.budgets)
     for seed in range(settings.seeds):
         parents = {
@@ -135,22 +143,22 @@ def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]
                 if name in specs:
                     continue
                 spec = add(RunSpec(name, schedule, budget, seed, "main"))
-                parent = parents[UNIFORM if schedule == UNIFORM else FIXED]
-                at = branch_point(configs[name], spec.steps, configs[parent.name], parent.steps)
-                if at > 0:
-                    spec.parent, spec.branch_step = parent.name, at
-                    parent.save_steps.append(at)
+                at = attach(spec, parents[UNIFORM if schedule == UNIFORM else FIXED])
                 if schedule == FIXED_FIRST:  # an evaluation just before the switch
                     switch = parse_schedule(schedule, seed).switch_step(spec.steps)
-                    (parent if spec.parent and at == switch else spec).eval_steps.append(switch)
+                    (
+                        specs[spec.parent] if spec.parent and at == switch else spec
+                    ).eval_steps.append(switch)
         if seed == 0:
             for k in settings.depth_ks:
                 schedule = f"fixed:{k}"
                 name = _name(schedule, settings.depth_budget, seed)
-                if name not in specs:
-                    add(RunSpec(name, schedule, settings.depth_budget, seed, "depth"))
-                else:
+                if name in specs:
                     specs[name].group = "main+depth"
+                    continue
+                spec = add(RunSpec(name, schedule, settings.depth_budget, seed, "depth"))
+                if schedule == FIXED and settings.depth_budget < top:
+                    attach(spec, parents[FIXED])
     return list(specs.values()), configs
 
 

@@ -256,8 +256,8 @@ for name, k0, p, s in CLAIMS:
 # All three claims are consistent with one fixed cost, $F/R \approx 1.2$: the prelude, coda
 # and head together cost about 1.2 passes of the looped block. The paper gives no
 # architecture; the presets are plausible shapes of the stated sizes chosen to land there
-# (200m: $F/R = 1.18$, 1b: $1.23$), so `looped flops` reproduces the three numbers. The plot
-# shows each claim's saving as a function of $F/R$, the reported value as a band, and the
+# (their $F/R$ is printed in section 3), so `looped flops` reproduces the three numbers. The
+# plot shows each claim's saving as a function of $F/R$, the reported value as a band, and the
 # presets' ratios.
 
 # %%
@@ -286,8 +286,8 @@ plt.show()
 # The saving grows linearly in the fixed fraction $p$ and in $8.5 - K_0$; a $K_0$ above the
 # uniform mean costs *more* than uniform. Here it is for the 200m preset's $F/R$, computed
 # with `saving` on real schedules (so the switch step's rounding is included). Boxed: the
-# paper's schedules, $K_0=2$ at 200M and $K_0=4$ at 1B (at the 1b preset's $F/R = 1.23$ those
-# two read 31.0% and 37.0%, within 0.2 points of this map).
+# paper's schedules, $K_0=2$ at 200M and $K_0=4$ at 1B (the 1b preset's $F/R$ is a little
+# higher, so its own savings are the ones printed in section 3).
 
 # %%
 fracs = np.round(np.arange(0.1, 0.951, 0.05 if FULL else 0.1), 2).tolist()

@@ -25,8 +25,8 @@
 #
 # This notebook loads `results/demo.json` when it exists (`make demo` writes it, about ten
 # minutes on a laptop CPU). Otherwise it runs the same code path at toy size,
-# `looped.demo.QUICK` with one seed, in a temporary folder: a few dozen steps of a
-# 33k-parameter model, enough to see every figure but not to reproduce any number. Set
+# `looped.demo.QUICK` with one seed, in a temporary folder: a few dozen steps of a tiny
+# model, enough to see every figure but not to reproduce any number. Set
 # `LOOPED_FULL=1` to run the full demo here instead.
 
 # %%
@@ -198,7 +198,6 @@ ax.axvline(4, color="k", ls=":", lw=1)
 ax.set(
     xlabel="serving depth K",
     ylabel="fact NLL (nats per fact)",
-    yscale="log",
     title="What the finishing phase does (seed 0, full budget)",
 )
 ax.legend(fontsize=8)

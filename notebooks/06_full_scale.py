@@ -99,6 +99,7 @@ print(f"\n{len(sentence)} characters -> {len(ids)} tokens: {[tok.decode([i]) for
 # budget is uniform training for the preset's `max_steps`):
 
 # %%
+largest = {}
 for preset in ("200m", "1b"):
     cfg = load_config(preset)
     tps = tokens_per_step(cfg)
@@ -107,11 +108,15 @@ for preset in ("200m", "1b"):
         steps = steps_for_budget(
             cfg.model, parse_schedule(spec), cfg.full_budget_flops, tps, cfg.seq_len
         )
+        largest[preset] = max(largest.get(preset, 0), steps * tps)
         print(f"  {spec:<44} 100% budget = {steps:>6,} steps = {steps * tps / 1e9:5.1f}B tokens")
+for preset, tokens in largest.items():
+    print(f"{preset}: the longest run reads {tokens / 1e9:.1f}B tokens")
 
 # %% [markdown]
-# The 10B-token sample covers every 200M run; the 1B grid at the full budget needs up to
-# ~40B tokens, so use the `sample-100BT` subset there (or accept repeated data).
+# FineWeb-Edu's `sample-10BT` subset holds about 10B GPT-2 tokens: enough when the longest run
+# above reads less than that; otherwise prepare `sample-100BT` (or accept repeated data, which
+# the sampler allows: it draws random windows from the shards).
 #
 # ## 2. The presets and what their runs cost
 #
@@ -308,12 +313,13 @@ for name in SCHEDULES:
     train_recs = [r for r in recs if r["kind"] == "train"]
     flops = np.array([r["flops"] for r in train_recs])
     left.plot(flops, [r["loss"] for r in train_recs], label=name)
-    right.plot([r["step"] for r in train_recs], [r["depth"] for r in train_recs], ".-", label=name)
+    right.plot(
+        [r["step"] for r in train_recs], [r["depth"] for r in train_recs], "o", ms=4, label=name
+    )
 left.set(
     xlabel="modeled training FLOPs",
     ylabel="training loss (nats/token)",
     title="Loss against compute",
-    xscale="log",
 )
 right.set(xlabel="optimizer step", ylabel="depth K of the logged step", title="Training depth")
 for ax in (left, right):

@@ -51,16 +51,19 @@ def test_bad_arguments_are_user_errors():
         bench.run(replace(TOY, precisions=("fp16",)))
     with pytest.raises(UserError, match="depths"):
         bench.run(replace(TOY, depths=(0, 2)))
+    with pytest.raises(UserError, match="clock"):
+        bench.run(replace(TOY, clock="cpu"))
     with pytest.raises(UserError, match="divisible"):
         bench.run(replace(TOY, n_head=3))
 
 
 def test_cli_quick_no_peer_json(tmp_path, capsys):
-    argv = ["--quick", "--no-peer", "--threads", "1", "--precisions", "fp32"]
+    argv = ["--quick", "--no-peer", "--threads", "1", "--precisions", "fp32", "--clock", "process"]
     assert bench.main([*argv, "--real-steps", "0", "--json", "--out", str(tmp_path)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads((tmp_path / "bench.json").read_text())
     assert len(printed["schedule"]) == 1  # --real-steps 0 skips the real run
+    assert printed["config"]["clock"] == "process"
 
 
 def test_peer_matches_the_looped_shape_and_is_timed(tmp_path):
