@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -119,6 +120,7 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         )
     left.set_xscale("log")
     left.set_yscale("log")
+    left.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     left.set_xlabel("modeled training FLOPs")
     left.set_ylabel(f"mean {_nll_label(result, True)} over depths 1..16")
     left.set_title("Serving quality against training compute")
@@ -140,7 +142,6 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
                 ms=3,
             )
         right.axhline(0, color="k", lw=0.8)
-        right.set_yscale("symlog", linthresh=0.01)
         right.set_xlabel("serving depth K")
         right.set_ylabel(f"{_nll_label(result, True)} minus uniform's")
         right.set_title(f"Against uniform at {top:.0%} budget (positive = worse)")

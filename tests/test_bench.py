@@ -86,3 +86,28 @@ def _block(cfg):
     from looped.model import LoopedTransformer
 
     return LoopedTransformer(cfg).block
+
+
+@pytest.mark.parametrize(("n_head", "expected"), [(4, torch.float32), (2, torch.bfloat16)])
+def test_cpu_autocast_attention_dtype(monkeypatch, n_head, expected):
+    """The speed trick the benchmark measures: under CPU bf16 autocast, attention with head dim
+    <= 64 (here 64) runs in fp32, where PyTorch's CPU kernel is faster; head dim 128 stays bf16."""
+    from looped.model import LoopedConfig, LoopedTransformer
+
+    seen = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(q, k, v, **kw):
+        out = sdpa(q, k, v, **kw)
+        seen.append(out.dtype)  # the dtype the kernel ran in (autocast casts inside the call)
+        return out
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    model = LoopedTransformer(LoopedConfig(vocab_size=32, seq_len=8, d_model=256, n_head=n_head))
+    idx = torch.randint(0, 32, (1, 8))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        model(idx, depth=2)
+    assert seen == [expected] * 2
+    seen.clear()
+    model(idx, depth=1)  # no autocast: fp32 as always
+    assert seen == [torch.float32]
