@@ -409,6 +409,7 @@ def _eval_row(record: dict) -> dict:
             for k in depths
         ]
         row["bits"] = [recall[str(k)]["bits_per_person"] for k in depths]
+        row["full_bits"] = recall[str(depths[0])].get("full_bits_per_person")
         two_hop = [recall[str(k)].get("two_hop") for k in depths]
         if all(two_hop):
             row["two_hop_acc"] = [t["acc"] for t in two_hop]
@@ -450,7 +451,7 @@ def summarize(rows: list[dict], budget: float) -> list[dict]:
             "compute_vs_uniform": mean(schedule, "flops") / uni_flops,
             "wall_vs_uniform": mean(schedule, "wall") / uni_wall,
             "mean_nll": nll, "nll_vs_uniform": nll / uni_nll - 1,
-            "bits": {k: float(bits[depths.index(k)]) for k in (1, 4, 8, 16) if bits is not None and k in depths},
+            "bits": {str(k): float(bits[depths.index(k)]) for k in (1, 4, 8, 16) if bits is not None and k in depths},
         })  # fmt: skip
     return table
 
@@ -461,7 +462,7 @@ def format_summary(table: list[dict]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table:
-        bits = [f"{r['bits'].get(k, float('nan')):.1f}" for k in (1, 4, 8, 16)]
+        bits = [f"{r['bits'].get(str(k), float('nan')):.1f}" for k in (1, 4, 8, 16)]
         lines.append(
             f"| {r['label']} | {r['steps']} | {r['compute_vs_uniform']:.2f}x | {r['wall_vs_uniform']:.2f}x | {r['mean_nll']:.3f} | {r['nll_vs_uniform']:+.1%} | "
             + " | ".join(bits)

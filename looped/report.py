@@ -69,12 +69,17 @@ def findings(result: dict) -> list[str]:
             np.mean([np.mean(r["nll"]) for r in uni]),
         )
         rel = ff_nll / uni_nll - 1
-        verdict = "shows" if rel <= 0.005 else "does not show at this scale"
+        if abs(rel) <= 0.005:
+            verdict = "shows: within 0.5%"
+        elif rel < 0:
+            verdict = f"shows, and more: fixed-first is {-rel:.0%} better"
+        else:
+            verdict = f"does not show at this scale: fixed-first is {rel:.1%} worse"
         steps = (ff[0]["steps"], uni[0]["steps"])
         out.append(
-            f"**Fixed-first lands close to uniform across depths at matched compute** ({verdict}): mean NLL over "
-            f"K=1..16 is {ff_nll:.3f} for fixed-first against {uni_nll:.3f} for uniform ({rel:+.1%}); at the same "
-            f"modeled FLOPs fixed-first takes {steps[0]} steps, uniform {steps[1]}."
+            f"**Fixed-first keeps uniform training's any-depth quality at matched compute** ({verdict}): mean "
+            f"NLL over K=1..16 is {ff_nll:.3f} for fixed-first against {uni_nll:.3f} for uniform ({rel:+.1%}); "
+            f"at the same modeled FLOPs fixed-first takes {steps[0]} steps, uniform {steps[1]}."
         )
         pre = [r["pre_switch"] for r in ff if r.get("pre_switch")]
         if pre:
@@ -116,10 +121,21 @@ def findings(result: dict) -> list[str]:
         )
     if ff and uni:
         bits_ff, bits_uni = _mean(ff, "bits"), _mean(uni, "bits")
+        full = result["runs"][0].get("full_bits")
         out.append(
             f"Recalled bits per person at K=1/4/8/16: fixed-first {' / '.join(f'{bits_ff[at[k]]:.1f}' for k in (1, 4, 8, 16))}, "
-            f"uniform {' / '.join(f'{bits_uni[at[k]]:.1f}' for k in (1, 4, 8, 16))}."
+            f"uniform {' / '.join(f'{bits_uni[at[k]]:.1f}' for k in (1, 4, 8, 16))}"
+            + (f", out of {full:.1f} bits of attributes per person." if full else ".")
         )
+        if bits_uni.max() < 0.8 * bits_ff.max():
+            out.append(
+                f"Where this scale differs from the paper: at matched compute uniform training gets {uni[0]['steps']} "
+                f"optimizer steps against fixed-first's {ff[0]['steps']} (its average step is {8.5 / 4:.1f}x deeper), and this "
+                f"small model is still climbing out of its memorisation plateau when the budget ends ({bits_uni.max():.1f} "
+                f"bits at best, against {bits_ff.max():.1f}). The paper's 200M and 1B models on web text see uniform and "
+                "fixed-first end within 0.5-0.8% of each other; here the cheaper fixed phase buys more steps, and the "
+                "steps matter more."
+            )
     return out
 
 
