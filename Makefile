@@ -38,7 +38,7 @@ notebooks: $(STAMP)
 	$(BIN)/jupytext --sync notebooks/*.py
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e ".[bench]"

@@ -410,6 +410,10 @@ def _eval_row(record: dict) -> dict:
         ]
         row["bits"] = [recall[str(k)]["bits_per_person"] for k in depths]
         row["full_bits"] = recall[str(depths[0])].get("full_bits_per_person")
+        row["exact"] = [
+            float(np.mean([a["acc"] for a in recall[str(k)]["attributes"].values()]))
+            for k in depths
+        ]
         two_hop = [recall[str(k)].get("two_hop") for k in depths]
         if all(two_hop):
             row["two_hop_acc"] = [t["acc"] for t in two_hop]

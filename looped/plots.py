@@ -18,14 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.pyplot as plt
 import matplotlib.ticker
+import numpy as np
+import seaborn as sns
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from looped.errors import UserError  # noqa: E402
+from looped.errors import UserError
 
 PALETTE = {"fixed K=4": "#d95f02", "fixed-first (80%)": "#1b9e77", "uniform 1..16": "#7570b3"}
 
@@ -406,6 +404,9 @@ def main(argv: list[str]) -> int:
         help="--runs is a demo.json file: redraw the demo figures",
     )
     args = parser.parse_args(argv)
+    matplotlib.use(
+        "Agg"
+    )  # files only; importing this module leaves notebooks' inline backend alone
     if args.demo_json:
         paths = demo_figures(json.loads(Path(args.runs[0]).read_text()), args.out)
     else:

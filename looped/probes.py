@@ -98,9 +98,6 @@ def update_benefit(
 
 def plot_benefit(results: list[dict], path: str | Path) -> Path:
     """Benefit across serving depths, one line per checkpoint (paper Fig. 4, left)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -149,6 +146,9 @@ def main(argv: list[str]) -> int:
     depths = parse_depths(args.depths)
     results = [update_benefit(r, depths, args.batches, args.shallow, args.deep) for r in args.run]
     if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")  # a file, no window
         plot_benefit(results, args.plot)
     if args.json:
         print(json.dumps(results, indent=2))

@@ -127,6 +127,20 @@ def findings(result: dict) -> list[str]:
             f"uniform {' / '.join(f'{bits_uni[at[k]]:.1f}' for k in (1, 4, 8, 16))}"
             + (f", out of {full:.1f} bits of attributes per person." if full else ".")
         )
+        if "exact" in ff[0]:
+            ex = {
+                name: _mean(rows, "exact")
+                for name, rows in (("fixed-first", ff), ("uniform", uni), ("fixed K=4", fx))
+            }
+            out.append(
+                "Exact recall (greedy answer right, mean over the six attributes) at K=1/4/8/16: "
+                + "; ".join(
+                    f"{n} {' / '.join(f'{v[at[k]]:.0%}' for k in (1, 4, 8, 16))}"
+                    for n, v in ex.items()
+                )
+                + ". Bits count against the whole pool, so knowing which values occur in the corpus at all already "
+                "earns some (notebook 03 shows this anchor); exact recall has no such floor."
+            )
         if bits_uni.max() < 0.8 * bits_ff.max():
             out.append(
                 f"Where this scale differs from the paper: at matched compute uniform training gets {uni[0]['steps']} "
