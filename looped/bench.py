@@ -16,8 +16,9 @@ Why each measurement, and what it is compared with:
    vocabulary, sequence length and batch, in the same precision (fp32, bf16 autocast), with the
    same loss and the same optimizer (``looped.train.make_optimizer``). The peer gets its best
    settings: SDPA attention, no KV cache. Ratio peer/looped; target >= 1.10. Next to it, the
-   kernel floor: the step's matmuls and attention kernel timed alone, which both models pay;
-   peer / floor is the most any implementation on these kernels could gain.
+   kernel floor: the looped step's matmuls and attention kernel timed alone. In fp32 the peer
+   runs the very same kernels, so peer / floor is the most any implementation on them could
+   gain; in bf16 the peer's attention runs in bf16, slower on CPU (see ``looped.model``).
 2. Achieved FLOP/s (modeled FLOPs from ``looped.flops`` over the step time) against the matmul
    ceiling of the same precision, measured in the same run (best square GEMM rate). Target:
    >= 85% at width >= 256.
@@ -172,9 +173,10 @@ def kernel_floor(cfg: BenchConfig, precision: str, device: torch.device) -> tupl
     """(per loop, fixed) seconds of a train step's matmuls and attention kernel alone.
 
     Each linear layer costs three matmuls per step (forward, input gradient, weight gradient);
-    attention is the SDPA kernel forward and backward in the dtype the model runs it in. The
-    sum is what any implementation built on these kernels pays, the looped model and the peer
-    alike, so peer / floor bounds the speed-up left to win by removing everything else.
+    attention is the SDPA kernel forward and backward in the dtype the looped model runs it in.
+    The sum is what any implementation built on these kernels pays, so peer / floor bounds the
+    speed-up left to win by removing everything else (in fp32, where the peer's kernels are
+    the same).
     """
     mc = looped_config(cfg)
     d, f, V, T, B = cfg.d_model, mc.ff_dim, cfg.vocab_size, cfg.seq_len, cfg.batch_size
