@@ -50,7 +50,7 @@ LABELS = {FIXED: "fixed K=4", FIXED_FIRST: "fixed-first (80%)", UNIFORM: "unifor
 @dataclass
 class DemoSettings:
     preset: str = "demo"  # base training preset (looped/configs/demo.yaml)
-    seeds: int = 3  # seeds for the main comparison (bands are min-max across them)
+    seeds: int = 2  # seeds for the main comparison (bands are min-max across them)
     budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
     depth_ks: tuple[int, ...] = (1, 2, 4, 8)  # fixed depths for the specialisation figure
     depth_budget: float = 0.45  # budget of those runs (matched compute)
