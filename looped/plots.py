@@ -51,8 +51,22 @@ def _band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, *
         ax.fill_between(x, arr.min(0), arr.max(0), color=color, alpha=0.2, lw=0)
 
 
+DEPTH_TICKS = [1, 2, 4, 6, 8, 10, 12, 14, 16]
+
+
+def _depth_ticks(ax: Any, axis: str = "x") -> None:
+    """Serving and training depths are integers: tick them as such."""
+    lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
+    (ax.set_xticks if axis == "x" else ax.set_yticks)([t for t in DEPTH_TICKS if lo <= t <= hi])
+
+
 def _save(fig: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
+    for ax in fig.axes:
+        if ax.get_xlabel().startswith("serving depth"):
+            _depth_ticks(ax)
+        if ax.get_ylabel().startswith("training depth"):
+            _depth_ticks(ax, "y")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
