@@ -192,8 +192,8 @@ def fig3_loss(result: dict, path: Path) -> Path:
 def _smooth(y: np.ndarray, window: int = 9) -> np.ndarray:
     if len(y) < window:
         return y
-    kernel = np.ones(window) / window
-    padded = np.pad(y, (window // 2, window - 1 - window // 2), mode="edge")
+    kernel = np.ones(window) / window  # trailing mean: a spike shows after the switch, not before
+    padded = np.pad(y, (window - 1, 0), mode="edge")
     return np.convolve(padded, kernel, mode="valid")
 
 
