@@ -54,6 +54,9 @@ class DemoSettings:
     budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
     depth_ks: tuple[int, ...] = (1, 2, 4, 8)  # fixed depths for the specialisation figure
     depth_budget: float = 0.45  # budget of those runs (matched compute)
+    catch_up: tuple[
+        float, ...
+    ] = ()  # extra uniform budgets (seed 0) to see when uniform catches up
     workers: int = 2  # worker processes (each single-threaded)
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
@@ -74,7 +77,7 @@ class RunSpec:
     schedule: str  # depth schedule spec
     budget: float  # fraction of the full budget
     seed: int
-    group: str  # "main" (Fig. 1, 2, 3, 8) or "depth" (Fig. 5)
+    group: str  # "main" (Fig. 1, 2, 3, 8), "depth" (Fig. 5) or "catchup" (uniform beyond 100%)
     steps: int = 0  # total optimizer steps (from the budget)
     parent: str | None = None  # run this one branches off
     branch_step: int = 0  # step of the parent checkpoint it continues
@@ -159,6 +162,11 @@ def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]
                 spec = add(RunSpec(name, schedule, settings.depth_budget, seed, "depth"))
                 if schedule == FIXED and settings.depth_budget < top:
                     attach(spec, parents[FIXED])
+            longer = sorted((b for b in settings.catch_up if b > top), reverse=True)
+            for budget in longer:  # the longest from scratch, shorter ones branch off it
+                spec = add(RunSpec(_name(UNIFORM, budget, seed), UNIFORM, budget, seed, "catchup"))
+                if budget != longer[0]:
+                    attach(spec, specs[_name(UNIFORM, longer[0], seed)])
     return list(specs.values()), configs
 
 
@@ -562,6 +570,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seeds", type=int, help="seeds for the main comparison")
     parser.add_argument("--workers", type=int, help="worker processes (default 2)")
     parser.add_argument(
+        "--catch-up",
+        default="",
+        help="also train uniform at these multiples of the full budget (seed 0), e.g. 2,3: "
+        "how much compute uniform needs to reach fixed-first (adds several minutes)",
+    )
+    parser.add_argument(
         "--fresh", action="store_true", help="retrain every run instead of reusing finished ones"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -575,6 +589,17 @@ def main(argv: list[str]) -> int:
         if args.seeds < 1:
             raise UserError(f"--seeds {args.seeds} must be >= 1")
         settings.seeds = args.seeds
+    if args.catch_up:
+        try:
+            settings.catch_up = tuple(float(x) for x in args.catch_up.split(","))
+        except ValueError:
+            raise UserError(
+                f"--catch-up {args.catch_up!r}: give budget multiples such as 2,3"
+            ) from None
+        if any(b <= 1 for b in settings.catch_up):
+            raise UserError(
+                f"--catch-up {args.catch_up}: multiples must be above 1 (the grid already has 100%)"
+            )
     if args.workers is not None:
         if args.workers < 1:
             raise UserError(f"--workers {args.workers} must be >= 1")

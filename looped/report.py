@@ -141,6 +141,22 @@ def findings(result: dict) -> list[str]:
                 + ". Bits count against the whole pool, so knowing which values occur in the corpus at all already "
                 "earns some (notebook 03 shows this anchor); exact recall has no such floor."
             )
+        catch = sorted(
+            (r for r in result["runs"] if r["group"] == "catchup"), key=lambda r: r["budget"]
+        )
+        if catch:
+            target = np.mean([np.mean(r["nll"]) for r in ff])
+            reached = [r for r in catch if np.mean(r["nll"]) <= target]
+            parts = ", ".join(f"{r['budget']:.0f}x: {np.mean(r['nll']):.3f}" for r in catch)
+            verdict = (
+                f"uniform first matches it at {reached[0]['budget']:.0f}x the budget"
+                if reached
+                else f"uniform has not caught up even at {catch[-1]['budget']:.0f}x the budget"
+            )
+            out.append(
+                f"**Compute uniform needs to catch up** (seed 0): fixed-first reaches mean fact NLL {target:.3f} at "
+                f"100% of the budget; uniform trained longer reaches {parts}; {verdict}."
+            )
         if bits_uni.max() < 0.8 * bits_ff.max():
             out.append(
                 f"Where this scale differs from the paper: at matched compute uniform training gets {uni[0]['steps']} "
