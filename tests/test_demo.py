@@ -97,3 +97,17 @@ def test_report_renders_readme_sections_from_results(quick):
         "<!-- demo:end -->\nrest\n"
     )
     assert "STALE-TEXT" not in rendered and text.strip() in rendered
+
+
+def test_catch_up_adds_longer_uniform_runs_without_touching_the_grid():
+    base, _ = plan(replace(QUICK, seeds=1))
+    more, _ = plan(replace(QUICK, seeds=1, catch_up=(2.0, 3.0)))
+    extra = {s.name: s for s in more if s.group == "catchup"}
+    assert sorted(extra) == ["uniform_b200_s0", "uniform_b300_s0"]
+    assert (
+        extra["uniform_b200_s0"].parent == "uniform_b300_s0"
+        and extra["uniform_b300_s0"].parent is None
+    )
+    assert extra["uniform_b300_s0"].steps > extra["uniform_b200_s0"].steps
+    grid = [(s.name, s.steps, s.parent, s.branch_step) for s in more if s.group != "catchup"]
+    assert grid == [(s.name, s.steps, s.parent, s.branch_step) for s in base]
