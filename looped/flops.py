@@ -387,13 +387,31 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help=f"preset name or YAML path (repeatable; default: all of {', '.join(preset_names())})",
     )
+    parser.add_argument(
+        "--tflops",
+        type=float,
+        help="sustained modeled TFLOP/s of your cluster (e.g. tokens/s x FLOPs/token from "
+        "scripts/gpu_smoke.sh, times the GPU count): adds the expected wall time of each run",
+    )
     args = parser.parse_args(argv)
+    if args.tflops is not None and args.tflops <= 0:
+        raise UserError(f"--tflops {args.tflops} must be > 0")
     if args.preset:
         groups = [preset_rows(name) for name in args.preset]
     else:  # every preset, smallest first
         groups = sorted((preset_rows(n) for n in preset_names()), key=lambda g: g[0]["params"])
     rows = [row for group in groups for row in group]
-    print(json.dumps(rows, indent=1) if args.json else format_table(rows))
+    if args.tflops:
+        for row in rows:
+            row["hours_at_tflops"] = row["total_flops"] / (args.tflops * 1e12) / 3600
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(format_table(rows))
+    if args.tflops:
+        print(f"\nexpected wall time at a sustained {args.tflops:g} modeled TFLOP/s:")
+        for row in rows:
+            print(f"  {row['preset']:<6} {row['schedule']:<44} {row['hours_at_tflops']:>9.1f} h")
     return 0
 
 

@@ -187,3 +187,13 @@ def test_peak_flops_and_mfu() -> None:
     assert peak_flops("NVIDIA A100-SXM4-80GB", "fp32") == 19.5e12
     assert peak_flops("cpu", "bf16") is None and peak_flops("Tesla V100-SXM2-16GB", "bf16") is None
     assert mfu(tokens_per_s=1e4, flops_per_token=3e9, peak_flops=1e14) == pytest.approx(0.3)
+
+
+def test_flops_tflops_adds_expected_wall_time(capsys) -> None:
+    from looped.cli import main as cli
+
+    assert cli(["flops", "--preset", "200m", "--tflops", "100", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    for row in rows:
+        assert row["hours_at_tflops"] == pytest.approx(row["total_flops"] / 100e12 / 3600)
+    assert cli(["flops", "--tflops", "0"]) == 2
