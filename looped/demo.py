@@ -374,13 +374,13 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
         train = [m for m in metrics if m["kind"] == "train"]
         evals = [m for m in metrics if m["kind"] == "eval"]
         curve = [[m["step"], m["loss"], m["depth"]] for m in train]
-        wall = train[-1]["wall"] if train else 0.0
+        wall = _train_wall(train[-1]) if train else 0.0
         pre_switch = None
         if spec.parent:
             parent = _read_metrics(runs_dir / spec.parent)
             ptrain = [m for m in parent if m["kind"] == "train" and m["step"] <= spec.branch_step]
             curve = [[m["step"], m["loss"], m["depth"]] for m in ptrain] + curve
-            wall += ptrain[-1]["wall"] if ptrain else 0.0
+            wall += _train_wall(ptrain[-1]) if ptrain else 0.0
             evals = [
                 m for m in parent if m["kind"] == "eval" and m["step"] == spec.branch_step
             ] + evals
@@ -397,6 +397,11 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
             **final, "pre_switch": pre_switch, "curve": curve,
         })  # fmt: skip
     return rows
+
+
+def _train_wall(record: dict) -> float:
+    """Seconds spent training (evaluations and checkpoints excluded where the log has it)."""
+    return record.get("train_wall", record["wall"])
 
 
 def _eval_row(record: dict) -> dict:

@@ -84,7 +84,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    model, cfg = load_model(args.run, args.device)
+    from looped.train import pick_device
+
+    device = str(pick_device(args.device, 0))
+    model, cfg = load_model(args.run, device)
     depths = parse_depths(args.depths)
     if max(depths) > cfg.model.max_depth:
         raise ValueError(
@@ -98,7 +101,7 @@ def main(argv: list[str]) -> int:
         cfg.batch_size,
         cfg.seq_len,
         args.batches or cfg.eval_batches,
-        args.device,
+        device,
     )
     if args.json:
         print(json.dumps({"run": args.run, "depths": depths, **result}, indent=2))

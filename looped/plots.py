@@ -341,19 +341,26 @@ def load_runs(paths: Iterable[str | Path]) -> list[dict]:
     return rows
 
 
+def _label(schedule: str) -> str:
+    from looped.demo import LABELS
+
+    return LABELS.get(schedule, schedule)
+
+
 def _run_row(run: Path) -> dict:
     from omegaconf import OmegaConf
 
     cfg = OmegaConf.load(run / "config.yaml")
-    records = [
-        json.loads(line)
-        for line in (run / "metrics.jsonl").read_text().splitlines()
-        if line.strip()
-    ]
+    records = []
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut short by a live or crashed run
     train = [r for r in records if r["kind"] == "train"]
     evals = [r for r in records if r["kind"] == "eval"]
     row: dict[str, Any] = {
-        "name": run.name, "schedule": str(cfg.schedule), "label": str(cfg.schedule), "seed": int(cfg.seed),
+        "name": run.name, "schedule": str(cfg.schedule), "label": _label(str(cfg.schedule)), "seed": int(cfg.seed),
         "budget": float(cfg.budget_frac or 1.0), "group": "main",
         "curve": [[r["step"], r["loss"], r["depth"]] for r in train],
         "flops": train[-1]["flops"] if train else 0.0,

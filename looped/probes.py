@@ -42,15 +42,22 @@ def one_update(
     x: torch.Tensor,
     y: torch.Tensor,
     depth: int,
+    micro_batch: int = 0,
 ) -> LoopedTransformer:
-    """A copy of `model` after one AdamW step at `depth` on (x, y); the original is untouched."""
+    """A copy of `model` after one AdamW step at `depth` on (x, y); the original is untouched.
+
+    (x, y) is the whole optimizer batch; `micro_batch` rows at a time accumulate its gradient,
+    as the trainer's gradient accumulation does (0: all rows at once).
+    """
     clone = copy.deepcopy(model).train()
     opt = make_optimizer(clone, optim_cfg)
     opt.load_state_dict(copy.deepcopy(optimizer_state))
     for group in opt.param_groups:
         group["lr"] = lr
-    _, loss = clone(x, depth, y)
-    loss.backward()
+    step = micro_batch or len(x)
+    for i in range(0, len(x), step):
+        _, loss = clone(x[i : i + step], depth, y[i : i + step])
+        (loss * len(x[i : i + step]) / len(x)).backward()
     if optim_cfg.grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(clone.parameters(), optim_cfg.grad_clip)
     opt.step()
@@ -79,13 +86,20 @@ def update_benefit(
     per_batch = []
     for b in range(n_batches):
         # Probe batches come from a stream the run itself never draws (micro index -1 - b).
-        x, y = source.train.sample_batch(
-            cfg.batch_size, cfg.seq_len, batch_generator(cfg.seed, step, -1 - b)
-        )
+        # A full optimizer batch (all micro-batches of one process), like a real update.
+        pairs = [
+            source.train.sample_batch(
+                cfg.batch_size, cfg.seq_len, batch_generator(cfg.seed, step, -1 - b, m)
+            )
+            for m in range(cfg.grad_accum)
+        ]
+        x, y = torch.cat([p[0] for p in pairs]), torch.cat([p[1] for p in pairs])
         after = {}
         for k in (shallow, deep):
             after[k] = nll_by_depth(
-                one_update(model, state["optimizer"], cfg.optim, lr, x, y, k), held_out, depths
+                one_update(model, state["optimizer"], cfg.optim, lr, x, y, k, cfg.batch_size),
+                held_out,
+                depths,
             )
         per_batch.append({d: after[shallow][d] - after[deep][d] for d in depths})
     mean = {d: sum(p[d] for p in per_batch) / n_batches for d in depths}

@@ -24,7 +24,8 @@ from looped.demo import FIXED, FIXED_FIRST, UNIFORM, format_summary
 def _runs(
     result: dict, schedule: str, budget: float | None = None, group: str = "main"
 ) -> list[dict]:
-    top = max(r["budget"] for r in result["runs"]) if budget is None else budget
+    main = [r["budget"] for r in result["runs"] if "main" in r["group"]]
+    top = max(main) if budget is None else budget
     return [
         r
         for r in result["runs"]
@@ -41,6 +42,10 @@ def findings(result: dict) -> list[str]:
     out = []
     depths = result["runs"][0]["depths"]
     at = {k: i for i, k in enumerate(depths)}
+    if not {1, 4, 8, 16} <= set(at):
+        return [
+            "(the findings need serving depths 1, 4, 8 and 16; this demo evaluated " + f"{depths})"
+        ]
 
     spec = sorted(
         (r for r in result["runs"] if "depth" in r["group"]),

@@ -144,9 +144,19 @@ def check_config(cfg: TrainConfig) -> None:
         )
     if cfg.dtype not in ("fp32", "bf16"):
         raise UserError(f"dtype={cfg.dtype!r}: choose fp32 or bf16")
-    for name in ("batch_size", "grad_accum", "seq_len"):
+    for name in (
+        "batch_size",
+        "grad_accum",
+        "seq_len",
+        "log_interval",
+        "eval_batches",
+        "keep_last",
+    ):
         if getattr(cfg, name) < 1:
             raise UserError(f"{name}={getattr(cfg, name)} must be >= 1")
+    for name in ("eval_interval", "ckpt_interval", "max_steps", "max_tokens", "global_batch"):
+        if getattr(cfg, name) < 0:
+            raise UserError(f"{name}={getattr(cfg, name)} must be >= 0")
     if cfg.seq_len > cfg.model.seq_len:
         raise UserError(
             f"seq_len={cfg.seq_len} exceeds model.seq_len={cfg.model.seq_len}; raise model.seq_len"
@@ -319,6 +329,10 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
             )
         opt_state = state["optimizer"]
         start_step, lineage, resumed_flops = state["step"], state.get("lineage", {}), state["flops"]
+        if start_step >= total and (out / "summary.json").is_file():
+            if dist.main and not opts.quiet:
+                print(f"{out} already finished {total} steps; nothing to resume", file=sys.stderr)
+            return json.loads((out / "summary.json").read_text())
     elif opts.branch_from or opts.init_from:
         ckpt = ckpt_lib.resolve_checkpoint(opts.branch_from or opts.init_from)
         ckpt_lib.load_weights(ckpt, model)
@@ -372,7 +386,11 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
     device_name = torch.cuda.get_device_name(dist.device) if dist.device.type == "cuda" else "cpu"
     peak = peak_flops(device_name, cfg.dtype)
 
+    saved: set[int] = set()
+
     def save(step: int) -> None:
+        started = time.time()
+        saved.add(step)
         weights = full_weights(ddp if is_sharded else model, cfg, dist)
         if is_sharded:
             from torch.distributed.checkpoint.state_dict import (
@@ -399,6 +417,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         ckpt_lib.save_checkpoint(
             out, step, weights, state, config_yaml, cfg.keep_last, keep=tuple(opts.save_steps)
         )
+        overhead[0] += time.time() - started
 
     board = _tensorboard(out) if cfg.tensorboard and dist.main else None
 
@@ -411,6 +430,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
                 board.add_scalar(f"{record['kind']}/{key}", value, record["step"])
 
     def run_eval(step: int) -> dict[str, Any]:
+        started = time.time()
         model.eval()
         with autocast:
             result = evaluate(
@@ -425,6 +445,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         model.train()
         record = {"kind": "eval", "step": step, "flops": flops_done, **result}
         log(record)
+        overhead[0] += time.time() - started
         return record
 
     model.train()
@@ -446,7 +467,8 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         f"{schedule.mean_depth(total):.2f}), modeled compute {planned:.3g} FLOPs, {model.num_params() / 1e6:.2f}M params"
     )
     eta_at = min(start_step + 20, total - 1)  # estimate wall time once the first steps are measured
-    t0, tokens_since, t_last = time.time(), 0, time.time()
+    t0, tokens_since, t_last, flops_last = time.time(), 0, time.time(), flops_done
+    overhead = [0.0]  # seconds spent in evaluation and checkpoints (not training)
     last_loss, last_eval = float("nan"), None
     with StopRequested() as stop:
         for step in range(start_step, total):
@@ -465,10 +487,11 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
                     _, loss = ddp(x, depth=depth, targets=y)
                 (loss / cfg.grad_accum).backward()
                 loss_sum += loss.detach().float().item() / cfg.grad_accum
-            if dist.enabled:  # every rank must agree to stop, so average the loss first
-                t = torch.tensor([loss_sum], device=dist.device)
+            stop_now = stop.flag
+            if dist.enabled:  # ranks must agree on the loss (NaN stop) and on a stop request
+                t = torch.tensor([loss_sum, float(stop.flag)], device=dist.device)
                 torch.distributed.all_reduce(t)
-                loss_sum = t.item() / dist.world
+                loss_sum, stop_now = t[0].item() / dist.world, t[1].item() > 0
             if not math.isfinite(loss_sum):
                 bar.close()
                 good = ckpt_lib.list_checkpoints(out)
@@ -496,28 +519,34 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
                 opts.on_step(done, total, loss_sum, depth)
             if done % cfg.log_interval == 0 or done == total:
                 now = time.time()
-                tps = tokens_since / max(now - t_last, 1e-9)
+                dt = max(now - t_last, 1e-9)
+                tps = tokens_since / dt
+                mfu = (flops_done - flops_last) / dt / (peak * dist.world) if peak else None
                 log({
                     "kind": "train", "step": done, "loss": loss_sum, "depth": depth, "lr": lr,
                     "tokens": done * tokens_per_step, "flops": flops_done, "wall": now - t0,
-                    "tokens_per_s": tps, "mfu": tps * fpt[depth] / peak if peak else None,
+                    "train_wall": now - t0 - overhead[0], "tokens_per_s": tps, "mfu": mfu,
                     "mem_gb": torch.cuda.max_memory_allocated(dist.device) / 2**30 if dist.device.type == "cuda" else None,
                 })  # fmt: skip
-                tokens_since, t_last = 0, now
+                tokens_since, t_last, flops_last = 0, now, flops_done
             if (
                 cfg.eval_interval and done % cfg.eval_interval == 0 or done in opts.eval_steps
             ) and done < total:
                 last_eval = run_eval(done)
             if (cfg.ckpt_interval and done % cfg.ckpt_interval == 0) or done in opts.save_steps:
                 save(done)
-            if stop.flag and done < total:
-                save(done)
+            if stop_now and done < total:
+                if done not in saved:
+                    save(done)
                 bar.close()
                 print(f"stopped at step {done}; continue with --resume", file=sys.stderr)
                 return {"stopped": done}
     bar.close()
+    if total not in saved:
+        save(total)  # the weights first: a failing final evaluation must not lose them
     last_eval = run_eval(total)
-    save(total)
+    if board is not None:
+        board.close()
     summary = {
         "steps": total, "schedule": str(schedule), "flops": flops_done, "final_loss": last_loss,
         "wall": time.time() - t0, "params": model.num_params(), "tokens": total * tokens_per_step,
@@ -599,6 +628,10 @@ def _check_branch(cfg: TrainConfig, schedule, total: int, ckpt: Path, state: dic
     learning rates and data up to the branch step."""
     parent = load_config(str(ckpt / "config.yaml"))
     step = state["step"]
+    if step > total:
+        raise UserError(
+            f"cannot branch from {ckpt}: it is at step {step}, past this run's {total} steps"
+        )
     parent_schedule = parse_schedule(state["schedule"], parent.seed)
     same = (
         parent.seed == cfg.seed
@@ -607,10 +640,12 @@ def _check_branch(cfg: TrainConfig, schedule, total: int, ckpt: Path, state: dic
         and parent.seq_len == cfg.seq_len
         and parent.data == cfg.data
         and parent.optim == cfg.optim
+        and parent.model == cfg.model
+        and parent.dtype == cfg.dtype
     )
     if not same:
         raise UserError(
-            f"cannot branch from {ckpt}: seed, batch, data or optimizer settings differ; use --init-from for a new run from its weights"
+            f"cannot branch from {ckpt}: seed, batch, data, model, dtype or optimizer settings differ; use --init-from for a new run from its weights"
         )
     for s in range(step):
         if parent_schedule.depth(s, state["total_steps"]) != schedule.depth(s, total):

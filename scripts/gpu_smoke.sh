@@ -30,7 +30,8 @@ late = rows[len(rows) // 3:]  # skip compilation and warm-up
 tps = sum(r["tokens_per_s"] for r in late) / len(late)
 mfu = [r["mfu"] for r in late if r["mfu"] is not None]
 mem = max(r["mem_gb"] or 0 for r in rows)
-print(f"gpu_smoke: {len(rows) * 10} steps, {tps:,.0f} tokens/s (mean over the last two thirds),"
-      f" MFU {sum(mfu) / len(mfu):.1%}" if mfu else " MFU n/a (unknown GPU peak)", end="")
+mfu_text = f" MFU {sum(mfu) / len(mfu):.1%}" if mfu else " MFU n/a (unknown GPU peak)"
+print(f"gpu_smoke: {rows[-1]['step']} steps, {tps:,.0f} tokens/s (mean over the last two thirds),"
+      + mfu_text, end="")
 print(f", peak memory {mem:.1f} GiB, final loss {rows[-1]['loss']:.3f}")
 PY

@@ -72,3 +72,15 @@ def test_probe_and_plot_commands(run, tmp_path, capsys):
     names = sorted(p.name for p in (tmp_path / "figs").glob("*.png"))
     assert names == ["fig2_nll_vs_flops.png", "fig3_loss_trajectory.png", "fig8_nll_by_depth.png"]
     assert cli(["plot", "--runs", str(tmp_path / "empty")]) == 2
+
+
+def test_one_update_accumulates_micro_batches_like_one_big_batch(run):
+    from looped import checkpoint as ckpt_lib
+
+    model, cfg = ckpt_lib.load_model(run / "ff")
+    state = ckpt_lib.load_state(ckpt_lib.resolve_checkpoint(run / "ff"))
+    x = torch.randint(0, cfg.model.vocab_size, (4, 16), generator=torch.Generator().manual_seed(0))
+    whole = one_update(model, state["optimizer"], cfg.optim, 1e-3, x, x, 3)
+    parts = one_update(model, state["optimizer"], cfg.optim, 1e-3, x, x, 3, micro_batch=2)
+    for (name, a), b in zip(whole.state_dict().items(), parts.state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=name)

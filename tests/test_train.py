@@ -228,6 +228,7 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_checkpoint(tmp_path, mon
         ("budget_flops=10", "below one step"),
         ("data.path=/nonexistent/corpus", "/nonexistent/corpus"),
         ("max_steps=0", "stop criterion"),
+        ("log_interval=0", "log_interval=0"),
     ],
 )
 def test_bad_config_exits_2_with_one_line(tmp_path, capsys, override, message):
@@ -332,3 +333,28 @@ def test_tensorboard_without_the_package_is_one_clear_line(tmp_path, capsys, mon
     )
     err = capsys.readouterr().err
     assert code == 2 and "pip install -e '.[tensorboard]'" in err
+
+
+def test_resume_of_a_finished_run_changes_nothing(tmp_path):
+    run = tmp_path / "r"
+    first = train(small("max_steps=3", "eval_interval=0"), run, quiet=True)
+    lines = (run / "metrics.jsonl").read_text()
+    again = train(small("max_steps=3", "eval_interval=0"), run, quiet=True, resume=True)
+    assert again == json.loads(json.dumps(first)) and (run / "metrics.jsonl").read_text() == lines
+
+
+def test_branch_from_beyond_the_end_is_refused(tmp_path):
+    parent = tmp_path / "p"
+    train(
+        small("max_steps=8", "schedule=fixed:4", "optim.lr_schedule=wsd", "eval_interval=0"),
+        parent,
+        quiet=True,
+        save_steps=(6,),
+    )
+    with pytest.raises(ValueError, match="past this run"):
+        train(
+            small("max_steps=4", "schedule=fixed:4", "optim.lr_schedule=wsd"),
+            tmp_path / "c",
+            quiet=True,
+            branch_from=str(parent / "checkpoints" / "step_0000006"),
+        )
