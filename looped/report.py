@@ -182,7 +182,13 @@ def demo_section(result: dict) -> str:
         f"{len(result['runs'])} runs, {s['seeds']} seeds, a {meta['params'] / 1e6:.2f}M-parameter model "
         f"(d={meta['model']['d_model']}, {meta['model']['n_block']} looped layer) on {meta['persons']} synthetic "
         f"persons, batch {meta['batch_size']}x{meta['seq_len']} tokens, {meta['dtype']}; full budget "
-        f"{meta['full_budget_flops']:.3g} modeled FLOPs. Full budget, seed means:",
+        f"{meta['full_budget_flops']:.3g} modeled FLOPs"
+        + (
+            f" (the optional `--catch-up` runs took {meta['catchup_seconds'] / 60:.1f} more minutes)"
+            if meta.get("catchup_seconds")
+            else ""
+        )
+        + ". Full budget, seed means:",
         "",
         format_summary(result["summary"]),
         "",
