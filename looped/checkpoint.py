@@ -103,6 +103,12 @@ def list_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
     root = Path(run_dir) / CKPT_DIR
     if not root.is_dir():
         return []
+    for old in root.glob(".old-step_*"):  # a crash between the two renames of a re-save
+        final = root / old.name.removeprefix(".old-")
+        if not final.exists():
+            old.rename(final)
+        else:
+            shutil.rmtree(old, ignore_errors=True)
     found = []
     for p in root.glob("step_*"):
         if (p / "model.safetensors").is_file() and (p / "state.pt").is_file():

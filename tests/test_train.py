@@ -358,3 +358,12 @@ def test_branch_from_beyond_the_end_is_refused(tmp_path):
             quiet=True,
             branch_from=str(parent / "checkpoints" / "step_0000006"),
         )
+
+
+def test_crash_between_the_renames_of_a_resave_recovers_the_old_checkpoint(tmp_path):
+    run = tmp_path / "r"
+    train(small("max_steps=2", "eval_interval=0"), run, quiet=True)
+    root = run / "checkpoints"
+    (root / "step_0000002").rename(root / ".old-step_0000002")  # as if killed mid re-save
+    assert [s for s, _ in ckpt_lib.list_checkpoints(run)] == [2]
+    assert not list(root.glob(".old-*"))
