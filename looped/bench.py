@@ -488,7 +488,7 @@ def _target(name, precision, value, op, bound, note, applies=True) -> dict:
 def machine_info(device: torch.device) -> dict[str, Any]:
     """What the numbers depend on: processor, cores, threads, library versions, time."""
     info: dict[str, Any] = {
-        "cpu": _cpu_name(),
+        "cpu": cpu_name(),
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
@@ -507,7 +507,8 @@ def machine_info(device: torch.device) -> dict[str, Any]:
     return info
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The processor's model name (from /proc/cpuinfo on Linux)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

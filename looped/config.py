@@ -10,7 +10,6 @@ YAML file works too.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,10 +126,10 @@ def _one_line(err: OmegaConfBaseException) -> str:
     return f"bad config value for {key!r}: {msg}" if key else f"bad config: {msg}"
 
 
-def to_dict(cfg: TrainConfig) -> dict:
-    return dataclasses.asdict(cfg)
+def to_yaml(cfg: TrainConfig) -> str:
+    """The resolved config as YAML, loadable again with load_config(path)."""
+    return OmegaConf.to_yaml(OmegaConf.structured(cfg))
 
 
 def save_config(cfg: TrainConfig, path: str | Path) -> None:
-    """Write the resolved config as YAML (loadable again with load_config(path))."""
-    Path(path).write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    Path(path).write_text(to_yaml(cfg))

@@ -25,7 +25,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import platform
 import queue as queue_lib
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -34,10 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from omegaconf import OmegaConf
 from tqdm.auto import tqdm
 
-from looped.config import TrainConfig, load_config
+from looped.config import TrainConfig, load_config, to_yaml
 from looped.errors import UserError
 
 FIXED = "fixed:4"
@@ -179,18 +177,14 @@ def _name(schedule: str, budget: float, seed: int) -> str:
 
 # -- execution -------------------------------------------------------------------------------
 def _run_one(
-    spec: dict, cfg_yaml: str, run_dir: str, branch_dir: str | None, progress: Any
+    spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None, progress: Any
 ) -> dict:
     """One run in a worker process: single-threaded, progress sent to the parent's queue."""
     import torch
 
-    from looped.config import TrainConfig
     from looped.train import train
 
     torch.set_num_threads(1)
-    cfg = OmegaConf.to_object(
-        OmegaConf.merge(OmegaConf.structured(TrainConfig), OmegaConf.create(cfg_yaml))
-    )
     last = [0.0]
 
     def on_step(done: int, total: int, loss: float, depth: int) -> None:
@@ -214,7 +208,7 @@ def _finished(run_dir: Path, cfg: TrainConfig, spec: RunSpec) -> bool:
     """A finished run with the same config and every checkpoint its children need."""
     if not (run_dir / "summary.json").is_file():
         return False
-    if (run_dir / "config.yaml").read_text() != OmegaConf.to_yaml(OmegaConf.structured(cfg)):
+    if (run_dir / "config.yaml").read_text() != to_yaml(cfg):
         return False
     return all((run_dir / "checkpoints" / f"step_{s:07d}").is_dir() for s in spec.save_steps)
 
@@ -302,9 +296,13 @@ def execute(
                     if spec.parent
                     else None
                 )
-                cfg_yaml = OmegaConf.to_yaml(OmegaConf.structured(configs[spec.name]))
                 future = pool.submit(
-                    _run_one, asdict(spec), cfg_yaml, str(runs_dir / spec.name), branch, progress
+                    _run_one,
+                    asdict(spec),
+                    configs[spec.name],
+                    str(runs_dir / spec.name),
+                    branch,
+                    progress,
                 )
                 running[future] = spec.name
                 position = free_positions.pop(0)
@@ -489,16 +487,10 @@ def format_summary(table: list[dict]) -> str:
 
 
 def machine_name() -> str:
-    """CPU model and core count, e.g. 'Intel Xeon ... (2 cores)', for the record."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model} ({os.cpu_count()} cores)"
+    """CPU model and core count, for the record."""
+    from looped.bench import cpu_name
+
+    return f"{cpu_name()} ({os.cpu_count()} cores)"
 
 
 # -- entry point -----------------------------------------------------------------------------

@@ -206,6 +206,28 @@ def demo_section(result: dict) -> str:
     return "\n".join(lines)
 
 
+def flops_section(presets: tuple[str, ...] = ("200m", "1b")) -> str:
+    """The full-scale presets and their modeled savings, computed from the presets themselves."""
+    from looped.config import load_config
+    from looped.flops import preset_rows
+    from looped.model import LoopedConfig
+
+    lines = [
+        "| preset | parameters | layers (prelude + loop + coda) | width | seq | F/R | schedule | saving vs uniform 1..16 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in presets:
+        m: LoopedConfig = load_config(name).model
+        for r in preset_rows(name):
+            if r["schedule"] == r["reference"]:
+                continue
+            lines.append(
+                f"| `{name}` | {r['params'] / 1e6:,.0f}M | {m.n_prelude} + {m.n_block} + {m.n_coda} | {m.d_model} | "
+                f"{r['seq_len']} | {r['fixed_over_loop']:.2f} | `{r['schedule']}` | {r['saving_vs_uniform']:.1%} |"
+            )
+    return "\n".join(lines)
+
+
 def _replace(text: str, name: str, body: str) -> str:
     pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)", re.S)
     if not pattern.search(text):
@@ -214,6 +236,7 @@ def _replace(text: str, name: str, body: str) -> str:
 
 
 def render(readme: str, root: Path) -> str:
+    readme = _replace(readme, "flops", flops_section())
     demo = root / "results" / "demo.json"
     if demo.is_file():
         readme = _replace(readme, "demo", demo_section(json.loads(demo.read_text())))

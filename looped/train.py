@@ -34,11 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import OmegaConf
 from tqdm.auto import tqdm
 
 from looped import checkpoint as ckpt_lib
-from looped.config import TrainConfig, load_config
+from looped.config import TrainConfig, load_config, to_yaml
 from looped.data.batching import batch_generator, build_source
 from looped.errors import UserError
 from looped.evaluate import evaluate
@@ -365,7 +364,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         optimizer.load_state_dict(opt_state)
         _move_optimizer_state(optimizer, dist.device)
 
-    config_yaml = OmegaConf.to_yaml(OmegaConf.structured(cfg))
+    config_yaml = to_yaml(cfg)
     if dist.main:
         (out / "config.yaml").write_text(config_yaml)
         if lineage:
@@ -476,7 +475,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
             lr = lr_at(step, total, cfg.optim)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            loss_sum = 0.0
+            loss_acc = torch.zeros((), device=dist.device)  # summed on device: one sync per step
             for micro in range(cfg.grad_accum):
                 x, y = source.train.sample_batch(
                     cfg.batch_size, cfg.seq_len, batch_generator(cfg.seed, step, micro, dist.rank)
@@ -486,12 +485,13 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
                 with _no_sync(ddp, cfg, dist, last), autocast:
                     _, loss = ddp(x, depth=depth, targets=y)
                 (loss / cfg.grad_accum).backward()
-                loss_sum += loss.detach().float().item() / cfg.grad_accum
+                loss_acc += loss.detach().float() / cfg.grad_accum
             stop_now = stop.flag
             if dist.enabled:  # ranks must agree on the loss (NaN stop) and on a stop request
-                t = torch.tensor([loss_sum, float(stop.flag)], device=dist.device)
+                t = torch.stack([loss_acc, torch.tensor(float(stop.flag), device=dist.device)])
                 torch.distributed.all_reduce(t)
-                loss_sum, stop_now = t[0].item() / dist.world, t[1].item() > 0
+                loss_acc, stop_now = t[0] / dist.world, t[1].item() > 0
+            loss_sum = loss_acc.item()
             if not math.isfinite(loss_sum):
                 bar.close()
                 good = ckpt_lib.list_checkpoints(out)

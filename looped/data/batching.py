@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
@@ -36,16 +36,6 @@ def mix_seed(*values: int) -> int:
 
 def batch_generator(seed: int, step: int, micro: int = 0, rank: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(mix_seed(seed, step, micro, rank))
-
-
-class Sampler(Protocol):
-    vocab_size: int
-
-    def sample_batch(
-        self, batch_size: int, seq_len: int, generator: torch.Generator
-    ) -> tuple[Tensor, Tensor]: ...
-
-    def iter_eval_batches(self, batch_size: int, seq_len: int, n_batches: int): ...
 
 
 class TokenStream:
