@@ -1,7 +1,8 @@
 """Speed benchmark: the looped model against a stacked-layer peer, the matmul ceiling, and the
 paper's modeled savings against measured time, all side by side in one process.
 
-    looped bench                        # default sizes: about 3 minutes on 2 idle CPU cores
+    looped bench                        # default sizes: about 6 minutes on 2 idle CPU cores
+    looped bench --widths 0             # skip the width scan (half the time)
     looped bench --quick                # toy sizes, seconds (what the tests run)
     looped bench --json                 # print the JSON record instead of the markdown tables
     looped bench --no-peer              # skip the Hugging Face peer (no `transformers` needed)
@@ -32,6 +33,10 @@ Why each measurement, and what it is compared with:
    Every depth needs its own head and loss, so the modeled floor is (16 L + 16 E) / (16 L + E);
    the table prints it next to the measurement.
 
+Measurements 2 and 5 are repeated over a width scan (256, 512, 1024 by default; head dim 64),
+looped model only: both ratios depend on how much of the work is in the block's matmuls, which
+grows with width, so the scan shows where on this machine each target is and is not met.
+
 Every time is the minimum over ``reps`` steps after ``warmup`` untimed ones, and the models
 compared are timed in turn within each repetition, so background load hits them alike. Other
 processes still slow wall-clock down: take numbers on a quiet machine (the record keeps the load
@@ -60,7 +65,7 @@ import torch.nn.functional as F
 from looped.config import OptimConfig
 from looped.errors import UserError
 from looped.flops import flops_per_token, saving
-from looped.model import LoopedConfig, LoopedTransformer, _fp32_attention_is_faster
+from looped.model import LoopedConfig, LoopedTransformer, causal_attention
 from looped.schedules import parse_schedule
 from looped.train import make_optimizer
 
@@ -85,6 +90,8 @@ class BenchConfig:
     real_steps: int = 20  # steps of the real run of both schedules (0 = skip)
     serve_depth: int = 16  # serving sweep over K = 1..serve_depth
     ceiling_sizes: tuple[int, ...] = (1024, 2048)  # square GEMMs for the CPU matmul ceiling
+    widths: tuple[int, ...] = (256, 512, 1024)  # width scan of measurements 2 and 5 (head dim 64)
+    width_depth: int = 4  # K of the width scan's train step
     threads: int = 0  # torch CPU threads; 0 = torch's default
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     compile: bool = False  # compile the repeated layer: compile_block() here, each peer layer
@@ -108,6 +115,8 @@ QUICK = BenchConfig(
     real_steps=4,
     serve_depth=4,
     ceiling_sizes=(128,),
+    widths=(32, 64),
+    width_depth=2,
 )
 
 TARGETS = {
@@ -173,7 +182,7 @@ def kernel_floor(cfg: BenchConfig, precision: str, device: torch.device) -> tupl
     """(per loop, fixed) seconds of a train step's matmuls and attention kernel alone.
 
     Each linear layer costs three matmuls per step (forward, input gradient, weight gradient);
-    attention is the SDPA kernel forward and backward in the dtype the looped model runs it in.
+    attention is ``causal_attention`` forward and backward, by the path the looped model takes.
     The sum is what any implementation built on these kernels pays, so peer / floor bounds the
     speed-up left to win by removing everything else (in fp32, where the peer's kernels are
     the same).
@@ -190,18 +199,17 @@ def kernel_floor(cfg: BenchConfig, precision: str, device: torch.device) -> tupl
         g = torch.randn(M, n_out, device=device, dtype=dtype)
         return lambda: (x @ w.t(), g @ w, g.t() @ x)
 
-    with _autocast(precision, device):
-        probe = torch.randn(1, 1, T, mc.head_dim, device=device, dtype=dtype)
-        attn_dtype = torch.float32 if _fp32_attention_is_faster(probe) else dtype
-    qkv = [
-        torch.randn(
-            B, cfg.n_head, T, mc.head_dim, device=device, dtype=attn_dtype, requires_grad=True
-        )
-        for _ in range(3)
+    # q and k arrive in fp32 (RoPE's tables are fp32), v in the layer's dtype, as in the model.
+    qk = [
+        torch.randn(B, cfg.n_head, T, mc.head_dim, device=device, requires_grad=True)
+        for _ in range(2)
     ]
+    v = torch.randn(B, cfg.n_head, T, mc.head_dim, device=device, dtype=dtype, requires_grad=True)
 
     def attention() -> None:
-        F.scaled_dot_product_attention(*qkv, is_causal=True).backward(qkv[0].detach())
+        with _autocast(precision, device):
+            y = causal_attention(*qk, v)
+        y.backward(torch.ones_like(y))
 
     layer = {"qkv": linear(d, 3 * d), "proj": linear(d, d), "up": linear(d, 2 * f)}
     layer |= {"down": linear(f, d), "attention": attention}
@@ -217,7 +225,8 @@ def _autocast(precision: str, device: torch.device) -> AbstractContextManager:
 
 # -- the two models --------------------------------------------------------------------------
 def looped_config(cfg: BenchConfig) -> LoopedConfig:
-    top = max(*cfg.depths, cfg.serve_depth, _max_depth(cfg.schedule), _max_depth(cfg.reference))
+    top = max(*cfg.depths, cfg.serve_depth, cfg.width_depth)
+    top = max(top, _max_depth(cfg.schedule), _max_depth(cfg.reference))
     return LoopedConfig(
         vocab_size=cfg.vocab_size,
         seq_len=cfg.seq_len,
@@ -301,7 +310,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     record: dict[str, Any] = {"config": asdict(cfg), "machine": machine_info(device)}
     load_start, t_start = _load(), time.perf_counter()
 
-    train_rows, serve_rows, schedule_rows = [], [], []
+    train_rows, serve_rows, schedule_rows, width_rows = [], [], [], []
     per_k: dict[int, float] = {}
     for precision in cfg.precisions:
         autocast = _autocast(precision, device)
@@ -312,6 +321,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         opt = make_optimizer(model, OptimConfig())
         train_rows += _train_rows(cfg, mc, precision, model, opt, x, y, device)
         serve_rows.append(_serve_row(cfg, mc, precision, model, x, y, device))
+        ceiling = train_rows[-1]["ceiling_flops_per_s"]
+        width_rows += _width_rows(cfg, precision, ceiling, x, y, device)
         if precision == cfg.precisions[0]:  # the per-K sweep is the longest part: one precision
             schedule_rows, per_k = _schedules(cfg, mc, model, opt, x, y, autocast, device)
             for row in schedule_rows:
@@ -321,6 +332,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         train=train_rows,
         serve=serve_rows,
         schedule=schedule_rows,
+        widths=width_rows,
         step_ms_by_depth={str(k): 1e3 * v for k, v in per_k.items()},
     )
     record["targets"] = targets(cfg, mc, train_rows, serve_rows, schedule_rows)
@@ -386,6 +398,35 @@ def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
         "sweep_ms": 1e3 * t["sweep"], "sweep_over_forward": t["sweep"] / t["forward"],
         "modeled_ratio": (forward_flops + (top - 1) * head) / forward_flops,
     }  # fmt: skip
+
+
+def _width_rows(cfg, precision, ceiling, x, y, device) -> list[dict]:
+    """Measurements 2 and 5 at growing width (head dim 64, K=width_depth): the matmuls' share of
+    the work grows with width (d^2 against the d of attention and elementwise passes), and the
+    block's against the head's, so both ratios say how close to the machine's limit the code runs
+    at the sizes the paper trains."""
+    autocast, rows = _autocast(precision, device), []
+    k, tokens = cfg.width_depth, cfg.batch_size * cfg.seq_len
+    for d in cfg.widths:
+        wcfg = replace(cfg, d_model=d, n_head=max(1, d // 64), d_ff=0)
+        mc = looped_config(wcfg)
+        torch.manual_seed(cfg.seed)
+        model = LoopedTransformer(mc).to(device)
+        if cfg.compile:
+            model.compile_block()
+        opt = make_optimizer(model, OptimConfig())
+        step = _looped_step(model, opt, x, y, k, autocast)
+        warmup = max(cfg.warmup, 2) if cfg.compile else cfg.warmup
+        t = time_min({"step": step}, warmup, cfg.reps, device, CLOCKS[cfg.clock])["step"]
+        achieved = flops_per_token(mc, k, cfg.seq_len) * tokens / t
+        serve = _serve_row(wcfg, mc, precision, model, x, y, device)
+        rows.append({
+            "precision": precision, "d_model": d, "n_head": mc.n_head, "depth": k,
+            "looped_ms": 1e3 * t, "looped_flops_per_s": achieved, "of_ceiling": achieved / ceiling,
+            "sweep_over_forward": serve["sweep_over_forward"],
+            "sweep_modeled_ratio": serve["modeled_ratio"],
+        })  # fmt: skip
+    return rows
 
 
 def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict], dict[int, float]]:
@@ -546,8 +587,12 @@ def _check(cfg: BenchConfig) -> None:
         raise UserError(f"clock {cfg.clock!r} unknown; use wall or process")
     if cfg.serve_depth < 1:
         raise UserError(f"serve depth {cfg.serve_depth} must be >= 1")
+    if cfg.width_depth < 1 or any(d < 2 for d in cfg.widths):
+        raise UserError("width-depth must be >= 1 and widths >= 2, e.g. --widths 256,512,1024")
     try:
         looped_config(cfg)
+        for d in cfg.widths:
+            looped_config(replace(cfg, d_model=d, n_head=max(1, d // 64), d_ff=0))
     except ValueError as err:
         raise UserError(f"bad model shape: {err}") from None
 
@@ -605,6 +650,25 @@ def markdown(record: dict[str, Any]) -> str:
             f"| K=1..{r['depth']} vs K={r['depth']} | {r['precision']} | {r['forward_ms']:.1f} | "
             f"{r['sweep_ms']:.1f} | {r['sweep_over_forward']:.3f} | {r['modeled_ratio']:.3f} |"
         )
+    if record.get("widths"):
+        k = record["widths"][0]["depth"]
+        of, sweep = TARGETS["of_ceiling"], TARGETS["sweep_ratio"]
+        lines += [
+            "",
+            f"Width scan (head dim 64, looped model only): train step at K={k}, serving sweep "
+            f"K=1..{cfg['serve_depth']}; the targets of measurements 2 and 5 at each width.",
+            "",
+            f"| precision | width | heads | step ms | of ceiling | >= {of:.0%} | "
+            f"sweep / forward | modeled floor | <= {sweep} |",
+            "|---|---:|---:|---:|---:|---|---:|---:|---|",
+        ]
+        for r in record["widths"]:
+            lines.append(
+                f"| {r['precision']} | {r['d_model']} | {r['n_head']} | {r['looped_ms']:.1f} | "
+                f"{r['of_ceiling']:.1%} | {_yes(r['of_ceiling'] >= of)} | "
+                f"{r['sweep_over_forward']:.3f} | {r['sweep_modeled_ratio']:.3f} | "
+                f"{_yes(r['sweep_over_forward'] <= sweep)} |"
+            )
     lines += [
         "",
         "| target | precision | measured | bound | met | note |",
@@ -617,6 +681,10 @@ def markdown(record: dict[str, Any]) -> str:
             f"{met} | {t['note']} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _yes(met: bool) -> str:
+    return "yes" if met else "**no**"
 
 
 def _tuples(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -662,12 +730,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab-size", type=int, help="vocabulary")
     parser.add_argument("--reps", type=int, help="timed steps per measurement")
     parser.add_argument("--real-steps", type=int, help="steps of the real schedule run (0 = skip)")
+    parser.add_argument(
+        "--widths", type=_int_list, help="width scan, e.g. 256,512,1024 (0 = skip the scan)"
+    )
     args = parser.parse_args(argv)
 
     cfg = QUICK if args.quick else BenchConfig()
     fields = ["threads", "device", "clock", "depths", "d_model", "n_head", "seq_len", "batch_size"]
-    fields += ["vocab_size", "reps", "real_steps"]
+    fields += ["vocab_size", "reps", "real_steps", "widths"]
     overrides = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
+    if overrides.get("widths") == (0,):
+        overrides["widths"] = ()
     if args.precisions:
         overrides["precisions"] = tuple(p.strip() for p in args.precisions.split(","))
     cfg = replace(cfg, peer=not args.no_peer, compile=args.compile, **overrides)

@@ -6,8 +6,10 @@
         -> H (optional coda layers, final RMSNorm, LM head)        logits
 
 Parameters do not grow with K; compute does (see ``looped.flops``). Each layer is a pre-norm
-Llama-style layer: RMSNorm, causal attention with RoPE through ``F.scaled_dot_product_attention``,
-RMSNorm, SwiGLU MLP, no biases.
+Llama-style layer: RMSNorm, causal attention with RoPE (``F.scaled_dot_product_attention``, or
+masked matmuls where those are faster), RMSNorm, SwiGLU MLP, no biases. RMSNorm, RoPE and the
+SwiGLU gate use the hand-written backward passes of ``looped.kernels`` (same maths, fewer passes
+over memory).
 
 Input injection feeds the embedding back in before every loop after the first:
 
@@ -37,6 +39,8 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
+
+from looped.kernels import rms_norm, rope_qkv, swiglu
 
 INJECTIONS = ("add", "concat", "none")
 
@@ -99,7 +103,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+        return rms_norm(x, self.weight, self.eps)
 
 
 def rope_tables(seq_len: int, head_dim: int, base: float) -> tuple[Tensor, Tensor]:
@@ -110,27 +114,44 @@ def rope_tables(seq_len: int, head_dim: int, base: float) -> tuple[Tensor, Tenso
     return angles.cos(), angles.sin()
 
 
-def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+def attention_path(q: Tensor) -> str:
+    """Which attention kernel is fastest for these queries: "sdpa", "fp32" or "matmul".
 
-
-def _fp32_attention_is_faster(q: Tensor) -> bool:
-    """Speed, not accuracy: run attention in fp32 under CPU bf16 autocast where that is faster.
-
-    PyTorch's CPU flash-attention kernel is slower in bf16 than in fp32 at the short sequences and
-    small heads a CPU trains (forward + backward, one thread, torch 2.13: 3.7x slower at T=128 with
-    head dim 16, 1.6x at head dim 64, 1.1x at T=256 / head dim 64, even at T=512 / head dim 64);
-    from T=1024 or head dim 128 on, bf16 wins by up to 16%. RoPE already returns fp32 q and k
-    (its tables are fp32), so this casts only v. ``looped bench`` measures the effect.
+    Speed, not accuracy, decides. Under CPU bf16 autocast PyTorch's flash kernel is slower in bf16
+    than in fp32 at the short sequences and small heads a CPU trains (forward + backward, torch
+    2.13, head dim 64: 1.6x slower at T=128, 1.1x at T=256 and 512), and plain matmuls with a
+    causal mask beat both up to T=256 (bf16 matmuls, fp32 softmax: 1.5x faster than the fp32
+    kernel at T=128, 1.3x at T=256). The matmul path keeps the T x T scores for backward, which is
+    why it stops at T=256. From T=1024 or head dim 128 on, bf16 flash wins and is used as is.
+    ``looped bench`` measures the effect (its kernel floor uses the same choice).
     """
-    return (
+    cpu_bf16 = (
         q.device.type == "cpu"
         and torch.is_autocast_enabled("cpu")
         and torch.get_autocast_dtype("cpu") == torch.bfloat16
-        and q.shape[-2] <= 512
         and q.shape[-1] <= 64
     )
+    if not cpu_bf16 or q.shape[-2] > 512:
+        return "sdpa"
+    return "matmul" if q.shape[-2] <= 256 else "fp32"
+
+
+def causal_attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """softmax(q k^T / sqrt(d) + causal mask) v over (B, H, T, d), by the fastest path above.
+
+    Under bf16 autocast q, k and v arrive in bf16 (``looped.kernels.rope_qkv``); the matmul path
+    takes the softmax in fp32 (autocast does), the fp32 path casts all three up.
+    """
+    path = attention_path(q)
+    if path == "matmul":
+        t = q.shape[-2]
+        scores = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5
+        future = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
+        return scores.masked_fill(future, float("-inf")).softmax(-1) @ v  # autocast: fp32 softmax
+    if path == "fp32":
+        with torch.autocast("cpu", enabled=False):
+            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 class Attention(nn.Module):
@@ -141,26 +162,19 @@ class Attention(nn.Module):
         self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-        q, k, v = rearrange(self.qkv(x), "b t (three h d) -> three b h t d", three=3, h=self.n_head)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if _fp32_attention_is_faster(q):
-            with torch.autocast("cpu", enabled=False):
-                y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
-        else:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        q, k, v = rope_qkv(self.qkv(x), cos, sin, self.n_head)  # each (B, H, T, D)
+        y = causal_attention(q, k, v)
         return self.proj(rearrange(y, "b h t d -> b t (h d)"))
 
 
 class SwiGLU(nn.Module):
     def __init__(self, cfg: LoopedConfig) -> None:
         super().__init__()
-        self.d_ff = cfg.ff_dim
-        self.up = nn.Linear(cfg.d_model, 2 * self.d_ff, bias=False)  # fused gate and up
-        self.down = nn.Linear(self.d_ff, cfg.d_model, bias=False)
+        self.up = nn.Linear(cfg.d_model, 2 * cfg.ff_dim, bias=False)  # fused gate and up
+        self.down = nn.Linear(cfg.ff_dim, cfg.d_model, bias=False)
 
     def forward(self, x: Tensor) -> Tensor:
-        gate, up = self.up(x).split(self.d_ff, dim=-1)
-        return self.down(F.silu(gate) * up)
+        return self.down(swiglu(self.up(x)))  # silu(gate) * up
 
 
 class Layer(nn.Module):

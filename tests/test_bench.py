@@ -44,6 +44,16 @@ def test_quick_run_without_peer_writes_consistent_record(tmp_path):
     assert text.count("| fp32 |") >= len(TOY.depths)
     names = {t["target"] for t in record["targets"]}
     assert not any("peer" in n for n in names)  # no peer, no peer target
+    # the width scan: every precision x width, the same FLOP accounting, heads of dim 64 (or 1)
+    assert [(r["precision"], r["d_model"]) for r in record["widths"]] == [
+        (p, d) for p in TOY.precisions for d in TOY.widths
+    ]
+    for r in record["widths"]:
+        wc = bench.looped_config(replace(TOY, d_model=r["d_model"], n_head=r["n_head"]))
+        flops = flops_per_token(wc, TOY.width_depth, TOY.seq_len) * tokens
+        assert r["looped_flops_per_s"] == pytest.approx(flops / (r["looped_ms"] / 1e3), rel=1e-9)
+        assert r["n_head"] == max(1, r["d_model"] // 64) and r["sweep_modeled_ratio"] > 1
+    assert "Width scan" in text and text.count("| fp32 | 64 |") == 1
 
 
 def test_bad_arguments_are_user_errors():
@@ -86,28 +96,3 @@ def _block(cfg):
     from looped.model import LoopedTransformer
 
     return LoopedTransformer(cfg).block
-
-
-@pytest.mark.parametrize(("n_head", "expected"), [(4, torch.float32), (2, torch.bfloat16)])
-def test_cpu_autocast_attention_dtype(monkeypatch, n_head, expected):
-    """The speed trick the benchmark measures: under CPU bf16 autocast, attention with head dim
-    <= 64 (here 64) runs in fp32, where PyTorch's CPU kernel is faster; head dim 128 stays bf16."""
-    from looped.model import LoopedConfig, LoopedTransformer
-
-    seen = []
-    sdpa = torch.nn.functional.scaled_dot_product_attention
-
-    def spy(q, k, v, **kw):
-        out = sdpa(q, k, v, **kw)
-        seen.append(out.dtype)  # the dtype the kernel ran in (autocast casts inside the call)
-        return out
-
-    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
-    model = LoopedTransformer(LoopedConfig(vocab_size=32, seq_len=8, d_model=256, n_head=n_head))
-    idx = torch.randint(0, 32, (1, 8))
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        model(idx, depth=2)
-    assert seen == [expected] * 2
-    seen.clear()
-    model(idx, depth=1)  # no autocast: fp32 as always
-    assert seen == [torch.float32]
