@@ -1,10 +1,10 @@
-"""Three layer pieces with hand-written backward passes: RMSNorm, RoPE on the fused q/k/v
-projection, and the SwiGLU gate.
+"""Two layer pieces with hand-written backward passes: RMSNorm, and RoPE on the fused q/k/v
+projection.
 
 Why: on a CPU in eager mode a train step spends about a quarter of its time outside the matmuls
 and the attention kernel, in elementwise passes over memory. Autograd's generic backward of the
-textbook formulas makes more passes than the maths needs: the concatenations that undo ``split``
-and ``chunk`` (the fused projections, rotate-half RoPE), RMSNorm's seven-op chain. Each function
+textbook formulas makes more passes than the maths needs: the concatenations that undo the
+split of the fused q/k/v projection and rotate-half RoPE's ``chunk``, RMSNorm's seven-op chain. Each function
 here makes the fewest passes it can in plain PyTorch and writes input gradients straight into
 one buffer, so the fused projections get their gradient without a concatenation.
 
@@ -17,7 +17,6 @@ them (``LoopedTransformer.compile_block``).
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 
@@ -74,7 +73,9 @@ class _RopeQKV(torch.autograd.Function):
         b, t, three_d = qkv.shape
         x = qkv.view(b, t, 3, n_head, three_d // (3 * n_head))
         half = x.shape[-1] // 2
-        cos, sin = cos[:, None, None, :half], sin[:, None, None, :half]  # (T, 1, 1, D/2)
+        # Tables in qkv's dtype (as Hugging Face's Llama does): mixed dtypes would make every
+        # kernel below write a temporary and copy it, three times slower under bf16 autocast.
+        cos, sin = (t[:, None, None, :half].to(qkv.dtype) for t in (cos, sin))  # (T, 1, 1, D/2)
         out = torch.empty_like(x)
         _rotate(x[:, :, :2], cos, sin, out[:, :, :2], 1.0)
         out[:, :, 2].copy_(x[:, :, 2])
@@ -98,34 +99,7 @@ def rope_qkv(qkv: Tensor, cos: Tensor, sin: Tensor, n_head: int) -> tuple[Tensor
 
     The gradient of q, k and v lands in one (B, T, 3 H D) buffer, which is what the fused
     projection's backward reads; autograd would build it with concatenations. Everything stays
-    in qkv's dtype (bf16 under autocast, as the attention matmuls run), rotated in fp32 inside
-    each kernel.
+    in qkv's dtype, the tables included (bf16 under autocast, the dtype the attention matmuls
+    read).
     """
     return _RopeQKV.apply(qkv, cos, sin, n_head)
-
-
-class _SwiGLU(torch.autograd.Function):
-    """(..., 2F) fused gate/up projection -> silu(gate) * up, (..., F)."""
-
-    @staticmethod
-    def forward(ctx, h: Tensor) -> Tensor:
-        gate, up = h.chunk(2, dim=-1)
-        act = F.silu(gate)
-        ctx.save_for_backward(h, act)
-        return act * up
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> Tensor:
-        h, act = ctx.saved_tensors
-        grad = grad.to(h.dtype)
-        gate, up = h.chunk(2, dim=-1)
-        dh = torch.empty_like(h)
-        f = gate.shape[-1]
-        torch.mul(grad, act, out=dh[..., f:])
-        torch.ops.aten.silu_backward.grad_input(grad * up, gate, grad_input=dh[..., :f])
-        return dh
-
-
-def swiglu(h: Tensor) -> Tensor:
-    """silu(gate) * up for h = [gate, up]; the gradient of both halves lands in one buffer."""
-    return _SwiGLU.apply(h)

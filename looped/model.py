@@ -7,9 +7,8 @@
 
 Parameters do not grow with K; compute does (see ``looped.flops``). Each layer is a pre-norm
 Llama-style layer: RMSNorm, causal attention with RoPE (``F.scaled_dot_product_attention``, or
-masked matmuls where those are faster), RMSNorm, SwiGLU MLP, no biases. RMSNorm, RoPE and the
-SwiGLU gate use the hand-written backward passes of ``looped.kernels`` (same maths, fewer passes
-over memory).
+masked matmuls where those are faster), RMSNorm, SwiGLU MLP, no biases. RMSNorm and RoPE use the
+hand-written backward passes of ``looped.kernels`` (same maths, fewer passes over memory).
 
 Input injection feeds the embedding back in before every loop after the first:
 
@@ -40,7 +39,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
-from looped.kernels import rms_norm, rope_qkv, swiglu
+from looped.kernels import rms_norm, rope_qkv
 
 INJECTIONS = ("add", "concat", "none")
 
@@ -174,7 +173,8 @@ class SwiGLU(nn.Module):
         self.down = nn.Linear(cfg.ff_dim, cfg.d_model, bias=False)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.down(swiglu(self.up(x)))  # silu(gate) * up
+        gate, up = self.up(x).chunk(2, dim=-1)
+        return self.down(F.silu(gate) * up)
 
 
 class Layer(nn.Module):
