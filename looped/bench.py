@@ -21,8 +21,8 @@ Why each measurement, and what it is compared with:
    runs the very same kernels, so peer / floor is the most any implementation on them could
    gain; in bf16 the peer's attention runs in bf16, slower on CPU (see ``looped.model``).
 2. Achieved FLOP/s (modeled FLOPs from ``looped.flops`` over the step time) against the matmul
-   ceiling of the same precision, measured in the same run (best square GEMM rate). Target:
-   >= 85% at width >= 256.
+   ceiling of the same precision (best square GEMM rate), timed in turn with the steps of each
+   row so that load changes cancel out. Target: >= 85% at width >= 256.
 3. Cost linear in K: step time at the largest K over the smallest against the modeled FLOP
    ratio; target within 10%.
 4. Time saved by fixed-first over uniform-depth training for the same number of steps, against
@@ -160,22 +160,23 @@ def time_min(
     return best
 
 
-def matmul_ceiling(
-    precision: str,
-    device: torch.device,
-    sizes: tuple[int, ...],
-    reps: int = 3,
-    clock: Callable[[], float] = time.perf_counter,
-) -> float:
-    """Best FLOP/s of a square matmul in this precision on this device (the attainable peak)."""
+def ceiling_fns(precision: str, device: torch.device, sizes: tuple[int, ...]) -> dict[str, Any]:
+    """Square matmuls in this precision, one per size, to time alongside the model steps."""
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    best = 0.0
+    fns = {}
     for n in sizes:
-        a = torch.randn(n, n, device=device, dtype=dtype)
-        b = torch.randn(n, n, device=device, dtype=dtype)
-        t = time_min({"mm": lambda a=a, b=b: a @ b}, 1, reps, device, clock)["mm"]
-        best = max(best, 2 * n**3 / t)
-    return best
+        a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+        fns[f"ceiling {n}"] = lambda a=a, b=b: a @ b
+    return fns
+
+
+def ceiling_rate(times: dict[str, float]) -> float:
+    """The best FLOP/s among the timed ``ceiling_fns`` (the attainable matmul peak)."""
+    return max(2 * int(k.split()[1]) ** 3 / t for k, t in times.items() if k.startswith("ceiling"))
+
+
+def _ceiling_sizes(cfg: BenchConfig, device: torch.device) -> tuple[int, ...]:
+    return cfg.ceiling_sizes if device.type == "cpu" else (4096, 8192)  # a GPU needs bigger
 
 
 def kernel_floor(cfg: BenchConfig, precision: str, device: torch.device) -> tuple[float, float]:
@@ -321,8 +322,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         opt = make_optimizer(model, OptimConfig())
         train_rows += _train_rows(cfg, mc, precision, model, opt, x, y, device)
         serve_rows.append(_serve_row(cfg, mc, precision, model, x, y, device))
-        ceiling = train_rows[-1]["ceiling_flops_per_s"]
-        width_rows += _width_rows(cfg, precision, ceiling, x, y, device)
+        width_rows += _width_rows(cfg, precision, x, y, device)
         if precision == cfg.precisions[0]:  # the per-K sweep is the longest part: one precision
             schedule_rows, per_k = _schedules(cfg, mc, model, opt, x, y, autocast, device)
             for row in schedule_rows:
@@ -345,8 +345,7 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
     """Measurements 1-3: train step at each K against the K-layer peer, against the kernel
     floor, and as FLOP/s against the matmul ceiling."""
     autocast = _autocast(precision, device)
-    sizes = cfg.ceiling_sizes if device.type == "cpu" else (4096, 8192)  # a GPU needs bigger
-    ceiling = matmul_ceiling(precision, device, sizes, clock=CLOCKS[cfg.clock])
+    ceiling_mm = ceiling_fns(precision, device, _ceiling_sizes(cfg, device))
     floor_loop, floor_fixed = kernel_floor(cfg, precision, device)
     warmup = max(cfg.warmup, 2) if cfg.compile else cfg.warmup  # compiling is not timed
     tokens = cfg.batch_size * cfg.seq_len
@@ -360,8 +359,10 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
                 for layer in peer.model.layers:
                     layer.compile()
             fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, autocast)
-        t = time_min(fns, warmup, cfg.reps, device, CLOCKS[cfg.clock])
+        # the ceiling is timed in turn with the steps, so a change in load hits both alike
+        t = time_min(fns | ceiling_mm, warmup, cfg.reps, device, CLOCKS[cfg.clock])
         achieved = flops_per_token(mc, k, cfg.seq_len) * tokens / t["looped"]
+        ceiling = ceiling_rate(t)
         rows.append({
             "precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"],
             "peer_ms": 1e3 * t["peer"] if cfg.peer else None,
@@ -400,7 +401,7 @@ def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
     }  # fmt: skip
 
 
-def _width_rows(cfg, precision, ceiling, x, y, device) -> list[dict]:
+def _width_rows(cfg, precision, x, y, device) -> list[dict]:
     """Measurements 2 and 5 at growing width (head dim 64, K=width_depth): the matmuls' share of
     the work grows with width (d^2 against the d of attention and elementwise passes), and the
     block's against the head's, so both ratios say how close to the machine's limit the code runs
@@ -417,12 +418,15 @@ def _width_rows(cfg, precision, ceiling, x, y, device) -> list[dict]:
         opt = make_optimizer(model, OptimConfig())
         step = _looped_step(model, opt, x, y, k, autocast)
         warmup = max(cfg.warmup, 2) if cfg.compile else cfg.warmup
-        t = time_min({"step": step}, warmup, cfg.reps, device, CLOCKS[cfg.clock])["step"]
+        ceiling_mm = ceiling_fns(precision, device, _ceiling_sizes(cfg, device))
+        times = time_min({"step": step} | ceiling_mm, warmup, cfg.reps, device, CLOCKS[cfg.clock])
+        t, ceiling = times["step"], ceiling_rate(times)
         achieved = flops_per_token(mc, k, cfg.seq_len) * tokens / t
         serve = _serve_row(wcfg, mc, precision, model, x, y, device)
         rows.append({
             "precision": precision, "d_model": d, "n_head": mc.n_head, "depth": k,
-            "looped_ms": 1e3 * t, "looped_flops_per_s": achieved, "of_ceiling": achieved / ceiling,
+            "looped_ms": 1e3 * t, "looped_flops_per_s": achieved, "ceiling_flops_per_s": ceiling,
+            "of_ceiling": achieved / ceiling,
             "sweep_over_forward": serve["sweep_over_forward"],
             "sweep_modeled_ratio": serve["modeled_ratio"],
         })  # fmt: skip

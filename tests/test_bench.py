@@ -52,6 +52,7 @@ def test_quick_run_without_peer_writes_consistent_record(tmp_path):
         wc = bench.looped_config(replace(TOY, d_model=r["d_model"], n_head=r["n_head"]))
         flops = flops_per_token(wc, TOY.width_depth, TOY.seq_len) * tokens
         assert r["looped_flops_per_s"] == pytest.approx(flops / (r["looped_ms"] / 1e3), rel=1e-9)
+        assert r["of_ceiling"] == pytest.approx(r["looped_flops_per_s"] / r["ceiling_flops_per_s"])
         assert r["n_head"] == max(1, r["d_model"] // 64) and r["sweep_modeled_ratio"] > 1
     assert "Width scan" in text and text.count("| fp32 | 64 |") == 1
 
