@@ -179,8 +179,8 @@ def _ceiling_sizes(cfg: BenchConfig, device: torch.device) -> tuple[int, ...]:
     return cfg.ceiling_sizes if device.type == "cpu" else (4096, 8192)  # a GPU needs bigger
 
 
-def kernel_floor(cfg: BenchConfig, precision: str, device: torch.device) -> tuple[float, float]:
-    """(per loop, fixed) seconds of a train step's matmuls and attention kernel alone.
+def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> dict[str, Any]:
+    """A train step's matmuls and attention kernel, one function per piece, to time alone.
 
     Each linear layer costs three matmuls per step (forward, input gradient, weight gradient);
     attention is ``causal_attention`` forward and backward, by the path the looped model takes.
@@ -212,10 +212,15 @@ def kernel_floor(cfg: BenchConfig, precision: str, device: torch.device) -> tupl
             y = causal_attention(*qk, v)
         y.backward(torch.ones_like(y))
 
-    layer = {"qkv": linear(d, 3 * d), "proj": linear(d, d), "up": linear(d, 2 * f)}
-    layer |= {"down": linear(f, d), "attention": attention}
-    t = time_min({**layer, "head": linear(d, V)}, 1, cfg.reps, device, CLOCKS[cfg.clock])
-    return sum(t[name] for name in layer), t["head"]
+    return {
+        "floor qkv": linear(d, 3 * d), "floor proj": linear(d, d), "floor up": linear(d, 2 * f),
+        "floor down": linear(f, d), "floor attention": attention, "floor-head": linear(d, V),
+    }  # fmt: skip
+
+
+def floor_seconds(times: dict[str, float], depth: int) -> float:
+    """The kernel floor of a depth-K step from timed ``kernel_floor_fns``: K layers, one head."""
+    return depth * sum(t for k, t in times.items() if k.startswith("floor ")) + times["floor-head"]
 
 
 def _autocast(precision: str, device: torch.device) -> AbstractContextManager:
@@ -346,7 +351,7 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
     floor, and as FLOP/s against the matmul ceiling."""
     autocast = _autocast(precision, device)
     ceiling_mm = ceiling_fns(precision, device, _ceiling_sizes(cfg, device))
-    floor_loop, floor_fixed = kernel_floor(cfg, precision, device)
+    floor_fns = kernel_floor_fns(cfg, precision, device)
     warmup = max(cfg.warmup, 2) if cfg.compile else cfg.warmup  # compiling is not timed
     tokens = cfg.batch_size * cfg.seq_len
     rows = []
@@ -359,15 +364,15 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
                 for layer in peer.model.layers:
                     layer.compile()
             fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, autocast)
-        # the ceiling is timed in turn with the steps, so a change in load hits both alike
-        t = time_min(fns | ceiling_mm, warmup, cfg.reps, device, CLOCKS[cfg.clock])
+        # the ceiling and the floor are timed in turn with the steps: load changes hit all alike
+        t = time_min(fns | ceiling_mm | floor_fns, warmup, cfg.reps, device, CLOCKS[cfg.clock])
         achieved = flops_per_token(mc, k, cfg.seq_len) * tokens / t["looped"]
         ceiling = ceiling_rate(t)
         rows.append({
             "precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"],
             "peer_ms": 1e3 * t["peer"] if cfg.peer else None,
             "peer_over_looped": t["peer"] / t["looped"] if cfg.peer else None,
-            "floor_ms": 1e3 * (k * floor_loop + floor_fixed),
+            "floor_ms": 1e3 * floor_seconds(t, k),
             "looped_flops_per_s": achieved, "ceiling_flops_per_s": ceiling,
             "of_ceiling": achieved / ceiling,
         })  # fmt: skip
