@@ -1,7 +1,7 @@
 """Speed benchmark: the looped model against a stacked-layer peer, the matmul ceiling, and the
 paper's modeled savings against measured time, all side by side in one process.
 
-    looped bench                        # default sizes: about 6 minutes on 2 idle CPU cores
+    looped bench                        # default sizes: about 7 minutes on 2 idle CPU cores
     looped bench --widths 0             # skip the width scan (half the time)
     looped bench --quick                # toy sizes, seconds (what the tests run)
     looped bench --json                 # print the JSON record instead of the markdown tables
@@ -83,7 +83,7 @@ class BenchConfig:
     depths: tuple[int, ...] = (1, 4, 8, 16)  # K of the looped model = layers of the peer
     precisions: tuple[str, ...] = PRECISIONS  # fp32 and/or bf16 (autocast)
     warmup: int = 1  # untimed steps before each timing
-    reps: int = 3  # timed steps per measurement; the minimum is reported
+    reps: int = 5  # timed steps per measurement; the minimum is reported
     schedule: str = "fixed-first:k=4,frac=0.8,then=uniform:1-16"  # the paper's schedule
     reference: str = "uniform:1-16"  # what its saving is measured against
     run_steps: int = 1000  # run length whose exact step counts weight the per-K step times

@@ -75,7 +75,7 @@ class _RopeQKV(torch.autograd.Function):
         half = x.shape[-1] // 2
         # Tables in qkv's dtype (as Hugging Face's Llama does): mixed dtypes would make every
         # kernel below write a temporary and copy it, three times slower under bf16 autocast.
-        cos, sin = (t[:, None, None, :half].to(qkv.dtype) for t in (cos, sin))  # (T, 1, 1, D/2)
+        cos, sin = (tab[:, None, None, :half].to(qkv.dtype) for tab in (cos, sin))  # T 1 1 D/2
         out = torch.empty_like(x)
         _rotate(x[:, :, :2], cos, sin, out[:, :, :2], 1.0)
         out[:, :, 2].copy_(x[:, :, 2])
