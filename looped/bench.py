@@ -200,16 +200,15 @@ def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> 
         g = torch.randn(M, n_out, device=device, dtype=dtype)
         return lambda: (x @ w.t(), g @ w, g.t() @ x)
 
-    # q and k arrive in fp32 (RoPE's tables are fp32), v in the layer's dtype, as in the model.
-    qk = [
-        torch.randn(B, cfg.n_head, T, mc.head_dim, device=device, requires_grad=True)
-        for _ in range(2)
+    # q, k and v arrive in the layer's dtype (looped.kernels.rope_qkv), as in the model
+    qkv = [
+        torch.randn(B, cfg.n_head, T, mc.head_dim, device=device, dtype=dtype, requires_grad=True)
+        for _ in range(3)
     ]
-    v = torch.randn(B, cfg.n_head, T, mc.head_dim, device=device, dtype=dtype, requires_grad=True)
 
     def attention() -> None:
         with _autocast(precision, device):
-            y = causal_attention(*qk, v)
+            y = causal_attention(*qkv)
         y.backward(torch.ones_like(y))
 
     return {
@@ -664,7 +663,7 @@ def markdown(record: dict[str, Any]) -> str:
         of, sweep = TARGETS["of_ceiling"], TARGETS["sweep_ratio"]
         lines += [
             "",
-            f"Width scan (head dim 64, looped model only): train step at K={k}, serving sweep "
+            f"Width scan (heads = width / 64, looped model only): train step at K={k}, serving sweep "
             f"K=1..{cfg['serve_depth']}; the targets of measurements 2 and 5 at each width.",
             "",
             f"| precision | width | heads | step ms | of ceiling | >= {of:.0%} | "

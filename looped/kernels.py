@@ -3,35 +3,47 @@ projection.
 
 Why: on a CPU in eager mode a train step spends about a quarter of its time outside the matmuls
 and the attention kernel, in elementwise passes over memory. Autograd's generic backward of the
-textbook formulas makes more passes than the maths needs: the concatenations that undo the
-split of the fused q/k/v projection and rotate-half RoPE's ``chunk``, RMSNorm's seven-op chain. Each function
-here makes the fewest passes it can in plain PyTorch and writes input gradients straight into
-one buffer, so the fused projections get their gradient without a concatenation.
+textbook formulas makes more passes than the maths needs: the concatenations that undo the split
+of the fused q/k/v projection and rotate-half RoPE's ``chunk``, RMSNorm's seven-op chain. Each
+function here makes the fewest passes it can in plain PyTorch and writes input gradients
+straight into one buffer, so the fused projection gets its gradient without a concatenation.
 
 The maths is unchanged: ``tests/test_kernels.py`` checks every function and its gradient
 against the textbook formula (float64 ``gradcheck`` and fp32 comparison). ``looped bench``
-measures the effect against a stacked Hugging Face Llama. ``torch.compile`` traces through
-them (``LoopedTransformer.compile_block``).
+measures the effect against a stacked Hugging Face Llama. They are for eager mode: under
+``torch.compile`` (``LoopedTransformer.compile_block``) each function traces its plain formula
+instead, which the compiler fuses into fewer passes still.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+
+def _compute_dtype(*tensors: Tensor) -> torch.dtype:
+    """fp32, or the widest floating dtype among the tensors if that is wider (fp64 in tests)."""
+    dtype = torch.float32
+    for t in tensors:
+        dtype = torch.promote_types(dtype, t.dtype)
+    return dtype
 
 
 class _RMSNorm(torch.autograd.Function):
-    """y = w * x / sqrt(mean(x^2) + eps), computed in the promoted dtype of x and w (fp32)."""
+    """y = w * x / sqrt(mean(x^2) + eps), computed in fp32 (fp64 if x or w is) like F.rms_norm."""
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, eps: float) -> Tensor:
-        xf = x.to(torch.promote_types(x.dtype, weight.dtype))
+        xf = x.to(_compute_dtype(x, weight))
         rstd = torch.rsqrt(xf.square().mean(-1, keepdim=True) + eps)
         ctx.save_for_backward(xf, weight, rstd)
         ctx.in_dtype = x.dtype
         return (xf * rstd).mul_(weight)
 
     @staticmethod
+    @once_differentiable  # the backward is not itself differentiable: fail loudly on double grad
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
         # dx = rstd * (g w - xhat * mean(g w xhat)), dw = sum over tokens of g xhat
         xf, weight, rstd = ctx.saved_tensors
@@ -45,7 +57,13 @@ class _RMSNorm(torch.autograd.Function):
 
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
-    """RMSNorm over the last dimension: 9 passes over x forward and backward, not 16."""
+    """RMSNorm over the last dimension: 9 passes over x forward and backward, not 16.
+
+    Under ``torch.compile`` the plain formula is traced instead: the compiler fuses it better
+    than any hand-written backward, and the function here would be an opaque call to it.
+    """
+    if torch.compiler.is_compiling():
+        return F.rms_norm(x.to(_compute_dtype(x, weight)), (x.shape[-1],), weight, eps)
     return _RMSNorm.apply(x, weight, eps)
 
 
@@ -84,6 +102,7 @@ class _RopeQKV(torch.autograd.Function):
         return q, k, v
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, dq: Tensor, dk: Tensor, dv: Tensor) -> tuple[Tensor, None, None, None]:
         cos, sin = ctx.saved_tensors
         b, h, t, d = dq.shape
@@ -100,6 +119,22 @@ def rope_qkv(qkv: Tensor, cos: Tensor, sin: Tensor, n_head: int) -> tuple[Tensor
     The gradient of q, k and v lands in one (B, T, 3 H D) buffer, which is what the fused
     projection's backward reads; autograd would build it with concatenations. Everything stays
     in qkv's dtype, the tables included (bf16 under autocast, the dtype the attention matmuls
-    read).
+    read). Under ``torch.compile`` the plain formula is traced instead, for the compiler to fuse
+    (the in-place writes into strided views above would break its graph).
     """
+    if torch.compiler.is_compiling():
+        return _rope_qkv_formula(qkv, cos, sin, n_head)
     return _RopeQKV.apply(qkv, cos, sin, n_head)
+
+
+def _rope_qkv_formula(qkv: Tensor, cos: Tensor, sin: Tensor, n_head: int) -> tuple[Tensor, ...]:
+    """The textbook rotate-half RoPE on the split projection (what ``_RopeQKV`` computes)."""
+    b, t, _ = qkv.shape
+    q, k, v = qkv.view(b, t, 3, n_head, -1).permute(2, 0, 3, 1, 4)  # three (B, H, T, D)
+    cos, sin = cos.to(qkv.dtype), sin.to(qkv.dtype)
+
+    def rotate(x: Tensor) -> Tensor:
+        x1, x2 = x.chunk(2, dim=-1)
+        return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+    return rotate(q), rotate(k), v

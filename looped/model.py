@@ -118,11 +118,16 @@ def attention_path(q: Tensor) -> str:
 
     Speed, not accuracy, decides. Under CPU bf16 autocast PyTorch's flash kernel is slower in bf16
     than in fp32 at the short sequences and small heads a CPU trains (forward + backward, torch
-    2.13, head dim 64: 1.6x slower at T=128, 1.1x at T=256 and 512), and plain matmuls with a
-    causal mask beat both up to T=256 (bf16 matmuls, fp32 softmax: 1.5x faster than the fp32
-    kernel at T=128, 1.3x at T=256). The matmul path keeps the T x T scores for backward, which is
-    why it stops at T=256. From T=1024 or head dim 128 on, bf16 flash wins and is used as is.
-    ``looped bench`` measures the effect (its kernel floor uses the same choice).
+    2.13, head dim 64: 1.6x slower at T=128, 1.1x at T=256 and 512), and plain bf16 matmuls with
+    a causal mask beat both up to T=256 (1.5x faster than the fp32 kernel at T=128, 1.3x at
+    T=256). The matmul path keeps the T x T scores for backward, which is why it stops at T=256.
+    From T=1024 or head dim 128 on, bf16 flash wins and is used as is. ``looped bench`` measures
+    the effect (its kernel floor uses the same choice).
+
+    Precision, the price of the matmul path: its scores and softmax are bf16, as in Hugging
+    Face's eager attention under bf16, while the flash kernels keep scores in fp32. With large
+    logits (std ~9) the output error grows to ~0.1 against ~0.01 for bf16 flash; computing the
+    scores in fp32 instead costs more than the fp32 kernel, so that path would not pay.
     """
     cpu_bf16 = (
         q.device.type == "cpu"
@@ -139,14 +144,14 @@ def causal_attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
     """softmax(q k^T / sqrt(d) + causal mask) v over (B, H, T, d), by the fastest path above.
 
     Under bf16 autocast q, k and v arrive in bf16 (``looped.kernels.rope_qkv``); the matmul path
-    takes the softmax in fp32 (autocast does), the fp32 path casts all three up.
+    runs in bf16 throughout, the fp32 path casts all three up.
     """
     path = attention_path(q)
     if path == "matmul":
         t = q.shape[-2]
         scores = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5
         future = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
-        return scores.masked_fill(future, float("-inf")).softmax(-1) @ v  # autocast: fp32 softmax
+        return scores.masked_fill(future, float("-inf")).softmax(-1) @ v
     if path == "fp32":
         with torch.autocast("cpu", enabled=False):
             return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)

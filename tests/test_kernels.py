@@ -1,5 +1,6 @@
 """The hand-written backward passes in looped.kernels against the textbook formulas: the same
-values, float64 gradients checked numerically, and the same gradients as autograd's own."""
+values, float64 gradients checked numerically, and the same gradients as autograd's own, over
+shapes down to one token, one head and head dim 2."""
 
 import pytest
 import torch
@@ -8,7 +9,7 @@ from looped.kernels import rms_norm, rope_qkv
 from looped.model import rope_tables
 
 torch.set_num_threads(1)
-B, T, H, D = 2, 5, 3, 4
+SHAPES = [(2, 5, 3, 4), (1, 1, 1, 2), (1, 7, 1, 6), (3, 4, 2, 8)]  # (B, T, heads, head dim)
 
 
 def rms_norm_ref(x, w, eps):
@@ -26,66 +27,92 @@ def rope_qkv_ref(qkv, cos, sin, n_head):
     return rotate(q), rotate(k), v
 
 
-def _inputs(dtype):
+def case(name, shape, dtype):
+    """(function, reference, inputs, which inputs take gradients) for one kernel and shape."""
+    b, t, h, d = shape
     g = torch.Generator().manual_seed(0)
-    cos, sin = (t.to(dtype) for t in rope_tables(T, D, 10000.0))
-    return {
-        "rms_norm": (torch.randn(B, T, 8, generator=g, dtype=dtype), 1 + torch.randn(8, generator=g, dtype=dtype)),
-        "rope_qkv": (torch.randn(B, T, 3 * H * D, generator=g, dtype=dtype), cos, sin),
-    }  # fmt: skip
-
-
-CASES = {
-    "rms_norm": (lambda x, w: rms_norm(x, w, 1e-6), lambda x, w: rms_norm_ref(x, w, 1e-6)),
-    "rope_qkv": (lambda x, c, s: rope_qkv(x, c, s, H), lambda x, c, s: rope_qkv_ref(x, c, s, H)),
-}
+    if name == "rms_norm":
+        x = torch.randn(b, t, h * d, generator=g, dtype=dtype)
+        w = 1 + torch.randn(h * d, generator=g, dtype=dtype)
+        return (
+            (lambda x, w: rms_norm(x, w, 1e-6)),
+            (lambda x, w: rms_norm_ref(x, w, 1e-6)),
+            (x, w),
+            (True, True),
+        )
+    cos, sin = (tab.to(dtype) for tab in rope_tables(t, d, 10000.0))
+    qkv = torch.randn(b, t, 3 * h * d, generator=g, dtype=dtype)
+    fn = lambda x, c, s: rope_qkv(x, c, s, h)  # noqa: E731
+    ref = lambda x, c, s: rope_qkv_ref(x, c, s, h)  # noqa: E731
+    return fn, ref, (qkv, cos, sin), (True, False, False)
 
 
 def _tuple(out):
     return out if isinstance(out, tuple) else (out,)
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_values_match_the_formula(name):
-    fn, ref = CASES[name]
-    args = _inputs(torch.float32)[name]
+def _leaves(inputs, grads):
+    return [a.clone().requires_grad_(r) for a, r in zip(inputs, grads, strict=True)]
+
+
+NAMES = ["rms_norm", "rope_qkv"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("name", NAMES)
+def test_values_match_the_formula(name, shape):
+    fn, ref, args, _ = case(name, shape, torch.float32)
     for got, want in zip(_tuple(fn(*args)), _tuple(ref(*args)), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_gradients_pass_gradcheck(name):
-    fn, _ = CASES[name]
-    args = [
-        a.requires_grad_(i == 0 or name == "rms_norm")
-        for i, a in enumerate(_inputs(torch.float64)[name])
-    ]
-    assert torch.autograd.gradcheck(fn, args)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("name", NAMES)
+def test_gradients_pass_gradcheck(name, shape):
+    fn, _, args, grads = case(name, shape, torch.float64)
+    assert torch.autograd.gradcheck(fn, _leaves(args, grads))
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_gradients_match_autograd_of_the_formula(name):
-    fn, ref = CASES[name]
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("name", NAMES)
+def test_gradients_match_autograd_of_the_formula(name, shape):
+    fn, ref, args, needs = case(name, shape, torch.float32)
     grads = []
     for f in (fn, ref):
-        args = [
-            a.clone().requires_grad_(i == 0 or name == "rms_norm")
-            for i, a in enumerate(_inputs(torch.float32)[name])
-        ]
-        outs = _tuple(f(*args))
+        leaves = _leaves(args, needs)
+        outs = _tuple(f(*leaves))
         w = torch.Generator().manual_seed(1)
         sum(o.mul(torch.randn(o.shape, generator=w)).sum() for o in outs).backward()
-        grads.append([a.grad for a in args if a.requires_grad])
+        grads.append([a.grad for a in leaves if a.requires_grad])
     for got, want in zip(*grads, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_double_backward_fails_loudly(name):
+    """The backward passes are not differentiable themselves; a second derivative must raise,
+    not return a silently wrong number."""
+    fn, _, args, needs = case(name, SHAPES[0], torch.float64)
+    leaves = _leaves(args, needs)
+    out = _tuple(fn(*leaves))[0]
+    (grad,) = torch.autograd.grad(out.square().sum(), leaves[0], create_graph=True)
+    with pytest.raises(RuntimeError):
+        grad.sum().backward()
+
+
 def test_bf16_autocast_keeps_dtypes():
     """Under bf16 autocast the projection comes out bf16: q, k and v stay bf16 (what the attention
-    matmuls read), and so does the gradient handed back to the projection."""
-    x, c, s = _inputs(torch.float32)["rope_qkv"]
+    matmuls read), and so does the gradient handed back to the projection. RMSNorm of a bf16
+    input still computes, and returns, fp32."""
+    b, t, h, d = SHAPES[0]
+    _, _, (x, c, s), _ = case("rope_qkv", SHAPES[0], torch.float32)
     qkv = x.bfloat16().requires_grad_()
-    q, k, v = rope_qkv(qkv, c, s, H)
-    assert {q.dtype, k.dtype, v.dtype} == {torch.bfloat16} and q.shape == (B, H, T, D)
+    q, k, v = rope_qkv(qkv, c, s, h)
+    assert {q.dtype, k.dtype, v.dtype} == {torch.bfloat16} and q.shape == (b, h, t, d)
     (q.float().sum() + k.float().sum() + v.float().sum()).backward()
     assert qkv.grad.dtype == torch.bfloat16 and qkv.grad.shape == qkv.shape
+    xb = torch.randn(2, 3, 8).bfloat16().requires_grad_()
+    y = rms_norm(xb, torch.ones(8, dtype=torch.bfloat16), 1e-6)
+    assert y.dtype == torch.float32
+    y.sum().backward()
+    assert xb.grad.dtype == torch.bfloat16

@@ -189,12 +189,12 @@ def test_cpu_bf16_attention_paths_match_sdpa_and_are_causal(seq):
 
 
 def test_compiled_block_matches_eager(idx):
-    """The presets that compile (``compile: true``) trace the block through the hand-written
-    autograd functions of looped.kernels: same loss and gradients as eager."""
+    """The presets that compile (``compile: true``) trace the block as one graph (looped.kernels
+    hands the compiler its plain formulas), with the same loss and gradients as eager."""
     torch.manual_seed(0)
     eager = tiny()
     compiled = tiny()
-    compiled.compile_block()
+    compiled.compile_block(fullgraph=True)  # a graph break would raise
     losses = []
     for m in (eager, compiled):
         _, loss = m(idx, depth=3, targets=idx)
@@ -203,3 +203,21 @@ def test_compiled_block_matches_eager(idx):
     torch.testing.assert_close(losses[0], losses[1], rtol=1e-5, atol=1e-6)
     for (name, p), q in zip(eager.named_parameters(), compiled.parameters(), strict=True):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize(("autocast", "sdpa_calls"), [(True, 0), (False, 2)])
+def test_the_model_runs_attention_by_the_chosen_path(monkeypatch, autocast, sdpa_calls):
+    """Under CPU bf16 autocast at T=8, head dim 64, the layers take the masked-matmul path and
+    never call SDPA; in fp32 every loop calls SDPA."""
+    calls = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return sdpa(*args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    model = LoopedTransformer(LoopedConfig(vocab_size=32, seq_len=8, d_model=128, n_head=2))
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        logits, _ = model(torch.randint(0, 32, (1, 8)), depth=2)
+    assert len(calls) == sdpa_calls and torch.isfinite(logits).all()
