@@ -82,7 +82,7 @@ class BenchConfig:
     batch_size: int = 16  # sequences per step
     depths: tuple[int, ...] = (1, 4, 8, 16)  # K of the looped model = layers of the peer
     precisions: tuple[str, ...] = PRECISIONS  # fp32 and/or bf16 (autocast)
-    warmup: int = 1  # untimed steps before each timing
+    warmup: int = 2  # untimed steps before each timing (a fresh model settles after two)
     reps: int = 5  # timed steps per measurement; the minimum is reported
     schedule: str = "fixed-first:k=4,frac=0.8,then=uniform:1-16"  # the paper's schedule
     reference: str = "uniform:1-16"  # what its saving is measured against
@@ -145,13 +145,18 @@ def time_min(
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float]:
     """Minimum wall time (s) of each function; the functions take turns in every repetition,
-    so a burst of background load slows all of them rather than one."""
+    so a burst of background load slows all of them rather than one. Each repetition starts one
+    function further along, so no function always runs right after the same other one (a big
+    GEMM leaves the caches cold for whatever follows it)."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     best = dict.fromkeys(fns, math.inf)
-    for _ in range(max(1, reps)):
-        for name, fn in fns.items():
+    names = list(fns)
+    for rep in range(max(1, reps)):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            fn = fns[name]
             _sync(device)
             t0 = clock()
             fn()

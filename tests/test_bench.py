@@ -97,3 +97,13 @@ def _block(cfg):
     from looped.model import LoopedTransformer
 
     return LoopedTransformer(cfg).block
+
+
+def test_time_min_rotates_the_order_and_keeps_the_minimum():
+    """Warm-up calls first, then each repetition starts one function further along, so no
+    function always follows the same one; the result is each function's fastest call."""
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
+    best = bench.time_min(fns, warmup=1, reps=3, device=torch.device("cpu"))
+    assert "".join(calls) == "abc" + "abc" + "bca" + "cab"
+    assert set(best) == set("abc") and all(0 <= t < 1 for t in best.values())
