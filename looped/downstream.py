@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from looped.errors import UserError
+from looped.errors import UserError, first_line
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def load_items(task: str, data_file: str | None = None, limit: int | None = None
         try:  # downloaded once into the datasets cache, so later runs work offline
             ds = datasets.load_dataset(spec.hub, spec.subset, split=spec.split)
         except Exception as err:  # the hub raises many types; one line for the user
-            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            first = first_line(err)
             raise UserError(
                 f"could not load {task} from {spec.hub} ({first}); pass a local copy via data_files"
             ) from None

@@ -90,6 +90,12 @@ def _main_runs(result: dict) -> list[dict]:
     return [r for r in result["runs"] if "main" in r["group"]]
 
 
+def _at_full_budget(result: dict, **match: Any) -> dict[str, list[dict]]:
+    """The main grid's runs at its largest budget, grouped by schedule label."""
+    runs = _main_runs(result)
+    return _group(runs, budget=max(r["budget"] for r in runs), **match)
+
+
 # -- demo figures ----------------------------------------------------------------------------
 def fig1_recall(result: dict, path: Path) -> Path:
     """Recalled bits per person across serving depths, one panel per budget (paper Fig. 1)."""
@@ -163,9 +169,7 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
 
 def fig3_loss(result: dict, path: Path) -> Path:
     """Training loss over steps with the switch marked, full and terminal (paper Fig. 3)."""
-    runs = _main_runs(result)
-    top = max(r["budget"] for r in runs)
-    full = _group(runs, budget=top, seed=0)
+    full = _at_full_budget(result, seed=0)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     switch = None
     for i, (label, group) in enumerate(full.items()):
@@ -231,9 +235,7 @@ def fig5_specialisation(result: dict, path: Path) -> Path:
 
 def fig7_schedules(result: dict, path: Path) -> Path:
     """The depth each step trains at: uniform vs fixed-first (paper Fig. 7)."""
-    runs = _main_runs(result)
-    top = max(r["budget"] for r in runs)
-    full = _group(runs, budget=top, seed=0)
+    full = _at_full_budget(result, seed=0)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharey=True)
     for ax, label in zip(axes, ("uniform 1..16", "fixed-first (80%)")):
         if label not in full:
@@ -250,10 +252,8 @@ def fig7_schedules(result: dict, path: Path) -> Path:
 
 def fig8_nll_by_depth(result: dict, path: Path) -> Path:
     """Next-token NLL across serving depths with seed bands: full range and K>=4 (Fig. 8)."""
-    runs = _main_runs(result)
-    top = max(r["budget"] for r in runs)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for i, (label, group) in enumerate(_group(runs, budget=top).items()):
+    for i, (label, group) in enumerate(_at_full_budget(result).items()):
         depths = group[0]["depths"]
         _band(left, depths, [r["nll"] for r in group], label, _color(label, i), marker="o", ms=3)
         keep = [j for j, k in enumerate(depths) if k >= 4]
@@ -278,10 +278,8 @@ def fig8_nll_by_depth(result: dict, path: Path) -> Path:
 
 def fig_two_hop(result: dict, path: Path) -> Path:
     """Two-hop recall (employer -> city) across serving depths: where extra loops can matter."""
-    runs = _main_runs(result)
-    top = max(r["budget"] for r in runs)
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for i, (label, group) in enumerate(_group(runs, budget=top).items()):
+    for i, (label, group) in enumerate(_at_full_budget(result).items()):
         if "two_hop_acc" in group[0]:
             _band(
                 ax,

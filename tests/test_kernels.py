@@ -1,30 +1,17 @@
-"""The hand-written backward passes in looped.kernels against the textbook formulas: the same
-values, float64 gradients checked numerically, and the same gradients as autograd's own, over
-shapes down to one token, one head and head dim 2."""
+"""The hand-written backward passes in looped.kernels against the plain formulas that
+``torch.compile`` traces instead (``F.rms_norm``, ``_rope_qkv_formula``): the same values, float64
+gradients checked numerically, and the same gradients as autograd's own, over shapes down to one
+token, one head and head dim 2. RoPE is also checked for what makes it RoPE."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from looped.kernels import rms_norm, rope_qkv
+from looped.kernels import _rope_qkv_formula, rms_norm, rope_qkv
 from looped.model import rope_tables
 
 torch.set_num_threads(1)
 SHAPES = [(2, 5, 3, 4), (1, 1, 1, 2), (1, 7, 1, 6), (3, 4, 2, 8)]  # (B, T, heads, head dim)
-
-
-def rms_norm_ref(x, w, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
-
-
-def rope_qkv_ref(qkv, cos, sin, n_head):
-    b, t, _ = qkv.shape
-    q, k, v = qkv.view(b, t, 3, n_head, -1).permute(2, 0, 3, 1, 4)
-
-    def rotate(x):
-        x1, x2 = x.chunk(2, dim=-1)
-        return x * cos + torch.cat([-x2, x1], dim=-1) * sin
-
-    return rotate(q), rotate(k), v
 
 
 def case(name, shape, dtype):
@@ -36,14 +23,14 @@ def case(name, shape, dtype):
         w = 1 + torch.randn(h * d, generator=g, dtype=dtype)
         return (
             (lambda x, w: rms_norm(x, w, 1e-6)),
-            (lambda x, w: rms_norm_ref(x, w, 1e-6)),
+            (lambda x, w: F.rms_norm(x, (x.shape[-1],), w, 1e-6)),
             (x, w),
             (True, True),
         )
     cos, sin = (tab.to(dtype) for tab in rope_tables(t, d, 10000.0))
     qkv = torch.randn(b, t, 3 * h * d, generator=g, dtype=dtype)
     fn = lambda x, c, s: rope_qkv(x, c, s, h)  # noqa: E731
-    ref = lambda x, c, s: rope_qkv_ref(x, c, s, h)  # noqa: E731
+    ref = lambda x, c, s: _rope_qkv_formula(x, c, s, h)  # noqa: E731
     return fn, ref, (qkv, cos, sin), (True, False, False)
 
 
@@ -116,3 +103,19 @@ def test_bf16_autocast_keeps_dtypes():
     assert y.dtype == torch.float32
     y.sum().backward()
     assert xb.grad.dtype == torch.bfloat16
+
+
+def test_rope_scores_depend_only_on_relative_position():
+    """The defining property: the same query and key placed at positions (m, n) or (m + s, n + s)
+    give the same dot product after rotation, and the rotation keeps each vector's norm."""
+    t, h, d = 12, 1, 8
+    cos, sin = rope_tables(t, d, 10000.0)
+    g = torch.Generator().manual_seed(0)
+    qv, kv = torch.randn(d, generator=g), torch.randn(d, generator=g)
+    qkv = torch.zeros(1, t, 3 * h * d)
+    qkv[0, :, :d], qkv[0, :, d : 2 * d] = qv, kv  # the same q and k at every position
+    q, k, _ = rope_qkv(qkv, cos, sin, h)
+    scores = q[0, 0] @ k[0, 0].T  # (T, T): query position m, key position n
+    for m, n, s in [(3, 1, 4), (5, 5, 6), (2, 7, 3)]:
+        torch.testing.assert_close(scores[m, n], scores[m + s, n + s], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(q[0, 0].norm(dim=-1), qv.norm().expand(t), rtol=1e-5, atol=1e-6)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from looped.errors import UserError
+from looped.errors import UserError, first_line
 
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|eos|>")
 FILE_BUILDERS = {".txt": "text", ".jsonl": "json", ".json": "json", ".parquet": "parquet"}
@@ -126,7 +126,7 @@ class HFTokenizer(TextTokenizer):
         try:
             return cls(Tokenizer.from_pretrained(name), f"hf:{name}")
         except Exception as err:  # the hub raises many types; one line for the user
-            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            first = first_line(err)
             raise UserError(
                 f"could not load tokenizer {name!r} from the hub ({first}); "
                 "pass a local tokenizer.json with hf:PATH"
@@ -252,7 +252,7 @@ def open_documents(
     try:
         return datasets.load_dataset(dataset, subset, split=split, streaming=True)
     except Exception as err:  # the hub raises many types; one line for the user
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        first = first_line(err)
         raise UserError(
             f"could not open dataset {dataset!r} (subset={subset}, split={split}): {first}; "
             "check the name, --subset and --split, or pass a local path"
