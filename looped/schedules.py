@@ -80,12 +80,25 @@ from looped.errors import UserError
 # --------------------------------------------------------------------------- per-step randomness
 
 _PERSON = b"looped.depth"  # BLAKE2b personalization: keeps these draws apart from other uses
+_PERSON_MICRO = b"looped.depth.mb"  # per-micro-batch draws (micro >= 1), apart from the above
 
 
 def step_bits(seed: int, step: int) -> int:
     """64 random bits that depend only on (seed, step): the per-step generator of every schedule."""
     data = seed.to_bytes(16, "little", signed=True) + step.to_bytes(16, "little", signed=True)
     return int.from_bytes(hashlib.blake2b(data, digest_size=8, person=_PERSON).digest(), "little")
+
+
+def draw_bits(seed: int, step: int, micro: int = 0) -> int:
+    """64 random bits for micro-batch `micro` of `step`: micro-batch 0 uses the step's own bits,
+    so sampling per micro-batch leaves every schedule's per-step K sequence (and every existing
+    run) unchanged; the others hash (seed, step, micro) under their own personalization tag."""
+    if micro == 0:
+        return step_bits(seed, step)
+    data = b"".join(v.to_bytes(16, "little", signed=True) for v in (seed, step, micro))
+    return int.from_bytes(
+        hashlib.blake2b(data, digest_size=8, person=_PERSON_MICRO).digest(), "little"
+    )
 
 
 def _step_uniform(seed: int, step: int) -> float:
@@ -131,10 +144,18 @@ class Schedule:
         raise NotImplementedError
 
     # --- public API
-    def depth(self, step: int, total_steps: int) -> int:
-        """K for optimizer step `step` (0-based) of a `total_steps` run; pure in (seed, step)."""
+    def depth(self, step: int, total_steps: int, micro: int = 0) -> int:
+        """K for optimizer step `step` (0-based) of a `total_steps` run; pure in (seed, step).
+
+        `micro` asks for micro-batch `micro`'s own draw (the trainer's `depth_per_micro`): each
+        micro-batch of a step then gets an independent K from the same per-step distribution, so
+        the expected cost is unchanged. Micro-batch 0 always gets the per-step K.
+        """
         step, total_steps = _check_step(step, total_steps)
-        return self._draw(step, total_steps, step_bits(self.seed, step))
+        micro = operator.index(micro)
+        if micro < 0:
+            raise UserError(f"micro={micro} must be >= 0 (micro-batches count from 0)")
+        return self._draw(step, total_steps, draw_bits(self.seed, step, micro))
 
     def probs(self, step: int, total_steps: int) -> dict[int, float]:
         """Exact distribution {K: probability} of K at this step; sums to 1."""

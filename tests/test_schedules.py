@@ -136,6 +136,44 @@ def test_chi_square_has_power():
     assert chi_square([s.depth(i, n) for i in range(n)], wrong) > CHI2_15_DOF_P999
 
 
+# ------------------------------------------------------------------ per-micro-batch draws
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_micro_batch_zero_is_the_step_draw_and_draws_are_pure(spec):
+    """Sampling per micro-batch keeps every existing K sequence: micro 0 is the step's draw, and
+    every (seed, step, micro) draw is the same whenever and in whatever order it is asked."""
+    s = parse_schedule(spec, seed=3)
+    assert [s.depth(i, 60, micro=0) for i in range(60)] == [s.depth(i, 60) for i in range(60)]
+    grid = [[s.depth(i, 60, micro=m) for m in range(4)] for i in range(60)]
+    again = [[s.depth(i, 60, micro=m) for m in reversed(range(4))][::-1] for i in range(60)]
+    assert grid == again
+
+
+def test_micro_batch_draws_are_independent_and_uniform():
+    """Micro-batches 1.. draw fresh K from the step's distribution: the per-micro frequencies pass
+    the same chi-square test as the per-step ones, and the draws within a step are not copies."""
+    s = parse_schedule("uniform:1-16", seed=0)
+    n = 10_000
+    samples = [s.depth(i, n, micro=m) for i in range(n) for m in (1, 2, 3, 4)]
+    assert chi_square(samples, s.probs(0, n)) < CHI2_15_DOF_P999
+    same = sum(s.depth(i, n, micro=0) == s.depth(i, n, micro=1) for i in range(n))
+    assert abs(same / n - 1 / 16) < 0.015  # independent draws agree with probability 1/16
+
+
+def test_fixed_first_micro_batches_share_the_fixed_phase():
+    s = parse_schedule("fixed-first:k=4,frac=0.8,then=uniform:1-16", seed=1)
+    switch = s.switch_step(100)
+    assert {s.depth(i, 100, micro=m) for i in range(switch) for m in range(8)} == {4}
+    after = {s.depth(i, 100, micro=m) for i in range(switch, 100) for m in range(8)}
+    assert len(after) > 8 and after <= set(range(1, 17))
+
+
+def test_negative_micro_batch_is_refused():
+    with pytest.raises(UserError, match="micro=-1"):
+        Uniform(1, 16).depth(0, 10, micro=-1)
+
+
 @pytest.mark.parametrize("spec", SPECS)
 def test_probs_sum_to_one_and_match_expected_depth(spec):
     s = parse_schedule(spec)
