@@ -110,6 +110,73 @@ def update_benefit(
     }  # fmt: skip
 
 
+def depth_gradients(
+    model: LoopedTransformer, x: torch.Tensor, y: torch.Tensor, depths: list[int]
+) -> dict[int, torch.Tensor]:
+    """The full training gradient (one flat fp32 vector) of the loss at each depth, same batch.
+
+    Uniform training averages these over K; if they point different ways the average is shorter
+    than any of them and each step teaches every depth less, which is one candidate for why
+    uniform 1..16 learns slower than a fixed K at small scale.
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    grads = {}
+    for k in depths:
+        _, loss = model(x, k, y)
+        g = torch.autograd.grad(loss, params, allow_unused=True)
+        grads[k] = torch.cat(
+            [
+                (gi if gi is not None else torch.zeros_like(p)).float().flatten()
+                for gi, p in zip(g, params)
+            ]
+        )
+    return grads
+
+
+def gradient_agreement(
+    model: LoopedTransformer, x: torch.Tensor, y: torch.Tensor, depths: list[int]
+) -> dict[str, Any]:
+    """Cosine between the gradients at every pair of depths on one batch, their norms, and the
+    norm of their mean relative to the mean norm ("how much of each gradient survives the
+    average": 1 when all agree, 1/sqrt(n) for orthogonal gradients of equal size)."""
+    grads = depth_gradients(model, x, y, depths)
+    g = torch.stack([grads[k] for k in depths])
+    norms = g.norm(dim=1)
+    unit = g / norms.clamp_min(1e-30)[:, None]
+    cos = unit @ unit.T
+    return {
+        "depths": depths, "cosine": cos.tolist(), "norm": dict(zip(depths, norms.tolist())),
+        "mean_survives": float(g.mean(0).norm() / norms.mean()),
+    }  # fmt: skip
+
+
+def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict[str, Any]:
+    """`gradient_agreement` at a run's checkpoint, averaged over `n_batches` training batches
+    drawn from a stream the run never uses (as in `update_benefit`)."""
+    ckpt = ckpt_lib.resolve_checkpoint(run)
+    cfg = load_config(str(ckpt / "config.yaml"))
+    step = ckpt_lib.load_state(ckpt)["step"]
+    model = LoopedTransformer(cfg.model)
+    ckpt_lib.load_weights(ckpt, model)
+    model.train()
+    source = build_source(cfg.data)
+    per_batch = []
+    for b in range(n_batches):
+        gen = batch_generator(cfg.seed, step, -1 - b, 0)
+        x, y = source.train.sample_batch(cfg.batch_size, cfg.seq_len, gen)
+        per_batch.append(gradient_agreement(model, x, y, depths))
+    n = len(depths)
+    cosine = [
+        [sum(r["cosine"][i][j] for r in per_batch) / n_batches for j in range(n)] for i in range(n)
+    ]
+    return {
+        "checkpoint": str(ckpt), "step": step, "depths": depths, "cosine": cosine,
+        "norm": {k: sum(r["norm"][k] for r in per_batch) / n_batches for k in depths},
+        "mean_survives": sum(r["mean_survives"] for r in per_batch) / n_batches,
+        "per_batch": per_batch,
+    }  # fmt: skip
+
+
 def plot_benefit(results: list[dict], path: str | Path) -> Path:
     """Benefit across serving depths, one line per checkpoint (paper Fig. 4, left)."""
     import matplotlib.pyplot as plt
@@ -152,11 +219,19 @@ def main(argv: list[str]) -> int:
         "--shallow", type=int, default=4, help="the shallow update depth (default 4)"
     )
     parser.add_argument("--deep", type=int, default=16, help="the deep update depth (default 16)")
+    parser.add_argument(
+        "--grad-cosine",
+        metavar="DEPTHS",
+        help="instead: cosine between the training gradients at these depths on the same batch, "
+        "e.g. 1,4,8,16",
+    )
     parser.add_argument("--plot", help="write the figure here (PNG)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     if args.batches < 1:
         raise ValueError(f"--batches {args.batches} must be >= 1")
+    if args.grad_cosine:
+        return _print_agreement(args.run, parse_depths(args.grad_cosine), args.batches, args.json)
     depths = parse_depths(args.depths)
     results = [update_benefit(r, depths, args.batches, args.shallow, args.deep) for r in args.run]
     if args.plot:
@@ -172,4 +247,18 @@ def main(argv: list[str]) -> int:
             f"{r['checkpoint']} (step {r['step']}, lr {r['lr']:.2e}): mean benefit {r['mean_benefit']:+.4f} nats"
         )
         print("  " + "  ".join(f"k={d}: {r['benefit'][d]:+.4f}" for d in depths))
+    return 0
+
+
+def _print_agreement(runs: list[str], depths: list[int], n_batches: int, as_json: bool) -> int:
+    results = [agreement_at(r, depths, n_batches) for r in runs]
+    if as_json:
+        print(json.dumps(results, indent=2))
+        return 0
+    for r in results:
+        print(f"{r['checkpoint']} (step {r['step']}): gradient cosine between depths")
+        print("      " + "".join(f"K={k:<6}" for k in depths))
+        for k, row in zip(depths, r["cosine"]):
+            print(f"K={k:<4}" + "".join(f"{c:<8.3f}" for c in row))
+        print(f"  |mean of the gradients| / mean |gradient| = {r['mean_survives']:.3f}")
     return 0

@@ -84,3 +84,37 @@ def test_one_update_accumulates_micro_batches_like_one_big_batch(run):
     parts = one_update(model, state["optimizer"], cfg.optim, 1e-3, x, x, 3, micro_batch=2)
     for (name, a), b in zip(whole.state_dict().items(), parts.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_gradient_agreement_is_the_cosine_of_the_backward_gradients(run):
+    """Each depth's vector is exactly what loss.backward() leaves in .grad, the cosine matrix is
+    symmetric with a unit diagonal, and the survival ratio is |mean g| / mean |g|."""
+    from looped import checkpoint as ckpt_lib
+    from looped.probes import depth_gradients, gradient_agreement
+
+    model, cfg = ckpt_lib.load_model(run / "ff")
+    model.train()
+    x = torch.randint(0, cfg.model.vocab_size, (2, 16))
+    y = torch.randint(0, cfg.model.vocab_size, (2, 16))
+    grads = depth_gradients(model, x, y, [1, 3])
+    model.zero_grad(set_to_none=True)
+    model(x, 3, y)[1].backward()
+    params = [p for p in model.parameters() if p.requires_grad]
+    manual = torch.cat(
+        [(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in params]
+    )
+    assert torch.allclose(grads[3], manual, rtol=1e-5, atol=1e-7)
+    res = gradient_agreement(model, x, y, [1, 2, 4])
+    cos = torch.tensor(res["cosine"])
+    assert torch.allclose(cos, cos.T) and torch.allclose(cos.diagonal(), torch.ones(3), atol=1e-5)
+    assert (cos.abs() <= 1 + 1e-5).all() and cos[0, 2] < 1 - 1e-4  # depths 1 and 4 differ
+    g = torch.stack(list(depth_gradients(model, x, y, [1, 2, 4]).values()))
+    assert res["mean_survives"] == pytest.approx(
+        float(g.mean(0).norm() / g.norm(dim=1).mean()), rel=1e-5
+    )
+
+
+def test_grad_cosine_command(run, capsys):
+    assert cli(["probe", "--run", str(run / "ff"), "--grad-cosine", "1,4", "--batches", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "gradient cosine" in out and "K=4" in out and "mean of the gradients" in out
