@@ -674,9 +674,7 @@ def main(argv: list[str]) -> int:
         help="results directory: runs, demo.json, figures (default: runs/demo, or "
         "runs/demo-quick with --quick)",
     )
-    parser.add_argument(
-        "--figures", default=None, help="figures directory (default: OUT/figures)"
-    )
+    parser.add_argument("--figures", default=None, help="figures directory (default: OUT/figures)")
     parser.add_argument(
         "--reference",
         action="store_true",

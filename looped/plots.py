@@ -161,7 +161,9 @@ def _group(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
 
 def _nll_label(result: dict, short: bool = False) -> str:
     label = result.get("meta", {}).get("nll_label", "NLL (nats/token)")
-    return label.split(" (")[0] if short else label
+    # "fact NLL (nats per fact, held-out templates)" -> "fact NLL (nats per fact)": an axis
+    # label must fit the panel's height
+    return label.split(" (")[0] if short else label.split(",")[0] + (")" if "," in label else "")
 
 
 def _main_runs(result: dict) -> list[dict]:

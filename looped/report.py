@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from looped.errors import UserError
 from looped.demo import FIXED, FIXED_FIRST, UNIFORM, format_summary
+from looped.errors import UserError
 
 
 def _runs(
@@ -263,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.root)
     results = Path(args.results) if args.results else None
     if results is not None and not results.is_file():
-        raise UserError(f"--results {results}: no such file; `looped demo` writes runs/demo/demo.json")
+        raise UserError(
+            f"--results {results}: no such file; `looped demo` writes runs/demo/demo.json"
+        )
     path = root / "README.md"
     old = path.read_text()
     new = render(old, root, results)

@@ -46,7 +46,6 @@ import numpy as np
 from IPython.display import Image, Markdown, display
 
 from looped import plots
-from looped.report import findings
 from looped.demo import (
     FIXED_FIRST,
     LABELS,
@@ -56,6 +55,7 @@ from looped.demo import (
     format_summary,
     run_demo,
 )
+from looped.report import findings
 
 # %matplotlib inline
 # (looped.plots renders off-screen, to files; the magic above turns inline figures back on)

@@ -153,7 +153,9 @@ def test_notebook_06_run_names_are_the_launchers():
     printed = "".join(text for _, _, _, text in _outputs(rendered))
     generated = set(re.findall(r"launch\.sh \S+ \"[^\"]+\" (runs/\S+)-s\$seed", printed))
     assert generated, "06 prints no launch commands"
-    mentioned = set(re.findall(r"runs/(?:200m|1b)/[\w.\-]+", (NOTEBOOKS / "06_full_scale.py").read_text()))
+    mentioned = set(
+        re.findall(r"runs/(?:200m|1b)/[\w.\-]+", (NOTEBOOKS / "06_full_scale.py").read_text())
+    )
     for path in mentioned:
         base = re.sub(r"-s\d+$", "", path)
         assert base in generated, f"06 names {path}, which no generated launch command writes"

@@ -61,12 +61,13 @@ def test_every_demo_figure_of_the_reference_has_data_in_every_panel(tmp_path, mo
         fig.canvas.draw()
         box = fig.get_window_extent()
         for ax in fig.axes:
-            title = ax.title
-            if title.get_text():
-                extent = title.get_window_extent()
-                assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1, (
-                    f"{path.name}: title {title.get_text()!r} is cut"
-                )
+            for text in (ax.title, ax.xaxis.label, ax.yaxis.label, *fig.texts):
+                if text.get_text():
+                    e = text.get_window_extent()
+                    inside = box.x0 - 1 <= e.x0 and e.x1 <= box.x1 + 1
+                    assert inside and box.y0 - 1 <= e.y0 and e.y1 <= box.y1 + 1, (
+                        f"{path.name}: {text.get_text()!r} is cut"
+                    )
         checked.append(path.name)
         return original(fig, path)
 
