@@ -134,7 +134,8 @@ def test_no_stray_result_of_a_non_result(rendered: Path) -> None:
 def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
     """Every figure a notebook shows passes through `looped.plots`, which refuses a panel
     without data (`plots.empty_panels`, tested in tests/test_plots.py): inline figures through
-    `plots.show(fig)`, saved ones through `plots.demo_figures` (then `display(Image(...))`).
+    `plots.show(fig)`, saved ones through `plots.demo_figures` or `plots.runs_figures` (then
+    `display(Image(...))`).
     A bare `plt.show()` could show a blank panel unnoticed, as notebook 05 once did."""
     for i, source, out, _ in _outputs(rendered):
         if "image/png" not in out.get("data", {}):
@@ -142,7 +143,10 @@ def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
         assert "plt.show()" not in source, (
             f"{rendered.name}: cell {i} shows a figure with plt.show(); use plots.show(fig)"
         )
-        assert "plots.show(" in source or "display(Image(figures[" in source, (
+        from_plots = "display(Image(" in source and any(
+            f in source for f in ("figures[", "plots.runs_figures(", "plots.demo_figures(")
+        )
+        assert "plots.show(" in source or from_plots, (
             f"{rendered.name}: cell {i} shows a figure that looped.plots did not check"
         )
 
