@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[dev]"
 	@touch $(STAMP)
 
+# Your demo goes to runs/demo/ (untracked); the committed reference (results/demo.json, figures/)
+# is regenerated only on purpose: `looped demo --reference --catch-up 2,3 && looped report`.
 demo: $(STAMP)
 	$(BIN)/looped demo
 
@@ -37,8 +39,16 @@ format: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/jupytext --sync notebooks/*.py
 
-lab: $(STAMP)
+# JupyterLab reads settings overrides from <sys.prefix>/share/jupyter/lab/settings/: ours make
+# a double-click open the paired .py notebooks as notebooks (jupytext's "Jupytext Notebook").
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+lab: $(STAMP) $(LAB_OVERRIDES)
 	$(BIN)/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+
+$(LAB_OVERRIDES): notebooks/jupyterlab-overrides.json $(STAMP)
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e ".[bench]"

@@ -1,9 +1,16 @@
 """The scaled-down reproduction: a grid of small looped models on synthetic biographies.
 
-    looped demo                  # ~10 minutes on a 2-core laptop: figures/ and results/demo.json
-    looped demo --quick          # the same code path at toy size, under a minute
+    looped demo                  # ~10 minutes on a 2-core laptop: runs/demo/ (runs, demo.json,
+                                 # figures), then its table beside the reference's
+    looped demo --quick          # the same code path at toy size, under a minute: runs/demo-quick/
     looped demo --out DIR        # write runs, results and figures under DIR
     looped demo --fresh          # retrain instead of reusing finished runs
+    looped demo --reference      # regenerate the committed reference: results/demo.json, figures/
+                                 # (then `looped report` to update the README)
+
+The committed results/demo.json and figures/ are the reference that the README and notebook 05
+show; a plain `looped demo` never writes them (runs/ is not tracked), so `make demo` and
+`make test` pass in either order.
 
 The grid (per seed): fixed K=4, fixed-first (K=4 for 80%, then uniform 1..16) and uniform 1..16,
 each at 15%, 45% and 100% of the full modeled-FLOP budget, plus fixed K=1, 2, 8 for the
@@ -26,6 +33,7 @@ import json
 import multiprocessing as mp
 import os
 import queue as queue_lib
+import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -176,6 +184,31 @@ def _name(schedule: str, budget: float, seed: int) -> str:
 
 
 # -- execution -------------------------------------------------------------------------------
+def progress_mode() -> str:
+    """How to report progress where the output goes: "notebook" (tqdm widgets in a Jupyter
+    kernel), "terminal" (tqdm bars when stderr is a terminal) or "lines" (one plain line per
+    finished run: a log file or CI gets no escape-code redraws)."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None and "IPKernelApp" in shell.config:
+            return "notebook"
+    except ImportError:
+        pass
+    isatty = getattr(sys.stderr, "isatty", None)
+    return "terminal" if isatty and isatty() else "lines"
+
+
+def run_line(name: str, summary: dict) -> str:
+    """The line a finished run prints when the output is not a terminal (`summary` is what
+    `train` returns; its wall time counts this run's own steps, not its parent's)."""
+    return (
+        f"finished {name}: {summary['steps']} steps, {summary['wall']:.1f}s, "
+        f"final loss {summary['final_loss']:.3f}"
+    )
+
+
 def _run_one(
     spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None, progress: Any
 ) -> dict:
@@ -257,12 +290,14 @@ def execute(
             todo[spec.name] = spec
     if not todo:
         return 0
+    lines = not quiet and progress_mode() == "lines"
+    bars = quiet or lines  # tqdm's `disable`: no bars when quiet or when printing lines
     costs = {name: cost(spec) for name, spec in todo.items()}
     overall = tqdm(
         total=sum(costs.values()) / 1e9,
         desc="demo",
         unit="GFLOP",
-        disable=quiet,
+        disable=bars,
         position=0,
         bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]",
     )
@@ -312,7 +347,7 @@ def execute(
                     desc=spec.name,
                     position=position,
                     leave=False,
-                    disable=quiet,
+                    disable=bars,
                     dynamic_ncols=True,
                 )
                 seen_steps[spec.name] = spec.branch_step
@@ -320,7 +355,9 @@ def execute(
             _drain(progress, slots, seen_steps, todo, costs, overall)
             for future in finished:
                 name = running.pop(future)
-                future.result()  # re-raise a worker's error here
+                summary = future.result()  # re-raise a worker's error here
+                if lines:
+                    print(run_line(name, summary), flush=True)
                 _drain(progress, slots, seen_steps, todo, costs, overall)
                 bar = slots.pop(name)
                 free_positions.append(bar.pos if bar.pos is not None else 1)
@@ -486,6 +523,69 @@ def format_summary(table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+REFERENCE = Path("results") / "demo.json"  # the committed reference, relative to the repository
+COMPARED = (  # (summary key, label, format of a value, format of a difference)
+    ("steps", "steps", "{:.0f}", "{:+.0f}"),
+    ("compute_vs_uniform", "compute vs uniform", "{:.2f}x", "{:+.2f}"),
+    ("wall_vs_uniform", "wall-clock vs uniform", "{:.2f}x", "{:+.2f}"),
+    ("mean_nll", "mean fact NLL K=1..16", "{:.3f}", "{:+.3f}"),
+    ("nll_vs_uniform", "NLL vs uniform", "{:+.1%}", "{:+.1%}"),
+    ("bits.1", "bits/person K=1", "{:.1f}", "{:+.1f}"),
+    ("bits.4", "bits/person K=4", "{:.1f}", "{:+.1f}"),
+    ("bits.8", "bits/person K=8", "{:.1f}", "{:+.1f}"),
+    ("bits.16", "bits/person K=16", "{:.1f}", "{:+.1f}"),
+)
+
+
+def _cell(row: dict, key: str) -> float:
+    if key.startswith("bits."):
+        return float(row.get("bits", {}).get(key.split(".")[1], float("nan")))
+    return float(row.get(key, float("nan")))
+
+
+def compare_summaries(yours: list[dict], reference: list[dict]) -> str:
+    """Your full-budget table beside the reference's: one row per schedule and measure, with
+    yours minus the reference's in the last column."""
+    lines = [
+        "| schedule | measure | yours | reference | difference |",
+        "|---|---|---:|---:|---:|",
+    ]
+    ref = {r["schedule"]: r for r in reference}
+    for row in yours:
+        other = ref.get(row["schedule"])
+        for key, label, fmt, diff_fmt in COMPARED:
+            a = _cell(row, key)
+            b = _cell(other, key) if other else float("nan")
+            lines.append(
+                f"| {row['label']} | {label} | {fmt.format(a)} | "
+                + (f"{fmt.format(b)} | {diff_fmt.format(a - b)} |" if other else "- | - |")
+            )
+    return "\n".join(lines)
+
+
+def _comparison(result: dict, out: Path, figures: Path) -> str:
+    """What `looped demo` prints at the end: its table beside the reference's, and where its
+    figures are. Nothing when the reference is missing or is what this run wrote."""
+    if not REFERENCE.is_file() or (out / "demo.json").resolve() == REFERENCE.resolve():
+        return ""
+    reference = json.loads(REFERENCE.read_text())
+    text = [
+        f"\nYour demo ({out / 'demo.json'}) beside the reference ({REFERENCE}, measured on "
+        f"{reference['meta']['machine']}), full budget, seed means:",
+        compare_summaries(result["summary"], reference["summary"]),
+    ]
+    if result["meta"]["settings"] != reference["meta"]["settings"]:
+        text.append(
+            "(your settings differ from the reference's, e.g. --quick or overrides: "
+            "the differences show the change, not a reproduction check)"
+        )
+    text.append(
+        f"Your figures: {figures}/ (the reference's: figures/). "
+        f"README sections from your numbers: looped report --results {out / 'demo.json'}"
+    )
+    return "\n".join(text)
+
+
 def machine_name() -> str:
     """CPU model and core count, for the record."""
     from looped.bench import cpu_name
@@ -557,6 +657,9 @@ def run_demo(
         print(
             f"wrote {out / 'demo.json'} and {len(paths)} figures in {figures} ({time.time() - t0:.0f}s)"
         )
+        comparison = _comparison(result, out, figures)
+        if comparison:
+            print(comparison)
     return result
 
 
@@ -568,12 +671,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--out",
         default=None,
-        help="results directory (default: results/, or results/quick with --quick)",
+        help="results directory: runs, demo.json, figures (default: runs/demo, or "
+        "runs/demo-quick with --quick)",
     )
+    parser.add_argument("--figures", default=None, help="figures directory (default: OUT/figures)")
     parser.add_argument(
-        "--figures",
-        default=None,
-        help="figures directory (default: figures/, or OUT/figures with --out or --quick)",
+        "--reference",
+        action="store_true",
+        help="regenerate the committed reference: results/demo.json and figures/ "
+        "(then run `looped report`)",
     )
     parser.add_argument("--seeds", type=int, help="seeds for the main comparison")
     parser.add_argument("--workers", type=int, help="worker processes (default 2)")
@@ -612,7 +718,12 @@ def main(argv: list[str]) -> int:
         if args.workers < 1:
             raise UserError(f"--workers {args.workers} must be >= 1")
         settings.workers = args.workers
-    out = Path(args.out or ("results/quick" if args.quick else "results"))
-    figures = Path(args.figures or (out / "figures" if (args.out or args.quick) else "figures"))
+    if args.reference and (args.out or args.quick):
+        raise UserError("--reference writes results/ and figures/; leave out --out and --quick")
+    if args.reference:
+        out, figures = REFERENCE.parent, Path(args.figures or "figures")
+    else:
+        out = Path(args.out or ("runs/demo-quick" if args.quick else "runs/demo"))
+        figures = Path(args.figures or out / "figures")
     run_demo(settings, out, figures, fresh=args.fresh, quiet=args.quiet)
     return 0

@@ -60,14 +60,92 @@ def _depth_ticks(ax: Any, axis: str = "x") -> None:
     (ax.set_xticks if axis == "x" else ax.set_yticks)([t for t in DEPTH_TICKS if lo <= t <= hi])
 
 
-def _save(fig: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _plain_log_ticks(ax: Any, axis: str = "y") -> None:
+    """A log axis spanning less than a few decades gets ticks at 1, 2, 5 x 10^n labelled as
+    plain numbers (0.5, 2, 1e13), not matplotlib's `6.1022x10^0` or no label at all."""
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    if lo <= 0 or hi / lo > 1e3:
+        return
+    ticks = [
+        m * 10.0**e
+        for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+        for m in (1, 2, 5)
+    ]
+    ticks = [t for t in ticks if lo <= t <= hi]
+    if len(ticks) < 2:  # a range under a factor 2.5: add the ends
+        ticks = sorted({float(f"{lo:.2g}"), *ticks, float(f"{hi:.2g}")})
+        ticks = [t for t in ticks if lo <= t <= hi]
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+    target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: _plain(v)))
+    target.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def _plain(v: float) -> str:
+    """0.5, 2, 30 as written; large numbers as 2e12 (no '+', no padding zeros)."""
+    if 1e-3 <= abs(v) < 1e4:
+        return f"{v:g}"
+    mantissa, exponent = f"{v:.1e}".split("e")
+    return f"{float(mantissa):g}e{int(exponent)}"
+
+
+def empty_panels(fig: Any) -> list[str]:
+    """Titles of the panels that show no data: no line in data coordinates with a finite point
+    inside the view, no scatter, band, bar or image. Reference lines (axhline, axvline) do not
+    count, so a panel holding only its "K=4" marker is empty."""
+    empty = []
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible() or getattr(ax, "_colorbar", None) or ax.get_label() == "<colorbar>":
+            continue
+        x0, x1 = sorted(ax.get_xlim())
+        y0, y1 = sorted(ax.get_ylim())
+        has = bool(ax.images) or any(
+            len(getattr(c, "get_offsets", lambda: [])()) or len(c.get_paths())
+            for c in ax.collections
+        )
+        has |= any(p.get_height() != 0 for p in ax.patches if hasattr(p, "get_height"))
+        for line in ax.lines:
+            if line.get_transform() != ax.transData:
+                continue  # axhline / axvline: a reference, not data
+            x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+            inside = np.isfinite(x) & np.isfinite(y) & (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
+            has |= bool(inside.any())
+        if not has:
+            empty.append(ax.get_title() or f"panel {i + 1}")
+    return empty
+
+
+def _check(fig: Any) -> None:
+    empty = empty_panels(fig)
+    if empty:
+        plt.close(fig)
+        raise ValueError(f"figure has panels without data: {', '.join(map(repr, empty))}")
+
+
+def show(fig: Any) -> None:
+    """Show a notebook's figure after checking that every panel holds data: a blank panel is a
+    bug in the data selection (notebook 05 once drew one), never something to publish."""
+    _finish(fig)
+    _check(fig)
+    plt.show()
+
+
+def _finish(fig: Any) -> None:
     for ax in fig.axes:
         if ax.get_xlabel().startswith("serving depth"):
             _depth_ticks(ax)
         if ax.get_ylabel().startswith("training depth"):
             _depth_ticks(ax, "y")
+        for axis in ("x", "y"):
+            if (ax.get_xscale() if axis == "x" else ax.get_yscale()) == "log":
+                _plain_log_ticks(ax, axis)
     fig.tight_layout()
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _finish(fig)
+    _check(fig)
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
@@ -83,7 +161,9 @@ def _group(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
 
 def _nll_label(result: dict, short: bool = False) -> str:
     label = result.get("meta", {}).get("nll_label", "NLL (nats/token)")
-    return label.split(" (")[0] if short else label
+    # "fact NLL (nats per fact, held-out templates)" -> "fact NLL (nats per fact)": an axis
+    # label must fit the panel's height
+    return label.split(" (")[0] if short else label.split(",")[0] + (")" if "," in label else "")
 
 
 def _main_runs(result: dict) -> list[dict]:
@@ -128,7 +208,7 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     runs = _main_runs(result)
     top = max(r["budget"] for r in runs)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for i, (label, group) in enumerate(_group(runs).items()):
+    for i, (label, group) in enumerate(_group(runs).items()):  # main grid only, no catch-up
         budgets = sorted({r["budget"] for r in group})
         xs = [np.mean([r["flops"] for r in group if r["budget"] == b]) for b in budgets]
         ys = [[np.mean(r["nll"]) for r in group if r["budget"] == b] for b in budgets]
@@ -161,8 +241,8 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
             )
         right.axhline(0, color="k", lw=0.8)
         right.set_xlabel("serving depth K")
-        right.set_ylabel(f"{_nll_label(result, True)} minus uniform's")
-        right.set_title(f"Against uniform at {top:.0%} budget (positive = worse)")
+        right.set_ylabel(f"{_nll_label(result, True)} minus uniform's\n(above 0: worse)")
+        right.set_title(f"Against uniform, {top:.0%} of the budget")
         right.legend(fontsize=8)
     return _save(fig, path)
 
@@ -276,6 +356,30 @@ def fig8_nll_by_depth(result: dict, path: Path) -> Path:
     return _save(fig, path)
 
 
+def fig_finish(result: dict, path: Path) -> Path:
+    """Fixed-first before its switch and after its uniform finish, beside uniform (seed 0)."""
+    full = _at_full_budget(result, seed=0)
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    ff = full.get("fixed-first (80%)", [])
+    if ff and ff[0].get("pre_switch"):
+        r, pre = ff[0], ff[0]["pre_switch"]
+        color = _color("fixed-first (80%)")
+        ax.plot(pre["depths"], pre["nll"], "o--", color=color, alpha=0.6, ms=3,
+                label=f"fixed-first, before the switch (step {r['switch_step']})")  # fmt: skip
+        ax.plot(r["depths"], r["nll"], "o-", color=color, ms=3,
+                label=f"fixed-first, after the finish (step {r['steps']})")  # fmt: skip
+    for r in full.get("uniform 1..16", [])[:1]:
+        ax.plot(r["depths"], r["nll"], "s:", color=_color("uniform 1..16"), ms=3,
+                label=f"uniform 1..16, end (step {r['steps']})")  # fmt: skip
+    ax.axvline(4, color="k", ls=":", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xlabel("serving depth K")
+    ax.set_ylabel(_nll_label(result))
+    ax.set_title("What the finishing phase does (seed 0, full budget)")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
 def fig_two_hop(result: dict, path: Path) -> Path:
     """Two-hop recall (employer -> city) across serving depths: where extra loops can matter."""
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
@@ -314,6 +418,8 @@ def demo_figures(result: dict, out_dir: str | Path) -> list[Path]:
         paths.insert(0, fig1_recall(result, out / "fig1_recall_bits.png"))
         if any("depth" in r["group"] for r in result["runs"]):
             paths.append(fig5_specialisation(result, out / "fig5_depth_specialisation.png"))
+        if any(r.get("pre_switch") for r in result["runs"]):
+            paths.append(fig_finish(result, out / "finishing_phase.png"))
         if any("two_hop_acc" in r for r in result["runs"]):
             paths.append(fig_two_hop(result, out / "two_hop_recall.png"))
     return paths

@@ -1,6 +1,7 @@
 """Generated README sections: every number in them is read from a results file.
 
     looped report            # rewrite the README sections from results/demo.json, results/bench.md
+    looped report --results runs/demo/demo.json   # ... from another demo's results (yours)
     looped report --check    # exit 1 if the README differs from what the files say (CI runs this)
 
 Sections sit between markers such as ``<!-- demo:begin -->`` and ``<!-- demo:end -->``. The demo
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from looped.demo import FIXED, FIXED_FIRST, UNIFORM, format_summary
+from looped.errors import UserError
 
 
 def _runs(
@@ -235,9 +237,11 @@ def _replace(text: str, name: str, body: str) -> str:
     return pattern.sub(lambda m: m.group(1) + body.strip() + m.group(2), text)
 
 
-def render(readme: str, root: Path) -> str:
+def render(readme: str, root: Path, results: Path | None = None) -> str:
+    """The README with its generated sections rendered from root/results/ (or, for the demo
+    section, from `results`)."""
     readme = _replace(readme, "flops", flops_section())
-    demo = root / "results" / "demo.json"
+    demo = results or root / "results" / "demo.json"
     if demo.is_file():
         readme = _replace(readme, "demo", demo_section(json.loads(demo.read_text())))
     bench = root / "results" / "bench.md"
@@ -250,11 +254,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="looped report", description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=".", help="project root (README.md, results/)")
     parser.add_argument("--check", action="store_true", help="fail if the README is out of date")
+    parser.add_argument(
+        "--results",
+        default=None,
+        help="demo results to render (default: ROOT/results/demo.json, the committed reference)",
+    )
     args = parser.parse_args(argv)
     root = Path(args.root)
+    results = Path(args.results) if args.results else None
+    if results is not None and not results.is_file():
+        raise UserError(
+            f"--results {results}: no such file; `looped demo` writes runs/demo/demo.json"
+        )
     path = root / "README.md"
     old = path.read_text()
-    new = render(old, root)
+    new = render(old, root, results)
     if args.check:
         if new != old:
             print("README.md is out of date with results/; run `looped report`", file=sys.stderr)

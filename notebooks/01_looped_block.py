@@ -45,6 +45,7 @@ import seaborn as sns
 import torch
 import torch.nn.functional as F
 
+from looped import plots
 from looped.checkpoint import load_model
 from looped.config import load_config
 from looped.data.batching import build_source
@@ -56,7 +57,7 @@ FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: wider model, longer tr
 if not FULL:
     torch.set_num_threads(1)  # tiny models gain nothing from threads; steadier on shared CPUs
 sns.set_theme(style="whitegrid")
-torch.manual_seed(0)
+_ = torch.manual_seed(0)  # the same weights on every run
 
 # %% [markdown]
 # ## 1. Weight tying: parameters fixed, compute grows with K
@@ -99,7 +100,7 @@ right.set(xlabel="depth K", ylabel="forward MFLOPs per token", title="Compute")
 right.legend()
 fig.suptitle("Weight tying: compute grows with K, parameters do not")
 fig.tight_layout()
-plt.show()
+plots.show(fig)
 
 # %% [markdown]
 # ## 2. A looped model is an unrolled stack with shared weights
@@ -174,7 +175,7 @@ for mode, style in (("add", "o-"), ("concat", "x--"), ("none", "s-")):
 ax.set(xlabel="loop k", ylabel="cos(h_k, e)", title="How much of the input the state keeps (init)")
 ax.set_ylim(0, 1.05)
 ax.legend()
-plt.show()
+plots.show(fig)
 
 # %% [markdown]
 # Without injection the input fades loop by loop; with `"add"` (and `"concat"`, identical at
@@ -252,7 +253,7 @@ for ax in axes:
     ax.set_xticks([1, 4, 8, 12, 16])
     ax.legend(fontsize=8)
 fig.tight_layout()
-plt.show()
+plots.show(fig)
 
 # %% [markdown]
 # Training makes the first loops do real work (large turns), after which each further loop
@@ -291,7 +292,7 @@ ax.set(
     title="One model, every serving depth, one pass",
 )
 ax.legend()
-plt.show()
+plots.show(fig)
 
 # %% [markdown]
 # A model trained only at $K=4$ serves best near $K=4$, and its loss climbs as it is looped

@@ -34,6 +34,7 @@ import numpy as np
 import seaborn as sns
 import torch
 
+from looped import plots
 from looped.checkpoint import load_model
 from looped.config import load_config
 from looped.data.bios import ATTRIBUTES, BiosConfig, BiosCorpus, generate
@@ -66,10 +67,21 @@ for text in [t for t in corpus.train_texts if person.name in t][:4]:
 
 # %% [markdown]
 # Each training biography draws fresh sentence templates and a fresh sentence order, so the
-# model sees the same facts phrased several ways. Company sentences ("X is based in Y") give
-# each employer's city, which the biographies never state: asking for a person's employer's
-# city is a **two-hop** question (recall the employer, then its city), reported apart from
-# the bits.
+# model sees the same facts phrased several ways.
+#
+# **Two hops.** Every employer is in one city. Company sentences ("X is based in Y") state
+# it, and the biographies themselves never do. The persons are split in two halves:
+#
+# - the **two-hop training split** also gets sentences joining the two facts ("... works for
+#   a company based in Y"), so the wording of the question is familiar. Person 0 above is in
+#   this split if its training texts include such a sentence;
+# - the **query split**, the other half, never has its employer's city written anywhere. For
+#   them "The employer of NAME is based in" is a real **two-hop** question: recall the
+#   employer from the biographies, then its city from the company sentences.
+#
+# Two-hop recall is scored on the query split only and reported apart from the bits. The
+# next cell prints one person of each split with every training sentence that names the
+# employer's city.
 #
 # Evaluation uses one biography per person written with **held-out** templates that never
 # appear in training text, so the model cannot answer by completing a memorised sentence.
@@ -84,8 +96,19 @@ for attr, start, end in query.spans:
     marked[start] = "[" + marked[start]
     marked[end - 1] = marked[end - 1] + f"]{attr}"
 print(" ".join(marked))
+
+for split in ("train", "query"):
+    someone = next(  # (a birth city equal to the employer's would blur the example)
+        p for p in corpus.persons if p.two_hop_split == split and p.birth_city != p.employer_city
+    )
+    said = [t for t in corpus.train_texts if someone.name in t and someone.employer_city in t]
+    print(f"\n{split} split: {someone.name}, employer {someone.employer}, based in "
+          f"{someone.employer_city}; training sentences with both name and city: {len(said)}")  # fmt: skip
+    for text in said[:2]:
+        print("  ", text)
 two_hop = next(q for q in corpus.queries if q.kind == "two_hop")
-print("\ntwo-hop query:", two_hop.text)
+asked = corpus.persons[two_hop.index]
+print(f"\ntwo-hop query (person {two_hop.index}, {asked.two_hop_split} split):", two_hop.text)
 
 # %% [markdown]
 # ## 2. Tokens
@@ -183,7 +206,7 @@ ax.set(
     xlim=(0, sum(entropy.values()) * 1.18),
 )
 ax.legend(fontsize=8, ncol=3, loc="lower right")
-plt.show()
+plots.show(fig)
 
 # %% [markdown]
 # ## 5. A small model, trained for a few seconds, across serving depths
@@ -263,7 +286,7 @@ right.set(
     yscale="log",
 )
 fig.tight_layout()
-plt.show()
+plots.show(fig)
 
 # %% [markdown]
 # Two things to read here. **Across depths**, the model recalls most at depths near the one

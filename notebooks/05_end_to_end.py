@@ -10,12 +10,17 @@
 # # 05 · End to end: the scaled-down reproduction, read like the paper
 #
 # `looped demo` trains the paper's comparison at laptop scale on the synthetic biographies
-# (notebook 03) and writes `results/demo.json` and the figures. Per seed, the grid is
+# (notebook 03). Its committed results, `results/demo.json` and `figures/`, are the
+# **reference** that the README and this notebook show; your own `make demo` writes to
+# `runs/demo/` and prints its table beside the reference's. Per seed, the grid is
 #
 # - **fixed** $K=4$, **fixed-first** ($K=4$ for 80% of the run, then uniform 1..16) and
 #   **uniform** $K \in 1..16$, each at 15%, 45% and 100% of one modeled-FLOP budget
 #   (notebook 04). At a matched budget, a cheaper schedule trains for more steps;
-# - fixed $K = 1, 2, 4, 8$ at the full budget, for the depth-specialisation figure.
+# - fixed $K = 1, 2, 4, 8$ at 45% of the budget (seed 0), for the depth-specialisation figure;
+# - optionally (`--catch-up 2,3`, in the reference) uniform at 2x and 3x the budget (seed 0),
+#   to see how much compute uniform needs to catch up. They are not part of the grid: every
+#   "full budget" below means 100%.
 #
 # Every run is evaluated at serving depths $K = 1..16$ (fact NLL on held-out templates,
 # recalled bits per person, two-hop recall). Runs share work without approximation: with a
@@ -23,8 +28,8 @@
 # schedule until its own decay, so it branches off the longer run's checkpoint (the trainer
 # checks that the branch is exact).
 #
-# This notebook loads `results/demo.json` when it exists (`make demo` writes it, about ten
-# minutes on a laptop CPU). Otherwise it runs the same code path at toy size,
+# This notebook loads `results/demo.json` when it exists (`looped demo --reference` writes
+# it, about ten minutes on a laptop CPU). Otherwise it runs the same code path at toy size,
 # `looped.demo.QUICK` with one seed, in a temporary folder: a few dozen steps of a tiny
 # model, enough to see every figure but not to reproduce any number. Set
 # `LOOPED_FULL=1` to run the full demo here instead.
@@ -37,7 +42,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Image, Markdown, display
 
@@ -51,6 +55,7 @@ from looped.demo import (
     format_summary,
     run_demo,
 )
+from looped.report import findings
 
 # %matplotlib inline
 # (looped.plots renders off-screen, to files; the magic above turns inline figures back on)
@@ -85,7 +90,9 @@ print(f"{len(result['runs'])} runs, {meta['wall_seconds']:.0f}s on {meta['machin
 # %%
 figures = {p.stem: p for p in plots.demo_figures(result, workdir / "notebook-figures")}
 runs = result["runs"]
-top = max(r["budget"] for r in runs)
+top = max(r["budget"] for r in runs if "main" in r["group"])  # the full budget (no catch-up)
+catch_up = sorted(r["budget"] for r in runs if r["group"] == "catchup")
+print(f"full budget: {top:.0%}; catch-up runs (uniform, seed 0) at {catch_up or 'none'}")
 
 
 def main_runs(schedule: str, budget: float) -> list[dict]:
@@ -176,32 +183,15 @@ print("(mean fact NLL over serving depths 1..16; in brackets: against uniform at
 # flexibility across depths:
 
 # %%
-ff = main_runs(FIXED_FIRST, top)
-fig, ax = plt.subplots(figsize=(7, 3.8))
-if ff and ff[0].get("pre_switch"):
-    pre = ff[0]["pre_switch"]
-    ax.plot(
-        pre["depths"],
-        pre["nll"],
-        "o--",
-        label=f"fixed-first, before the switch (step {ff[0]['switch_step']})",
+display(Image(figures["finishing_phase"]))
+ff = [r for r in main_runs(FIXED_FIRST, top) if r["seed"] == 0 and r.get("pre_switch")]
+for r in ff:
+    pre, post = np.asarray(r["pre_switch"]["nll"]), np.asarray(r["nll"])
+    print(
+        f"fixed-first, mean fact NLL over K=1..16: {pre.mean():.3f} before the switch "
+        f"(step {r['switch_step']}), {post.mean():.3f} after the finish (step {r['steps']}); "
+        f"at K=16: {pre[-1]:.3f} -> {post[-1]:.3f}"
     )
-    ax.plot(
-        ff[0]["depths"],
-        ff[0]["nll"],
-        "o-",
-        label=f"fixed-first, after the finish (step {ff[0]['steps']})",
-    )
-for r in main_runs(UNIFORM, top)[:1]:
-    ax.plot(r["depths"], r["nll"], "s:", label="uniform 1..16, end")
-ax.axvline(4, color="k", ls=":", lw=1)
-ax.set(
-    xlabel="serving depth K",
-    ylabel="fact NLL (nats per fact)",
-    title="What the finishing phase does (seed 0, full budget)",
-)
-ax.legend(fontsize=8)
-plt.show()
 
 # %% [markdown]
 # ## 6. Recall across serving depths at matched budgets: the paper's Fig. 1
@@ -242,13 +232,23 @@ if "two_hop_recall" in figures:
     display(Image(figures["two_hop_recall"]))
 
 # %% [markdown]
-# ## Reading these numbers
+# ## What we saw
 #
-# At toy size (no `results/demo.json`) the models train for a few dozen steps and recall
-# next to nothing: the figures show the shapes of the code path, not the paper's results.
-# The full demo (`make demo`) trains long enough for the comparisons to mean something at
-# laptop scale; notebook 06 shows how to run the paper's 200M and 1B scales and draw the
-# same figures from their run directories.
+# The sentences below are generated from the numbers loaded above by
+# `looped.report.findings`, the same code that writes the README's findings, so they always
+# describe the results this notebook shows: each of the paper's claims, the measured numbers,
+# and whether it shows at this scale.
+
+# %%
+print(origin)
+display(Markdown("\n".join(f"- {line}" for line in findings(result))))
+
+# %% [markdown]
+# With the reference results these are the README's findings. At toy size (no
+# `results/demo.json`) the models train for a few dozen steps and recall next to nothing:
+# the figures then show the shapes of the code path, not the paper's results. Notebook 06
+# shows how to run the paper's 200M and 1B scales and draw the same figures from their run
+# directories.
 
 # %%
 shutil.rmtree(workdir, ignore_errors=True)

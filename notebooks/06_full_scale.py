@@ -177,28 +177,31 @@ for ax, preset in zip(axes, ("200m", "1b")):
     )
     ax.tick_params(axis="y", labelsize=8)
 fig.tight_layout()
-plt.show()
+plots.show(fig)
 
 # %% [markdown]
 # ## 3. Launching the runs
 #
-# `scripts/launch.sh PRESET SCHEDULE OUT [key=value ...]` wraps `torchrun` on every GPU of
-# the node (and several nodes with `NNODES`, `NODE_RANK`, `MASTER=host:port`); the commands it
+# The run directories here are named the way the launch commands generated at the end of
+# this section name them (`runs/PRESET/SCHEDULE-sSEED`). `scripts/launch.sh PRESET SCHEDULE
+# OUT [key=value ...]` wraps `torchrun` on every GPU of the node (and several nodes with
+# `NNODES`, `NODE_RANK`, `MASTER=host:port`); the commands it
 # runs are plain `looped train` calls:
 #
 # ```bash
 # # one GPU
-# looped train --config 200m --out runs/200m/ff2-67-s0 \
+# looped train --config 200m --out runs/200m/fixed-first-k2_frac0.67-s0 \
 #     schedule=fixed-first:k=2,frac=0.67,then=uniform:1-16 seed=0
 #
 # # one node, 8 GPUs (DDP for 200m; the 1b preset shards with FSDP2)
-# torchrun --standalone --nproc_per_node=8 -m looped train --config 1b --out runs/1b/ff4-80-s0 \
+# torchrun --standalone --nproc_per_node=8 -m looped train --config 1b \
+#     --out runs/1b/fixed-first-k4_frac0.8-s0 \
 #     schedule=fixed-first:k=4,frac=0.8,then=uniform:1-16 seed=0
 #
 # # four nodes: the same command on every node, NODE_RANK = 0..3, --out on a shared filesystem
 # torchrun --nnodes=4 --node_rank=$NODE_RANK --nproc_per_node=8 --rdzv_backend=c10d \
 #     --rdzv_endpoint=node0:29500 --rdzv_id=looped-1b -m looped train --config 1b \
-#     --out runs/1b/uniform-s0 schedule=uniform:1-16 seed=0
+#     --out runs/1b/uniform-1-16-s0 schedule=uniform:1-16 seed=0
 # ```
 #
 # What to know:
@@ -239,8 +242,9 @@ print("# matched budgets: add  budget_frac=0.15 max_steps=0  (or 0.45) and a mat
 #
 # ```bash
 # looped eval --run runs/200m/uniform-1-16-s0 --depths 1-16            # NLL per depth
-# looped downstream --run runs/1b/ff4-80-s0 --tasks hellaswag,piqa,arc_easy --depths 1-16
-# looped probe --run runs/1b/ff4-80-s0/checkpoints/step_0016000          # Fig. 4's probe
+# looped downstream --run runs/1b/fixed-first-k4_frac0.8-s0 \
+#     --tasks hellaswag,piqa,arc_easy --depths 1-16                     # multiple choice per depth
+# looped probe --run runs/1b/fixed-first-k4_frac0.8-s0/checkpoints/step_0016000  # Fig. 4's probe
 # ```
 #
 # ## 4. What a run writes, and the paper's figures from run directories
@@ -325,7 +329,7 @@ right.set(xlabel="optimizer step", ylabel="depth K of the logged step", title="T
 for ax in (left, right):
     ax.legend(fontsize=8)
 fig.tight_layout()
-plt.show()
+plots.show(fig)
 
 # %% [markdown]
 # `looped plot --runs DIR [DIR ...] --out FIGDIR` searches the directories for runs and draws

@@ -1,14 +1,18 @@
 """The demo grid: exact sharing plan, results and figures from one quick run, reuse on re-run,
 and README sections generated from the results."""
 
+import contextlib
+import io
 import json
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from looped import report
+from looped import demo, report
 from looped.demo import FIXED, FIXED_FIRST, QUICK, UNIFORM, plan, run_demo
+from looped.errors import UserError
 from looped.schedules import parse_schedule
 from looped.train import lr_at
 
@@ -46,12 +50,28 @@ def test_plan_shares_only_exact_prefixes():
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     t0 = time.time()
-    result = run_demo(QUICK, out, out / "figures", quiet=True)
-    return out, result, time.time() - t0
+    stdout, stderr = io.StringIO(), io.StringIO()  # not terminals: progress as plain lines
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        result = run_demo(QUICK, out, out / "figures")
+    return out, result, time.time() - t0, stdout.getvalue() + stderr.getvalue()
+
+
+def test_progress_off_a_terminal_is_one_plain_line_per_run(quick):
+    """In a log file or CI: no tqdm redraws or escape codes, one line per finished run with
+    its name, steps, wall time and final loss."""
+    _, result, _, output = quick
+    assert "\r" not in output and "\x1b" not in output
+    finished = [line for line in output.splitlines() if line.startswith("finished ")]
+    assert len(finished) == result["meta"]["runs_trained"] == len(result["runs"])
+    by_name = {r["name"]: r for r in result["runs"]}
+    for line in finished:
+        name, rest = line.removeprefix("finished ").split(": ")
+        steps = int(rest.split(" steps")[0])
+        assert steps == by_name[name]["steps"] and "s, final loss " in rest
 
 
 def test_quick_demo_writes_every_number_and_figure(quick):
-    out, result, _ = quick
+    out, result, _, _ = quick
     saved = json.loads((out / "demo.json").read_text())
     assert saved["summary"] == json.loads(json.dumps(result["summary"]))
     names = {p.name for p in (out / "figures").glob("*.png")}
@@ -75,7 +95,7 @@ def test_quick_demo_writes_every_number_and_figure(quick):
 
 
 def test_rerun_reuses_finished_runs(quick):
-    out, result, first = quick
+    out, result, first, _ = quick
     t0 = time.time()
     again = run_demo(QUICK, out, out / "figures", quiet=True)
     assert time.time() - t0 < first / 2
@@ -85,7 +105,7 @@ def test_rerun_reuses_finished_runs(quick):
 
 
 def test_report_renders_readme_sections_from_results(quick):
-    out, _, _ = quick
+    out, _, _, _ = quick
     result = json.loads((out / "demo.json").read_text())
     text = report.demo_section(result)
     assert "| fixed-first (80%) |" in text and "Fixed K=4 degrades away from K=4" in text
@@ -111,3 +131,63 @@ def test_catch_up_adds_longer_uniform_runs_without_touching_the_grid():
     assert extra["uniform_b300_s0"].steps > extra["uniform_b200_s0"].steps
     grid = [(s.name, s.steps, s.parent, s.branch_step) for s in more if s.group != "catchup"]
     assert grid == [(s.name, s.steps, s.parent, s.branch_step) for s in base]
+
+
+def test_compare_summaries_puts_yours_beside_the_reference_with_the_difference():
+    row = {"schedule": UNIFORM, "label": "uniform 1..16", "steps": 243, "compute_vs_uniform": 1.0,
+           "wall_vs_uniform": 1.0, "mean_nll": 3.0, "nll_vs_uniform": 0.0,
+           "bits": {"1": 7.0, "4": 8.0, "8": 9.0, "16": 10.0}}  # fmt: skip
+    mine = {**row, "steps": 250, "mean_nll": 2.5, "bits": {**row["bits"], "16": 9.5}}
+    lines = demo.compare_summaries([mine], [row]).splitlines()
+    assert len(lines) == 2 + len(demo.COMPARED)
+    assert "| uniform 1..16 | steps | 250 | 243 | +7 |" in lines
+    assert "| uniform 1..16 | mean fact NLL K=1..16 | 2.500 | 3.000 | -0.500 |" in lines
+    assert "| uniform 1..16 | bits/person K=16 | 9.5 | 10.0 | -0.5 |" in lines
+    # a schedule the reference lacks is shown without a difference
+    missing = demo.compare_summaries([{**mine, "schedule": FIXED, "label": "fixed K=4"}], [row])
+    assert "| fixed K=4 | steps | 250 | - | - |" in missing
+
+
+def _paths(monkeypatch, argv: list[str]) -> tuple[Path, Path]:
+    seen = {}
+    monkeypatch.setattr(
+        demo, "run_demo", lambda settings, out, figures, **kw: seen.update(out=out, fig=figures)
+    )
+    assert demo.main(argv) == 0
+    return seen["out"], seen["fig"]
+
+
+def test_a_plain_demo_writes_no_tracked_file(monkeypatch):
+    """`make demo` must leave the committed reference alone, so `make test` passes after it."""
+    assert _paths(monkeypatch, []) == (Path("runs/demo"), Path("runs/demo/figures"))
+    assert _paths(monkeypatch, ["--quick"]) == (
+        Path("runs/demo-quick"),
+        Path("runs/demo-quick/figures"),
+    )
+    assert _paths(monkeypatch, ["--reference"]) == (Path("results"), Path("figures"))
+    with pytest.raises(UserError, match="--reference"):
+        demo.main(["--reference", "--quick"])
+
+
+def test_demo_ends_with_its_table_beside_the_reference(quick, monkeypatch, tmp_path):
+    out, result, _, _ = quick
+    reference = tmp_path / "results" / "demo.json"
+    reference.parent.mkdir()
+    reference.write_text((out / "demo.json").read_text())
+    monkeypatch.chdir(tmp_path)
+    text = demo._comparison(result, out, out / "figures")
+    assert f"Your figures: {out / 'figures'}/" in text
+    assert "| fixed-first (80%) | steps |" in text
+    diffs = [line.rsplit("|", 2)[1].strip() for line in text.splitlines() if line.count("|") == 6]
+    assert diffs[2:] and all(d.lstrip("+-").strip("0.%") == "" for d in diffs[2:])  # yours = ref
+    # the reference itself is not compared with itself
+    assert demo._comparison(result, Path("results"), Path("figures")) == ""
+
+
+def test_report_renders_the_readme_from_a_chosen_results_file(quick, tmp_path):
+    out, result, _, _ = quick
+    (tmp_path / "README.md").write_text("<!-- demo:begin -->\nold\n<!-- demo:end -->\n")
+    assert report.main(["--root", str(tmp_path), "--results", str(out / "demo.json")]) == 0
+    assert report.demo_section(result).strip() in (tmp_path / "README.md").read_text()
+    with pytest.raises(UserError, match="no such file"):
+        report.main(["--root", str(tmp_path), "--results", str(tmp_path / "nothing.json")])

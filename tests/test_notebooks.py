@@ -11,6 +11,7 @@ Executing the notebooks is nbval's job (`make test` runs them); these checks onl
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jupytext
@@ -69,3 +70,108 @@ def test_notebook_follows_the_conventions(source: Path) -> None:
     assert kinds[0] == "markdown", f"{source.name} must open with prose, not code"
     readme = (NOTEBOOKS / "README.md").read_text()
     assert source.stem in readme, f"{source.stem} is missing from notebooks/README.md"
+
+
+# -- output hygiene: what a reader sees in the committed .ipynb ------------------------------
+# Paths that only exist on the machine that rendered the notebook.
+MACHINE_PATHS = re.compile(r"(/work/|/home/|/tmp/|/Users/|/root/|/private/var/|[A-Z]:\\\\)")
+# An object's default repr: what a cell ending in a call with an ignored return value shows.
+OBJECT_REPR = re.compile(r"^<[\w.]+ (object )?at 0x[0-9a-f]+>$")
+
+
+def _outputs(rendered: Path):
+    """(cell index, cell source, output, its text) of every output of a committed notebook."""
+    nb = json.loads(rendered.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        source = "".join(cell.get("source", ""))
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                text = "".join(out.get("text", ""))
+            else:
+                data = out.get("data", {})
+                text = "".join(
+                    "".join(v) if isinstance(v, list) else str(v)
+                    for k, v in data.items()
+                    if k.startswith("text/")
+                )
+            yield i, source, out, text
+
+
+@pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
+def test_no_stderr_or_warning_in_outputs(rendered: Path) -> None:
+    for i, _, out, text in _outputs(rendered):
+        assert not (out.get("output_type") == "stream" and out.get("name") == "stderr"), (
+            f"{rendered.name}: cell {i} writes to stderr: {text[:120]!r}"
+        )
+        assert not re.search(r"\w*Warning:", text), (
+            f"{rendered.name}: cell {i} shows a warning: {text[:120]!r}"
+        )
+
+
+@pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
+def test_no_machine_paths_in_outputs(rendered: Path) -> None:
+    for i, _, _, text in _outputs(rendered):
+        found = MACHINE_PATHS.search(text)
+        assert not found, (
+            f"{rendered.name}: cell {i} shows a path of the rendering machine "
+            f"({text[max(0, found.start() - 40) : found.end() + 40]!r}); print paths relative "
+            "to the repository"
+        )
+
+
+@pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
+def test_no_stray_result_of_a_non_result(rendered: Path) -> None:
+    """A cell that ends in `torch.manual_seed(0)` shows `<torch._C.Generator at 0x...>`."""
+    for i, _, out, text in _outputs(rendered):
+        if out.get("output_type") == "execute_result":
+            assert not OBJECT_REPR.match(text.strip()), (
+                f"{rendered.name}: cell {i} ends in an expression whose value means nothing "
+                f"({text.strip()!r}); assign it (`_ = ...`) or end the cell with a statement"
+            )
+
+
+@pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
+def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
+    """Every figure a notebook shows passes through `looped.plots`, which refuses a panel
+    without data (`plots.empty_panels`, tested in tests/test_plots.py): inline figures through
+    `plots.show(fig)`, saved ones through `plots.demo_figures` or `plots.runs_figures` (then
+    `display(Image(...))`).
+    A bare `plt.show()` could show a blank panel unnoticed, as notebook 05 once did."""
+    for i, source, out, _ in _outputs(rendered):
+        if "image/png" not in out.get("data", {}):
+            continue
+        assert "plt.show()" not in source, (
+            f"{rendered.name}: cell {i} shows a figure with plt.show(); use plots.show(fig)"
+        )
+        from_plots = "display(Image(" in source and any(
+            f in source for f in ("figures[", "plots.runs_figures(", "plots.demo_figures(")
+        )
+        assert "plots.show(" in source or from_plots, (
+            f"{rendered.name}: cell {i} shows a figure that looped.plots did not check"
+        )
+
+
+def test_notebook_06_run_names_are_the_launchers():
+    """Every run directory 06's prose names is one its generated launch commands create."""
+    rendered = NOTEBOOKS / "06_full_scale.ipynb"
+    printed = "".join(text for _, _, _, text in _outputs(rendered))
+    generated = set(re.findall(r"launch\.sh \S+ \"[^\"]+\" (runs/\S+)-s\$seed", printed))
+    assert generated, "06 prints no launch commands"
+    mentioned = set(
+        re.findall(r"runs/(?:200m|1b)/[\w.\-]+", (NOTEBOOKS / "06_full_scale.py").read_text())
+    )
+    for path in mentioned:
+        base = re.sub(r"-s\d+$", "", path)
+        assert base in generated, f"06 names {path}, which no generated launch command writes"
+
+
+def test_make_lab_opens_py_notebooks_as_notebooks():
+    """`make lab` installs a JupyterLab settings override that makes jupytext's notebook view
+    the default viewer of .py files, so a double-click opens a notebook as notebooks/README.md
+    promises."""
+    overrides = json.loads((NOTEBOOKS / "jupyterlab-overrides.json").read_text())
+    viewers = overrides["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
+    assert viewers["python"] == "Jupytext Notebook"
+    makefile = (NOTEBOOKS.parent / "Makefile").read_text()
+    assert "share/jupyter/lab/settings/overrides.json" in makefile
+    assert "notebooks/jupyterlab-overrides.json" in makefile
