@@ -274,7 +274,7 @@ class OverrideParser(argparse.ArgumentParser):
     """
 
     def __init__(self, *args: Any, overrides_help: str = "config overrides", **kwargs: Any):
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("formatter_class", _KeepLineBreaks)
         super().__init__(*args, **kwargs)
         self.add_argument(
             "overrides", nargs="*", metavar="KEY=VALUE",
@@ -285,5 +285,14 @@ class OverrideParser(argparse.ArgumentParser):
             help="print the resolved config as YAML and exit (nothing runs)",
         )  # fmt: skip
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
         return self.parse_intermixed_args(args, namespace)
+
+
+class _KeepLineBreaks(argparse.HelpFormatter):
+    """Wraps a one-paragraph description; keeps text with line breaks (examples) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" not in text:
+            return super()._fill_text(text, width, indent)
+        return "".join(indent + line for line in text.splitlines(keepends=True))
