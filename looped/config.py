@@ -238,9 +238,9 @@ def _check_shapes(cfg: Any) -> None:
     m = cfg.model
     if m.d_model % m.n_head:
         raise UserError(f"model.d_model={m.d_model} must be divisible by model.n_head={m.n_head}")
-    if (m.d_model // m.n_head) % 2:
-        raise UserError(f"head dim model.d_model / model.n_head = {m.d_model // m.n_head} must "
-                        "be even for RoPE")  # fmt: skip
+    head_dim = m.d_model // m.n_head
+    if head_dim % 2:
+        raise UserError(f"head dim model.d_model / model.n_head = {head_dim} must be even for RoPE")
     if cfg.seq_len > m.seq_len:
         raise UserError(
             f"seq_len={cfg.seq_len} exceeds model.seq_len={m.seq_len}; raise model.seq_len"
