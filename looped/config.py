@@ -115,15 +115,22 @@ def _preset_path(name: str) -> Path:
     return path
 
 
-def load_config(preset: str = "tiny", overrides: list[str] | None = None) -> TrainConfig:
-    """Preset (name or YAML path) + `key=value` overrides -> a checked TrainConfig."""
+def load_config(
+    preset: str = "tiny", overrides: list[str] | None = None, check: bool = True
+) -> TrainConfig:
+    """Preset (name or YAML path) + `key=value` overrides -> a checked TrainConfig.
+
+    ``check=False`` skips ``validate`` (keys, types and the model's own shape checks remain):
+    for reading a saved run's config to evaluate it, which must not fail on a training-time
+    rule (say, eval_depths within max_depth) added after the run was trained."""
     schema = OmegaConf.structured(TrainConfig)
     path = _preset_path(preset)
     try:
         merged = OmegaConf.merge(schema, _load_yaml(path))
         if overrides:
             merged = OmegaConf.merge(merged, *(_parse_override(o) for o in overrides))
-        validate(merged)  # before to_object, which builds LoopedConfig and runs its own checks
+        if check:
+            validate(merged)  # before to_object, which builds LoopedConfig and runs its own checks
         cfg = OmegaConf.to_object(merged)
     except OmegaConfBaseException as err:
         raise UserError(_one_line(err)) from None

@@ -150,3 +150,16 @@ def test_yaml_file_that_is_not_a_mapping_is_one_line(tmp_path, capsys):
     assert cli(["train", "--config", str(path), "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err and str(path) in err
+
+
+def test_a_saved_run_config_loads_unchecked_for_evaluation(tmp_path):
+    """Evaluating a checkpoint reads its config with check=False: a training-time rule must not
+    make an existing run unreadable; a fresh load of the same file still refuses it."""
+    from looped.config import TrainConfig, save_config
+
+    cfg = TrainConfig()
+    cfg.model.max_depth = 4  # eval_depths stays 1-16: train would refuse this, eval must not
+    save_config(cfg, tmp_path / "config.yaml")
+    assert load_config(str(tmp_path / "config.yaml"), check=False) == cfg
+    with pytest.raises(UserError, match="eval_depths=1-16 goes above model.max_depth=4"):
+        load_config(str(tmp_path / "config.yaml"))
