@@ -159,7 +159,7 @@ def load_model(path: str | Path, device: str = "cpu"):
     from looped.model import LoopedTransformer
 
     ckpt = resolve_checkpoint(path)
-    cfg = load_config(str(ckpt / "config.yaml"))
+    cfg = load_config(str(ckpt / "config.yaml"), check=False)  # as trained, to evaluate it
     model = LoopedTransformer(cfg.model)
     load_weights(ckpt, model)
     return model.to(device).eval(), cfg

@@ -5,19 +5,33 @@
 OmegaConf merges the preset over the dataclass defaults and the overrides over that, and checks
 every key and type against the dataclasses: an unknown key or a string where a number belongs
 fails with one line that names it. Presets live in ``looped/configs/NAME.yaml``; a path to any
-YAML file works too.
+YAML file works too. ``validate`` then checks every value against its real constraint
+(positive sizes, fractions in range, known names, a schedule that parses), before any model is
+built, so ``model.d_model=-5`` says "must be positive" and a YAML syntax error names the file,
+line and column.
+
+Commands that take overrides build their parser with ``OverrideParser``: flags and ``key=value``
+overrides may then come in any order, and ``--print-config`` prints the resolved config::
+
+    looped train --config tiny --out runs/a max_steps=4 --quiet eval_depths=1-2 --print-config
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from omegaconf import OmegaConf
+import yaml
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from looped.errors import UserError
-from looped.model import LoopedConfig
+from looped.errors import UserError, first_line
+from looped.model import INJECTIONS, LoopedConfig
+from looped.schedules import parse_depths, parse_schedule
 
 PRESET_DIR = Path(__file__).parent / "configs"
 
@@ -101,21 +115,62 @@ def _preset_path(name: str) -> Path:
     return path
 
 
-def load_config(preset: str = "tiny", overrides: list[str] | None = None) -> TrainConfig:
-    """Preset (name or YAML path) + `key=value` overrides -> a checked TrainConfig."""
+def load_config(
+    preset: str = "tiny", overrides: list[str] | None = None, check: bool = True
+) -> TrainConfig:
+    """Preset (name or YAML path) + `key=value` overrides -> a checked TrainConfig.
+
+    ``check=False`` skips ``validate`` (keys, types and the model's own shape checks remain):
+    for reading a saved run's config to evaluate it, which must not fail on a training-time
+    rule (say, eval_depths within max_depth) added after the run was trained."""
     schema = OmegaConf.structured(TrainConfig)
+    path = _preset_path(preset)
     try:
-        merged = OmegaConf.merge(schema, OmegaConf.load(_preset_path(preset)))
+        merged = OmegaConf.merge(schema, _load_yaml(path))
         if overrides:
-            bad = [o for o in overrides if "=" not in o]
-            if bad:
-                raise UserError(f"override {bad[0]!r} is not key=value (e.g. schedule=fixed:4)")
-            merged = OmegaConf.merge(merged, OmegaConf.from_dotlist(list(overrides)))
+            merged = OmegaConf.merge(merged, *(_parse_override(o) for o in overrides))
+        if check:
+            validate(merged)  # before to_object, which builds LoopedConfig and runs its own checks
         cfg = OmegaConf.to_object(merged)
     except OmegaConfBaseException as err:
         raise UserError(_one_line(err)) from None
     assert isinstance(cfg, TrainConfig)
     return cfg
+
+
+def _load_yaml(path: Path) -> DictConfig:
+    """The file's mapping; a syntax error is one line with the file, line and column."""
+    try:
+        loaded = OmegaConf.load(path)
+    except yaml.YAMLError as err:
+        raise UserError(
+            f"config file {path} is not valid YAML{_where(err)}; fix it there"
+        ) from None
+    if not isinstance(loaded, DictConfig):
+        raise UserError(f"config file {path} must hold `key: value` lines, not a list")
+    return loaded
+
+
+def _where(err: yaml.YAMLError) -> str:
+    """' at line L, column C: problem', plus where the construct it was in began, if elsewhere."""
+    mark, context = getattr(err, "problem_mark", None), getattr(err, "context_mark", None)
+    text = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    text += f": {getattr(err, 'problem', None) or first_line(err)}"
+    if context and mark and (context.line, context.column) != (mark.line, mark.column):
+        text += f" ({err.context} at line {context.line + 1}, column {context.column + 1})"
+    return text
+
+
+def _parse_override(override: str) -> DictConfig:
+    if "=" not in override:
+        raise UserError(f"override {override!r} is not key=value (e.g. schedule=fixed:4)")
+    try:
+        return OmegaConf.from_dotlist([override])
+    except yaml.YAMLError as err:
+        problem = getattr(err, "problem", None) or first_line(err)
+        raise UserError(
+            f"override {override!r}: the value is not valid YAML ({problem}); fix or quote it"
+        ) from None
 
 
 def _one_line(err: OmegaConfBaseException) -> str:
@@ -133,3 +188,118 @@ def to_yaml(cfg: TrainConfig) -> str:
 
 def save_config(cfg: TrainConfig, path: str | Path) -> None:
     Path(path).write_text(to_yaml(cfg))
+
+
+# -- validation ------------------------------------------------------------------------------
+POSITIVE = (  # sizes and rates that must be > 0
+    "model.vocab_size", "model.seq_len", "model.d_model", "model.n_head", "model.n_block",
+    "model.max_depth", "model.rope_base", "model.norm_eps", "model.init_std", "data.persons",
+    "data.bios_per_person", "optim.lr", "batch_size", "grad_accum", "seq_len", "log_interval",
+    "eval_batches", "keep_last",
+)  # fmt: skip
+NON_NEGATIVE = (  # counts and amounts where 0 means "off" or "derive it"
+    "model.d_ff", "model.n_prelude", "model.n_coda", "model.bptt", "optim.weight_decay",
+    "optim.warmup_steps", "optim.grad_clip", "global_batch", "max_steps", "max_tokens",
+    "budget_flops", "budget_frac", "full_budget_flops", "eval_interval", "ckpt_interval",
+    "threads",
+)  # fmt: skip
+FRACTIONS = ("optim.min_lr_ratio", "optim.decay_frac")  # in [0, 1]
+CHOICES = {  # fields with a fixed set of names
+    "model.injection": INJECTIONS,
+    "data.kind": ("bios", "text"),
+    "optim.lr_schedule": ("cosine", "wsd"),
+    "dtype": ("fp32", "bf16"),
+}
+DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+
+
+def validate(cfg: Any) -> None:
+    """Check every value a user can type against its real constraint; raise UserError with one
+    line naming the key, the value and what is allowed.
+
+    Works on a TrainConfig and on the merged OmegaConf tree before it becomes one, so a size
+    below 1 is reported as such rather than as whatever arithmetic LoopedConfig would try on it.
+    The schedule is parsed once, here."""
+    get = functools.partial(_get, cfg)
+    for key in POSITIVE:
+        if not get(key) > 0:
+            raise UserError(f"{key}={get(key)} must be positive")
+    for key in NON_NEGATIVE:
+        if get(key) < 0:
+            raise UserError(f"{key}={get(key)} must be >= 0 (0 means off or derived)")
+    for key in FRACTIONS:
+        if not 0 <= get(key) <= 1:
+            raise UserError(f"{key}={get(key)} must be a fraction in [0, 1]")
+    if not all(0 <= b < 1 for b in cfg.optim.betas):
+        raise UserError(f"optim.betas={list(cfg.optim.betas)} must both be in [0, 1)")
+    for key, names in CHOICES.items():
+        if get(key) not in names:
+            raise UserError(f"{key}={get(key)!r} is not known; choose one of {', '.join(names)}")
+    if not DEVICE.fullmatch(cfg.device):
+        raise UserError(f"device={cfg.device!r} is not known; use auto, cpu, cuda, cuda:N or mps")
+    _check_shapes(cfg)
+
+
+def _check_shapes(cfg: Any) -> None:
+    """Constraints between fields: head shape, sequence lengths, depths within max_depth."""
+    m = cfg.model
+    if m.d_model % m.n_head:
+        raise UserError(f"model.d_model={m.d_model} must be divisible by model.n_head={m.n_head}")
+    head_dim = m.d_model // m.n_head
+    if head_dim % 2:
+        raise UserError(f"head dim model.d_model / model.n_head = {head_dim} must be even for RoPE")
+    if cfg.seq_len > m.seq_len:
+        raise UserError(
+            f"seq_len={cfg.seq_len} exceeds model.seq_len={m.seq_len}; raise model.seq_len"
+        )
+    top = parse_schedule(cfg.schedule, cfg.seed).max_depth()
+    if top > m.max_depth:
+        raise UserError(
+            f"schedule {cfg.schedule} reaches K={top} above model.max_depth={m.max_depth}"
+        )
+    if max(parse_depths(cfg.eval_depths)) > m.max_depth:
+        raise UserError(f"eval_depths={cfg.eval_depths} goes above model.max_depth={m.max_depth}")
+    for spec in cfg.paper_schedules:
+        parse_schedule(spec)
+
+
+def _get(cfg: Any, key: str) -> Any:
+    return functools.reduce(getattr, key.split("."), cfg)
+
+
+# -- command line ----------------------------------------------------------------------------
+class OverrideParser(argparse.ArgumentParser):
+    """An argument parser for a command that resolves a TrainConfig: it adds the `key=value`
+    overrides and ``--print-config``, and accepts flags and overrides in any order.
+
+    Plain ``parse_args`` takes positionals in one run only, so ``--out r max_steps=4 --quiet
+    eval_depths=1-2`` fails on the second override; intermixed parsing collects every
+    positional wherever it stands. A new command gets all of this by building its parser here::
+
+        parser = OverrideParser(prog="looped x", description="...", epilog="examples: ...")
+        args = parser.parse_args(argv)      # args.overrides, args.print_config
+    """
+
+    def __init__(self, *args: Any, overrides_help: str = "config overrides", **kwargs: Any):
+        kwargs.setdefault("formatter_class", _KeepLineBreaks)
+        super().__init__(*args, **kwargs)
+        self.add_argument(
+            "overrides", nargs="*", metavar="KEY=VALUE",
+            help=f"{overrides_help}, e.g. schedule=fixed:2 model.d_model=128; anywhere among the flags",
+        )  # fmt: skip
+        self.add_argument(
+            "--print-config", action="store_true",
+            help="print the resolved config as YAML and exit (nothing runs)",
+        )  # fmt: skip
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
+        return self.parse_intermixed_args(args, namespace)
+
+
+class _KeepLineBreaks(argparse.HelpFormatter):
+    """Wraps a one-paragraph description; keeps text with line breaks (examples) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" not in text:
+            return super()._fill_text(text, width, indent)
+        return "".join(indent + line for line in text.splitlines(keepends=True))

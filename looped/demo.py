@@ -28,7 +28,6 @@ process); finished runs are reused when the demo is run again.
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing as mp
 import os
@@ -43,7 +42,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from looped.config import TrainConfig, load_config, to_yaml
+from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.errors import UserError
 
 FIXED = "fixed:4"
@@ -664,7 +663,12 @@ def run_demo(
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="looped demo", description=__doc__.splitlines()[0])
+    parser = OverrideParser(
+        prog="looped demo",
+        description=__doc__.splitlines()[0],
+        overrides_help="config overrides for every run",
+        epilog="example: looped demo --quick --out runs/q model.d_model=48 --fresh",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="toy size, under a minute (what the tests run)"
     )
@@ -693,7 +697,6 @@ def main(argv: list[str]) -> int:
         "--fresh", action="store_true", help="retrain every run instead of reusing finished ones"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    parser.add_argument("overrides", nargs="*", help="config overrides for every run, key=value")
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else DemoSettings()
     settings = DemoSettings(
@@ -718,6 +721,9 @@ def main(argv: list[str]) -> int:
         if args.workers < 1:
             raise UserError(f"--workers {args.workers} must be >= 1")
         settings.workers = args.workers
+    if args.print_config:  # the config every run starts from; seed, schedule and budget vary
+        print(to_yaml(load_config(settings.preset, settings.overrides)), end="")
+        return 0
     if args.reference and (args.out or args.quick):
         raise UserError("--reference writes results/ and figures/; leave out --out and --quick")
     if args.reference:

@@ -21,7 +21,6 @@ spend the same modeled compute. A NaN/inf loss stops the run and keeps the last 
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -37,7 +36,7 @@ import torch
 from tqdm.auto import tqdm
 
 from looped import checkpoint as ckpt_lib
-from looped.config import TrainConfig, load_config, to_yaml
+from looped.config import OverrideParser, TrainConfig, load_config, to_yaml, validate
 from looped.data.batching import batch_generator, build_source
 from looped.errors import UserError
 from looped.evaluate import evaluate
@@ -131,36 +130,7 @@ def total_steps_for(cfg: TrainConfig, world_size: int = 1) -> int:
 
 def check_config(cfg: TrainConfig) -> None:
     """Catch bad values early, with one line each, before any work is done."""
-    parse_schedule(cfg.schedule, cfg.seed)
-    parse_depths(cfg.eval_depths)
-    if parse_schedule(cfg.schedule).max_depth() > cfg.model.max_depth:
-        raise UserError(
-            f"schedule {cfg.schedule} reaches K={parse_schedule(cfg.schedule).max_depth()} above model.max_depth={cfg.model.max_depth}"
-        )
-    if max(parse_depths(cfg.eval_depths)) > cfg.model.max_depth:
-        raise UserError(
-            f"eval_depths={cfg.eval_depths} goes above model.max_depth={cfg.model.max_depth}"
-        )
-    if cfg.dtype not in ("fp32", "bf16"):
-        raise UserError(f"dtype={cfg.dtype!r}: choose fp32 or bf16")
-    for name in (
-        "batch_size",
-        "grad_accum",
-        "seq_len",
-        "log_interval",
-        "eval_batches",
-        "keep_last",
-    ):
-        if getattr(cfg, name) < 1:
-            raise UserError(f"{name}={getattr(cfg, name)} must be >= 1")
-    for name in ("eval_interval", "ckpt_interval", "max_steps", "max_tokens", "global_batch"):
-        if getattr(cfg, name) < 0:
-            raise UserError(f"{name}={getattr(cfg, name)} must be >= 0")
-    if cfg.seq_len > cfg.model.seq_len:
-        raise UserError(
-            f"seq_len={cfg.seq_len} exceeds model.seq_len={cfg.model.seq_len}; raise model.seq_len"
-        )
-    lr_at(0, 10, cfg.optim)
+    validate(cfg)
 
 
 def pick_device(name: str, local_rank: int) -> torch.device:
@@ -676,10 +646,14 @@ def _truncate_metrics(path: Path, step: int) -> None:
 
 # -- command line ----------------------------------------------------------------------------
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OverrideParser(
         prog="looped train",
         description="Train a looped transformer. Overrides are key=value pairs on the config "
         "fields of looped/config.py, e.g. schedule=fixed:2 model.d_model=128 optim.lr=1e-3.",
+        epilog="examples (flags and overrides in any order):\n"
+        "  looped train --config tiny --out runs/tiny\n"
+        "  looped train --config tiny --out runs/k2 --budget-frac 0.45 schedule=fixed:2\n"
+        "  looped train --config tiny --out runs/a --print-config model.d_model=128",
     )
     parser.add_argument("--config", default="tiny", help="preset name or YAML path (default: tiny)")
     parser.add_argument("--out", required=True, help="run directory (checkpoints, metrics.jsonl)")
@@ -698,7 +672,6 @@ def main(argv: list[str]) -> int:
         "--budget-frac", type=float, help="budget as a fraction of the preset's full budget"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument("overrides", nargs="*", help="config overrides, key=value")
     args = parser.parse_args(argv)
     overrides = list(args.overrides)
     if (args.budget_flops is not None or args.budget_frac is not None) and not any(
@@ -712,6 +685,9 @@ def main(argv: list[str]) -> int:
             raise UserError(f"--budget-frac={args.budget_frac} must be > 0")
         overrides.append(f"budget_frac={args.budget_frac}")
     cfg = load_config(args.config, overrides)
+    if args.print_config:
+        print(to_yaml(cfg), end="")
+        return 0
     summary = train(
         cfg,
         args.out,

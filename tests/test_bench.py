@@ -4,11 +4,12 @@ benchmark, never asserted here."""
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 
-from looped import bench
+from looped import bench, bench_report
 from looped.errors import UserError
 from looped.flops import flops_per_token
 
@@ -19,7 +20,7 @@ TOY = replace(bench.QUICK, threads=1, peer=False, precisions=("fp32",))
 
 def test_quick_run_without_peer_writes_consistent_record(tmp_path):
     record = bench.run(TOY)
-    js, md = bench.write(record, tmp_path)
+    js, md = bench_report.write(record, tmp_path)
     assert json.loads(js.read_text()) == json.loads(json.dumps(record))
     assert [r["depth"] for r in record["train"]] == list(TOY.depths)
     mc = bench.looped_config(TOY)
@@ -107,3 +108,20 @@ def test_time_min_rotates_the_order_and_keeps_the_minimum():
     best = bench.time_min(fns, warmup=1, reps=3, device=torch.device("cpu"))
     assert "".join(calls) == "abc" + "abc" + "bca" + "cab"
     assert set(best) == set("abc") and all(0 <= t < 1 for t in best.values())
+
+
+def test_committed_record_renders_to_the_committed_tables_byte_for_byte():
+    """bench.md is a pure function of bench.json: re-rendering the committed record gives the
+    committed tables (which the README quotes) exactly, so reporting can change without rerunning
+    the six-minute benchmark, and a hand edit of either file shows up here."""
+    results = Path(__file__).resolve().parent.parent / "results"
+    record = json.loads((results / "bench.json").read_text())
+    assert bench_report.markdown(record) == (results / "bench.md").read_text()
+    # and the targets in the record are what the reporting code judges from its rows
+    cfg = replace(bench.BenchConfig(), **_tuples(record["config"]))
+    rows = record["train"], record["serve"], record["schedule"]
+    assert bench_report.targets(cfg, bench.looped_config(cfg), *rows) == record["targets"]
+
+
+def _tuples(cfg: dict) -> dict:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items()}

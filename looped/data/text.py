@@ -36,7 +36,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -387,7 +387,11 @@ def prepare_text(
     overwrite: bool = False,
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Tokenize a corpus into ``out``; returns the metadata also written to ``out/meta.json``."""
+    """Tokenize a corpus into ``out``; returns the metadata also written to ``out/meta.json``.
+
+    Three steps: a tokenizer (trained here for ``bpe:N``), the documents streamed in chunks of
+    `chunk_docs` into train/val shards, then ``meta.json`` last, so a directory with a meta file
+    always holds a complete corpus."""
     if not 0.0 <= val_frac < 1.0:
         raise UserError(f"--val-frac {val_frac} must be in [0, 1)")
     if num_proc < 1 or shard_tokens < 1 or chunk_docs < 1:
@@ -396,56 +400,18 @@ def prepare_text(
     _prepare_out(out, overwrite)
 
     def documents(limit: int | None) -> Iterator[list[str]]:
-        ds = open_documents(dataset, subset, split, text_field)
-        if limit is not None:
-            ds = ds.take(limit)
-        for batch in ds.iter(batch_size=chunk_docs):
-            if text_field not in batch:
-                raise UserError(
-                    f"dataset {dataset!r} has no column {text_field!r} (columns: {', '.join(batch)}); "
-                    "pass --text-field"
-                )
-            yield batch[text_field]
+        return document_chunks(dataset, subset, split, text_field, chunk_docs, limit)
 
-    if tokenizer.startswith("bpe:"):
-        try:
-            vocab = int(tokenizer.split(":", 1)[1])
-        except ValueError:
-            raise UserError(
-                f"tokenizer spec {tokenizer!r}: the vocabulary must be an integer, e.g. bpe:4096"
-            ) from None
-        n_train = bpe_docs if max_docs is None else min(bpe_docs, max_docs)
-        tok: TextTokenizer = train_bpe(
-            (t for chunk in documents(n_train) for t in chunk if t), vocab
-        )
-    else:
-        tok = make_tokenizer(tokenizer)
+    n_bpe = bpe_docs if max_docs is None else min(bpe_docs, max_docs)
+    tok = _tokenizer_for(tokenizer, lambda: (t for c in documents(n_bpe) for t in c if t))
     if isinstance(tok, HFTokenizer):
         tok.save(out / TOKENIZER_FILE)
     if num_proc > 1:
         # Forked workers cannot use the Rust thread pool the parent already started.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
     dtype = token_dtype(tok.vocab_size)
     writers = {s: ShardWriter(out, s, dtype, shard_tokens) for s in ("train", "val")}
-    seen = n_val = 0
-    bar = _progress(progress)
-    for chunk in documents(max_docs):
-        parts: dict[str, list[np.ndarray]] = {"train": [], "val": []}
-        for ids in tokenize_chunk(chunk, tok, num_proc):
-            split_name = "val" if n_val < val_frac * seen else "train"
-            parts[split_name].append(ids)
-            n_val += len(ids) if split_name == "val" else 0
-            seen += len(ids)
-        for split_name, docs in parts.items():
-            if docs:
-                writers[split_name].write(np.concatenate(docs))
-                writers[split_name].docs += len(docs)
-        if bar is not None:
-            bar.update(len(chunk))
-    if bar is not None:
-        bar.close()
-    splits = {s: w.finish() for s, w in writers.items()}
+    splits = _write_splits(documents(max_docs), tok, writers, val_frac, num_proc, progress)
     if splits["train"]["tokens"] == 0:
         raise UserError(
             f"dataset {dataset!r} gave no text in column {text_field!r}; check --text-field and --split"
@@ -466,6 +432,73 @@ def prepare_text(
     }
     _write_json_atomic(out / META, meta)
     return meta
+
+
+def document_chunks(
+    dataset: str,
+    subset: str | None,
+    split: str,
+    text_field: str,
+    chunk_docs: int,
+    limit: int | None = None,
+) -> Iterator[list[str]]:
+    """The texts of the first `limit` documents (all when None), `chunk_docs` at a time: a hub
+    stream is read once per call, so the BPE pass and the tokenizing pass each open their own."""
+    ds = open_documents(dataset, subset, split, text_field)
+    if limit is not None:
+        ds = ds.take(limit)
+    for batch in ds.iter(batch_size=chunk_docs):
+        if text_field not in batch:
+            raise UserError(
+                f"dataset {dataset!r} has no column {text_field!r} (columns: {', '.join(batch)}); "
+                "pass --text-field"
+            )
+        yield batch[text_field]
+
+
+def _tokenizer_for(spec: str, texts: Callable[[], Iterator[str]]) -> TextTokenizer:
+    """``bpe:N`` trains an N-token BPE on `texts()` (called only then: it reads the corpus);
+    any other spec names an existing tokenizer (see ``make_tokenizer``)."""
+    if not spec.startswith("bpe:"):
+        return make_tokenizer(spec)
+    try:
+        vocab = int(spec.split(":", 1)[1])
+    except ValueError:
+        raise UserError(
+            f"tokenizer spec {spec!r}: the vocabulary must be an integer, e.g. bpe:4096"
+        ) from None
+    return train_bpe(texts(), vocab)
+
+
+def _write_splits(
+    chunks: Iterator[list[str]],
+    tok: TextTokenizer,
+    writers: dict[str, ShardWriter],
+    val_frac: float,
+    num_proc: int,
+    progress: bool,
+) -> dict[str, dict[str, Any]]:
+    """Tokenize each chunk and append every document to train or val: a document goes to val
+    while val holds less than `val_frac` of the tokens seen, so the split is deterministic and
+    needs no second pass. Returns each writer's summary."""
+    seen = n_val = 0
+    bar = _progress(progress)
+    for chunk in chunks:
+        parts: dict[str, list[np.ndarray]] = {"train": [], "val": []}
+        for ids in tokenize_chunk(chunk, tok, num_proc):
+            split_name = "val" if n_val < val_frac * seen else "train"
+            parts[split_name].append(ids)
+            n_val += len(ids) if split_name == "val" else 0
+            seen += len(ids)
+        for split_name, docs in parts.items():
+            if docs:
+                writers[split_name].write(np.concatenate(docs))
+                writers[split_name].docs += len(docs)
+        if bar is not None:
+            bar.update(len(chunk))
+    if bar is not None:
+        bar.close()
+    return {s: w.finish() for s, w in writers.items()}
 
 
 def _progress(enabled: bool) -> Any:
