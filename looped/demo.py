@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from looped.atomic import write_text_atomic
 from looped.config import TrainConfig, load_config, to_yaml
 from looped.errors import UserError
 
@@ -96,15 +97,16 @@ def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
     """(full budget in modeled FLOPs, vocabulary size): the full budget is `full_steps` steps of
     fixed K=4, with the model's vocabulary set from the corpus the preset describes."""
     from looped.data.batching import build_source
-    from looped.flops import flops_per_token
+    from looped.flops import flops_per_token, tokens_per_step
+    from looped.model import fit_vocab
 
     cfg = load_config(settings.preset, settings.overrides)
     vocab = build_source(cfg.data).vocab_size
-    cfg.model.vocab_size = max(cfg.model.vocab_size, 64 * -(-vocab // 64))
+    cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, vocab)
     if cfg.full_budget_flops > 0:
         return cfg.full_budget_flops, cfg.model.vocab_size
     steps = cfg.max_steps or 60
-    return steps * cfg.batch_size * cfg.grad_accum * cfg.seq_len * flops_per_token(
+    return steps * tokens_per_step(cfg) * flops_per_token(
         cfg.model, 4, cfg.seq_len
     ), cfg.model.vocab_size
 
@@ -224,12 +226,12 @@ def execute(
     """Run the grid on a process pool, parents before children, longest first."""
     import shutil
 
-    from looped.flops import schedule_flops
+    from looped.flops import schedule_flops, tokens_per_step
     from looped.schedules import parse_schedule
 
     def cost(spec: RunSpec) -> float:
         cfg = configs[spec.name]
-        tokens = cfg.batch_size * cfg.grad_accum * cfg.seq_len
+        tokens = tokens_per_step(cfg)
         total = schedule_flops(
             cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, tokens, cfg.seq_len
         )
@@ -361,7 +363,7 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
     `flops` is the schedule's modeled compute (the exact expectation over sampled depths, which is
     what budgets match); `flops_sampled` sums the depths this seed actually drew.
     """
-    from looped.flops import schedule_flops
+    from looped.flops import schedule_flops, tokens_per_step
     from looped.schedules import parse_schedule
 
     rows = []
@@ -390,7 +392,7 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
             "name": spec.name, "schedule": spec.schedule, "label": LABELS.get(spec.schedule, spec.schedule.replace(":", " K=")),
             "budget": spec.budget, "seed": spec.seed, "group": spec.group, "steps": spec.steps,
             "switch_step": summary.get("switch_step"), "wall": wall, "flops_sampled": summary["flops"],
-            "flops": schedule_flops(cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, cfg.batch_size * cfg.grad_accum * cfg.seq_len, cfg.seq_len),
+            "flops": schedule_flops(cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, tokens_per_step(cfg), cfg.seq_len),
             "parent": spec.parent, "branch_step": spec.branch_step or None,
             **final, "pre_switch": pre_switch, "curve": curve,
         })  # fmt: skip
@@ -488,7 +490,7 @@ def format_summary(table: list[dict]) -> str:
 
 def machine_name() -> str:
     """CPU model and core count, for the record."""
-    from looped.bench import cpu_name
+    from looped.device import cpu_name
 
     return f"{cpu_name()} ({os.cpu_count()} cores)"
 
@@ -548,9 +550,7 @@ def run_demo(
             result["meta"]["wall_seconds"] = before["wall_seconds"]
         if extra and trained_extra == 0 and before.get("catchup_seconds"):
             result["meta"]["catchup_seconds"] = before["catchup_seconds"]
-    tmp = out / "demo.json.tmp"
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(out / "demo.json")
+    write_text_atomic(out / "demo.json", json.dumps(result, indent=1))
     paths = plots.demo_figures(result, figures)
     if not quiet:
         print(format_summary(result["summary"]))

@@ -38,10 +38,10 @@ from IPython.display import Image, display
 from looped import plots
 from looped.config import load_config
 from looped.data.text import load_tokenizer, prepare_text
+from looped.device import peak_flops
 from looped.flops import (
     count_params,
     format_table,
-    peak_flops,
     preset_rows,
     schedule_flops,
     steps_for_budget,
