@@ -53,9 +53,8 @@ class DemoSettings:
     budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
     depth_ks: tuple[int, ...] = (1, 2, 4, 8)  # fixed depths for the specialisation figure
     depth_budget: float = 0.45  # budget of those runs (matched compute)
-    catch_up: tuple[
-        float, ...
-    ] = ()  # extra uniform budgets (seed 0) to see when uniform catches up
+    # extra uniform budgets (seed 0) to see when uniform catches up
+    catch_up: tuple[float, ...] = ()
     workers: int = 2  # worker processes (each single-threaded)
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
