@@ -6,8 +6,10 @@ The package map (one concept per module):
 - ``looped.schedules``  depth schedules: depth(step) -> K, parsed from short specs
 - ``looped.flops``      modeled training FLOPs per token, schedule totals, savings, MFU
 - ``looped.data``       synthetic biographies, text corpora, batching
-- ``looped.train``      the training loop (one process or torchrun)
-- ``looped.evaluate``   serving-depth sweeps: NLL, recalled bits, multiple choice
+- ``looped.train``      the training loop; ``looped.distributed`` what torchrun changes
+- ``looped.device``     device choice, CPU name, GPU peak FLOP/s
+- ``looped.evaluate``   serving-depth sweeps: NLL and recalled bits
+- ``looped.downstream`` multiple-choice benchmarks (HellaSwag, PIQA, ARC-Easy) per depth
 - ``looped.plots``      the paper's figures from results files
 - ``looped.cli``        ``looped demo | train | eval | flops | data ...``
 """

@@ -60,7 +60,6 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -68,6 +67,7 @@ import torch.nn.functional as F
 
 from looped.bench_report import markdown, targets, write
 from looped.config import OptimConfig
+from looped.device import cpu_name
 from looped.errors import UserError
 from looped.flops import flops_per_token, saving
 from looped.model import LoopedConfig, LoopedTransformer, causal_attention
@@ -503,17 +503,6 @@ def machine_info(device: torch.device) -> dict[str, Any]:
     except ImportError:
         info["transformers"] = None
     return info
-
-
-def cpu_name() -> str:
-    """The processor's model name (from /proc/cpuinfo on Linux)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _load() -> float | None:

@@ -15,31 +15,17 @@ Batches and depths are pure functions of (seed, step), so the step is the whole 
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from looped.atomic import atomic_path
 from looped.errors import UserError
 
 CKPT_DIR = "checkpoints"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
 
 
 def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -68,33 +54,17 @@ def save_checkpoint(
     root = Path(run_dir) / CKPT_DIR
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step:07d}"
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-step_{step:07d}-", dir=root))
-    try:
+    with atomic_path(final) as tmp:
+        tmp.mkdir()
         save_file(weights, str(tmp / "model.safetensors"))
         torch.save(state, tmp / "state.pt")
         (tmp / "config.yaml").write_text(config_yaml)
-        for f in tmp.iterdir():
-            _fsync_file(f)
-        _fsync_dir(tmp)
-        if final.exists():  # re-saving the same step (e.g. after a resume): replace it whole
-            old = root / f".old-{final.name}"
-            shutil.rmtree(old, ignore_errors=True)
-            final.rename(old)
-            tmp.rename(final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(final)
-        _fsync_dir(root)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     steps = list_checkpoints(run_dir)
     for old_step, path in steps[:-keep_last] if keep_last > 0 else []:
         if old_step not in keep:
             shutil.rmtree(path, ignore_errors=True)
-    for stale in root.glob(".tmp-*"):
-        if stale != tmp:
-            shutil.rmtree(stale, ignore_errors=True)
+    for stale in root.glob(".tmp-*"):  # left by a crash mid-write
+        shutil.rmtree(stale, ignore_errors=True)
     return final
 
 

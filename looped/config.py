@@ -38,12 +38,15 @@ PRESET_DIR = Path(__file__).parent / "configs"
 
 @dataclass
 class DataConfig:
-    kind: str = "bios"  # bios (synthetic biographies) | text (token shards from `looped data text`)
-    path: str = (
-        ""  # corpus directory; empty with kind=bios generates one in memory from the fields below
-    )
-    persons: int = 100  # bios: number of persons
-    bios_seed: int = 0  # bios: generator seed (independent of the training seed)
+    # bios (synthetic biographies) | text (token shards from `looped data text`)
+    kind: str = "bios"
+    # corpus directory; empty with kind=bios generates one in memory from the fields below, which
+    # a saved corpus ignores (its bios_config.json holds them)
+    path: str = ""
+    # The bios fields are BiosConfig's under the names `looped data bios` takes on the command
+    # line (--persons, --seed): batching.bios_config is the one place that maps them.
+    persons: int = 100  # bios: number of persons (BiosConfig.n_persons)
+    bios_seed: int = 0  # bios: generator seed, independent of the training seed (BiosConfig.seed)
     bios_per_person: int = 4  # bios: biographies per person in the training text
     two_hop: bool = True  # bios: add the employer-city two-hop queries to evaluation
 
@@ -69,10 +72,11 @@ class TrainConfig:
     seed: int = 0  # seeds init, data order and the depth schedule
     batch_size: int = 32  # sequences per micro-batch per process
     grad_accum: int = 1  # micro-batches per optimizer step (derived when global_batch is set)
-    global_batch: int = (
-        0  # sequences per optimizer step over all processes; 0 = batch_size*grad_accum*world
-    )
-    seq_len: int = 128  # tokens per training sequence
+    # sequences per optimizer step over all processes; 0 = batch_size*grad_accum*world
+    global_batch: int = 0
+    # tokens per training sequence; at most model.seq_len (the RoPE tables' length, checked),
+    # which may be longer for evaluation queries
+    seq_len: int = 128
     max_steps: int = 0  # stop after this many optimizer steps (0 = derive from a budget)
     max_tokens: int = 0  # stop after this many training tokens (0 = unused)
     budget_flops: float = 0.0  # stop when modeled training FLOPs reach this (0 = unused)
@@ -89,9 +93,8 @@ class TrainConfig:
     compile: bool = False  # torch.compile the looped block only
     fsdp: bool = False  # shard with FSDP2 under torchrun instead of DDP
     threads: int = 0  # torch CPU threads (0 = torch default)
-    tensorboard: bool = (
-        False  # also write TensorBoard scalars to RUN/tb (needs the tensorboard extra)
-    )
+    # also write TensorBoard scalars to RUN/tb (needs the tensorboard extra)
+    tensorboard: bool = False
     paper_schedules: list[str] = field(default_factory=list)  # schedules the paper compares here
 
 

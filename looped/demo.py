@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.errors import UserError
 
@@ -59,9 +60,8 @@ class DemoSettings:
     budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
     depth_ks: tuple[int, ...] = (1, 2, 4, 8)  # fixed depths for the specialisation figure
     depth_budget: float = 0.45  # budget of those runs (matched compute)
-    catch_up: tuple[
-        float, ...
-    ] = ()  # extra uniform budgets (seed 0) to see when uniform catches up
+    # extra uniform budgets (seed 0) to see when uniform catches up
+    catch_up: tuple[float, ...] = ()
     workers: int = 2  # worker processes (each single-threaded)
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
@@ -103,15 +103,16 @@ def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
     """(full budget in modeled FLOPs, vocabulary size): the full budget is `full_steps` steps of
     fixed K=4, with the model's vocabulary set from the corpus the preset describes."""
     from looped.data.batching import build_source
-    from looped.flops import flops_per_token
+    from looped.flops import flops_per_token, tokens_per_step
+    from looped.model import fit_vocab
 
     cfg = load_config(settings.preset, settings.overrides)
     vocab = build_source(cfg.data).vocab_size
-    cfg.model.vocab_size = max(cfg.model.vocab_size, 64 * -(-vocab // 64))
+    cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, vocab)
     if cfg.full_budget_flops > 0:
         return cfg.full_budget_flops, cfg.model.vocab_size
     steps = cfg.max_steps or 60
-    return steps * cfg.batch_size * cfg.grad_accum * cfg.seq_len * flops_per_token(
+    return steps * tokens_per_step(cfg) * flops_per_token(
         cfg.model, 4, cfg.seq_len
     ), cfg.model.vocab_size
 
@@ -256,12 +257,12 @@ def execute(
     """Run the grid on a process pool, parents before children, longest first."""
     import shutil
 
-    from looped.flops import schedule_flops
+    from looped.flops import schedule_flops, tokens_per_step
     from looped.schedules import parse_schedule
 
     def cost(spec: RunSpec) -> float:
         cfg = configs[spec.name]
-        tokens = cfg.batch_size * cfg.grad_accum * cfg.seq_len
+        tokens = tokens_per_step(cfg)
         total = schedule_flops(
             cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, tokens, cfg.seq_len
         )
@@ -397,7 +398,7 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
     `flops` is the schedule's modeled compute (the exact expectation over sampled depths, which is
     what budgets match); `flops_sampled` sums the depths this seed actually drew.
     """
-    from looped.flops import schedule_flops
+    from looped.flops import schedule_flops, tokens_per_step
     from looped.schedules import parse_schedule
 
     rows = []
@@ -426,7 +427,7 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
             "name": spec.name, "schedule": spec.schedule, "label": LABELS.get(spec.schedule, spec.schedule.replace(":", " K=")),
             "budget": spec.budget, "seed": spec.seed, "group": spec.group, "steps": spec.steps,
             "switch_step": summary.get("switch_step"), "wall": wall, "flops_sampled": summary["flops"],
-            "flops": schedule_flops(cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, cfg.batch_size * cfg.grad_accum * cfg.seq_len, cfg.seq_len),
+            "flops": schedule_flops(cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, tokens_per_step(cfg), cfg.seq_len),
             "parent": spec.parent, "branch_step": spec.branch_step or None,
             **final, "pre_switch": pre_switch, "curve": curve,
         })  # fmt: skip
@@ -587,7 +588,7 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
 
 def machine_name() -> str:
     """CPU model and core count, for the record."""
-    from looped.bench import cpu_name
+    from looped.device import cpu_name
 
     return f"{cpu_name()} ({os.cpu_count()} cores)"
 
@@ -647,9 +648,7 @@ def run_demo(
             result["meta"]["wall_seconds"] = before["wall_seconds"]
         if extra and trained_extra == 0 and before.get("catchup_seconds"):
             result["meta"]["catchup_seconds"] = before["catchup_seconds"]
-    tmp = out / "demo.json.tmp"
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(out / "demo.json")
+    write_text_atomic(out / "demo.json", json.dumps(result, indent=1))
     paths = plots.demo_figures(result, figures)
     if not quiet:
         print(format_summary(result["summary"]))

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looped.device import model_device
 from looped.errors import UserError, first_line
 
 
@@ -169,13 +170,6 @@ def encode_pair(tokenizer: Any, context: str, continuation: str) -> tuple[list[i
     return ctx, whole[len(ctx) :]
 
 
-def _model_device(model: Any) -> torch.device:
-    try:
-        return next(model.parameters()).device
-    except (AttributeError, StopIteration):
-        return torch.device("cpu")
-
-
 @torch.no_grad()
 def loglikelihoods(
     model: Any,
@@ -196,7 +190,7 @@ def loglikelihoods(
     """
     depths = sorted(set(depths))
     max_length = max_length or model.config.seq_len
-    device = torch.device(device) if device is not None else _model_device(model)
+    device = torch.device(device) if device is not None else model_device(model)
     rows = []
     for ctx, cont in pairs:
         full = (list(ctx) + list(cont))[-(max_length + 1) :]

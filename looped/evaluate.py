@@ -69,6 +69,7 @@ def evaluate(
 def main(argv: list[str]) -> int:
     from looped.checkpoint import load_model
     from looped.data.batching import build_source
+    from looped.device import pick_device
     from looped.schedules import parse_depths
 
     parser = argparse.ArgumentParser(prog="looped eval", description=__doc__.splitlines()[0])
@@ -84,9 +85,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    from looped.train import pick_device
-
-    device = str(pick_device(args.device, 0))
+    device = str(pick_device(args.device))
     model, cfg = load_model(args.run, device)
     depths = parse_depths(args.depths)
     if max(depths) > cfg.model.max_depth:

@@ -90,21 +90,6 @@ from looped.schedules import Schedule, parse_schedule
 
 REFERENCE = "uniform:1-16"  # the adaptive-from-the-start baseline every saving is measured against
 
-# Dense (no sparsity) peak FLOP/s per device from vendor data sheets, by dtype. bf16/fp16 are
-# tensor-core peaks; fp32 is the plain (non-TF32) peak, which PyTorch uses for fp32 matmuls by
-# default. Keys match `torch.cuda.get_device_name()` case-insensitively, longest key first.
-PEAK_FLOPS: dict[str, dict[str, float]] = {
-    "A100": {"bf16": 312e12, "fp16": 312e12, "fp32": 19.5e12},
-    "H100 PCIe": {"bf16": 756e12, "fp16": 756e12, "fp32": 51.2e12},
-    "H100": {"bf16": 989e12, "fp16": 989e12, "fp32": 66.9e12},  # SXM
-    "H200": {"bf16": 989e12, "fp16": 989e12, "fp32": 66.9e12},
-    "B200": {"bf16": 2250e12, "fp16": 2250e12, "fp32": 75e12},
-    "L4": {"bf16": 121e12, "fp16": 121e12, "fp32": 30.3e12},
-    "L40S": {"bf16": 362e12, "fp16": 362e12, "fp32": 91.6e12},
-    "V100": {"fp16": 125e12, "fp32": 15.7e12},  # no bf16 tensor cores
-    "MI300X": {"bf16": 1307e12, "fp16": 1307e12, "fp32": 163.4e12},
-}
-
 
 # -- per-token model ----------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -240,16 +225,6 @@ def steps_for_budget(
 
 
 # -- throughput ----------------------------------------------------------------------------------
-def peak_flops(device_name: str, dtype: str = "bf16") -> float | None:
-    """Dense peak FLOP/s of a device for a dtype (fp32 | bf16 | fp16), or None when unknown (CPU,
-    an unlisted GPU, or a dtype the device has no fast path for)."""
-    name = device_name.lower()
-    for key in sorted(PEAK_FLOPS, key=len, reverse=True):
-        if key.lower() in name:
-            return PEAK_FLOPS[key].get(dtype)
-    return None
-
-
 def mfu(tokens_per_s: float, flops_per_token: float, peak_flops: float) -> float:
     """Model FLOPs utilization: modeled FLOP/s achieved as a fraction of the device peak.
 

@@ -33,7 +33,8 @@ except ImportError as err:  # the harness is an optional extra
         "looped.lm_eval_adapter needs lm-evaluation-harness; install it with `pip install 'looped[eval]'`"
     ) from err
 
-from looped.downstream import _model_device, encode_pair, load_run, loglikelihoods
+from looped.device import model_device
+from looped.downstream import encode_pair, load_run, loglikelihoods
 from looped.model import check_depth
 
 
@@ -56,7 +57,7 @@ class LoopedLM(LM):
         self.tokenizer = tokenizer
         self.depth = check_depth(int(depth), model.config.max_depth)
         self.batch_size = int(batch_size)
-        self._device = torch.device(device) if device is not None else _model_device(model)
+        self._device = torch.device(device) if device is not None else model_device(model)
         self.max_length = int(max_length or model.config.seq_len)  # tokens the model reads at once
         self.max_gen_toks = int(max_gen_toks)
 

@@ -84,6 +84,12 @@ class LoopedConfig:
         return self.d_model // self.n_head
 
 
+def fit_vocab(configured: int, needed: int) -> int:
+    """The vocabulary size a model needs for a tokenizer of `needed` ids: the configured size when
+    it is large enough, else `needed` rounded up to a multiple of 64 (faster matmuls)."""
+    return configured if configured >= needed else 64 * math.ceil(needed / 64)
+
+
 def check_depth(depth: object, max_depth: int) -> int:
     """Return ``depth`` as an int, or raise ValueError naming the value and the allowed range."""
     if isinstance(depth, bool) or not isinstance(depth, int | torch.SymInt):

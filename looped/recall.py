@@ -65,6 +65,16 @@ class QuerySet:
     rows: list[int]  # person (or employer) index of each row
 
 
+def check_queries_fit(sets: dict[str, QuerySet], seq_len: int) -> None:
+    """Refuse queries longer than the model's RoPE tables (`model.seq_len`): the trainer calls
+    this before training, so a run does not fail at its first evaluation."""
+    longest = max(qs.inputs.shape[1] for qs in sets.values())
+    if longest > seq_len:
+        raise UserError(
+            f"recall queries are {longest} tokens, longer than model.seq_len={seq_len}; raise model.seq_len"
+        )
+
+
 def recall_queries(corpus: Any) -> dict[str, QuerySet]:
     """{"bio": ..., "two_hop": ..., "employer_city": ...} (the last two when the corpus has them).
 
@@ -153,11 +163,7 @@ def recall_by_depth(
     """
     depths = sorted(set(depths))
     sets = recall_queries(corpus)
-    longest = max(qs.inputs.shape[1] for qs in sets.values())
-    if longest > model.config.seq_len:
-        raise UserError(
-            f"recall queries are {longest} tokens, longer than the model's seq_len={model.config.seq_len}; raise model.seq_len"
-        )
+    check_queries_fit(sets, model.config.seq_len)
     was_training = model.training
     model.eval()
     try:

@@ -24,11 +24,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +35,24 @@ import torch
 from tqdm.auto import tqdm
 
 from looped import checkpoint as ckpt_lib
+from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml, validate
-from looped.data.batching import batch_generator, build_source
+from looped.data.batching import DataSource, batch_generator, build_source
+from looped.device import device_name, peak_flops
+from looped.distributed import (
+    Dist,
+    StopRequested,
+    load_optimizer_state,
+    no_sync,
+    optimizer_state,
+    wrap_distributed,
+)
 from looped.errors import UserError
 from looped.evaluate import evaluate
-from looped.flops import flops_per_token, peak_flops, schedule_flops, steps_for_budget
-from looped.model import LoopedTransformer
-from looped.schedules import parse_depths, parse_schedule
+from looped.flops import flops_per_token, schedule_flops, steps_for_budget, tokens_per_step
+from looped.model import LoopedTransformer, fit_vocab
+from looped.recall import check_queries_fit, recall_queries
+from looped.schedules import Schedule, parse_depths, parse_schedule
 
 
 # -- learning rate ---------------------------------------------------------------------------
@@ -101,12 +111,12 @@ def resolve_batch(cfg: TrainConfig, world_size: int = 1) -> None:
 def total_steps_for(cfg: TrainConfig, world_size: int = 1) -> int:
     """Optimizer steps this run takes: the smallest of the given stop criteria."""
     schedule = parse_schedule(cfg.schedule, cfg.seed)
-    tokens_per_step = cfg.batch_size * cfg.grad_accum * cfg.seq_len * world_size
+    tokens = tokens_per_step(cfg, world_size)
     candidates = []
     if cfg.max_steps > 0:
         candidates.append(cfg.max_steps)
     if cfg.max_tokens > 0:
-        candidates.append(cfg.max_tokens // tokens_per_step)
+        candidates.append(cfg.max_tokens // tokens)
     budget = cfg.budget_flops
     if cfg.budget_frac > 0:
         if cfg.full_budget_flops <= 0:
@@ -115,15 +125,13 @@ def total_steps_for(cfg: TrainConfig, world_size: int = 1) -> int:
             )
         budget = cfg.budget_frac * cfg.full_budget_flops
     if budget > 0:
-        candidates.append(
-            steps_for_budget(cfg.model, schedule, budget, tokens_per_step, cfg.seq_len)
-        )
+        candidates.append(steps_for_budget(cfg.model, schedule, budget, tokens, cfg.seq_len))
     if not candidates:
         raise UserError("no stop criterion: set max_steps, max_tokens, budget_flops or budget_frac")
     steps = min(candidates)
     if steps < 1:
         raise UserError(
-            f"the budget is too small for one step of {tokens_per_step} tokens; raise the budget or shrink the batch"
+            f"the budget is too small for one step of {tokens} tokens; raise the budget or shrink the batch"
         )
     return steps
 
@@ -131,62 +139,6 @@ def total_steps_for(cfg: TrainConfig, world_size: int = 1) -> int:
 def check_config(cfg: TrainConfig) -> None:
     """Catch bad values early, with one line each, before any work is done."""
     validate(cfg)
-
-
-def pick_device(name: str, local_rank: int) -> torch.device:
-    if name == "auto":
-        return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"device={name} but no CUDA GPU is visible; use device=cpu")
-    return torch.device(f"cuda:{local_rank}" if name == "cuda" else name)
-
-
-class Dist:
-    """torchrun's environment, or a single process."""
-
-    def __init__(self, device_name: str) -> None:
-        self.enabled = "RANK" in os.environ and int(os.environ.get("WORLD_SIZE", "1")) > 1
-        self.rank = int(os.environ.get("RANK", 0))
-        self.local_rank = int(os.environ.get("LOCAL_RANK", 0))
-        self.world = int(os.environ.get("WORLD_SIZE", 1))
-        self.device = pick_device(device_name, self.local_rank)
-        if self.enabled and not torch.distributed.is_initialized():
-            if self.device.type == "cuda":
-                torch.cuda.set_device(self.device)
-            torch.distributed.init_process_group(
-                backend="nccl" if self.device.type == "cuda" else "gloo"
-            )
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def close(self) -> None:
-        if self.enabled and torch.distributed.is_initialized():
-            torch.distributed.destroy_process_group()
-
-
-def wrap_distributed(model: LoopedTransformer, cfg: TrainConfig, dist: Dist) -> torch.nn.Module:
-    if not dist.enabled:
-        return model
-    if cfg.fsdp:
-        from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
-
-        for stack in (model.prelude, model.block, model.coda):
-            for layer in stack.layers:
-                fully_shard(layer)
-        fully_shard(model)
-        # Evaluation calls forward_depths, not forward: it must gather the root's shards too.
-        register_fsdp_forward_method(model, "forward_depths")
-        return model
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
-    # The concat injection map is unused at depth 1, so DDP must tolerate unused parameters.
-    return DDP(
-        model,
-        device_ids=[dist.device.index] if dist.device.type == "cuda" else None,
-        find_unused_parameters=cfg.model.injection == "concat",
-    )
 
 
 def full_weights(model: torch.nn.Module, cfg: TrainConfig, dist: Dist) -> dict[str, torch.Tensor]:
@@ -203,46 +155,74 @@ def full_weights(model: torch.nn.Module, cfg: TrainConfig, dist: Dist) -> dict[s
     return ckpt_lib.unique_state_dict(model)
 
 
-# -- the loop --------------------------------------------------------------------------------
-class StopRequested:
-    """First Ctrl-C / SIGTERM: finish the step, checkpoint, exit. Second Ctrl-C: stop at once."""
-
-    def __init__(self) -> None:
-        self.flag = False
-        self._old: dict[int, Any] = {}
-
-    def __enter__(self) -> StopRequested:
-        try:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-        except ValueError:  # not the main thread (e.g. a notebook worker): no handlers
-            pass
-        return self
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.flag and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.flag = True
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
+@dataclass
+class RunOptions:
+    # continue from the latest checkpoint in the run directory
+    resume: bool = False
+    # start a new run from these weights (run or checkpoint dir)
+    init_from: str | None = None
+    # continue this checkpoint (weights, optimizer, step); checked exact
+    branch_from: str | None = None
+    # no progress bar
+    quiet: bool = False
+    # extra checkpoints at these steps, never pruned (branch points)
+    save_steps: tuple[int, ...] = ()
+    # extra evaluations at these steps (e.g. just before a switch)
+    eval_steps: tuple[int, ...] = ()
+    # on_step(done, total, loss, depth) replaces the bar (the demo's workers)
+    on_step: Any = None
+    # progress bar label (default: the run directory name)
+    desc: str | None = None
 
 
 @dataclass
-class RunOptions:
-    resume: bool = False  # continue from the latest checkpoint in the run directory
-    init_from: str | None = None  # start a new run from these weights (run or checkpoint dir)
-    branch_from: str | None = (
-        None  # continue this checkpoint (weights, optimizer, step); checked exact
-    )
-    quiet: bool = False  # no progress bar
-    save_steps: tuple[
-        int, ...
-    ] = ()  # extra checkpoints at these steps, never pruned (branch points)
-    eval_steps: tuple[int, ...] = ()  # extra evaluations at these steps (e.g. just before a switch)
-    on_step: Any = None  # on_step(done, total, loss, depth) replaces the bar (the demo's workers)
-    desc: str | None = None  # progress bar label (default: the run directory name)
+class Run:
+    """A prepared run: everything the loop and its hooks read, fixed before the first step."""
+
+    cfg: TrainConfig
+    out: Path  # the run directory
+    dist: Dist
+    opts: RunOptions
+    source: DataSource  # training batches, evaluation batches, the bios corpus for recall
+    schedule: Schedule
+    total: int  # optimizer steps of the whole run
+    tokens_per_step: int  # over all processes
+    model: LoopedTransformer  # the model itself: evaluation, weights, parameter count
+    # what a step calls: DDP(model), or the model itself (one process, or sharded by FSDP2)
+    wrapped: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    start_step: int  # 0, or the step resumed or branched from
+    start_flops: float  # modeled FLOPs spent before start_step
+    lineage: dict[str, Any]  # parent checkpoint of a branched or initialised run
+    config_yaml: str  # the resolved config, stored in every checkpoint
+    autocast: Any  # bf16 autocast context, or a null context for fp32
+    flops_at: dict[int, float]  # modeled training FLOPs per token at each depth
+    planned: float  # modeled FLOPs of the whole run (expected over the schedule)
+    peak: float | None  # the device's peak FLOP/s for MFU; None when unknown (CPU)
+    board: Any  # TensorBoard writer, or None
+
+    @property
+    def sharded(self) -> bool:
+        return self.dist.enabled and self.cfg.fsdp
+
+    def say(self, msg: str) -> None:
+        if self.dist.main and not self.opts.quiet:
+            tqdm.write(msg, file=sys.stderr)
+
+
+@dataclass
+class Progress:
+    """What the loop and its hooks update as the run goes."""
+
+    flops: float  # modeled FLOPs spent so far
+    t0: float = field(default_factory=time.time)  # when this process started stepping
+    overhead: float = 0.0  # seconds spent in evaluation and checkpoints (not training)
+    saved: set[int] = field(default_factory=set)  # steps checkpointed by this process
+    last_loss: float = math.nan
+    last_eval: dict[str, Any] | None = None
+    t_last: float = field(default_factory=time.time)  # the previous train record: time,
+    tokens_since: int = 0  # tokens since then,
+    flops_last: float = 0.0  # and FLOPs spent then (throughput and MFU per record)
 
 
 def train(cfg: TrainConfig, out_dir: str | Path, **options: Any) -> dict[str, Any]:
@@ -257,26 +237,75 @@ def train(cfg: TrainConfig, out_dir: str | Path, **options: Any) -> dict[str, An
         dist.close()
 
 
+# -- the loop --------------------------------------------------------------------------------
 def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[str, Any]:
+    run = prepare(cfg, out, dist, opts)
+    if run is None:  # resumed a run that had already finished
+        return json.loads((out / "summary.json").read_text())
+    run.model.train()
+    bar = tqdm(
+        total=run.total,
+        initial=run.start_step,
+        desc=opts.desc or out.name,
+        disable=opts.quiet or opts.on_step is not None or not dist.main,
+        dynamic_ncols=True,
+    )
+    run.say(
+        f"{out.name}: {run.total} steps x {run.tokens_per_step} tokens, schedule {run.schedule} "
+        f"(mean K {run.schedule.mean_depth(run.total):.2f}), modeled compute {run.planned:.3g} "
+        f"FLOPs, {run.model.num_params() / 1e6:.2f}M params"
+    )
+    progress = Progress(flops=run.start_flops, flops_last=run.start_flops)
+    try:
+        with StopRequested() as stop:
+            for step in range(run.start_step, run.total):
+                depth = run.schedule.depth(step, run.total)
+                lr = lr_at(step, run.total, cfg.optim)
+                loss, stop_now = train_step(run, step, depth, lr, stop)
+                progress.flops += run.flops_at[depth] * run.tokens_per_step
+                progress.tokens_since += run.tokens_per_step
+                progress.last_loss = loss
+                done = step + 1
+                _say_eta(run, progress, done)
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}", K=depth, refresh=False)
+                if opts.on_step is not None:
+                    opts.on_step(done, run.total, loss, depth)
+                if done % cfg.log_interval == 0 or done == run.total:
+                    log_train(run, progress, done, loss, depth, lr)
+                if _due(cfg.eval_interval, done, opts.eval_steps) and done < run.total:
+                    progress.last_eval = evaluate_now(run, progress, done)
+                if _due(cfg.ckpt_interval, done, opts.save_steps):
+                    save(run, progress, done)
+                if stop_now and done < run.total:
+                    if done not in progress.saved:
+                        save(run, progress, done)
+                    bar.close()
+                    print(f"stopped at step {done}; continue with --resume", file=sys.stderr)
+                    return {"stopped": done}
+    finally:
+        bar.close()
+    if run.total not in progress.saved:
+        save(run, progress, run.total)  # the weights first: a failing evaluation must not lose them
+    progress.last_eval = evaluate_now(run, progress, run.total)
+    if run.board is not None:
+        run.board.close()
+    return write_summary(run, progress)
+
+
+# -- preparing a run -------------------------------------------------------------------------
+def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | None:
+    """Data, model, the restore point (resume, branch or init), optimizer and the run directory:
+    everything before the first step. None when resuming a run that has already finished."""
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     source = build_source(cfg.data)
-    if cfg.model.vocab_size < source.vocab_size:
-        cfg.model.vocab_size = 64 * math.ceil(source.vocab_size / 64)  # round up: faster matmuls
+    cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, source.vocab_size)
     if source.bios is not None:  # fail now, not at the first evaluation
-        from looped.recall import recall_queries
-
-        longest = max(qs.inputs.shape[1] for qs in recall_queries(source.bios).values())
-        if longest > cfg.model.seq_len:
-            raise UserError(
-                f"recall queries are {longest} tokens, longer than model.seq_len={cfg.model.seq_len}; raise model.seq_len"
-            )
+        check_queries_fit(recall_queries(source.bios), cfg.model.seq_len)
     resolve_batch(cfg, dist.world)
     schedule = parse_schedule(cfg.schedule, cfg.seed)
     total = total_steps_for(cfg, dist.world)
-    tokens_per_step = cfg.batch_size * cfg.grad_accum * cfg.seq_len * dist.world
-    eval_depths = parse_depths(cfg.eval_depths)
-
     existing = ckpt_lib.list_checkpoints(out)
     if existing and not opts.resume:
         raise UserError(
@@ -287,7 +316,64 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
 
     torch.manual_seed(cfg.seed)
     model = LoopedTransformer(cfg.model)
-    start_step, lineage, resumed_flops, opt_state = 0, {}, 0.0, None
+    restored = _restore(cfg, out, opts, schedule, total, model, existing)
+    if restored.finished:
+        if dist.main and not opts.quiet:
+            print(f"{out} already finished {total} steps; nothing to resume", file=sys.stderr)
+        return None
+    model.to(dist.device)
+    if cfg.compile:
+        model.compile_block()
+    wrapped = wrap_distributed(model, cfg.fsdp, dist)
+    optimizer = make_optimizer(model, cfg.optim)  # after sharding: FSDP2 swaps in DTensor params
+    if restored.optimizer is not None:
+        sharded = dist.enabled and cfg.fsdp
+        load_optimizer_state(model, optimizer, restored.optimizer, sharded, dist.device)
+
+    config_yaml = to_yaml(cfg)
+    if dist.main:
+        write_text_atomic(out / "config.yaml", config_yaml)
+        if restored.lineage:
+            write_text_atomic(out / "lineage.json", json.dumps(restored.lineage, indent=2))
+        _truncate_metrics(out / "metrics.jsonl", restored.step)
+    autocast = (
+        torch.autocast(dist.device.type, dtype=torch.bfloat16)
+        if cfg.dtype == "bf16"
+        else nullcontext()
+    )
+    tokens = tokens_per_step(cfg, dist.world)
+    return Run(
+        cfg, out, dist, opts, source, schedule, total, tokens, model, wrapped, optimizer,
+        start_step=restored.step, start_flops=restored.flops if restored.step else 0.0,
+        lineage=restored.lineage, config_yaml=config_yaml, autocast=autocast,
+        flops_at={k: flops_per_token(cfg.model, k, cfg.seq_len) for k in range(1, schedule.max_depth() + 1)},
+        planned=schedule_flops(cfg.model, schedule, total, tokens, cfg.seq_len),
+        peak=peak_flops(device_name(dist.device), cfg.dtype),
+        board=_tensorboard(out) if cfg.tensorboard and dist.main else None,
+    )  # fmt: skip
+
+
+@dataclass
+class _Restored:
+    """Where a run starts: from scratch, or from a checkpoint it resumes or branches off."""
+
+    step: int = 0  # the first step to train
+    flops: float = 0.0  # modeled FLOPs spent before it
+    lineage: dict[str, Any] = field(default_factory=dict)
+    optimizer: dict[str, Any] | None = None  # the AdamW state to continue with
+    finished: bool = False  # resuming a run that already wrote its summary
+
+
+def _restore(
+    cfg: TrainConfig,
+    out: Path,
+    opts: RunOptions,
+    schedule: Schedule,
+    total: int,
+    model: LoopedTransformer,
+    existing: list[tuple[int, Path]],
+) -> _Restored:
+    """Load the weights a run starts from into `model` and say where it starts."""
     if opts.resume and existing:
         ckpt = existing[-1][1]
         ckpt_lib.load_weights(ckpt, model)
@@ -296,234 +382,170 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
             raise UserError(
                 f"{out} was trained with schedule {state['schedule']} for {state['total_steps']} steps; resume with the same config"
             )
-        opt_state = state["optimizer"]
-        start_step, lineage, resumed_flops = state["step"], state.get("lineage", {}), state["flops"]
-        if start_step >= total and (out / "summary.json").is_file():
-            if dist.main and not opts.quiet:
-                print(f"{out} already finished {total} steps; nothing to resume", file=sys.stderr)
-            return json.loads((out / "summary.json").read_text())
-    elif opts.branch_from or opts.init_from:
-        ckpt = ckpt_lib.resolve_checkpoint(opts.branch_from or opts.init_from)
-        ckpt_lib.load_weights(ckpt, model)
-        state = ckpt_lib.load_state(ckpt)
-        lineage = {
-            "parent": str(ckpt),
-            "parent_step": state["step"],
-            "mode": "branch" if opts.branch_from else "init",
-        }
-        if opts.branch_from:
-            _check_branch(cfg, schedule, total, ckpt, state)
-            opt_state = state["optimizer"]
-            start_step, resumed_flops = state["step"], state["flops"]
-    model.to(dist.device)
-    if cfg.compile:
-        model.compile_block()
-    ddp = wrap_distributed(model, cfg, dist)
-    is_sharded = dist.enabled and cfg.fsdp
-    optimizer = make_optimizer(model, cfg.optim)  # after sharding: FSDP2 swaps in DTensor params
-    if opt_state is not None and is_sharded:
-        from torch.distributed.checkpoint.state_dict import (
-            StateDictOptions,
-            set_optimizer_state_dict,
-        )
-
-        set_optimizer_state_dict(
-            model, optimizer, opt_state, options=StateDictOptions(full_state_dict=True)
-        )
-    elif opt_state is not None:
-        optimizer.load_state_dict(opt_state)
-        _move_optimizer_state(optimizer, dist.device)
-
-    config_yaml = to_yaml(cfg)
-    if dist.main:
-        (out / "config.yaml").write_text(config_yaml)
-        if lineage:
-            (out / "lineage.json").write_text(json.dumps(lineage, indent=2))
-    metrics_path = out / "metrics.jsonl"
-    if dist.main:
-        _truncate_metrics(metrics_path, start_step)
-
-    autocast = (
-        torch.autocast(dist.device.type, dtype=torch.bfloat16)
-        if cfg.dtype == "bf16"
-        else nullcontext()
-    )
-    fpt = {
-        k: flops_per_token(cfg.model, k, cfg.seq_len) for k in range(1, schedule.max_depth() + 1)
+        step = state["step"]
+        finished = step >= total and (out / "summary.json").is_file()
+        lineage = state.get("lineage", {})
+        return _Restored(step, state["flops"], lineage, state["optimizer"], finished)
+    if not (opts.branch_from or opts.init_from):
+        return _Restored()
+    ckpt = ckpt_lib.resolve_checkpoint(opts.branch_from or opts.init_from)
+    ckpt_lib.load_weights(ckpt, model)
+    state = ckpt_lib.load_state(ckpt)
+    lineage = {
+        "parent": str(ckpt),
+        "parent_step": state["step"],
+        "mode": "branch" if opts.branch_from else "init",
     }
-    flops_done = resumed_flops if start_step else 0.0
-    device_name = torch.cuda.get_device_name(dist.device) if dist.device.type == "cuda" else "cpu"
-    peak = peak_flops(device_name, cfg.dtype)
+    if not opts.branch_from:
+        return _Restored(lineage=lineage)
+    _check_branch(cfg, schedule, total, ckpt, state)
+    return _Restored(state["step"], state["flops"], lineage, state["optimizer"])
 
-    saved: set[int] = set()
 
-    def save(step: int) -> None:
-        started = time.time()
-        saved.add(step)
-        weights = full_weights(ddp if is_sharded else model, cfg, dist)
-        if is_sharded:
-            from torch.distributed.checkpoint.state_dict import (
-                StateDictOptions,
-                get_optimizer_state_dict,
-            )
-
-            opt_state = get_optimizer_state_dict(
-                ddp, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
-            )
-        else:
-            opt_state = optimizer.state_dict()
-        if not dist.main:
-            return
-        state = {
-            "step": step,
-            "total_steps": total,
-            "schedule": str(schedule),
-            "optimizer": opt_state,
-            "flops": flops_done,
-            "lineage": lineage,
-            "lr_schedule": [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps],
-        }
-        ckpt_lib.save_checkpoint(
-            out, step, weights, state, config_yaml, cfg.keep_last, keep=tuple(opts.save_steps)
+# -- one step --------------------------------------------------------------------------------
+def train_step(
+    run: Run, step: int, depth: int, lr: float, stop: StopRequested
+) -> tuple[float, bool]:
+    """One optimizer step at depth K: `grad_accum` micro-batches, then AdamW. Returns the loss
+    (mean over micro-batches and processes) and whether any process was asked to stop."""
+    cfg, dist = run.cfg, run.dist
+    for group in run.optimizer.param_groups:
+        group["lr"] = lr
+    loss_acc = torch.zeros((), device=dist.device)  # summed on device: one sync per step
+    for micro in range(cfg.grad_accum):
+        x, y = run.source.train.sample_batch(
+            cfg.batch_size, cfg.seq_len, batch_generator(cfg.seed, step, micro, dist.rank)
         )
-        overhead[0] += time.time() - started
+        x, y = x.to(dist.device), y.to(dist.device)
+        last = micro == cfg.grad_accum - 1
+        with no_sync(run.wrapped, cfg.fsdp, dist, last), run.autocast:
+            _, loss = run.wrapped(x, depth=depth, targets=y)
+        (loss / cfg.grad_accum).backward()
+        loss_acc += loss.detach().float() / cfg.grad_accum
+    loss_acc, stop_now = dist.agree(loss_acc, stop.flag)
+    loss_value = loss_acc.item()
+    if not math.isfinite(loss_value):  # stop before the update: the last checkpoint stays good
+        good = ckpt_lib.list_checkpoints(run.out)
+        where = f"; the last good checkpoint is {good[-1][1]}" if good else ""
+        raise UserError(
+            f"loss became {loss_value} at step {step} (depth {depth}, lr {lr:.2e}); lower optim.lr or check the data{where}"
+        )
+    if cfg.optim.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(run.wrapped.parameters(), cfg.optim.grad_clip)
+    run.optimizer.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    return loss_value, stop_now
 
-    board = _tensorboard(out) if cfg.tensorboard and dist.main else None
 
-    def log(record: dict[str, Any]) -> None:
-        if dist.main:
-            with open(metrics_path, "a") as f:
-                f.write(json.dumps(record) + "\n")
-        if board is not None:
-            for key, value in _scalars(record):
-                board.add_scalar(f"{record['kind']}/{key}", value, record["step"])
+# -- logging, evaluation, checkpoints, summary -----------------------------------------------
+def log(run: Run, record: dict[str, Any]) -> None:
+    """Append a record to metrics.jsonl (and TensorBoard)."""
+    if run.dist.main:
+        with open(run.out / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(record) + "\n")
+    if run.board is not None:
+        for key, value in _scalars(record):
+            run.board.add_scalar(f"{record['kind']}/{key}", value, record["step"])
 
-    def run_eval(step: int) -> dict[str, Any]:
-        started = time.time()
-        model.eval()
-        with autocast:
-            result = evaluate(
-                model,
-                source,
-                eval_depths,
-                cfg.batch_size,
-                cfg.seq_len,
-                cfg.eval_batches,
-                dist.device,
-            )
-        model.train()
-        record = {"kind": "eval", "step": step, "flops": flops_done, **result}
-        log(record)
-        overhead[0] += time.time() - started
-        return record
 
-    model.train()
-    bar = tqdm(
-        total=total,
-        initial=start_step,
-        desc=opts.desc or out.name,
-        disable=opts.quiet or opts.on_step is not None or not dist.main,
-        dynamic_ncols=True,
+def log_train(run: Run, progress: Progress, done: int, loss: float, depth: int, lr: float) -> None:
+    """A train record: loss, depth and LR of the last step; throughput since the previous one."""
+    now = time.time()
+    dt = max(now - progress.t_last, 1e-9)
+    tps = progress.tokens_since / dt
+    world = run.dist.world
+    mfu = (progress.flops - progress.flops_last) / dt / (run.peak * world) if run.peak else None
+    cuda = run.dist.device.type == "cuda"
+    log(run, {
+        "kind": "train", "step": done, "loss": loss, "depth": depth, "lr": lr,
+        "tokens": done * run.tokens_per_step, "flops": progress.flops, "wall": now - progress.t0,
+        "train_wall": now - progress.t0 - progress.overhead, "tokens_per_s": tps, "mfu": mfu,
+        "mem_gb": torch.cuda.max_memory_allocated(run.dist.device) / 2**30 if cuda else None,
+    })  # fmt: skip
+    progress.tokens_since, progress.t_last, progress.flops_last = 0, now, progress.flops
+
+
+def _say_eta(run: Run, progress: Progress, done: int) -> None:
+    """Once the first steps are measured, the wall time the rest of the run will take."""
+    eta_at = min(run.start_step + 20, run.total - 1)
+    if done != eta_at or done <= run.start_step + 5:
+        return
+    rate = (progress.flops - run.start_flops) / max(time.time() - progress.t0, 1e-9)
+    left = run.planned - progress.flops
+    run.say(
+        f"{run.out.name}: {rate / 1e12:.3g} modeled TFLOP/s so far; the remaining "
+        f"{left:.3g} FLOPs need about {_duration(left / rate)}"
     )
-    planned = schedule_flops(cfg.model, schedule, total, tokens_per_step, cfg.seq_len)
-    say = (
-        (lambda msg: tqdm.write(msg, file=sys.stderr))
-        if dist.main and not opts.quiet
-        else (lambda msg: None)
+
+
+def _due(interval: int, done: int, extra: tuple[int, ...]) -> bool:
+    """Every `interval` steps (0 = never), and at the listed steps."""
+    return bool(interval and done % interval == 0) or done in extra
+
+
+def evaluate_now(run: Run, progress: Progress, step: int) -> dict[str, Any]:
+    """Evaluate at every serving depth and log the record (its time counts as overhead)."""
+    started = time.time()
+    cfg = run.cfg
+    run.model.eval()
+    with run.autocast:
+        result = evaluate(
+            run.model,
+            run.source,
+            parse_depths(cfg.eval_depths),
+            cfg.batch_size,
+            cfg.seq_len,
+            cfg.eval_batches,
+            run.dist.device,
+        )
+    run.model.train()
+    record = {"kind": "eval", "step": step, "flops": progress.flops, **result}
+    log(run, record)
+    progress.overhead += time.time() - started
+    return record
+
+
+def save(run: Run, progress: Progress, step: int) -> None:
+    """Checkpoint weights, optimizer and position (every rank gathers; rank 0 writes)."""
+    started = time.time()
+    progress.saved.add(step)
+    cfg = run.cfg
+    weights = full_weights(run.model, cfg, run.dist)
+    opt_state = optimizer_state(run.model, run.optimizer, run.sharded)
+    if not run.dist.main:
+        return
+    state = {
+        "step": step,
+        "total_steps": run.total,
+        "schedule": str(run.schedule),
+        "optimizer": opt_state,
+        "flops": progress.flops,
+        "lineage": run.lineage,
+        "lr_schedule": [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps],
+    }
+    ckpt_lib.save_checkpoint(
+        run.out,
+        step,
+        weights,
+        state,
+        run.config_yaml,
+        cfg.keep_last,
+        keep=tuple(run.opts.save_steps),
     )
-    say(
-        f"{out.name}: {total} steps x {tokens_per_step} tokens, schedule {schedule} (mean K "
-        f"{schedule.mean_depth(total):.2f}), modeled compute {planned:.3g} FLOPs, {model.num_params() / 1e6:.2f}M params"
-    )
-    eta_at = min(start_step + 20, total - 1)  # estimate wall time once the first steps are measured
-    t0, tokens_since, t_last, flops_last = time.time(), 0, time.time(), flops_done
-    overhead = [0.0]  # seconds spent in evaluation and checkpoints (not training)
-    last_loss, last_eval = float("nan"), None
-    with StopRequested() as stop:
-        for step in range(start_step, total):
-            depth = schedule.depth(step, total)
-            lr = lr_at(step, total, cfg.optim)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            loss_acc = torch.zeros((), device=dist.device)  # summed on device: one sync per step
-            for micro in range(cfg.grad_accum):
-                x, y = source.train.sample_batch(
-                    cfg.batch_size, cfg.seq_len, batch_generator(cfg.seed, step, micro, dist.rank)
-                )
-                x, y = x.to(dist.device), y.to(dist.device)
-                last = micro == cfg.grad_accum - 1
-                with _no_sync(ddp, cfg, dist, last), autocast:
-                    _, loss = ddp(x, depth=depth, targets=y)
-                (loss / cfg.grad_accum).backward()
-                loss_acc += loss.detach().float() / cfg.grad_accum
-            stop_now = stop.flag
-            if dist.enabled:  # ranks must agree on the loss (NaN stop) and on a stop request
-                t = torch.stack([loss_acc, torch.tensor(float(stop.flag), device=dist.device)])
-                torch.distributed.all_reduce(t)
-                loss_acc, stop_now = t[0] / dist.world, t[1].item() > 0
-            loss_sum = loss_acc.item()
-            if not math.isfinite(loss_sum):
-                bar.close()
-                good = ckpt_lib.list_checkpoints(out)
-                where = f"; the last good checkpoint is {good[-1][1]}" if good else ""
-                raise UserError(
-                    f"loss became {loss_sum} at step {step} (depth {depth}, lr {lr:.2e}); lower optim.lr or check the data{where}"
-                )
-            if cfg.optim.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(ddp.parameters(), cfg.optim.grad_clip)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            flops_done += fpt[depth] * tokens_per_step
-            tokens_since += tokens_per_step
-            last_loss = loss_sum
-            done = step + 1
-            if done == eta_at and done > start_step + 5:
-                rate = (flops_done - resumed_flops) / max(time.time() - t0, 1e-9)
-                say(
-                    f"{out.name}: {rate / 1e12:.3g} modeled TFLOP/s so far; the remaining "
-                    f"{planned - flops_done:.3g} FLOPs need about {_duration((planned - flops_done) / rate)}"
-                )
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss_sum:.3f}", K=depth, refresh=False)
-            if opts.on_step is not None:
-                opts.on_step(done, total, loss_sum, depth)
-            if done % cfg.log_interval == 0 or done == total:
-                now = time.time()
-                dt = max(now - t_last, 1e-9)
-                tps = tokens_since / dt
-                mfu = (flops_done - flops_last) / dt / (peak * dist.world) if peak else None
-                log({
-                    "kind": "train", "step": done, "loss": loss_sum, "depth": depth, "lr": lr,
-                    "tokens": done * tokens_per_step, "flops": flops_done, "wall": now - t0,
-                    "train_wall": now - t0 - overhead[0], "tokens_per_s": tps, "mfu": mfu,
-                    "mem_gb": torch.cuda.max_memory_allocated(dist.device) / 2**30 if dist.device.type == "cuda" else None,
-                })  # fmt: skip
-                tokens_since, t_last, flops_last = 0, now, flops_done
-            if (
-                cfg.eval_interval and done % cfg.eval_interval == 0 or done in opts.eval_steps
-            ) and done < total:
-                last_eval = run_eval(done)
-            if (cfg.ckpt_interval and done % cfg.ckpt_interval == 0) or done in opts.save_steps:
-                save(done)
-            if stop_now and done < total:
-                if done not in saved:
-                    save(done)
-                bar.close()
-                print(f"stopped at step {done}; continue with --resume", file=sys.stderr)
-                return {"stopped": done}
-    bar.close()
-    if total not in saved:
-        save(total)  # the weights first: a failing final evaluation must not lose them
-    last_eval = run_eval(total)
-    if board is not None:
-        board.close()
+    progress.overhead += time.time() - started
+
+
+def write_summary(run: Run, progress: Progress) -> dict[str, Any]:
+    """The run's summary, returned and written to summary.json."""
     summary = {
-        "steps": total, "schedule": str(schedule), "flops": flops_done, "final_loss": last_loss,
-        "wall": time.time() - t0, "params": model.num_params(), "tokens": total * tokens_per_step,
-        "switch_step": schedule.switch_step(total), "eval": last_eval, "lineage": lineage,
+        "steps": run.total, "schedule": str(run.schedule), "flops": progress.flops,
+        "final_loss": progress.last_loss, "wall": time.time() - progress.t0,
+        "params": run.model.num_params(), "tokens": run.total * run.tokens_per_step,
+        "switch_step": run.schedule.switch_step(run.total), "eval": progress.last_eval,
+        "lineage": run.lineage,
     }  # fmt: skip
-    if dist.main:
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    if run.dist.main:
+        write_text_atomic(run.out / "summary.json", json.dumps(summary, indent=2))
     return summary
 
 
@@ -557,25 +579,6 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _no_sync(ddp: torch.nn.Module, cfg: TrainConfig, dist: Dist, last: bool):
-    """Skip the gradient all-reduce on all but the last micro-batch of a step."""
-    if not dist.enabled or last:
-        if dist.enabled and cfg.fsdp:
-            ddp.set_requires_gradient_sync(True)
-        return nullcontext()
-    if cfg.fsdp:
-        ddp.set_requires_gradient_sync(False)
-        return nullcontext()
-    return ddp.no_sync()
-
-
-def _move_optimizer_state(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
-    for state in optimizer.state.values():
-        for k, v in state.items():
-            if torch.is_tensor(v) and k != "step":
-                state[k] = v.to(device)
-
-
 def branch_point(
     child: TrainConfig, child_total: int, parent: TrainConfig, parent_total: int
 ) -> int:
@@ -585,15 +588,27 @@ def branch_point(
     the run it would have been from scratch (same seed, data and batch; checked by the trainer).
     """
     a, b = parse_schedule(child.schedule, child.seed), parse_schedule(parent.schedule, parent.seed)
-    for s in range(min(child_total, parent_total)):
-        if a.depth(s, child_total) != b.depth(s, parent_total):
-            return s
-        if lr_at(s, child_total, child.optim) != lr_at(s, parent_total, parent.optim):
-            return s
-    return min(child_total, parent_total)
+    steps = min(child_total, parent_total)
+    first = _divergence(a, child_total, child.optim, b, parent_total, parent.optim, steps)
+    return steps if first is None else first[0]
 
 
-def _check_branch(cfg: TrainConfig, schedule, total: int, ckpt: Path, state: dict) -> None:
+def _divergence(
+    a: Schedule, a_total: int, a_optim: Any, b: Schedule, b_total: int, b_optim: Any, steps: int
+) -> tuple[int, str] | None:
+    """The first step before `steps` at which two runs differ, and in what ("depth" or "lr");
+    None when they agree on all of them."""
+    for s in range(steps):
+        if a.depth(s, a_total) != b.depth(s, b_total):
+            return s, "depth"
+        if lr_at(s, a_total, a_optim) != lr_at(s, b_total, b_optim):
+            return s, "lr"
+    return None
+
+
+def _check_branch(
+    cfg: TrainConfig, schedule: Schedule, total: int, ckpt: Path, state: dict[str, Any]
+) -> None:
     """A branch must be the run that training from scratch would have produced: same depths,
     learning rates and data up to the branch step."""
     parent = load_config(str(ckpt / "config.yaml"))
@@ -617,15 +632,17 @@ def _check_branch(cfg: TrainConfig, schedule, total: int, ckpt: Path, state: dic
         raise UserError(
             f"cannot branch from {ckpt}: seed, batch, data, model, dtype or optimizer settings differ; use --init-from for a new run from its weights"
         )
-    for s in range(step):
-        if parent_schedule.depth(s, state["total_steps"]) != schedule.depth(s, total):
-            raise UserError(
-                f"cannot branch from {ckpt}: depth at step {s} differs from this schedule; branch at or before the switch"
-            )
-        if lr_at(s, state["total_steps"], parent.optim) != lr_at(s, total, cfg.optim):
-            raise UserError(
-                f"cannot branch from {ckpt}: the LR at step {s} differs (use optim.lr_schedule=wsd so runs of different length agree)"
-            )
+    first = _divergence(
+        parent_schedule, state["total_steps"], parent.optim, schedule, total, cfg.optim, step
+    )
+    if first is not None and first[1] == "depth":
+        raise UserError(
+            f"cannot branch from {ckpt}: depth at step {first[0]} differs from this schedule; branch at or before the switch"
+        )
+    if first is not None:
+        raise UserError(
+            f"cannot branch from {ckpt}: the LR at step {first[0]} differs (use optim.lr_schedule=wsd so runs of different length agree)"
+        )
 
 
 def _truncate_metrics(path: Path, step: int) -> None:
@@ -639,9 +656,7 @@ def _truncate_metrics(path: Path, step: int) -> None:
                 keep.append(line)
         except json.JSONDecodeError:
             continue  # a line cut by a crash
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(line + "\n" for line in keep))
-    tmp.replace(path)
+    write_text_atomic(path, "".join(line + "\n" for line in keep))
 
 
 # -- command line ----------------------------------------------------------------------------

@@ -14,13 +14,13 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from looped import cli
 from looped.config import load_config
+from looped.device import peak_flops
 from looped.errors import UserError
 from looped.flops import (
     count_params,
     fixed_and_loop_cost,
     flops_per_token,
     mfu,
-    peak_flops,
     saving,
     schedule_flops,
     steps_for_budget,

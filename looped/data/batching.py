@@ -83,10 +83,23 @@ class DataSource:
     tokenizer: Any = None
 
 
+def bios_config(data_cfg: Any) -> Any:
+    """The BiosConfig a DataConfig describes: the one place the run config's names (`persons`,
+    `bios_seed`) meet the generator's (`n_persons`, `seed`)."""
+    from looped.data.bios import BiosConfig
+
+    return BiosConfig(
+        n_persons=data_cfg.persons,
+        seed=data_cfg.bios_seed,
+        bios_per_person=data_cfg.bios_per_person,
+        two_hop=data_cfg.two_hop,
+    )
+
+
 def build_source(data_cfg: Any) -> DataSource:
     """The training and evaluation token sources a DataConfig describes."""
     if data_cfg.kind == "bios":
-        from looped.data.bios import BiosConfig, BiosCorpus, generate
+        from looped.data.bios import BiosCorpus, generate
 
         if data_cfg.path:
             if not Path(data_cfg.path).is_dir():
@@ -95,14 +108,7 @@ def build_source(data_cfg: Any) -> DataSource:
                 )
             corpus = BiosCorpus.load(data_cfg.path)
         else:
-            corpus = generate(
-                BiosConfig(
-                    n_persons=data_cfg.persons,
-                    seed=data_cfg.bios_seed,
-                    bios_per_person=data_cfg.bios_per_person,
-                    two_hop=data_cfg.two_hop,
-                )
-            )
+            corpus = generate(bios_config(data_cfg))
         tok = corpus.tokenizer
 
         def stream(texts: list[str]) -> TokenStream:

@@ -40,10 +40,10 @@ import dataclasses
 import json
 import math
 import random
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from looped.atomic import atomic_path
 from looped.data.bios_templates import (
     ATTRIBUTES,
     BIO_ATTRIBUTES,
@@ -235,9 +235,6 @@ class BiosCorpus:
             raise UserError(
                 f"{out} exists and is not a bios corpus; choose another --out or empty it"
             )
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
         queries = {k: [] for k in ("kind", "index", "text", "span_attr", "span_start", "span_end")}
         for q in self.queries:
             for key, val in zip(queries, (q.kind, q.index, q.text, *map(list, zip(*q.spans)))):
@@ -247,18 +244,19 @@ class BiosCorpus:
             queries=Dataset.from_dict(queries),
             persons=Dataset.from_list([dataclasses.asdict(p) for p in self.persons]),
         )
-        quiet = are_progress_bars_disabled()
-        disable_progress_bars()
-        try:
-            splits.save_to_disk(str(tmp / "dataset"))
-        finally:
-            if not quiet:
-                enable_progress_bars()
-        (tmp / "bios_config.json").write_text(json.dumps(dataclasses.asdict(self.config), indent=1))
-        (tmp / "pools.json").write_text(json.dumps(dataclasses.asdict(self.pools)))
-        self.tokenizer.save(tmp / "tokenizer.json")
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
+        with atomic_path(out) as tmp:
+            tmp.mkdir()
+            quiet = are_progress_bars_disabled()
+            disable_progress_bars()
+            try:
+                splits.save_to_disk(str(tmp / "dataset"))
+            finally:
+                if not quiet:
+                    enable_progress_bars()
+            config = dataclasses.asdict(self.config)
+            (tmp / "bios_config.json").write_text(json.dumps(config, indent=1))
+            (tmp / "pools.json").write_text(json.dumps(dataclasses.asdict(self.pools)))
+            self.tokenizer.save(tmp / "tokenizer.json")
 
     @classmethod
     def load(cls, out_dir: str | Path) -> BiosCorpus:

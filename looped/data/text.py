@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looped.atomic import write_text_atomic
 from looped.errors import UserError, first_line
 
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|eos|>")
@@ -349,23 +350,13 @@ class ShardWriter:
         }
 
 
-def _write_json_atomic(path: Path, obj: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _prepare_out(out: Path, overwrite: bool) -> None:
     if (out / META).exists():
         if not overwrite:
             raise UserError(
                 f"{out} already holds a token corpus; pass --overwrite or choose another --out"
             )
-        for pattern in ("train_*.bin", "val_*.bin", "*.tmp", META, TOKENIZER_FILE):
+        for pattern in ("train_*.bin", "val_*.bin", "*.tmp", ".tmp-*", META, TOKENIZER_FILE):
             for p in out.glob(pattern):
                 p.unlink()
     out.mkdir(parents=True, exist_ok=True)
@@ -430,7 +421,7 @@ def prepare_text(
         "dtype": dtype.name,
         "splits": splits,
     }
-    _write_json_atomic(out / META, meta)
+    write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
     return meta
 
 

@@ -1,0 +1,74 @@
+"""Facts about the machine a run is on: which device to use, what the CPU is called, and the
+vendor's peak FLOP/s of a GPU (for MFU).
+
+Kept apart from the trainer so that evaluation, benchmarks and the demo can ask these questions
+without importing the training loop.
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from looped.errors import UserError
+
+# Dense (no sparsity) peak FLOP/s per device from vendor data sheets, by dtype. bf16/fp16 are
+# tensor-core peaks; fp32 is the plain (non-TF32) peak, which PyTorch uses for fp32 matmuls by
+# default. Keys match `torch.cuda.get_device_name()` case-insensitively, longest key first.
+PEAK_FLOPS: dict[str, dict[str, float]] = {
+    "A100": {"bf16": 312e12, "fp16": 312e12, "fp32": 19.5e12},
+    "H100 PCIe": {"bf16": 756e12, "fp16": 756e12, "fp32": 51.2e12},
+    "H100": {"bf16": 989e12, "fp16": 989e12, "fp32": 66.9e12},  # SXM
+    "H200": {"bf16": 989e12, "fp16": 989e12, "fp32": 66.9e12},
+    "B200": {"bf16": 2250e12, "fp16": 2250e12, "fp32": 75e12},
+    "L4": {"bf16": 121e12, "fp16": 121e12, "fp32": 30.3e12},
+    "L40S": {"bf16": 362e12, "fp16": 362e12, "fp32": 91.6e12},
+    "V100": {"fp16": 125e12, "fp32": 15.7e12},  # no bf16 tensor cores
+    "MI300X": {"bf16": 1307e12, "fp16": 1307e12, "fp32": 163.4e12},
+}
+
+
+def pick_device(name: str, local_rank: int = 0) -> torch.device:
+    """`auto` | `cpu` | `cuda` | `cuda:N` -> a device; under torchrun `cuda` means this rank's GPU."""
+    if name == "auto":
+        return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError(f"device={name} but no CUDA GPU is visible; use device=cpu")
+    return torch.device(f"cuda:{local_rank}" if name == "cuda" else name)
+
+
+def model_device(model: Any) -> torch.device:
+    """Where a model's parameters live (CPU for a model without parameters)."""
+    try:
+        return next(model.parameters()).device
+    except (AttributeError, StopIteration):
+        return torch.device("cpu")
+
+
+def device_name(device: torch.device) -> str:
+    """The GPU's marketing name (the key into PEAK_FLOPS), or "cpu"."""
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+def cpu_name() -> str:
+    """The processor's model name (from /proc/cpuinfo on Linux)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def peak_flops(device_name: str, dtype: str = "bf16") -> float | None:
+    """Dense peak FLOP/s of a device for a dtype (fp32 | bf16 | fp16), or None when unknown (CPU,
+    an unlisted GPU, or a dtype the device has no fast path for)."""
+    name = device_name.lower()
+    for key in sorted(PEAK_FLOPS, key=len, reverse=True):
+        if key.lower() in name:
+            return PEAK_FLOPS[key].get(dtype)
+    return None

@@ -1,0 +1,152 @@
+"""What changes when the trainer runs under torchrun: the process group, the wrapped model, the
+gradient sync of micro-batches, optimizer state of sharded parameters, and stop requests.
+
+One process (no torchrun) takes the plain path of each helper, so the trainer reads the same
+either way. DDP wraps the model; FSDP2 (`fsdp=true`) shards it in place and returns it unwrapped.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+
+from looped.device import pick_device
+from looped.model import LoopedTransformer
+
+
+class Dist:
+    """torchrun's environment, or a single process."""
+
+    def __init__(self, device_name: str) -> None:
+        self.enabled = "RANK" in os.environ and int(os.environ.get("WORLD_SIZE", "1")) > 1
+        self.rank = int(os.environ.get("RANK", 0))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", 0))
+        self.world = int(os.environ.get("WORLD_SIZE", 1))
+        self.device = pick_device(device_name, self.local_rank)
+        if self.enabled and not torch.distributed.is_initialized():
+            if self.device.type == "cuda":
+                torch.cuda.set_device(self.device)
+            torch.distributed.init_process_group(
+                backend="nccl" if self.device.type == "cuda" else "gloo"
+            )
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def agree(self, loss: torch.Tensor, stop: bool) -> tuple[torch.Tensor, bool]:
+        """Average the step's loss over processes and OR their stop requests: every rank must
+        see the same NaN and stop at the same step."""
+        if not self.enabled:
+            return loss, stop
+        t = torch.stack([loss, torch.tensor(float(stop), device=self.device)])
+        torch.distributed.all_reduce(t)
+        return t[0] / self.world, t[1].item() > 0
+
+    def close(self) -> None:
+        if self.enabled and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
+
+def wrap_distributed(model: LoopedTransformer, fsdp: bool, dist: Dist) -> torch.nn.Module:
+    """The module a training step calls: `model` itself in one process or under FSDP2 (sharded in
+    place), else a DDP wrapper around it."""
+    if not dist.enabled:
+        return model
+    if fsdp:
+        from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
+
+        for stack in (model.prelude, model.block, model.coda):
+            for layer in stack.layers:
+                fully_shard(layer)
+        fully_shard(model)
+        # Evaluation calls forward_depths, not forward: it must gather the root's shards too.
+        register_fsdp_forward_method(model, "forward_depths")
+        return model
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    # The concat injection map is unused at depth 1, so DDP must tolerate unused parameters.
+    return DDP(
+        model,
+        device_ids=[dist.device.index] if dist.device.type == "cuda" else None,
+        find_unused_parameters=model.config.injection == "concat",
+    )
+
+
+def no_sync(wrapped: torch.nn.Module, fsdp: bool, dist: Dist, last: bool) -> Any:
+    """Skip the gradient all-reduce on all but the last micro-batch of a step."""
+    if not dist.enabled or last:
+        if dist.enabled and fsdp:
+            wrapped.set_requires_gradient_sync(True)
+        return nullcontext()
+    if fsdp:
+        wrapped.set_requires_gradient_sync(False)
+        return nullcontext()
+    return wrapped.no_sync()
+
+
+def optimizer_state(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, sharded: bool
+) -> dict[str, Any]:
+    """The optimizer's full state for a checkpoint (gathered from every rank when sharded)."""
+    if not sharded:
+        return optimizer.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+    return get_optimizer_state_dict(
+        model, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+    )
+
+
+def load_optimizer_state(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    state: dict[str, Any],
+    sharded: bool,
+    device: torch.device,
+) -> None:
+    """Restore a checkpoint's full optimizer state (scattered to the shards when sharded)."""
+    if sharded:
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            set_optimizer_state_dict,
+        )
+
+        set_optimizer_state_dict(
+            model, optimizer, state, options=StateDictOptions(full_state_dict=True)
+        )
+        return
+    optimizer.load_state_dict(state)
+    for per_param in optimizer.state.values():  # AdamW moments to the device; "step" stays put
+        for k, v in per_param.items():
+            if torch.is_tensor(v) and k != "step":
+                per_param[k] = v.to(device)
+
+
+class StopRequested:
+    """First Ctrl-C / SIGTERM: finish the step, checkpoint, exit. Second Ctrl-C: stop at once."""
+
+    def __init__(self) -> None:
+        self.flag = False
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> StopRequested:
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        except ValueError:  # not the main thread (e.g. a notebook worker): no handlers
+            pass
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.flag and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.flag = True
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
