@@ -204,3 +204,20 @@ def test_overwrite_replaces_the_old_shards(tmp_path: Path) -> None:
     n_old = len(list(tmp_path.glob("train_*.bin")))
     prepare_text(tmp_path, tokenizer=TOK, max_docs=2, val_frac=0.0, overwrite=True)
     assert n_old > 1 and sorted(p.name for p in tmp_path.glob("*.bin")) == ["train_00000.bin"]
+
+
+def test_stdlib_corpus_is_the_standard_library_source_without_tests():
+    """The offline text-track corpus: every stdlib module's source once, no test suites, in a
+    fixed order, and big enough (millions of characters) that a demo run sees it about once."""
+    from looped.data.text import open_documents, stdlib_documents
+
+    docs = stdlib_documents()
+    assert sum(map(len, docs)) > 5_000_000
+    import inspect
+    import json as json_module
+
+    assert inspect.getsource(json_module) in docs  # a real module's source, verbatim
+    test_support = pytest.importorskip("test.support")  # CPython's own test suite: left out
+    assert inspect.getsource(test_support) not in docs
+    first = next(iter(open_documents("stdlib")))["text"]
+    assert first == docs[0]

@@ -1,6 +1,7 @@
 """Text corpora -> memory-mapped token shards, and the reader the trainer samples from.
 
     looped data text --out data/pydoc --tokenizer bpe:4096          # offline: CPython's own prose
+    looped data text --dataset stdlib --out data/stdlib --tokenizer bpe:4096   # offline, ~3M tokens
     looped data text --dataset HuggingFaceFW/fineweb-edu --subset sample-10BT \\
         --tokenizer gpt2 --out data/fineweb --max-docs 2000000 --num-proc 16
     looped data text --dataset my_corpus/ --text-field body --tokenizer hf:tokenizer.json --out data/mine
@@ -8,9 +9,11 @@
 Every source goes through ``datasets`` as a stream (hub datasets are never downloaded whole;
 local .txt/.jsonl/.json/.parquet files, a directory of them, or a ``save_to_disk`` directory are
 read the same way), in chunks of documents that ``Dataset.map(batched=True, num_proc=N)``
-tokenizes in parallel. The special name ``pydoc`` (the default) is the English documentation
-that ships with CPython (``pydoc_data.topics``, ~465k characters, one document per topic), so
-the text path has a real corpus with no download.
+tokenizes in parallel. Two special names need no download: ``pydoc`` (the default) is the
+English documentation that ships with CPython (``pydoc_data.topics``, ~465k characters, one
+document per topic), and ``stdlib`` is the standard library's own source (~11 MB, ~3M BPE
+tokens, one document per module): large enough for the demo's text track to see each token
+about once.
 
 On disk, ``DIR`` holds ``train_00000.bin ...`` and ``val_00000.bin ...`` (raw uint16 when the
 vocabulary fits, else uint32; EOS after every document, so the shards of a split are one
@@ -198,6 +201,26 @@ def pydoc_documents() -> list[str]:
     return [topics[name] for name in sorted(topics)]
 
 
+def stdlib_documents() -> list[str]:
+    """The Python standard library's own source (one document per module, sorted by path,
+    tests, IDLE and site-packages left out): ~11 MB of code, docstrings and comments, about 3M
+    tokens under a 4096-token BPE. It is on every machine that runs Python, so the demo's text
+    track needs no download; a run of a few million tokens sees most of it about once. The
+    corpus follows the interpreter's version (meta.json records it)."""
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    skip = {"site-packages", "dist-packages", "test", "tests", "idlelib"}
+    files = sorted(p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts))
+    return [f.read_text(encoding="utf-8", errors="replace") for f in files]
+
+
+BUILTIN_CORPORA: dict[str, Callable[[], list[str]]] = {
+    "pydoc": pydoc_documents,  # CPython's prose documentation topics (~465k characters)
+    "stdlib": stdlib_documents,  # the standard library's source (~11 MB)
+}
+
+
 def local_data_files(path: Path) -> tuple[str, list[str]]:
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     kinds = {}
@@ -231,8 +254,9 @@ def open_documents(
     """
     import datasets
 
-    if dataset == "pydoc":
-        return datasets.Dataset.from_dict({text_field: pydoc_documents()}).to_iterable_dataset()
+    if dataset in BUILTIN_CORPORA:
+        docs = BUILTIN_CORPORA[dataset]()
+        return datasets.Dataset.from_dict({text_field: docs}).to_iterable_dataset()
     path = Path(dataset)
     if path.exists():
         if (
@@ -420,6 +444,8 @@ def prepare_text(
         "eos_id": tok.eos_id,
         "dtype": dtype.name,
         "splits": splits,
+        # the built-in corpora follow the interpreter that read them
+        "python": sys.version.split()[0] if dataset in BUILTIN_CORPORA else None,
     }
     write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
     return meta
@@ -607,7 +633,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--dataset",
         default="pydoc",
-        help="hub name, local file/dir, or pydoc (CPython's docs, offline; default)",
+        help="hub name, local file/dir, pydoc (CPython's docs, offline; default) or stdlib "
+        "(the standard library's source, ~3M tokens, offline)",
     )
     p.add_argument("--subset", default=None, help="hub config name, e.g. sample-10BT")
     p.add_argument("--split", default="train", help="hub split to read (default train)")
