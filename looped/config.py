@@ -89,7 +89,7 @@ class TrainConfig:
     keep_last: int = 2  # checkpoints kept on disk
     log_interval: int = 10  # steps between metrics.jsonl records
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    dtype: str = "fp32"  # fp32 | bf16 (autocast)
+    dtype: str = "fp32"  # fp32 | bf16 (autocast) | auto (bf16 where the hardware has it, else fp32)
     compile: bool = False  # torch.compile the looped block only
     fsdp: bool = False  # shard with FSDP2 under torchrun instead of DDP
     threads: int = 0  # torch CPU threads (0 = torch default)
@@ -211,7 +211,7 @@ CHOICES = {  # fields with a fixed set of names
     "model.injection": INJECTIONS,
     "data.kind": ("bios", "text"),
     "optim.lr_schedule": ("cosine", "wsd"),
-    "dtype": ("fp32", "bf16"),
+    "dtype": ("fp32", "bf16", "auto"),
 }
 DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 

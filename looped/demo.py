@@ -44,6 +44,7 @@ from tqdm.auto import tqdm
 
 from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
+from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
 
 FIXED = "fixed:4"
@@ -96,7 +97,9 @@ def base_config(settings: DemoSettings, seed: int, schedule: str, budget: float)
         f"schedule={schedule}",
         f"budget_frac={budget}",
     ]
-    return load_config(settings.preset, overrides)
+    cfg = load_config(settings.preset, overrides)
+    cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))  # as the trainer will
+    return cfg
 
 
 def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
@@ -574,6 +577,12 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
         f"{reference['meta']['machine']}), full budget, seed means:",
         compare_summaries(result["summary"], reference["summary"]),
     ]
+    ours, theirs = result["meta"].get("dtype"), reference["meta"].get("dtype")
+    if ours != theirs:
+        text.append(
+            f"(you trained in {ours}, the reference in {theirs}: dtype=auto picks bf16 only "
+            "where the CPU has a bf16 path, so expect small differences from rounding)"
+        )
     if result["meta"]["settings"] != reference["meta"]["settings"]:
         text.append(
             "(your settings differ from the reference's, e.g. --quick or overrides: "

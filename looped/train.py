@@ -38,7 +38,7 @@ from looped import checkpoint as ckpt_lib
 from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml, validate
 from looped.data.batching import DataSource, batch_generator, build_source
-from looped.device import device_name, peak_flops
+from looped.device import device_name, peak_flops, resolve_dtype
 from looped.distributed import (
     Dist,
     StopRequested,
@@ -231,6 +231,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, **options: Any) -> dict[str, An
     opts = RunOptions(**options)
     check_config(cfg)
     dist = Dist(cfg.device)
+    cfg.dtype = resolve_dtype(cfg.dtype, dist.device)  # config.yaml records what was used
     try:
         return _train(cfg, Path(out_dir), dist, opts)
     finally:

@@ -24,3 +24,28 @@ def test_model_device_and_cpu_name():
     assert model_device(torch.nn.Linear(2, 2)) == torch.device("cpu")
     assert model_device(torch.nn.Identity()) == torch.device("cpu")  # no parameters
     assert isinstance(cpu_name(), str) and cpu_name()
+
+
+def test_auto_dtype_is_bf16_only_where_the_hardware_has_it():
+    import torch
+
+    from looped.device import bf16_is_fast, resolve_dtype
+
+    cpu = torch.device("cpu")
+    assert resolve_dtype("fp32", cpu) == "fp32" and resolve_dtype("bf16", cpu) == "bf16"
+    assert resolve_dtype("auto", cpu) == ("bf16" if bf16_is_fast(cpu) else "fp32")
+
+
+def test_trainer_records_the_resolved_dtype(tmp_path):
+    import torch
+
+    from looped.config import load_config
+    from looped.device import resolve_dtype
+    from looped.train import train
+
+    small = ["model.d_model=32", "model.n_head=2", "data.persons=8", "batch_size=2", "seq_len=64",
+             "model.seq_len=64", "eval_depths=1-2", "eval_batches=1", "threads=1"]  # fmt: skip
+    cfg = load_config("tiny", small + ["max_steps=2", "eval_interval=0", "dtype=auto"])
+    train(cfg, tmp_path / "r", quiet=True)
+    written = load_config(str(tmp_path / "r" / "config.yaml"))
+    assert written.dtype == resolve_dtype("auto", torch.device("cpu")) != "auto"
