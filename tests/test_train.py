@@ -318,6 +318,16 @@ def test_two_gloo_ranks_agree_ddp_and_fsdp2_match(tmp_path):
         torch.testing.assert_close(sharded[k], saved[k], rtol=1e-4, atol=1e-5, msg=k)
 
 
+def test_ddp_with_a_prelude_that_truncated_backprop_leaves_without_gradient(tmp_path):
+    """bptt=1, injection none, one prelude layer: at depth > 1 the prelude and the untied
+    embedding get no gradient; DDP fails at the next reduction unless it looks for unused
+    parameters, which the model asks for (LoopedTransformer.may_leave_unused)."""
+    ranks = _torchrun(tmp_path / "bptt", "bptt")
+    assert ranks[0]["depths"] == ranks[1]["depths"] and max(ranks[0]["depths"]) > 1
+    for k in ranks[0]["weights"]:
+        assert torch.equal(ranks[0]["weights"][k], ranks[1]["weights"][k]), k
+
+
 def test_tensorboard_without_the_package_is_one_clear_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if not installed
     code = cli(
