@@ -66,7 +66,8 @@ def save_checkpoint(
             tmp.mkdir()
             save_file(weights, str(tmp / "model.safetensors"), metadata=meta)
             failpoint("ckpt.after_weights", step)
-            torch.save(state, tmp / "state.pt")
+            with open(tmp / "state.pt", "wb") as f:  # a Python file: its OSError says why
+                torch.save(state, f)
             (tmp / "config.yaml").write_text(config_yaml)
             failpoint("ckpt.before_rename", step)
     except Exception as err:  # disk full, read-only, quota: the previous checkpoint is intact
@@ -193,9 +194,13 @@ def _sha256(text: str) -> str:
 
 
 def _reason(err: BaseException) -> str:
-    """An OS error's text ("No space left on device"), else the first line of the message."""
-    if isinstance(err, OSError) and err.strerror:
-        return err.strerror
+    """An OS error's text ("No space left on device"), also when a library wrapped it (torch.save
+    raises a RuntimeError with the OSError as its context), else the first line of the message."""
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror
+        cause = cause.__cause__ or cause.__context__
     return first_line(err)
 
 

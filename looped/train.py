@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 import time
 import uuid
@@ -212,6 +213,7 @@ class Run:
     peak: float | None  # the device's peak FLOP/s for MFU; None when unknown (CPU)
     board: Any  # TensorBoard writer, or None
     run_id: str  # this run's id in its checkpoints (kept across resumes)
+    last_loss: float  # the loss of the step before start_step (NaN when starting afresh)
 
     @property
     def sharded(self) -> bool:
@@ -267,7 +269,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         f"(mean K {run.schedule.mean_depth(run.total):.2f}), modeled compute {run.planned:.3g} "
         f"FLOPs, {run.model.num_params() / 1e6:.2f}M params"
     )
-    progress = Progress(flops=run.start_flops, flops_last=run.start_flops)
+    progress = Progress(flops=run.start_flops, flops_last=run.start_flops, last_loss=run.last_loss)
     try:
         with StopRequested() as stop:
             for step in range(run.start_step, run.total):
@@ -324,9 +326,6 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
         raise UserError(
             f"{out} already holds checkpoints; pass --resume to continue or choose a new --out"
         )
-    if dist.main:
-        with _writing(out):
-            out.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(cfg.seed)
     model = LoopedTransformer(cfg.model)
@@ -347,7 +346,8 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
 
     config_yaml = to_yaml(cfg)
     if dist.main:
-        with _writing(out):
+        with _writing(out):  # the first write: everything before it only reads
+            out.mkdir(parents=True, exist_ok=True)
             write_text_atomic(out / "config.yaml", config_yaml)
             if restored.lineage:
                 write_text_atomic(out / "lineage.json", json.dumps(restored.lineage, indent=2))
@@ -366,7 +366,7 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
         planned=schedule_flops(cfg.model, schedule, total, tokens, cfg.seq_len),
         peak=peak_flops(device_name(dist.device), cfg.dtype),
         board=_tensorboard(out) if cfg.tensorboard and dist.main else None,
-        run_id=restored.run_id,
+        run_id=restored.run_id, last_loss=restored.loss,
     )  # fmt: skip
 
 
@@ -381,6 +381,7 @@ class _Restored:
     finished: bool = False  # resuming a run that already wrote its summary
     # identifies the run in its checkpoints' files: kept by a resume, new for a branch or init
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    loss: float = math.nan  # the loss of the step before it (the summary's final_loss if last)
 
 
 def _restore(
@@ -407,7 +408,8 @@ def _restore(
         finished = step >= total and (out / "summary.json").is_file()
         lineage = state.get("lineage", {})
         run_id = state.get("run_id") or uuid.uuid4().hex
-        return _Restored(step, state["flops"], lineage, state["optimizer"], finished, run_id)
+        loss = state.get("loss", math.nan)
+        return _Restored(step, state["flops"], lineage, state["optimizer"], finished, run_id, loss)
     if not (opts.branch_from or opts.init_from):
         return _Restored()
     ckpt = ckpt_lib.resolve_checkpoint(opts.branch_from or opts.init_from)
@@ -593,6 +595,7 @@ def save(run: Run, progress: Progress, step: int) -> None:
         "lr_schedule": [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps],
         "world_size": run.dist.world,  # checked on resume and branch (see _check_resume)
         "run_id": run.run_id,  # binds the checkpoint's files together (checkpoint.check)
+        "loss": progress.last_loss,  # the summary's final_loss when resumed at the last step
     }
     ckpt_lib.save_checkpoint(
         run.out,
@@ -627,8 +630,8 @@ def _writing(out: Path) -> Iterator[None]:
     naming the file and the reason; checkpoints already written stay as they are."""
     try:
         yield
-    except OSError as err:
-        name = err.filename or out
+    except OSError as err:  # name the file, not the hidden temporary it was written through
+        name = re.sub(r"/\.tmp-(.*)-[0-9a-f]{8}$", r"/\1", str(err.filename or out))
         raise UserError(
             f"cannot write {name}: {err.strerror or err}; free space in {out} (or make it "
             "writable) and continue with --resume"
