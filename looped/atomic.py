@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from looped.faults import failpoint
+
 
 @contextmanager
 def atomic_path(final: str | Path) -> Iterator[Path]:
@@ -35,6 +37,7 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
             old = final.parent / f".old-{final.name}"
             shutil.rmtree(old, ignore_errors=True)
             final.rename(old)
+            failpoint("atomic.between_renames")
             tmp.rename(final)
             shutil.rmtree(old, ignore_errors=True)
         else:

@@ -60,7 +60,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -134,13 +134,16 @@ def _sync(device: torch.device) -> None:
 CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
 
 
+Key = TypeVar("Key")  # a timed function's name: a label, or a depth K
+
+
 def time_min(
-    fns: dict[str, Callable[[], object]],
+    fns: dict[Key, Callable[[], object]],
     warmup: int,
     reps: int,
     device: torch.device,
     clock: Callable[[], float] = time.perf_counter,
-) -> dict[str, float]:
+) -> dict[Key, float]:
     """Minimum wall time (s) of each function; the functions take turns in every repetition,
     so a burst of background load slows all of them rather than one. Each repetition starts one
     function further along, so no function always runs right after the same other one (a big
@@ -194,7 +197,7 @@ def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> 
     d, f, V, T, B = cfg.d_model, mc.ff_dim, cfg.vocab_size, cfg.seq_len, cfg.batch_size
     M, dtype = B * T, torch.bfloat16 if precision == "bf16" else torch.float32
 
-    def linear(n_in: int, n_out: int) -> Callable[[], None]:
+    def linear(n_in: int, n_out: int) -> Callable[[], object]:
         x, w = (
             torch.randn(M, n_in, device=device, dtype=dtype),
             torch.randn(n_out, n_in, device=device, dtype=dtype),

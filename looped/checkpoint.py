@@ -15,15 +15,18 @@ Batches and depths are pure functions of (seed, step), so the step is the whole 
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from looped.atomic import atomic_path
-from looped.errors import UserError
+from looped.errors import UserError, first_line
+from looped.faults import failpoint
 
 CKPT_DIR = "checkpoints"
 
@@ -52,13 +55,28 @@ def save_checkpoint(
 ) -> Path:
     """Atomically write checkpoint `step` and prune old ones (never those in `keep`)."""
     root = Path(run_dir) / CKPT_DIR
-    root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step:07d}"
-    with atomic_path(final) as tmp:
-        tmp.mkdir()
-        save_file(weights, str(tmp / "model.safetensors"))
-        torch.save(state, tmp / "state.pt")
-        (tmp / "config.yaml").write_text(config_yaml)
+    # The three files name each other: the weights carry the run id and step, the state also
+    # the config's hash, so a file copied in from another run or step is caught on loading.
+    state = {**state, "config_sha256": _sha256(config_yaml)}
+    meta = {"run_id": str(state.get("run_id", "")), "step": str(step)}
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with atomic_path(final) as tmp:
+            tmp.mkdir()
+            save_file(weights, str(tmp / "model.safetensors"), metadata=meta)
+            failpoint("ckpt.after_weights", step)
+            with open(tmp / "state.pt", "wb") as f:  # a Python file: its OSError says why
+                torch.save(state, f)
+            (tmp / "config.yaml").write_text(config_yaml)
+            failpoint("ckpt.before_rename", step)
+    except Exception as err:  # disk full, read-only, quota: the previous checkpoint is intact
+        previous = list_checkpoints(run_dir)
+        kept = f"; {previous[-1][1]} is intact" if previous else ""
+        raise UserError(
+            f"cannot write checkpoint {final}: {_reason(err)}; free space in {root.parent} (or make "
+            f"it writable) and continue with --resume{kept}"
+        ) from None
     steps = list_checkpoints(run_dir)
     for old_step, path in steps[:-keep_last] if keep_last > 0 else []:
         if old_step not in keep:
@@ -101,7 +119,10 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 def load_weights(ckpt: Path, model: torch.nn.Module) -> None:
     """Load safetensors weights into `model`, refusing a checkpoint of another architecture."""
-    weights = load_file(str(ckpt / "model.safetensors"))
+    try:
+        weights = load_file(str(ckpt / "model.safetensors"))
+    except Exception as err:  # truncated or not safetensors at all
+        raise damaged(ckpt, "model.safetensors", f"cannot be read ({_reason(err)})") from None
     own = model.state_dict()
     missing = [k for k in own if k not in weights and not _is_tied_alias(model, k)]
     unexpected = [k for k in weights if k not in own]
@@ -120,7 +141,67 @@ def _is_tied_alias(model: torch.nn.Module, key: str) -> bool:
 
 
 def load_state(ckpt: Path) -> dict[str, Any]:
-    return torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
+    """The checkpoint's state, after checking that its three files belong together (see
+    `check`); a damaged checkpoint raises `DamagedCheckpoint`, naming the file."""
+    return check(ckpt)
+
+
+class DamagedCheckpoint(UserError):
+    """A checkpoint directory whose files are missing, unreadable or from another run."""
+
+
+def damaged(ckpt: Path, name: str, problem: str) -> DamagedCheckpoint:
+    """The one-line error for a damaged file: which file, what is wrong, and what to do."""
+    run = ckpt.parent.parent
+    older = [p for s, p in list_checkpoints(run) if p != ckpt and p.name < ckpt.name]
+    fix = (
+        f"use the previous complete checkpoint {older[-1]} (`--resume` falls back to it by itself)"
+        if older
+        else "no earlier checkpoint of this run is left; train it again"
+    )
+    return DamagedCheckpoint(f"checkpoint file {ckpt / name} {problem}; {fix}")
+
+
+def check(ckpt: Path) -> dict[str, Any]:
+    """Read state.pt and check the three files against each other: all present, the weights'
+    header readable (which also catches a truncated file: safetensors checks the data length),
+    and state, weights and config all from the same run and step."""
+    for name in ("model.safetensors", "state.pt", "config.yaml"):
+        if not (ckpt / name).is_file():
+            raise damaged(ckpt, name, "is missing")
+    try:
+        with safe_open(str(ckpt / "model.safetensors"), "pt") as f:
+            meta = f.metadata() or {}
+    except Exception as err:
+        raise damaged(ckpt, "model.safetensors", f"cannot be read ({_reason(err)})") from None
+    try:
+        state = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
+    except Exception as err:
+        raise damaged(ckpt, "state.pt", f"cannot be read ({_reason(err)})") from None
+    step = int(ckpt.name.split("_")[1]) if ckpt.name.startswith("step_") else state.get("step")
+    if state.get("step") != step:
+        raise damaged(ckpt, "state.pt", f"is the state of step {state.get('step')}, not {step}")
+    if "run_id" in state and meta.get("run_id") != state["run_id"]:  # older checkpoints: no id
+        raise damaged(ckpt, "state.pt", "is from another run than model.safetensors beside it")
+    sha = state.get("config_sha256")
+    if sha is not None and sha != _sha256((ckpt / "config.yaml").read_text()):
+        raise damaged(ckpt, "config.yaml", "is not the config state.pt was saved with")
+    return state
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _reason(err: BaseException) -> str:
+    """An OS error's text ("No space left on device"), also when a library wrapped it (torch.save
+    raises a RuntimeError with the OSError as its context), else the first line of the message."""
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror
+        cause = cause.__cause__ or cause.__context__
+    return first_line(err)
 
 
 def load_model(path: str | Path, device: str = "cpu"):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,46 @@ class TrainConfig:
     # also write TensorBoard scalars to RUN/tb (needs the tensorboard extra)
     tensorboard: bool = False
     paper_schedules: list[str] = field(default_factory=list)  # schedules the paper compares here
+
+
+# Fields a `--resume` may change: none of them changes the weights or the training records of
+# the run (which records are written, where, and how fast, but not their values). Every other
+# field is compared with the checkpoint's config, and a difference refuses the resume.
+RESUMABLE = (
+    "eval_interval",  # when evaluations run; each one's numbers do not depend on it
+    "log_interval",  # which steps get a train record; the values are the same
+    "ckpt_interval",  # when checkpoints are written
+    "keep_last",  # how many are kept on disk
+    "tensorboard",  # an extra copy of the records
+    "threads",  # CPU threads: the same maths (float summation order may differ, not bitwise)
+    "device",  # where it runs: comparable results, not bitwise across devices
+    "compile",  # torch.compile of the block: the same maths, fused (not bitwise)
+    "paper_schedules",  # documentation for `looped flops`, never read by the trainer
+)
+# Not in it, on purpose: dtype (bf16 changes every number), eval_depths and eval_batches (the
+# evaluation records of one run would measure different things before and after the resume),
+# fsdp (resumable in principle, but untested across the switch), and every model, data,
+# optimizer, schedule, seed, batch and length field.
+
+
+def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
+    """A config as {dotted key: value}, nested dataclasses flattened (model.d_model, ...)."""
+    out: dict[str, Any] = {}
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if is_dataclass(value):
+            out.update(flatten(value, f"{prefix}{f.name}."))
+        else:
+            out[f"{prefix}{f.name}"] = list(value) if isinstance(value, tuple | list) else value
+    return out
+
+
+def differences(
+    old: TrainConfig, new: TrainConfig, allowed: tuple[str, ...] = RESUMABLE
+) -> list[tuple[str, Any, Any]]:
+    """(key, old value, new value) for every field that differs, except those in `allowed`."""
+    a, b = flatten(old), flatten(new)
+    return [(k, a.get(k), b.get(k)) for k in b if k not in allowed and a.get(k) != b.get(k)]
 
 
 def preset_names() -> list[str]:

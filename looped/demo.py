@@ -256,8 +256,9 @@ def execute(
     workers: int,
     fresh: bool,
     quiet: bool,
-) -> None:
-    """Run the grid on a process pool, parents before children, longest first."""
+) -> int:
+    """Run the grid on a process pool, parents before children, longest first; returns how
+    many runs were trained (the rest were already complete)."""
     import shutil
 
     from looped.flops import schedule_flops, tokens_per_step

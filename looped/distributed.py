@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterable
 from contextlib import nullcontext
 from typing import Any
 
@@ -52,9 +53,11 @@ class Dist:
             torch.distributed.destroy_process_group()
 
 
-def wrap_distributed(model: LoopedTransformer, fsdp: bool, dist: Dist) -> torch.nn.Module:
+def wrap_distributed(
+    model: LoopedTransformer, fsdp: bool, dist: Dist, depths: Iterable[int]
+) -> torch.nn.Module:
     """The module a training step calls: `model` itself in one process or under FSDP2 (sharded in
-    place), else a DDP wrapper around it."""
+    place), else a DDP wrapper around it. `depths`: every depth the run can train at."""
     if not dist.enabled:
         return model
     if fsdp:
@@ -69,11 +72,13 @@ def wrap_distributed(model: LoopedTransformer, fsdp: bool, dist: Dist) -> torch.
         return model
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    # The concat injection map is unused at depth 1, so DDP must tolerate unused parameters.
+    # The model says whether a step can leave a parameter without a gradient (concat injection
+    # at depth 1, truncated backprop past the only loop the prelude feeds): DDP must then search
+    # the graph for unused parameters every step, which costs time, so only then.
     return DDP(
         model,
         device_ids=[dist.device.index] if dist.device.type == "cuda" else None,
-        find_unused_parameters=model.config.injection == "concat",
+        find_unused_parameters=model.may_leave_unused(depths),
     )
 
 

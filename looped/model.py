@@ -246,6 +246,25 @@ class LoopedTransformer(nn.Module):
             with torch.no_grad():
                 self.inject.weight.copy_(torch.cat([eye, eye], dim=1))
 
+    def may_leave_unused(self, depths: Iterable[int]) -> bool:
+        """Whether a training step at one of `depths` can leave some parameter without a gradient
+        (DDP must then look for unused parameters, or it fails at the next step's reduction).
+
+        - concat injection at depth 1: the injection map is not applied;
+        - truncated backprop with injection none at a depth beyond `bptt`: the embedding enters
+          only the first loop, which runs under no_grad, so the prelude gets no gradient (nor the
+          embedding, unless the tied head gives it one).
+        """
+        cfg, depths = self.config, set(depths)
+        if cfg.injection == "concat" and 1 in depths:
+            return True
+        frozen_first = cfg.bptt > 0 and any(d > cfg.bptt for d in depths)
+        return (
+            frozen_first
+            and cfg.injection == "none"
+            and bool(cfg.n_prelude or not cfg.tie_embeddings)
+        )
+
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear | nn.Embedding):
             nn.init.normal_(module.weight, std=self.config.init_std)

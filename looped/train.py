@@ -9,7 +9,7 @@
 
 Each optimizer step: K = schedule.depth(step) (the same on every rank, no communication), then
 `grad_accum` micro-batches at depth K, each drawn from a generator seeded by (seed, step, micro,
-rank), then AdamW. Because both the depth and the batch are functions of the step, a resumed run
+rank) (with `global_batch`, by the micro-batch's index in the whole step), then AdamW. Because both the depth and the batch are functions of the step, a resumed run
 repeats the uninterrupted one bitwise (fp32, CPU), and a run branched off another at step s is
 exactly the run that would have been trained from scratch, when the two agree on every depth and
 learning rate before s (checked).
@@ -24,9 +24,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 import time
-from contextlib import nullcontext
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,9 +38,18 @@ import torch
 from tqdm.auto import tqdm
 
 from looped import checkpoint as ckpt_lib
+from looped import faults
 from looped.atomic import write_text_atomic
-from looped.config import OverrideParser, TrainConfig, load_config, to_yaml, validate
-from looped.data.batching import DataSource, batch_generator, build_source
+from looped.config import (
+    RESUMABLE,
+    OverrideParser,
+    TrainConfig,
+    differences,
+    load_config,
+    to_yaml,
+    validate,
+)
+from looped.data.batching import DataSource, build_source, train_generator
 from looped.device import device_name, peak_flops, resolve_dtype
 from looped.distributed import (
     Dist,
@@ -200,6 +212,8 @@ class Run:
     planned: float  # modeled FLOPs of the whole run (expected over the schedule)
     peak: float | None  # the device's peak FLOP/s for MFU; None when unknown (CPU)
     board: Any  # TensorBoard writer, or None
+    run_id: str  # this run's id in its checkpoints (kept across resumes)
+    last_loss: float  # the loss of the step before start_step (NaN when starting afresh)
 
     @property
     def sharded(self) -> bool:
@@ -256,7 +270,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         f"(mean K {run.schedule.mean_depth(run.total):.2f}), modeled compute {run.planned:.3g} "
         f"FLOPs, {run.model.num_params() / 1e6:.2f}M params"
     )
-    progress = Progress(flops=run.start_flops, flops_last=run.start_flops)
+    progress = Progress(flops=run.start_flops, flops_last=run.start_flops, last_loss=run.last_loss)
     try:
         with StopRequested() as stop:
             for step in range(run.start_step, run.total):
@@ -288,6 +302,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         bar.close()
     if run.total not in progress.saved:
         save(run, progress, run.total)  # the weights first: a failing evaluation must not lose them
+    faults.failpoint("train.before_summary", run.total)
     progress.last_eval = evaluate_now(run, progress, run.total)
     if run.board is not None:
         run.board.close()
@@ -312,12 +327,10 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
         raise UserError(
             f"{out} already holds checkpoints; pass --resume to continue or choose a new --out"
         )
-    if dist.main:
-        out.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(cfg.seed)
     model = LoopedTransformer(cfg.model)
-    restored = _restore(cfg, out, opts, schedule, total, model, existing)
+    restored = _restore(cfg, out, opts, schedule, total, model, existing, dist)
     if restored.finished:
         if dist.main and not opts.quiet:
             print(f"{out} already finished {total} steps; nothing to resume", file=sys.stderr)
@@ -325,7 +338,8 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
     model.to(dist.device)
     if cfg.compile:
         model.compile_block()
-    wrapped = wrap_distributed(model, cfg.fsdp, dist)
+    depths = [k for k, n in schedule.step_counts(total).items() if n > 0]
+    wrapped = wrap_distributed(model, cfg.fsdp, dist, depths)
     optimizer = make_optimizer(model, cfg.optim)  # after sharding: FSDP2 swaps in DTensor params
     if restored.optimizer is not None:
         sharded = dist.enabled and cfg.fsdp
@@ -333,10 +347,12 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
 
     config_yaml = to_yaml(cfg)
     if dist.main:
-        write_text_atomic(out / "config.yaml", config_yaml)
-        if restored.lineage:
-            write_text_atomic(out / "lineage.json", json.dumps(restored.lineage, indent=2))
-        _truncate_metrics(out / "metrics.jsonl", restored.step)
+        with _writing(out):  # the first write: everything before it only reads
+            out.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(out / "config.yaml", config_yaml)
+            if restored.lineage:
+                write_text_atomic(out / "lineage.json", json.dumps(restored.lineage, indent=2))
+            _truncate_metrics(out / "metrics.jsonl", restored.step)
     autocast = (
         torch.autocast(dist.device.type, dtype=torch.bfloat16)
         if cfg.dtype == "bf16"
@@ -351,6 +367,7 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
         planned=schedule_flops(cfg.model, schedule, total, tokens, cfg.seq_len),
         peak=peak_flops(device_name(dist.device), cfg.dtype),
         board=_tensorboard(out) if cfg.tensorboard and dist.main else None,
+        run_id=restored.run_id, last_loss=restored.loss,
     )  # fmt: skip
 
 
@@ -363,6 +380,9 @@ class _Restored:
     lineage: dict[str, Any] = field(default_factory=dict)
     optimizer: dict[str, Any] | None = None  # the AdamW state to continue with
     finished: bool = False  # resuming a run that already wrote its summary
+    # identifies the run in its checkpoints' files: kept by a resume, new for a branch or init
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    loss: float = math.nan  # the loss of the step before it (the summary's final_loss if last)
 
 
 def _restore(
@@ -373,25 +393,29 @@ def _restore(
     total: int,
     model: LoopedTransformer,
     existing: list[tuple[int, Path]],
+    dist: Dist,
 ) -> _Restored:
-    """Load the weights a run starts from into `model` and say where it starts."""
+    """Load the weights a run starts from into `model` and say where it starts. Everything is
+    checked before anything is written: a refused resume leaves the run directory as it was."""
     if opts.resume and existing:
-        ckpt = existing[-1][1]
-        ckpt_lib.load_weights(ckpt, model)
-        state = ckpt_lib.load_state(ckpt)
+        ckpt, state = _newest_intact(existing, dist)
+        _check_resume(cfg, out, ckpt, state, dist.world)
         if state["total_steps"] != total or state["schedule"] != str(schedule):
             raise UserError(
                 f"{out} was trained with schedule {state['schedule']} for {state['total_steps']} steps; resume with the same config"
             )
+        ckpt_lib.load_weights(ckpt, model)
         step = state["step"]
         finished = step >= total and (out / "summary.json").is_file()
         lineage = state.get("lineage", {})
-        return _Restored(step, state["flops"], lineage, state["optimizer"], finished)
+        run_id = state.get("run_id") or uuid.uuid4().hex
+        loss = state.get("loss", math.nan)
+        return _Restored(step, state["flops"], lineage, state["optimizer"], finished, run_id, loss)
     if not (opts.branch_from or opts.init_from):
         return _Restored()
     ckpt = ckpt_lib.resolve_checkpoint(opts.branch_from or opts.init_from)
-    ckpt_lib.load_weights(ckpt, model)
     state = ckpt_lib.load_state(ckpt)
+    ckpt_lib.load_weights(ckpt, model)
     lineage = {
         "parent": str(ckpt),
         "parent_step": state["step"],
@@ -399,8 +423,51 @@ def _restore(
     }
     if not opts.branch_from:
         return _Restored(lineage=lineage)
-    _check_branch(cfg, schedule, total, ckpt, state)
+    _check_branch(cfg, schedule, total, ckpt, state, dist.world)
     return _Restored(state["step"], state["flops"], lineage, state["optimizer"])
+
+
+def _newest_intact(existing: list[tuple[int, Path]], dist: Dist) -> tuple[Path, dict[str, Any]]:
+    """The newest checkpoint whose files are whole and belong together, and its state.
+
+    Falling back past a damaged one is safe: batches and depths are functions of the step, so
+    the run repeats the steps after the older checkpoint bitwise, its metrics are trimmed to
+    that step, and the damaged directory is replaced when the run saves that step again."""
+    first: ckpt_lib.DamagedCheckpoint | None = None
+    for _, ckpt in reversed(existing):
+        try:
+            return ckpt, ckpt_lib.load_state(ckpt)
+        except ckpt_lib.DamagedCheckpoint as err:
+            first = first or err
+            if dist.main:
+                print(f"looped train: warning: {str(err).split('; ')[0]}", file=sys.stderr)
+    assert first is not None
+    raise first
+
+
+def _check_resume(
+    cfg: TrainConfig, out: Path, ckpt: Path, state: dict[str, Any], world: int
+) -> None:
+    """A resume continues the same run or refuses: every config field outside RESUMABLE must
+    equal the checkpoint's, and so must the number of processes unless `global_batch` makes
+    the data independent of it (then grad_accum, derived from both, may differ too)."""
+    old = load_config(str(ckpt / "config.yaml"), check=False)
+    allowed = RESUMABLE + (("grad_accum",) if cfg.global_batch > 0 else ())
+    diffs = differences(old, cfg, allowed)
+    old_world = state.get("world_size", world)  # older checkpoints did not record it
+    other_data = old_world != world and not (cfg.global_batch > 0 and old.global_batch > 0)
+    if other_data:
+        diffs.append(("world_size", old_world, world))
+    if not diffs:
+        return
+    (key, a, b), more = diffs[0], diffs[1:]
+    extra = ", ".join(f"{k} {x} -> {y}" for k, x, y in more)
+    where = f" on {old_world} processes" if other_data else ""
+    raise UserError(
+        f"cannot resume {out}: it was trained with {key}={a}, this config says {key}={b}"
+        + (f" (and {len(more)} more: {extra})" if more else "")
+        + f"; resume with the same config{where} or start a new --out"
+    )
 
 
 # -- one step --------------------------------------------------------------------------------
@@ -414,9 +481,8 @@ def train_step(
         group["lr"] = lr
     loss_acc = torch.zeros((), device=dist.device)  # summed on device: one sync per step
     for micro in range(cfg.grad_accum):
-        x, y = run.source.train.sample_batch(
-            cfg.batch_size, cfg.seq_len, batch_generator(cfg.seed, step, micro, dist.rank)
-        )
+        gen = train_generator(cfg.seed, step, micro, dist.rank, cfg.grad_accum, cfg.global_batch)
+        x, y = run.source.train.sample_batch(cfg.batch_size, cfg.seq_len, gen)
         x, y = x.to(dist.device), y.to(dist.device)
         last = micro == cfg.grad_accum - 1
         with no_sync(run.wrapped, cfg.fsdp, dist, last), run.autocast:
@@ -442,8 +508,13 @@ def train_step(
 def log(run: Run, record: dict[str, Any]) -> None:
     """Append a record to metrics.jsonl (and TensorBoard)."""
     if run.dist.main:
-        with open(run.out / "metrics.jsonl", "a") as f:
-            f.write(json.dumps(record) + "\n")
+        line = json.dumps(record) + "\n"
+        with _writing(run.out), open(run.out / "metrics.jsonl", "a") as f:
+            if faults.armed("metrics.mid_line", record["step"]):
+                f.write(line[: len(line) // 2])
+                f.flush()
+                faults.kill()
+            f.write(line)
     if run.board is not None:
         for key, value in _scalars(record):
             run.board.add_scalar(f"{record['kind']}/{key}", value, record["step"])
@@ -523,6 +594,9 @@ def save(run: Run, progress: Progress, step: int) -> None:
         "flops": progress.flops,
         "lineage": run.lineage,
         "lr_schedule": [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps],
+        "world_size": run.dist.world,  # checked on resume and branch (see _check_resume)
+        "run_id": run.run_id,  # binds the checkpoint's files together (checkpoint.check)
+        "loss": progress.last_loss,  # the summary's final_loss when resumed at the last step
     }
     ckpt_lib.save_checkpoint(
         run.out,
@@ -546,8 +620,23 @@ def write_summary(run: Run, progress: Progress) -> dict[str, Any]:
         "lineage": run.lineage,
     }  # fmt: skip
     if run.dist.main:
-        write_text_atomic(run.out / "summary.json", json.dumps(summary, indent=2))
+        with _writing(run.out):
+            write_text_atomic(run.out / "summary.json", json.dumps(summary, indent=2))
     return summary
+
+
+@contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """Turn a failed write in the run directory (disk full, read-only, quota) into one line
+    naming the file and the reason; checkpoints already written stay as they are."""
+    try:
+        yield
+    except OSError as err:  # name the file, not the hidden temporary it was written through
+        name = re.sub(r"/\.tmp-(.*)-[0-9a-f]{8}$", r"/\1", str(err.filename or out))
+        raise UserError(
+            f"cannot write {name}: {err.strerror or err}; free space in {out} (or make it "
+            "writable) and continue with --resume"
+        ) from None
 
 
 def _tensorboard(out: Path) -> Any:
@@ -608,11 +697,24 @@ def _divergence(
 
 
 def _check_branch(
-    cfg: TrainConfig, schedule: Schedule, total: int, ckpt: Path, state: dict[str, Any]
+    cfg: TrainConfig,
+    schedule: Schedule,
+    total: int,
+    ckpt: Path,
+    state: dict[str, Any],
+    world: int = 1,
 ) -> None:
     """A branch must be the run that training from scratch would have produced: same depths,
-    learning rates and data up to the branch step."""
+    learning rates and data up to the branch step (on another number of processes only when
+    `global_batch` makes the data independent of it)."""
     parent = load_config(str(ckpt / "config.yaml"))
+    parent_world = state.get("world_size", world)  # older checkpoints did not record it
+    if cfg.global_batch == 0 and parent_world != world:
+        raise UserError(
+            f"cannot branch from {ckpt}: it was trained on {parent_world} processes, this run has "
+            f"{world}, so the batches differ; branch on {parent_world} processes, or set "
+            "global_batch in both runs to make the data independent of the process count"
+        )
     step = state["step"]
     if step > total:
         raise UserError(
@@ -622,7 +724,8 @@ def _check_branch(
     same = (
         parent.seed == cfg.seed
         and parent.batch_size == cfg.batch_size
-        and parent.grad_accum == cfg.grad_accum
+        and parent.global_batch == cfg.global_batch
+        and (cfg.global_batch > 0 or parent.grad_accum == cfg.grad_accum)
         and parent.seq_len == cfg.seq_len
         and parent.data == cfg.data
         and parent.optim == cfg.optim

@@ -1,5 +1,6 @@
 """Run by test_train under torchrun: train a tiny model on 2 gloo ranks and dump, per rank, the
-depths it ran and its final full weights (DDP replicas, or FSDP2 shards gathered)."""
+depths it ran and its final full weights (DDP replicas, or FSDP2 shards gathered).
+Modes: ddp, fsdp, bptt (DDP with truncated backprop, injection none and a prelude)."""
 
 import os
 import sys
@@ -38,6 +39,9 @@ cfg = load_config(
         "model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "data.persons=8",
         "batch_size=2", "grad_accum=2", "max_steps=6", "eval_interval=0", "eval_depths=1-2",
         "schedule=uniform:1-4", f"fsdp={mode == 'fsdp'}", "device=cpu",
+        # bptt: truncated backprop with injection none leaves the prelude without a gradient
+        # at depths 2..4 (only the first loop sees it, under no_grad); DDP must be told
+        *(["model.n_prelude=1", "model.injection=none", "model.bptt=1"] if mode == "bptt" else []),
     ],
 )  # fmt: skip
 rank = int(os.environ["RANK"])

@@ -221,3 +221,23 @@ def test_the_model_runs_attention_by_the_chosen_path(monkeypatch, autocast, sdpa
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
         logits, _ = model(torch.randint(0, 32, (1, 8)), depth=2)
     assert len(calls) == sdpa_calls and torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize(
+    "injection, bptt, prelude, tied",
+    [("add", 0, 1, True), ("concat", 0, 0, True), ("none", 1, 1, True), ("none", 1, 0, False),
+     ("none", 1, 0, True), ("add", 1, 1, False), ("concat", 1, 1, True)],
+)  # fmt: skip
+def test_may_leave_unused_says_exactly_when_a_parameter_gets_no_gradient(
+    injection, bptt, prelude, tied
+):
+    """What DDP's find_unused_parameters is derived from, checked against a real backward."""
+    cfg = LoopedConfig(vocab_size=32, seq_len=8, d_model=16, n_head=2, max_depth=4,
+                       injection=injection, bptt=bptt, n_prelude=prelude, tie_embeddings=tied)  # fmt: skip
+    model = LoopedTransformer(cfg)
+    idx = torch.randint(0, 32, (2, 8))
+    for depth in (1, 2, 3):
+        model.zero_grad(set_to_none=True)
+        model(idx, depth=depth, targets=idx)[1].backward()
+        unused = [n for n, p in model.named_parameters() if p.grad is None]
+        assert model.may_leave_unused([depth]) == bool(unused), (depth, unused)

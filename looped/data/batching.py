@@ -1,6 +1,7 @@
 """Batches for training and evaluation, from any corpus, as a pure function of (seed, step).
 
-A training batch is drawn with a generator seeded from (seed, step, micro-batch, rank), not
+A training batch is drawn with a generator seeded from (seed, step, micro-batch, rank) (or, with
+`global_batch`, the micro-batch's index in the whole step: `train_generator`), not
 from a stream that advances: resuming at step s draws exactly the batches the uninterrupted run
 drew, with no data-loader state to save, and a run branched off another at step s sees the same
 data as its parent up to s.
@@ -36,6 +37,22 @@ def mix_seed(*values: int) -> int:
 
 def batch_generator(seed: int, step: int, micro: int = 0, rank: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(mix_seed(seed, step, micro, rank))
+
+
+def train_generator(
+    seed: int, step: int, micro: int, rank: int, grad_accum: int, global_batch: int
+) -> torch.Generator:
+    """The generator of one training micro-batch of one process.
+
+    With `global_batch` set, a micro-batch is named by its index within the whole step
+    (rank x grad_accum + micro), so the sequences of a step are the same set on 1 process or 8:
+    a run may resume or branch on another number of processes (the gradient is the same mean
+    over the same sequences, equal up to float summation order, not bitwise). On one process the
+    index is `micro`, so a single-process run draws what it always drew. Without it, batches are
+    per (micro, rank) and depend on the world size."""
+    if global_batch > 0:
+        return batch_generator(seed, step, rank * grad_accum + micro, 0)
+    return batch_generator(seed, step, micro, rank)
 
 
 class TokenStream:
