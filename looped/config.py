@@ -72,6 +72,9 @@ class TrainConfig:
     seed: int = 0  # seeds init, data order and the depth schedule
     batch_size: int = 32  # sequences per micro-batch per process
     grad_accum: int = 1  # micro-batches per optimizer step (derived when global_batch is set)
+    # each micro-batch draws its own K from the schedule (same expected cost; micro-batch 0 keeps
+    # the per-step K): a step's gradient then averages over depths, as in uniform training
+    depth_per_micro: bool = False
     # sequences per optimizer step over all processes; 0 = batch_size*grad_accum*world
     global_batch: int = 0
     # tokens per training sequence; at most model.seq_len (the RoPE tables' length, checked),

@@ -237,6 +237,7 @@ class Progress:
     t_last: float = field(default_factory=time.time)  # the previous train record: time,
     tokens_since: int = 0  # tokens since then,
     flops_last: float = 0.0  # and FLOPs spent then (throughput and MFU per record)
+    grad_norm: Any = None  # the last step's pre-clip global gradient norm (a tensor)
 
 
 def train(cfg: TrainConfig, out_dir: str | Path, **options: Any) -> dict[str, Any]:
@@ -274,10 +275,11 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
     try:
         with StopRequested() as stop:
             for step in range(run.start_step, run.total):
-                depth = run.schedule.depth(step, run.total)
+                depths = step_depths(run, step)
+                depth = depths[0]
                 lr = lr_at(step, run.total, cfg.optim)
-                loss, stop_now = train_step(run, step, depth, lr, stop)
-                progress.flops += run.flops_at[depth] * run.tokens_per_step
+                loss, stop_now = train_step(run, step, depths, lr, stop, progress)
+                progress.flops += step_flops(run, depths)
                 progress.tokens_since += run.tokens_per_step
                 progress.last_loss = loss
                 done = step + 1
@@ -287,7 +289,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
                 if opts.on_step is not None:
                     opts.on_step(done, run.total, loss, depth)
                 if done % cfg.log_interval == 0 or done == run.total:
-                    log_train(run, progress, done, loss, depth, lr)
+                    log_train(run, progress, done, loss, depths, lr)
                 if _due(cfg.eval_interval, done, opts.eval_steps) and done < run.total:
                     progress.last_eval = evaluate_now(run, progress, done)
                 if _due(cfg.ckpt_interval, done, opts.save_steps):
@@ -471,11 +473,29 @@ def _check_resume(
 
 
 # -- one step --------------------------------------------------------------------------------
+def step_depths(run: Run, step: int) -> list[int]:
+    """K for each micro-batch of `step`: the step's K for all, or (depth_per_micro) a draw per
+    micro-batch index, the same on every process (FSDP needs the same collectives everywhere)."""
+    cfg = run.cfg
+    if not cfg.depth_per_micro:
+        return [run.schedule.depth(step, run.total)] * cfg.grad_accum
+    return [run.schedule.depth(step, run.total, micro=m) for m in range(cfg.grad_accum)]
+
+
+def step_flops(run: Run, depths: list[int]) -> float:
+    """Modeled FLOPs of one step whose micro-batches ran at `depths`."""
+    if len(set(depths)) == 1:
+        return run.flops_at[depths[0]] * run.tokens_per_step
+    per_micro = run.tokens_per_step // len(depths)
+    return sum(run.flops_at[k] * per_micro for k in depths)
+
+
 def train_step(
-    run: Run, step: int, depth: int, lr: float, stop: StopRequested
+    run: Run, step: int, depths: list[int], lr: float, stop: StopRequested, progress: Progress
 ) -> tuple[float, bool]:
-    """One optimizer step at depth K: `grad_accum` micro-batches, then AdamW. Returns the loss
-    (mean over micro-batches and processes) and whether any process was asked to stop."""
+    """One optimizer step: micro-batch m at depth depths[m], then AdamW. Returns the loss (mean
+    over micro-batches and processes) and whether any process was asked to stop; leaves the
+    pre-clip gradient norm in `progress` (read at logging steps only: no extra sync)."""
     cfg, dist = run.cfg, run.dist
     for group in run.optimizer.param_groups:
         group["lr"] = lr
@@ -486,7 +506,7 @@ def train_step(
         x, y = x.to(dist.device), y.to(dist.device)
         last = micro == cfg.grad_accum - 1
         with no_sync(run.wrapped, cfg.fsdp, dist, last), run.autocast:
-            _, loss = run.wrapped(x, depth=depth, targets=y)
+            _, loss = run.wrapped(x, depth=depths[micro], targets=y)
         (loss / cfg.grad_accum).backward()
         loss_acc += loss.detach().float() / cfg.grad_accum
     loss_acc, stop_now = dist.agree(loss_acc, stop.flag)
@@ -495,10 +515,12 @@ def train_step(
         good = ckpt_lib.list_checkpoints(run.out)
         where = f"; the last good checkpoint is {good[-1][1]}" if good else ""
         raise UserError(
-            f"loss became {loss_value} at step {step} (depth {depth}, lr {lr:.2e}); lower optim.lr or check the data{where}"
+            f"loss became {loss_value} at step {step} (depth {depths[0]}, lr {lr:.2e}); lower optim.lr or check the data{where}"
         )
-    if cfg.optim.grad_clip > 0:
-        torch.nn.utils.clip_grad_norm_(run.wrapped.parameters(), cfg.optim.grad_clip)
+    # max_norm=inf leaves the gradients as they are (a multiply by exactly 1) and still returns
+    # the norm, which metrics.jsonl records with the step's depth
+    clip = cfg.optim.grad_clip if cfg.optim.grad_clip > 0 else math.inf
+    progress.grad_norm = torch.nn.utils.clip_grad_norm_(run.wrapped.parameters(), clip)
     run.optimizer.step()
     run.optimizer.zero_grad(set_to_none=True)
     return loss_value, stop_now
@@ -520,8 +542,11 @@ def log(run: Run, record: dict[str, Any]) -> None:
             run.board.add_scalar(f"{record['kind']}/{key}", value, record["step"])
 
 
-def log_train(run: Run, progress: Progress, done: int, loss: float, depth: int, lr: float) -> None:
-    """A train record: loss, depth and LR of the last step; throughput since the previous one."""
+def log_train(
+    run: Run, progress: Progress, done: int, loss: float, depths: list[int], lr: float
+) -> None:
+    """A train record: loss, depth, pre-clip gradient norm and LR of the last step (with each
+    micro-batch's depth under depth_per_micro); throughput since the previous record."""
     now = time.time()
     dt = max(now - progress.t_last, 1e-9)
     tps = progress.tokens_since / dt
@@ -529,12 +554,21 @@ def log_train(run: Run, progress: Progress, done: int, loss: float, depth: int, 
     mfu = (progress.flops - progress.flops_last) / dt / (run.peak * world) if run.peak else None
     cuda = run.dist.device.type == "cuda"
     log(run, {
-        "kind": "train", "step": done, "loss": loss, "depth": depth, "lr": lr,
+        "kind": "train", "step": done, "loss": loss, "depth": depths[0], "lr": lr,
+        "grad_norm": _grad_norm(progress),
+        **({"depths": depths} if run.cfg.depth_per_micro else {}),
         "tokens": done * run.tokens_per_step, "flops": progress.flops, "wall": now - progress.t0,
         "train_wall": now - progress.t0 - progress.overhead, "tokens_per_s": tps, "mfu": mfu,
         "mem_gb": torch.cuda.max_memory_allocated(run.dist.device) / 2**30 if cuda else None,
     })  # fmt: skip
     progress.tokens_since, progress.t_last, progress.flops_last = 0, now, progress.flops
+
+
+def _grad_norm(progress: Progress) -> float | None:
+    norm = progress.grad_norm
+    if norm is None:
+        return None
+    return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)  # FSDP: DTensor
 
 
 def _say_eta(run: Run, progress: Progress, done: int) -> None:
@@ -684,12 +718,20 @@ def branch_point(
 
 
 def _divergence(
-    a: Schedule, a_total: int, a_optim: Any, b: Schedule, b_total: int, b_optim: Any, steps: int
+    a: Schedule,
+    a_total: int,
+    a_optim: Any,
+    b: Schedule,
+    b_total: int,
+    b_optim: Any,
+    steps: int,
+    micros: int = 1,
 ) -> tuple[int, str] | None:
     """The first step before `steps` at which two runs differ, and in what ("depth" or "lr");
-    None when they agree on all of them."""
+    None when they agree on all of them. `micros` > 1 compares every micro-batch's depth
+    (depth_per_micro)."""
     for s in range(steps):
-        if a.depth(s, a_total) != b.depth(s, b_total):
+        if any(a.depth(s, a_total, m) != b.depth(s, b_total, m) for m in range(micros)):
             return s, "depth"
         if lr_at(s, a_total, a_optim) != lr_at(s, b_total, b_optim):
             return s, "lr"
@@ -731,13 +773,22 @@ def _check_branch(
         and parent.optim == cfg.optim
         and parent.model == cfg.model
         and parent.dtype == cfg.dtype
+        and parent.depth_per_micro == cfg.depth_per_micro
     )
     if not same:
         raise UserError(
-            f"cannot branch from {ckpt}: seed, batch, data, model, dtype or optimizer settings differ; use --init-from for a new run from its weights"
+            f"cannot branch from {ckpt}: seed, batch, data, model, dtype, depth_per_micro or optimizer settings differ; use --init-from for a new run from its weights"
         )
+    micros = cfg.grad_accum if cfg.depth_per_micro else 1
     first = _divergence(
-        parent_schedule, state["total_steps"], parent.optim, schedule, total, cfg.optim, step
+        parent_schedule,
+        state["total_steps"],
+        parent.optim,
+        schedule,
+        total,
+        cfg.optim,
+        step,
+        micros,
     )
     if first is not None and first[1] == "depth":
         raise UserError(

@@ -353,3 +353,47 @@ def test_crash_between_the_renames_of_a_resave_recovers_the_old_checkpoint(tmp_p
     (root / "step_0000002").rename(root / ".old-step_0000002")  # as if killed mid re-save
     assert [s for s, _ in ckpt_lib.list_checkpoints(run)] == [2]
     assert not list(root.glob(".old-*"))
+
+
+def test_logged_gradient_norm_is_the_pre_clip_norm_of_the_first_step(tmp_path):
+    """metrics.jsonl's grad_norm at step 1 is exactly the norm of the gradient that the initial
+    model gets on step 0's batch at step 0's depth, before clipping (clip far below it)."""
+    from looped.data.batching import build_source, train_generator
+    from looped.model import LoopedTransformer
+
+    cfg = small("max_steps=2", "eval_interval=0", "optim.grad_clip=1e-3", "schedule=uniform:1-4")
+    train(cfg, tmp_path / "r", quiet=True)
+    rows = records(tmp_path / "r")
+    assert all(r["grad_norm"] > 1e-3 for r in rows)  # logged before clipping
+    run_cfg = load_config(str(tmp_path / "r" / "config.yaml"))
+    torch.manual_seed(run_cfg.seed)
+    model = LoopedTransformer(run_cfg.model)
+    source = build_source(run_cfg.data)
+    gen = train_generator(run_cfg.seed, 0, 0, 0, run_cfg.grad_accum, run_cfg.global_batch)
+    x, y = source.train.sample_batch(run_cfg.batch_size, run_cfg.seq_len, gen)
+    _, loss = model(x, depth=rows[0]["depth"], targets=y)
+    loss.backward()
+    norm = torch.sqrt(
+        sum((p.grad.double() ** 2).sum() for p in model.parameters() if p.grad is not None)
+    )
+    assert rows[0]["grad_norm"] == pytest.approx(float(norm), rel=1e-5)
+
+
+def test_depth_per_micro_batch_draws_each_micro_batch_its_own_depth(tmp_path):
+    """With depth_per_micro, micro-batch m of step s trains at schedule.depth(s, T, micro=m), the
+    record lists them, and the modeled FLOPs add up micro-batch by micro-batch."""
+    cfg = small("max_steps=6", "eval_interval=0", "grad_accum=3", "depth_per_micro=true",
+                "schedule=uniform:1-4")  # fmt: skip
+    train(cfg, tmp_path / "r", quiet=True)
+    rows = records(tmp_path / "r")
+    sched = parse_schedule(cfg.schedule, cfg.seed)
+    assert [r["depths"] for r in rows] == [
+        [sched.depth(s, 6, micro=m) for m in range(3)] for s in range(6)
+    ]
+    assert [r["depth"] for r in rows] == [sched.depth(s, 6) for s in range(6)]
+    assert any(len(set(r["depths"])) > 1 for r in rows)  # not one K per step in disguise
+    run_cfg = load_config(str(tmp_path / "r" / "config.yaml"))
+    spent = 0.0
+    for r in rows:
+        spent += sum(flops_per_token(run_cfg.model, k, 64) * 4 * 64 for k in r["depths"])
+        assert r["flops"] == pytest.approx(spent, rel=1e-12)
