@@ -23,9 +23,9 @@ import matplotlib.ticker
 import numpy as np
 import seaborn as sns
 
+from looped import paper
 from looped.errors import UserError
-
-PALETTE = {"fixed K=4": "#d95f02", "fixed-first (80%)": "#1b9e77", "uniform 1..16": "#7570b3"}
+from looped.paper import FIXED_FIRST, LABELS, UNIFORM
 
 
 def _style() -> None:
@@ -33,7 +33,7 @@ def _style() -> None:
 
 
 def _color(label: str, i: int = 0) -> Any:
-    return PALETTE.get(label, sns.color_palette("deep")[i % 10])
+    return paper.color_of(label) or sns.color_palette("deep")[i % 10]
 
 
 def _band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **kw: Any) -> None:
@@ -224,11 +224,11 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     left.set_title("Serving quality against training compute")
     left.legend(fontsize=8)
     full = _group(runs, budget=top)
-    uniform = full.get("uniform 1..16")
+    uniform = full.get(LABELS[UNIFORM])
     if uniform:
         base = np.mean([r["nll"] for r in uniform], axis=0)
         for i, (label, group) in enumerate(full.items()):
-            if label == "uniform 1..16":
+            if label == LABELS[UNIFORM]:
                 continue
             _band(
                 right,
@@ -317,7 +317,7 @@ def fig7_schedules(result: dict, path: Path) -> Path:
     """The depth each step trains at: uniform vs fixed-first (paper Fig. 7)."""
     full = _at_full_budget(result, seed=0)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharey=True)
-    for ax, label in zip(axes, ("uniform 1..16", "fixed-first (80%)")):
+    for ax, label in zip(axes, (LABELS[UNIFORM], LABELS[FIXED_FIRST])):
         if label not in full:
             continue
         curve = np.asarray(full[label][0]["curve"], dtype=float)
@@ -360,17 +360,17 @@ def fig_finish(result: dict, path: Path) -> Path:
     """Fixed-first before its switch and after its uniform finish, beside uniform (seed 0)."""
     full = _at_full_budget(result, seed=0)
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    ff = full.get("fixed-first (80%)", [])
+    ff = full.get(LABELS[FIXED_FIRST], [])
     if ff and ff[0].get("pre_switch"):
         r, pre = ff[0], ff[0]["pre_switch"]
-        color = _color("fixed-first (80%)")
+        color = _color(FIXED_FIRST)
         ax.plot(pre["depths"], pre["nll"], "o--", color=color, alpha=0.6, ms=3,
                 label=f"fixed-first, before the switch (step {r['switch_step']})")  # fmt: skip
         ax.plot(r["depths"], r["nll"], "o-", color=color, ms=3,
                 label=f"fixed-first, after the finish (step {r['steps']})")  # fmt: skip
-    for r in full.get("uniform 1..16", [])[:1]:
-        ax.plot(r["depths"], r["nll"], "s:", color=_color("uniform 1..16"), ms=3,
-                label=f"uniform 1..16, end (step {r['steps']})")  # fmt: skip
+    for r in full.get(LABELS[UNIFORM], [])[:1]:
+        ax.plot(r["depths"], r["nll"], "s:", color=_color(UNIFORM), ms=3,
+                label=f"{LABELS[UNIFORM]}, end (step {r['steps']})")  # fmt: skip
     ax.axvline(4, color="k", ls=":", lw=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("serving depth K")
@@ -445,12 +445,6 @@ def load_runs(paths: Iterable[str | Path]) -> list[dict]:
     return rows
 
 
-def _label(schedule: str) -> str:
-    from looped.demo import LABELS
-
-    return LABELS.get(schedule, schedule)
-
-
 def _run_row(run: Path) -> dict:
     from omegaconf import OmegaConf
 
@@ -464,7 +458,7 @@ def _run_row(run: Path) -> dict:
     train = [r for r in records if r["kind"] == "train"]
     evals = [r for r in records if r["kind"] == "eval"]
     row: dict[str, Any] = {
-        "name": run.name, "schedule": str(cfg.schedule), "label": _label(str(cfg.schedule)), "seed": int(cfg.seed),
+        "name": run.name, "schedule": str(cfg.schedule), "label": paper.label(str(cfg.schedule)), "seed": int(cfg.seed),
         "budget": float(cfg.budget_frac or 1.0), "group": "main",
         "curve": [[r["step"], r["loss"], r["depth"]] for r in train],
         "flops": train[-1]["flops"] if train else 0.0,
