@@ -447,20 +447,24 @@ def _train_wall(record: dict) -> float:
 def _eval_row(record: dict) -> dict:
     """Per-depth numbers of one evaluation record.
 
-    `nll` is the fact NLL: the summed next-token loss on each attribute value in a held-out
-    template sentence, averaged over persons and the six attributes (nats per fact). It tracks
-    knowledge; the NLL of whole held-out-template biographies (`text_nll`) is dominated by the
-    unseen template words and rises as a small model fits its training templates.
+    `fact_nll` (bios data only) is the summed next-token loss on each attribute value in a
+    held-out template sentence, averaged over persons and the six attributes (nats per fact). It
+    tracks knowledge; the `token_nll` of whole held-out-template biographies (nats per token) is
+    dominated by the unseen template words and rises as a small model fits its training templates.
     """
-    depths = sorted(int(k) for k in record["nll"])
-    row: dict[str, Any] = {"depths": depths, "nll": [record["nll"][str(k)] for k in depths]}
+    from looped.evaluate import token_nll_of
+
+    token_nll = token_nll_of(record)
+    depths = sorted(int(k) for k in token_nll)
+    row: dict[str, Any] = {"depths": depths}
     recall = record.get("recall")
     if recall:
-        row["text_nll"] = row["nll"]
-        row["nll"] = [
+        row["fact_nll"] = [
             float(np.mean([a["nll"] for a in recall[str(k)]["attributes"].values()]))
             for k in depths
         ]
+    row["token_nll"] = [token_nll[str(k)] for k in depths]
+    if recall:
         row["bits"] = [recall[str(k)]["bits_per_person"] for k in depths]
         row["full_bits"] = recall[str(depths[0])].get("full_bits_per_person")
         row["exact"] = [
@@ -489,7 +493,7 @@ def summarize(rows: list[dict], budget: float) -> list[dict]:
     uni_flops, uni_wall, uni_nll = (
         mean(UNIFORM, "flops"),
         mean(UNIFORM, "wall"),
-        mean(UNIFORM, "nll"),
+        mean(UNIFORM, "fact_nll"),
     )
     table = []
     for schedule in MAIN_SCHEDULES:
@@ -502,12 +506,12 @@ def summarize(rows: list[dict], budget: float) -> list[dict]:
             continue
         depths = runs[0]["depths"]
         bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
-        nll = mean(schedule, "nll")
+        nll = mean(schedule, "fact_nll")
         table.append({
             "schedule": schedule, "label": LABELS[schedule], "seeds": len(runs), "steps": runs[0]["steps"],
             "compute_vs_uniform": mean(schedule, "flops") / uni_flops,
             "wall_vs_uniform": mean(schedule, "wall") / uni_wall,
-            "mean_nll": nll, "nll_vs_uniform": nll / uni_nll - 1,
+            "mean_fact_nll": nll, "fact_nll_vs_uniform": nll / uni_nll - 1,
             "bits": {str(k): float(bits[depths.index(k)]) for k in (1, 4, 8, 16) if bits is not None and k in depths},
         })  # fmt: skip
     return table
@@ -521,7 +525,7 @@ def format_summary(table: list[dict]) -> str:
     for r in table:
         bits = [f"{r['bits'].get(str(k), float('nan')):.1f}" for k in (1, 4, 8, 16)]
         lines.append(
-            f"| {r['label']} | {r['steps']} | {r['compute_vs_uniform']:.2f}x | {r['wall_vs_uniform']:.2f}x | {r['mean_nll']:.3f} | {r['nll_vs_uniform']:+.1%} | "
+            f"| {r['label']} | {r['steps']} | {r['compute_vs_uniform']:.2f}x | {r['wall_vs_uniform']:.2f}x | {r['mean_fact_nll']:.3f} | {r['fact_nll_vs_uniform']:+.1%} | "
             + " | ".join(bits)
             + " |"
         )
@@ -533,8 +537,8 @@ COMPARED = (  # (summary key, label, format of a value, format of a difference)
     ("steps", "steps", "{:.0f}", "{:+.0f}"),
     ("compute_vs_uniform", "compute vs uniform", "{:.2f}x", "{:+.2f}"),
     ("wall_vs_uniform", "wall-clock vs uniform", "{:.2f}x", "{:+.2f}"),
-    ("mean_nll", "mean fact NLL K=1..16", "{:.3f}", "{:+.3f}"),
-    ("nll_vs_uniform", "NLL vs uniform", "{:+.1%}", "{:+.1%}"),
+    ("mean_fact_nll", "mean fact NLL K=1..16", "{:.3f}", "{:+.3f}"),
+    ("fact_nll_vs_uniform", "fact NLL vs uniform", "{:+.1%}", "{:+.1%}"),
     ("bits.1", "bits/person K=1", "{:.1f}", "{:+.1f}"),
     ("bits.4", "bits/person K=4", "{:.1f}", "{:+.1f}"),
     ("bits.8", "bits/person K=8", "{:.1f}", "{:+.1f}"),

@@ -159,8 +159,14 @@ def _group(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
     return out
 
 
+def _nll(row: dict) -> list[float]:
+    """The NLL a figure plots: fact NLL where the run has it (bios data, the demo), token NLL
+    otherwise (text runs, `looped plot --runs`)."""
+    return row["fact_nll"] if "fact_nll" in row else row["token_nll"]
+
+
 def _nll_label(result: dict, short: bool = False) -> str:
-    label = result.get("meta", {}).get("nll_label", "NLL (nats/token)")
+    label = result.get("meta", {}).get("nll_label", "token NLL (nats/token)")
     # "fact NLL (nats per fact, held-out templates)" -> "fact NLL (nats per fact)": an axis
     # label must fit the panel's height
     return label.split(" (")[0] if short else label.split(",")[0] + (")" if "," in label else "")
@@ -211,7 +217,7 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     for i, (label, group) in enumerate(_group(runs).items()):  # main grid only, no catch-up
         budgets = sorted({r["budget"] for r in group})
         xs = [np.mean([r["flops"] for r in group if r["budget"] == b]) for b in budgets]
-        ys = [[np.mean(r["nll"]) for r in group if r["budget"] == b] for b in budgets]
+        ys = [[np.mean(_nll(r)) for r in group if r["budget"] == b] for b in budgets]
         left.plot(xs, [np.mean(y) for y in ys], marker="o", color=_color(label, i), label=label)
         left.vlines(
             xs, [min(y) for y in ys], [max(y) for y in ys], color=_color(label, i), alpha=0.5
@@ -226,14 +232,14 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     full = _group(runs, budget=top)
     uniform = full.get(LABELS[UNIFORM])
     if uniform:
-        base = np.mean([r["nll"] for r in uniform], axis=0)
+        base = np.mean([_nll(r) for r in uniform], axis=0)
         for i, (label, group) in enumerate(full.items()):
             if label == LABELS[UNIFORM]:
                 continue
             _band(
                 right,
                 group[0]["depths"],
-                [np.asarray(r["nll"]) - base for r in group],
+                [np.asarray(_nll(r)) - base for r in group],
                 label,
                 _color(label, i),
                 marker="o",
@@ -244,6 +250,8 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         right.set_ylabel(f"{_nll_label(result, True)} minus uniform's\n(above 0: worse)")
         right.set_title(f"Against uniform, {top:.0%} of the budget")
         right.legend(fontsize=8)
+    else:  # no uniform run to compare against (`looped plot --runs` on other schedules)
+        right.remove()
     return _save(fig, path)
 
 
@@ -301,7 +309,7 @@ def fig5_specialisation(result: dict, path: Path) -> Path:
             label=f"trained at K={k}",
         )
         left.axvline(k, color=color, ls=":", lw=0.8)
-        right.plot(r["depths"], r["nll"], marker="o", ms=3, color=color, label=f"trained at K={k}")
+        right.plot(r["depths"], _nll(r), marker="o", ms=3, color=color, label=f"trained at K={k}")
     left.set_ylabel("recall / peak recall")
     left.set_title("Recall, normalised by each model's peak")
     right.set_yscale("log")
@@ -335,12 +343,12 @@ def fig8_nll_by_depth(result: dict, path: Path) -> Path:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for i, (label, group) in enumerate(_at_full_budget(result).items()):
         depths = group[0]["depths"]
-        _band(left, depths, [r["nll"] for r in group], label, _color(label, i), marker="o", ms=3)
+        _band(left, depths, [_nll(r) for r in group], label, _color(label, i), marker="o", ms=3)
         keep = [j for j, k in enumerate(depths) if k >= 4]
         _band(
             right,
             [depths[j] for j in keep],
-            [[r["nll"][j] for j in keep] for r in group],
+            [[_nll(r)[j] for j in keep] for r in group],
             label,
             _color(label, i),
             marker="o",
@@ -364,12 +372,12 @@ def fig_finish(result: dict, path: Path) -> Path:
     if ff and ff[0].get("pre_switch"):
         r, pre = ff[0], ff[0]["pre_switch"]
         color = _color(FIXED_FIRST)
-        ax.plot(pre["depths"], pre["nll"], "o--", color=color, alpha=0.6, ms=3,
+        ax.plot(pre["depths"], _nll(pre), "o--", color=color, alpha=0.6, ms=3,
                 label=f"fixed-first, before the switch (step {r['switch_step']})")  # fmt: skip
-        ax.plot(r["depths"], r["nll"], "o-", color=color, ms=3,
+        ax.plot(r["depths"], _nll(r), "o-", color=color, ms=3,
                 label=f"fixed-first, after the finish (step {r['steps']})")  # fmt: skip
     for r in full.get(LABELS[UNIFORM], [])[:1]:
-        ax.plot(r["depths"], r["nll"], "s:", color=_color(UNIFORM), ms=3,
+        ax.plot(r["depths"], _nll(r), "s:", color=_color(UNIFORM), ms=3,
                 label=f"{LABELS[UNIFORM]}, end (step {r['steps']})")  # fmt: skip
     ax.axvline(4, color="k", ls=":", lw=0.8)
     ax.set_yscale("log")
@@ -448,6 +456,8 @@ def load_runs(paths: Iterable[str | Path]) -> list[dict]:
 def _run_row(run: Path) -> dict:
     from omegaconf import OmegaConf
 
+    from looped.evaluate import token_nll_of
+
     cfg = OmegaConf.load(run / "config.yaml")
     records = []
     for line in (run / "metrics.jsonl").read_text().splitlines():
@@ -468,15 +478,16 @@ def _run_row(run: Path) -> dict:
         row["switch_step"] = json.loads(summary.read_text()).get("switch_step")
     if evals:
         last = evals[-1]
-        depths = sorted(int(k) for k in last["nll"])
-        row["depths"], row["nll"] = depths, [last["nll"][str(k)] for k in depths]
+        token_nll = token_nll_of(last)
+        depths = sorted(int(k) for k in token_nll)
+        row["depths"], row["token_nll"] = depths, [token_nll[str(k)] for k in depths]
     return row
 
 
 def runs_figures(run_dirs: Iterable[str | Path], out_dir: str | Path) -> list[Path]:
     """Fig. 2, 3 and 8 analogs from run directories (their last evaluation and training curves)."""
     _style()
-    rows = [r for r in load_runs(run_dirs) if "nll" in r]
+    rows = [r for r in load_runs(run_dirs) if "token_nll" in r]
     if not rows:
         raise UserError(
             "the runs have no evaluation records yet; let them reach an eval_interval or finish"

@@ -96,11 +96,11 @@ def depth_specialisation(d: _Data) -> Finding | None:
     parts, hits = [], 0
     for r in spec:
         k = fixed_depth(r["schedule"])
-        best = d.depths[int(np.argmin(r["nll"]))]
+        best = d.depths[int(np.argmin(r["fact_nll"]))]
         hits += abs(best - k) <= max(1, k // 2)
         parts.append(
-            f"K={k} is best at serving depth {best} (NLL {min(r['nll']):.3f}; "
-            f"{r['nll'][d.at[16]]:.2f} at K=16)"
+            f"K={k} is best at serving depth {best} (NLL {min(r['fact_nll']):.3f}; "
+            f"{r['fact_nll'][d.at[16]]:.2f} at K=16)"
         )
     verdict, said = ("shows", "") if hits == len(spec) else ("does not show", "")
     if hits and hits < len(spec):
@@ -118,8 +118,8 @@ def matched_compute(d: _Data) -> Finding | None:
     uniform training's at the same modeled FLOPs."""
     if not (d.ff and d.uni):
         return None
-    ff_nll = np.mean([np.mean(r["nll"]) for r in d.ff])
-    uni_nll = np.mean([np.mean(r["nll"]) for r in d.uni])
+    ff_nll = np.mean([np.mean(r["fact_nll"]) for r in d.ff])
+    uni_nll = np.mean([np.mean(r["fact_nll"]) for r in d.uni])
     rel = ff_nll / uni_nll - 1
     if abs(rel) <= NLL_GAP[0]:
         verdict, said = "shows", f"shows: within {NLL_GAP[0]:.1%}"
@@ -144,8 +144,8 @@ def before_the_switch(d: _Data) -> Finding | None:
     if not pre:
         return None
     k, frac = fixed_phase(FIXED_FIRST)
-    pre_nll = np.mean([np.mean(p["nll"]) for p in pre])
-    ff_nll = np.mean([np.mean(r["nll"]) for r in d.ff])
+    pre_nll = np.mean([np.mean(p["fact_nll"]) for p in pre])
+    ff_nll = np.mean([np.mean(r["fact_nll"]) for r in d.ff])
     return Finding(
         "",
         "",
@@ -159,7 +159,7 @@ def fixed_degrades(d: _Data) -> Finding | None:
     if not d.fx:
         return None
     k = fixed_depth(FIXED)
-    nll = _mean(d.fx, "nll")
+    nll = _mean(d.fx, "fact_nll")
     ratio = nll[d.at[16]] / nll[d.at[k]]
     if ratio > 1.5:
         verdict, said = "shows", ""
@@ -250,9 +250,9 @@ def catch_up(d: _Data) -> Finding | None:
     if not (d.ff and d.uni and d.catch):
         return None
     seed = d.catch[0]["seed"]
-    target = np.mean([np.mean(r["nll"]) for r in d.ff if r["seed"] == seed])
-    reached = [r for r in d.catch if np.mean(r["nll"]) <= target]
-    parts = ", ".join(f"{r['budget']:.0f}x: {np.mean(r['nll']):.3f}" for r in d.catch)
+    target = np.mean([np.mean(r["fact_nll"]) for r in d.ff if r["seed"] == seed])
+    reached = [r for r in d.catch if np.mean(r["fact_nll"]) <= target]
+    parts = ", ".join(f"{r['budget']:.0f}x: {np.mean(r['fact_nll']):.3f}" for r in d.catch)
     verdict = (
         f"uniform first matches it at {reached[0]['budget']:.0f}x the budget"
         if reached
@@ -290,7 +290,7 @@ def scale_differs(d: _Data) -> Finding | None:
         text += (
             f", but steps alone do not explain the gap: with {r['budget']:.0f}x the budget "
             f"uniform takes {r['steps']} steps and still ends at mean fact NLL "
-            f"{np.mean(r['nll']):.3f}."
+            f"{np.mean(r['fact_nll']):.3f}."
         )
     else:
         text += "."
