@@ -102,9 +102,12 @@ def depth_specialisation(d: _Data) -> Finding | None:
             f"K={k} is best at serving depth {best} (NLL {min(r['fact_nll']):.3f}; "
             f"{r['fact_nll'][d.at[16]]:.2f} at K=16)"
         )
-    verdict, said = ("shows", "") if hits == len(spec) else ("does not show", "")
-    if hits and hits < len(spec):
+    if hits == len(spec):
+        verdict, said = "shows", ""
+    elif hits:
         verdict, said = "shows", f"shows for {hits} of {len(spec)} models"
+    else:
+        verdict, said = _not_shown()
     return Finding(
         "Fixed-depth models serve best near their training depth",
         verdict,
