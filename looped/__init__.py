@@ -8,8 +8,9 @@ The package map (one concept per module):
 - ``looped.data``       synthetic biographies, text corpora, batching
 - ``looped.train``      the training loop; ``looped.distributed`` what torchrun changes
 - ``looped.device``     device choice, CPU name, GPU peak FLOP/s
-- ``looped.evaluate``   serving-depth sweeps: NLL and recalled bits
+- ``looped.evaluate``   serving-depth sweeps: token NLL and recalled bits (fact NLL, bits)
 - ``looped.downstream`` multiple-choice benchmarks (HellaSwag, PIQA, ARC-Easy) per depth
+- ``looped.paper``      the paper's schedules, labels, colours and reported numbers
 - ``looped.plots``      the paper's figures from results files
 - ``looped.cli``        ``looped demo | train | eval | flops | data ...``
 """

@@ -42,16 +42,12 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
-
-FIXED = "fixed:4"
-FIXED_FIRST = "fixed-first:k=4,frac=0.8,then=uniform:1-16"
-UNIFORM = "uniform:1-16"
-MAIN_SCHEDULES = (FIXED, FIXED_FIRST, UNIFORM)
-LABELS = {FIXED: "fixed K=4", FIXED_FIRST: "fixed-first (80%)", UNIFORM: "uniform 1..16"}
+from looped.paper import FIXED, FIXED_FIRST, LABELS, MAIN_SCHEDULES, UNIFORM
 
 
 @dataclass
@@ -249,37 +245,24 @@ def _finished(run_dir: Path, cfg: TrainConfig, spec: RunSpec) -> bool:
     return all((run_dir / "checkpoints" / f"step_{s:07d}").is_dir() for s in spec.save_steps)
 
 
-def execute(
-    specs: list[RunSpec],
-    configs: dict[str, TrainConfig],
-    runs_dir: Path,
-    workers: int,
-    fresh: bool,
-    quiet: bool,
-) -> int:
-    """Run the grid on a process pool, parents before children, longest first; returns how
-    many runs were trained (the rest were already complete)."""
-    import shutil
-
+def _cost(spec: RunSpec, cfg: TrainConfig) -> float:
+    """Modeled FLOPs this run trains itself (a branch leaves its parent's share out)."""
     from looped.flops import schedule_flops, tokens_per_step
     from looped.schedules import parse_schedule
 
-    def cost(spec: RunSpec) -> float:
-        cfg = configs[spec.name]
-        tokens = tokens_per_step(cfg)
-        total = schedule_flops(
-            cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, tokens, cfg.seq_len
-        )
-        if spec.parent:
-            done = schedule_flops(
-                cfg.model,
-                parse_schedule(spec.schedule, spec.seed),
-                spec.branch_step,
-                tokens,
-                cfg.seq_len,
-            )
-            total -= done
-        return total
+    schedule, tokens = parse_schedule(spec.schedule, spec.seed), tokens_per_step(cfg)
+    total = schedule_flops(cfg.model, schedule, spec.steps, tokens, cfg.seq_len)
+    if spec.parent:
+        total -= schedule_flops(cfg.model, schedule, spec.branch_step, tokens, cfg.seq_len)
+    return total
+
+
+def _to_train(
+    specs: list[RunSpec], configs: dict[str, TrainConfig], runs_dir: Path, fresh: bool
+) -> dict[str, RunSpec]:
+    """The runs to (re)train, their old directories removed: the unfinished ones and every child
+    of one (a retrained parent means its children must be retrained too)."""
+    import shutil
 
     todo = {}
     for spec in specs:
@@ -288,46 +271,102 @@ def execute(
             continue
         shutil.rmtree(run_dir, ignore_errors=True)
         todo[spec.name] = spec
-    for spec in specs:  # a retrained parent means its children must be retrained too
+    for spec in specs:
         if spec.parent in todo and spec.name not in todo:
             shutil.rmtree(runs_dir / spec.name, ignore_errors=True)
             todo[spec.name] = spec
+    return todo
+
+
+class _Bars:
+    """Progress of the pool: an overall bar in modeled GFLOPs and one bar per busy worker, fed
+    by the (name, step, total, loss, depth) messages workers put on a queue. `disable` turns the
+    bars off (quiet, or one plain line per run instead)."""
+
+    def __init__(self, todo: dict[str, RunSpec], workers: int, disable: bool) -> None:
+        self.todo, self.disable = todo, disable
+        self.costs = {name: _cost(spec, spec_cfg) for name, (spec, spec_cfg) in todo.items()}
+        self.overall = tqdm(
+            total=sum(self.costs.values()) / 1e9,
+            desc="demo",
+            unit="GFLOP",
+            disable=disable,
+            position=0,
+            bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]",
+        )
+        self.slots: dict[str, Any] = {}
+        self.seen: dict[str, int] = {}
+        self.free = list(range(1, workers + 1))
+
+    def open(self, spec: RunSpec) -> None:
+        self.slots[spec.name] = tqdm(
+            total=spec.steps,
+            initial=spec.branch_step,
+            desc=spec.name,
+            position=self.free.pop(0),
+            leave=False,
+            disable=self.disable,
+            dynamic_ncols=True,
+        )
+        self.seen[spec.name] = spec.branch_step
+
+    def close(self, name: str) -> None:
+        bar = self.slots.pop(name)
+        self.free.append(bar.pos if bar.pos is not None else 1)
+        self.free.sort()
+        bar.close()
+
+    def drain(self, progress: Any) -> None:
+        while True:
+            try:
+                name, done, total, loss, depth = progress.get_nowait()
+            except (queue_lib.Empty, EOFError, OSError):
+                return
+            if name in self.slots:
+                self.slots[name].update(done - self.slots[name].n)
+                self.slots[name].set_postfix(loss=f"{loss:.3f}", K=depth, refresh=True)
+            spec = self.todo[name][0]
+            share = (done - self.seen.get(name, 0)) / max(1, spec.steps - spec.branch_step)
+            self.seen[name] = done
+            self.overall.update(share * self.costs[name] / 1e9)
+
+    def finish(self) -> None:
+        self.overall.n = self.overall.total
+        self.overall.close()
+
+
+def execute(
+    specs: list[RunSpec],
+    configs: dict[str, TrainConfig],
+    runs_dir: Path,
+    workers: int,
+    fresh: bool,
+    quiet: bool,
+) -> int:
+    """Run the grid on a process pool, parents before children, costliest first; returns how
+    many runs were trained (finished ones are reused unless `fresh`)."""
+    todo = _to_train(specs, configs, runs_dir, fresh)
     if not todo:
         return 0
     lines = not quiet and progress_mode() == "lines"
-    bars = quiet or lines  # tqdm's `disable`: no bars when quiet or when printing lines
-    costs = {name: cost(spec) for name, spec in todo.items()}
-    overall = tqdm(
-        total=sum(costs.values()) / 1e9,
-        desc="demo",
-        unit="GFLOP",
-        disable=bars,
-        position=0,
-        bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]",
-    )
-    slots: dict[str, Any] = {}
-    free_positions = list(range(1, workers + 1))
+    bars = _Bars({n: (s, configs[n]) for n, s in todo.items()}, workers, quiet or lines)
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
         progress = manager.Queue()
         running: dict[Any, str] = {}
-        done_names: set[str] = set()
-        seen_steps: dict[str, int] = {}
+        done: set[str] = set()
 
         def ready() -> list[RunSpec]:
-            waiting = [
-                s
-                for s in todo.values()
-                if s.name not in done_names and s.name not in running.values()
-            ]
             ok = [
                 s
-                for s in waiting
-                if s.parent is None or s.parent not in todo or s.parent in done_names
+                for s in todo.values()
+                if s.name not in done
+                and s.name not in running.values()
+                and (s.parent is None or s.parent not in todo or s.parent in done)
             ]
-            return sorted(ok, key=lambda s: -costs[s.name])
+            return sorted(ok, key=lambda s: -bars.costs[s.name])
 
-        while len(done_names) < len(todo):
+        while len(done) < len(todo):
             while len(running) < workers and ready():
                 spec = ready()[0]
                 branch = (
@@ -335,58 +374,23 @@ def execute(
                     if spec.parent
                     else None
                 )
-                future = pool.submit(
-                    _run_one,
-                    asdict(spec),
-                    configs[spec.name],
-                    str(runs_dir / spec.name),
-                    branch,
-                    progress,
-                )
-                running[future] = spec.name
-                position = free_positions.pop(0)
-                slots[spec.name] = tqdm(
-                    total=spec.steps,
-                    initial=spec.branch_step,
-                    desc=spec.name,
-                    position=position,
-                    leave=False,
-                    disable=bars,
-                    dynamic_ncols=True,
-                )
-                seen_steps[spec.name] = spec.branch_step
+                run_dir = str(runs_dir / spec.name)
+                args = (asdict(spec), configs[spec.name], run_dir, branch, progress)
+                running[pool.submit(_run_one, *args)] = spec.name
+                bars.open(spec)
             finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
-            _drain(progress, slots, seen_steps, todo, costs, overall)
+            bars.drain(progress)
             for future in finished:
                 name = running.pop(future)
                 summary = future.result()  # re-raise a worker's error here
                 if lines:
                     print(run_line(name, summary), flush=True)
-                _drain(progress, slots, seen_steps, todo, costs, overall)
-                bar = slots.pop(name)
-                free_positions.append(bar.pos if bar.pos is not None else 1)
-                free_positions.sort()
-                bar.close()
-                done_names.add(name)
-        _drain(progress, slots, seen_steps, todo, costs, overall)
-    overall.n = overall.total
-    overall.close()
+                bars.drain(progress)
+                bars.close(name)
+                done.add(name)
+        bars.drain(progress)
+    bars.finish()
     return len(todo)
-
-
-def _drain(progress: Any, slots: dict, seen: dict, todo: dict, costs: dict, overall: Any) -> None:
-    while True:
-        try:
-            name, done, total, loss, depth = progress.get_nowait()
-        except (queue_lib.Empty, EOFError, OSError):
-            return
-        if name in slots:
-            slots[name].update(done - slots[name].n)
-            slots[name].set_postfix(loss=f"{loss:.3f}", K=depth, refresh=True)
-        spec = todo[name]
-        share = (done - seen.get(name, 0)) / max(1, spec.steps - spec.branch_step)
-        seen[name] = done
-        overall.update(share * costs[name] / 1e9)
 
 
 # -- collecting results ----------------------------------------------------------------------
@@ -428,7 +432,7 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
         pre_switch = _eval_row(pre[0]) if pre else None
         final = _eval_row(evals[-1])
         rows.append({
-            "name": spec.name, "schedule": spec.schedule, "label": LABELS.get(spec.schedule, spec.schedule.replace(":", " K=")),
+            "name": spec.name, "schedule": spec.schedule, "label": paper.label(spec.schedule),
             "budget": spec.budget, "seed": spec.seed, "group": spec.group, "steps": spec.steps,
             "switch_step": summary.get("switch_step"), "wall": wall, "flops_sampled": summary["flops"],
             "flops": schedule_flops(cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, tokens_per_step(cfg), cfg.seq_len),
@@ -446,20 +450,24 @@ def _train_wall(record: dict) -> float:
 def _eval_row(record: dict) -> dict:
     """Per-depth numbers of one evaluation record.
 
-    `nll` is the fact NLL: the summed next-token loss on each attribute value in a held-out
-    template sentence, averaged over persons and the six attributes (nats per fact). It tracks
-    knowledge; the NLL of whole held-out-template biographies (`text_nll`) is dominated by the
-    unseen template words and rises as a small model fits its training templates.
+    `fact_nll` (bios data only) is the summed next-token loss on each attribute value in a
+    held-out template sentence, averaged over persons and the six attributes (nats per fact). It
+    tracks knowledge; the `token_nll` of whole held-out-template biographies (nats per token) is
+    dominated by the unseen template words and rises as a small model fits its training templates.
     """
-    depths = sorted(int(k) for k in record["nll"])
-    row: dict[str, Any] = {"depths": depths, "nll": [record["nll"][str(k)] for k in depths]}
+    from looped.evaluate import token_nll_of
+
+    token_nll = token_nll_of(record)
+    depths = sorted(int(k) for k in token_nll)
+    row: dict[str, Any] = {"depths": depths}
     recall = record.get("recall")
     if recall:
-        row["text_nll"] = row["nll"]
-        row["nll"] = [
+        row["fact_nll"] = [
             float(np.mean([a["nll"] for a in recall[str(k)]["attributes"].values()]))
             for k in depths
         ]
+    row["token_nll"] = [token_nll[str(k)] for k in depths]
+    if recall:
         row["bits"] = [recall[str(k)]["bits_per_person"] for k in depths]
         row["full_bits"] = recall[str(depths[0])].get("full_bits_per_person")
         row["exact"] = [
@@ -488,7 +496,7 @@ def summarize(rows: list[dict], budget: float) -> list[dict]:
     uni_flops, uni_wall, uni_nll = (
         mean(UNIFORM, "flops"),
         mean(UNIFORM, "wall"),
-        mean(UNIFORM, "nll"),
+        mean(UNIFORM, "fact_nll"),
     )
     table = []
     for schedule in MAIN_SCHEDULES:
@@ -501,12 +509,12 @@ def summarize(rows: list[dict], budget: float) -> list[dict]:
             continue
         depths = runs[0]["depths"]
         bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
-        nll = mean(schedule, "nll")
+        nll = mean(schedule, "fact_nll")
         table.append({
             "schedule": schedule, "label": LABELS[schedule], "seeds": len(runs), "steps": runs[0]["steps"],
             "compute_vs_uniform": mean(schedule, "flops") / uni_flops,
             "wall_vs_uniform": mean(schedule, "wall") / uni_wall,
-            "mean_nll": nll, "nll_vs_uniform": nll / uni_nll - 1,
+            "mean_fact_nll": nll, "fact_nll_vs_uniform": nll / uni_nll - 1,
             "bits": {str(k): float(bits[depths.index(k)]) for k in (1, 4, 8, 16) if bits is not None and k in depths},
         })  # fmt: skip
     return table
@@ -520,7 +528,7 @@ def format_summary(table: list[dict]) -> str:
     for r in table:
         bits = [f"{r['bits'].get(str(k), float('nan')):.1f}" for k in (1, 4, 8, 16)]
         lines.append(
-            f"| {r['label']} | {r['steps']} | {r['compute_vs_uniform']:.2f}x | {r['wall_vs_uniform']:.2f}x | {r['mean_nll']:.3f} | {r['nll_vs_uniform']:+.1%} | "
+            f"| {r['label']} | {r['steps']} | {r['compute_vs_uniform']:.2f}x | {r['wall_vs_uniform']:.2f}x | {r['mean_fact_nll']:.3f} | {r['fact_nll_vs_uniform']:+.1%} | "
             + " | ".join(bits)
             + " |"
         )
@@ -532,8 +540,8 @@ COMPARED = (  # (summary key, label, format of a value, format of a difference)
     ("steps", "steps", "{:.0f}", "{:+.0f}"),
     ("compute_vs_uniform", "compute vs uniform", "{:.2f}x", "{:+.2f}"),
     ("wall_vs_uniform", "wall-clock vs uniform", "{:.2f}x", "{:+.2f}"),
-    ("mean_nll", "mean fact NLL K=1..16", "{:.3f}", "{:+.3f}"),
-    ("nll_vs_uniform", "NLL vs uniform", "{:+.1%}", "{:+.1%}"),
+    ("mean_fact_nll", "mean fact NLL K=1..16", "{:.3f}", "{:+.3f}"),
+    ("fact_nll_vs_uniform", "fact NLL vs uniform", "{:+.1%}", "{:+.1%}"),
     ("bits.1", "bits/person K=1", "{:.1f}", "{:+.1f}"),
     ("bits.4", "bits/person K=4", "{:.1f}", "{:+.1f}"),
     ("bits.8", "bits/person K=8", "{:.1f}", "{:+.1f}"),

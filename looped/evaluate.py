@@ -1,4 +1,4 @@
-"""Serving-depth evaluation: next-token NLL (and recalled bits on bios) at each depth K.
+"""Serving-depth evaluation: token NLL (and recalled bits on bios) at each depth K.
 
     looped eval --run runs/tiny --depths 1-16            # a table
     looped eval --run runs/tiny --depths 1,4,16 --json   # one JSON object
@@ -20,7 +20,7 @@ from looped.model import LoopedTransformer
 
 
 @torch.no_grad()
-def nll_by_depth(
+def token_nll_by_depth(
     model: LoopedTransformer, batches: Any, depths: list[int], device: torch.device | str = "cpu"
 ) -> dict[int, float]:
     """Mean next-token NLL (nats/token) at each depth over the given (x, y) batches."""
@@ -48,11 +48,12 @@ def evaluate(
     n_batches: int,
     device: torch.device | str = "cpu",
 ) -> dict[str, Any]:
-    """{'nll': {K: nats}, 'recall': {...}} for a DataSource (recall only on bios data)."""
+    """{'token_nll': {K: nats per token}, 'recall': {...}} for a DataSource (recall only on bios
+    data, where the fact NLL lives: `recall[K]['attributes'][attr]['nll']`)."""
     was_training = model.training
     model.eval()
     result: dict[str, Any] = {
-        "nll": nll_by_depth(
+        "token_nll": token_nll_by_depth(
             model, source.eval.iter_eval_batches(batch_size, seq_len, n_batches), depths, device
         )
     }
@@ -64,6 +65,12 @@ def evaluate(
         )
     model.train(was_training)
     return result
+
+
+def token_nll_of(record: dict) -> dict:
+    """The per-depth token NLL of an evaluation record (`evaluate`'s result, a metrics.jsonl
+    eval line). Runs written before the rename stored it as `nll`; they still load."""
+    return record["token_nll"] if "token_nll" in record else record["nll"]
 
 
 def main(argv: list[str]) -> int:
@@ -106,9 +113,9 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"run": args.run, "depths": depths, **result}, indent=2))
         return 0
     recall = result.get("recall", {})
-    print(f"{'K':>3} {'NLL':>8}" + (f" {'bits/person':>12}" if recall else ""))
+    print(f"{'K':>3} {'token NLL':>10}" + (f" {'bits/person':>12}" if recall else ""))
     for k in depths:
-        row = f"{k:>3} {result['nll'][k]:>8.4f}"
+        row = f"{k:>3} {result['token_nll'][k]:>10.4f}"
         if recall:
             row += f" {recall[k]['bits_per_person']:>12.2f}"
         print(row)

@@ -23,9 +23,9 @@ import matplotlib.ticker
 import numpy as np
 import seaborn as sns
 
+from looped import paper
 from looped.errors import UserError
-
-PALETTE = {"fixed K=4": "#d95f02", "fixed-first (80%)": "#1b9e77", "uniform 1..16": "#7570b3"}
+from looped.paper import FIXED_FIRST, LABELS, UNIFORM
 
 
 def _style() -> None:
@@ -33,7 +33,7 @@ def _style() -> None:
 
 
 def _color(label: str, i: int = 0) -> Any:
-    return PALETTE.get(label, sns.color_palette("deep")[i % 10])
+    return paper.color_of(label) or sns.color_palette("deep")[i % 10]
 
 
 def _band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **kw: Any) -> None:
@@ -159,8 +159,14 @@ def _group(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
     return out
 
 
+def _nll(row: dict) -> list[float]:
+    """The NLL a figure plots: fact NLL where the run has it (bios data, the demo), token NLL
+    otherwise (text runs, `looped plot --runs`)."""
+    return row["fact_nll"] if "fact_nll" in row else row["token_nll"]
+
+
 def _nll_label(result: dict, short: bool = False) -> str:
-    label = result.get("meta", {}).get("nll_label", "NLL (nats/token)")
+    label = result.get("meta", {}).get("nll_label", "token NLL (nats/token)")
     # "fact NLL (nats per fact, held-out templates)" -> "fact NLL (nats per fact)": an axis
     # label must fit the panel's height
     return label.split(" (")[0] if short else label.split(",")[0] + (")" if "," in label else "")
@@ -211,7 +217,7 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     for i, (label, group) in enumerate(_group(runs).items()):  # main grid only, no catch-up
         budgets = sorted({r["budget"] for r in group})
         xs = [np.mean([r["flops"] for r in group if r["budget"] == b]) for b in budgets]
-        ys = [[np.mean(r["nll"]) for r in group if r["budget"] == b] for b in budgets]
+        ys = [[np.mean(_nll(r)) for r in group if r["budget"] == b] for b in budgets]
         left.plot(xs, [np.mean(y) for y in ys], marker="o", color=_color(label, i), label=label)
         left.vlines(
             xs, [min(y) for y in ys], [max(y) for y in ys], color=_color(label, i), alpha=0.5
@@ -224,16 +230,16 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     left.set_title("Serving quality against training compute")
     left.legend(fontsize=8)
     full = _group(runs, budget=top)
-    uniform = full.get("uniform 1..16")
+    uniform = full.get(LABELS[UNIFORM])
     if uniform:
-        base = np.mean([r["nll"] for r in uniform], axis=0)
+        base = np.mean([_nll(r) for r in uniform], axis=0)
         for i, (label, group) in enumerate(full.items()):
-            if label == "uniform 1..16":
+            if label == LABELS[UNIFORM]:
                 continue
             _band(
                 right,
                 group[0]["depths"],
-                [np.asarray(r["nll"]) - base for r in group],
+                [np.asarray(_nll(r)) - base for r in group],
                 label,
                 _color(label, i),
                 marker="o",
@@ -244,6 +250,8 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         right.set_ylabel(f"{_nll_label(result, True)} minus uniform's\n(above 0: worse)")
         right.set_title(f"Against uniform, {top:.0%} of the budget")
         right.legend(fontsize=8)
+    else:  # no uniform run to compare against (`looped plot --runs` on other schedules)
+        right.remove()
     return _save(fig, path)
 
 
@@ -301,7 +309,7 @@ def fig5_specialisation(result: dict, path: Path) -> Path:
             label=f"trained at K={k}",
         )
         left.axvline(k, color=color, ls=":", lw=0.8)
-        right.plot(r["depths"], r["nll"], marker="o", ms=3, color=color, label=f"trained at K={k}")
+        right.plot(r["depths"], _nll(r), marker="o", ms=3, color=color, label=f"trained at K={k}")
     left.set_ylabel("recall / peak recall")
     left.set_title("Recall, normalised by each model's peak")
     right.set_yscale("log")
@@ -317,7 +325,7 @@ def fig7_schedules(result: dict, path: Path) -> Path:
     """The depth each step trains at: uniform vs fixed-first (paper Fig. 7)."""
     full = _at_full_budget(result, seed=0)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharey=True)
-    for ax, label in zip(axes, ("uniform 1..16", "fixed-first (80%)")):
+    for ax, label in zip(axes, (LABELS[UNIFORM], LABELS[FIXED_FIRST])):
         if label not in full:
             continue
         curve = np.asarray(full[label][0]["curve"], dtype=float)
@@ -335,12 +343,12 @@ def fig8_nll_by_depth(result: dict, path: Path) -> Path:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for i, (label, group) in enumerate(_at_full_budget(result).items()):
         depths = group[0]["depths"]
-        _band(left, depths, [r["nll"] for r in group], label, _color(label, i), marker="o", ms=3)
+        _band(left, depths, [_nll(r) for r in group], label, _color(label, i), marker="o", ms=3)
         keep = [j for j, k in enumerate(depths) if k >= 4]
         _band(
             right,
             [depths[j] for j in keep],
-            [[r["nll"][j] for j in keep] for r in group],
+            [[_nll(r)[j] for j in keep] for r in group],
             label,
             _color(label, i),
             marker="o",
@@ -360,17 +368,17 @@ def fig_finish(result: dict, path: Path) -> Path:
     """Fixed-first before its switch and after its uniform finish, beside uniform (seed 0)."""
     full = _at_full_budget(result, seed=0)
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    ff = full.get("fixed-first (80%)", [])
+    ff = full.get(LABELS[FIXED_FIRST], [])
     if ff and ff[0].get("pre_switch"):
         r, pre = ff[0], ff[0]["pre_switch"]
-        color = _color("fixed-first (80%)")
-        ax.plot(pre["depths"], pre["nll"], "o--", color=color, alpha=0.6, ms=3,
+        color = _color(FIXED_FIRST)
+        ax.plot(pre["depths"], _nll(pre), "o--", color=color, alpha=0.6, ms=3,
                 label=f"fixed-first, before the switch (step {r['switch_step']})")  # fmt: skip
-        ax.plot(r["depths"], r["nll"], "o-", color=color, ms=3,
+        ax.plot(r["depths"], _nll(r), "o-", color=color, ms=3,
                 label=f"fixed-first, after the finish (step {r['steps']})")  # fmt: skip
-    for r in full.get("uniform 1..16", [])[:1]:
-        ax.plot(r["depths"], r["nll"], "s:", color=_color("uniform 1..16"), ms=3,
-                label=f"uniform 1..16, end (step {r['steps']})")  # fmt: skip
+    for r in full.get(LABELS[UNIFORM], [])[:1]:
+        ax.plot(r["depths"], _nll(r), "s:", color=_color(UNIFORM), ms=3,
+                label=f"{LABELS[UNIFORM]}, end (step {r['steps']})")  # fmt: skip
     ax.axvline(4, color="k", ls=":", lw=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("serving depth K")
@@ -445,14 +453,10 @@ def load_runs(paths: Iterable[str | Path]) -> list[dict]:
     return rows
 
 
-def _label(schedule: str) -> str:
-    from looped.demo import LABELS
-
-    return LABELS.get(schedule, schedule)
-
-
 def _run_row(run: Path) -> dict:
     from omegaconf import OmegaConf
+
+    from looped.evaluate import token_nll_of
 
     cfg = OmegaConf.load(run / "config.yaml")
     records = []
@@ -464,7 +468,7 @@ def _run_row(run: Path) -> dict:
     train = [r for r in records if r["kind"] == "train"]
     evals = [r for r in records if r["kind"] == "eval"]
     row: dict[str, Any] = {
-        "name": run.name, "schedule": str(cfg.schedule), "label": _label(str(cfg.schedule)), "seed": int(cfg.seed),
+        "name": run.name, "schedule": str(cfg.schedule), "label": paper.label(str(cfg.schedule)), "seed": int(cfg.seed),
         "budget": float(cfg.budget_frac or 1.0), "group": "main",
         "curve": [[r["step"], r["loss"], r["depth"]] for r in train],
         "flops": train[-1]["flops"] if train else 0.0,
@@ -474,15 +478,16 @@ def _run_row(run: Path) -> dict:
         row["switch_step"] = json.loads(summary.read_text()).get("switch_step")
     if evals:
         last = evals[-1]
-        depths = sorted(int(k) for k in last["nll"])
-        row["depths"], row["nll"] = depths, [last["nll"][str(k)] for k in depths]
+        token_nll = token_nll_of(last)
+        depths = sorted(int(k) for k in token_nll)
+        row["depths"], row["token_nll"] = depths, [token_nll[str(k)] for k in depths]
     return row
 
 
 def runs_figures(run_dirs: Iterable[str | Path], out_dir: str | Path) -> list[Path]:
     """Fig. 2, 3 and 8 analogs from run directories (their last evaluation and training curves)."""
     _style()
-    rows = [r for r in load_runs(run_dirs) if "nll" in r]
+    rows = [r for r in load_runs(run_dirs) if "token_nll" in r]
     if not rows:
         raise UserError(
             "the runs have no evaluation records yet; let them reach an eval_interval or finish"

@@ -28,7 +28,7 @@ import torch
 from looped import checkpoint as ckpt_lib
 from looped.config import load_config
 from looped.data.batching import batch_generator, build_source
-from looped.evaluate import nll_by_depth
+from looped.evaluate import token_nll_by_depth
 from looped.model import LoopedTransformer
 from looped.schedules import parse_depths
 from looped.train import lr_at, make_optimizer
@@ -82,7 +82,7 @@ def update_benefit(
     held_out = list(source.eval.iter_eval_batches(cfg.batch_size, cfg.seq_len, eval_batches))
     step = state["step"]
     lr = lr_at(min(step, state["total_steps"] - 1), state["total_steps"], cfg.optim)
-    base = nll_by_depth(model.eval(), held_out, depths)
+    base = token_nll_by_depth(model.eval(), held_out, depths)
     per_batch = []
     for b in range(n_batches):
         # Probe batches come from a stream the run itself never draws (micro index -1 - b).
@@ -96,7 +96,7 @@ def update_benefit(
         x, y = torch.cat([p[0] for p in pairs]), torch.cat([p[1] for p in pairs])
         after = {}
         for k in (shallow, deep):
-            after[k] = nll_by_depth(
+            after[k] = token_nll_by_depth(
                 one_update(model, state["optimizer"], cfg.optim, lr, x, y, k, cfg.batch_size),
                 held_out,
                 depths,
@@ -105,7 +105,7 @@ def update_benefit(
     mean = {d: sum(p[d] for p in per_batch) / n_batches for d in depths}
     return {
         "checkpoint": str(ckpt), "step": step, "lr": lr, "shallow": shallow, "deep": deep,
-        "depths": depths, "nll_before": base, "benefit": mean, "per_batch": per_batch,
+        "depths": depths, "token_nll_before": base, "benefit": mean, "per_batch": per_batch,
         "mean_benefit": sum(mean.values()) / len(mean),
     }  # fmt: skip
 

@@ -15,12 +15,14 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from looped.demo import FIXED, FIXED_FIRST, UNIFORM, format_summary
+from looped.demo import format_summary
 from looped.errors import UserError
+from looped.paper import FIXED, FIXED_FIRST, LABELS, NLL_GAP, UNIFORM, fixed_depth, fixed_phase
 
 
 def _runs(
@@ -39,150 +41,292 @@ def _mean(rows: list[dict], key: str) -> np.ndarray:
     return np.mean([r[key] for r in rows], axis=0)
 
 
-def findings(result: dict) -> list[str]:
-    """One sentence per claim, with numbers from demo.json and a verdict computed from them."""
-    out = []
-    depths = result["runs"][0]["depths"]
-    at = {k: i for i, k in enumerate(depths)}
-    if not {1, 4, 8, 16} <= set(at):
-        return [
-            "(the findings need serving depths 1, 4, 8 and 16; this demo evaluated " + f"{depths})"
-        ]
+@dataclass
+class Finding:
+    """One line of the README's findings: a paper claim with the verdict the numbers give
+    ("shows", "does not show", "reverses"), or a supporting measurement (no claim, no verdict)."""
 
-    spec = sorted(
-        (r for r in result["runs"] if "depth" in r["group"]),
-        key=lambda r: int(r["schedule"].split(":")[1]),
-    )
-    if spec:
-        parts, hits = [], 0
-        for r in spec:
-            k = int(r["schedule"].split(":")[1])
-            best = depths[int(np.argmin(r["nll"]))]
-            hits += abs(best - k) <= max(1, k // 2)
-            parts.append(
-                f"K={k} is best at serving depth {best} (NLL {min(r['nll']):.3f}; {r['nll'][at[16]]:.2f} at K=16)"
-            )
-        verdict = "shows" if hits == len(spec) else f"shows for {hits} of {len(spec)} models"
-        out.append(
-            f"**Fixed-depth models serve best near their training depth** ({verdict}): "
-            + "; ".join(parts)
-            + "."
-        )
+    # the paper's claim in bold, or "" for a supporting sentence
+    claim: str
+    # "shows", "does not show" or "reverses"; "" when the line states numbers only
+    verdict: str
+    # the measured numbers, as a sentence
+    sentence: str
+    # how the verdict is qualified in the text ("shows for 3 of 4 models", "at this scale")
+    qualifier: str = ""
 
-    ff, uni, fx = _runs(result, FIXED_FIRST), _runs(result, UNIFORM), _runs(result, FIXED)
-    if ff and uni:
-        ff_nll, uni_nll = (
-            np.mean([np.mean(r["nll"]) for r in ff]),
-            np.mean([np.mean(r["nll"]) for r in uni]),
-        )
-        rel = ff_nll / uni_nll - 1
-        if abs(rel) <= 0.005:
-            verdict = "shows: within 0.5%"
-        elif rel < 0:
-            verdict = f"shows, and more: fixed-first is {-rel:.0%} better"
-        else:
-            verdict = f"does not show at this scale: fixed-first is {rel:.1%} worse"
-        steps = (ff[0]["steps"], uni[0]["steps"])
-        out.append(
-            f"**Fixed-first keeps uniform training's any-depth quality at matched compute** ({verdict}): mean "
-            f"NLL over K=1..16 is {ff_nll:.3f} for fixed-first against {uni_nll:.3f} for uniform ({rel:+.1%}); "
-            f"at the same modeled FLOPs fixed-first takes {steps[0]} steps, uniform {steps[1]}."
-        )
-        pre = [r["pre_switch"] for r in ff if r.get("pre_switch")]
-        if pre:
-            pre_nll = np.mean([np.mean(p["nll"]) for p in pre])
-            out.append(
-                f"Just before its switch (80% of its steps, all at K=4) fixed-first has mean NLL {pre_nll:.3f} over K=1..16; "
-                f"the short uniform finish takes it to {ff_nll:.3f}."
-            )
-    if fx:
-        nll = _mean(fx, "nll")
-        ratio = nll[at[16]] / nll[at[4]]
-        verdict = "shows" if ratio > 1.5 else "does not show at this scale"
-        out.append(
-            f"**Fixed K=4 degrades away from K=4** ({verdict}): NLL {nll[at[4]]:.3f} at K=4, {nll[at[1]]:.3f} at K=1, "
-            f"{nll[at[16]]:.3f} at K=16."
-        )
-    if ff:
-        spikes = []
-        for r in ff:
-            curve = np.asarray(r["curve"], dtype=float)
-            s = r["switch_step"]
-            before = curve[(curve[:, 0] > s - 20) & (curve[:, 0] <= s), 1].mean()
-            after = curve[(curve[:, 0] > s) & (curve[:, 0] <= s + 20), 1].max()
-            spikes.append((before, after))
-        b, a = np.mean(spikes, axis=0)
-        verdict = "shows" if a > 1.2 * b else "does not show at this scale"
-        out.append(
-            f"**A loss spike at the switch** ({verdict}): training loss averages {b:.3f} over the 20 steps before the "
-            f"switch and peaks at {a:.3f} in the 20 steps after (seed mean)."
-        )
-    two_hop = [r for r in ff + uni + fx if "two_hop_acc" in r]
-    if two_hop:
-        acc = np.mean([r["two_hop_acc"] for r in two_hop], axis=0)
-        best = depths[int(np.argmax(acc))]
-        verdict = "shows" if acc.max() > acc[at[1]] + 0.05 else "does not show at this scale"
-        out.append(
-            f"**More serving depth helps two-hop recall** ({verdict}): two-hop accuracy averaged over the three "
-            f"schedules is {acc[at[1]]:.2f} at K=1 and peaks at {acc.max():.2f} at K={best}."
-        )
-    if ff and uni:
-        bits_ff, bits_uni = _mean(ff, "bits"), _mean(uni, "bits")
-        full = result["runs"][0].get("full_bits")
-        out.append(
-            f"Recalled bits per person at K=1/4/8/16: fixed-first {' / '.join(f'{bits_ff[at[k]]:.1f}' for k in (1, 4, 8, 16))}, "
-            f"uniform {' / '.join(f'{bits_uni[at[k]]:.1f}' for k in (1, 4, 8, 16))}"
-            + (f", out of {full:.1f} bits of attributes per person." if full else ".")
-        )
-        if "exact" in ff[0]:
-            ex = {
-                name: _mean(rows, "exact")
-                for name, rows in (("fixed-first", ff), ("uniform", uni), ("fixed K=4", fx))
-            }
-            out.append(
-                "Exact recall (greedy answer right, mean over the six attributes) at K=1/4/8/16: "
-                + "; ".join(
-                    f"{n} {' / '.join(f'{v[at[k]]:.0%}' for k in (1, 4, 8, 16))}"
-                    for n, v in ex.items()
-                )
-                + ". Bits count against the whole pool, so knowing which values occur in the corpus at all already "
-                "earns some (notebook 03 shows this anchor); exact recall has no such floor."
-            )
-        catch = sorted(
+    def markdown(self) -> str:
+        if not self.claim:
+            return self.sentence
+        said = self.qualifier or self.verdict
+        return f"**{self.claim}** ({said}): {self.sentence}"
+
+
+class _Data:
+    """What every claim reads from demo.json: the full-budget runs of each main schedule and the
+    index of each serving depth."""
+
+    def __init__(self, result: dict) -> None:
+        self.result = result
+        self.depths = result["runs"][0]["depths"]
+        self.at = {k: i for i, k in enumerate(self.depths)}
+        self.ff = _runs(result, FIXED_FIRST)
+        self.uni = _runs(result, UNIFORM)
+        self.fx = _runs(result, FIXED)
+        self.catch = sorted(
             (r for r in result["runs"] if r["group"] == "catchup"), key=lambda r: r["budget"]
         )
-        if catch:
-            target = np.mean([np.mean(r["nll"]) for r in ff if r["seed"] == catch[0]["seed"]])
-            reached = [r for r in catch if np.mean(r["nll"]) <= target]
-            parts = ", ".join(f"{r['budget']:.0f}x: {np.mean(r['nll']):.3f}" for r in catch)
-            verdict = (
-                f"uniform first matches it at {reached[0]['budget']:.0f}x the budget"
-                if reached
-                else f"uniform has not caught up even at {catch[-1]['budget']:.0f}x the budget"
-            )
-            out.append(
-                f"**Compute uniform needs to catch up** (seed {catch[0]['seed']}): fixed-first reaches mean fact NLL {target:.3f} at "
-                f"100% of the budget; uniform trained longer reaches {parts}; {verdict}."
-            )
-        if bits_uni.max() < 0.8 * bits_ff.max():
-            text = (
-                f"Where this scale differs from the paper: the paper's 200M and 1B models on web text end within "
-                f"0.5-0.8% of uniform training; this {result['meta']['params'] / 1e6:.2f}M-parameter model trained with uniform depths from the start "
-                f"is still on its memorisation plateau when the budget ends ({bits_uni.max():.1f} bits at best, against "
-                f"{bits_ff.max():.1f} for fixed-first). At matched compute it also gets fewer optimizer steps "
-                f"({uni[0]['steps']} against {ff[0]['steps']})"
-            )
-            longer = [r for r in catch if r["steps"] > ff[0]["steps"]] if catch else []
-            if longer:
-                r = longer[-1]
-                text += (
-                    f", but steps alone do not explain the gap: with {r['budget']:.0f}x the budget uniform takes "
-                    f"{r['steps']} steps and still ends at mean fact NLL {np.mean(r['nll']):.3f}."
-                )
-            else:
-                text += "."
-            out.append(text)
-    return out
+
+    def per_depth(self, values: np.ndarray, fmt: str, ks: tuple[int, ...] = (1, 4, 8, 16)) -> str:
+        return " / ".join(format(values[self.at[k]], fmt) for k in ks)
+
+
+def _not_shown(rest: str = "") -> tuple[str, str]:
+    return "does not show", "does not show at this scale" + rest
+
+
+def depth_specialisation(d: _Data) -> Finding | None:
+    """Paper Fig. 5: a model trained at fixed K serves best at serving depths near K."""
+    spec = sorted(
+        (r for r in d.result["runs"] if "depth" in r["group"]),
+        key=lambda r: fixed_depth(r["schedule"]),
+    )
+    if not spec:
+        return None
+    parts, hits = [], 0
+    for r in spec:
+        k = fixed_depth(r["schedule"])
+        best = d.depths[int(np.argmin(r["fact_nll"]))]
+        hits += abs(best - k) <= max(1, k // 2)
+        parts.append(
+            f"K={k} is best at serving depth {best} (NLL {min(r['fact_nll']):.3f}; "
+            f"{r['fact_nll'][d.at[16]]:.2f} at K=16)"
+        )
+    if hits == len(spec):
+        verdict, said = "shows", ""
+    elif hits:
+        verdict, said = "shows", f"shows for {hits} of {len(spec)} models"
+    else:
+        verdict, said = _not_shown()
+    return Finding(
+        "Fixed-depth models serve best near their training depth",
+        verdict,
+        "; ".join(parts) + ".",
+        said,
+    )
+
+
+def matched_compute(d: _Data) -> Finding | None:
+    """The headline: fixed-first's mean NLL over serving depths stays within the paper's gap of
+    uniform training's at the same modeled FLOPs."""
+    if not (d.ff and d.uni):
+        return None
+    ff_nll = np.mean([np.mean(r["fact_nll"]) for r in d.ff])
+    uni_nll = np.mean([np.mean(r["fact_nll"]) for r in d.uni])
+    rel = ff_nll / uni_nll - 1
+    if abs(rel) <= NLL_GAP[0]:
+        verdict, said = "shows", f"shows: within {NLL_GAP[0]:.1%}"
+    elif rel < 0:
+        verdict, said = "shows", f"shows, and more: fixed-first is {-rel:.0%} better"
+    else:
+        verdict, said = _not_shown(f": fixed-first is {rel:.1%} worse")
+    return Finding(
+        "Fixed-first keeps uniform training's any-depth quality at matched compute",
+        verdict,
+        f"mean NLL over K=1..16 is {ff_nll:.3f} for fixed-first against {uni_nll:.3f} for "
+        f"uniform ({rel:+.1%}); at the same modeled FLOPs fixed-first takes "
+        f"{d.ff[0]['steps']} steps, uniform {d.uni[0]['steps']}.",
+        said,
+    )
+
+
+def before_the_switch(d: _Data) -> Finding | None:
+    """What the short uniform finish adds: fixed-first's NLL just before its switch and at the
+    end."""
+    pre = [r["pre_switch"] for r in d.ff if r.get("pre_switch")]
+    if not pre:
+        return None
+    k, frac = fixed_phase(FIXED_FIRST)
+    pre_nll = np.mean([np.mean(p["fact_nll"]) for p in pre])
+    ff_nll = np.mean([np.mean(r["fact_nll"]) for r in d.ff])
+    return Finding(
+        "",
+        "",
+        f"Just before its switch ({frac:.0%} of its steps, all at K={k}) fixed-first has mean "
+        f"NLL {pre_nll:.3f} over K=1..16; the short uniform finish takes it to {ff_nll:.3f}.",
+    )
+
+
+def fixed_degrades(d: _Data) -> Finding | None:
+    """Fixed-depth training does not transfer: NLL rises away from the training depth."""
+    if not d.fx:
+        return None
+    k = fixed_depth(FIXED)
+    nll = _mean(d.fx, "fact_nll")
+    ratio = nll[d.at[16]] / nll[d.at[k]]
+    if ratio > 1.5:
+        verdict, said = "shows", ""
+    elif ratio < 1:
+        verdict, said = "reverses", f"reverses: better at K=16 than at K={k}"
+    else:
+        verdict, said = _not_shown()
+    return Finding(
+        f"Fixed K={k} degrades away from K={k}",
+        verdict,
+        f"NLL {nll[d.at[k]]:.3f} at K={k}, {nll[d.at[1]]:.3f} at K=1, {nll[d.at[16]]:.3f} at K=16.",
+        said,
+    )
+
+
+def switch_spike(d: _Data, window: int = 20) -> Finding | None:
+    """The training loss jumps when fixed-first starts drawing unseen depths."""
+    if not d.ff:
+        return None
+    spikes = []
+    for r in d.ff:
+        curve = np.asarray(r["curve"], dtype=float)
+        s = r["switch_step"]
+        before = curve[(curve[:, 0] > s - window) & (curve[:, 0] <= s), 1].mean()
+        after = curve[(curve[:, 0] > s) & (curve[:, 0] <= s + window), 1].max()
+        spikes.append((before, after))
+    b, a = np.mean(spikes, axis=0)
+    verdict, said = ("shows", "") if a > 1.2 * b else _not_shown()
+    return Finding(
+        "A loss spike at the switch",
+        verdict,
+        f"training loss averages {b:.3f} over the {window} steps before the switch and peaks at "
+        f"{a:.3f} in the {window} steps after (seed mean).",
+        said,
+    )
+
+
+def two_hop_depth(d: _Data) -> Finding | None:
+    """Composition needs depth: two-hop accuracy should rise with serving depth."""
+    two_hop = [r for r in d.ff + d.uni + d.fx if "two_hop_acc" in r]
+    if not two_hop:
+        return None
+    acc = np.mean([r["two_hop_acc"] for r in two_hop], axis=0)
+    best = d.depths[int(np.argmax(acc))]
+    verdict, said = ("shows", "") if acc.max() > acc[d.at[1]] + 0.05 else _not_shown()
+    return Finding(
+        "More serving depth helps two-hop recall",
+        verdict,
+        f"two-hop accuracy averaged over the three schedules is {acc[d.at[1]]:.2f} at K=1 and "
+        f"peaks at {acc.max():.2f} at K={best}.",
+        said,
+    )
+
+
+def recalled_bits(d: _Data) -> Finding | None:
+    """Recall in bits per person at four serving depths (no claim: the measurement)."""
+    if not (d.ff and d.uni):
+        return None
+    full = d.result["runs"][0].get("full_bits")
+    return Finding(
+        "",
+        "",
+        f"Recalled bits per person at K=1/4/8/16: fixed-first "
+        f"{d.per_depth(_mean(d.ff, 'bits'), '.1f')}, uniform "
+        f"{d.per_depth(_mean(d.uni, 'bits'), '.1f')}"
+        + (f", out of {full:.1f} bits of attributes per person." if full else "."),
+    )
+
+
+def exact_recall(d: _Data) -> Finding | None:
+    """Greedy answers right, which has no floor from knowing the pool (no claim)."""
+    if not (d.ff and d.uni and "exact" in d.ff[0]):
+        return None
+    rows = (("fixed-first", d.ff), ("uniform", d.uni), (LABELS[FIXED], d.fx))
+    parts = [f"{name} {d.per_depth(_mean(runs, 'exact'), '.0%')}" for name, runs in rows]
+    return Finding(
+        "",
+        "",
+        "Exact recall (greedy answer right, mean over the six attributes) at K=1/4/8/16: "
+        + "; ".join(parts)
+        + ". Bits count against the whole pool, so knowing which values occur in the corpus at "
+        "all already earns some (notebook 03 shows this anchor); exact recall has no such floor.",
+    )
+
+
+def catch_up(d: _Data) -> Finding | None:
+    """How much more compute uniform needs to reach fixed-first's NLL (the --catch-up runs)."""
+    if not (d.ff and d.uni and d.catch):
+        return None
+    seed = d.catch[0]["seed"]
+    target = np.mean([np.mean(r["fact_nll"]) for r in d.ff if r["seed"] == seed])
+    reached = [r for r in d.catch if np.mean(r["fact_nll"]) <= target]
+    parts = ", ".join(f"{r['budget']:.0f}x: {np.mean(r['fact_nll']):.3f}" for r in d.catch)
+    verdict = (
+        f"uniform first matches it at {reached[0]['budget']:.0f}x the budget"
+        if reached
+        else f"uniform has not caught up even at {d.catch[-1]['budget']:.0f}x the budget"
+    )
+    return Finding(
+        "Compute uniform needs to catch up",
+        "",
+        f"fixed-first reaches mean fact NLL {target:.3f} at 100% of the budget; uniform trained "
+        f"longer reaches {parts}; {verdict}.",
+        f"seed {seed}",
+    )
+
+
+def scale_differs(d: _Data) -> Finding | None:
+    """Why this scale can disagree with the paper: uniform still on its memorisation plateau."""
+    if not (d.ff and d.uni):
+        return None
+    bits_ff, bits_uni = _mean(d.ff, "bits"), _mean(d.uni, "bits")
+    if bits_uni.max() >= 0.8 * bits_ff.max():
+        return None
+    lo, hi = NLL_GAP
+    text = (
+        f"Where this scale differs from the paper: the paper's 200M and 1B models on web text end "
+        f"within {lo * 100:.1f}-{hi:.1%} of uniform training; this "
+        f"{d.result['meta']['params'] / 1e6:.2f}M-parameter model trained with uniform depths "
+        f"from the start is still on its memorisation plateau when the budget ends "
+        f"({bits_uni.max():.1f} bits at best, against {bits_ff.max():.1f} for fixed-first). At "
+        f"matched compute it also gets fewer optimizer steps ({d.uni[0]['steps']} against "
+        f"{d.ff[0]['steps']})"
+    )
+    longer = [r for r in d.catch if r["steps"] > d.ff[0]["steps"]]
+    if longer:
+        r = longer[-1]
+        text += (
+            f", but steps alone do not explain the gap: with {r['budget']:.0f}x the budget "
+            f"uniform takes {r['steps']} steps and still ends at mean fact NLL "
+            f"{np.mean(r['fact_nll']):.3f}."
+        )
+    else:
+        text += "."
+    return Finding("", "", text)
+
+
+# every claim and measurement of the demo section, in the order the README lists them
+CLAIMS = (
+    depth_specialisation,
+    matched_compute,
+    before_the_switch,
+    fixed_degrades,
+    switch_spike,
+    two_hop_depth,
+    recalled_bits,
+    exact_recall,
+    catch_up,
+    scale_differs,
+)
+
+
+def claims(result: dict) -> list[Finding]:
+    """Each claim's verdict and sentence, from demo.json (claims without their data left out)."""
+    d = _Data(result)
+    return [f for f in (claim(d) for claim in CLAIMS) if f is not None]
+
+
+def findings(result: dict) -> list[str]:
+    """One markdown line per claim, with numbers from demo.json and a verdict computed from them."""
+    depths = result["runs"][0]["depths"]
+    if not {1, 4, 8, 16} <= set(depths):
+        return [f"(the findings need serving depths 1, 4, 8 and 16; this demo evaluated {depths})"]
+    return [f.markdown() for f in claims(result)]
 
 
 def demo_section(result: dict) -> str:

@@ -869,7 +869,7 @@ def main(argv: list[str]) -> int:
     if "stopped" in summary:
         return 130
     if int(os.environ.get("RANK", 0)) == 0:
-        nll = (summary.get("eval") or {}).get("nll", {})
+        nll = (summary.get("eval") or {}).get("token_nll", {})
         shown = ", ".join(f"K={k}: {v:.3f}" for k, v in list(nll.items())[:8])
         print(
             f"done: {summary['steps']} steps, {summary['flops']:.3g} modeled FLOPs, {summary['wall']:.0f}s; eval NLL {shown}"

@@ -32,6 +32,7 @@
 # It runs in seconds; set `LOOPED_FULL=1` for a larger model trained longer.
 
 # %%
+import inspect
 import os
 import re
 import shutil
@@ -58,6 +59,19 @@ if not FULL:
     torch.set_num_threads(1)  # tiny models gain nothing from threads; steadier on shared CPUs
 sns.set_theme(style="whitegrid")
 _ = torch.manual_seed(0)  # the same weights on every run
+
+# %% [markdown]
+# ## The formula, in code
+#
+# The recurrence above is `LoopedTransformer.loops`: it yields $h_1, h_2, \dots, h_K$, so
+# `forward(depth=K)` keeps the last one and the all-depths pass (section 5) applies $H$ to
+# several. The first loop sees $e$ alone; every later one sees `_inject(h, e)`, which is
+# $h_{k-1} + e$ for the default `injection="add"` (section 3 compares the modes). This is the
+# package's own source, printed by `inspect.getsource`, so it cannot drift from what runs.
+
+# %%
+print(inspect.getsource(LoopedTransformer.loops))
+print(inspect.getsource(LoopedTransformer._inject))
 
 # %% [markdown]
 # ## 1. Weight tying: parameters fixed, compute grows with K

@@ -29,6 +29,7 @@
 # `looped.schedules`; nothing here trains.
 
 # %%
+import inspect
 import os
 import random
 import subprocess
@@ -40,7 +41,8 @@ import numpy as np
 import seaborn as sns
 
 from looped import plots
-from looped.schedules import parse_schedule, step_bits
+from looped.paper import FIXED, FIXED_FIRST, LABELS, UNIFORM
+from looped.schedules import FixedFirst, parse_schedule, step_bits
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: a longer run to sample
 T = 20_000 if FULL else 2_000  # optimizer steps of the run we look at
@@ -54,10 +56,10 @@ sns.set_theme(style="whitegrid")
 # `str()` writes it back, so a spec survives a round trip through a config file.
 
 # %%
-SPECS = {
-    "fixed K=4": "fixed:4",
-    "uniform 1..16": "uniform:1-16",
-    "fixed-first (80%)": "fixed-first:k=4,frac=0.8,then=uniform:1-16",
+SPECS = {  # the paper's three schedules (looped.paper), then the two baselines
+    LABELS[FIXED]: FIXED,
+    LABELS[UNIFORM]: UNIFORM,
+    LABELS[FIXED_FIRST]: FIXED_FIRST,
     "log-normal Poisson": "lognormal-poisson:mean=7.5,sigma=0.5,max=16",
     "curriculum": "curriculum:start=1,end=16,frac=0.5",
 }
@@ -65,6 +67,23 @@ schedules = {name: parse_schedule(spec, seed=0) for name, spec in SPECS.items()}
 for name, s in schedules.items():
     assert str(s) == SPECS[name]  # the canonical spec round-trips
     print(f"{name:<20} {s!s:<46} largest K {s.max_depth()}")
+
+# %% [markdown]
+# ### Fixed-first, in code
+#
+# With $S = \operatorname{round}(fT)$ the switch step, fixed-first is
+#
+# $$ K_s = K_0 \quad (s < S), \qquad K_s = \text{then}(s - S,\; T - S) \quad (s \ge S), $$
+#
+# so the finishing phase is its `then` schedule run over the last $T - S$ steps, drawn from the
+# hash of (seed, $s$) at the absolute step: a uniform finish picks the same $K$ at step $s$ as a
+# uniform run of the same seed would (`_draw` receives the step's hash bits from the caller). Below
+# is `FixedFirst` itself (its switch step, the draw and the exact law), printed from the package
+# by `inspect.getsource` so it cannot drift from what trains.
+
+# %%
+for method in (FixedFirst.switch_step, FixedFirst._draw, FixedFirst._probs):
+    print(inspect.getsource(method))
 
 # %% [markdown]
 # ## 2. Sampling: K at every step
@@ -111,11 +130,11 @@ plots.show(fig)
 # little less after it.
 
 # %%
-switch = schedules["fixed-first (80%)"].switch_step(T)
+switch = schedules[LABELS[FIXED_FIRST]].switch_step(T)
 closed_form = {
-    "fixed K=4": 4.0,
-    "uniform 1..16": 8.5,
-    "fixed-first (80%)": switch / T * 4 + (1 - switch / T) * 8.5,
+    LABELS[FIXED]: 4.0,
+    LABELS[UNIFORM]: 8.5,
+    LABELS[FIXED_FIRST]: switch / T * 4 + (1 - switch / T) * 8.5,
 }
 print(f"{'schedule':<20} {'exact E[K]':>10} {'closed form':>12} {'sampled mean':>13}")
 for name, s in schedules.items():
@@ -131,10 +150,10 @@ for name, s in schedules.items():
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), sharey=True)
-for ax, name in zip(axes, ("uniform 1..16", "log-normal Poisson", "fixed-first (80%)")):
+for ax, name in zip(axes, (LABELS[UNIFORM], "log-normal Poisson", LABELS[FIXED_FIRST])):
     s = schedules[name]
     exact = s.probs(T - 1, T)  # for fixed-first: the finishing phase
-    ks = sampled[name] if name != "fixed-first (80%)" else sampled[name][switch:]
+    ks = sampled[name] if name != LABELS[FIXED_FIRST] else sampled[name][switch:]
     counts = Counter(ks.tolist())
     depth_axis = np.arange(1, 17)
     ax.bar(depth_axis, [exact.get(int(k), 0.0) for k in depth_axis], alpha=0.5, label="exact")
@@ -146,7 +165,7 @@ for ax, name in zip(axes, ("uniform 1..16", "log-normal Poisson", "fixed-first (
         label=f"sampled ({len(ks):,} steps)",
     )
     ax.set(
-        title=name if name != "fixed-first (80%)" else "fixed-first, after the switch", xlabel="K"
+        title=name if name != LABELS[FIXED_FIRST] else "fixed-first, after the switch", xlabel="K"
     )
     ax.set_xticks([1, 4, 8, 12, 16])
     ax.legend(fontsize=8)
@@ -182,7 +201,7 @@ def stateful_depths(seed: int, n: int, extra_draw_at: int | None) -> np.ndarray:
 n = 400
 rank0 = stateful_depths(0, n, extra_draw_at=None)
 rank1 = stateful_depths(0, n, extra_draw_at=100)
-uniform = schedules["uniform 1..16"]
+uniform = schedules[LABELS[UNIFORM]]
 pure0 = np.array([uniform.depth(s, T) for s in range(n)])
 pure1 = np.array([parse_schedule("uniform:1-16", seed=0).depth(s, T) for s in range(n)])
 print(f"stateful generator: ranks disagree on {(rank0 != rank1).sum()} of {n} steps")
@@ -209,8 +228,8 @@ plots.show(fig)
 # %%
 resumed = [uniform.depth(s, T) for s in range(1200, T)]  # a run resumed at step 1200
 backwards = [uniform.depth(s, T) for s in reversed(range(T))][::-1]
-assert resumed == sampled["uniform 1..16"][1200:].tolist()
-assert backwards == sampled["uniform 1..16"].tolist()
+assert resumed == sampled[LABELS[UNIFORM]][1200:].tolist()
+assert backwards == sampled[LABELS[UNIFORM]].tolist()
 print("resume at step 1200 and evaluation in reverse order give the same K sequence")
 
 # %% [markdown]
@@ -239,7 +258,7 @@ print("this process:       step_bits =", step_bits(0, 7))
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
-for ax, name in zip(axes, ("uniform 1..16", "fixed-first (80%)")):
+for ax, name in zip(axes, (LABELS[UNIFORM], LABELS[FIXED_FIRST])):
     s = schedules[name]
     ax.scatter(steps, sampled[name], s=1.5, alpha=0.4, label="sampled K")
     ax.plot(steps, [s.expected_depth(int(i), T) for i in steps], "k-", lw=1.5, label="E[K]")
@@ -260,7 +279,7 @@ plots.show(fig)
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.8))
-uniform_total = schedules["uniform 1..16"].mean_depth(T) * T
+uniform_total = schedules[LABELS[UNIFORM]].mean_depth(T) * T
 for name, s in schedules.items():
     cumulative = np.cumsum([s.expected_depth(int(i), T) for i in steps])
     ax.plot(steps, cumulative / uniform_total, label=f"{name} ({s.mean_depth(T) / 8.5:.0%})")
@@ -278,7 +297,7 @@ plots.show(fig)
 # The numbers behind the closing paragraph, from the schedules above:
 
 # %%
-uniform_mean = schedules["uniform 1..16"].mean_depth(T)
+uniform_mean = schedules[LABELS[UNIFORM]].mean_depth(T)
 for name, s in schedules.items():
     print(
         f"{name:<20} mean depth {s.mean_depth(T):5.2f} "

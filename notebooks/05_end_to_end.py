@@ -46,15 +46,8 @@ import numpy as np
 from IPython.display import Image, Markdown, display
 
 from looped import plots
-from looped.demo import (
-    FIXED_FIRST,
-    LABELS,
-    QUICK,
-    UNIFORM,
-    DemoSettings,
-    format_summary,
-    run_demo,
-)
+from looped.demo import QUICK, DemoSettings, format_summary, run_demo
+from looped.paper import FIXED_FIRST, LABELS, UNIFORM
 from looped.report import findings
 
 # %matplotlib inline
@@ -163,13 +156,15 @@ display(Image(figures["fig2_nll_vs_flops"]))
 
 # %%
 budgets = sorted({r["budget"] for r in runs if "main" in r["group"]})
-mean_nll = {
-    (s, b): np.mean([np.mean(r["nll"]) for r in main_runs(s, b)]) for s in LABELS for b in budgets
+mean_fact_nll = {
+    (s, b): np.mean([np.mean(r["fact_nll"]) for r in main_runs(s, b)])
+    for s in LABELS
+    for b in budgets
 }
 print(f"{'schedule':<20}" + "".join(f"{b:>14.0%}" for b in budgets))
 for s, label in LABELS.items():
     cells = [
-        f"{mean_nll[s, b]:7.3f} ({mean_nll[s, b] / mean_nll[UNIFORM, b] - 1:+5.1%})"
+        f"{mean_fact_nll[s, b]:7.3f} ({mean_fact_nll[s, b] / mean_fact_nll[UNIFORM, b] - 1:+5.1%})"
         for b in budgets
     ]
     print(f"{label:<20}" + "".join(f"{c:>14}" for c in cells))
@@ -186,7 +181,7 @@ print("(mean fact NLL over serving depths 1..16; in brackets: against uniform at
 display(Image(figures["finishing_phase"]))
 ff = [r for r in main_runs(FIXED_FIRST, top) if r["seed"] == 0 and r.get("pre_switch")]
 for r in ff:
-    pre, post = np.asarray(r["pre_switch"]["nll"]), np.asarray(r["nll"])
+    pre, post = np.asarray(r["pre_switch"]["fact_nll"]), np.asarray(r["fact_nll"])
     print(
         f"fixed-first, mean fact NLL over K=1..16: {pre.mean():.3f} before the switch "
         f"(step {r['switch_step']}), {post.mean():.3f} after the finish (step {r['steps']}); "
@@ -218,7 +213,7 @@ for s, label in LABELS.items():
 display(Image(figures["fig5_depth_specialisation"]))
 for r in sorted((r for r in runs if "depth" in r["group"]), key=lambda r: r["schedule"]):
     peak = r["depths"][int(np.argmax(r["bits"]))] if max(r["bits"]) > 0 else None
-    best_nll = r["depths"][int(np.argmin(r["nll"]))]
+    best_nll = r["depths"][int(np.argmin(r["fact_nll"]))]
     print(f"{r['label']:<12} most bits at K={peak}, lowest NLL at K={best_nll}")
 
 # %% [markdown]

@@ -38,10 +38,10 @@ from IPython.display import Image, display
 from looped import plots
 from looped.config import load_config
 from looped.data.text import load_tokenizer, prepare_text
+from looped.device import peak_flops
 from looped.flops import (
     count_params,
     format_table,
-    peak_flops,
     preset_rows,
     schedule_flops,
     steps_for_budget,
@@ -300,8 +300,8 @@ print("train record:", json.dumps(train_rec))
 print(
     "eval record keys:",
     sorted(eval_rec),
-    "| NLL at K=1, 4, 16:",
-    {k: round(eval_rec["nll"][k], 3) for k in ("1", "4", "16")},
+    "| token NLL at K=1, 4, 16:",
+    {k: round(eval_rec["token_nll"][k], 3) for k in ("1", "4", "16")},
 )
 
 # %% [markdown]

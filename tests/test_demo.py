@@ -81,7 +81,7 @@ def test_quick_demo_writes_every_number_and_figure(quick):
     assert {r["schedule"] for r in runs} >= {FIXED, FIXED_FIRST, UNIFORM}
     for r in runs:
         assert r["depths"] == list(range(1, 17))
-        assert len(r["nll"]) == len(r["bits"]) == 16 and min(r["bits"]) >= 0
+        assert len(r["fact_nll"]) == len(r["bits"]) == 16 and min(r["bits"]) >= 0
         assert r["flops"] <= r["budget"] * saved["meta"]["full_budget_flops"] * (1 + 1e-9)
         steps = [c[0] for c in r["curve"]]
         assert steps == list(
@@ -99,7 +99,7 @@ def test_rerun_reuses_finished_runs(quick):
     t0 = time.time()
     again = run_demo(QUICK, out, out / "figures", quiet=True)
     assert time.time() - t0 < first / 2
-    assert [r["nll"] for r in again["runs"]] == [r["nll"] for r in result["runs"]]
+    assert [r["fact_nll"] for r in again["runs"]] == [r["fact_nll"] for r in result["runs"]]
     assert again["meta"]["runs_trained"] == 0
     assert again["meta"]["wall_seconds"] == result["meta"]["wall_seconds"]
 
@@ -135,9 +135,9 @@ def test_catch_up_adds_longer_uniform_runs_without_touching_the_grid():
 
 def test_compare_summaries_puts_yours_beside_the_reference_with_the_difference():
     row = {"schedule": UNIFORM, "label": "uniform 1..16", "steps": 243, "compute_vs_uniform": 1.0,
-           "wall_vs_uniform": 1.0, "mean_nll": 3.0, "nll_vs_uniform": 0.0,
+           "wall_vs_uniform": 1.0, "mean_fact_nll": 3.0, "fact_nll_vs_uniform": 0.0,
            "bits": {"1": 7.0, "4": 8.0, "8": 9.0, "16": 10.0}}  # fmt: skip
-    mine = {**row, "steps": 250, "mean_nll": 2.5, "bits": {**row["bits"], "16": 9.5}}
+    mine = {**row, "steps": 250, "mean_fact_nll": 2.5, "bits": {**row["bits"], "16": 9.5}}
     lines = demo.compare_summaries([mine], [row]).splitlines()
     assert len(lines) == 2 + len(demo.COMPARED)
     assert "| uniform 1..16 | steps | 250 | 243 | +7 |" in lines

@@ -79,3 +79,18 @@ def test_every_demo_figure_of_the_reference_has_data_in_every_panel(tmp_path, mo
         "fig5_depth_specialisation.png", "fig7_schedules.png", "fig8_nll_by_depth.png",
         "finishing_phase.png", "two_hop_recall.png",
     }  # fmt: skip
+
+
+def test_runs_written_before_the_token_nll_rename_still_plot(tmp_path):
+    """metrics.jsonl eval records said `nll` before they said `token_nll`; both load the same."""
+    for name, key in (("old", "nll"), ("new", "token_nll")):
+        run = tmp_path / name
+        run.mkdir()
+        (run / "config.yaml").write_text("schedule: fixed:4\nseed: 0\nbudget_frac: 1.0\n")
+        train = {"kind": "train", "step": 1, "loss": 3.0, "depth": 4, "flops": 1e9}
+        evals = {"kind": "eval", "step": 1, key: {"2": 2.5, "1": 3.5}}
+        (run / "metrics.jsonl").write_text(json.dumps(train) + "\n" + json.dumps(evals) + "\n")
+    old, new = plots.load_runs([tmp_path / "old", tmp_path / "new"])
+    assert old["depths"] == new["depths"] == [1, 2]
+    assert old["token_nll"] == new["token_nll"] == [3.5, 2.5]
+    assert old["label"] == "fixed K=4"

@@ -66,7 +66,7 @@ def test_train_writes_metrics_checkpoints_and_config(tmp_path):
     assert [r["depth"] for r in rows] == [sched.depth(s, 12) for s in range(12)]
     evals = records(run, "eval")
     assert [e["step"] for e in evals] == [6, 12]
-    assert set(evals[-1]["nll"]) == {"1", "2", "3", "4"}
+    assert set(evals[-1]["token_nll"]) == {"1", "2", "3", "4"}
     assert "recall" in evals[-1]
     assert load_config(str(run / "config.yaml")).schedule == small().schedule
     # cumulative modeled FLOPs equal the FLOP model's total for the depths actually run
@@ -259,7 +259,7 @@ def test_eval_cli_prints_per_depth_json(tmp_path, capsys):
     capsys.readouterr()
     assert cli(["eval", "--run", str(run), "--depths", "1-3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["depths"] == [1, 2, 3] and set(out["nll"]) == {"1", "2", "3"}
+    assert out["depths"] == [1, 2, 3] and set(out["token_nll"]) == {"1", "2", "3"}
     assert all(out["recall"][k]["bits_per_person"] >= 0 for k in ("1", "2", "3"))
 
 

@@ -1,0 +1,72 @@
+"""looped.paper is the one place the paper's schedules, labels and reported numbers live; these
+tests tie it to the presets that launch the paper's runs and to the report that judges them."""
+
+from __future__ import annotations
+
+import pytest
+
+from looped import paper, report
+from looped.config import load_config
+from looped.flops import preset_rows
+
+
+def test_the_presets_launch_the_recipes_paper_py_names():
+    assert paper.RECIPE_200M in load_config("200m").paper_schedules
+    assert set(paper.RECIPES_1B) <= set(load_config("1b").paper_schedules)
+    for name in ("200m", "1b"):
+        assert {paper.FIXED, paper.UNIFORM} <= set(load_config(name).paper_schedules)
+
+
+@pytest.mark.parametrize("preset", ["200m", "1b"])
+def test_the_presets_reproduce_the_abstracts_savings(preset):
+    """The abstract's 45% (200M) and 31% / 37% (1B), within half a point of the modeled ones."""
+    rows = {r["schedule"]: r["saving_vs_uniform"] for r in preset_rows(preset)}
+    claimed = {s: v for s, v in paper.SAVINGS.items() if s in rows}
+    assert claimed, f"{preset} runs none of the paper's recipes"
+    for schedule, saving in claimed.items():
+        assert rows[schedule] == pytest.approx(saving, abs=0.005), schedule
+
+
+def test_labels_colours_and_fixed_first_facts():
+    assert [paper.label(s) for s in paper.MAIN_SCHEDULES] == [
+        "fixed K=4",
+        "fixed-first (80%)",
+        "uniform 1..16",
+    ]
+    assert paper.label("fixed:8") == "fixed K=8"
+    assert paper.color_of(paper.FIXED_FIRST) == paper.color_of("fixed-first (80%)") is not None
+    assert paper.color_of("fixed K=8") is None
+    assert paper.fixed_phase() == (4, 0.8) and paper.fixed_phase(paper.RECIPE_200M) == (2, 0.67)
+    assert paper.fixed_depth("fixed:8") == 8
+    with pytest.raises(ValueError, match="not a fixed-first"):
+        paper.fixed_phase(paper.UNIFORM)
+
+
+def _result(fixed_nll: list[float]) -> dict:
+    """A demo.json with one fixed K=4 run at the full budget, served at depths 1..16."""
+    run = {"schedule": paper.FIXED, "budget": 1.0, "group": "main", "depths": list(range(1, 17))}
+    return {"runs": [{**run, "fact_nll": fixed_nll}]}
+
+
+@pytest.mark.parametrize(
+    ("at_16", "verdict"), [(8.0, "shows"), (3.0, "does not show"), (1.0, "reverses")]
+)
+def test_the_fixed_depth_claim_reads_its_verdict_from_the_numbers(at_16, verdict):
+    nll = [2.0] * 16
+    nll[16 - 1] = at_16
+    found = report.fixed_degrades(report._Data(_result(nll)))
+    assert found.verdict == verdict
+    assert found.claim == "Fixed K=4 degrades away from K=4"
+    assert found.sentence == f"NLL 2.000 at K=4, 2.000 at K=1, {at_16:.3f} at K=16."
+    assert found.markdown().startswith(f"**{found.claim}** ({verdict}")
+
+
+def test_every_claim_of_the_reference_has_a_known_verdict():
+    import json
+    from pathlib import Path
+
+    result = json.loads((Path(__file__).resolve().parents[1] / "results/demo.json").read_text())
+    found = report.claims(result)
+    assert {f.verdict for f in found} <= {"shows", "does not show", "reverses", ""}
+    assert [f.markdown() for f in found] == report.findings(result)
+    assert sum(bool(f.claim) for f in found) >= 5  # the README's bold claims
