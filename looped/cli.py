@@ -24,7 +24,7 @@ from looped.errors import UserError
 # subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("looped.demo", "train and evaluate the small schedule grid, write figures/results"),
-    "fidelity": ("looped.fidelity", "the paper's headline on text: NLL across depths, equal tokens"),
+    "fidelity": ("looped.fidelity", "text track: held-out NLL across depths, equal tokens"),
     "train": ("looped.train", "train one run from a preset or YAML config"),
     "eval": ("looped.evaluate", "evaluate a run at serving depths (NLL, recalled bits)"),
     "flops": ("looped.flops", "modeled training compute per preset and schedule"),

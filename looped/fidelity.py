@@ -52,7 +52,14 @@ import numpy as np
 from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
-from looped.demo import RunSpec, _read_metrics, _train_wall, execute, machine_name
+from looped.demo import (
+    RunSpec,
+    _read_metrics,
+    _train_wall,
+    execute,
+    machine_name,
+    progress_mode,
+)
 from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
@@ -134,7 +141,7 @@ def ensure_corpus(settings: FidelitySettings, out: Path, quiet: bool = False) ->
             subset=settings.subset,
             max_docs=settings.max_docs,
             overwrite=True,
-            progress=not quiet,
+            progress=not quiet and progress_mode() != "lines",
         )
     return {**meta, "path": str(directory)}
 
@@ -480,11 +487,16 @@ def fig_study_gap(result: dict, path: Path) -> Path:
             x, y, yerr=[lo, hi], marker="o", capsize=3, label=f"{steps} steps",
             color=plots._color(str(steps), i),
         )  # fmt: skip
-    ax.axhline(100 * paper.NLL_GAP[0], ls="--", color="0.3", lw=1, label="paper: 0.5%")
+    ax.axhline(100 * paper.NLL_GAP[0], ls="--", color="0.3", lw=1, label="paper: within 0.5%")
     ax.axhline(0, color="0.6", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("parameters")
-    ax.set_ylabel("NLL gap vs uniform (%)")
+    ax.set_xscale(
+        "function", functions=(lambda x: np.log(np.clip(x, 1e-12, None)), np.exp)
+    )  # log, with the ticks set here
+    sizes = sorted({(g["params"], g["d_model"]) for g in study})
+    ax.set_xticks([p for p, _ in sizes], [f"d={d}\n{p / 1e6:.2g}M" for p, d in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("model size (width, parameters)")
+    ax.set_ylabel("NLL gap vs uniform (%)\n(+: fixed-first worse)")
     ax.set_title(f"{label(STUDY_PAIR[0])} vs uniform, equal tokens")
     ax.legend(fontsize=8)
     return plots._save(fig, path)

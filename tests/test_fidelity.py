@@ -182,7 +182,7 @@ def toy_run(tmp_path_factory):
     argv = [
         "fidelity", "--dataset", str(corpus), "--tokenizer", "bpe:300", "--out", str(out),
         "--quick", "--steps", "6", "--d-model", "16", "--batch-size", "4", "--seeds", "2",
-        "--lrs", "1e-3,1e-2", "--study", "--study-sizes", "16,24,32", "--study-steps", "3,6",
+        "--lrs", "1e-3,1e-2", "--study", "--study-sizes", "16,24", "--study-steps", "6",
         "seq_len=32", "model.seq_len=32", "optim.warmup_steps=1", "eval_batches=1",
     ]  # fmt: skip
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -211,7 +211,8 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
     assert tokens[RECIPE_200M]["compute_saving"] > 0 and tokens[UNIFORM]["compute_saving"] == 0
     flops = {r["schedule"]: r for r in result["equal_flops"]}
     assert all(abs(r["compute_saving"]) < 0.2 for r in flops.values())
-    assert len(result["study"]) == 3 * 2
+    # the study at its two widths, each gap paired over both seeds
+    assert [(g["d_model"], len(g["gap"]["values"])) for g in result["study"]] == [(16, 2), (24, 2)]
     assert set(result["meta"]["phase_seconds"]) == {"corpus", "sweep", "comparison", "study"}
     # off a terminal: one plain line per trained run, and the table at the end
     n_runs = len(result["runs"])
