@@ -1,6 +1,7 @@
 """The ``looped`` command line: one entry point, one module per subcommand.
 
     looped demo [--quick] [--out DIR]           # the scaled-down reproduction (figures + tables)
+    looped fidelity [--quick] [--study]         # the paper's headline on text (held-out NLL)
     looped train --config tiny --out runs/r     # train one run (also under torchrun)
     looped eval --run runs/r --depths 1-16      # NLL / recall at serving depths
     looped flops [--json]                       # modeled compute per preset and schedule
@@ -23,6 +24,7 @@ from looped.errors import UserError
 # subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("looped.demo", "train and evaluate the small schedule grid, write figures/results"),
+    "fidelity": ("looped.fidelity", "text track: held-out NLL across depths, equal tokens"),
     "train": ("looped.train", "train one run from a preset or YAML config"),
     "eval": ("looped.evaluate", "evaluate a run at serving depths (NLL, recalled bits)"),
     "flops": ("looped.flops", "modeled training compute per preset and schedule"),

@@ -1,0 +1,706 @@
+"""The paper's headline in its own terms: held-out text NLL across serving depths, equal tokens.
+
+    looped fidelity                        # stdlib corpus, d=128, 400 steps of 16x128 tokens,
+                                           # LR sweep + 3 seeds: runs/fidelity/ (json, figures)
+    looped fidelity --study                # also the gap at 3 model sizes x 2 training lengths
+    looped fidelity --quick                # the same code path at toy size: runs/fidelity-quick/
+    looped fidelity --reference --study    # write results/fidelity.json and figures/fidelity_*.png
+    looped fidelity --dataset roneneldan/TinyStories --max-docs 200000      # a hub corpus
+    looped fidelity --dataset HuggingFaceFW/fineweb-edu --subset sample-10BT --max-docs 50000
+    looped fidelity --dataset ~/my_texts/ --tokenizer bpe:2048              # local .txt/.jsonl
+    looped fidelity --lrs 1e-3,3e-3,1e-2 --seeds 3 --steps 800 model.n_head=8   # any override
+
+The paper claims that fixed K=2 for 67% of the run, then uniform 1..16, ends with a mean held-out
+NLL across serving depths K=1..16 within 0.5% of uniform 1..16 training from the start, at the
+same number of tokens (fixed-first spends fewer FLOPs per step). This command measures exactly
+that on a text corpus, for uniform 1..16, the 200M recipe (K=2, 67%), the 1B recipe (K=4, 80%)
+and fixed K=4:
+
+1. LR sweep: every schedule at every learning rate, seed 0, the same number of steps.
+2. Each schedule's best LR: the lowest mean held-out token NLL over serving depths 1..16.
+3. The comparison at each schedule's best LR, every seed, at *equal tokens* (the same steps for
+   all: the paper's framing) and at *equal modeled FLOPs* (each schedule takes as many steps as
+   fit uniform's modeled FLOPs at that step count, derived by the trainer's `budget_flops`).
+4. `--study`: the relative gap (K=2 67% against uniform, equal tokens) at several model sizes and
+   training lengths, every seed, each schedule at its best LR from the sweep (found at the main
+   size: a fixed LR across widths is a simplification, stated in the JSON).
+
+The default corpus is the Python standard library's own source (`looped data text --dataset
+stdlib`): it is on every machine that has Python, so the track runs offline, and at ~3.1M train
+tokens (4096 BPE) the default run (0.8M tokens; 1.5M for the longest equal-FLOP run) sees each
+token less than once. It is tokenized once into OUT/corpus-<name> and reused. A hub corpus
+(`--dataset roneneldan/TinyStories`, `HuggingFaceFW/fineweb-edu --subset sample-10BT`) needs a
+network the first time; `--max-docs` bounds how much of it is tokenized.
+
+Runs are plain independent runs (no branching) trained on demo's worker pool; finished runs are
+reused when the command is run again (`--fresh` retrains). The results JSON holds every run, the
+whole sweep, the chosen LRs, both comparisons with the seed spread, the study's gaps and the time
+of each phase; the figures are drawn from it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from looped import paper
+from looped.atomic import write_text_atomic
+from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
+from looped.demo import (
+    RunSpec,
+    _read_metrics,
+    _train_wall,
+    execute,
+    machine_name,
+    progress_mode,
+)
+from looped.device import pick_device, resolve_dtype
+from looped.errors import UserError
+from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
+
+# the schedules compared, in the order tables and legends list them
+SCHEDULES = (UNIFORM, RECIPE_200M, RECIPES_1B[1], FIXED)
+# the study's pair: the paper's 200M recipe against uniform
+STUDY_PAIR = (RECIPE_200M, UNIFORM)
+
+
+@dataclass
+class FidelitySettings:
+    # corpus: stdlib | pydoc (offline, ship with Python), a hub name, or a local file/directory
+    dataset: str = "stdlib"
+    subset: str | None = None  # hub config name, e.g. sample-10BT for FineWeb-Edu
+    max_docs: int | None = None  # tokenize at most this many documents (None: all of them)
+    tokenizer: str = "bpe:4096"  # `looped data text --tokenizer` spec
+    preset: str = "demo"  # base training preset; the fields below override it
+    d_model: int = 128  # width of the main comparison's model (one looped layer)
+    n_head: int = 4  # attention heads at every width
+    steps: int = 400  # optimizer steps of the sweep and of the equal-token comparison
+    batch_size: int = 16  # sequences per step
+    seq_len: int = 128  # tokens per sequence
+    warmup_steps: int = 20  # linear LR warmup (then the preset's WSD schedule)
+    eval_batches: int = 8  # held-out batches per evaluation (x batch_size x seq_len tokens)
+    seeds: int = 3  # seeds of the main comparison (and of the study)
+    lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the sweep's peak learning rates
+    schedules: tuple[str, ...] = SCHEDULES  # depth schedules compared
+    study: bool = False  # also measure the gap across model sizes and training lengths
+    study_d_models: tuple[int, ...] = (64, 128, 256)  # the study's widths
+    study_steps: tuple[int, ...] = (200, 400)  # the study's training lengths (steps)
+    workers: int = 2  # worker processes (each single-threaded)
+    overrides: list[str] = field(default_factory=list)  # config overrides for every run
+
+
+QUICK = FidelitySettings(  # every code path at toy size, about a minute with --study
+    dataset="pydoc", tokenizer="bpe:512", d_model=32, n_head=2, steps=40, batch_size=8,
+    seq_len=64, warmup_steps=5, eval_batches=2, seeds=2, study_d_models=(16, 32, 48),
+    study_steps=(20, 40),
+)  # fmt: skip
+
+
+# -- corpus ----------------------------------------------------------------------------------
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "corpus"
+
+
+def corpus_dir(settings: FidelitySettings, out: Path) -> Path:
+    """Where the tokenized corpus lives: one directory per (dataset, subset, tokenizer)."""
+    path = Path(settings.dataset).expanduser()
+    name = path.name if path.exists() else settings.dataset
+    parts = [name, settings.subset or "", settings.tokenizer]
+    if settings.max_docs:
+        parts.append(f"{settings.max_docs}docs")
+    return out / f"corpus-{_slug('-'.join(p for p in parts if p))}"
+
+
+def ensure_corpus(settings: FidelitySettings, out: Path, quiet: bool = False) -> dict[str, Any]:
+    """The corpus's meta.json, tokenizing it first if this is the first run. A directory written
+    for another dataset or tokenizer is refused rather than silently reused."""
+    from looped.data.text import META, prepare_text, read_meta
+
+    directory = corpus_dir(settings, out)
+    dataset = str(Path(settings.dataset).expanduser()) if settings.dataset else ""
+    if (directory / META).is_file():
+        meta = read_meta(directory)
+        if (meta["dataset"], meta["tokenizer"]) != (dataset, settings.tokenizer):
+            raise UserError(
+                f"{directory} holds {meta['dataset']} ({meta['tokenizer']}), not {dataset} "
+                f"({settings.tokenizer}); remove that directory or pass another --out"
+            )
+    else:
+        if not quiet:
+            print(f"looped fidelity: tokenizing {dataset} ({settings.tokenizer}) into {directory}")
+        meta = prepare_text(
+            directory,
+            dataset=dataset,
+            tokenizer=settings.tokenizer,
+            subset=settings.subset,
+            max_docs=settings.max_docs,
+            overwrite=True,
+            progress=not quiet and progress_mode() != "lines",
+        )
+    return {**meta, "path": str(directory)}
+
+
+# -- plan ------------------------------------------------------------------------------------
+@dataclass
+class Planned:
+    spec: RunSpec  # what demo.execute trains (name, schedule, seed, steps)
+    cfg: TrainConfig  # the run's resolved config
+    lr: float  # its peak learning rate
+    d_model: int  # its width
+    roles: set[str] = field(default_factory=set)  # sweep, tokens, flops, study
+
+
+def run_config(
+    settings: FidelitySettings,
+    corpus: dict[str, Any],
+    *,
+    schedule: str,
+    lr: float,
+    seed: int,
+    d_model: int,
+    steps: int = 0,
+    budget_flops: float = 0.0,
+) -> TrainConfig:
+    """One run's config: the preset, the settings, then the user's overrides (which win)."""
+    from looped.model import fit_vocab
+
+    overrides = [
+        "data.kind=text", f"data.path={corpus['path']}", f"model.d_model={d_model}",
+        f"model.n_head={settings.n_head}", f"model.seq_len={settings.seq_len}",
+        f"seq_len={settings.seq_len}", f"batch_size={settings.batch_size}",
+        f"optim.warmup_steps={settings.warmup_steps}", f"eval_batches={settings.eval_batches}",
+        "eval_depths=1-16", "eval_interval=0", "log_interval=5", "keep_last=1",
+        f"max_steps={steps}", f"budget_flops={budget_flops}", "paper_schedules=[]",
+    ] + settings.overrides + [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]  # fmt: skip
+    cfg = load_config(settings.preset, overrides)
+    cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, corpus["vocab_size"])
+    cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))  # as the trainer will
+    return cfg
+
+
+def run_name(schedule: str, d_model: int, lr: float, steps: int, seed: int) -> str:
+    return f"{_short(schedule)}_d{d_model}_lr{lr:g}_n{steps}_s{seed}"
+
+
+def _short(schedule: str) -> str:
+    if schedule.startswith("fixed-first"):
+        k, frac = paper.fixed_phase(schedule)
+        return f"ff_k{k}_{round(frac * 100)}"
+    return _slug(schedule.replace("-", "to"))
+
+
+class Plan:
+    """The runs of every phase, one per distinct config: a run that serves two roles (the
+    sweep's seed-0 run at the best LR is also the comparison's seed 0) is trained once."""
+
+    def __init__(self, settings: FidelitySettings, corpus: dict[str, Any]) -> None:
+        self.settings, self.corpus = settings, corpus
+        self.runs: dict[str, Planned] = {}
+
+    def add(
+        self, role: str, schedule: str, lr: float, seed: int, d_model: int, **length: Any
+    ) -> Planned:
+        """Add a run of `steps` steps, or of as many steps as fit `budget_flops`."""
+        from looped.train import total_steps_for
+
+        cfg = run_config(
+            self.settings, self.corpus, schedule=schedule, lr=lr, seed=seed, d_model=d_model,
+            **length,
+        )  # fmt: skip
+        steps = total_steps_for(cfg)  # the trainer's own derivation
+        name = run_name(schedule, d_model, lr, steps, seed)
+        if name not in self.runs:
+            spec = RunSpec(name, schedule, 0.0, seed, role, steps=steps)
+            self.runs[name] = Planned(spec, cfg, lr, d_model)
+        self.runs[name].roles.add(role)
+        self.runs[name].spec.group = "+".join(sorted(self.runs[name].roles))
+        return self.runs[name]
+
+    def specs(self, names: set[str] | None = None) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
+        """demo.execute's arguments for the runs named (all by default)."""
+        chosen = [p for n, p in self.runs.items() if names is None or n in names]
+        return [p.spec for p in chosen], {p.spec.name: p.cfg for p in chosen}
+
+
+def uniform_flops(plan: Plan, steps: int, d_model: int) -> float:
+    """Modeled FLOPs of uniform 1..16 at `steps` steps: the equal-FLOP budget."""
+    from looped.flops import schedule_flops, tokens_per_step
+    from looped.schedules import parse_schedule
+
+    cfg = run_config(plan.settings, plan.corpus, schedule=UNIFORM, lr=1e-3, seed=0, d_model=d_model)
+    return schedule_flops(
+        cfg.model, parse_schedule(UNIFORM), steps, tokens_per_step(cfg), cfg.seq_len
+    )
+
+
+def plan_sweep(plan: Plan) -> None:
+    """Every schedule at every LR, seed 0, the same steps."""
+    s = plan.settings
+    for schedule in s.schedules:
+        for lr in s.lrs:
+            plan.add("sweep", schedule, lr, 0, s.d_model, steps=s.steps)
+
+
+def plan_comparison(plan: Plan, best: dict[str, float]) -> None:
+    """Each schedule at its own best LR, every seed, at equal tokens and at equal FLOPs."""
+    s = plan.settings
+    budget = uniform_flops(plan, s.steps, s.d_model)
+    for schedule in s.schedules:
+        for seed in range(s.seeds):
+            plan.add("tokens", schedule, best[schedule], seed, s.d_model, steps=s.steps)
+            if schedule == UNIFORM:  # uniform at its own budget is its equal-token run
+                plan.add("flops", schedule, best[schedule], seed, s.d_model, steps=s.steps)
+            else:
+                plan.add("flops", schedule, best[schedule], seed, s.d_model, budget_flops=budget)
+
+
+def plan_study(plan: Plan, best: dict[str, float]) -> None:
+    """The 200M recipe and uniform at every (width, length, seed), equal tokens."""
+    s = plan.settings
+    for d_model in s.study_d_models:
+        for steps in s.study_steps:
+            for seed in range(s.seeds):
+                for schedule in STUDY_PAIR:
+                    plan.add("study", schedule, best[schedule], seed, d_model, steps=steps)
+
+
+# -- results ---------------------------------------------------------------------------------
+def collect(plan: Plan, runs_dir: Path) -> list[dict]:
+    """One row per run: what it was (schedule, LR, seed, width, steps, tokens, modeled FLOPs)
+    and what it measured (train wall seconds, token NLL per serving depth, final loss)."""
+    from looped.evaluate import token_nll_of
+    from looped.flops import schedule_flops, tokens_per_step
+    from looped.model import LoopedTransformer
+    from looped.schedules import parse_schedule
+
+    params: dict[int, int] = {}
+    rows = []
+    for name, p in plan.runs.items():
+        metrics = _read_metrics(runs_dir / name)
+        summary = json.loads((runs_dir / name / "summary.json").read_text())
+        train = [m for m in metrics if m["kind"] == "train"]
+        evals = [m for m in metrics if m["kind"] == "eval"]
+        nll = token_nll_of(evals[-1])
+        depths = sorted(int(k) for k in nll)
+        tokens = tokens_per_step(p.cfg)
+        if p.d_model not in params:
+            params[p.d_model] = LoopedTransformer(p.cfg.model).num_params()
+        rows.append({
+            "name": name, "schedule": p.spec.schedule, "label": label(p.spec.schedule),
+            "roles": sorted(p.roles), "lr": p.lr, "seed": p.spec.seed, "d_model": p.d_model,
+            "params": params[p.d_model], "steps": p.spec.steps, "tokens": p.spec.steps * tokens,
+            "flops": schedule_flops(p.cfg.model, parse_schedule(p.spec.schedule, p.spec.seed), p.spec.steps, tokens, p.cfg.seq_len),
+            "wall": _train_wall(train[-1]) if train else 0.0, "final_loss": summary["final_loss"],
+            "depths": depths, "token_nll": [nll[str(k)] for k in depths],
+            "mean_nll": float(np.mean([nll[str(k)] for k in depths])),
+        })  # fmt: skip
+    return rows
+
+
+def best_lrs(sweep: list[dict]) -> dict[str, float]:
+    """Each schedule's LR with the lowest mean NLL over serving depths (ties: the smaller LR)."""
+    best: dict[str, tuple[float, float]] = {}
+    for r in sorted(sweep, key=lambda r: r["lr"]):
+        if r["schedule"] not in best or r["mean_nll"] < best[r["schedule"]][0]:
+            best[r["schedule"]] = (r["mean_nll"], r["lr"])
+    return {s: lr for s, (_, lr) in best.items()}
+
+
+def _spread(values: list[float]) -> dict[str, Any]:
+    arr = np.asarray(values, dtype=float)
+    return {
+        "mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+        "min": float(arr.min()), "max": float(arr.max()), "values": [float(v) for v in arr],
+    }  # fmt: skip
+
+
+def compare(rows: list[dict], role: str, schedules: tuple[str, ...]) -> list[dict]:
+    """Per schedule, the runs of one comparison (`tokens` or `flops`): mean NLL over K=1..16
+    (seed mean, std, min and max), its relative difference from uniform (of the seed means, and
+    per seed against uniform's run of the same seed), the modeled compute and the measured
+    wall-clock saved against uniform, and the NLL at each serving depth (seed mean)."""
+    runs = {s: sorted((r for r in rows if role in r["roles"] and r["schedule"] == s),
+                      key=lambda r: r["seed"]) for s in schedules}  # fmt: skip
+    uni = {r["seed"]: r for r in runs.get(UNIFORM, [])}
+    if not uni:
+        return []
+    u_nll = float(np.mean([r["mean_nll"] for r in uni.values()]))
+    u_flops = float(np.mean([r["flops"] for r in uni.values()]))
+    u_wall = float(np.mean([r["wall"] for r in uni.values()]))
+    table = []
+    for s in schedules:
+        if not runs[s]:
+            continue
+        nll = _spread([r["mean_nll"] for r in runs[s]])
+        paired = [
+            r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs[s] if r["seed"] in uni
+        ]
+        table.append({
+            "schedule": s, "label": label(s), "lr": runs[s][0]["lr"], "seeds": len(runs[s]),
+            "steps": runs[s][0]["steps"], "tokens": runs[s][0]["tokens"],
+            "flops": float(np.mean([r["flops"] for r in runs[s]])),
+            "mean_nll": nll, "vs_uniform": nll["mean"] / u_nll - 1,
+            "vs_uniform_by_seed": _spread(paired),
+            "compute_saving": 1 - float(np.mean([r["flops"] for r in runs[s]])) / u_flops,
+            "wall_saving": 1 - float(np.mean([r["wall"] for r in runs[s]])) / u_wall,
+            "depths": runs[s][0]["depths"],
+            "token_nll": np.mean([r["token_nll"] for r in runs[s]], axis=0).tolist(),
+        })  # fmt: skip
+    return table
+
+
+def study_gaps(rows: list[dict]) -> list[dict]:
+    """Per (width, steps): the 200M recipe's relative gap from uniform (mean NLL over depths,
+    equal tokens), one value per seed paired with uniform's run of the same seed."""
+    ff_s, uni_s = STUDY_PAIR
+    study = [r for r in rows if "study" in r["roles"]]
+    out = []
+    for d_model, steps in sorted({(r["d_model"], r["steps"]) for r in study}):
+        cell = [r for r in study if (r["d_model"], r["steps"]) == (d_model, steps)]
+        uni = {r["seed"]: r for r in cell if r["schedule"] == uni_s}
+        ff = {r["seed"]: r for r in cell if r["schedule"] == ff_s}
+        seeds = sorted(set(uni) & set(ff))
+        if not seeds:
+            continue
+        gaps = [ff[k]["mean_nll"] / uni[k]["mean_nll"] - 1 for k in seeds]
+        out.append({
+            "d_model": d_model, "params": cell[0]["params"], "steps": steps,
+            "tokens": cell[0]["tokens"], "gap": _spread(gaps),
+            "uniform_nll": _spread([uni[k]["mean_nll"] for k in seeds]),
+            "fixed_first_nll": _spread([ff[k]["mean_nll"] for k in seeds]),
+        })  # fmt: skip
+    return out
+
+
+def label(schedule: str) -> str:
+    """Table and legend name: fixed-first schedules say their K and fraction."""
+    if schedule.startswith("fixed-first"):
+        k, frac = paper.fixed_phase(schedule)
+        return f"fixed-first K={k} ({frac:.0%})"
+    return paper.label(schedule)
+
+
+def _color(schedule: str, i: int) -> Any:
+    import seaborn as sns
+
+    extra = {RECIPE_200M: "#e7298a"}  # Dark2, beside paper.COLORS
+    return paper.color_of(schedule) or extra.get(schedule) or sns.color_palette("deep")[i % 10]
+
+
+def format_table(result: dict) -> str:
+    """The end-of-run table: both comparisons, one row per schedule."""
+    lines = [
+        "| basis | schedule | LR | steps | mean NLL K=1..16 (seed mean, min-max) | vs uniform "
+        "| per-seed range | compute saved | wall-clock saved |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
+        for r in result[key]:
+            n, v = r["mean_nll"], r["vs_uniform_by_seed"]
+            lines.append(
+                f"| {basis} | {r['label']} | {r['lr']:g} | {r['steps']} | {n['mean']:.3f} "
+                f"({n['min']:.3f}-{n['max']:.3f}) | {r['vs_uniform']:+.1%} | {v['min']:+.1%} to "
+                f"{v['max']:+.1%} | {r['compute_saving']:.0%} | {r['wall_saving']:.0%} |"
+            )
+    for g in result.get("study", []):
+        lines.append(
+            f"study d={g['d_model']} ({g['params'] / 1e6:.2f}M params), {g['steps']} steps: "
+            f"gap {g['gap']['mean']:+.2%} (seeds {g['gap']['min']:+.2%} to {g['gap']['max']:+.2%})"
+        )
+    return "\n".join(lines)
+
+
+# -- figures ---------------------------------------------------------------------------------
+def fig_nll_by_depth(result: dict, path: Path) -> Path:
+    """Held-out NLL by serving depth per schedule, seed bands, at equal tokens and equal FLOPs
+    (the paper's Fig. 8)."""
+    import matplotlib.pyplot as plt
+
+    from looped import plots
+
+    plots._style()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    rows = result["runs"]
+    for ax, (role, title) in zip(
+        axes, (("tokens", "Equal tokens"), ("flops", "Equal modeled FLOPs")), strict=True
+    ):
+        for i, r in enumerate(result["equal_tokens" if role == "tokens" else "equal_flops"]):
+            runs = [x for x in rows if role in x["roles"] and x["schedule"] == r["schedule"]]
+            plots._band(
+                ax, r["depths"], [x["token_nll"] for x in runs],
+                f"{r['label']}, {r['steps']} steps", _color(r["schedule"], i), marker="o", ms=3,
+            )  # fmt: skip
+        ax.set_title(title)
+        ax.set_xlabel("serving depth K")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("held-out token NLL (nats/token)")
+    return plots._save(fig, path)
+
+
+def fig_lr_sweep(result: dict, path: Path) -> Path:
+    """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
+    import matplotlib.pyplot as plt
+
+    from looped import plots
+
+    plots._style()
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for i, s in enumerate(result["meta"]["settings"]["schedules"]):
+        pts = sorted((r["lr"], r["mean_nll"]) for r in result["sweep"] if r["schedule"] == s)
+        if not pts:
+            continue
+        x, y = zip(*pts, strict=True)
+        ax.plot(x, y, marker="o", label=label(s), color=_color(s, i))
+        best = result["chosen_lr"][s]
+        ax.scatter([best], [dict(pts)[best]], s=120, facecolors="none", edgecolors=_color(s, i))
+    ax.set_xscale("log")
+    ax.set_xlabel("peak learning rate")
+    ax.set_ylabel("mean NLL over K=1..16")
+    ax.set_title("LR sweep (seed 0, equal tokens; circled: chosen)")
+    ax.legend(fontsize=8)
+    return plots._save(fig, path)
+
+
+def fig_study_gap(result: dict, path: Path) -> Path:
+    """The 200M recipe's gap from uniform against model size, one line per training length,
+    error bars spanning the seeds, the paper's 0.5% dashed."""
+    import matplotlib.pyplot as plt
+
+    from looped import plots
+
+    plots._style()
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    study = result["study"]
+    for i, steps in enumerate(sorted({g["steps"] for g in study})):
+        cells = sorted((g for g in study if g["steps"] == steps), key=lambda g: g["params"])
+        x = [g["params"] for g in cells]
+        y = np.array([100 * g["gap"]["mean"] for g in cells])
+        lo = y - [100 * g["gap"]["min"] for g in cells]
+        hi = np.array([100 * g["gap"]["max"] for g in cells]) - y
+        ax.errorbar(
+            x, y, yerr=[lo, hi], marker="o", capsize=3, label=f"{steps} steps",
+            color=plots._color(str(steps), i),
+        )  # fmt: skip
+    ax.axhline(100 * paper.NLL_GAP[0], ls="--", color="0.3", lw=1, label="paper: within 0.5%")
+    ax.axhline(0, color="0.6", lw=0.8)
+    ax.set_xscale(
+        "function", functions=(lambda x: np.log(np.clip(x, 1e-12, None)), np.exp)
+    )  # log, with the ticks set here
+    sizes = sorted({(g["params"], g["d_model"]) for g in study})
+    ax.set_xticks([p for p, _ in sizes], [f"d={d}\n{p / 1e6:.2g}M" for p, d in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("model size (width, parameters)")
+    ax.set_ylabel("NLL gap vs uniform (%)\n(+: fixed-first worse)")
+    ax.set_title(f"{label(STUDY_PAIR[0])} vs uniform, equal tokens")
+    ax.legend(fontsize=8)
+    return plots._save(fig, path)
+
+
+def figures(result: dict, out_dir: Path) -> list[Path]:
+    paths = [
+        fig_nll_by_depth(result, out_dir / "fidelity_nll_by_depth.png"),
+        fig_lr_sweep(result, out_dir / "fidelity_lr_sweep.png"),
+    ]
+    if result.get("study"):
+        paths.append(fig_study_gap(result, out_dir / "fidelity_study_gap.png"))
+    return paths
+
+
+# -- entry point -----------------------------------------------------------------------------
+def check_settings(settings: FidelitySettings) -> None:
+    """Bad settings as one line each, before the corpus is built or anything trains."""
+    positive = {
+        "--seeds": settings.seeds, "--workers": settings.workers, "--steps": settings.steps,
+        "--d-model": settings.d_model, "--batch-size": settings.batch_size,
+    }  # fmt: skip
+    for flag, value in positive.items():
+        if value < 1:
+            raise UserError(f"{flag} {value} must be >= 1")
+    if not settings.lrs or any(lr <= 0 for lr in settings.lrs):
+        raise UserError(f"--lrs {settings.lrs}: give positive learning rates such as 1e-3,3e-3")
+    if UNIFORM not in settings.schedules:
+        raise UserError(f"the schedules must include {UNIFORM}: every comparison is against it")
+    if settings.study and (
+        not set(STUDY_PAIR) <= set(settings.schedules)
+        or not settings.study_d_models
+        or not settings.study_steps
+        or min(settings.study_d_models + settings.study_steps) < 1
+    ):
+        raise UserError(
+            "--study needs the 200M recipe and uniform among the schedules and positive "
+            "--study-sizes and --study-steps"
+        )
+
+
+def run_fidelity(
+    settings: FidelitySettings,
+    out: Path,
+    results: Path,
+    figures_dir: Path,
+    fresh: bool = False,
+    quiet: bool = False,
+) -> dict:
+    """Corpus, sweep, comparison (and study): train what is missing, write `results`, draw the
+    figures, print the table; returns the result dict."""
+    check_settings(settings)
+    for d_model in {settings.d_model, *(settings.study_d_models if settings.study else ())}:
+        for schedule in settings.schedules:  # every config checked before the corpus is built
+            run_config(
+                settings, {"path": str(out), "vocab_size": 1}, schedule=schedule,
+                lr=settings.lrs[0], seed=0, d_model=d_model, steps=settings.steps,
+            )  # fmt: skip
+    phases: dict[str, float] = {}
+    t0 = time.time()
+    corpus = ensure_corpus(settings, out, quiet)
+    phases["corpus"] = time.time() - t0
+    runs_dir = out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    plan = Plan(settings, corpus)
+    trained: set[str] = set()
+
+    def phase(name: str) -> None:
+        started = time.time()
+        todo = set(plan.runs) - trained
+        specs, configs = plan.specs(todo)
+        if not quiet:
+            print(f"looped fidelity: {name}: {len(specs)} runs, {settings.workers} workers")
+        execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
+        trained.update(todo)
+        phases[name] = time.time() - started
+
+    plan_sweep(plan)
+    phase("sweep")
+    sweep_rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
+    best = best_lrs(sweep_rows)
+    plan_comparison(plan, best)
+    phase("comparison")
+    if settings.study:
+        plan_study(plan, best)
+        phase("study")
+    rows = collect(plan, runs_dir)
+    cfg0 = next(iter(plan.runs.values())).cfg
+    result = {
+        "meta": {
+            "settings": asdict(settings),
+            "machine": machine_name(),
+            "corpus": {k: corpus[k] for k in ("dataset", "tokenizer", "vocab_size", "python")}
+            | {s: corpus["splits"][s]["tokens"] for s in ("train", "val")},
+            "dtype": cfg0.dtype,
+            "lr_schedule": cfg0.optim.lr_schedule,
+            "tokens_per_step": settings.batch_size * settings.seq_len,
+            "phase_seconds": phases,
+            "wall_seconds": time.time() - t0,
+            "metric": "mean held-out token NLL over serving depths 1..16 (nats/token)",
+            "study_lr_note": "the study uses each schedule's best LR from the sweep at "
+            f"d_model={settings.d_model}",
+        },
+        "runs": rows,
+        "sweep": [
+            {k: r[k] for k in ("schedule", "label", "lr", "mean_nll", "token_nll", "final_loss")}
+            for r in sweep_rows
+        ],
+        "chosen_lr": best,
+        "equal_tokens": compare(rows, "tokens", settings.schedules),
+        "equal_flops": compare(rows, "flops", settings.schedules),
+        "study": study_gaps(rows) if settings.study else [],
+    }
+    results.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(results, json.dumps(result, indent=1))
+    paths = figures(result, figures_dir)
+    if not quiet:
+        print(format_table(result))
+        print(
+            f"wrote {results} and {len(paths)} figures in {figures_dir} "
+            f"({result['meta']['wall_seconds']:.0f}s; phases: "
+            + ", ".join(f"{k} {v:.0f}s" for k, v in phases.items())
+            + ")"
+        )
+    return result
+
+
+def _floats(text: str, flag: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(
+            f"{flag} {text!r}: give comma-separated numbers such as 1e-3,3e-3"
+        ) from None
+
+
+def _ints(text: str, flag: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"{flag} {text!r}: give comma-separated integers such as 64,128") from None
+
+
+REFERENCE = Path("results") / "fidelity.json"  # the committed reference
+
+
+def main(argv: list[str]) -> int:
+    parser = OverrideParser(
+        prog="looped fidelity",
+        description=__doc__.splitlines()[0],
+        overrides_help="config overrides for every run",
+        epilog="example: looped fidelity --quick --study --out runs/fq",
+    )
+    add = parser.add_argument
+    add("--quick", action="store_true", help="toy size, about a minute (pydoc corpus)")
+    add("--out", default=None, help="corpus, runs, fidelity.json, figures (default runs/fidelity)")
+    add("--reference", action="store_true",
+        help="write results/fidelity.json and figures/fidelity_*.png (runs stay in --out)")  # fmt: skip
+    add("--dataset", help="stdlib (default) | pydoc | hub name | local file or directory")
+    add("--subset", help="hub config name, e.g. sample-10BT")
+    add("--max-docs", type=int, help="tokenize at most this many documents")
+    add("--tokenizer", help="tokenizer spec (default bpe:4096)")
+    add("--steps", type=int, help="steps of the sweep and the equal-token comparison")
+    add("--d-model", type=int, help="width of the main comparison")
+    add("--batch-size", type=int, help="sequences per step")
+    add("--seeds", type=int, help="seeds of the comparison and the study (default 3)")
+    add("--lrs", help="the sweep's learning rates, e.g. 1e-3,3e-3,1e-2")
+    add("--study", action="store_true", help="also the gap across model sizes and lengths")
+    add("--study-sizes", help="the study's widths, e.g. 64,128,256")
+    add("--study-steps", help="the study's training lengths, e.g. 200,400")
+    add("--workers", type=int, help="worker processes (default 2)")
+    add("--fresh", action="store_true", help="retrain every run instead of reusing finished ones")
+    add("--quiet", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    settings = replace(QUICK if args.quick else FidelitySettings())
+    settings.overrides = settings.overrides + args.overrides
+    for flag in ("dataset", "subset", "max_docs", "tokenizer", "steps", "d_model", "batch_size",
+                 "seeds", "workers"):  # fmt: skip
+        if getattr(args, flag) is not None:
+            setattr(settings, flag, getattr(args, flag))
+    if args.max_docs is not None and args.max_docs < 1:
+        raise UserError(f"--max-docs {args.max_docs} must be >= 1")
+    if args.lrs:
+        settings.lrs = _floats(args.lrs, "--lrs")
+    if args.study_sizes:
+        settings.study_d_models = _ints(args.study_sizes, "--study-sizes")
+    if args.study_steps:
+        settings.study_steps = _ints(args.study_steps, "--study-steps")
+    settings.study = args.study
+    check_settings(settings)
+    if args.reference and args.out and Path(args.out) == REFERENCE.parent:
+        raise UserError("--out is where runs go; --reference already writes results/")
+    out = Path(args.out or ("runs/fidelity-quick" if args.quick else "runs/fidelity"))
+    if args.print_config:  # the config every run starts from; schedule, LR and seed vary
+        corpus = {"path": str(corpus_dir(settings, out)), "vocab_size": 0}
+        cfg = run_config(
+            settings, corpus, schedule=UNIFORM, lr=settings.lrs[0], seed=0,
+            d_model=settings.d_model, steps=settings.steps,
+        )  # fmt: skip
+        print(to_yaml(cfg), end="")
+        return 0
+    if args.reference:
+        results, figures_dir = REFERENCE, Path("figures")
+    else:
+        results, figures_dir = out / "fidelity.json", out / "figures"
+    run_fidelity(settings, out, results, figures_dir, fresh=args.fresh, quiet=args.quiet)
+    return 0

@@ -1,0 +1,249 @@
+"""The text track (`looped fidelity`): runs paired at equal tokens and equal modeled FLOPs, each
+schedule at its own best LR, the whole track end to end on a tiny local corpus, bad input."""
+
+import contextlib
+import io
+import json
+import random
+from dataclasses import replace
+
+import pytest
+
+from looped import cli, fidelity
+from looped.fidelity import (
+    QUICK,
+    STUDY_PAIR,
+    Plan,
+    best_lrs,
+    plan_comparison,
+    plan_study,
+    plan_sweep,
+    uniform_flops,
+)
+from looped.flops import flops_per_token, schedule_flops, tokens_per_step
+from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.schedules import parse_schedule
+
+WORDS = (
+    "the loop applies one block again and again so that depth costs compute but no parameters "
+    "while a fixed schedule trains at one count and a uniform schedule draws a new count each step"
+).split()
+
+
+def _write_corpus(directory, n_files=12, words=700):
+    """A few KB of word salad in .txt files: enough for a small BPE and a val split."""
+    rng = random.Random(0)
+    directory.mkdir()
+    for i in range(n_files):
+        text = " ".join(rng.choice(WORDS) for _ in range(words))
+        (directory / f"doc{i:02d}.txt").write_text(text + "\n")
+    return directory
+
+
+TOY = replace(
+    QUICK, tokenizer="bpe:300", d_model=16, n_head=2, steps=6, batch_size=4, seq_len=32,
+    warmup_steps=1, eval_batches=1, seeds=2, lrs=(1e-3, 1e-2), study_d_models=(16, 24, 32),
+    study_steps=(3, 6), workers=2,
+)  # fmt: skip
+CORPUS = {"path": "unused-by-planning", "vocab_size": 300}
+
+
+def _plan(best=None, **changes):
+    plan = Plan(replace(TOY, **changes), CORPUS)
+    plan_sweep(plan)
+    if best is not None:
+        plan_comparison(plan, best)
+    return plan
+
+
+def _best():
+    return {UNIFORM: 1e-2, RECIPE_200M: 1e-3, RECIPES_1B[1]: 1e-2, FIXED: 1e-3}
+
+
+def test_sweep_covers_every_schedule_and_lr_at_seed_0_and_equal_steps():
+    plan = _plan()
+    runs = list(plan.runs.values())
+    assert {(p.spec.schedule, p.lr) for p in runs} == {
+        (s, lr) for s in TOY.schedules for lr in TOY.lrs
+    }
+    assert {p.spec.seed for p in runs} == {0}
+    assert {p.spec.steps for p in runs} == {TOY.steps}
+    assert all(p.cfg.optim.lr == p.lr and p.cfg.schedule == p.spec.schedule for p in runs)
+
+
+def test_best_lr_is_the_lowest_mean_nll_per_schedule():
+    sweep = [
+        {"schedule": UNIFORM, "lr": 1e-3, "mean_nll": 5.0},
+        {"schedule": UNIFORM, "lr": 3e-3, "mean_nll": 4.5},
+        {"schedule": UNIFORM, "lr": 1e-2, "mean_nll": 4.7},
+        {"schedule": FIXED, "lr": 1e-3, "mean_nll": 4.0},
+        {"schedule": FIXED, "lr": 3e-3, "mean_nll": 4.2},
+        {"schedule": FIXED, "lr": 1e-2, "mean_nll": 4.0},  # a tie: the smaller LR wins
+        {"schedule": RECIPE_200M, "lr": 1e-2, "mean_nll": 3.9},
+        {"schedule": RECIPE_200M, "lr": 1e-3, "mean_nll": 4.4},
+    ]
+    assert best_lrs(sweep) == {UNIFORM: 3e-3, FIXED: 1e-3, RECIPE_200M: 1e-2}
+
+
+def test_comparison_uses_each_schedules_own_best_lr_for_every_seed():
+    best = _best()
+    plan = _plan(best)
+    for role in ("tokens", "flops"):
+        runs = [p for p in plan.runs.values() if role in p.roles]
+        assert {(p.spec.schedule, p.spec.seed) for p in runs} == {
+            (s, seed) for s in TOY.schedules for seed in range(TOY.seeds)
+        }
+        for p in runs:
+            assert p.lr == best[p.spec.schedule] == p.cfg.optim.lr
+    # the sweep's seed-0 run at the best LR is reused, not trained twice
+    shared = [p for p in plan.runs.values() if {"sweep", "tokens"} <= p.roles]
+    assert {p.spec.schedule for p in shared} == set(TOY.schedules)
+
+
+def test_equal_token_runs_share_steps_and_tokens():
+    plan = _plan(_best())
+    runs = [p for p in plan.runs.values() if "tokens" in p.roles]
+    assert {p.spec.steps for p in runs} == {TOY.steps}
+    assert {p.spec.steps * tokens_per_step(p.cfg) for p in runs} == {
+        TOY.steps * TOY.batch_size * TOY.seq_len
+    }
+
+
+def test_equal_flop_runs_spend_uniforms_flops_within_one_step():
+    plan = _plan(_best(), steps=40)
+    budget = uniform_flops(plan, 40, TOY.d_model)
+    runs = [p for p in plan.runs.values() if "flops" in p.roles]
+    for p in runs:
+        cfg, sched = p.cfg, parse_schedule(p.spec.schedule, p.spec.seed)
+        tokens = tokens_per_step(cfg)
+        spent = schedule_flops(cfg.model, sched, p.spec.steps, tokens, cfg.seq_len)
+        one_more = schedule_flops(cfg.model, sched, p.spec.steps + 1, tokens, cfg.seq_len)
+        assert spent <= budget * (1 + 1e-12) < one_more
+        step_cost = tokens * flops_per_token(cfg.model, 16, cfg.seq_len)  # the dearest step
+        assert budget - spent < step_cost
+        if p.spec.schedule == UNIFORM:
+            assert p.spec.steps == 40 and "tokens" in p.roles
+        else:  # every other schedule is cheaper per step, so it gets more steps
+            assert p.spec.steps > 40
+    steps = {p.spec.schedule: p.spec.steps for p in runs}
+    # mean K per step: fixed 4 < K=2 for 67% (4.2) < K=4 for 80% (4.9) < uniform (8.5)
+    assert steps[FIXED] > steps[RECIPE_200M] > steps[RECIPES_1B[1]] > steps[UNIFORM]
+
+
+def test_study_pairs_the_200m_recipe_with_uniform_at_every_size_length_and_seed():
+    best = _best()
+    plan = _plan(best)
+    plan_study(plan, best)
+    study = [p for p in plan.runs.values() if "study" in p.roles]
+    assert {(p.spec.schedule, p.d_model, p.spec.steps, p.spec.seed) for p in study} == {
+        (s, d, n, seed)
+        for s in STUDY_PAIR
+        for d in TOY.study_d_models
+        for n in TOY.study_steps
+        for seed in range(TOY.seeds)
+    }
+    assert all(p.lr == best[p.spec.schedule] for p in study)
+    assert all(p.cfg.model.d_model == p.d_model for p in study)
+
+
+def test_compare_and_study_gaps_pair_seeds_exactly():
+    def row(schedule, seed, nll, roles, steps=10, d=16):
+        return {
+            "schedule": schedule, "seed": seed, "mean_nll": nll, "roles": roles, "lr": 1e-3,
+            "steps": steps, "tokens": steps * 10, "flops": {UNIFORM: 100.0}.get(schedule, 60.0),
+            "wall": {UNIFORM: 10.0}.get(schedule, 8.0), "depths": [1, 2],
+            "token_nll": [nll, nll], "d_model": d, "params": 1000 * d,
+        }  # fmt: skip
+
+    rows = [
+        row(UNIFORM, 0, 4.0, ["tokens", "study"]),
+        row(UNIFORM, 1, 5.0, ["tokens", "study"]),
+        row(RECIPE_200M, 0, 4.2, ["tokens", "study"]),
+        row(RECIPE_200M, 1, 4.5, ["tokens", "study"]),
+    ]
+    table = {r["schedule"]: r for r in fidelity.compare(rows, "tokens", (UNIFORM, RECIPE_200M))}
+    ff = table[RECIPE_200M]
+    assert ff["mean_nll"]["mean"] == pytest.approx(4.35)
+    assert ff["vs_uniform"] == pytest.approx(4.35 / 4.5 - 1)
+    assert ff["vs_uniform_by_seed"]["values"] == pytest.approx([0.05, -0.1])
+    assert ff["compute_saving"] == pytest.approx(0.4)
+    assert ff["wall_saving"] == pytest.approx(0.2)
+    assert table[UNIFORM]["vs_uniform"] == 0.0
+    (gap,) = fidelity.study_gaps(rows)
+    assert gap["gap"]["values"] == pytest.approx([0.05, -0.1])
+    assert (gap["d_model"], gap["steps"]) == (16, 10)
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fidelity")
+    corpus = _write_corpus(root / "texts")
+    out = root / "out"
+    argv = [
+        "fidelity", "--dataset", str(corpus), "--tokenizer", "bpe:300", "--out", str(out),
+        "--quick", "--steps", "6", "--d-model", "16", "--batch-size", "4", "--seeds", "2",
+        "--lrs", "1e-3,1e-2", "--study", "--study-sizes", "16,24", "--study-steps", "6",
+        "seq_len=32", "model.seq_len=32", "optim.warmup_steps=1", "eval_batches=1",
+    ]  # fmt: skip
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        rc = cli.main(argv)
+    return out, rc, stdout.getvalue() + stderr.getvalue(), argv
+
+
+def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
+    out, rc, text, _ = toy_run
+    assert rc == 0, text
+    result = json.loads((out / "fidelity.json").read_text())
+    assert {p.name for p in (out / "figures").iterdir()} == {
+        "fidelity_nll_by_depth.png", "fidelity_lr_sweep.png", "fidelity_study_gap.png",
+    }  # fmt: skip
+    assert len(result["sweep"]) == 4 * 2
+    for run in result["runs"]:
+        assert run["depths"] == list(range(1, 17))
+        assert len(run["token_nll"]) == 16 and all(v > 0 for v in run["token_nll"])
+        assert run["wall"] > 0 and run["flops"] > 0 and run["tokens"] == run["steps"] * 4 * 32
+    for key in ("equal_tokens", "equal_flops"):
+        table = {r["schedule"]: r for r in result[key]}
+        assert set(table) == set(fidelity.SCHEDULES)
+        assert all(r["seeds"] == 2 and r["lr"] == result["chosen_lr"][s] for s, r in table.items())
+    tokens = {r["schedule"]: r for r in result["equal_tokens"]}
+    assert tokens[RECIPE_200M]["compute_saving"] > 0 and tokens[UNIFORM]["compute_saving"] == 0
+    flops = {r["schedule"]: r for r in result["equal_flops"]}
+    assert all(abs(r["compute_saving"]) < 0.2 for r in flops.values())
+    # the study at its two widths, each gap paired over both seeds
+    assert [(g["d_model"], len(g["gap"]["values"])) for g in result["study"]] == [(16, 2), (24, 2)]
+    assert set(result["meta"]["phase_seconds"]) == {"corpus", "sweep", "comparison", "study"}
+    # off a terminal: one plain line per trained run, and the table at the end
+    n_runs = len(result["runs"])
+    assert text.count("finished ") == n_runs
+    assert "| equal tokens | uniform 1..16 |" in text and "| equal FLOPs |" in text
+
+
+def test_rerun_reuses_the_corpus_and_every_finished_run(toy_run):
+    out, rc, _, argv = toy_run
+    assert rc == 0
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(argv) == 0
+    assert "finished " not in stdout.getvalue() and "tokenizing" not in stdout.getvalue()
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--seeds", "0"], "--seeds 0 must be >= 1"),
+        (["--lrs", "1e-3,fast"], "--lrs '1e-3,fast'"),
+        (["--lrs", "1e-3,-1"], "positive learning rates"),
+        (["--study-sizes", "64,x"], "--study-sizes"),
+        (["--dataset", "/nonexistent/texts"], "does not exist"),
+        (["model.d_model=-5"], "must be positive"),
+        (["--workers", "0"], "--workers 0 must be >= 1"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, says, tmp_path, capsys):
+    rc = cli.main(["fidelity", "--quick", "--out", str(tmp_path / "o"), *args])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert says in err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
