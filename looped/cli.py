@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "flops": ("looped.flops", "modeled training compute per preset and schedule"),
     "data": ("looped.data.cli", "write a corpus: `looped data bios` or `looped data text`"),
     "downstream": ("looped.downstream", "HellaSwag / PIQA / ARC-Easy accuracy at serving depths"),
+    "diagnose": ("looped.diagnose", "why uniform 1..16 lags at small scale: gradient evidence"),
     "probe": ("looped.probes", "update-benefit probe: one K=4 vs one K=16 update"),
     "plot": ("looped.plots", "the paper's figures from run directories"),
     "bench": ("looped.bench", "speed benchmark against a stacked-layer peer"),

@@ -1,0 +1,331 @@
+"""Why does uniform 1..16 learn slower than a fixed K at small scale? Evidence, not a guess.
+
+    looped diagnose                    # bios demo preset, ~15 min on 2 cores: runs/diagnose/
+    looped diagnose --quick            # every code path at toy size, under a minute
+    looped diagnose --reference        # the committed evidence: results/diagnose.json, figures/
+    looped diagnose --steps 240 --seeds 2 model.d_model=96     # flags and overrides anywhere
+
+Trains, at equal steps (so equal tokens), the variants that separate the candidate causes:
+
+- ``uniform``: uniform 1..16, one K per optimizer step (the baseline that lags);
+- ``fixed``: fixed K=4 (what fixed-first trains at for most of its run);
+- ``per-micro``: uniform 1..16 with a K per micro-batch (``depth_per_micro``, 4 micro-batches of
+  a quarter of the batch: the same tokens and expected cost per step), so every step's gradient
+  averages over depths instead of jumping between them;
+- ``no-k1``: uniform 2..16, which drops the depth whose gradient is the outlier (below).
+
+and reads three kinds of evidence from what the trainer and the probe write:
+
+1. the pre-clip gradient norm of every step with its depth (``metrics.jsonl``): how unequal the
+   depths' gradients are in size;
+2. the cosine between the K=1, 4, 8, 16 gradients on the same batch at several checkpoints of
+   the uniform and fixed runs (``looped.probes.gradient_agreement``): whether the depths pull the
+   shared weights the same way, and ``|mean g| / mean |g|``, how much of a gradient survives
+   averaging over depths;
+3. the held-out NLL at serving depths 1..16 of every variant at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from looped import paper
+from looped.atomic import write_text_atomic
+from looped.config import OverrideParser, TrainConfig, to_yaml
+from looped.demo import DemoSettings, RunSpec, _eval_row, _read_metrics, base_config, execute
+from looped.errors import UserError
+
+# variant -> (schedule, extra overrides); equal steps and tokens per step for all
+VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "uniform": (paper.UNIFORM, ()),
+    "fixed": (paper.FIXED, ()),
+    "per-micro": (paper.UNIFORM, ("depth_per_micro=true", "grad_accum=4")),
+    "no-k1": ("uniform:2-16", ()),
+}
+LABELS = {
+    "uniform": "uniform 1..16",
+    "fixed": "fixed K=4",
+    "per-micro": "uniform 1..16, K per micro-batch",
+    "no-k1": "uniform 2..16",
+}
+PROBED = ("uniform", "fixed")  # runs whose checkpoints get the gradient-agreement probe
+
+
+@dataclass
+class DiagnoseSettings:
+    preset: str = "demo"  # training preset (bios, d=128, batch 32x128)
+    steps: int = 240  # optimizer steps of every variant (uniform's steps at the demo's budget)
+    probe_at: tuple[int, ...] = (60, 120, 240)  # checkpoints probed for gradient agreement
+    probe_depths: tuple[int, ...] = (1, 4, 8, 16)  # depths whose gradients are compared
+    probe_batches: int = 2  # training batches averaged per probe
+    seeds: int = 1  # seeds per variant (the table shows their spread)
+    workers: int = 2  # worker processes (each single-threaded)
+    # config overrides for every run
+    overrides: list[str] = field(default_factory=list)
+
+
+QUICK = DiagnoseSettings(
+    steps=12,
+    probe_at=(6, 12),
+    probe_batches=1,
+    overrides=[
+        "model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "batch_size=8",
+        "data.persons=16", "optim.warmup_steps=2", "eval_batches=1", "dtype=fp32",
+    ],
+)  # fmt: skip
+
+
+def plan(settings: DiagnoseSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
+    """One run per (variant, seed), all `steps` long, checkpointed at the probe steps."""
+    from looped.demo import resolve_budget
+
+    base = DemoSettings(preset=settings.preset, overrides=list(settings.overrides))
+    _, vocab = resolve_budget(base)  # the vocabulary the trainer will fit to the corpus
+    specs, configs = [], {}
+    for seed in range(settings.seeds):
+        for variant, (schedule, extra) in VARIANTS.items():
+            cfg = base_config(
+                replace(base, overrides=base.overrides + list(extra)), seed, schedule, 0
+            )
+            cfg.max_steps, cfg.budget_frac, cfg.eval_interval, cfg.ckpt_interval = (
+                settings.steps,
+                0,
+                0,
+                0,
+            )
+            if variant == "per-micro":  # the same sequences per step, in 4 micro-batches
+                if cfg.batch_size % 4:
+                    raise UserError(f"batch_size={cfg.batch_size} must split into 4 micro-batches")
+                cfg.batch_size //= 4
+            cfg.keep_last, cfg.model.vocab_size = 1, vocab
+            name = f"{variant}_s{seed}"
+            save = [s for s in settings.probe_at if variant in PROBED and s <= settings.steps]
+            specs.append(
+                RunSpec(name, schedule, 0.0, seed, variant, settings.steps, save_steps=save)
+            )
+            configs[name] = cfg
+    return specs, configs
+
+
+def grad_norm_by_depth(metrics: list[dict], after: int) -> dict[int, float]:
+    """Mean pre-clip gradient norm of the steps at each depth, past step `after` (the warmup)."""
+    by: dict[int, list[float]] = {}
+    for r in metrics:
+        if r["kind"] == "train" and r["step"] > after and r.get("grad_norm") is not None:
+            by.setdefault(r["depth"], []).append(r["grad_norm"])
+    return {k: float(np.mean(v)) for k, v in sorted(by.items())}
+
+
+def collect(settings: DiagnoseSettings, specs: list[RunSpec], runs_dir: Path) -> dict:
+    """Per variant: serving-depth NLL at the end (seed mean and spread), gradient norms by depth,
+    and gradient agreement at each probed checkpoint (seed 0)."""
+    from looped.probes import agreement_at
+
+    out: dict[str, Any] = {}
+    for variant in VARIANTS:
+        runs = [s for s in specs if s.group == variant]
+        rows, norms = [], []
+        for spec in runs:
+            metrics = _read_metrics(runs_dir / spec.name)
+            final = [m for m in metrics if m["kind"] == "eval"][-1]
+            rows.append(_eval_row(final))
+            warm = json.loads((runs_dir / spec.name / "summary.json").read_text())["steps"] // 10
+            norms.append(grad_norm_by_depth(metrics, warm))
+        key = "fact_nll" if "fact_nll" in rows[0] else "token_nll"
+        means = [float(np.mean(r[key])) for r in rows]
+        entry = {
+            "label": LABELS[variant], "schedule": runs[0].schedule, "metric": key,
+            "depths": rows[0]["depths"], "nll": np.mean([r[key] for r in rows], 0).tolist(),
+            "mean_nll": float(np.mean(means)), "seed_mean_nll": means,
+            "grad_norm_by_depth": {str(k): float(np.mean([n[k] for n in norms if k in n]))
+                                   for k in sorted({k for n in norms for k in n})},
+        }  # fmt: skip
+        if variant in PROBED:
+            entry["agreement"] = [
+                {k: v for k, v in agreement_at(
+                    runs_dir / runs[0].name / "checkpoints" / f"step_{s:07d}",
+                    list(settings.probe_depths), settings.probe_batches,
+                ).items() if k not in ("per_batch", "checkpoint")}
+                for s in runs[0].save_steps
+            ]  # fmt: skip
+        out[variant] = entry
+    return out
+
+
+def run_diagnose(
+    settings: DiagnoseSettings, out: Path, results: Path, figures: Path, quiet: bool = False
+) -> dict:
+    """Train what is missing, probe, write `results` and the figures, print the summary."""
+    t0 = time.time()
+    specs, configs = plan(settings)
+    runs_dir = out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    trained = execute(specs, configs, runs_dir, settings.workers, False, quiet)
+    variants = collect(settings, specs, runs_dir)
+    cfg0 = configs[specs[0].name]
+    result = {
+        "meta": {
+            "settings": asdict(settings), "preset": settings.preset, "dtype": cfg0.dtype,
+            "d_model": cfg0.model.d_model, "tokens_per_step": cfg0.batch_size * cfg0.seq_len
+            * cfg0.grad_accum, "runs_trained": trained, "wall_seconds": time.time() - t0,
+            "grad_clip": cfg0.optim.grad_clip,
+        },
+        "variants": variants,
+    }  # fmt: skip
+    results.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(results, json.dumps(result, indent=1))
+    paths = draw(result, figures)
+    print(format_summary(result))  # the result, even with --quiet (which silences the bars)
+    print(f"wrote {results} and {len(paths)} figures in {figures}/")
+    return result
+
+
+def format_summary(result: dict) -> str:
+    """One line per variant: mean NLL over depths, against uniform, and the gradient norms."""
+    v = result["variants"]
+    base = v["uniform"]["mean_nll"]
+    lines = ["| variant | mean NLL K=1..16 | vs uniform | grad norm K=1 | median grad norm K>1 |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for entry in v.values():
+        norms = {} if entry is v.get("per-micro") else entry["grad_norm_by_depth"]  # mixed K
+        rest = [x for k, x in norms.items() if k != "1"]
+        lines.append(
+            f"| {entry['label']} | {entry['mean_nll']:.3f} | {entry['mean_nll'] / base - 1:+.1%} | "
+            f"{norms['1']:.2f} | {float(np.median(rest)):.2f} |"
+            if "1" in norms and rest
+            else f"| {entry['label']} | {entry['mean_nll']:.3f} | {entry['mean_nll'] / base - 1:+.1%} | - | - |"
+        )
+    return "\n".join(lines)
+
+
+# -- figures ---------------------------------------------------------------------------------
+def fig_grad_norms(result: dict, path: Path) -> Path:
+    """Mean pre-clip gradient norm of the steps at each depth, per variant (log scale)."""
+    import matplotlib.pyplot as plt
+
+    from looped import plots
+
+    plots._style()
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for i, (variant, entry) in enumerate(result["variants"].items()):
+        norms = entry["grad_norm_by_depth"]
+        if variant == "per-micro" or not norms:  # a step there mixes 4 depths: no per-depth norm
+            continue
+        ks = [int(k) for k in norms]
+        ax.plot(ks, list(norms.values()), "o-", ms=4, label=entry["label"],
+                color=plots._color(entry["label"], i))  # fmt: skip
+    clip = result["meta"]["grad_clip"]
+    if clip:
+        ax.axhline(clip, color="k", ls=":", lw=0.8, label=f"clip at {clip:g}")
+    ax.set_yscale("log")
+    ax.set_xticks([1, 2, 4, 6, 8, 10, 12, 14, 16])
+    ax.set_xlabel("training depth K of the step")
+    ax.set_ylabel("pre-clip gradient norm")
+    ax.set_title("Gradient size by training depth (after warmup)")
+    ax.legend(fontsize=8)
+    return plots._save(fig, path)
+
+
+def fig_agreement(result: dict, path: Path) -> Path:
+    """Cosine between the gradients at two depths on the same batch, over training, for the
+    uniform and the fixed run: one line per depth pair."""
+    import matplotlib.pyplot as plt
+
+    from looped import plots
+
+    plots._style()
+    probed = [v for v in PROBED if result["variants"][v].get("agreement")]
+    fig, axes = plt.subplots(1, len(probed), figsize=(5.2 * len(probed), 3.6), sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, variant in zip(axes, probed):
+        probes = result["variants"][variant]["agreement"]
+        depths = probes[0]["depths"]
+        steps = [p["step"] for p in probes]
+        pairs = [(i, j) for i in range(len(depths)) for j in range(i + 1, len(depths))]
+        for n, (i, j) in enumerate(pairs):
+            ax.plot(steps, [p["cosine"][i][j] for p in probes], "o-", ms=4,
+                    label=f"K={depths[i]} vs K={depths[j]}", color=plots._color("", n))  # fmt: skip
+        ax.axhline(0, color="k", lw=0.8)
+        ax.set_xlabel("training step of the checkpoint")
+        ax.set_title(result["variants"][variant]["label"])
+    axes[0].set_ylabel("gradient cosine (same batch)")
+    axes[-1].legend(fontsize=7, ncol=2)
+    return plots._save(fig, path)
+
+
+def fig_nll(result: dict, path: Path) -> Path:
+    """Held-out NLL at every serving depth at the end, per variant (equal steps and tokens)."""
+    import matplotlib.pyplot as plt
+
+    from looped import plots
+
+    plots._style()
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for i, entry in enumerate(result["variants"].values()):
+        ax.plot(entry["depths"], entry["nll"], "o-", ms=3, label=entry["label"],
+                color=plots._color(entry["label"], i))  # fmt: skip
+    metric = next(iter(result["variants"].values()))["metric"]
+    ax.set_yscale("log")
+    ax.set_xlabel("serving depth K")
+    ax.set_ylabel(metric.replace("_", " ") + " (held out)")
+    ax.set_title(f"After {result['meta']['settings']['steps']} steps, equal tokens")
+    ax.legend(fontsize=8)
+    return plots._save(fig, path)
+
+
+def draw(result: dict, out_dir: str | Path) -> list[Path]:
+    out = Path(out_dir)
+    return [
+        fig_grad_norms(result, out / "diagnose_grad_norms.png"),
+        fig_agreement(result, out / "diagnose_agreement.png"),
+        fig_nll(result, out / "diagnose_nll_by_depth.png"),
+    ]
+
+
+REFERENCE = Path("results") / "diagnose.json"
+
+
+def main(argv: list[str]) -> int:
+    parser = OverrideParser(
+        prog="looped diagnose",
+        description=__doc__.splitlines()[0],
+        overrides_help="config overrides for every run",
+        epilog="example: looped diagnose --quick --out runs/dq model.d_model=48",
+    )
+    parser.add_argument("--quick", action="store_true", help="toy size, under a minute")
+    parser.add_argument("--steps", type=int, help="optimizer steps per run (default 240)")
+    parser.add_argument("--seeds", type=int, help="seeds per variant (default 1)")
+    parser.add_argument("--out", help="runs and results (default runs/diagnose)")
+    parser.add_argument(
+        "--reference", action="store_true", help="write results/diagnose.json and figures/"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    settings = replace(QUICK if args.quick else DiagnoseSettings())
+    settings.overrides = settings.overrides + list(args.overrides)
+    for flag in ("steps", "seeds"):
+        value = getattr(args, flag)
+        if value is not None:
+            if value < 1:
+                raise UserError(f"--{flag} {value} must be >= 1")
+            setattr(settings, flag, value)
+    settings.probe_at = tuple(s for s in settings.probe_at if s < settings.steps) + (
+        settings.steps,
+    )
+    if args.print_config:
+        print(to_yaml(plan(settings)[1][f"uniform_s{0}"]), end="")
+        return 0
+    if args.reference and (args.out or args.quick):
+        raise UserError("--reference writes results/ and figures/; leave out --out and --quick")
+    out = Path(args.out or ("runs/diagnose-quick" if args.quick else "runs/diagnose"))
+    results, figures = (
+        (REFERENCE, Path("figures")) if args.reference else (out / "diagnose.json", out / "figures")
+    )
+    run_diagnose(settings, out, results, figures, quiet=args.quiet)
+    return 0

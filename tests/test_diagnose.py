@@ -1,0 +1,60 @@
+"""`looped diagnose`: the variants it compares are paired fairly, and the evidence it reads is
+what the trainer and the probe wrote.
+
+.venv/bin/pytest tests/test_diagnose.py
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from looped.cli import main as cli
+from looped.diagnose import QUICK, grad_norm_by_depth, plan
+
+
+def test_grad_norm_by_depth_averages_the_steps_of_each_depth_after_warmup():
+    metrics = [
+        {"kind": "train", "step": 1, "depth": 1, "grad_norm": 100.0},  # warmup: left out
+        {"kind": "train", "step": 3, "depth": 1, "grad_norm": 4.0},
+        {"kind": "train", "step": 4, "depth": 2, "grad_norm": 1.0},
+        {"kind": "train", "step": 5, "depth": 1, "grad_norm": 2.0},
+        {"kind": "eval", "step": 5, "token_nll": {}},
+    ]
+    assert grad_norm_by_depth(metrics, after=2) == {1: 3.0, 2: 1.0}
+
+
+def test_every_variant_sees_the_same_steps_and_tokens_and_the_probed_ones_keep_checkpoints():
+    specs, configs = plan(QUICK)
+    assert {s.group for s in specs} == {"uniform", "fixed", "per-micro", "no-k1"}
+    tokens = {n: c.batch_size * c.grad_accum * c.seq_len for n, c in configs.items()}
+    assert len(set(tokens.values())) == 1
+    assert {c.max_steps for c in configs.values()} == {QUICK.steps}
+    micro = configs["per-micro_s0"]
+    assert micro.depth_per_micro and micro.grad_accum == 4
+    assert not configs["uniform_s0"].depth_per_micro
+    saved = {s.group: s.save_steps for s in specs}
+    assert saved["uniform"] == saved["fixed"] == list(QUICK.probe_at)
+    assert saved["per-micro"] == saved["no-k1"] == []
+
+
+def test_quick_diagnosis_writes_evidence_from_the_runs(tmp_path, capsys):
+    assert cli(["diagnose", "--quick", "--steps", "6", "--out", str(tmp_path), "--quiet"]) == 0
+    result = json.loads((tmp_path / "diagnose.json").read_text())
+    uniform = result["variants"]["uniform"]
+    assert len(uniform["nll"]) == 16 and uniform["metric"] == "fact_nll"
+    assert [p["step"] for p in uniform["agreement"]] == [6]  # probe_at clipped to the run
+    cos = uniform["agreement"][0]["cosine"]
+    assert all(abs(cos[i][i] - 1) < 1e-5 for i in range(4))
+    assert set(result["variants"]["no-k1"]["grad_norm_by_depth"]) <= {str(k) for k in range(2, 17)}
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [
+        "diagnose_agreement.png", "diagnose_grad_norms.png", "diagnose_nll_by_depth.png",
+    ]  # fmt: skip
+    assert "uniform 2..16" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args", [["--steps", "0"], ["--seeds", "-1"], ["--reference", "--quick"]])
+def test_bad_input_is_one_line_and_exit_2(args, capsys):
+    assert cli(["diagnose", *args]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
