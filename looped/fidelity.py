@@ -416,6 +416,50 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def verdict(row: dict, tolerance: float) -> str:
+    """The paper's claim for one fixed-first row: mean NLL within `tolerance` of uniform's."""
+    gap = row["vs_uniform"]
+    if abs(gap) <= tolerance:
+        return f"shows (within {tolerance:.1%})"
+    side = "better" if gap < 0 else "worse"
+    return f"does not show: fixed-first is {abs(gap):.1%} {side} than uniform"
+
+
+def section(result: dict) -> str:
+    """The README's text-track section: setting, table, and one verdict per paper recipe."""
+    from looped.paper import NLL_GAP
+
+    meta, s = result["meta"], result["meta"]["settings"]
+    corpus = meta["corpus"]
+    lines = [
+        f"Measured by `looped fidelity` on {meta['machine']} in {meta['wall_seconds'] / 60:.0f} "
+        f"minutes: {len(result['runs'])} runs on `{corpus['dataset']}` ({corpus['train']:,} train / "
+        f"{corpus['val']:,} held-out tokens, {corpus['tokenizer']}), d={s['d_model']}, one looped "
+        f"layer, {s['steps']} steps of {meta['tokens_per_step']} tokens, {meta['dtype']}; each "
+        f"schedule at its own best LR of {', '.join(f'{x:g}' for x in s['lrs'])} (seed 0), then "
+        f"{s['seeds']} seeds. Metric: {meta['metric']}; 'vs uniform' is the seed-mean difference, "
+        "the range is the paired per-seed difference.",
+        "",
+        format_table({**result, "study": []}),
+        "",
+    ]
+    for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
+        for row in result[key]:
+            if row["schedule"].startswith("fixed-first"):
+                v = row["vs_uniform_by_seed"]
+                claim = (  # the paper's claim is made at equal tokens (the same data)
+                    f" The paper's claim (within {NLL_GAP[0]:.1%}): {verdict(row, NLL_GAP[0])}."
+                    if key == "equal_tokens"
+                    else ""
+                )
+                lines.append(
+                    f"- {row['label']}, {basis}: mean NLL {row['vs_uniform']:+.1%} against uniform "
+                    f"(per seed {v['min']:+.1%} to {v['max']:+.1%}); modeled compute "
+                    f"{-row['compute_saving']:+.0%}, wall-clock {-row['wall_saving']:+.0%}.{claim}"
+                )
+    return "\n".join(lines)
+
+
 # -- figures ---------------------------------------------------------------------------------
 def fig_nll_by_depth(result: dict, path: Path) -> Path:
     """Held-out NLL by serving depth per schedule, seed bands, at equal tokens and equal FLOPs

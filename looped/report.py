@@ -1,6 +1,7 @@
 """Generated README sections: every number in them is read from a results file.
 
-    looped report            # rewrite the README sections from results/demo.json, results/bench.md
+    looped report            # rewrite the README sections from results/demo.json, bench.md,
+                             # fidelity.json and diagnose.json
     looped report --results runs/demo/demo.json   # ... from another demo's results (yours)
     looped report --check    # exit 1 if the README differs from what the files say (CI runs this)
 
@@ -388,6 +389,13 @@ def render(readme: str, root: Path, results: Path | None = None) -> str:
     demo = results or root / "results" / "demo.json"
     if demo.is_file():
         readme = _replace(readme, "demo", demo_section(json.loads(demo.read_text())))
+    for name, module in (("fidelity", "looped.fidelity"), ("diagnose", "looped.diagnose")):
+        path = root / "results" / f"{name}.json"
+        if path.is_file():
+            import importlib
+
+            section = importlib.import_module(module).section
+            readme = _replace(readme, name, section(json.loads(path.read_text())))
     bench = root / "results" / "bench.md"
     if bench.is_file():
         readme = _replace(readme, "bench", bench.read_text())
