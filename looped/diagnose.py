@@ -348,6 +348,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="toy size, under a minute")
     parser.add_argument("--steps", type=int, help="optimizer steps per run (default 240)")
     parser.add_argument("--seeds", type=int, help="seeds per variant (default 1)")
+    parser.add_argument("--workers", type=int, help="worker processes (default 2)")
     parser.add_argument("--out", help="runs and results (default runs/diagnose)")
     parser.add_argument(
         "--reference", action="store_true", help="write results/diagnose.json and figures/"
@@ -356,7 +357,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     settings = replace(QUICK if args.quick else DiagnoseSettings())
     settings.overrides = settings.overrides + list(args.overrides)
-    for flag in ("steps", "seeds"):
+    for flag in ("steps", "seeds", "workers"):
         value = getattr(args, flag)
         if value is not None:
             if value < 1:

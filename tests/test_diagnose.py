@@ -58,3 +58,12 @@ def test_quick_diagnosis_writes_evidence_from_the_runs(tmp_path, capsys):
 def test_bad_input_is_one_line_and_exit_2(args, capsys):
     assert cli(["diagnose", *args]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_gap_closed_is_the_share_of_the_uniform_to_fixed_difference():
+    from looped.diagnose import _closes
+
+    v = {"uniform": {"mean_nll": 3.0}, "fixed": {"mean_nll": 1.0}, "x": {"mean_nll": 2.5}}
+    assert _closes(v, "x").endswith("it closes 25% of the gap")
+    v["x"]["mean_nll"] = 3.5  # worse than uniform: a negative share, said as it is
+    assert _closes(v, "x").endswith("it closes -25% of the gap")

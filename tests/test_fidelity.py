@@ -247,3 +247,16 @@ def test_bad_input_is_one_line_and_exit_2(args, says, tmp_path, capsys):
     assert rc == 2
     assert says in err and len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
+
+
+def test_verdict_reads_the_paper_tolerance_from_the_gap():
+    from looped.fidelity import verdict
+
+    assert verdict({"vs_uniform": 0.004}, 0.005).startswith("shows")
+    assert verdict({"vs_uniform": -0.004}, 0.005).startswith("shows")
+    assert verdict({"vs_uniform": 0.02}, 0.005) == (
+        "does not show: fixed-first is 2.0% worse than uniform"
+    )
+    assert verdict({"vs_uniform": -0.1}, 0.005) == (
+        "does not show: fixed-first is 10.0% better than uniform"
+    )
