@@ -582,6 +582,47 @@ def check_settings(settings: FidelitySettings) -> None:
         )
 
 
+def _result(
+    settings: FidelitySettings,
+    plan: Plan,
+    runs_dir: Path,
+    corpus: dict[str, Any],
+    sweep_rows: list[dict],
+    best: dict[str, float],
+    phases: dict[str, float],
+    t0: float,
+) -> dict:
+    """Everything `fidelity.json` holds: the setting, every run, the sweep and both comparisons."""
+    rows = collect(plan, runs_dir)
+    cfg0 = next(iter(plan.runs.values())).cfg
+    result = {
+        "meta": {
+            "settings": asdict(settings),
+            "machine": machine_name(),
+            "corpus": {k: corpus[k] for k in ("dataset", "tokenizer", "vocab_size", "python")}
+            | {s: corpus["splits"][s]["tokens"] for s in ("train", "val")},
+            "dtype": cfg0.dtype,
+            "lr_schedule": cfg0.optim.lr_schedule,
+            "tokens_per_step": settings.batch_size * settings.seq_len,
+            "phase_seconds": phases,
+            "wall_seconds": time.time() - t0,
+            "metric": "mean held-out token NLL over serving depths 1..16 (nats/token)",
+            "study_lr_note": "the study uses each schedule's best LR from the sweep at "
+            f"d_model={settings.d_model}",
+        },
+        "runs": rows,
+        "sweep": [
+            {k: r[k] for k in ("schedule", "label", "lr", "mean_nll", "token_nll", "final_loss")}
+            for r in sweep_rows
+        ],
+        "chosen_lr": best,
+        "equal_tokens": compare(rows, "tokens", settings.schedules),
+        "equal_flops": compare(rows, "flops", settings.schedules),
+        "study": study_gaps(rows) if settings.study else [],
+    }
+    return result
+
+
 def run_fidelity(
     settings: FidelitySettings,
     out: Path,
@@ -627,44 +668,17 @@ def run_fidelity(
     if settings.study:
         plan_study(plan, best)
         phase("study")
-    rows = collect(plan, runs_dir)
-    cfg0 = next(iter(plan.runs.values())).cfg
-    result = {
-        "meta": {
-            "settings": asdict(settings),
-            "machine": machine_name(),
-            "corpus": {k: corpus[k] for k in ("dataset", "tokenizer", "vocab_size", "python")}
-            | {s: corpus["splits"][s]["tokens"] for s in ("train", "val")},
-            "dtype": cfg0.dtype,
-            "lr_schedule": cfg0.optim.lr_schedule,
-            "tokens_per_step": settings.batch_size * settings.seq_len,
-            "phase_seconds": phases,
-            "wall_seconds": time.time() - t0,
-            "metric": "mean held-out token NLL over serving depths 1..16 (nats/token)",
-            "study_lr_note": "the study uses each schedule's best LR from the sweep at "
-            f"d_model={settings.d_model}",
-        },
-        "runs": rows,
-        "sweep": [
-            {k: r[k] for k in ("schedule", "label", "lr", "mean_nll", "token_nll", "final_loss")}
-            for r in sweep_rows
-        ],
-        "chosen_lr": best,
-        "equal_tokens": compare(rows, "tokens", settings.schedules),
-        "equal_flops": compare(rows, "flops", settings.schedules),
-        "study": study_gaps(rows) if settings.study else [],
-    }
+    result = _result(settings, plan, runs_dir, corpus, sweep_rows, best, phases, t0)
     results.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(results, json.dumps(result, indent=1))
     paths = figures(result, figures_dir)
-    if not quiet:
-        print(format_table(result))
-        print(
-            f"wrote {results} and {len(paths)} figures in {figures_dir} "
-            f"({result['meta']['wall_seconds']:.0f}s; phases: "
-            + ", ".join(f"{k} {v:.0f}s" for k, v in phases.items())
-            + ")"
-        )
+    print(format_table(result))  # the result, even with --quiet (which silences the bars)
+    print(
+        f"wrote {results} and {len(paths)} figures in {figures_dir} "
+        f"({result['meta']['wall_seconds']:.0f}s; phases: "
+        + ", ".join(f"{k} {v:.0f}s" for k, v in phases.items())
+        + ")"
+    )
     return result
 
 
