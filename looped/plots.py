@@ -544,3 +544,36 @@ def main(argv: list[str]) -> int:
     for p in paths:
         print(p)
     return 0
+
+
+def fig_architecture(depth: int = 4) -> Any:
+    """The paper's Fig. 6 as code draws it: P once, the same block A applied `depth` times with
+    the embedding injected from the second loop on, H once. Every A box is the same weights."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    _style()
+    boxes = ["P"] + ["A"] * depth + ["H"]
+    fig, ax = plt.subplots(figsize=(1.25 * len(boxes) + 1.2, 2.4))
+    colors = {"P": "#8da0cb", "A": "#66c2a5", "H": "#fc8d62"}
+    for i, name in enumerate(boxes):
+        ax.add_patch(FancyBboxPatch((i + 0.2, 0.15), 0.6, 0.7, boxstyle="round,pad=0.02",
+                                    fc=colors[name], ec="k", lw=0.8))  # fmt: skip
+        ax.text(i + 0.5, 0.5, name if name != "A" else f"A\n(k={i})", ha="center", va="center")
+        ax.add_patch(FancyArrowPatch((i - 0.2, 0.5), (i + 0.2, 0.5), arrowstyle="-|>",
+                                     mutation_scale=12, lw=1.2, color="k", shrinkA=0, shrinkB=0))  # fmt: skip
+    for k in range(2, depth + 1):  # input injection: e = P(x) re-enters loops 2..K
+        ax.add_patch(FancyArrowPatch((0.5, 0.85), (k + 0.5, 0.85), connectionstyle="arc3,rad=-0.25",
+                                     arrowstyle="-|>", mutation_scale=8, lw=0.6, color="0.4"))  # fmt: skip
+    ax.add_patch(FancyArrowPatch((len(boxes) - 0.2, 0.5), (len(boxes) + 0.2, 0.5),
+                                 arrowstyle="-|>", mutation_scale=12, lw=1.2, color="k",
+                                 shrinkA=0, shrinkB=0))  # fmt: skip
+    ax.text(-0.25, 0.5, "tokens", ha="right", va="center")
+    ax.text(len(boxes) + 0.25, 0.5, "logits", ha="left", va="center")
+    ax.set_xlim(-1.3, len(boxes) + 0.9)
+    ax.set_ylim(-0.1, 1.9)
+    ax.axis("off")
+    ax.set_title(
+        f"$P \\to A^{{{depth}}} \\to H$: one block's weights, applied {depth} times "
+        "(grey: the embedding e injected)"
+    )
+    return fig

@@ -61,6 +61,14 @@ sns.set_theme(style="whitegrid")
 _ = torch.manual_seed(0)  # the same weights on every run
 
 # %% [markdown]
+# The recurrence as a picture, drawn by `looped.plots.fig_architecture` (the paper's Fig. 6):
+# every green box is the *same* block $A$, and the grey arcs are the input injection that
+# feeds $e$ back in from the second loop on.
+
+# %%
+plots.show(plots.fig_architecture(depth=4))
+
+# %% [markdown]
 # ## The formula, in code
 #
 # The recurrence above is `LoopedTransformer.loops`: it yields $h_1, h_2, \dots, h_K$, so

@@ -94,3 +94,20 @@ def test_runs_written_before_the_token_nll_rename_still_plot(tmp_path):
     assert old["depths"] == new["depths"] == [1, 2]
     assert old["token_nll"] == new["token_nll"] == [3.5, 2.5]
     assert old["label"] == "fixed K=4"
+
+
+def test_architecture_diagram_has_one_box_per_application_and_the_injections():
+    """Fig. 6: P, K boxes of the same block A, H; an injection arc into loops 2..K."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    from looped import plots
+
+    for depth in (1, 4):
+        fig = plots.fig_architecture(depth)
+        ax = fig.axes[0]
+        boxes = [p for p in ax.patches if isinstance(p, FancyBboxPatch)]
+        texts = [t.get_text().split("\n")[0] for t in ax.texts]
+        assert len(boxes) == depth + 2 and texts.count("A") == depth
+        arcs = [p for p in ax.patches if isinstance(p, FancyArrowPatch) and p.get_linewidth() < 1]
+        assert len(arcs) == depth - 1
+        assert not plots.empty_panels(fig)
