@@ -575,6 +575,17 @@ def compare_summaries(yours: list[dict], reference: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _settings_that_change_the_table(yours: dict, reference: dict) -> list[str]:
+    """Settings that differ and bear on the full-budget table; the number of workers and the
+    optional catch-up runs (not in the table) do not."""
+    ignored = {"workers", "catch_up"}
+    return [
+        k
+        for k in sorted(set(yours) | set(reference))
+        if k not in ignored and yours.get(k) != reference.get(k)
+    ]
+
+
 def _comparison(result: dict, out: Path, figures: Path) -> str:
     """What `looped demo` prints at the end: its table beside the reference's, and where its
     figures are. Nothing when the reference is missing or is what this run wrote."""
@@ -592,10 +603,13 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
             f"(you trained in {ours}, the reference in {theirs}: dtype=auto picks bf16 only "
             "where the CPU has a bf16 path, so expect small differences from rounding)"
         )
-    if result["meta"]["settings"] != reference["meta"]["settings"]:
+    differ = _settings_that_change_the_table(
+        result["meta"]["settings"], reference["meta"]["settings"]
+    )
+    if differ:
         text.append(
-            "(your settings differ from the reference's, e.g. --quick or overrides: "
-            "the differences show the change, not a reproduction check)"
+            f"(your {', '.join(differ)} differ from the reference's: the differences show the "
+            "change, not a reproduction check)"
         )
     text.append(
         f"Your figures: {figures}/ (the reference's: figures/). "

@@ -191,3 +191,13 @@ def test_report_renders_the_readme_from_a_chosen_results_file(quick, tmp_path):
     assert report.demo_section(result).strip() in (tmp_path / "README.md").read_text()
     with pytest.raises(UserError, match="no such file"):
         report.main(["--root", str(tmp_path), "--results", str(tmp_path / "nothing.json")])
+
+
+def test_the_comparison_names_only_settings_that_change_the_table():
+    from looped.demo import _settings_that_change_the_table
+
+    ref = {"seeds": 2, "catch_up": [2.0, 3.0], "workers": 2, "overrides": []}
+    assert _settings_that_change_the_table(dict(ref, catch_up=[], workers=4), ref) == []
+    assert _settings_that_change_the_table(dict(ref, seeds=1, overrides=["x=1"]), ref) == [
+        "overrides", "seeds",
+    ]  # fmt: skip
