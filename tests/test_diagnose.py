@@ -14,12 +14,13 @@ from looped.cli import main as cli
 from looped.diagnose import QUICK, grad_norm_by_depth, plan
 
 
-def test_grad_norm_by_depth_averages_the_steps_of_each_depth_after_warmup():
+def test_grad_norm_by_depth_is_the_median_of_the_steps_of_each_depth_after_warmup():
     metrics = [
         {"kind": "train", "step": 1, "depth": 1, "grad_norm": 100.0},  # warmup: left out
         {"kind": "train", "step": 3, "depth": 1, "grad_norm": 4.0},
         {"kind": "train", "step": 4, "depth": 2, "grad_norm": 1.0},
         {"kind": "train", "step": 5, "depth": 1, "grad_norm": 2.0},
+        {"kind": "train", "step": 6, "depth": 1, "grad_norm": 3.0},
         {"kind": "eval", "step": 5, "token_nll": {}},
     ]
     assert grad_norm_by_depth(metrics, after=2) == {1: 3.0, 2: 1.0}
@@ -27,7 +28,7 @@ def test_grad_norm_by_depth_averages_the_steps_of_each_depth_after_warmup():
 
 def test_every_variant_sees_the_same_steps_and_tokens_and_the_probed_ones_keep_checkpoints():
     specs, configs = plan(QUICK)
-    assert {s.group for s in specs} == {"uniform", "fixed", "per-micro", "no-k1"}
+    assert {s.group for s in specs} == {"uniform", "fixed", "fixed-first", "per-micro", "no-k1"}
     tokens = {n: c.batch_size * c.grad_accum * c.seq_len for n, c in configs.items()}
     assert len(set(tokens.values())) == 1
     assert {c.max_steps for c in configs.values()} == {QUICK.steps}
@@ -63,7 +64,7 @@ def test_bad_input_is_one_line_and_exit_2(args, capsys):
 def test_gap_closed_is_the_share_of_the_uniform_to_fixed_difference():
     from looped.diagnose import _closes
 
-    v = {"uniform": {"mean_nll": 3.0}, "fixed": {"mean_nll": 1.0}, "x": {"mean_nll": 2.5}}
+    v = {"uniform": {"mean_nll": 3.0}, "fixed-first": {"mean_nll": 1.0}, "x": {"mean_nll": 2.5}}
     assert _closes(v, "x").endswith("it closes 25% of the gap")
     v["x"]["mean_nll"] = 3.5  # worse than uniform: a negative share, said as it is
     assert _closes(v, "x").endswith("it closes -25% of the gap")
