@@ -91,6 +91,9 @@ display(Image(filename=str(figures[0])))
 # %%
 display(Image(filename=str(figures[1])))
 
+# %%
+display(Image(filename=str(figures[2])))
+
 # %% [markdown]
 # ## 3. The paper's metric on text
 #
