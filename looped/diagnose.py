@@ -137,7 +137,7 @@ def grad_norm_by_depth(metrics: list[dict], after: int) -> dict[int, float]:
 def collect(settings: DiagnoseSettings, specs: list[RunSpec], runs_dir: Path) -> dict:
     """Per variant: serving-depth NLL at the end (seed mean and spread), gradient norms by depth,
     and gradient agreement at each probed checkpoint (seed 0)."""
-    from looped.probes import agreement_at
+    from looped.probes import agreement_at, update_benefit
 
     out: dict[str, Any] = {}
     for variant in VARIANTS:
@@ -158,6 +158,15 @@ def collect(settings: DiagnoseSettings, specs: list[RunSpec], runs_dir: Path) ->
             "grad_norm_by_depth": {str(k): float(np.mean([n[k] for n in norms if k in n]))
                                    for k in sorted({k for n in norms for k in n})},
         }  # fmt: skip
+        if variant == "fixed":  # the paper's Fig. 4: is one K=16 update worth more than K=4?
+            entry["update_benefit"] = [
+                {k: r[k] for k in ("step", "shallow", "deep", "depths", "benefit", "mean_benefit")}
+                for r in (
+                    update_benefit(runs_dir / runs[0].name / "checkpoints" / f"step_{s:07d}",
+                                   list(range(1, 17)), settings.probe_batches)
+                    for s in runs[0].save_steps
+                )
+            ]  # fmt: skip
         if variant in PROBED:
             entry["agreement"] = [
                 {k: v for k, v in agreement_at(
@@ -376,12 +385,19 @@ def fig_nll(result: dict, path: Path) -> Path:
 
 
 def draw(result: dict, out_dir: str | Path) -> list[Path]:
+    from looped.probes import plot_benefit
+
     out = Path(out_dir)
-    return [
+    paths = [
         fig_grad_norms(result, out / "diagnose_grad_norms.png"),
         fig_agreement(result, out / "diagnose_agreement.png"),
         fig_nll(result, out / "diagnose_nll_by_depth.png"),
     ]
+    benefit = result["variants"]["fixed"].get("update_benefit")
+    if benefit:  # Fig. 4 at the fixed K=4 run's checkpoints (where fixed-first switches)
+        benefit = [dict(r, benefit={int(k): v for k, v in r["benefit"].items()}) for r in benefit]
+        paths.append(plot_benefit(benefit, out / "fig4_update_benefit.png"))
+    return paths
 
 
 REFERENCE = Path("results") / "diagnose.json"

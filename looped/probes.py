@@ -180,29 +180,22 @@ def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict
 def plot_benefit(results: list[dict], path: str | Path) -> Path:
     """Benefit across serving depths, one line per checkpoint (paper Fig. 4, left)."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
-    sns.set_theme(style="whitegrid")
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    from looped import plots
+
+    plots._style()
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for r in results:
-        ax.plot(
-            r["depths"],
-            [r["benefit"][d] for d in r["depths"]],
-            marker="o",
-            ms=3,
-            label=f"step {r['step']}",
-        )
+        ax.plot(r["depths"], [r["benefit"][d] for d in r["depths"]], marker="o", ms=3,
+                label=f"step {r['step']}")  # fmt: skip
     ax.axhline(0, color="k", lw=0.8)
-    ax.set_xlabel("serving depth k")
-    ax.set_ylabel(f"NLL after K={results[0]['shallow']} update − after K={results[0]['deep']}")
-    ax.set_title("Update benefit (positive favours the deep update)")
+    ax.set_xlabel("serving depth K")
+    ax.set_ylabel(
+        f"NLL after a K={results[0]['shallow']} update\nminus after K={results[0]['deep']}"
+    )
+    ax.set_title("Update benefit (above 0: the deep update helps more)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return path
+    return plots._save(fig, Path(path))
 
 
 def main(argv: list[str]) -> int:
