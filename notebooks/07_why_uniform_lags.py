@@ -95,6 +95,14 @@ display(Image(filename=str(figures[1])))
 display(Image(filename=str(figures[2])))
 
 # %% [markdown]
+# The paper's Fig. 4 asks the same question from the other side: at a checkpoint of fixed
+# $K=4$ training (where fixed-first switches), is one update at $K=16$ worth more than one at
+# $K=4$? Above zero, the deep update lowers the held-out NLL at that serving depth more.
+
+# %%
+display(Image(filename=str(figures[3])))
+
+# %% [markdown]
 # ## 3. The paper's metric on text
 #
 # The same schedules on held-out text, each at its own best learning rate (the sweep is in
