@@ -189,12 +189,16 @@ def run_diagnose(
     runs_dir.mkdir(parents=True, exist_ok=True)
     trained = execute(specs, configs, runs_dir, settings.workers, False, quiet)
     variants = collect(settings, specs, runs_dir)
+    train_seconds = sum(  # every run's own training time (one core each), reused ones included
+        json.loads((runs_dir / s.name / "summary.json").read_text())["wall"] for s in specs
+    )
     cfg0 = configs[specs[0].name]
     result = {
         "meta": {
             "settings": asdict(settings), "preset": settings.preset, "dtype": cfg0.dtype,
             "d_model": cfg0.model.d_model, "tokens_per_step": cfg0.batch_size * cfg0.seq_len
             * cfg0.grad_accum, "runs_trained": trained, "wall_seconds": time.time() - t0,
+            "train_seconds": train_seconds,
             "grad_clip": cfg0.optim.grad_clip,
         },
         "variants": variants,
@@ -253,7 +257,8 @@ def section(result: dict) -> str:
     lines = [
         f"Measured by `looped diagnose` ({meta['preset']} preset, d={meta['d_model']}, "
         f"{s['steps']} steps of {meta['tokens_per_step']} tokens for every variant, {s['seeds']} "
-        f"seed{'s' if s['seeds'] > 1 else ''}, {meta['dtype']}, {meta['wall_seconds'] / 60:.0f} minutes). Mean NLL is over "
+        f"seed{'s' if s['seeds'] > 1 else ''}, {meta['dtype']}; the runs trained for "
+        f"{meta.get('train_seconds', meta['wall_seconds']) / 60:.0f} minutes in all, one core each). Mean NLL is over "
         "serving depths 1..16; gradient norms are pre-clip, the median over the steps at each "
         "depth after the first 10% of the run.",
         "",
