@@ -443,6 +443,13 @@ def section(result: dict) -> str:
         format_table({**result, "study": []}),
         "",
     ]
+    lrs = s["lrs"]
+    edge = [label(k) for k, lr in result["chosen_lr"].items() if lr in (min(lrs), max(lrs))]
+    if edge:
+        lines.append(
+            f"- The best LR of {', '.join(edge)} lies at the edge of the sweep, so its optimum "
+            "may lie beyond it: its row may understate what it can do."
+        )
     for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
         for row in result[key]:
             if row["schedule"].startswith("fixed-first"):
