@@ -425,6 +425,11 @@ def verdict(row: dict, tolerance: float) -> str:
     return f"does not show: fixed-first is {abs(gap):.1%} {side} than uniform"
 
 
+def _pct(x: float) -> str:
+    """A signed whole percentage, with no "-0%" for a difference that rounds to nothing."""
+    return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
+
+
 def section(result: dict) -> str:
     """The README's text-track section: setting, table, and one verdict per paper recipe."""
     from looped.paper import NLL_GAP
@@ -438,7 +443,9 @@ def section(result: dict) -> str:
         f"layer, {s['steps']} steps of {meta['tokens_per_step']} tokens, {meta['dtype']}; each "
         f"schedule at its own best LR of {', '.join(f'{x:g}' for x in s['lrs'])} (seed 0), then "
         f"{s['seeds']} seeds. Metric: {meta['metric']}; 'vs uniform' is the seed-mean difference, "
-        "the range is the paired per-seed difference.",
+        "the range is the paired per-seed difference. Modeled compute is exact; wall-clock is the "
+        "runs' own training time on a shared machine, where runs that overlapped other work read "
+        "slower, so take it as indicative.",
         "",
         format_table({**result, "study": []}),
         "",
@@ -462,7 +469,7 @@ def section(result: dict) -> str:
                 lines.append(
                     f"- {row['label']}, {basis}: mean NLL {row['vs_uniform']:+.1%} against uniform "
                     f"(per seed {v['min']:+.1%} to {v['max']:+.1%}); modeled compute "
-                    f"{-row['compute_saving']:+.0%}, wall-clock {-row['wall_saving']:+.0%}.{claim}"
+                    f"{_pct(-row['compute_saving'])}, wall-clock {_pct(-row['wall_saving'])}.{claim}"
                 )
     return "\n".join(lines)
 
