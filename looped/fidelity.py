@@ -437,8 +437,9 @@ def section(result: dict) -> str:
     meta, s = result["meta"], result["meta"]["settings"]
     corpus = meta["corpus"]
     lines = [
-        f"Measured by `looped fidelity` on {meta['machine']} in {meta['wall_seconds'] / 60:.0f} "
-        f"minutes: {len(result['runs'])} runs on `{corpus['dataset']}` ({corpus['train']:,} train / "
+        f"Measured by `looped fidelity` on {meta['machine']}: {len(result['runs'])} runs "
+        f"({sum(r['wall'] for r in result['runs']) / 60:.0f} minutes of training in all, one core "
+        f"each) on `{corpus['dataset']}` ({corpus['train']:,} train / "
         f"{corpus['val']:,} held-out tokens, {corpus['tokenizer']}), d={s['d_model']}, one looped "
         f"layer, {s['steps']} steps of {meta['tokens_per_step']} tokens, {meta['dtype']}; each "
         f"schedule at its own best LR of {', '.join(f'{x:g}' for x in s['lrs'])} (seed 0), then "
