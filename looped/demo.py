@@ -394,7 +394,8 @@ def execute(
 
 
 # -- collecting results ----------------------------------------------------------------------
-def _read_metrics(run_dir: Path) -> list[dict]:
+def read_metrics(run_dir: Path) -> list[dict]:
+    """Every record of a run's metrics.jsonl (none when the run has not started)."""
     path = run_dir / "metrics.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
@@ -412,25 +413,25 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
     rows = []
     for spec in specs:
         cfg = configs[spec.name]
-        metrics = _read_metrics(runs_dir / spec.name)
+        metrics = read_metrics(runs_dir / spec.name)
         summary = json.loads((runs_dir / spec.name / "summary.json").read_text())
         train = [m for m in metrics if m["kind"] == "train"]
         evals = [m for m in metrics if m["kind"] == "eval"]
         curve = [[m["step"], m["loss"], m["depth"]] for m in train]
-        wall = _train_wall(train[-1]) if train else 0.0
+        wall = train_wall(train[-1]) if train else 0.0
         pre_switch = None
         if spec.parent:
-            parent = _read_metrics(runs_dir / spec.parent)
+            parent = read_metrics(runs_dir / spec.parent)
             ptrain = [m for m in parent if m["kind"] == "train" and m["step"] <= spec.branch_step]
             curve = [[m["step"], m["loss"], m["depth"]] for m in ptrain] + curve
-            wall += _train_wall(ptrain[-1]) if ptrain else 0.0
+            wall += train_wall(ptrain[-1]) if ptrain else 0.0
             evals = [
                 m for m in parent if m["kind"] == "eval" and m["step"] == spec.branch_step
             ] + evals
         switch = summary.get("switch_step")
         pre = [m for m in evals if switch and m["step"] == switch]
-        pre_switch = _eval_row(pre[0]) if pre else None
-        final = _eval_row(evals[-1])
+        pre_switch = eval_row(pre[0]) if pre else None
+        final = eval_row(evals[-1])
         rows.append({
             "name": spec.name, "schedule": spec.schedule, "label": paper.label(spec.schedule),
             "budget": spec.budget, "seed": spec.seed, "group": spec.group, "steps": spec.steps,
@@ -442,12 +443,12 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
     return rows
 
 
-def _train_wall(record: dict) -> float:
+def train_wall(record: dict) -> float:
     """Seconds spent training (evaluations and checkpoints excluded where the log has it)."""
     return record.get("train_wall", record["wall"])
 
 
-def _eval_row(record: dict) -> dict:
+def eval_row(record: dict) -> dict:
     """Per-depth numbers of one evaluation record.
 
     `fact_nll` (bios data only) is the summed next-token loss on each attribute value in a

@@ -40,7 +40,7 @@ import numpy as np
 from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, to_yaml
-from looped.demo import DemoSettings, RunSpec, _eval_row, _read_metrics, base_config, execute
+from looped.demo import DemoSettings, RunSpec, base_config, eval_row, execute, read_metrics
 from looped.errors import UserError
 
 # variant -> (schedule, extra overrides); equal steps and tokens per step for all
@@ -144,9 +144,9 @@ def collect(settings: DiagnoseSettings, specs: list[RunSpec], runs_dir: Path) ->
         runs = [s for s in specs if s.group == variant]
         rows, norms = [], []
         for spec in runs:
-            metrics = _read_metrics(runs_dir / spec.name)
+            metrics = read_metrics(runs_dir / spec.name)
             final = [m for m in metrics if m["kind"] == "eval"][-1]
-            rows.append(_eval_row(final))
+            rows.append(eval_row(final))
             warm = json.loads((runs_dir / spec.name / "summary.json").read_text())["steps"] // 10
             norms.append(grad_norm_by_depth(metrics, warm))
         key = "fact_nll" if "fact_nll" in rows[0] else "token_nll"

@@ -54,11 +54,11 @@ from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.demo import (
     RunSpec,
-    _read_metrics,
-    _train_wall,
     execute,
     machine_name,
     progress_mode,
+    read_metrics,
+    train_wall,
 )
 from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
@@ -282,7 +282,7 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
     params: dict[int, int] = {}
     rows = []
     for name, p in plan.runs.items():
-        metrics = _read_metrics(runs_dir / name)
+        metrics = read_metrics(runs_dir / name)
         summary = json.loads((runs_dir / name / "summary.json").read_text())
         train = [m for m in metrics if m["kind"] == "train"]
         evals = [m for m in metrics if m["kind"] == "eval"]
@@ -296,7 +296,7 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
             "roles": sorted(p.roles), "lr": p.lr, "seed": p.spec.seed, "d_model": p.d_model,
             "params": params[p.d_model], "steps": p.spec.steps, "tokens": p.spec.steps * tokens,
             "flops": schedule_flops(p.cfg.model, parse_schedule(p.spec.schedule, p.spec.seed), p.spec.steps, tokens, p.cfg.seq_len),
-            "wall": _train_wall(train[-1]) if train else 0.0, "final_loss": summary["final_loss"],
+            "wall": train_wall(train[-1]) if train else 0.0, "final_loss": summary["final_loss"],
             "depths": depths, "token_nll": [nll[str(k)] for k in depths],
             "mean_nll": float(np.mean([nll[str(k)] for k in depths])),
         })  # fmt: skip

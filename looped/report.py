@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from looped import diagnose, fidelity
 from looped.demo import format_summary
 from looped.errors import UserError
 from looped.paper import FIXED, FIXED_FIRST, LABELS, NLL_GAP, UNIFORM, fixed_depth, fixed_phase
@@ -389,12 +390,9 @@ def render(readme: str, root: Path, results: Path | None = None) -> str:
     demo = results or root / "results" / "demo.json"
     if demo.is_file():
         readme = _replace(readme, "demo", demo_section(json.loads(demo.read_text())))
-    for name, module in (("fidelity", "looped.fidelity"), ("diagnose", "looped.diagnose")):
+    for name, section in (("fidelity", fidelity.section), ("diagnose", diagnose.section)):
         path = root / "results" / f"{name}.json"
         if path.is_file():
-            import importlib
-
-            section = importlib.import_module(module).section
             readme = _replace(readme, name, section(json.loads(path.read_text())))
     bench = root / "results" / "bench.md"
     if bench.is_file():

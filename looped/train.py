@@ -278,7 +278,8 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
                 depths = step_depths(run, step)
                 depth = depths[0]
                 lr = lr_at(step, run.total, cfg.optim)
-                loss, stop_now = train_step(run, step, depths, lr, stop, progress)
+                logged = (step + 1) % cfg.log_interval == 0 or step + 1 == run.total
+                loss, stop_now = train_step(run, step, depths, lr, stop, progress, logged)
                 progress.flops += step_flops(run, depths)
                 progress.tokens_since += run.tokens_per_step
                 progress.last_loss = loss
@@ -491,11 +492,18 @@ def step_flops(run: Run, depths: list[int]) -> float:
 
 
 def train_step(
-    run: Run, step: int, depths: list[int], lr: float, stop: StopRequested, progress: Progress
+    run: Run,
+    step: int,
+    depths: list[int],
+    lr: float,
+    stop: StopRequested,
+    progress: Progress,
+    logged: bool = True,
 ) -> tuple[float, bool]:
     """One optimizer step: micro-batch m at depth depths[m], then AdamW. Returns the loss (mean
     over micro-batches and processes) and whether any process was asked to stop; leaves the
-    pre-clip gradient norm in `progress` (read at logging steps only: no extra sync)."""
+    pre-clip gradient norm in `progress` when the step is `logged` or clipped (read at logging
+    steps only: no extra sync)."""
     cfg, dist = run.cfg, run.dist
     for group in run.optimizer.param_groups:
         group["lr"] = lr
@@ -517,10 +525,11 @@ def train_step(
         raise UserError(
             f"loss became {loss_value} at step {step} (depth {depths[0]}, lr {lr:.2e}); lower optim.lr or check the data{where}"
         )
-    # max_norm=inf leaves the gradients as they are (a multiply by exactly 1) and still returns
-    # the norm, which metrics.jsonl records with the step's depth
-    clip = cfg.optim.grad_clip if cfg.optim.grad_clip > 0 else math.inf
-    progress.grad_norm = torch.nn.utils.clip_grad_norm_(run.wrapped.parameters(), clip)
+    # The norm comes free with clipping; without it, only a logged step pays for it (max_norm=inf
+    # leaves the gradients as they are: a multiply by exactly 1)
+    if cfg.optim.grad_clip > 0 or logged:
+        clip = cfg.optim.grad_clip if cfg.optim.grad_clip > 0 else math.inf
+        progress.grad_norm = torch.nn.utils.clip_grad_norm_(run.wrapped.parameters(), clip)
     run.optimizer.step()
     run.optimizer.zero_grad(set_to_none=True)
     return loss_value, stop_now

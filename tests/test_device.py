@@ -29,11 +29,20 @@ def test_model_device_and_cpu_name():
 def test_auto_dtype_is_bf16_only_where_the_hardware_has_it():
     import torch
 
+    from looped import device
     from looped.device import bf16_is_fast, resolve_dtype
 
     cpu = torch.device("cpu")
     assert resolve_dtype("fp32", cpu) == "fp32" and resolve_dtype("bf16", cpu) == "bf16"
-    assert resolve_dtype("auto", cpu) == ("bf16" if bf16_is_fast(cpu) else "fp32")
+    assert isinstance(bf16_is_fast(cpu), bool)
+    assert not bf16_is_fast(torch.device("meta"))  # neither CUDA nor a CPU: no fast path
+    for fast, want in ((True, "bf16"), (False, "fp32")):
+        original = device.bf16_is_fast
+        device.bf16_is_fast = lambda _d, fast=fast: fast
+        try:
+            assert resolve_dtype("auto", cpu) == want
+        finally:
+            device.bf16_is_fast = original
 
 
 def test_trainer_records_the_resolved_dtype(tmp_path):
