@@ -87,6 +87,8 @@ class FidelitySettings:
     eval_batches: int = 8  # held-out batches per evaluation (x batch_size x seq_len tokens)
     seeds: int = 3  # seeds of the main comparison (and of the study)
     lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the sweep's peak learning rates
+    # each schedule's LR when the sweep is skipped (None: sweep `lrs` and take each one's best)
+    chosen_lr: dict[str, float] | None = None
     schedules: tuple[str, ...] = SCHEDULES  # depth schedules compared
     study: bool = False  # also measure the gap across model sizes and training lengths
     study_d_models: tuple[int, ...] = (64, 128, 256)  # the study's widths
@@ -204,10 +206,19 @@ class Plan:
         self.runs: dict[str, Planned] = {}
 
     def add(
-        self, role: str, schedule: str, lr: float, seed: int, d_model: int, **length: Any
+        self,
+        role: str,
+        schedule: str,
+        lr: float,
+        seed: int,
+        d_model: int,
+        parent: Planned | None = None,
+        **length: Any,
     ) -> Planned:
-        """Add a run of `steps` steps, or of as many steps as fit `budget_flops`."""
-        from looped.train import total_steps_for
+        """Add a run of `steps` steps, or of as many steps as fit `budget_flops`; with a `parent`,
+        the run branches off the parent's checkpoint where the two agree (warmup-stable-decay:
+        up to the shorter run's decay), which is exactly the run trained from scratch."""
+        from looped.train import branch_point, total_steps_for
 
         cfg = run_config(
             self.settings, self.corpus, schedule=schedule, lr=lr, seed=seed, d_model=d_model,
@@ -217,6 +228,12 @@ class Plan:
         name = run_name(schedule, d_model, lr, steps, seed)
         if name not in self.runs:
             spec = RunSpec(name, schedule, 0.0, seed, role, steps=steps)
+            if parent is not None and parent.spec.name != name:
+                at = branch_point(cfg, steps, parent.cfg, parent.spec.steps)
+                if at > 0:
+                    spec.parent, spec.branch_step = parent.spec.name, at
+                    if at not in parent.spec.save_steps:
+                        parent.spec.save_steps.append(at)
             self.runs[name] = Planned(spec, cfg, lr, d_model)
         self.runs[name].roles.add(role)
         self.runs[name].spec.group = "+".join(sorted(self.runs[name].roles))
@@ -228,36 +245,57 @@ class Plan:
         return [p.spec for p in chosen], {p.spec.name: p.cfg for p in chosen}
 
 
-def uniform_flops(plan: Plan, steps: int, d_model: int) -> float:
-    """Modeled FLOPs of uniform 1..16 at `steps` steps: the equal-FLOP budget."""
-    from looped.flops import schedule_flops, tokens_per_step
-    from looped.schedules import parse_schedule
-
-    cfg = run_config(plan.settings, plan.corpus, schedule=UNIFORM, lr=1e-3, seed=0, d_model=d_model)
-    return schedule_flops(
-        cfg.model, parse_schedule(UNIFORM), steps, tokens_per_step(cfg), cfg.seq_len
-    )
-
-
 def plan_sweep(plan: Plan) -> None:
-    """Every schedule at every LR, seed 0, the same steps."""
+    """Every schedule at every LR, seed 0, the same steps. Uniform's runs keep the checkpoints
+    the equal-FLOP runs will branch off, whichever LR wins (a checkpoint costs seconds; training
+    the run again would cost minutes)."""
     s = plan.settings
     for schedule in s.schedules:
         for lr in s.lrs:
-            plan.add("sweep", schedule, lr, 0, s.d_model, steps=s.steps)
+            run = plan.add("sweep", schedule, lr, 0, s.d_model, steps=s.steps)
+            if schedule == UNIFORM:
+                for partner in _flop_partners(plan, run):
+                    if partner.spec.branch_step not in run.spec.save_steps:
+                        run.spec.save_steps.append(partner.spec.branch_step)
+
+
+def _flop_partners(plan: Plan, uni: Planned) -> list[Planned]:
+    """Uniform runs (not added to the plan) at each other schedule's modeled FLOPs of `steps`
+    steps, branching off `uni`, uniform's `steps`-step run."""
+    from looped.flops import schedule_flops, tokens_per_step
+    from looped.schedules import parse_schedule
+
+    s, scratch = plan.settings, Plan(plan.settings, plan.corpus)
+    scratch.runs[uni.spec.name] = replace(uni, spec=replace(uni.spec, save_steps=[]))
+    partners = []
+    for schedule in s.schedules:
+        if schedule != UNIFORM:
+            cfg = run_config(s, plan.corpus, schedule=schedule, lr=uni.lr, seed=0, d_model=uni.d_model)
+            budget = schedule_flops(
+                cfg.model, parse_schedule(schedule), s.steps, tokens_per_step(cfg), cfg.seq_len
+            )
+            partners.append(scratch.add(
+                f"flops:{schedule}", UNIFORM, uni.lr, uni.spec.seed, uni.d_model,
+                parent=scratch.runs[uni.spec.name], budget_flops=budget,
+            ))  # fmt: skip
+    return partners
 
 
 def plan_comparison(plan: Plan, best: dict[str, float]) -> None:
-    """Each schedule at its own best LR, every seed, at equal tokens and at equal FLOPs."""
+    """Each schedule at its own best LR, every seed, at equal tokens (`steps` steps for all) and
+    at equal modeled FLOPs: uniform trained for as many steps as fit each other schedule's
+    FLOPs (`budget_flops`). Those shorter uniform runs branch off uniform's `steps`-step run at
+    their decay, so the equal-FLOP comparison costs only their decay phases."""
     s = plan.settings
-    budget = uniform_flops(plan, s.steps, s.d_model)
-    for schedule in s.schedules:
-        for seed in range(s.seeds):
-            plan.add("tokens", schedule, best[schedule], seed, s.d_model, steps=s.steps)
-            if schedule == UNIFORM:  # uniform at its own budget is its equal-token run
-                plan.add("flops", schedule, best[schedule], seed, s.d_model, steps=s.steps)
-            else:
-                plan.add("flops", schedule, best[schedule], seed, s.d_model, budget_flops=budget)
+    for seed in range(s.seeds):
+        uni = plan.add("tokens", UNIFORM, best[UNIFORM], seed, s.d_model, steps=s.steps)
+        for schedule in s.schedules:
+            if schedule != UNIFORM:
+                plan.add("tokens", schedule, best[schedule], seed, s.d_model, steps=s.steps)
+        for partner in _flop_partners(plan, uni):
+            for role in partner.roles:  # two schedules of equal FLOPs share one uniform run
+                plan.add(role, UNIFORM, uni.lr, seed, s.d_model, parent=uni,
+                         budget_flops=partner.cfg.budget_flops)  # fmt: skip
 
 
 def plan_study(plan: Plan, best: dict[str, float]) -> None:
@@ -320,38 +358,50 @@ def _spread(values: list[float]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
+    """One table row: `runs` (one per seed) against `uni`, uniform's runs by seed."""
+    nll = _spread([r["mean_nll"] for r in runs])
+    u_nll = float(np.mean([u["mean_nll"] for u in uni.values()]))
+    paired = [r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs if r["seed"] in uni]
+    flops, u_flops = np.mean([r["flops"] for r in runs]), np.mean([u["flops"] for u in uni.values()])
+    wall, u_wall = np.mean([r["wall"] for r in runs]), np.mean([u["wall"] for u in uni.values()])
+    return {
+        "schedule": schedule, "label": label(schedule), "lr": runs[0]["lr"], "seeds": len(runs),
+        "steps": runs[0]["steps"], "tokens": runs[0]["tokens"], "flops": float(flops),
+        "mean_nll": nll, "vs_uniform": nll["mean"] / u_nll - 1,
+        "vs_uniform_by_seed": _spread(paired),
+        "compute_saving": float(1 - flops / u_flops), "wall_saving": float(1 - wall / u_wall),
+        "depths": runs[0]["depths"],
+        "token_nll": np.mean([r["token_nll"] for r in runs], axis=0).tolist(),
+        "uniform_steps": next(iter(uni.values()))["steps"], "uniform_nll": _spread(
+            [u["mean_nll"] for u in uni.values()]),
+    }  # fmt: skip
+
+
+def _by_seed(rows: list[dict], role: str, schedule: str) -> list[dict]:
+    return sorted(
+        (r for r in rows if role in r["roles"] and r["schedule"] == schedule),
+        key=lambda r: r["seed"],
+    )
+
+
 def compare(rows: list[dict], role: str, schedules: tuple[str, ...]) -> list[dict]:
-    """Per schedule, the runs of one comparison (`tokens` or `flops`): mean NLL over K=1..16
-    (seed mean, std, min and max), its relative difference from uniform (of the seed means, and
-    per seed against uniform's run of the same seed), the modeled compute and the measured
-    wall-clock saved against uniform, and the NLL at each serving depth (seed mean)."""
-    runs = {s: sorted((r for r in rows if role in r["roles"] and r["schedule"] == s),
-                      key=lambda r: r["seed"]) for s in schedules}  # fmt: skip
-    uni = {r["seed"]: r for r in runs.get(UNIFORM, [])}
-    if not uni:
-        return []
-    u_nll = float(np.mean([r["mean_nll"] for r in uni.values()]))
-    u_flops = float(np.mean([r["flops"] for r in uni.values()]))
-    u_wall = float(np.mean([r["wall"] for r in uni.values()]))
+    """One row per schedule, its seeds against uniform's. `role` "tokens": every schedule at the
+    same steps (uniform's row is the reference, 0%). "flops": each other schedule against uniform
+    trained on that schedule's modeled FLOPs (fewer steps); compute saved is then ~0 and the
+    difference is what the schedule buys at equal compute.
+
+    Each row: mean NLL over K=1..16 (seed mean, std, min, max), the relative difference from
+    uniform (of the seed means, and paired per seed), the modeled compute and measured wall-clock
+    saved, and the NLL at each serving depth (seed mean)."""
     table = []
     for s in schedules:
-        if not runs[s]:
+        runs = _by_seed(rows, "tokens", s)
+        if not runs or (role == "flops" and s == UNIFORM):
             continue
-        nll = _spread([r["mean_nll"] for r in runs[s]])
-        paired = [
-            r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs[s] if r["seed"] in uni
-        ]
-        table.append({
-            "schedule": s, "label": label(s), "lr": runs[s][0]["lr"], "seeds": len(runs[s]),
-            "steps": runs[s][0]["steps"], "tokens": runs[s][0]["tokens"],
-            "flops": float(np.mean([r["flops"] for r in runs[s]])),
-            "mean_nll": nll, "vs_uniform": nll["mean"] / u_nll - 1,
-            "vs_uniform_by_seed": _spread(paired),
-            "compute_saving": 1 - float(np.mean([r["flops"] for r in runs[s]])) / u_flops,
-            "wall_saving": 1 - float(np.mean([r["wall"] for r in runs[s]])) / u_wall,
-            "depths": runs[s][0]["depths"],
-            "token_nll": np.mean([r["token_nll"] for r in runs[s]], axis=0).tolist(),
-        })  # fmt: skip
+        partner = _by_seed(rows, "tokens" if role == "tokens" else f"flops:{s}", UNIFORM)
+        if partner:
+            table.append(_row(s, runs, {u["seed"]: u for u in partner}))
     return table
 
 
@@ -403,8 +453,11 @@ def format_table(result: dict) -> str:
     for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
         for r in result[key]:
             n, v = r["mean_nll"], r["vs_uniform_by_seed"]
+            steps = f"{r['steps']}" + (
+                f" (uniform {r['uniform_steps']})" if key == "equal_flops" else ""
+            )
             lines.append(
-                f"| {basis} | {r['label']} | {r['lr']:g} | {r['steps']} | {n['mean']:.3f} "
+                f"| {basis} | {r['label']} | {r['lr']:g} | {steps} | {n['mean']:.3f} "
                 f"({n['min']:.3f}-{n['max']:.3f}) | {r['vs_uniform']:+.1%} | {v['min']:+.1%} to "
                 f"{v['max']:+.1%} | {r['compute_saving']:.0%} | {r['wall_saving']:.0%} |"
             )
@@ -444,7 +497,9 @@ def section(result: dict) -> str:
         f"layer, {s['steps']} steps of {meta['tokens_per_step']} tokens, {meta['dtype']}; each "
         f"schedule at its own best LR of {', '.join(f'{x:g}' for x in s['lrs'])} (seed 0), then "
         f"{s['seeds']} seeds. Metric: {meta['metric']}; 'vs uniform' is the seed-mean difference, "
-        "the range is the paired per-seed difference. Modeled compute is exact; wall-clock is the "
+        "the range is the paired per-seed difference. At equal tokens every schedule trains the "
+        "same steps; at equal FLOPs each schedule is set against uniform trained on that "
+        "schedule's modeled FLOPs (fewer steps). Modeled compute is exact; wall-clock is the "
         "runs' own training time on a shared machine, where runs that overlapped other work read "
         "slower, so take it as indicative.",
         "",
@@ -452,7 +507,11 @@ def section(result: dict) -> str:
         "",
     ]
     lrs = s["lrs"]
-    edge = [label(k) for k, lr in result["chosen_lr"].items() if lr in (min(lrs), max(lrs))]
+    edge = [
+        label(k)
+        for k, lr in result["chosen_lr"].items()
+        if result["sweep"] and lr in (min(lrs), max(lrs))
+    ]
     if edge:
         lines.append(
             f"- The best LR of {', '.join(edge)} lies at the edge of the sweep, so its optimum "
@@ -477,28 +536,51 @@ def section(result: dict) -> str:
 
 # -- figures ---------------------------------------------------------------------------------
 def fig_nll_by_depth(result: dict, path: Path) -> Path:
-    """Held-out NLL by serving depth per schedule, seed bands, at equal tokens and equal FLOPs
-    (the paper's Fig. 8)."""
+    """Left: held-out NLL by serving depth per schedule at equal tokens, seed bands (the
+    paper's Fig. 8). Right: mean NLL over depths against modeled FLOPs, where uniform's runs at
+    the other schedules' FLOPs trace its compute curve: a schedule below it wins at equal FLOPs."""
     import matplotlib.pyplot as plt
 
     from looped import plots
 
     plots._style()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     rows = result["runs"]
-    for ax, (role, title) in zip(
-        axes, (("tokens", "Equal tokens"), ("flops", "Equal modeled FLOPs")), strict=True
-    ):
-        for i, r in enumerate(result["equal_tokens" if role == "tokens" else "equal_flops"]):
-            runs = [x for x in rows if role in x["roles"] and x["schedule"] == r["schedule"]]
-            plots._band(
-                ax, r["depths"], [x["token_nll"] for x in runs],
-                f"{r['label']}, {r['steps']} steps", _color(r["schedule"], i), marker="o", ms=3,
-            )  # fmt: skip
-        ax.set_title(title)
-        ax.set_xlabel("serving depth K")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("held-out token NLL (nats/token)")
+    for i, r in enumerate(result["equal_tokens"]):
+        runs = [x for x in rows if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]
+        plots._band(
+            left, r["depths"], [x["token_nll"] for x in runs], f"{r['label']}, {r['steps']} steps",
+            _color(r["schedule"], i), marker="o", ms=3,
+        )  # fmt: skip
+    left.set_title(f"Equal tokens ({result['equal_tokens'][0]['tokens']:,} tokens)")
+    left.set_xlabel("serving depth K")
+    left.set_ylabel("held-out token NLL (nats/token)")
+    left.legend(fontsize=7)
+
+    def point(ax: Any, runs: list[dict], **kw: Any) -> tuple[float, float]:
+        y = np.array([x["mean_nll"] for x in runs])
+        x = float(np.mean([r["flops"] for r in runs]))
+        ax.errorbar([x], [y.mean()], yerr=[[y.mean() - y.min()], [y.max() - y.mean()]], **kw)
+        return x, float(y.mean())
+
+    uni = [x for x in rows if x["schedule"] == UNIFORM and any(
+        r == "tokens" or r.startswith("flops:") for r in x["roles"])]  # fmt: skip
+    curve = sorted(
+        point(right, [x for x in uni if x["steps"] == n], fmt="none", capsize=2,
+              color=_color(UNIFORM, 0))
+        for n in sorted({x["steps"] for x in uni})
+    )  # fmt: skip
+    right.plot(*zip(*curve, strict=True), marker="o", color=_color(UNIFORM, 0),
+               label=f"{label(UNIFORM)} (its steps cut to each FLOP budget)")  # fmt: skip
+    for i, r in enumerate(result["equal_tokens"]):
+        if r["schedule"] != UNIFORM:
+            runs = [x for x in rows if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]
+            point(right, runs, fmt="s", ms=7, capsize=2, color=_color(r["schedule"], i),
+                  label=r["label"])  # fmt: skip
+    right.set_title("Equal modeled FLOPs")
+    right.set_xlabel("modeled training FLOPs")
+    right.set_ylabel("mean NLL over K=1..16")
+    right.legend(fontsize=7)
     return plots._save(fig, path)
 
 
@@ -561,13 +643,13 @@ def fig_study_gap(result: dict, path: Path) -> Path:
     return plots._save(fig, path)
 
 
-def figures(result: dict, out_dir: Path) -> list[Path]:
-    paths = [
-        fig_nll_by_depth(result, out_dir / "fidelity_nll_by_depth.png"),
-        fig_lr_sweep(result, out_dir / "fidelity_lr_sweep.png"),
-    ]
+def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]:
+    """The track's figures as OUT_DIR/PREFIX_*.png (the LR sweep's only when it ran)."""
+    paths = [fig_nll_by_depth(result, out_dir / f"{prefix}_nll_by_depth.png")]
+    if result["sweep"]:
+        paths.append(fig_lr_sweep(result, out_dir / f"{prefix}_lr_sweep.png"))
     if result.get("study"):
-        paths.append(fig_study_gap(result, out_dir / "fidelity_study_gap.png"))
+        paths.append(fig_study_gap(result, out_dir / f"{prefix}_study_gap.png"))
     return paths
 
 
@@ -583,6 +665,9 @@ def check_settings(settings: FidelitySettings) -> None:
             raise UserError(f"{flag} {value} must be >= 1")
     if not settings.lrs or any(lr <= 0 for lr in settings.lrs):
         raise UserError(f"--lrs {settings.lrs}: give positive learning rates such as 1e-3,3e-3")
+    if settings.chosen_lr is not None and set(settings.schedules) - set(settings.chosen_lr):
+        missing = sorted(set(settings.schedules) - set(settings.chosen_lr))
+        raise UserError(f"no learning rate given for {', '.join(missing)}: add it or run the sweep")
     if UNIFORM not in settings.schedules:
         raise UserError(f"the schedules must include {UNIFORM}: every comparison is against it")
     if settings.study and (
@@ -645,9 +730,10 @@ def run_fidelity(
     figures_dir: Path,
     fresh: bool = False,
     quiet: bool = False,
+    prefix: str = "fidelity",
 ) -> dict:
     """Corpus, sweep, comparison (and study): train what is missing, write `results`, draw the
-    figures, print the table; returns the result dict."""
+    figures (FIGURES_DIR/PREFIX_*.png), print the table; returns the result dict."""
     check_settings(settings)
     for d_model in {settings.d_model, *(settings.study_d_models if settings.study else ())}:
         for schedule in settings.schedules:  # every config checked before the corpus is built
@@ -674,10 +760,13 @@ def run_fidelity(
         trained.update(todo)
         phases[name] = time.time() - started
 
-    plan_sweep(plan)
-    phase("sweep")
-    sweep_rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
-    best = best_lrs(sweep_rows)
+    if settings.chosen_lr is None:
+        plan_sweep(plan)
+        phase("sweep")
+        sweep_rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
+        best = best_lrs(sweep_rows)
+    else:  # each schedule's LR given (the reference's sweep chose it): no sweep
+        sweep_rows, best = [], dict(settings.chosen_lr)
     plan_comparison(plan, best)
     phase("comparison")
     if settings.study:
@@ -686,7 +775,7 @@ def run_fidelity(
     result = _result(settings, plan, runs_dir, corpus, sweep_rows, best, phases, t0)
     results.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(results, json.dumps(result, indent=1))
-    paths = figures(result, figures_dir)
+    paths = figures(result, figures_dir, prefix)
     print(format_table(result))  # the result, even with --quiet (which silences the bars)
     print(
         f"wrote {results} and {len(paths)} figures in {figures_dir} "

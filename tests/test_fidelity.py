@@ -18,7 +18,6 @@ from looped.fidelity import (
     plan_comparison,
     plan_study,
     plan_sweep,
-    uniform_flops,
 )
 from looped.flops import flops_per_token, schedule_flops, tokens_per_step
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
@@ -88,13 +87,18 @@ def test_best_lr_is_the_lowest_mean_nll_per_schedule():
 def test_comparison_uses_each_schedules_own_best_lr_for_every_seed():
     best = _best()
     plan = _plan(best)
-    for role in ("tokens", "flops"):
-        runs = [p for p in plan.runs.values() if role in p.roles]
-        assert {(p.spec.schedule, p.spec.seed) for p in runs} == {
-            (s, seed) for s in TOY.schedules for seed in range(TOY.seeds)
-        }
-        for p in runs:
-            assert p.lr == best[p.spec.schedule] == p.cfg.optim.lr
+    runs = [p for p in plan.runs.values() if "tokens" in p.roles]
+    assert {(p.spec.schedule, p.spec.seed) for p in runs} == {
+        (s, seed) for s in TOY.schedules for seed in range(TOY.seeds)
+    }
+    for p in runs:
+        assert p.lr == best[p.spec.schedule] == p.cfg.optim.lr
+    # equal FLOPs: uniform, at its own best LR, once per other schedule and seed
+    flops = [p for p in plan.runs.values() if any(r.startswith("flops:") for r in p.roles)]
+    assert {(r, p.spec.seed) for p in flops for r in p.roles} == {
+        (f"flops:{s}", seed) for s in TOY.schedules if s != UNIFORM for seed in range(TOY.seeds)
+    }
+    assert all(p.spec.schedule == UNIFORM and p.lr == best[UNIFORM] for p in flops)
     # the sweep's seed-0 run at the best LR is reused, not trained twice
     shared = [p for p in plan.runs.values() if {"sweep", "tokens"} <= p.roles]
     assert {p.spec.schedule for p in shared} == set(TOY.schedules)
@@ -109,25 +113,35 @@ def test_equal_token_runs_share_steps_and_tokens():
     }
 
 
-def test_equal_flop_runs_spend_uniforms_flops_within_one_step():
+def test_equal_flop_uniform_runs_spend_each_schedules_flops_and_branch_at_their_decay():
+    from looped.train import lr_at
+
     plan = _plan(_best(), steps=40)
-    budget = uniform_flops(plan, 40, TOY.d_model)
-    runs = [p for p in plan.runs.values() if "flops" in p.roles]
-    for p in runs:
-        cfg, sched = p.cfg, parse_schedule(p.spec.schedule, p.spec.seed)
-        tokens = tokens_per_step(cfg)
-        spent = schedule_flops(cfg.model, sched, p.spec.steps, tokens, cfg.seq_len)
-        one_more = schedule_flops(cfg.model, sched, p.spec.steps + 1, tokens, cfg.seq_len)
+    tokens = {p.spec.name: p for p in plan.runs.values() if "tokens" in p.roles}
+    steps = {}
+    pairs = [(r.removeprefix("flops:"), p) for p in plan.runs.values() for r in p.roles
+             if r.startswith("flops:")]  # fmt: skip
+    assert len(pairs) == 3 * TOY.seeds
+    for other, p in pairs:
+        (target,) = [t for t in tokens.values() if t.spec.schedule == other and t.spec.seed == p.spec.seed]
+        cfg, sched = p.cfg, parse_schedule(UNIFORM, p.spec.seed)
+        n = tokens_per_step(cfg)
+        budget = schedule_flops(target.cfg.model, parse_schedule(other), 40, n, cfg.seq_len)
+        spent = schedule_flops(cfg.model, sched, p.spec.steps, n, cfg.seq_len)
+        one_more = schedule_flops(cfg.model, sched, p.spec.steps + 1, n, cfg.seq_len)
         assert spent <= budget * (1 + 1e-12) < one_more
-        step_cost = tokens * flops_per_token(cfg.model, 16, cfg.seq_len)  # the dearest step
-        assert budget - spent < step_cost
-        if p.spec.schedule == UNIFORM:
-            assert p.spec.steps == 40 and "tokens" in p.roles
-        else:  # every other schedule is cheaper per step, so it gets more steps
-            assert p.spec.steps > 40
-    steps = {p.spec.schedule: p.spec.steps for p in runs}
-    # mean K per step: fixed 4 < K=2 for 67% (4.2) < K=4 for 80% (4.9) < uniform (8.5)
-    assert steps[FIXED] > steps[RECIPE_200M] > steps[RECIPES_1B[1]] > steps[UNIFORM]
+        assert budget - spent < n * flops_per_token(cfg.model, 16, cfg.seq_len)
+        # a branch of uniform's 40-step run, up to where its own LR starts to decay
+        parent = plan.runs[p.spec.parent]
+        assert parent.spec.schedule == UNIFORM and parent.spec.steps == 40
+        assert parent.spec.seed == p.spec.seed and p.spec.branch_step in parent.spec.save_steps
+        at = p.spec.branch_step
+        assert lr_at(at - 1, p.spec.steps, cfg.optim) == lr_at(at - 1, 40, parent.cfg.optim)
+        assert lr_at(at, p.spec.steps, cfg.optim) != lr_at(at, 40, parent.cfg.optim)
+        steps[other] = p.spec.steps
+    # mean K per step: fixed 4 <= K=2 for 67% (4.2) < K=4 for 80% (4.9) < uniform (8.5), so
+    # uniform gets the fewest steps at fixed K=4's FLOPs
+    assert steps[FIXED] <= steps[RECIPE_200M] < steps[RECIPES_1B[1]] < 40
 
 
 def test_study_pairs_the_200m_recipe_with_uniform_at_every_size_length_and_seed():
@@ -169,6 +183,15 @@ def test_compare_and_study_gaps_pair_seeds_exactly():
     assert ff["compute_saving"] == pytest.approx(0.4)
     assert ff["wall_saving"] == pytest.approx(0.2)
     assert table[UNIFORM]["vs_uniform"] == 0.0
+    # equal FLOPs: the schedule against uniform trained on its FLOPs, seed by seed
+    rows += [
+        {**row(UNIFORM, 0, 4.4, [f"flops:{RECIPE_200M}"], steps=6), "flops": 60.0},
+        {**row(UNIFORM, 1, 5.0, [f"flops:{RECIPE_200M}"], steps=6), "flops": 60.0},
+    ]
+    (eq,) = fidelity.compare(rows, "flops", (UNIFORM, RECIPE_200M))
+    assert eq["schedule"] == RECIPE_200M and eq["uniform_steps"] == 6
+    assert eq["vs_uniform_by_seed"]["values"] == pytest.approx([4.2 / 4.4 - 1, 4.5 / 5.0 - 1])
+    assert eq["compute_saving"] == pytest.approx(0.0)
     (gap,) = fidelity.study_gaps(rows)
     assert gap["gap"]["values"] == pytest.approx([0.05, -0.1])
     assert (gap["d_model"], gap["steps"]) == (16, 10)
@@ -203,14 +226,18 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
         assert run["depths"] == list(range(1, 17))
         assert len(run["token_nll"]) == 16 and all(v > 0 for v in run["token_nll"])
         assert run["wall"] > 0 and run["flops"] > 0 and run["tokens"] == run["steps"] * 4 * 32
-    for key in ("equal_tokens", "equal_flops"):
+    for key, expected in (
+        ("equal_tokens", set(fidelity.SCHEDULES)),
+        ("equal_flops", set(fidelity.SCHEDULES) - {UNIFORM}),  # each against uniform
+    ):
         table = {r["schedule"]: r for r in result[key]}
-        assert set(table) == set(fidelity.SCHEDULES)
+        assert set(table) == expected
         assert all(r["seeds"] == 2 and r["lr"] == result["chosen_lr"][s] for s, r in table.items())
     tokens = {r["schedule"]: r for r in result["equal_tokens"]}
     assert tokens[RECIPE_200M]["compute_saving"] > 0 and tokens[UNIFORM]["compute_saving"] == 0
     flops = {r["schedule"]: r for r in result["equal_flops"]}
-    assert all(abs(r["compute_saving"]) < 0.2 for r in flops.values())
+    # uniform gets at most the other schedule's FLOPs (whole steps): it never spends more
+    assert all(r["compute_saving"] <= 1e-9 and r["uniform_steps"] < r["steps"] for r in flops.values())
     # the study at its two widths, each gap paired over both seeds
     assert [(g["d_model"], len(g["gap"]["values"])) for g in result["study"]] == [(16, 2), (24, 2)]
     assert set(result["meta"]["phase_seconds"]) == {"corpus", "sweep", "comparison", "study"}
