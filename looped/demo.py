@@ -29,39 +29,66 @@ process); finished runs are reused when the demo is run again.
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
-import os
-import queue as queue_lib
-import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
-from looped.paper import FIXED, FIXED_FIRST, LABELS, MAIN_SCHEDULES, UNIFORM
+from looped.fidelity import QUICK as QUICK_FIDELITY
+from looped.fidelity import FidelitySettings
+from looped.paper import (
+    FIXED,
+    FIXED_FIRST,
+    LABELS,
+    MAIN_SCHEDULES,
+    RECIPE_200M,
+    RECIPES_1B,
+    UNIFORM,
+)
+from looped.pool import RunSpec, execute, machine_name, read_metrics, train_wall
+
+# Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
+# (`looped demo --reference --sweep`; tests/test_demo.py checks these against results/demo.json).
+BIOS_LR = {FIXED: 3e-3, FIXED_FIRST: 3e-3, UNIFORM: 3e-3}
 
 
 @dataclass
 class DemoSettings:
     preset: str = "demo"  # base training preset (looped/configs/demo.yaml)
-    seeds: int = 2  # seeds for the main comparison (bands are min-max across them)
+    seeds: int = 3  # seeds for the main comparison (bands are min-max across them)
     budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
     depth_ks: tuple[int, ...] = (1, 2, 4, 8)  # fixed depths for the specialisation figure
     depth_budget: float = 0.45  # budget of those runs (matched compute)
     # extra uniform budgets (seed 0) to see when uniform catches up
     catch_up: tuple[float, ...] = ()
+    # each main schedule's peak LR (the depth runs use fixed K=4's)
+    lr: dict[str, float] = field(default_factory=lambda: dict(BIOS_LR))
+    # LR sweep first (both tracks: every main schedule at every LR, seed 0), then each
+    # schedule's best LR; off, the LRs above and the text track's chosen ones are used
+    sweep: bool = False
+    sweep_lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the sweep's peak LRs (about 3x apart)
+    text: bool = True  # the text track (held-out text NLL, the paper's metric) after the grid
+    probe: bool = True  # the paper's Fig. 4 at fixed K=4's checkpoints (seed 0)
     workers: int = 2  # worker processes (each single-threaded)
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
+
+# The text track at demo size: one looped layer of width 64 on the standard library's source
+# (bpe:4096), 150 steps of 16x128 tokens, each schedule at the LR the reference's sweep chose
+# (`looped fidelity` is the same track at a chosen size, with the scale study).
+TEXT_LR = {UNIFORM: 1e-3, RECIPE_200M: 1e-3, RECIPES_1B[1]: 3e-3, FIXED: 3e-3}
+TEXT = FidelitySettings(
+    d_model=64, steps=150, batch_size=16, eval_batches=4, seeds=3,
+    lrs=(3e-4, 1e-3, 3e-3, 1e-2), chosen_lr=dict(TEXT_LR),
+)  # fmt: skip
+QUICK_TEXT = replace(QUICK_FIDELITY, chosen_lr=dict(TEXT_LR))  # toy size, pydoc corpus
 
 QUICK = DemoSettings(  # the same grid at toy size: every code path in well under a minute
     preset="demo",
@@ -73,26 +100,16 @@ QUICK = DemoSettings(  # the same grid at toy size: every code path in well unde
 )  # fmt: skip
 
 
-@dataclass
-class RunSpec:
-    name: str  # directory name under runs/
-    schedule: str  # depth schedule spec
-    budget: float  # fraction of the full budget
-    seed: int
-    group: str  # "main" (Fig. 1, 2, 3, 8), "depth" (Fig. 5) or "catchup" (uniform beyond 100%)
-    steps: int = 0  # total optimizer steps (from the budget)
-    parent: str | None = None  # run this one branches off
-    branch_step: int = 0  # step of the parent checkpoint it continues
-    save_steps: list[int] = field(default_factory=list)  # checkpoints its children need
-    eval_steps: list[int] = field(default_factory=list)  # extra evaluations (before the switch)
-
-
-def base_config(settings: DemoSettings, seed: int, schedule: str, budget: float) -> TrainConfig:
+def base_config(
+    settings: DemoSettings, seed: int, schedule: str, budget: float, lr: float | None = None
+) -> TrainConfig:
     overrides = settings.overrides + [
         f"seed={seed}",
         f"schedule={schedule}",
         f"budget_frac={budget}",
     ]
+    if lr is not None:
+        overrides.append(f"optim.lr={lr}")
     cfg = load_config(settings.preset, overrides)
     cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))  # as the trainer will
     return cfg
@@ -116,8 +133,18 @@ def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
     ), cfg.model.vocab_size
 
 
+def lr_of(settings: DemoSettings, schedule: str) -> float:
+    """A schedule's peak LR: its own for the main schedules, fixed K=4's for other fixed K."""
+    return settings.lr.get(schedule, settings.lr[FIXED])
+
+
 def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
-    """Every run of the grid, with its step count, parent and branch step."""
+    """Every run of the grid, with its step count, parent and branch step.
+
+    Per seed: each main schedule at each budget (equal FLOPs), fixed-first and fixed K=4 at
+    uniform's full-budget steps (equal tokens, group "tokens"); seed 0 also gets the depth
+    runs and the catch-up runs. A run branches off the root run of its seed (one trained from
+    scratch) with which it shares the longest prefix: same LR, depths and batches."""
     from looped.schedules import parse_schedule
     from looped.train import branch_point, total_steps_for
 
@@ -125,281 +152,77 @@ def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]
     specs: dict[str, RunSpec] = {}
     configs: dict[str, TrainConfig] = {}
 
-    def add(spec: RunSpec) -> RunSpec:
-        cfg = base_config(settings, spec.seed, spec.schedule, spec.budget)
+    def add(spec: RunSpec, steps: int = 0) -> RunSpec:
+        if spec.name in specs:
+            if spec.group not in specs[spec.name].group:
+                specs[spec.name].group += "+" + spec.group
+            return specs[spec.name]
+        cfg = base_config(settings, spec.seed, spec.schedule, spec.budget, spec_lr(spec))
         cfg.full_budget_flops, cfg.model.vocab_size, cfg.max_steps = full, vocab, 0
+        if steps:  # a run of given steps (equal tokens), not of a budget
+            cfg.budget_frac, cfg.max_steps = 0.0, steps
         spec.steps = total_steps_for(cfg)
         specs[spec.name], configs[spec.name] = spec, cfg
+        roots = [
+            r for r in specs.values() if r.seed == spec.seed and not r.parent and r is not spec
+        ]
+        best = max(
+            ((branch_point(cfg, spec.steps, configs[r.name], r.steps), -i, r)
+             for i, r in enumerate(roots)),
+            default=(0, 0, None), key=lambda t: t[:2],
+        )  # fmt: skip
+        at, _, parent = best
+        if parent is not None and at >= max(2, spec.steps // 10):  # a few shared steps: not worth
+            spec.parent, spec.branch_step = parent.name, at  # waiting for the parent
+            if at not in parent.save_steps:
+                parent.save_steps.append(at)
         return spec
 
-    def attach(spec: RunSpec, parent: RunSpec) -> int:
-        """Branch `spec` off `parent` where their runs agree; returns the branch step (0: none)."""
-        at = branch_point(configs[spec.name], spec.steps, configs[parent.name], parent.steps)
-        if at > 0:
-            spec.parent, spec.branch_step = parent.name, at
-            parent.save_steps.append(at)
-        return at
+    def spec_lr(spec: RunSpec) -> float:
+        return lr_of(settings, spec.schedule)
+
+    def name(schedule: str, budget: float | str, seed: int) -> str:
+        return _name(schedule, budget, seed, lr_of(settings, schedule))
 
     top = max(settings.budgets)
     for seed in range(settings.seeds):
-        parents = {
-            s: add(RunSpec(_name(s, top, seed), s, top, seed, "main")) for s in (FIXED, UNIFORM)
-        }
+        for s in (FIXED, UNIFORM, FIXED_FIRST):  # roots first: the others branch off them
+            add(RunSpec(name(s, top, seed), s, top, seed, "main"))
         for schedule in MAIN_SCHEDULES:
             for budget in settings.budgets:
-                name = _name(schedule, budget, seed)
-                if name in specs:
-                    continue
-                spec = add(RunSpec(name, schedule, budget, seed, "main"))
-                at = attach(spec, parents[UNIFORM if schedule == UNIFORM else FIXED])
+                spec = add(RunSpec(name(schedule, budget, seed), schedule, budget, seed, "main"))
                 if schedule == FIXED_FIRST:  # an evaluation just before the switch
                     switch = parse_schedule(schedule, seed).switch_step(spec.steps)
-                    (
-                        specs[spec.parent] if spec.parent and at == switch else spec
-                    ).eval_steps.append(switch)
+                    at_switch = spec.parent and spec.branch_step == switch
+                    (specs[spec.parent] if at_switch else spec).eval_steps.append(switch)
+        uniform_steps = specs[name(UNIFORM, top, seed)].steps
+        for schedule in (FIXED_FIRST, FIXED):  # equal tokens: uniform's full-budget steps
+            spec = RunSpec(name(schedule, "tok", seed), schedule, 0.0, seed, "tokens")
+            add(spec, steps=uniform_steps)
         if seed == 0:
             for k in settings.depth_ks:
                 schedule = f"fixed:{k}"
-                name = _name(schedule, settings.depth_budget, seed)
-                if name in specs:
-                    specs[name].group = "main+depth"
-                    continue
-                spec = add(RunSpec(name, schedule, settings.depth_budget, seed, "depth"))
-                if schedule == FIXED and settings.depth_budget < top:
-                    attach(spec, parents[FIXED])
-            longer = sorted((b for b in settings.catch_up if b > top), reverse=True)
-            for budget in longer:  # the longest from scratch, shorter ones branch off it
-                spec = add(RunSpec(_name(UNIFORM, budget, seed), UNIFORM, budget, seed, "catchup"))
-                if budget != longer[0]:
-                    attach(spec, specs[_name(UNIFORM, longer[0], seed)])
+                budget = settings.depth_budget
+                add(RunSpec(name(schedule, budget, seed), schedule, budget, seed, "depth"))
+            for budget in sorted(b for b in settings.catch_up if b > top):  # after the grid
+                add(RunSpec(name(UNIFORM, budget, seed), UNIFORM, budget, seed, "catchup"))
+    if settings.probe:  # Fig. 4's checkpoints: where each fixed-first run switches
+        specs[name(FIXED, top, 0)].save_steps += _probe_steps(list(specs.values()))
+    for spec in specs.values():
+        spec.eval_steps = sorted(set(spec.eval_steps))
+        spec.save_steps = sorted(set(spec.save_steps))
     return list(specs.values()), configs
 
 
-def _name(schedule: str, budget: float, seed: int) -> str:
+def _name(schedule: str, budget: float | str, seed: int, lr: float) -> str:
     short = {FIXED_FIRST: "fixed_first", UNIFORM: "uniform"}.get(
         schedule, schedule.replace(":", "").replace("fixed", "fixed_k")
     )
-    return f"{short}_b{round(budget * 100):03d}_s{seed}"
-
-
-# -- execution -------------------------------------------------------------------------------
-def progress_mode() -> str:
-    """How to report progress where the output goes: "notebook" (tqdm widgets in a Jupyter
-    kernel), "terminal" (tqdm bars when stderr is a terminal) or "lines" (one plain line per
-    finished run: a log file or CI gets no escape-code redraws)."""
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        if shell is not None and "IPKernelApp" in shell.config:
-            return "notebook"
-    except ImportError:
-        pass
-    isatty = getattr(sys.stderr, "isatty", None)
-    return "terminal" if isatty and isatty() else "lines"
-
-
-def run_line(name: str, summary: dict) -> str:
-    """The line a finished run prints when the output is not a terminal (`summary` is what
-    `train` returns; its wall time counts this run's own steps, not its parent's)."""
-    return (
-        f"finished {name}: {summary['steps']} steps, {summary['wall']:.1f}s, "
-        f"final loss {summary['final_loss']:.3f}"
-    )
-
-
-def _run_one(
-    spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None, progress: Any
-) -> dict:
-    """One run in a worker process: single-threaded, progress sent to the parent's queue."""
-    import torch
-
-    from looped.train import train
-
-    torch.set_num_threads(1)
-    last = [0.0]
-
-    def on_step(done: int, total: int, loss: float, depth: int) -> None:
-        now = time.time()
-        if now - last[0] > 0.25 or done == total:
-            last[0] = now
-            progress.put((spec["name"], done, total, loss, depth))
-
-    return train(
-        cfg,
-        run_dir,
-        branch_from=branch_dir,
-        save_steps=tuple(spec["save_steps"]),
-        eval_steps=tuple(spec["eval_steps"]),
-        on_step=on_step,
-        quiet=True,
-    )
-
-
-def _finished(run_dir: Path, cfg: TrainConfig, spec: RunSpec) -> bool:
-    """A finished run with the same config and every checkpoint its children need."""
-    if not (run_dir / "summary.json").is_file():
-        return False
-    if (run_dir / "config.yaml").read_text() != to_yaml(cfg):
-        return False
-    return all((run_dir / "checkpoints" / f"step_{s:07d}").is_dir() for s in spec.save_steps)
-
-
-def _cost(spec: RunSpec, cfg: TrainConfig) -> float:
-    """Modeled FLOPs this run trains itself (a branch leaves its parent's share out)."""
-    from looped.flops import schedule_flops, tokens_per_step
-    from looped.schedules import parse_schedule
-
-    schedule, tokens = parse_schedule(spec.schedule, spec.seed), tokens_per_step(cfg)
-    total = schedule_flops(cfg.model, schedule, spec.steps, tokens, cfg.seq_len)
-    if spec.parent:
-        total -= schedule_flops(cfg.model, schedule, spec.branch_step, tokens, cfg.seq_len)
-    return total
-
-
-def _to_train(
-    specs: list[RunSpec], configs: dict[str, TrainConfig], runs_dir: Path, fresh: bool
-) -> dict[str, RunSpec]:
-    """The runs to (re)train, their old directories removed: the unfinished ones and every child
-    of one (a retrained parent means its children must be retrained too)."""
-    import shutil
-
-    todo = {}
-    for spec in specs:
-        run_dir = runs_dir / spec.name
-        if not fresh and _finished(run_dir, configs[spec.name], spec):
-            continue
-        shutil.rmtree(run_dir, ignore_errors=True)
-        todo[spec.name] = spec
-    for spec in specs:
-        if spec.parent in todo and spec.name not in todo:
-            shutil.rmtree(runs_dir / spec.name, ignore_errors=True)
-            todo[spec.name] = spec
-    return todo
-
-
-class _Bars:
-    """Progress of the pool: an overall bar in modeled GFLOPs and one bar per busy worker, fed
-    by the (name, step, total, loss, depth) messages workers put on a queue. `disable` turns the
-    bars off (quiet, or one plain line per run instead)."""
-
-    def __init__(self, todo: dict[str, RunSpec], workers: int, disable: bool) -> None:
-        self.todo, self.disable = todo, disable
-        self.costs = {name: _cost(spec, spec_cfg) for name, (spec, spec_cfg) in todo.items()}
-        self.overall = tqdm(
-            total=sum(self.costs.values()) / 1e9,
-            desc="demo",
-            unit="GFLOP",
-            disable=disable,
-            position=0,
-            bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]",
-        )
-        self.slots: dict[str, Any] = {}
-        self.seen: dict[str, int] = {}
-        self.free = list(range(1, workers + 1))
-
-    def open(self, spec: RunSpec) -> None:
-        self.slots[spec.name] = tqdm(
-            total=spec.steps,
-            initial=spec.branch_step,
-            desc=spec.name,
-            position=self.free.pop(0),
-            leave=False,
-            disable=self.disable,
-            dynamic_ncols=True,
-        )
-        self.seen[spec.name] = spec.branch_step
-
-    def close(self, name: str) -> None:
-        bar = self.slots.pop(name)
-        self.free.append(bar.pos if bar.pos is not None else 1)
-        self.free.sort()
-        bar.close()
-
-    def drain(self, progress: Any) -> None:
-        while True:
-            try:
-                name, done, total, loss, depth = progress.get_nowait()
-            except (queue_lib.Empty, EOFError, OSError):
-                return
-            if name in self.slots:
-                self.slots[name].update(done - self.slots[name].n)
-                self.slots[name].set_postfix(loss=f"{loss:.3f}", K=depth, refresh=True)
-            spec = self.todo[name][0]
-            share = (done - self.seen.get(name, 0)) / max(1, spec.steps - spec.branch_step)
-            self.seen[name] = done
-            self.overall.update(share * self.costs[name] / 1e9)
-
-    def finish(self) -> None:
-        self.overall.n = self.overall.total
-        self.overall.close()
-
-
-def execute(
-    specs: list[RunSpec],
-    configs: dict[str, TrainConfig],
-    runs_dir: Path,
-    workers: int,
-    fresh: bool,
-    quiet: bool,
-) -> int:
-    """Run the grid on a process pool, parents before children, costliest first; returns how
-    many runs were trained (finished ones are reused unless `fresh`)."""
-    todo = _to_train(specs, configs, runs_dir, fresh)
-    if not todo:
-        return 0
-    lines = not quiet and progress_mode() == "lines"
-    bars = _Bars({n: (s, configs[n]) for n, s in todo.items()}, workers, quiet or lines)
-    ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        progress = manager.Queue()
-        running: dict[Any, str] = {}
-        done: set[str] = set()
-
-        def ready() -> list[RunSpec]:
-            ok = [
-                s
-                for s in todo.values()
-                if s.name not in done
-                and s.name not in running.values()
-                and (s.parent is None or s.parent not in todo or s.parent in done)
-            ]
-            return sorted(ok, key=lambda s: -bars.costs[s.name])
-
-        while len(done) < len(todo):
-            while len(running) < workers and ready():
-                spec = ready()[0]
-                branch = (
-                    str(runs_dir / spec.parent / "checkpoints" / f"step_{spec.branch_step:07d}")
-                    if spec.parent
-                    else None
-                )
-                run_dir = str(runs_dir / spec.name)
-                args = (asdict(spec), configs[spec.name], run_dir, branch, progress)
-                running[pool.submit(_run_one, *args)] = spec.name
-                bars.open(spec)
-            finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
-            bars.drain(progress)
-            for future in finished:
-                name = running.pop(future)
-                summary = future.result()  # re-raise a worker's error here
-                if lines:
-                    print(run_line(name, summary), flush=True)
-                bars.drain(progress)
-                bars.close(name)
-                done.add(name)
-        bars.drain(progress)
-    bars.finish()
-    return len(todo)
+    size = budget if isinstance(budget, str) else f"b{round(budget * 100):03d}"
+    return f"{short}_{size}_lr{lr:g}_s{seed}"
 
 
 # -- collecting results ----------------------------------------------------------------------
-def read_metrics(run_dir: Path) -> list[dict]:
-    """Every record of a run's metrics.jsonl (none when the run has not started)."""
-    path = run_dir / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
 def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig]) -> list[dict]:
     """Per run: schedule, budget, seed, modeled FLOPs, wall seconds (a branch counts its parent's
     time up to the branch), NLL / bits / two-hop per depth, the training curve, pre-switch eval.
@@ -435,17 +258,12 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
         rows.append({
             "name": spec.name, "schedule": spec.schedule, "label": paper.label(spec.schedule),
             "budget": spec.budget, "seed": spec.seed, "group": spec.group, "steps": spec.steps,
-            "switch_step": summary.get("switch_step"), "wall": wall, "flops_sampled": summary["flops"],
+            "lr": cfg.optim.lr, "switch_step": summary.get("switch_step"), "wall": wall, "flops_sampled": summary["flops"],
             "flops": schedule_flops(cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, tokens_per_step(cfg), cfg.seq_len),
             "parent": spec.parent, "branch_step": spec.branch_step or None,
             **final, "pre_switch": pre_switch, "curve": curve,
         })  # fmt: skip
     return rows
-
-
-def train_wall(record: dict) -> float:
-    """Seconds spent training (evaluations and checkpoints excluded where the log has it)."""
-    return record.get("train_wall", record["wall"])
 
 
 def eval_row(record: dict) -> dict:
@@ -483,53 +301,73 @@ def eval_row(record: dict) -> dict:
     return row
 
 
-def summarize(rows: list[dict], budget: float) -> list[dict]:
-    """The README table: each main schedule at the full budget, seed means, against uniform."""
+def spread(values: list[float]) -> dict[str, Any]:
+    """Mean, sample std, min, max and the values themselves: how a number varies over seeds."""
+    arr = np.asarray(values, dtype=float)
+    return {
+        "mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+        "min": float(arr.min()), "max": float(arr.max()), "values": [float(v) for v in arr],
+    }  # fmt: skip
 
-    def mean(schedule: str, key: str, reduce=np.mean) -> float:
-        vals = [
-            r[key]
-            for r in rows
-            if r["schedule"] == schedule and r["budget"] == budget and "main" in r["group"]
-        ]
-        return float(np.mean([reduce(v) for v in vals])) if vals else float("nan")
 
-    uni_flops, uni_wall, uni_nll = (
-        mean(UNIFORM, "flops"),
-        mean(UNIFORM, "wall"),
-        mean(UNIFORM, "fact_nll"),
-    )
+def _main_at(rows: list[dict], schedule: str, budget: float) -> list[dict]:
+    return sorted(
+        (r for r in rows if r["schedule"] == schedule and r["budget"] == budget
+         and "main" in r["group"]), key=lambda r: r["seed"],
+    )  # fmt: skip
+
+
+def summarize(rows: list[dict], budget: float, tokens: bool = False) -> list[dict]:
+    """The README table, seed means against uniform's full-budget runs. Equal FLOPs (default):
+    every main schedule at `budget`. `tokens`: fixed K=4 and fixed-first at uniform's steps
+    (group "tokens"), the paper's framing. Each row carries the seed spread of its mean fact NLL
+    and of its difference from uniform paired seed by seed."""
+    uni = _main_at(rows, UNIFORM, budget)
+    if not uni:
+        return []
+    by_seed = {r["seed"]: r for r in uni}
     table = []
     for schedule in MAIN_SCHEDULES:
-        runs = [
-            r
-            for r in rows
-            if r["schedule"] == schedule and r["budget"] == budget and "main" in r["group"]
-        ]
+        if tokens and schedule != UNIFORM:
+            runs = sorted((r for r in rows if r["schedule"] == schedule
+                           and "tokens" in r["group"]), key=lambda r: r["seed"])  # fmt: skip
+        else:
+            runs = _main_at(rows, schedule, budget)
         if not runs:
             continue
         depths = runs[0]["depths"]
         bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
-        nll = mean(schedule, "fact_nll")
+        nll = spread([float(np.mean(r["fact_nll"])) for r in runs])
+        u_nll = float(np.mean([np.mean(r["fact_nll"]) for r in uni]))
+        paired = [float(np.mean(r["fact_nll"]) / np.mean(by_seed[r["seed"]]["fact_nll"]) - 1)
+                  for r in runs if r["seed"] in by_seed]  # fmt: skip
         table.append({
-            "schedule": schedule, "label": LABELS[schedule], "seeds": len(runs), "steps": runs[0]["steps"],
-            "compute_vs_uniform": mean(schedule, "flops") / uni_flops,
-            "wall_vs_uniform": mean(schedule, "wall") / uni_wall,
-            "mean_fact_nll": nll, "fact_nll_vs_uniform": nll / uni_nll - 1,
+            "schedule": schedule, "label": LABELS[schedule], "seeds": len(runs),
+            "steps": runs[0]["steps"], "lr": runs[0].get("lr"),
+            "compute_vs_uniform": float(np.mean([r["flops"] for r in runs]) / np.mean([r["flops"] for r in uni])),
+            "wall_vs_uniform": float(np.mean([r["wall"] for r in runs]) / np.mean([r["wall"] for r in uni])),
+            "mean_fact_nll": nll["mean"], "fact_nll_vs_uniform": nll["mean"] / u_nll - 1,
+            "fact_nll": nll, "vs_uniform_by_seed": spread(paired),
             "bits": {str(k): float(bits[depths.index(k)]) for k in (1, 4, 8, 16) if bits is not None and k in depths},
         })  # fmt: skip
     return table
 
 
 def format_summary(table: list[dict]) -> str:
+    """A summary table as markdown: seed means, the seed range of the mean fact NLL and the
+    per-seed range of the difference from uniform (paired by seed)."""
     lines = [
-        "| schedule | steps | compute vs uniform | wall-clock vs uniform | mean fact NLL K=1..16 | vs uniform | bits/person K=1 | K=4 | K=8 | K=16 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| schedule | LR | steps | compute vs uniform | wall-clock vs uniform | mean fact NLL K=1..16 (seed range) | vs uniform | per-seed range | bits/person K=1 | K=4 | K=8 | K=16 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table:
         bits = [f"{r['bits'].get(str(k), float('nan')):.1f}" for k in (1, 4, 8, 16)]
+        n, v = r.get("fact_nll"), r.get("vs_uniform_by_seed")
+        nll = f"{r['mean_fact_nll']:.3f}" + (f" ({n['min']:.3f}-{n['max']:.3f})" if n else "")
+        per_seed = f"{v['min']:+.1%} to {v['max']:+.1%}" if v else "-"
+        lr = f"{r['lr']:g}" if r.get("lr") else "-"
         lines.append(
-            f"| {r['label']} | {r['steps']} | {r['compute_vs_uniform']:.2f}x | {r['wall_vs_uniform']:.2f}x | {r['mean_fact_nll']:.3f} | {r['fact_nll_vs_uniform']:+.1%} | "
+            f"| {r['label']} | {lr} | {r['steps']} | {r['compute_vs_uniform']:.2f}x | {r['wall_vs_uniform']:.2f}x | {nll} | {r['fact_nll_vs_uniform']:+.1%} | {per_seed} | "
             + " | ".join(bits)
             + " |"
         )
@@ -579,7 +417,8 @@ def compare_summaries(yours: list[dict], reference: list[dict]) -> str:
 def _settings_that_change_the_table(yours: dict, reference: dict) -> list[str]:
     """Settings that differ and bear on the full-budget table; the number of workers and the
     optional catch-up runs (not in the table) do not."""
-    ignored = {"workers", "catch_up"}
+    ignored = {"workers", "catch_up", "sweep", "sweep_lrs", "text", "probe"}
+    yours, reference = json.loads(json.dumps(yours)), json.loads(json.dumps(reference))
     return [
         k
         for k in sorted(set(yours) | set(reference))
@@ -619,74 +458,192 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
     return "\n".join(text)
 
 
-def machine_name() -> str:
-    """CPU model and core count, for the record."""
-    from looped.device import cpu_name
-
-    return f"{cpu_name()} ({os.cpu_count()} cores)"
-
-
 # -- entry point -----------------------------------------------------------------------------
+def sweep_bios(
+    settings: DemoSettings, runs_dir: Path, fresh: bool, quiet: bool
+) -> tuple[list[RunSpec], dict[str, TrainConfig], list[dict], dict[str, float]]:
+    """The bios LR sweep: seed 0's grid (main schedules, every budget, the equal-token runs) at
+    each LR of `sweep_lrs`, and each schedule's best LR by mean fact NLL over K=1..16 at the full
+    budget (ties: the smaller LR). The grid at the chosen LRs then reuses these runs."""
+    specs, configs = [], {}
+    for lr in settings.sweep_lrs:
+        one = replace(
+            settings, seeds=1, lr=dict.fromkeys(MAIN_SCHEDULES, lr), depth_ks=(), catch_up=()
+        )
+        s, c = plan(one)
+        specs += [x for x in s if x.name not in configs]
+        configs.update(c)
+    if not quiet:
+        print(f"looped demo: bios LR sweep: {len(specs)} runs, LRs {settings.sweep_lrs}")
+    execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
+    rows = collect(specs, runs_dir, configs)
+    top = max(settings.budgets)
+    sweep = [
+        {"schedule": r["schedule"], "label": r["label"], "lr": r["lr"],
+         "mean_nll": float(np.mean(r["fact_nll"])), "fact_nll": r["fact_nll"]}
+        for r in rows if r["budget"] == top and "main" in r["group"]
+    ]  # fmt: skip
+    best: dict[str, tuple[float, float]] = {}
+    for r in sorted(sweep, key=lambda r: r["lr"]):
+        if r["schedule"] not in best or r["mean_nll"] < best[r["schedule"]][0]:
+            best[r["schedule"]] = (r["mean_nll"], r["lr"])
+    return specs, configs, sweep, {k: lr for k, (_, lr) in best.items()}
+
+
+def probe_benefit(specs: list[RunSpec], runs_dir: Path) -> list[dict]:
+    """The paper's Fig. 4 at seed 0's full-budget fixed K=4 run: at each checkpoint where a
+    fixed-first run switches, NLL at every serving depth after one K=4 update minus after one
+    K=16 update (`probes.update_benefit`)."""
+    from looped.probes import update_benefit
+
+    fixed = _fixed_root(specs)
+    keys = ("step", "shallow", "deep", "depths", "benefit", "mean_benefit")
+    return [
+        {k: r[k] for k in keys}
+        for r in (
+            update_benefit(runs_dir / fixed.name / "checkpoints" / f"step_{s:07d}",
+                           list(range(1, 17)), n_batches=2)
+            for s in _probe_steps(specs)
+        )
+    ]  # fmt: skip
+
+
+def _fixed_root(specs: list[RunSpec]) -> RunSpec:
+    top = max(s.budget for s in specs if "main" in s.group)
+    return next(s for s in specs if s.schedule == FIXED and s.seed == 0 and s.budget == top)
+
+
+def _probe_steps(specs: list[RunSpec]) -> list[int]:
+    from looped.schedules import parse_schedule
+
+    return sorted({
+        parse_schedule(s.schedule, 0).switch_step(s.steps)
+        for s in specs if s.schedule == FIXED_FIRST and s.seed == 0 and "main" in s.group
+    })  # fmt: skip
+
+
 def run_demo(
-    settings: DemoSettings, out: Path, figures: Path, fresh: bool = False, quiet: bool = False
+    settings: DemoSettings,
+    out: Path,
+    figures: Path,
+    fresh: bool = False,
+    quiet: bool = False,
+    text: FidelitySettings | None = None,
 ) -> dict:
+    """The demo's phases, each timed: [bios LR sweep], bios grid, text track, Fig. 4 probe,
+    figures; writes OUT/demo.json (and OUT/demo_text.json) and the figures."""
     from looped import plots
+    from looped.fidelity import fig_lr_sweep, run_fidelity
 
     t0 = time.time()
-    specs, configs = plan(settings)
+    phases: dict[str, float] = {}
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
+    sweep_specs, sweep_configs, sweep, trained = [], {}, [], 0
+    if settings.sweep:
+        sweep_specs, sweep_configs, sweep, best = sweep_bios(settings, runs_dir, fresh, quiet)
+        settings = replace(settings, lr={**settings.lr, **best})
+        phases["bios LR sweep"] = time.time() - t0
+    started = time.time()
+    specs, configs = plan(settings)
     if not quiet:
         n_main = sum("main" in s.group for s in specs)
         print(
-            f"looped demo: {len(specs)} runs ({n_main} in the main grid, {settings.seeds} seeds), {settings.workers} workers -> {out}"
+            f"looped demo: bios: {len(specs)} runs ({n_main} in the main grid, {settings.seeds} "
+            f"seeds, LRs {settings.lr}), {settings.workers} workers -> {out}"
         )
     grid = [s for s in specs if s.group != "catchup"]
     extra = [s for s in specs if s.group == "catchup"]
-    trained = execute(grid, configs, runs_dir, settings.workers, fresh, quiet)
-    grid_seconds, t1 = time.time() - t0, time.time()
+    trained += execute(grid, configs, runs_dir, settings.workers, fresh, quiet)
+    phases["bios"] = time.time() - started
+    text_result = None
+    if settings.text and text is not None:
+        started = time.time()
+        text = replace(text, seeds=settings.seeds, workers=settings.workers,
+                       chosen_lr=None if settings.sweep else text.chosen_lr)  # fmt: skip
+        text_result = run_fidelity(
+            text, runs_dir / "text", out / "demo_text.json", figures, fresh, quiet, prefix="text"
+        )
+        phases["text"] = time.time() - started
+    benefit = []
+    if settings.probe:
+        started = time.time()
+        benefit = probe_benefit(specs, runs_dir)
+        phases["probe"] = time.time() - started
+    t1 = time.time()
     trained_extra = (
         execute(extra, configs, runs_dir, settings.workers, fresh, quiet) if extra else 0
     )
-    rows = collect(specs, runs_dir, configs)
+    catchup_seconds = time.time() - t1 if extra else None
+    main_names = {s.name for s in specs}
+    for s in sweep_specs:
+        if s.name not in main_names:
+            s.group = "sweep"
+    all_specs = specs + [s for s in sweep_specs if s.name not in main_names]
+    rows = collect(all_specs, runs_dir, {**sweep_configs, **configs})
     top = max(settings.budgets)
     cfg0 = configs[specs[0].name]
+    from looped.model import LoopedTransformer
+
     result = {
         "meta": {
             "settings": asdict(settings),
             "machine": machine_name(),
-            "wall_seconds": grid_seconds,  # the grid (what `make demo` runs), set-up included
-            "catchup_seconds": time.time() - t1 if extra else None,  # the optional --catch-up runs
+            "wall_seconds": 0.0,  # the whole demo (what `make demo` runs), set-up included
+            "phase_seconds": phases,
+            "catchup_seconds": catchup_seconds,  # the optional --catch-up runs
             "runs_trained": trained + trained_extra,
             "model": asdict(cfg0.model),
-            "params": None,
+            "params": LoopedTransformer(cfg0.model).num_params(),
             "full_budget_flops": cfg0.full_budget_flops,
             "batch_size": cfg0.batch_size,
             "seq_len": cfg0.seq_len,
             "dtype": cfg0.dtype,
             "persons": cfg0.data.persons,
             "nll_label": "fact NLL (nats per fact, held-out templates)",
+            "text_results": "demo_text.json" if text_result else None,
         },
         "runs": rows,
+        "sweep": sweep,
+        "chosen_lr": dict(settings.lr),
         "summary": summarize(rows, top),
+        "summary_tokens": summarize(rows, top, tokens=True),
+        "update_benefit": benefit,
     }
-    from looped.model import LoopedTransformer
-
-    result["meta"]["params"] = LoopedTransformer(cfg0.model).num_params()
     out.mkdir(parents=True, exist_ok=True)
-    previous = out / "demo.json"
-    if previous.is_file():  # a phase that retrained nothing keeps the time it took before
-        before = json.loads(previous.read_text())["meta"]
-        if trained == 0:
-            result["meta"]["wall_seconds"] = before["wall_seconds"]
-        if extra and trained_extra == 0 and before.get("catchup_seconds"):
-            result["meta"]["catchup_seconds"] = before["catchup_seconds"]
-    write_text_atomic(out / "demo.json", json.dumps(result, indent=1))
+    started = time.time()
     paths = plots.demo_figures(result, figures)
+    if sweep:
+        sweep_view = {"meta": {"settings": {"schedules": list(MAIN_SCHEDULES)}}, "sweep": sweep,
+                      "chosen_lr": result["chosen_lr"]}  # fmt: skip
+        paths.append(
+            fig_lr_sweep(sweep_view, figures / "demo_lr_sweep.png", "mean fact NLL over K=1..16")
+        )
+    if benefit:
+        from looped.probes import plot_benefit
+
+        ints = [dict(r, benefit={int(k): v for k, v in r["benefit"].items()}) for r in benefit]
+        paths.append(plot_benefit(ints, figures / "fig4_update_benefit.png"))
+    phases["figures"] = time.time() - started
+    result["meta"]["wall_seconds"] = time.time() - t0 - (catchup_seconds or 0.0)
+    previous = out / "demo.json"
+    if previous.is_file() and result["meta"]["runs_trained"] == 0:  # nothing retrained: keep
+        before = json.loads(previous.read_text())["meta"]  # the times it took when it trained
+        for key in ("wall_seconds", "phase_seconds", "catchup_seconds"):
+            if before.get(key) is not None:
+                result["meta"][key] = before[key]
+    write_text_atomic(out / "demo.json", json.dumps(result, indent=1))
     if not quiet:
+        print("\nBios track, equal FLOPs (full budget):")
         print(format_summary(result["summary"]))
+        print("\nBios track, equal tokens (uniform's full-budget steps):")
+        print(format_summary(result["summary_tokens"]))
+        took = result["meta"]["phase_seconds"]
         print(
-            f"wrote {out / 'demo.json'} and {len(paths)} figures in {figures} ({time.time() - t0:.0f}s)"
+            f"wrote {out / 'demo.json'} and {len(paths)} figures in {figures} "
+            f"({result['meta']['wall_seconds']:.0f}s; "
+            + ", ".join(f"{k} {v:.0f}s" for k, v in took.items())
+            + ")"
         )
         comparison = _comparison(result, out, figures)
         if comparison:
@@ -717,7 +674,14 @@ def main(argv: list[str]) -> int:
         help="regenerate the committed reference: results/demo.json and figures/ "
         "(then run `looped report`)",
     )
-    parser.add_argument("--seeds", type=int, help="seeds for the main comparison")
+    parser.add_argument("--seeds", type=int, help="seeds of both tracks (default 3)")
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="first sweep the LR of every schedule (both tracks, seed 0) and use each one's "
+        "best; without it, the LRs the reference's sweep chose (roughly doubles the time)",
+    )
+    parser.add_argument("--no-text", action="store_true", help="the bios grid only (no text track)")
     parser.add_argument("--workers", type=int, help="worker processes (default 2)")
     parser.add_argument(
         "--catch-up",
@@ -763,5 +727,8 @@ def main(argv: list[str]) -> int:
     else:
         out = Path(args.out or ("runs/demo-quick" if args.quick else "runs/demo"))
         figures = Path(args.figures or out / "figures")
-    run_demo(settings, out, figures, fresh=args.fresh, quiet=args.quiet)
+    settings.sweep, settings.text = args.sweep, not args.no_text
+    text = replace(QUICK_TEXT if args.quick else TEXT)
+    text.overrides = text.overrides + args.overrides
+    run_demo(settings, out, figures, fresh=args.fresh, quiet=args.quiet, text=text)
     return 0

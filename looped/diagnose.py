@@ -40,8 +40,9 @@ import numpy as np
 from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, to_yaml
-from looped.demo import DemoSettings, RunSpec, base_config, eval_row, execute, read_metrics
+from looped.demo import DemoSettings, base_config, eval_row
 from looped.errors import UserError
+from looped.pool import RunSpec, execute, read_metrics
 
 # variant -> (schedule, extra overrides); equal steps and tokens per step for all
 VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -52,7 +52,10 @@ import numpy as np
 from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
-from looped.demo import (
+from looped.device import pick_device, resolve_dtype
+from looped.errors import UserError
+from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.pool import (
     RunSpec,
     execute,
     machine_name,
@@ -60,9 +63,6 @@ from looped.demo import (
     read_metrics,
     train_wall,
 )
-from looped.device import pick_device, resolve_dtype
-from looped.errors import UserError
-from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 
 # the schedules compared, in the order tables and legends list them
 SCHEDULES = (UNIFORM, RECIPE_200M, RECIPES_1B[1], FIXED)
@@ -151,7 +151,7 @@ def ensure_corpus(settings: FidelitySettings, out: Path, quiet: bool = False) ->
 # -- plan ------------------------------------------------------------------------------------
 @dataclass
 class Planned:
-    spec: RunSpec  # what demo.execute trains (name, schedule, seed, steps)
+    spec: RunSpec  # what pool.execute trains (name, schedule, seed, steps)
     cfg: TrainConfig  # the run's resolved config
     lr: float  # its peak learning rate
     d_model: int  # its width
@@ -240,7 +240,7 @@ class Plan:
         return self.runs[name]
 
     def specs(self, names: set[str] | None = None) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
-        """demo.execute's arguments for the runs named (all by default)."""
+        """pool.execute's arguments for the runs named (all by default)."""
         chosen = [p for n, p in self.runs.items() if names is None or n in names]
         return [p.spec for p in chosen], {p.spec.name: p.cfg for p in chosen}
 
@@ -270,7 +270,9 @@ def _flop_partners(plan: Plan, uni: Planned) -> list[Planned]:
     partners = []
     for schedule in s.schedules:
         if schedule != UNIFORM:
-            cfg = run_config(s, plan.corpus, schedule=schedule, lr=uni.lr, seed=0, d_model=uni.d_model)
+            cfg = run_config(
+                s, plan.corpus, schedule=schedule, lr=uni.lr, seed=0, d_model=uni.d_model
+            )
             budget = schedule_flops(
                 cfg.model, parse_schedule(schedule), s.steps, tokens_per_step(cfg), cfg.seq_len
             )
@@ -363,7 +365,10 @@ def _row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
     nll = _spread([r["mean_nll"] for r in runs])
     u_nll = float(np.mean([u["mean_nll"] for u in uni.values()]))
     paired = [r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs if r["seed"] in uni]
-    flops, u_flops = np.mean([r["flops"] for r in runs]), np.mean([u["flops"] for u in uni.values()])
+    flops, u_flops = (
+        np.mean([r["flops"] for r in runs]),
+        np.mean([u["flops"] for u in uni.values()]),
+    )
     wall, u_wall = np.mean([r["wall"] for r in runs]), np.mean([u["wall"] for u in uni.values()])
     return {
         "schedule": schedule, "label": label(schedule), "lr": runs[0]["lr"], "seeds": len(runs),
@@ -584,7 +589,7 @@ def fig_nll_by_depth(result: dict, path: Path) -> Path:
     return plots._save(fig, path)
 
 
-def fig_lr_sweep(result: dict, path: Path) -> Path:
+def fig_lr_sweep(result: dict, path: Path, ylabel: str = "mean NLL over K=1..16") -> Path:
     """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
     import matplotlib.pyplot as plt
 
@@ -602,7 +607,7 @@ def fig_lr_sweep(result: dict, path: Path) -> Path:
         ax.scatter([best], [dict(pts)[best]], s=120, facecolors="none", edgecolors=_color(s, i))
     ax.set_xscale("log")
     ax.set_xlabel("peak learning rate")
-    ax.set_ylabel("mean NLL over K=1..16")
+    ax.set_ylabel(ylabel)
     ax.set_title("LR sweep (seed 0, equal tokens; circled: chosen)")
     ax.legend(fontsize=8)
     return plots._save(fig, path)

@@ -1,0 +1,268 @@
+"""Train a set of runs on a pool of single-threaded worker processes, parents before children.
+
+Used by `looped demo`, `looped fidelity` and `looped diagnose`: each plans its runs as `RunSpec`s
+(a run may branch off another run's checkpoint where the two agree exactly), hands them to
+`execute`, then reads what the runs wrote (`read_metrics`, `train_wall`). Two single-threaded
+workers use a 2-core machine better than one two-threaded process; finished runs are reused.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import queue as queue_lib
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from looped.config import TrainConfig, to_yaml
+
+
+@dataclass
+class RunSpec:
+    name: str  # directory name under runs/
+    schedule: str  # depth schedule spec
+    budget: float  # fraction of the full budget
+    seed: int
+    group: str  # "main" (Fig. 1, 2, 3, 8), "depth" (Fig. 5) or "catchup" (uniform beyond 100%)
+    steps: int = 0  # total optimizer steps (from the budget)
+    parent: str | None = None  # run this one branches off
+    branch_step: int = 0  # step of the parent checkpoint it continues
+    save_steps: list[int] = field(default_factory=list)  # checkpoints its children need
+    eval_steps: list[int] = field(default_factory=list)  # extra evaluations (before the switch)
+
+
+# -- execution -------------------------------------------------------------------------------
+def progress_mode() -> str:
+    """How to report progress where the output goes: "notebook" (tqdm widgets in a Jupyter
+    kernel), "terminal" (tqdm bars when stderr is a terminal) or "lines" (one plain line per
+    finished run: a log file or CI gets no escape-code redraws)."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None and "IPKernelApp" in shell.config:
+            return "notebook"
+    except ImportError:
+        pass
+    isatty = getattr(sys.stderr, "isatty", None)
+    return "terminal" if isatty and isatty() else "lines"
+
+
+def run_line(name: str, summary: dict) -> str:
+    """The line a finished run prints when the output is not a terminal (`summary` is what
+    `train` returns; its wall time counts this run's own steps, not its parent's)."""
+    return (
+        f"finished {name}: {summary['steps']} steps, {summary['wall']:.1f}s, "
+        f"final loss {summary['final_loss']:.3f}"
+    )
+
+
+def _run_one(
+    spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None, progress: Any
+) -> dict:
+    """One run in a worker process: single-threaded, progress sent to the parent's queue."""
+    import torch
+
+    from looped.train import train
+
+    torch.set_num_threads(1)
+    last = [0.0]
+
+    def on_step(done: int, total: int, loss: float, depth: int) -> None:
+        now = time.time()
+        if now - last[0] > 0.25 or done == total:
+            last[0] = now
+            progress.put((spec["name"], done, total, loss, depth))
+
+    return train(
+        cfg,
+        run_dir,
+        branch_from=branch_dir,
+        save_steps=tuple(spec["save_steps"]),
+        eval_steps=tuple(spec["eval_steps"]),
+        on_step=on_step,
+        quiet=True,
+    )
+
+
+def _finished(run_dir: Path, cfg: TrainConfig, spec: RunSpec) -> bool:
+    """A finished run with the same config and every checkpoint its children need."""
+    if not (run_dir / "summary.json").is_file():
+        return False
+    if (run_dir / "config.yaml").read_text() != to_yaml(cfg):
+        return False
+    return all((run_dir / "checkpoints" / f"step_{s:07d}").is_dir() for s in spec.save_steps)
+
+
+def _cost(spec: RunSpec, cfg: TrainConfig) -> float:
+    """Modeled FLOPs this run trains itself (a branch leaves its parent's share out)."""
+    from looped.flops import schedule_flops, tokens_per_step
+    from looped.schedules import parse_schedule
+
+    schedule, tokens = parse_schedule(spec.schedule, spec.seed), tokens_per_step(cfg)
+    total = schedule_flops(cfg.model, schedule, spec.steps, tokens, cfg.seq_len)
+    if spec.parent:
+        total -= schedule_flops(cfg.model, schedule, spec.branch_step, tokens, cfg.seq_len)
+    return total
+
+
+def _to_train(
+    specs: list[RunSpec], configs: dict[str, TrainConfig], runs_dir: Path, fresh: bool
+) -> dict[str, RunSpec]:
+    """The runs to (re)train, their old directories removed: the unfinished ones and every child
+    of one (a retrained parent means its children must be retrained too)."""
+    import shutil
+
+    todo = {}
+    for spec in specs:
+        run_dir = runs_dir / spec.name
+        if not fresh and _finished(run_dir, configs[spec.name], spec):
+            continue
+        shutil.rmtree(run_dir, ignore_errors=True)
+        todo[spec.name] = spec
+    for spec in specs:
+        if spec.parent in todo and spec.name not in todo:
+            shutil.rmtree(runs_dir / spec.name, ignore_errors=True)
+            todo[spec.name] = spec
+    return todo
+
+
+class _Bars:
+    """Progress of the pool: an overall bar in modeled GFLOPs and one bar per busy worker, fed
+    by the (name, step, total, loss, depth) messages workers put on a queue. `disable` turns the
+    bars off (quiet, or one plain line per run instead)."""
+
+    def __init__(self, todo: dict[str, RunSpec], workers: int, disable: bool) -> None:
+        self.todo, self.disable = todo, disable
+        self.costs = {name: _cost(spec, spec_cfg) for name, (spec, spec_cfg) in todo.items()}
+        self.overall = tqdm(
+            total=sum(self.costs.values()) / 1e9,
+            desc="demo",
+            unit="GFLOP",
+            disable=disable,
+            position=0,
+            bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]",
+        )
+        self.slots: dict[str, Any] = {}
+        self.seen: dict[str, int] = {}
+        self.free = list(range(1, workers + 1))
+
+    def open(self, spec: RunSpec) -> None:
+        self.slots[spec.name] = tqdm(
+            total=spec.steps,
+            initial=spec.branch_step,
+            desc=spec.name,
+            position=self.free.pop(0),
+            leave=False,
+            disable=self.disable,
+            dynamic_ncols=True,
+        )
+        self.seen[spec.name] = spec.branch_step
+
+    def close(self, name: str) -> None:
+        bar = self.slots.pop(name)
+        self.free.append(bar.pos if bar.pos is not None else 1)
+        self.free.sort()
+        bar.close()
+
+    def drain(self, progress: Any) -> None:
+        while True:
+            try:
+                name, done, total, loss, depth = progress.get_nowait()
+            except (queue_lib.Empty, EOFError, OSError):
+                return
+            if name in self.slots:
+                self.slots[name].update(done - self.slots[name].n)
+                self.slots[name].set_postfix(loss=f"{loss:.3f}", K=depth, refresh=True)
+            spec = self.todo[name][0]
+            share = (done - self.seen.get(name, 0)) / max(1, spec.steps - spec.branch_step)
+            self.seen[name] = done
+            self.overall.update(share * self.costs[name] / 1e9)
+
+    def finish(self) -> None:
+        self.overall.n = self.overall.total
+        self.overall.close()
+
+
+def execute(
+    specs: list[RunSpec],
+    configs: dict[str, TrainConfig],
+    runs_dir: Path,
+    workers: int,
+    fresh: bool,
+    quiet: bool,
+) -> int:
+    """Run the grid on a process pool, parents before children, costliest first; returns how
+    many runs were trained (finished ones are reused unless `fresh`)."""
+    todo = _to_train(specs, configs, runs_dir, fresh)
+    if not todo:
+        return 0
+    lines = not quiet and progress_mode() == "lines"
+    bars = _Bars({n: (s, configs[n]) for n, s in todo.items()}, workers, quiet or lines)
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        progress = manager.Queue()
+        running: dict[Any, str] = {}
+        done: set[str] = set()
+
+        def ready() -> list[RunSpec]:
+            ok = [
+                s
+                for s in todo.values()
+                if s.name not in done
+                and s.name not in running.values()
+                and (s.parent is None or s.parent not in todo or s.parent in done)
+            ]
+            return sorted(ok, key=lambda s: -bars.costs[s.name])
+
+        while len(done) < len(todo):
+            while len(running) < workers and ready():
+                spec = ready()[0]
+                branch = (
+                    str(runs_dir / spec.parent / "checkpoints" / f"step_{spec.branch_step:07d}")
+                    if spec.parent
+                    else None
+                )
+                run_dir = str(runs_dir / spec.name)
+                args = (asdict(spec), configs[spec.name], run_dir, branch, progress)
+                running[pool.submit(_run_one, *args)] = spec.name
+                bars.open(spec)
+            finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
+            bars.drain(progress)
+            for future in finished:
+                name = running.pop(future)
+                summary = future.result()  # re-raise a worker's error here
+                if lines:
+                    print(run_line(name, summary), flush=True)
+                bars.drain(progress)
+                bars.close(name)
+                done.add(name)
+        bars.drain(progress)
+    bars.finish()
+    return len(todo)
+
+
+# -- reading what runs wrote ----------------------------------------------------------------
+def read_metrics(run_dir: Path) -> list[dict]:
+    """Every record of a run's metrics.jsonl (none when the run has not started)."""
+    path = run_dir / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def train_wall(record: dict) -> float:
+    """Seconds spent training (evaluations and checkpoints excluded where the log has it)."""
+    return record.get("train_wall", record["wall"])
+
+
+def machine_name() -> str:
+    """CPU model and core count, for the record."""
+    from looped.device import cpu_name
+
+    return f"{cpu_name()} ({os.cpu_count()} cores)"
