@@ -459,13 +459,13 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
 
 
 # -- entry point -----------------------------------------------------------------------------
-def sweep_bios(
-    settings: DemoSettings, runs_dir: Path, fresh: bool, quiet: bool
-) -> tuple[list[RunSpec], dict[str, TrainConfig], list[dict], dict[str, float]]:
-    """The bios LR sweep: seed 0's grid (main schedules, every budget, the equal-token runs) at
-    each LR of `sweep_lrs`, and each schedule's best LR by mean fact NLL over K=1..16 at the full
-    budget (ties: the smaller LR). The grid at the chosen LRs then reuses these runs."""
-    specs, configs = [], {}
+def sweep_plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
+    """The bios LR sweep's runs: seed 0's grid (main schedules, every budget, the equal-token
+    runs, Fig. 4's checkpoints) at each LR of `sweep_lrs`. At the LR a schedule then uses, these
+    are exactly the grid's seed-0 runs (same names, configs and checkpoints), so none is
+    trained twice."""
+    specs: list[RunSpec] = []
+    configs: dict[str, TrainConfig] = {}
     for lr in settings.sweep_lrs:
         one = replace(
             settings, seeds=1, lr=dict.fromkeys(MAIN_SCHEDULES, lr), depth_ks=(), catch_up=()
@@ -473,6 +473,40 @@ def sweep_bios(
         s, c = plan(one)
         specs += [x for x in s if x.name not in configs]
         configs.update(c)
+    return specs, configs
+
+
+def merge_sweep(specs: list[RunSpec], sweep: list[RunSpec]) -> list[RunSpec]:
+    """The grid with its seed-0 runs replaced by the sweep's runs of the same name (trained
+    already, maybe branching off another run than the grid would pick: fixed-first off fixed K=4
+    when the two LRs differ but both were swept). A checkpoint a grid run needs is added."""
+    swept = {s.name: s for s in sweep}
+    merged = [swept.get(s.name, s) for s in specs]
+    for old, new in zip(specs, merged, strict=True):
+        if old is not new:
+            new.group = old.group
+            new.eval_steps = sorted(set(new.eval_steps) | set(old.eval_steps))
+    by = {s.name: s for s in merged}
+    for s in list(merged):  # a swept parent outside the grid (another LR) comes along
+        while s.parent and s.parent not in by:
+            parent = swept[s.parent]
+            parent.group, by[parent.name] = "sweep", parent
+            merged.append(parent)
+            s = parent
+    for s in merged:
+        if s.parent and s.branch_step not in by[s.parent].save_steps:
+            by[s.parent].save_steps = sorted({*by[s.parent].save_steps, s.branch_step})
+    return merged
+
+
+def sweep_bios(
+    settings: DemoSettings, runs_dir: Path, fresh: bool, quiet: bool
+) -> tuple[list[RunSpec], dict[str, TrainConfig], list[dict], dict[str, float]]:
+    """Train the sweep; each main schedule's best LR by mean fact NLL over K=1..16 at the full
+    budget (ties: the smaller LR)."""
+    from looped.fidelity import best_lrs
+
+    specs, configs = sweep_plan(settings)
     if not quiet:
         print(f"looped demo: bios LR sweep: {len(specs)} runs, LRs {settings.sweep_lrs}")
     execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
@@ -483,11 +517,7 @@ def sweep_bios(
          "mean_nll": float(np.mean(r["fact_nll"])), "fact_nll": r["fact_nll"]}
         for r in rows if r["budget"] == top and "main" in r["group"]
     ]  # fmt: skip
-    best: dict[str, tuple[float, float]] = {}
-    for r in sorted(sweep, key=lambda r: r["lr"]):
-        if r["schedule"] not in best or r["mean_nll"] < best[r["schedule"]][0]:
-            best[r["schedule"]] = (r["mean_nll"], r["lr"])
-    return specs, configs, sweep, {k: lr for k, (_, lr) in best.items()}
+    return specs, configs, sweep, best_lrs(sweep)
 
 
 def probe_benefit(specs: list[RunSpec], runs_dir: Path) -> list[dict]:
@@ -510,7 +540,11 @@ def probe_benefit(specs: list[RunSpec], runs_dir: Path) -> list[dict]:
 
 def _fixed_root(specs: list[RunSpec]) -> RunSpec:
     top = max(s.budget for s in specs if "main" in s.group)
-    return next(s for s in specs if s.schedule == FIXED and s.seed == 0 and s.budget == top)
+    return next(
+        s
+        for s in specs
+        if s.schedule == FIXED and s.seed == 0 and s.budget == top and "main" in s.group
+    )
 
 
 def _probe_steps(specs: list[RunSpec]) -> list[int]:
@@ -546,6 +580,7 @@ def run_demo(
         phases["bios LR sweep"] = time.time() - t0
     started = time.time()
     specs, configs = plan(settings)
+    specs, configs = merge_sweep(specs, sweep_specs), {**sweep_configs, **configs}
     if not quiet:
         n_main = sum("main" in s.group for s in specs)
         print(

@@ -488,14 +488,14 @@ def _pct(x: float) -> str:
     return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
 
 
-def section(result: dict) -> str:
+def section(result: dict, command: str = "looped fidelity") -> str:
     """The README's text-track section: setting, table, and one verdict per paper recipe."""
     from looped.paper import NLL_GAP
 
     meta, s = result["meta"], result["meta"]["settings"]
     corpus = meta["corpus"]
     lines = [
-        f"Measured by `looped fidelity` on {meta['machine']}: {len(result['runs'])} runs "
+        f"Measured by `{command}` on {meta['machine']}: {len(result['runs'])} runs "
         f"({sum(r['wall'] for r in result['runs']) / 60:.0f} minutes of training in all, one core "
         f"each) on `{corpus['dataset']}` ({corpus['train']:,} train / "
         f"{corpus['val']:,} held-out tokens, {corpus['tokenizer']}), d={s['d_model']}, one looped "

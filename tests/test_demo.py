@@ -20,10 +20,10 @@ from looped.train import lr_at
 def test_plan_shares_only_exact_prefixes():
     specs, configs = plan(replace(QUICK, seeds=1))
     by = {s.name: s for s in specs}
-    ff = by["fixed_first_b100_s0"]
+    ff = by["fixed_first_b100_lr0.003_s0"]
     assert by[ff.parent].schedule == FIXED and by[ff.parent].budget == 1.0
     assert ff.branch_step == parse_schedule(FIXED_FIRST).switch_step(ff.steps)
-    assert by[by["uniform_b045_s0"].parent].schedule == UNIFORM
+    assert by[by["uniform_b045_lr0.003_s0"].parent].schedule == UNIFORM
     for s in specs:
         if s.parent:
             parent = by[s.parent]
@@ -44,6 +44,56 @@ def test_plan_shares_only_exact_prefixes():
         "fixed:4",
         "fixed:8",
     ]
+    # equal tokens: fixed-first and fixed K=4 at uniform's full-budget steps (the same tokens)
+    tokens = [s for s in specs if s.group == "tokens"]
+    assert sorted(s.schedule for s in tokens) == sorted([FIXED, FIXED_FIRST])
+    assert {s.steps for s in tokens} == {by["uniform_b100_lr0.003_s0"].steps}
+    assert {configs[s.name].batch_size for s in tokens} == {
+        configs["uniform_b100_lr0.003_s0"].batch_size
+    }
+
+
+def test_runs_at_different_lrs_never_share_a_prefix():
+    """Each schedule at its own LR: fixed-first can no longer branch off fixed K=4, so its
+    full-budget run is trained from scratch and its shorter runs branch off that one."""
+    lrs = {FIXED: 1e-2, FIXED_FIRST: 3e-3, UNIFORM: 1e-3}
+    specs, configs = plan(replace(QUICK, seeds=2, lr=lrs))
+    by = {s.name: s for s in specs}
+    for s in specs:
+        assert configs[s.name].optim.lr == lrs.get(s.schedule, lrs[FIXED])
+        if s.parent:
+            assert configs[s.parent].optim.lr == configs[s.name].optim.lr
+            assert by[s.parent].seed == s.seed
+    ff = by["fixed_first_b100_lr0.003_s1"]
+    assert ff.parent is None
+    assert by["fixed_first_b045_lr0.003_s1"].parent == ff.name
+    assert by["fixed_first_tok_lr0.003_s1"].parent == ff.name
+
+
+def test_the_sweep_at_the_chosen_lrs_is_the_grids_seed_0():
+    """Whatever LRs the sweep picks, the grid's seed-0 runs at them are the sweep's runs with
+    the same config and checkpoints: reused, never trained twice; every branch still finds its
+    parent's checkpoint at the same LR."""
+    from looped.config import to_yaml
+
+    specs, configs = demo.sweep_plan(QUICK)
+    sweep = {s.name: (s.parent, s.branch_step, list(s.save_steps)) for s in specs}
+    chosen = {FIXED: 1e-2, FIXED_FIRST: 3e-3, UNIFORM: 1e-3}  # any mix of the sweep's LRs
+    grid, grid_configs = plan(replace(QUICK, lr=chosen))
+    merged = demo.merge_sweep(grid, specs)
+    by = {s.name: s for s in merged}
+    seed0 = [s for s in merged if s.seed == 0 and s.group in ("main", "main+depth", "tokens")]
+    assert seed0 and all(s.name in sweep for s in seed0)
+    for s in seed0:
+        assert to_yaml(grid_configs[s.name]) == to_yaml(configs[s.name])
+        assert (s.parent, s.branch_step, s.save_steps) == sweep[s.name]
+    every = {**configs, **grid_configs}
+    for s in merged:
+        if s.parent:
+            assert s.branch_step in by[s.parent].save_steps
+            assert every[s.parent].optim.lr == every[s.name].optim.lr
+    # fixed-first at 3e-3 keeps branching off the swept fixed K=4 run at 3e-3
+    assert by["fixed_first_b100_lr0.003_s0"].parent == "fixed_k4_b100_lr0.003_s0"
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +102,7 @@ def quick(tmp_path_factory):
     t0 = time.time()
     stdout, stderr = io.StringIO(), io.StringIO()  # not terminals: progress as plain lines
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        result = run_demo(QUICK, out, out / "figures")
+        result = run_demo(QUICK, out, out / "figures", text=demo.QUICK_TEXT)
     return out, result, time.time() - t0, stdout.getvalue() + stderr.getvalue()
 
 
@@ -61,10 +111,13 @@ def test_progress_off_a_terminal_is_one_plain_line_per_run(quick):
     its name, steps, wall time and final loss."""
     _, result, _, output = quick
     assert "\r" not in output and "\x1b" not in output
-    finished = [line for line in output.splitlines() if line.startswith("finished ")]
-    assert len(finished) == result["meta"]["runs_trained"] == len(result["runs"])
     by_name = {r["name"]: r for r in result["runs"]}
-    for line in finished:
+    finished = [line for line in output.splitlines() if line.startswith("finished ")]
+    bios = [line for line in finished if line.removeprefix("finished ").split(":")[0] in by_name]
+    assert len(bios) == result["meta"]["runs_trained"] == len(result["runs"])
+    text = json.loads((quick[0] / "demo_text.json").read_text())
+    assert len(finished) - len(bios) == len(text["runs"])  # the text track's runs
+    for line in bios:
         name, rest = line.removeprefix("finished ").split(": ")
         steps = int(rest.split(" steps")[0])
         assert steps == by_name[name]["steps"] and "s, final loss " in rest
@@ -76,13 +129,33 @@ def test_quick_demo_writes_every_number_and_figure(quick):
     assert saved["summary"] == json.loads(json.dumps(result["summary"]))
     names = {p.name for p in (out / "figures").glob("*.png")}
     assert {"fig1_recall_bits.png", "fig2_nll_vs_flops.png", "fig3_loss_trajectory.png",
-            "fig5_depth_specialisation.png", "fig7_schedules.png", "fig8_nll_by_depth.png"} <= names  # fmt: skip
+            "fig4_update_benefit.png", "fig5_depth_specialisation.png", "fig7_schedules.png",
+            "fig8_nll_by_depth.png", "text_nll_by_depth.png"} <= names  # fmt: skip
+    assert set(saved["meta"]["phase_seconds"]) == {"bios", "text", "probe", "figures"}
+    assert saved["meta"]["wall_seconds"] >= sum(saved["meta"]["phase_seconds"].values()) - 1e-6
+    # both tracks, every seed; the text track's equal-token rows share steps and tokens
+    runs = saved["runs"]
+    text = json.loads((out / "demo_text.json").read_text())
+    assert {r["seed"] for r in text["runs"]} == set(range(QUICK.seeds))
+    assert len({(r["steps"], r["tokens"]) for r in text["equal_tokens"]}) == 1
+    # equal tokens on the bios track: the same steps as uniform, fewer modeled FLOPs
+    tok = {r["schedule"]: r for r in saved["summary_tokens"]}
+    assert len({r["steps"] for r in tok.values()}) == 1 and tok[UNIFORM]["compute_vs_uniform"] == 1
+    assert tok[FIXED_FIRST]["compute_vs_uniform"] < 1 and tok[FIXED_FIRST]["seeds"] == QUICK.seeds
+    # Fig. 4 at each checkpoint where a fixed-first run switches, every serving depth
+    assert [b["step"] for b in saved["update_benefit"]] == sorted(
+        {r["switch_step"] for r in runs if r["schedule"] == FIXED_FIRST and r["seed"] == 0
+         and "main" in r["group"]})  # fmt: skip
+    assert all(
+        sorted(map(int, b["benefit"])) == list(range(1, 17)) for b in saved["update_benefit"]
+    )
     runs = saved["runs"]
     assert {r["schedule"] for r in runs} >= {FIXED, FIXED_FIRST, UNIFORM}
     for r in runs:
         assert r["depths"] == list(range(1, 17))
         assert len(r["fact_nll"]) == len(r["bits"]) == 16 and min(r["bits"]) >= 0
-        assert r["flops"] <= r["budget"] * saved["meta"]["full_budget_flops"] * (1 + 1e-9)
+        if "main" in r["group"]:
+            assert r["flops"] <= r["budget"] * saved["meta"]["full_budget_flops"] * (1 + 1e-9)
         steps = [c[0] for c in r["curve"]]
         assert steps == list(
             range(1, r["steps"] + 1)
@@ -123,14 +196,15 @@ def test_catch_up_adds_longer_uniform_runs_without_touching_the_grid():
     base, _ = plan(replace(QUICK, seeds=1))
     more, _ = plan(replace(QUICK, seeds=1, catch_up=(2.0, 3.0)))
     extra = {s.name: s for s in more if s.group == "catchup"}
-    assert sorted(extra) == ["uniform_b200_s0", "uniform_b300_s0"]
-    assert (
-        extra["uniform_b200_s0"].parent == "uniform_b300_s0"
-        and extra["uniform_b300_s0"].parent is None
-    )
-    assert extra["uniform_b300_s0"].steps > extra["uniform_b200_s0"].steps
+    assert sorted(extra) == ["uniform_b200_lr0.003_s0", "uniform_b300_lr0.003_s0"]
+    # both continue uniform's full-budget run from where its LR starts to decay
+    top = next(s for s in more if s.name == "uniform_b100_lr0.003_s0")
+    assert {s.parent for s in extra.values()} == {top.name}
+    assert {s.branch_step for s in extra.values()} <= set(top.save_steps)
+    assert extra["uniform_b300_lr0.003_s0"].steps > extra["uniform_b200_lr0.003_s0"].steps
     grid = [(s.name, s.steps, s.parent, s.branch_step) for s in more if s.group != "catchup"]
     assert grid == [(s.name, s.steps, s.parent, s.branch_step) for s in base]
+    assert all(s.parent is None or s.parent in {b.name for b in base} for s in base)
 
 
 def test_compare_summaries_puts_yours_beside_the_reference_with_the_difference():

@@ -123,7 +123,9 @@ def test_equal_flop_uniform_runs_spend_each_schedules_flops_and_branch_at_their_
              if r.startswith("flops:")]  # fmt: skip
     assert len(pairs) == 3 * TOY.seeds
     for other, p in pairs:
-        (target,) = [t for t in tokens.values() if t.spec.schedule == other and t.spec.seed == p.spec.seed]
+        (target,) = [
+            t for t in tokens.values() if t.spec.schedule == other and t.spec.seed == p.spec.seed
+        ]
         cfg, sched = p.cfg, parse_schedule(UNIFORM, p.spec.seed)
         n = tokens_per_step(cfg)
         budget = schedule_flops(target.cfg.model, parse_schedule(other), 40, n, cfg.seq_len)
@@ -237,7 +239,9 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
     assert tokens[RECIPE_200M]["compute_saving"] > 0 and tokens[UNIFORM]["compute_saving"] == 0
     flops = {r["schedule"]: r for r in result["equal_flops"]}
     # uniform gets at most the other schedule's FLOPs (whole steps): it never spends more
-    assert all(r["compute_saving"] <= 1e-9 and r["uniform_steps"] < r["steps"] for r in flops.values())
+    assert all(
+        r["compute_saving"] <= 1e-9 and r["uniform_steps"] < r["steps"] for r in flops.values()
+    )
     # the study at its two widths, each gap paired over both seeds
     assert [(g["d_model"], len(g["gap"]["values"])) for g in result["study"]] == [(16, 2), (24, 2)]
     assert set(result["meta"]["phase_seconds"]) == {"corpus", "sweep", "comparison", "study"}
