@@ -160,7 +160,7 @@ def test_quick_demo_writes_every_number_and_figure(quick):
         assert steps == list(
             range(1, r["steps"] + 1)
         )  # a branch's curve includes its parent's prefix
-    ff = [r for r in runs if r["schedule"] == FIXED_FIRST]
+    ff = [r for r in runs if r["schedule"] == FIXED_FIRST and "main" in r["group"]]
     assert all(r["pre_switch"] for r in ff)
     assert all(r["switch_step"] == r["branch_step"] for r in ff if r["parent"])
     assert [row["schedule"] for row in saved["summary"]] == [FIXED, FIXED_FIRST, UNIFORM]

@@ -70,3 +70,46 @@ def test_every_claim_of_the_reference_has_a_known_verdict():
     assert {f.verdict for f in found} <= {"shows", "does not show", "reverses", ""}
     assert [f.markdown() for f in found] == report.findings(result)
     assert sum(bool(f.claim) for f in found) >= 5  # the README's bold claims
+
+
+def _gap(*values: float) -> dict:
+    import numpy as np
+
+    return {"mean": float(np.mean(values)), "min": min(values), "max": max(values),
+            "values": list(values)}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("values", "verdict", "said"),
+    [
+        ((0.004, -0.002, 0.001), "shows", "shows: within 0.5%"),
+        ((-0.03, -0.01, -0.02), "shows", "shows, and more: fixed-first is 2.0% better in every seed"),
+        ((-0.03, 0.002, -0.02), "shows", "shows, and more: fixed-first is 1.6% better"),
+        ((0.02, 0.01, 0.03), "does not show", "does not show: fixed-first is 2.0% worse in every seed"),
+        ((0.02, -0.004, 0.03), "does not show", "does not show: fixed-first is 1.5% worse"),
+    ],
+)  # fmt: skip
+def test_the_headline_verdict_reads_the_seed_spread(values, verdict, said):
+    assert report.gap_verdict(_gap(*values), paper.NLL_GAP[0]) == (verdict, said)
+
+
+def _cell(d: int, params: float, steps: int, *gaps: float) -> dict:
+    return {"d_model": d, "params": params, "steps": steps, "gap": _gap(*gaps)}
+
+
+def test_the_scale_trend_extrapolates_only_what_every_length_supports():
+    shrinking = [
+        _cell(48, 1e5, 100, -0.04, -0.05), _cell(96, 1e6, 100, -0.02, -0.03),
+        _cell(192, 1e7, 100, -0.01, -0.01),
+        _cell(48, 1e5, 200, -0.05, -0.05), _cell(96, 1e6, 200, -0.03, -0.03),
+        _cell(192, 1e7, 200, -0.02, -0.02),
+    ]  # fmt: skip
+    text = report.study_trend(shrinking)
+    assert text.count("shrinks as the model grows") == 2
+    # least squares in log10(params): at 100 steps |gap| = 2.667% - 1.75%/decade from 1e6, so
+    # 0.5% at 10^(6 + 2.167/1.75) = 17.3M; at 200 steps 3.333% - 1.5%/decade: 10^7.889 = 77.4M
+    assert "reaches 0.5% at about 17.3M-77.4M parameters" in text and "an extrapolation" in text
+    mixed = shrinking[:3] + [_cell(48, 1e5, 200, -0.03), _cell(96, 1e6, 200, -0.05),
+                             _cell(192, 1e7, 200, -0.01)]  # fmt: skip
+    text = report.study_trend(mixed)
+    assert "has no monotone trend" in text and "do not support extrapolating" in text
