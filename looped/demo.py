@@ -1,21 +1,26 @@
-"""The scaled-down reproduction: a grid of small looped models on synthetic biographies.
+"""The scaled-down reproduction: small looped models on synthetic biographies and on text.
 
-    looped demo                  # ~10 minutes on a 2-core laptop: runs/demo/ (runs, demo.json,
-                                 # figures), then its table beside the reference's
+    looped demo                  # both tracks, 3 seeds: runs/demo/ (runs, demo.json,
+                                 # demo_text.json, figures), then its table beside the reference's
     looped demo --quick          # the same code path at toy size, under a minute: runs/demo-quick/
     looped demo --out DIR        # write runs, results and figures under DIR
     looped demo --fresh          # retrain instead of reusing finished runs
-    looped demo --reference      # regenerate the committed reference: results/demo.json, figures/
-                                 # (then `looped report` to update the README)
+    looped demo --sweep          # first the LR sweeps (both tracks), then each schedule's best LR
+    looped demo --no-text        # the bios grid only
+    looped demo --reference --sweep   # regenerate the committed reference: results/demo.json,
+                                 # results/demo_text.json, figures/ (then `looped report`)
 
 The committed results/demo.json and figures/ are the reference that the README and notebook 05
 show; a plain `looped demo` never writes them (runs/ is not tracked), so `make demo` and
 `make test` pass in either order.
 
-The grid (per seed): fixed K=4, fixed-first (K=4 for 80%, then uniform 1..16) and uniform 1..16,
-each at 15%, 45% and 100% of the full modeled-FLOP budget, plus fixed K=1, 2, 8 for the
-depth-specialisation figure. Every run is evaluated at serving depths 1..16 (next-token NLL on
-held-out templates, recalled bits per person, two-hop recall).
+The bios grid (per seed): fixed K=4, fixed-first (K=4 for 80%, then uniform 1..16) and uniform
+1..16, each at 15%, 45% and 100% of the full modeled-FLOP budget (equal FLOPs), fixed K=4 and
+fixed-first at uniform's full-budget steps (equal tokens), plus fixed K=1, 2, 8 for the
+depth-specialisation figure (seed 0). Every run is evaluated at serving depths 1..16 (fact NLL on
+held-out templates, recalled bits per person, two-hop recall). Then the text track
+(`looped.fidelity` at demo size, `TEXT`: held-out token NLL, the paper's metric, at equal tokens
+and equal FLOPs) and the paper's Fig. 4 at fixed K=4's checkpoints. Each phase is timed.
 
 Sharing without approximation. With a warmup-stable-decay LR, a run agrees with a longer run of
 the same schedule on every depth, batch and learning rate until its own decay (or its switch), so

@@ -21,7 +21,7 @@
 # - fixed $K=4$ and fixed-first again at uniform's full-budget steps: **equal tokens**, the
 #   paper's framing (the same data, less compute);
 # - fixed $K = 1, 2, 4, 8$ at 45% of the budget (seed 0), for the depth-specialisation figure;
-# - optionally (`--catch-up 2,3`, in the reference) uniform at 2x and 3x the budget (seed 0),
+# - optionally (`--catch-up 2,3`) uniform at 2x and 3x the budget (seed 0),
 #   to see how much compute uniform needs to catch up. They are not part of the grid: every
 #   "full budget" below means 100%.
 #

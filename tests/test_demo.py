@@ -275,3 +275,13 @@ def test_the_comparison_names_only_settings_that_change_the_table():
     assert _settings_that_change_the_table(dict(ref, seeds=1, overrides=["x=1"]), ref) == [
         "overrides", "seeds",
     ]  # fmt: skip
+
+
+def test_the_demos_default_lrs_are_what_the_reference_sweeps_chose():
+    """A plain demo uses fixed LRs; they must be the committed sweeps' choices, for both tracks."""
+    root = Path(__file__).resolve().parents[1] / "results"
+    bios = json.loads((root / "demo.json").read_text())
+    text = json.loads((root / "demo_text.json").read_text())
+    assert bios["sweep"] and text["sweep"]  # the reference ran both sweeps
+    assert demo.BIOS_LR == bios["chosen_lr"]
+    assert demo.TEXT_LR == text["chosen_lr"]
