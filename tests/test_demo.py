@@ -138,6 +138,10 @@ def test_quick_demo_writes_every_number_and_figure(quick):
     text = json.loads((out / "demo_text.json").read_text())
     assert {r["seed"] for r in text["runs"]} == set(range(QUICK.seeds))
     assert len({(r["steps"], r["tokens"]) for r in text["equal_tokens"]}) == 1
+    # without --sweep the text track trains at the chosen LRs: no sweep phase, no sweep figure
+    assert text["sweep"] == [] and text["chosen_lr"] == demo.TEXT_LR
+    assert set(text["meta"]["phase_seconds"]) == {"corpus", "comparison"}
+    assert "text_lr_sweep.png" not in names
     # equal tokens on the bios track: the same steps as uniform, fewer modeled FLOPs
     tok = {r["schedule"]: r for r in saved["summary_tokens"]}
     assert len({r["steps"] for r in tok.values()}) == 1 and tok[UNIFORM]["compute_vs_uniform"] == 1
