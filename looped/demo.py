@@ -47,7 +47,7 @@ from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
 from looped.fidelity import QUICK as QUICK_FIDELITY
-from looped.fidelity import FidelitySettings
+from looped.fidelity import FidelitySettings, spread
 from looped.paper import (
     FIXED,
     FIXED_FIRST,
@@ -304,15 +304,6 @@ def eval_row(record: dict) -> dict:
             row["two_hop_nll"] = [t["nll"] for t in two_hop]
         row["attributes"] = {str(k): recall[str(k)].get("attributes") for k in depths}
     return row
-
-
-def spread(values: list[float]) -> dict[str, Any]:
-    """Mean, sample std, min, max and the values themselves: how a number varies over seeds."""
-    arr = np.asarray(values, dtype=float)
-    return {
-        "mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
-        "min": float(arr.min()), "max": float(arr.max()), "values": [float(v) for v in arr],
-    }  # fmt: skip
 
 
 def _main_at(rows: list[dict], schedule: str, budget: float) -> list[dict]:

@@ -352,7 +352,8 @@ def best_lrs(sweep: list[dict]) -> dict[str, float]:
     return {s: lr for s, (_, lr) in best.items()}
 
 
-def _spread(values: list[float]) -> dict[str, Any]:
+def spread(values: list[float]) -> dict[str, Any]:
+    """Mean, sample std, min, max and the values: how a number varies over seeds."""
     arr = np.asarray(values, dtype=float)
     return {
         "mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
@@ -362,7 +363,7 @@ def _spread(values: list[float]) -> dict[str, Any]:
 
 def _row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
     """One table row: `runs` (one per seed) against `uni`, uniform's runs by seed."""
-    nll = _spread([r["mean_nll"] for r in runs])
+    nll = spread([r["mean_nll"] for r in runs])
     u_nll = float(np.mean([u["mean_nll"] for u in uni.values()]))
     paired = [r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs if r["seed"] in uni]
     flops, u_flops = (
@@ -374,11 +375,11 @@ def _row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
         "schedule": schedule, "label": label(schedule), "lr": runs[0]["lr"], "seeds": len(runs),
         "steps": runs[0]["steps"], "tokens": runs[0]["tokens"], "flops": float(flops),
         "mean_nll": nll, "vs_uniform": nll["mean"] / u_nll - 1,
-        "vs_uniform_by_seed": _spread(paired),
+        "vs_uniform_by_seed": spread(paired),
         "compute_saving": float(1 - flops / u_flops), "wall_saving": float(1 - wall / u_wall),
         "depths": runs[0]["depths"],
         "token_nll": np.mean([r["token_nll"] for r in runs], axis=0).tolist(),
-        "uniform_steps": next(iter(uni.values()))["steps"], "uniform_nll": _spread(
+        "uniform_steps": next(iter(uni.values()))["steps"], "uniform_nll": spread(
             [u["mean_nll"] for u in uni.values()]),
     }  # fmt: skip
 
@@ -426,9 +427,9 @@ def study_gaps(rows: list[dict]) -> list[dict]:
         gaps = [ff[k]["mean_nll"] / uni[k]["mean_nll"] - 1 for k in seeds]
         out.append({
             "d_model": d_model, "params": cell[0]["params"], "steps": steps,
-            "tokens": cell[0]["tokens"], "gap": _spread(gaps),
-            "uniform_nll": _spread([uni[k]["mean_nll"] for k in seeds]),
-            "fixed_first_nll": _spread([ff[k]["mean_nll"] for k in seeds]),
+            "tokens": cell[0]["tokens"], "gap": spread(gaps),
+            "uniform_nll": spread([uni[k]["mean_nll"] for k in seeds]),
+            "fixed_first_nll": spread([ff[k]["mean_nll"] for k in seeds]),
         })  # fmt: skip
     return out
 
