@@ -2,7 +2,8 @@
 
     looped fidelity                        # stdlib corpus, d=128, 400 steps of 16x128 tokens,
                                            # LR sweep + 3 seeds: runs/fidelity/ (json, figures)
-    looped fidelity --study                # also the gap at 3 model sizes x 2 training lengths
+    looped fidelity --study                # also the gap at 3 model sizes x 2 training lengths,
+                                           # each width with its own LR sweep
     looped fidelity --quick                # the same code path at toy size: runs/fidelity-quick/
     looped fidelity --reference --study    # write results/fidelity.json and figures/fidelity_*.png
     looped fidelity --dataset roneneldan/TinyStories --max-docs 200000      # a hub corpus
@@ -22,8 +23,8 @@ and fixed K=4:
    all: the paper's framing) and at *equal modeled FLOPs* (each schedule takes as many steps as
    fit uniform's modeled FLOPs at that step count, derived by the trainer's `budget_flops`).
 4. `--study`: the relative gap (K=2 67% against uniform, equal tokens) at several model sizes and
-   training lengths, every seed, each schedule at its best LR from the sweep (found at the main
-   size: a fixed LR across widths is a simplification, stated in the JSON).
+   training lengths, every seed, each schedule at its best LR for that width (`study_lrs` swept
+   at every width, seed 0, the shortest length).
 
 The default corpus is the Python standard library's own source (`looped data text --dataset
 stdlib`): it is on every machine that has Python, so the track runs offline, and at ~3.1M train
@@ -93,6 +94,9 @@ class FidelitySettings:
     study: bool = False  # also measure the gap across model sizes and training lengths
     study_d_models: tuple[int, ...] = (64, 128, 256)  # the study's widths
     study_steps: tuple[int, ...] = (200, 400)  # the study's training lengths (steps)
+    # the LRs swept at every study width (seed 0, the shortest length): each width and
+    # schedule then trains at its own best, as a fair comparison needs
+    study_lrs: tuple[float, ...] = (3e-4, 1e-3, 3e-3)
     workers: int = 2  # worker processes (each single-threaded)
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
@@ -100,7 +104,7 @@ class FidelitySettings:
 QUICK = FidelitySettings(  # every code path at toy size, about a minute with --study
     dataset="pydoc", tokenizer="bpe:512", d_model=32, n_head=2, steps=40, batch_size=8,
     seq_len=64, warmup_steps=5, eval_batches=2, seeds=2, study_d_models=(16, 32, 48),
-    study_steps=(20, 40),
+    study_steps=(20, 40), study_lrs=(1e-3, 1e-2),
 )  # fmt: skip
 
 
@@ -300,14 +304,35 @@ def plan_comparison(plan: Plan, best: dict[str, float]) -> None:
                          budget_flops=partner.cfg.budget_flops)  # fmt: skip
 
 
-def plan_study(plan: Plan, best: dict[str, float]) -> None:
-    """The 200M recipe and uniform at every (width, length, seed), equal tokens."""
+def plan_study_sweep(plan: Plan) -> None:
+    """The study's LR sweep: both schedules at every width and study LR, seed 0, the shortest
+    study length (an LR tuned at one width need not suit another)."""
+    s = plan.settings
+    for d_model in s.study_d_models:
+        for schedule in STUDY_PAIR:
+            for lr in s.study_lrs:
+                plan.add("study-sweep", schedule, lr, 0, d_model, steps=min(s.study_steps))
+
+
+def study_best(rows: list[dict]) -> dict[int, dict[str, float]]:
+    """Per width, each schedule's best LR of the study sweep (lowest mean NLL; ties: smaller)."""
+    widths = sorted({r["d_model"] for r in rows if "study-sweep" in r["roles"]})
+    return {
+        d: best_lrs([r for r in rows if "study-sweep" in r["roles"] and r["d_model"] == d])
+        for d in widths
+    }
+
+
+def plan_study(plan: Plan, best: dict[int, dict[str, float]]) -> None:
+    """The 200M recipe and uniform at every (width, length, seed), equal tokens, each at its
+    best LR for that width."""
     s = plan.settings
     for d_model in s.study_d_models:
         for steps in s.study_steps:
             for seed in range(s.seeds):
                 for schedule in STUDY_PAIR:
-                    plan.add("study", schedule, best[schedule], seed, d_model, steps=steps)
+                    lr = best[d_model][schedule]
+                    plan.add("study", schedule, lr, seed, d_model, steps=steps)
 
 
 # -- results ---------------------------------------------------------------------------------
@@ -429,6 +454,7 @@ def study_gaps(rows: list[dict]) -> list[dict]:
             "d_model": d_model, "params": cell[0]["params"], "steps": steps,
             "tokens": cell[0]["tokens"], "gap": spread(gaps),
             "uniform_nll": spread([uni[k]["mean_nll"] for k in seeds]),
+            "uniform_lr": uni[seeds[0]]["lr"], "fixed_first_lr": ff[seeds[0]]["lr"],
             "fixed_first_nll": spread([ff[k]["mean_nll"] for k in seeds]),
         })  # fmt: skip
     return out
@@ -669,8 +695,9 @@ def check_settings(settings: FidelitySettings) -> None:
     for flag, value in positive.items():
         if value < 1:
             raise UserError(f"{flag} {value} must be >= 1")
-    if not settings.lrs or any(lr <= 0 for lr in settings.lrs):
-        raise UserError(f"--lrs {settings.lrs}: give positive learning rates such as 1e-3,3e-3")
+    for flag, lrs in (("--lrs", settings.lrs), ("--study-lrs", settings.study_lrs)):
+        if not lrs or any(lr <= 0 for lr in lrs):
+            raise UserError(f"{flag} {lrs}: give positive learning rates such as 1e-3,3e-3")
     if settings.chosen_lr is not None and set(settings.schedules) - set(settings.chosen_lr):
         missing = sorted(set(settings.schedules) - set(settings.chosen_lr))
         raise UserError(f"no learning rate given for {', '.join(missing)}: add it or run the sweep")
@@ -713,8 +740,8 @@ def _result(
             "phase_seconds": phases,
             "wall_seconds": time.time() - t0,
             "metric": "mean held-out token NLL over serving depths 1..16 (nats/token)",
-            "study_lr_note": "the study uses each schedule's best LR from the sweep at "
-            f"d_model={settings.d_model}",
+            "study_lr_note": "the study sweeps study_lrs at every width (seed 0, the shortest "
+            "length) and trains each schedule at its best LR for that width",
         },
         "runs": rows,
         "sweep": [
@@ -725,6 +752,12 @@ def _result(
         "equal_tokens": compare(rows, "tokens", settings.schedules),
         "equal_flops": compare(rows, "flops", settings.schedules),
         "study": study_gaps(rows) if settings.study else [],
+        "study_sweep": [
+            {k: r[k] for k in ("schedule", "label", "d_model", "lr", "steps", "mean_nll")}
+            for r in rows
+            if "study-sweep" in r["roles"]
+        ],  # fmt: skip
+        "study_lr": {str(d): lrs for d, lrs in study_best(rows).items()},
     }
     return result
 
@@ -775,8 +808,12 @@ def run_fidelity(
         sweep_rows, best = [], dict(settings.chosen_lr)
     plan_comparison(plan, best)
     phase("comparison")
+    study_lr: dict[int, dict[str, float]] = {}
     if settings.study:
-        plan_study(plan, best)
+        plan_study_sweep(plan)
+        phase("study LR sweep")
+        study_lr = study_best(collect(plan, runs_dir))
+        plan_study(plan, study_lr)
         phase("study")
     result = _result(settings, plan, runs_dir, corpus, sweep_rows, best, phases, t0)
     results.parent.mkdir(parents=True, exist_ok=True)
@@ -835,6 +872,7 @@ def main(argv: list[str]) -> int:
     add("--study", action="store_true", help="also the gap across model sizes and lengths")
     add("--study-sizes", help="the study's widths, e.g. 64,128,256")
     add("--study-steps", help="the study's training lengths, e.g. 200,400")
+    add("--study-lrs", help="the LRs swept at every study width, e.g. 3e-4,1e-3,3e-3")
     add("--workers", type=int, help="worker processes (default 2)")
     add("--fresh", action="store_true", help="retrain every run instead of reusing finished ones")
     add("--quiet", action="store_true", help="no progress bars")
@@ -853,6 +891,8 @@ def main(argv: list[str]) -> int:
         settings.study_d_models = _ints(args.study_sizes, "--study-sizes")
     if args.study_steps:
         settings.study_steps = _ints(args.study_steps, "--study-steps")
+    if args.study_lrs:
+        settings.study_lrs = _floats(args.study_lrs, "--study-lrs")
     settings.study = args.study
     check_settings(settings)
     if args.reference and args.out and Path(args.out) == REFERENCE.parent:

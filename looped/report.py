@@ -519,12 +519,13 @@ def verdicts_section(root: Path) -> str:
 
 def study_rows(study: list[dict]) -> list[str]:
     """The scale study as a table: one row per (width, steps), gap with its seed range."""
-    rows = ["| width | parameters | steps | tokens | uniform NLL | fixed-first NLL | gap (seed mean) | per-seed range |",
-            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows = ["| width | parameters | steps | tokens | LR uniform / fixed-first | uniform NLL | fixed-first NLL | gap (seed mean) | per-seed range |",
+            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for g in sorted(study, key=lambda g: (g["steps"], g["params"])):
         v = g["gap"]
         rows.append(
             f"| {g['d_model']} | {g['params'] / 1e6:.2f}M | {g['steps']} | {g['tokens']:,} | "
+            f"{g.get('uniform_lr', float('nan')):g} / {g.get('fixed_first_lr', float('nan')):g} | "
             f"{g['uniform_nll']['mean']:.3f} | {g['fixed_first_nll']['mean']:.3f} | "
             f"{v['mean']:+.2%} | {v['min']:+.2%} to {v['max']:+.2%} |"
         )
@@ -575,8 +576,9 @@ def study_section(result: dict) -> str:
     meta = result["meta"]
     return "\n".join([
         f"Measured by `looped fidelity --study` on {meta['machine']}: fixed-first K=2 for 67% "
-        f"against uniform 1..16 at equal tokens, each at its best LR from the d="
-        f"{meta['settings']['d_model']} sweep (a fixed LR across widths is a simplification), "
+        "against uniform 1..16 at equal tokens, each schedule at its best LR for that width (of "
+        + ", ".join(f"{x:g}" for x in meta["settings"]["study_lrs"])
+        + f", swept at every width with seed 0 at the shorter length), "
         f"{meta['settings']['seeds']} seeds per cell, {meta['corpus']['dataset']} corpus. Gap: "
         "fixed-first's mean held-out NLL over K=1..16 relative to uniform's (negative: "
         "fixed-first better).",

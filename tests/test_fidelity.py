@@ -146,9 +146,22 @@ def test_equal_flop_uniform_runs_spend_each_schedules_flops_and_branch_at_their_
     assert steps[FIXED] <= steps[RECIPE_200M] < steps[RECIPES_1B[1]] < 40
 
 
-def test_study_pairs_the_200m_recipe_with_uniform_at_every_size_length_and_seed():
-    best = _best()
-    plan = _plan(best)
+def test_study_sweeps_every_width_then_pairs_the_200m_recipe_with_uniform_at_its_best_lrs():
+    plan = _plan(_best())
+    fidelity.plan_study_sweep(plan)
+    sweep = [p for p in plan.runs.values() if "study-sweep" in p.roles]
+    assert {(p.spec.schedule, p.d_model, p.lr, p.spec.steps, p.spec.seed) for p in sweep} == {
+        (s, d, lr, min(TOY.study_steps), 0)
+        for s in STUDY_PAIR for d in TOY.study_d_models for lr in TOY.study_lrs
+    }  # fmt: skip
+    rows = [  # width 16 prefers the larger LR for uniform only; the others the smaller
+        {"roles": ["study-sweep"], "d_model": d, "schedule": s, "lr": lr,
+         "mean_nll": 5.0 - (lr == max(TOY.study_lrs) and d == 16 and s == UNIFORM)}
+        for s in STUDY_PAIR for d in TOY.study_d_models for lr in TOY.study_lrs
+    ]  # fmt: skip
+    best = fidelity.study_best(rows)
+    assert best[16] == {RECIPE_200M: min(TOY.study_lrs), UNIFORM: max(TOY.study_lrs)}
+    assert best[24] == dict.fromkeys(STUDY_PAIR, min(TOY.study_lrs))
     plan_study(plan, best)
     study = [p for p in plan.runs.values() if "study" in p.roles]
     assert {(p.spec.schedule, p.d_model, p.spec.steps, p.spec.seed) for p in study} == {
@@ -158,8 +171,10 @@ def test_study_pairs_the_200m_recipe_with_uniform_at_every_size_length_and_seed(
         for n in TOY.study_steps
         for seed in range(TOY.seeds)
     }
-    assert all(p.lr == best[p.spec.schedule] for p in study)
+    assert all(p.lr == best[p.d_model][p.spec.schedule] for p in study)
     assert all(p.cfg.model.d_model == p.d_model for p in study)
+    # the sweep's seed-0 run at the best LR and shortest length is a study run, trained once
+    assert all("study" in p.roles for p in sweep if p.lr == best[p.d_model][p.spec.schedule])
 
 
 def test_compare_and_study_gaps_pair_seeds_exactly():
@@ -244,7 +259,10 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
     )
     # the study at its two widths, each gap paired over both seeds
     assert [(g["d_model"], len(g["gap"]["values"])) for g in result["study"]] == [(16, 2), (24, 2)]
-    assert set(result["meta"]["phase_seconds"]) == {"corpus", "sweep", "comparison", "study"}
+    assert set(result["meta"]["phase_seconds"]) == {
+        "corpus", "sweep", "comparison", "study LR sweep", "study",
+    }  # fmt: skip
+    assert set(result["study_lr"]) == {"16", "24"} and len(result["study_sweep"]) == 2 * 2 * 2
     # off a terminal: one plain line per trained run, and the table at the end
     n_runs = len(result["runs"])
     assert text.count("finished ") == n_runs
