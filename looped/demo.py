@@ -57,7 +57,7 @@ from looped.paper import (
     RECIPES_1B,
     UNIFORM,
 )
-from looped.pool import RunSpec, execute, machine_name, read_metrics, train_wall
+from looped.pool import RunSpec, diverged, execute, machine_name, read_metrics, train_wall
 
 # Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
 # (`looped demo --reference --sweep`; tests/test_demo.py checks these against results/demo.json).
@@ -78,7 +78,7 @@ class DemoSettings:
     # LR sweep first (both tracks: every main schedule at every LR, seed 0), then each
     # schedule's best LR; off, the LRs above and the text track's chosen ones are used
     sweep: bool = False
-    sweep_lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the sweep's peak LRs (about 3x apart)
+    sweep_lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2)  # the sweep's LRs (about 3x apart)
     text: bool = True  # the text track (held-out text NLL, the paper's metric) after the grid
     probe: bool = True  # the paper's Fig. 4 at fixed K=4's checkpoints (seed 0)
     workers: int = 2  # worker processes (each single-threaded)
@@ -240,6 +240,8 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
 
     rows = []
     for spec in specs:
+        if diverged(runs_dir / spec.name):  # a sweep run whose LR was too high: no numbers
+            continue
         cfg = configs[spec.name]
         metrics = read_metrics(runs_dir / spec.name)
         summary = json.loads((runs_dir / spec.name / "summary.json").read_text())
@@ -469,6 +471,8 @@ def sweep_plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainCo
         s, c = plan(one)
         specs += [x for x in s if x.name not in configs]
         configs.update(c)
+    for spec in specs:
+        spec.may_diverge = True
     return specs, configs
 
 
@@ -513,7 +517,12 @@ def sweep_bios(
          "mean_nll": float(np.mean(r["fact_nll"])), "fact_nll": r["fact_nll"]}
         for r in rows if r["budget"] == top and "main" in r["group"]
     ]  # fmt: skip
-    return specs, configs, sweep, best_lrs(sweep)
+    sweep += [  # an LR at which the full-budget run diverged: a result, never the best
+        {"schedule": s.schedule, "label": LABELS[s.schedule], "lr": configs[s.name].optim.lr,
+         "mean_nll": None, "diverged": True}
+        for s in specs if s.budget == top and "main" in s.group and diverged(runs_dir / s.name)
+    ]  # fmt: skip
+    return specs, configs, sweep, best_lrs([r for r in sweep if r["mean_nll"] is not None])
 
 
 def probe_benefit(specs: list[RunSpec], runs_dir: Path) -> list[dict]:

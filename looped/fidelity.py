@@ -58,6 +58,7 @@ from looped.errors import UserError
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.pool import (
     RunSpec,
+    diverged,
     execute,
     machine_name,
     progress_mode,
@@ -241,6 +242,8 @@ class Plan:
             self.runs[name] = Planned(spec, cfg, lr, d_model)
         self.runs[name].roles.add(role)
         self.runs[name].spec.group = "+".join(sorted(self.runs[name].roles))
+        # only a run that serves the sweeps alone may end diverged without stopping the track
+        self.runs[name].spec.may_diverge = all("sweep" in r for r in self.runs[name].roles)
         return self.runs[name]
 
     def specs(self, names: set[str] | None = None) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
@@ -347,6 +350,8 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
     params: dict[int, int] = {}
     rows = []
     for name, p in plan.runs.items():
+        if diverged(runs_dir / name):  # a sweep run whose LR was too high: no numbers
+            continue
         metrics = read_metrics(runs_dir / name)
         summary = json.loads((runs_dir / name / "summary.json").read_text())
         train = [m for m in metrics if m["kind"] == "train"]
@@ -625,11 +630,14 @@ def fig_lr_sweep(result: dict, path: Path, ylabel: str = "mean NLL over K=1..16"
     plots._style()
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for i, s in enumerate(result["meta"]["settings"]["schedules"]):
-        pts = sorted((r["lr"], r["mean_nll"]) for r in result["sweep"] if r["schedule"] == s)
+        rows = [r for r in result["sweep"] if r["schedule"] == s]
+        pts = sorted((r["lr"], r["mean_nll"]) for r in rows if r.get("mean_nll") is not None)
         if not pts:
             continue
         x, y = zip(*pts, strict=True)
-        ax.plot(x, y, marker="o", label=label(s), color=_color(s, i))
+        lost = sorted(r["lr"] for r in rows if r.get("mean_nll") is None)
+        name = label(s) + (f" (diverged at {', '.join(f'{v:g}' for v in lost)})" if lost else "")
+        ax.plot(x, y, marker="o", label=name, color=_color(s, i))
         best = result["chosen_lr"][s]
         ax.scatter([best], [dict(pts)[best]], s=120, facecolors="none", edgecolors=_color(s, i))
     ax.set_xscale("log")
@@ -803,7 +811,12 @@ def run_fidelity(
         plan_sweep(plan)
         phase("sweep")
         sweep_rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
-        best = best_lrs(sweep_rows)
+        sweep_rows += [  # an LR at which a run diverged: a result, never the best
+            {"schedule": p.spec.schedule, "label": label(p.spec.schedule), "lr": p.lr,
+             "mean_nll": None, "token_nll": None, "final_loss": None, "diverged": True}
+            for p in plan.runs.values() if "sweep" in p.roles and diverged(runs_dir / p.spec.name)
+        ]  # fmt: skip
+        best = best_lrs([r for r in sweep_rows if r["mean_nll"] is not None])
     else:  # each schedule's LR given (the reference's sweep chose it): no sweep
         sweep_rows, best = [], dict(settings.chosen_lr)
     plan_comparison(plan, best)

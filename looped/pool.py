@@ -22,6 +22,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from looped.config import TrainConfig, to_yaml
+from looped.errors import UserError
 
 
 @dataclass
@@ -36,6 +37,9 @@ class RunSpec:
     branch_step: int = 0  # step of the parent checkpoint it continues
     save_steps: list[int] = field(default_factory=list)  # checkpoints its children need
     eval_steps: list[int] = field(default_factory=list)  # extra evaluations (before the switch)
+    # a sweep run: a non-finite loss ends it as "diverged" (an LR too high is a result there)
+    # instead of stopping everything; its children are marked diverged too
+    may_diverge: bool = False
 
 
 # -- execution -------------------------------------------------------------------------------
@@ -58,6 +62,8 @@ def progress_mode() -> str:
 def run_line(name: str, summary: dict) -> str:
     """The line a finished run prints when the output is not a terminal (`summary` is what
     `train` returns; its wall time counts this run's own steps, not its parent's)."""
+    if "diverged" in summary:
+        return f"finished {name}: diverged ({summary['diverged']})"
     return (
         f"finished {name}: {summary['steps']} steps, {summary['wall']:.1f}s, "
         f"final loss {summary['final_loss']:.3f}"
@@ -81,15 +87,49 @@ def _run_one(
             last[0] = now
             progress.put((spec["name"], done, total, loss, depth))
 
-    return train(
-        cfg,
-        run_dir,
-        branch_from=branch_dir,
-        save_steps=tuple(spec["save_steps"]),
-        eval_steps=tuple(spec["eval_steps"]),
-        on_step=on_step,
-        quiet=True,
-    )
+    try:
+        return train(
+            cfg,
+            run_dir,
+            branch_from=branch_dir,
+            save_steps=tuple(spec["save_steps"]),
+            eval_steps=tuple(spec["eval_steps"]),
+            on_step=on_step,
+            quiet=True,
+        )
+    except UserError as err:
+        if not (spec["may_diverge"] and "loss became" in str(err)):
+            raise
+        return mark_diverged(Path(run_dir), cfg, str(err))
+
+
+def mark_diverged(run_dir: Path, cfg: TrainConfig, why: str) -> dict:
+    """Record a sweep run whose loss diverged: its config and a summary that says so (no
+    checkpoints or evaluation are needed from it)."""
+    from looped.atomic import write_text_atomic
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(run_dir / "config.yaml", to_yaml(cfg))
+    summary = {"diverged": why, "steps": 0, "wall": 0.0, "final_loss": float("nan")}
+    write_text_atomic(run_dir / "summary.json", json.dumps(summary))
+    return summary
+
+
+def diverged(run_dir: Path) -> bool:
+    """Whether a (sweep) run ended with a non-finite loss."""
+    path = run_dir / "summary.json"
+    return path.is_file() and "diverged" in json.loads(path.read_text())
+
+
+def _descendants(name: str, todo: dict[str, RunSpec]) -> list[str]:
+    """The runs in `todo` that branch off `name`, directly or through others."""
+    found, frontier = [], [name]
+    while frontier:
+        parent = frontier.pop()
+        kids = [s.name for s in todo.values() if s.parent == parent and s.name not in found]
+        found += kids
+        frontier += kids
+    return found
 
 
 def _finished(run_dir: Path, cfg: TrainConfig, spec: RunSpec) -> bool:
@@ -98,6 +138,8 @@ def _finished(run_dir: Path, cfg: TrainConfig, spec: RunSpec) -> bool:
         return False
     if (run_dir / "config.yaml").read_text() != to_yaml(cfg):
         return False
+    if diverged(run_dir):
+        return spec.may_diverge
     return all((run_dir / "checkpoints" / f"step_{s:07d}").is_dir() for s in spec.save_steps)
 
 
@@ -244,6 +286,13 @@ def execute(
                 bars.drain(progress)
                 bars.close(name)
                 done.add(name)
+                if "diverged" in summary:  # its children cannot branch off it: diverged too
+                    for child in _descendants(name, todo):
+                        why = f"its parent {name} diverged"
+                        mark_diverged(runs_dir / child, configs[child], why)
+                        if lines:
+                            print(run_line(child, {"diverged": why}), flush=True)
+                        done.add(child)
         bars.drain(progress)
     bars.finish()
     return len(todo)
