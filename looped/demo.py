@@ -770,5 +770,14 @@ def main(argv: list[str]) -> int:
     settings.sweep, settings.text = args.sweep, not args.no_text
     text = replace(QUICK_TEXT if args.quick else TEXT)
     text.overrides = text.overrides + args.overrides
-    run_demo(settings, out, figures, fresh=args.fresh, quiet=args.quiet, text=text)
+    result = run_demo(settings, out, figures, fresh=args.fresh, quiet=args.quiet, text=text)
+    if args.time_to:
+        keys = ("machine", "dtype", "wall_seconds", "phase_seconds", "runs_trained")
+        timing = {k: result["meta"][k] for k in keys} | {
+            "command": "looped demo " + " ".join(argv),
+            "text_runs": len(json.loads((out / "demo_text.json").read_text())["runs"])
+            if settings.text
+            else 0,
+        }
+        write_text_atomic(Path(args.time_to), json.dumps(timing, indent=1))
     return 0

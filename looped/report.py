@@ -517,6 +517,21 @@ def verdicts_section(root: Path) -> str:
     return "\n".join(lines)
 
 
+def timing_section(timing: dict) -> str:
+    """How long a plain `make demo` took on a fresh clone, phase by phase (results/demo_time.json,
+    written by `looped demo --time-to`)."""
+    phases = ", ".join(
+        f"{name} {sec / 60:.1f} min" if sec >= 60 else f"{name} {sec:.0f} s"
+        for name, sec in timing["phase_seconds"].items()
+    )
+    return (
+        f"Measured: `{timing['command'].strip()}` on a fresh clone took "
+        f"{timing['wall_seconds'] / 60:.1f} minutes on {timing['machine']} in {timing['dtype']} "
+        f"({timing['runs_trained']} bios runs and {timing['text_runs']} text runs; {phases}), "
+        "after the one-time set-up of the virtual environment."
+    )
+
+
 def study_rows(study: list[dict]) -> list[str]:
     """The scale study as a table: one row per (width, steps), gap with its seed range."""
     rows = ["| width | parameters | steps | tokens | LR uniform / fixed-first | uniform NLL | fixed-first NLL | gap (seed mean) | per-seed range |",
@@ -614,6 +629,9 @@ def render(readme: str, root: Path, results: Path | None = None) -> str:
         if path.is_file():
             readme = _replace(readme, marker, section(json.loads(path.read_text())))
     readme = _replace(readme, "verdicts", verdicts_section(root))
+    timing = root / "results" / "demo_time.json"
+    if timing.is_file():
+        readme = _replace(readme, "timing", timing_section(json.loads(timing.read_text())))
     bench = root / "results" / "bench.md"
     if bench.is_file():
         readme = _replace(readme, "bench", bench.read_text())
