@@ -113,3 +113,45 @@ def test_the_scale_trend_extrapolates_only_what_every_length_supports():
                              _cell(192, 1e7, 200, -0.01)]  # fmt: skip
     text = report.study_trend(mixed)
     assert "has no monotone trend" in text and "do not support extrapolating" in text
+
+
+def test_the_verdicts_table_reads_every_track_from_its_results_file(tmp_path):
+    import json
+
+    def row(schedule, gap, saving, wall):
+        return {"schedule": schedule, "steps": 150, "vs_uniform": gap,
+                "vs_uniform_by_seed": _gap(gap - 0.001, gap + 0.001),
+                "compute_saving": saving, "wall_saving": wall}  # fmt: skip
+
+    text = {
+        "meta": {"settings": {"d_model": 64}},
+        "equal_tokens": [row(paper.RECIPE_200M, -0.02, 0.30, 0.25),
+                         row(paper.RECIPES_1B[1], 0.003, 0.25, -0.05)],
+    }  # fmt: skip
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "demo_text.json").write_text(json.dumps(text))
+    lines = report.verdicts_section(tmp_path).splitlines()
+    assert lines[2] == (
+        "| K=2 for 67% ends within 0.5% of uniform at equal tokens (200M) | text, demo (d=64, "
+        "150 steps) | -2.0% (-2.1% to -1.9%) | shows, and more: fixed-first is 2.0% better in "
+        "every seed |"
+    )
+    assert (
+        "| text, demo (d=64, 150 steps) | +0.3% (+0.2% to +0.4%) | shows: within 0.8% |" in lines[3]
+    )
+    assert "30% (K=2, 67%), 25% (K=4, 80%) | shows, smaller" in lines[4]
+    assert lines[5].endswith(
+        "25% (K=2, 67%), -5% (K=4, 80%), runs' own training time on a shared CPU | does not show |"
+    )
+    assert lines[-1].startswith("- **Bottom line at this scale**: on every track")
+
+
+def test_the_timing_line_says_each_phase():
+    timing = {"command": "looped demo --time-to x.json", "wall_seconds": 690.0, "machine": "CPU",
+              "dtype": "fp32", "runs_trained": 36, "text_runs": 21,
+              "phase_seconds": {"bios": 480.0, "text": 190.0, "probe": 12.0, "figures": 8.0}}  # fmt: skip
+    assert report.timing_section(timing) == (
+        "Measured: `looped demo --time-to x.json` on a fresh clone took 11.5 minutes on CPU in "
+        "fp32 (36 bios runs and 21 text runs; bios 8.0 min, text 3.2 min, probe 12 s, figures "
+        "8 s), after the one-time set-up of the virtual environment."
+    )
