@@ -5,7 +5,8 @@
     looped diagnose --reference        # the committed evidence: results/diagnose.json, figures/
     looped diagnose --steps 240 --seeds 1 model.d_model=128    # flags and overrides anywhere
 
-Trains, at equal steps (so equal tokens), the variants that separate the candidate causes:
+Trains, at equal steps (so equal tokens), each at the demo's tuned LR (`demo.BIOS_LR`; the
+variants of uniform at uniform's), the variants that separate the candidate causes:
 
 - ``uniform``: uniform 1..16, one K per optimizer step (the baseline that lags);
 - ``fixed``: fixed K=4 (what fixed-first trains at for most of its run);
@@ -40,7 +41,7 @@ import numpy as np
 from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, to_yaml
-from looped.demo import DemoSettings, base_config, eval_row
+from looped.demo import BIOS_LR, DemoSettings, base_config, eval_row
 from looped.errors import UserError
 from looped.pool import RunSpec, execute, read_metrics
 
@@ -103,8 +104,9 @@ def plan(settings: DiagnoseSettings) -> tuple[list[RunSpec], dict[str, TrainConf
     specs, configs = [], {}
     for seed in range(settings.seeds):
         for variant, (schedule, extra) in VARIANTS.items():
+            lr = BIOS_LR.get(schedule, BIOS_LR[paper.UNIFORM])  # the demo's tuned LRs
             cfg = base_config(
-                replace(base, overrides=base.overrides + list(extra)), seed, schedule, 0
+                replace(base, overrides=base.overrides + list(extra)), seed, schedule, 0, lr
             )
             cfg.max_steps, cfg.budget_frac, cfg.eval_interval, cfg.ckpt_interval = (
                 settings.steps,
@@ -193,6 +195,7 @@ def run_diagnose(
             * cfg0.grad_accum, "runs_trained": trained, "wall_seconds": time.time() - t0,
             "train_seconds": train_seconds,
             "grad_clip": cfg0.optim.grad_clip,
+            "lr": {s.group: configs[s.name].optim.lr for s in specs if s.seed == 0},
         },
         "variants": variants,
     }  # fmt: skip
@@ -259,7 +262,15 @@ def section(result: dict) -> str:
         f"Measured by `looped diagnose` ({meta['preset']} preset, d={meta['d_model']}, "
         f"{s['steps']} steps of {meta['tokens_per_step']} tokens for every variant, {s['seeds']} "
         f"seed{'s' if s['seeds'] > 1 else ''}, {meta['dtype']}; the runs trained for "
-        f"{meta.get('train_seconds', meta['wall_seconds']) / 60:.0f} minutes in all, one core each). Mean NLL is over "
+        f"{meta.get('train_seconds', meta['wall_seconds']) / 60:.0f} minutes in all, one core each)"
+        + (
+            ", each at the demo's tuned LR ("
+            + ", ".join(f"{LABELS[k]} {v:g}" for k, v in meta["lr"].items())
+            + ")"
+            if meta.get("lr")
+            else ""
+        )
+        + ". Mean NLL is over "
         "serving depths 1..16; gradient norms are pre-clip, the median over the steps at each "
         "depth after the first 10% of the run.",
         "",
