@@ -61,7 +61,7 @@ from looped.pool import RunSpec, diverged, execute, machine_name, read_metrics, 
 
 # Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
 # (`looped demo --reference --sweep`; tests/test_demo.py checks these against results/demo.json).
-BIOS_LR = {FIXED: 3e-3, FIXED_FIRST: 3e-3, UNIFORM: 3e-3}
+BIOS_LR = {FIXED: 1e-2, FIXED_FIRST: 1e-2, UNIFORM: 1e-2}
 
 
 @dataclass
