@@ -561,6 +561,109 @@ def _probe_steps(specs: list[RunSpec]) -> list[int]:
     })  # fmt: skip
 
 
+@dataclass
+class _Bios:
+    """What the bios phases leave for the rest of the demo."""
+
+    settings: DemoSettings  # with each schedule's LR (the sweep's choice, with --sweep)
+    specs: list[RunSpec]  # the grid (with the sweep's runs it reuses)
+    configs: dict[str, TrainConfig]
+    sweep_specs: list[RunSpec]  # every run of the sweep
+    sweep: list[dict]  # the sweep's full-budget results, per schedule and LR
+    trained: int  # runs trained (reused ones not counted)
+
+
+def _bios(
+    settings: DemoSettings, runs_dir: Path, fresh: bool, quiet: bool, phases: dict[str, float]
+) -> _Bios:
+    """[The LR sweep, then] the grid at each schedule's LR, catch-up runs left for later."""
+    started = time.time()
+    sweep_specs, sweep_configs, sweep, trained = [], {}, [], 0
+    if settings.sweep:
+        sweep_specs, sweep_configs, sweep, best = sweep_bios(settings, runs_dir, fresh, quiet)
+        settings = replace(settings, lr={**settings.lr, **best})
+        phases["bios LR sweep"] = time.time() - started
+        started = time.time()
+    specs, configs = plan(settings)
+    specs, configs = merge_sweep(specs, sweep_specs), {**sweep_configs, **configs}
+    if not quiet:
+        n_main = sum("main" in s.group for s in specs)
+        print(
+            f"looped demo: bios: {len(specs)} runs ({n_main} in the main grid, {settings.seeds} "
+            f"seeds, LRs {settings.lr}), {settings.workers} workers -> {runs_dir.parent}"
+        )
+    grid = [s for s in specs if s.group != "catchup"]
+    trained += execute(grid, configs, runs_dir, settings.workers, fresh, quiet)
+    phases["bios"] = time.time() - started
+    return _Bios(settings, specs, configs, sweep_specs, sweep, trained)
+
+
+def _result(bios: _Bios, runs_dir: Path, phases: dict, benefit: list, text: bool) -> dict:
+    """Everything demo.json holds: settings, time per phase, every run (the sweep's too), the
+    sweep, both summaries and Fig. 4."""
+    from looped.model import LoopedTransformer
+
+    settings, specs, configs = bios.settings, bios.specs, bios.configs
+    names = {s.name for s in specs}
+    for s in bios.sweep_specs:
+        if s.name not in names:
+            s.group = "sweep"
+    rows = collect(specs + [s for s in bios.sweep_specs if s.name not in names], runs_dir, configs)
+    top, cfg0 = max(settings.budgets), configs[specs[0].name]
+    return {
+        "meta": {
+            "settings": asdict(settings), "machine": machine_name(),
+            "wall_seconds": 0.0,  # the whole demo (what `make demo` runs), set-up included
+            "phase_seconds": phases,
+            "catchup_seconds": None,  # the optional --catch-up runs
+            "runs_trained": bios.trained, "model": asdict(cfg0.model),
+            "params": LoopedTransformer(cfg0.model).num_params(),
+            "full_budget_flops": cfg0.full_budget_flops, "batch_size": cfg0.batch_size,
+            "seq_len": cfg0.seq_len, "dtype": cfg0.dtype, "persons": cfg0.data.persons,
+            "nll_label": "fact NLL (nats per fact, held-out templates)",
+            "text_results": "demo_text.json" if text else None,
+        },
+        "runs": rows, "sweep": bios.sweep, "chosen_lr": dict(settings.lr),
+        "summary": summarize(rows, top), "summary_tokens": summarize(rows, top, tokens=True),
+        "update_benefit": benefit,
+    }  # fmt: skip
+
+
+def _draw(result: dict, figures: Path) -> list[Path]:
+    """The bios figures, the LR sweep's (with --sweep) and Fig. 4."""
+    from looped import plots
+    from looped.fidelity import fig_lr_sweep
+    from looped.probes import plot_benefit
+
+    paths = plots.demo_figures(result, figures)
+    if result["sweep"]:
+        view = {"meta": {"settings": {"schedules": list(MAIN_SCHEDULES)}},
+                "sweep": result["sweep"], "chosen_lr": result["chosen_lr"]}  # fmt: skip
+        paths.append(fig_lr_sweep(view, figures / "demo_lr_sweep.png", "mean fact NLL, K=1..16"))
+    if result["update_benefit"]:
+        ints = [dict(r, benefit={int(k): v for k, v in r["benefit"].items()})
+                for r in result["update_benefit"]]  # fmt: skip
+        paths.append(plot_benefit(ints, figures / "fig4_update_benefit.png"))
+    return paths
+
+
+def _print_end(result: dict, out: Path, figures: Path, paths: list[Path]) -> None:
+    print("\nBios track, equal FLOPs (full budget):")
+    print(format_summary(result["summary"]))
+    print("\nBios track, equal tokens (uniform's full-budget steps):")
+    print(format_summary(result["summary_tokens"]))
+    took = result["meta"]["phase_seconds"]
+    print(
+        f"wrote {out / 'demo.json'} and {len(paths)} figures in {figures} "
+        f"({result['meta']['wall_seconds']:.0f}s; "
+        + ", ".join(f"{k} {v:.0f}s" for k, v in took.items())
+        + ")"
+    )
+    comparison = _comparison(result, out, figures)
+    if comparison:
+        print(comparison)
+
+
 def run_demo(
     settings: DemoSettings,
     out: Path,
@@ -570,100 +673,36 @@ def run_demo(
     text: FidelitySettings | None = None,
 ) -> dict:
     """The demo's phases, each timed: [bios LR sweep], bios grid, text track, Fig. 4 probe,
-    figures; writes OUT/demo.json (and OUT/demo_text.json) and the figures."""
-    from looped import plots
-    from looped.fidelity import fig_lr_sweep, run_fidelity
+    figures, [catch-up runs]; writes OUT/demo.json (and OUT/demo_text.json) and the figures."""
+    from looped.fidelity import run_fidelity
 
-    t0 = time.time()
-    phases: dict[str, float] = {}
+    t0, phases = time.time(), {}
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
-    sweep_specs, sweep_configs, sweep, trained = [], {}, [], 0
-    if settings.sweep:
-        sweep_specs, sweep_configs, sweep, best = sweep_bios(settings, runs_dir, fresh, quiet)
-        settings = replace(settings, lr={**settings.lr, **best})
-        phases["bios LR sweep"] = time.time() - t0
-    started = time.time()
-    specs, configs = plan(settings)
-    specs, configs = merge_sweep(specs, sweep_specs), {**sweep_configs, **configs}
-    if not quiet:
-        n_main = sum("main" in s.group for s in specs)
-        print(
-            f"looped demo: bios: {len(specs)} runs ({n_main} in the main grid, {settings.seeds} "
-            f"seeds, LRs {settings.lr}), {settings.workers} workers -> {out}"
-        )
-    grid = [s for s in specs if s.group != "catchup"]
-    extra = [s for s in specs if s.group == "catchup"]
-    trained += execute(grid, configs, runs_dir, settings.workers, fresh, quiet)
-    phases["bios"] = time.time() - started
-    text_result = None
+    bios = _bios(settings, runs_dir, fresh, quiet, phases)
     if settings.text and text is not None:
         started = time.time()
         text = replace(text, seeds=settings.seeds, workers=settings.workers,
                        chosen_lr=None if settings.sweep else text.chosen_lr)  # fmt: skip
-        text_result = run_fidelity(
+        run_fidelity(
             text, runs_dir / "text", out / "demo_text.json", figures, fresh, quiet, prefix="text"
         )
         phases["text"] = time.time() - started
     benefit = []
     if settings.probe:
         started = time.time()
-        benefit = probe_benefit(specs, runs_dir)
+        benefit = probe_benefit(bios.specs, runs_dir)
         phases["probe"] = time.time() - started
-    t1 = time.time()
-    trained_extra = (
-        execute(extra, configs, runs_dir, settings.workers, fresh, quiet) if extra else 0
-    )
-    catchup_seconds = time.time() - t1 if extra else None
-    main_names = {s.name for s in specs}
-    for s in sweep_specs:
-        if s.name not in main_names:
-            s.group = "sweep"
-    all_specs = specs + [s for s in sweep_specs if s.name not in main_names]
-    rows = collect(all_specs, runs_dir, {**sweep_configs, **configs})
-    top = max(settings.budgets)
-    cfg0 = configs[specs[0].name]
-    from looped.model import LoopedTransformer
-
-    result = {
-        "meta": {
-            "settings": asdict(settings),
-            "machine": machine_name(),
-            "wall_seconds": 0.0,  # the whole demo (what `make demo` runs), set-up included
-            "phase_seconds": phases,
-            "catchup_seconds": catchup_seconds,  # the optional --catch-up runs
-            "runs_trained": trained + trained_extra,
-            "model": asdict(cfg0.model),
-            "params": LoopedTransformer(cfg0.model).num_params(),
-            "full_budget_flops": cfg0.full_budget_flops,
-            "batch_size": cfg0.batch_size,
-            "seq_len": cfg0.seq_len,
-            "dtype": cfg0.dtype,
-            "persons": cfg0.data.persons,
-            "nll_label": "fact NLL (nats per fact, held-out templates)",
-            "text_results": "demo_text.json" if text_result else None,
-        },
-        "runs": rows,
-        "sweep": sweep,
-        "chosen_lr": dict(settings.lr),
-        "summary": summarize(rows, top),
-        "summary_tokens": summarize(rows, top, tokens=True),
-        "update_benefit": benefit,
-    }
+    started = time.time()
+    extra = [s for s in bios.specs if s.group == "catchup"]
+    trained_extra = execute(extra, bios.configs, runs_dir, settings.workers, fresh, quiet)
+    catchup_seconds = time.time() - started if extra else None
+    result = _result(bios, runs_dir, phases, benefit, settings.text and text is not None)
+    result["meta"]["runs_trained"] += trained_extra
+    result["meta"]["catchup_seconds"] = catchup_seconds
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    paths = plots.demo_figures(result, figures)
-    if sweep:
-        sweep_view = {"meta": {"settings": {"schedules": list(MAIN_SCHEDULES)}}, "sweep": sweep,
-                      "chosen_lr": result["chosen_lr"]}  # fmt: skip
-        paths.append(
-            fig_lr_sweep(sweep_view, figures / "demo_lr_sweep.png", "mean fact NLL over K=1..16")
-        )
-    if benefit:
-        from looped.probes import plot_benefit
-
-        ints = [dict(r, benefit={int(k): v for k, v in r["benefit"].items()}) for r in benefit]
-        paths.append(plot_benefit(ints, figures / "fig4_update_benefit.png"))
+    paths = _draw(result, figures)
     phases["figures"] = time.time() - started
     result["meta"]["wall_seconds"] = time.time() - t0 - (catchup_seconds or 0.0)
     previous = out / "demo.json"
@@ -674,20 +713,7 @@ def run_demo(
                 result["meta"][key] = before[key]
     write_text_atomic(out / "demo.json", json.dumps(result, indent=1))
     if not quiet:
-        print("\nBios track, equal FLOPs (full budget):")
-        print(format_summary(result["summary"]))
-        print("\nBios track, equal tokens (uniform's full-budget steps):")
-        print(format_summary(result["summary_tokens"]))
-        took = result["meta"]["phase_seconds"]
-        print(
-            f"wrote {out / 'demo.json'} and {len(paths)} figures in {figures} "
-            f"({result['meta']['wall_seconds']:.0f}s; "
-            + ", ".join(f"{k} {v:.0f}s" for k, v in took.items())
-            + ")"
-        )
-        comparison = _comparison(result, out, figures)
-        if comparison:
-            print(comparison)
+        _print_end(result, out, figures, paths)
     return result
 
 
