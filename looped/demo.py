@@ -717,6 +717,19 @@ def run_demo(
     return result
 
 
+def _without_time_to(argv: list[str]) -> list[str]:
+    """The command line as a reader would type it: without where its timing was written."""
+    out, skip = [], False
+    for arg in argv:
+        if skip or arg.startswith("--time-to="):
+            skip = False
+            continue
+        skip = arg == "--time-to"
+        if not skip:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str]) -> int:
     parser = OverrideParser(
         prog="looped demo",
@@ -800,7 +813,7 @@ def main(argv: list[str]) -> int:
     if args.time_to:
         keys = ("machine", "dtype", "wall_seconds", "phase_seconds", "runs_trained")
         timing = {k: result["meta"][k] for k in keys} | {
-            "command": "looped demo " + " ".join(argv),
+            "command": " ".join(["looped demo", *_without_time_to(argv)]),
             "text_runs": len(json.loads((out / "demo_text.json").read_text())["runs"])
             if settings.text
             else 0,
