@@ -761,6 +761,12 @@ def main(argv: list[str]) -> int:
         "best; without it, the LRs the reference's sweep chose (roughly doubles the time)",
     )
     parser.add_argument("--no-text", action="store_true", help="the bios grid only (no text track)")
+    parser.add_argument(
+        "--time-to",
+        default=None,
+        help="also write how long this demo took, phase by phase, to this JSON file (the "
+        "README's timing line reads results/demo_time.json, written from a fresh clone)",
+    )
     parser.add_argument("--workers", type=int, help="worker processes (default 2)")
     parser.add_argument(
         "--catch-up",

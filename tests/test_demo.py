@@ -16,14 +16,16 @@ from looped.errors import UserError
 from looped.schedules import parse_schedule
 from looped.train import lr_at
 
+LR = f"lr{demo.BIOS_LR[UNIFORM]:g}"  # the default LR in run names
+
 
 def test_plan_shares_only_exact_prefixes():
     specs, configs = plan(replace(QUICK, seeds=1))
     by = {s.name: s for s in specs}
-    ff = by["fixed_first_b100_lr0.003_s0"]
+    ff = by[f"fixed_first_b100_{LR}_s0"]
     assert by[ff.parent].schedule == FIXED and by[ff.parent].budget == 1.0
     assert ff.branch_step == parse_schedule(FIXED_FIRST).switch_step(ff.steps)
-    assert by[by["uniform_b045_lr0.003_s0"].parent].schedule == UNIFORM
+    assert by[by[f"uniform_b045_{LR}_s0"].parent].schedule == UNIFORM
     for s in specs:
         if s.parent:
             parent = by[s.parent]
@@ -47,9 +49,9 @@ def test_plan_shares_only_exact_prefixes():
     # equal tokens: fixed-first and fixed K=4 at uniform's full-budget steps (the same tokens)
     tokens = [s for s in specs if s.group == "tokens"]
     assert sorted(s.schedule for s in tokens) == sorted([FIXED, FIXED_FIRST])
-    assert {s.steps for s in tokens} == {by["uniform_b100_lr0.003_s0"].steps}
+    assert {s.steps for s in tokens} == {by[f"uniform_b100_{LR}_s0"].steps}
     assert {configs[s.name].batch_size for s in tokens} == {
-        configs["uniform_b100_lr0.003_s0"].batch_size
+        configs[f"uniform_b100_{LR}_s0"].batch_size
     }
 
 
@@ -200,12 +202,12 @@ def test_catch_up_adds_longer_uniform_runs_without_touching_the_grid():
     base, _ = plan(replace(QUICK, seeds=1))
     more, _ = plan(replace(QUICK, seeds=1, catch_up=(2.0, 3.0)))
     extra = {s.name: s for s in more if s.group == "catchup"}
-    assert sorted(extra) == ["uniform_b200_lr0.003_s0", "uniform_b300_lr0.003_s0"]
+    assert sorted(extra) == [f"uniform_b200_{LR}_s0", f"uniform_b300_{LR}_s0"]
     # both continue uniform's full-budget run from where its LR starts to decay
-    top = next(s for s in more if s.name == "uniform_b100_lr0.003_s0")
+    top = next(s for s in more if s.name == f"uniform_b100_{LR}_s0")
     assert {s.parent for s in extra.values()} == {top.name}
     assert {s.branch_step for s in extra.values()} <= set(top.save_steps)
-    assert extra["uniform_b300_lr0.003_s0"].steps > extra["uniform_b200_lr0.003_s0"].steps
+    assert extra[f"uniform_b300_{LR}_s0"].steps > extra[f"uniform_b200_{LR}_s0"].steps
     grid = [(s.name, s.steps, s.parent, s.branch_step) for s in more if s.group != "catchup"]
     assert grid == [(s.name, s.steps, s.parent, s.branch_step) for s in base]
     assert all(s.parent is None or s.parent in {b.name for b in base} for s in base)
