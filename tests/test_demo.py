@@ -291,3 +291,17 @@ def test_the_demos_default_lrs_are_what_the_reference_sweeps_chose():
     assert bios["sweep"] and text["sweep"]  # the reference ran both sweeps
     assert demo.BIOS_LR == bios["chosen_lr"]
     assert demo.TEXT_LR == text["chosen_lr"]
+
+
+def test_time_to_records_each_phase_of_the_run(quick, tmp_path):
+    out = quick[0]
+    timing_file = tmp_path / "timing.json"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert demo.main(["--quick", "--out", str(out), "--time-to", str(timing_file)]) == 0
+    timing = json.loads(timing_file.read_text())
+    assert timing["command"] == f"looped demo --quick --out {out}"  # its own path left out
+    assert set(timing["phase_seconds"]) == {"bios", "text", "probe", "figures"}
+    saved = json.loads((out / "demo.json").read_text())["meta"]
+    assert timing["wall_seconds"] == saved["wall_seconds"]  # a rerun keeps the trained times
+    text = json.loads((out / "demo_text.json").read_text())
+    assert timing["text_runs"] == len(text["runs"])
