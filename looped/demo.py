@@ -91,7 +91,7 @@ class DemoSettings:
 TEXT_LR = {UNIFORM: 1e-3, RECIPE_200M: 1e-3, RECIPES_1B[1]: 3e-3, FIXED: 3e-3}
 TEXT = FidelitySettings(
     d_model=64, steps=150, batch_size=16, eval_batches=4, seeds=3,
-    lrs=(3e-4, 1e-3, 3e-3, 1e-2), chosen_lr=dict(TEXT_LR),
+    lrs=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2), chosen_lr=dict(TEXT_LR),
 )  # fmt: skip
 QUICK_TEXT = replace(QUICK_FIDELITY, chosen_lr=dict(TEXT_LR))  # toy size, pydoc corpus
 

@@ -366,11 +366,24 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
             "roles": sorted(p.roles), "lr": p.lr, "seed": p.spec.seed, "d_model": p.d_model,
             "params": params[p.d_model], "steps": p.spec.steps, "tokens": p.spec.steps * tokens,
             "flops": schedule_flops(p.cfg.model, parse_schedule(p.spec.schedule, p.spec.seed), p.spec.steps, tokens, p.cfg.seq_len),
-            "wall": train_wall(train[-1]) if train else 0.0, "final_loss": summary["final_loss"],
+            "wall": _wall(train, runs_dir, p.spec), "final_loss": summary["final_loss"],
+            "own_wall": train_wall(train[-1]) if train else 0.0,
             "depths": depths, "token_nll": [nll[str(k)] for k in depths],
             "mean_nll": float(np.mean([nll[str(k)] for k in depths])),
         })  # fmt: skip
     return rows
+
+
+def _wall(train: list[dict], runs_dir: Path, spec: RunSpec) -> float:
+    """A run's training seconds; a branch adds its parent's up to the branch step (the last
+    logged step before it, scaled to the branch step), as if it had trained from scratch."""
+    wall = train_wall(train[-1]) if train else 0.0
+    if spec.parent:
+        before = [m for m in read_metrics(runs_dir / spec.parent)
+                  if m["kind"] == "train" and m["step"] <= spec.branch_step]  # fmt: skip
+        if before:
+            wall += train_wall(before[-1]) * spec.branch_step / before[-1]["step"]
+    return wall
 
 
 def best_lrs(sweep: list[dict]) -> dict[str, float]:
@@ -496,7 +509,7 @@ def format_table(result: dict) -> str:
             lines.append(
                 f"| {basis} | {r['label']} | {r['lr']:g} | {steps} | {n['mean']:.3f} "
                 f"({n['min']:.3f}-{n['max']:.3f}) | {r['vs_uniform']:+.1%} | {v['min']:+.1%} to "
-                f"{v['max']:+.1%} | {r['compute_saving']:.0%} | {r['wall_saving']:.0%} |"
+                f"{v['max']:+.1%} | {_share(r['compute_saving'])} | {_share(r['wall_saving'])} |"
             )
     for g in result.get("study", []):
         lines.append(
@@ -515,6 +528,11 @@ def verdict(row: dict, tolerance: float) -> str:
     return f"does not show: fixed-first is {abs(gap):.1%} {side} than uniform"
 
 
+def _share(x: float) -> str:
+    """A whole percentage, "0%" (not "-0%") for what rounds to nothing."""
+    return "0%" if round(x * 100) == 0 else f"{x:.0%}"
+
+
 def _pct(x: float) -> str:
     """A signed whole percentage, with no "-0%" for a difference that rounds to nothing."""
     return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
@@ -528,7 +546,7 @@ def section(result: dict, command: str = "looped fidelity") -> str:
     corpus = meta["corpus"]
     lines = [
         f"Measured by `{command}` on {meta['machine']}: {len(result['runs'])} runs "
-        f"({sum(r['wall'] for r in result['runs']) / 60:.0f} minutes of training in all, one core "
+        f"({sum(r.get('own_wall', r['wall']) for r in result['runs']) / 60:.0f} minutes of training in all, one core "
         f"each) on `{corpus['dataset']}` ({corpus['train']:,} train / "
         f"{corpus['val']:,} held-out tokens, {corpus['tokenizer']}), d={s['d_model']}, one looped "
         f"layer, {s['steps']} steps of {meta['tokens_per_step']} tokens, {meta['dtype']}; each "
