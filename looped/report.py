@@ -321,16 +321,17 @@ def equal_tokens(d: _Data) -> Finding | None:
 
 def gap_verdict(gap: dict, tolerance: float) -> tuple[str, str]:
     """(verdict, qualifier) for "fixed-first is within `tolerance` of uniform", from the
-    per-seed relative differences (negative: fixed-first better)."""
+    per-seed relative differences (negative: fixed-first better). The sentence beside it gives
+    the numbers; the qualifier says which way and whether every seed agrees."""
     m, lo, hi = gap["mean"], gap["min"], gap["max"]
     every = len(gap.get("values", [])) > 1
     if abs(m) <= tolerance:
         return "shows", f"shows: within {tolerance:.1%}"
     if m < 0:
-        seeds = " in every seed" if every and hi < 0 else ""
-        return "shows", f"shows, and more: fixed-first is {-m:.1%} better{seeds}"
-    seeds = " in every seed" if every and lo > 0 else ""
-    return "does not show", f"does not show: fixed-first is {m:.1%} worse{seeds}"
+        seeds = "in every seed" if every and hi < 0 else "on average, not in every seed"
+        return "shows", f"shows, and more: fixed-first is better {seeds}"
+    seeds = "in every seed" if every and lo > 0 else "on average, not in every seed"
+    return "does not show", f"does not show: fixed-first is worse {seeds}"
 
 
 # every claim and measurement of the demo section, in the order the README lists them
@@ -367,7 +368,16 @@ def demo_section(result: dict) -> str:
     meta = result["meta"]
     s = meta["settings"]
     lines = [
-        f"Measured by `looped demo` on {meta['machine']} in {meta['wall_seconds'] / 60:.1f} minutes: "
+        f"Measured by `looped demo{' --sweep' if s.get('sweep') else ''}` on {meta['machine']} in "
+        f"{meta['wall_seconds'] / 60:.1f} minutes"
+        + (
+            " ("
+            + ", ".join(f"{k} {v / 60:.1f} min" for k, v in meta["phase_seconds"].items())
+            + "; runs that overlapped other work read slower)"
+            if meta.get("phase_seconds")
+            else ""
+        )
+        + ": "
         f"{len(result['runs'])} runs, {s['seeds']} seeds, a {meta['params'] / 1e6:.2f}M-parameter model "
         f"(d={meta['model']['d_model']}, {meta['model']['n_block']} looped layer) on {meta['persons']} synthetic "
         f"persons, batch {meta['batch_size']}x{meta['seq_len']} tokens, {meta['dtype']}; full budget "
@@ -495,12 +505,13 @@ def verdicts_section(root: Path) -> str:
             f"- **Across model sizes** (`looped fidelity --study`): {study_trend(wide['study'])}",
         ]
     if diag:
-        from looped.diagnose import _closes, _reading
+        from looped.diagnose import _certainty, _closes, _reading
 
-        v = diag["variants"]
+        v, seeds = diag["variants"], diag["meta"]["settings"]["seeds"]
+        closes = _closes(v, "per-micro").split(": it ", 1)[-1]
         lines.append(
-            f"- **Why uniform lags at this scale** (`looped diagnose`, {diag['meta']['settings']['seeds']} seeds): "
-            f"a K per micro-batch {_closes(v, 'per-micro').split(': ', 1)[-1]}; {_reading(v)}"
+            f"- **Why uniform lags at this scale** (`looped diagnose`, {seeds} seeds): drawing a "
+            f"K per micro-batch instead of per step {closes}; {_reading(v)} {_certainty(v, seeds)}"
         )
     if verdicts:
         better = all(v == "shows" for v in verdicts)
