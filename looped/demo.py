@@ -639,7 +639,10 @@ def _draw(result: dict, figures: Path) -> list[Path]:
     if result["sweep"]:
         view = {"meta": {"settings": {"schedules": list(MAIN_SCHEDULES)}},
                 "sweep": result["sweep"], "chosen_lr": result["chosen_lr"]}  # fmt: skip
-        paths.append(fig_lr_sweep(view, figures / "demo_lr_sweep.png", "mean fact NLL, K=1..16"))
+        paths.append(fig_lr_sweep(
+            view, figures / "demo_lr_sweep.png", "mean fact NLL, K=1..16",
+            "Bios LR sweep (seed 0, full FLOP budget; circled: chosen)",
+        ))  # fmt: skip
     if result["update_benefit"]:
         ints = [dict(r, benefit={int(k): v for k, v in r["benefit"].items()})
                 for r in result["update_benefit"]]  # fmt: skip

@@ -639,7 +639,12 @@ def fig_nll_by_depth(result: dict, path: Path) -> Path:
     return plots._save(fig, path)
 
 
-def fig_lr_sweep(result: dict, path: Path, ylabel: str = "mean NLL over K=1..16") -> Path:
+def fig_lr_sweep(
+    result: dict,
+    path: Path,
+    ylabel: str = "mean NLL over K=1..16",
+    title: str = "LR sweep (seed 0, equal tokens; circled: chosen)",
+) -> Path:
     """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
     import matplotlib.pyplot as plt
 
@@ -661,7 +666,7 @@ def fig_lr_sweep(result: dict, path: Path, ylabel: str = "mean NLL over K=1..16"
     ax.set_xscale("log")
     ax.set_xlabel("peak learning rate")
     ax.set_ylabel(ylabel)
-    ax.set_title("LR sweep (seed 0, equal tokens; circled: chosen)")
+    ax.set_title(title)
     ax.legend(fontsize=8)
     return plots._save(fig, path)
 
