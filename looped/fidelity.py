@@ -610,7 +610,9 @@ def fig_nll_by_depth(result: dict, path: Path) -> Path:
     left.set_title(f"Equal tokens ({result['equal_tokens'][0]['tokens']:,} tokens)")
     left.set_xlabel("serving depth K")
     left.set_ylabel("held-out token NLL (nats/token)")
-    left.legend(fontsize=7)
+    lo, hi = left.get_ylim()
+    left.set_ylim(lo, hi + 0.3 * (hi - lo))  # room for the legend above the curves
+    left.legend(fontsize=7, ncol=2, loc="upper center")
 
     def point(ax: Any, runs: list[dict], **kw: Any) -> tuple[float, float]:
         y = np.array([x["mean_nll"] for x in runs])
