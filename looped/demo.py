@@ -88,7 +88,7 @@ class DemoSettings:
 # The text track at demo size: one looped layer of width 64 on the standard library's source
 # (bpe:4096), 150 steps of 16x128 tokens, each schedule at the LR the reference's sweep chose
 # (`looped fidelity` is the same track at a chosen size, with the scale study).
-TEXT_LR = {UNIFORM: 1e-3, RECIPE_200M: 1e-3, RECIPES_1B[1]: 3e-3, FIXED: 3e-3}
+TEXT_LR = {UNIFORM: 1e-2, RECIPE_200M: 1e-2, RECIPES_1B[1]: 1e-2, FIXED: 1e-2}
 TEXT = FidelitySettings(
     d_model=64, steps=150, batch_size=16, eval_batches=4, seeds=3,
     lrs=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2), chosen_lr=dict(TEXT_LR),
