@@ -504,7 +504,9 @@ def format_table(result: dict) -> str:
         for r in result[key]:
             n, v = r["mean_nll"], r["vs_uniform_by_seed"]
             steps = f"{r['steps']}" + (
-                f" (uniform {r['uniform_steps']})" if "uniform_steps" in r else ""
+                f" (uniform {r['uniform_steps']})"
+                if key == "equal_flops" and "uniform_steps" in r
+                else ""
             )
             lines.append(
                 f"| {basis} | {r['label']} | {r['lr']:g} | {steps} | {n['mean']:.3f} "
