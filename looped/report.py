@@ -612,7 +612,25 @@ def study_section(result: dict) -> str:
         *study_rows(result["study"]),
         "",
         f"- {study_trend(result['study'])}",
+        *_study_edges(result),
     ])  # fmt: skip
+
+
+def _study_edges(result: dict) -> list[str]:
+    """A line naming each width whose chosen LR sits at the edge of the study's sweep."""
+    lrs = result["meta"]["settings"]["study_lrs"]
+    edges = [
+        f"{fidelity.label(schedule)} at d={d}"
+        for d, chosen in result.get("study_lr", {}).items()
+        for schedule, lr in chosen.items()
+        if lr in (min(lrs), max(lrs))
+    ]
+    if not edges:
+        return []
+    return [
+        f"- The best LR of {', '.join(edges)} lies at the edge of the study's sweep, so "
+        "its optimum may lie beyond it and that cell's gap may be off."
+    ]
 
 
 def _replace(text: str, name: str, body: str) -> str:
