@@ -256,7 +256,8 @@ if benefit:
     from looped.probes import plot_benefit
 
     ints = [dict(b, benefit={int(k): v for k, v in b["benefit"].items()}) for b in benefit]
-    display(Image(plot_benefit(ints, workdir / "fig4.png")))
+    figures["fig4"] = plot_benefit(ints, workdir / "fig4.png")  # drawn through plots._save
+    display(Image(figures["fig4"]))
     for b in ints:
         best = max(b["benefit"], key=b["benefit"].get)
         print(
@@ -278,8 +279,8 @@ text_file = ROOT / "results" / "demo_text.json"
 if text_file.is_file():
     text = json.loads(text_file.read_text())
     display(Markdown(fidelity.format_table(text)))
-    shown = fidelity.figures(text, workdir / "text", prefix="text")
-    display(Image(shown[0]))
+    text_figures = fidelity.figures(text, workdir / "text", prefix="text")
+    display(Image(text_figures[0]))
 
 # %% [markdown]
 # ## 11. Across model sizes: does the gap close toward the paper's 0.5%?
@@ -294,7 +295,8 @@ wide_file = ROOT / "results" / "fidelity.json"
 if wide_file.is_file() and json.loads(wide_file.read_text()).get("study"):
     wide = json.loads(wide_file.read_text())
     display(Markdown("\n".join(study_rows(wide["study"]))))
-    display(Image(fidelity.fig_study_gap(wide, workdir / "study.png")))
+    study_figures = [fidelity.fig_study_gap(wide, workdir / "study.png")]
+    display(Image(study_figures[0]))
     display(Markdown(study_trend(wide["study"])))
 
 # %% [markdown]

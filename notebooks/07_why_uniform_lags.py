@@ -104,7 +104,8 @@ display(Image(filename=str(figures[2])))
 benefit = json.loads((ROOT / "results" / "demo.json").read_text()).get("update_benefit") or []
 if benefit:
     ints = [dict(b, benefit={int(k): v for k, v in b["benefit"].items()}) for b in benefit]
-    display(Image(filename=str(plot_benefit(ints, Path(tempfile.mkdtemp()) / "fig4.png"))))
+    fig4_figures = [plot_benefit(ints, Path(tempfile.mkdtemp()) / "fig4.png")]
+    display(Image(filename=str(fig4_figures[0])))
 
 # %% [markdown]
 # ## 3. The paper's metric on text
