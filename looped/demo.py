@@ -162,7 +162,9 @@ def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]
             if spec.group not in specs[spec.name].group:
                 specs[spec.name].group += "+" + spec.group
             return specs[spec.name]
-        cfg = base_config(settings, spec.seed, spec.schedule, spec.budget, spec_lr(spec))
+        cfg = base_config(
+            settings, spec.seed, spec.schedule, spec.budget, lr_of(settings, spec.schedule)
+        )
         cfg.full_budget_flops, cfg.model.vocab_size, cfg.max_steps = full, vocab, 0
         if steps:  # a run of given steps (equal tokens), not of a budget
             cfg.budget_frac, cfg.max_steps = 0.0, steps
@@ -182,9 +184,6 @@ def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]
             if at not in parent.save_steps:
                 parent.save_steps.append(at)
         return spec
-
-    def spec_lr(spec: RunSpec) -> float:
-        return lr_of(settings, spec.schedule)
 
     def name(schedule: str, budget: float | str, seed: int) -> str:
         return _name(schedule, budget, seed, lr_of(settings, schedule))
