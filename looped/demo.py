@@ -7,8 +7,10 @@
     looped demo --fresh          # retrain instead of reusing finished runs
     looped demo --sweep          # first the LR sweeps (both tracks), then each schedule's best LR
     looped demo --no-text        # the bios grid only
-    looped demo --reference --sweep   # regenerate the committed reference: results/demo.json,
-                                 # results/demo_text.json, figures/ (then `looped report`)
+    looped demo --full           # also the depth-specialisation runs (Fig. 5)
+    looped demo --reference --sweep --full   # regenerate the committed reference:
+                                 # results/demo.json, results/demo_text.json, figures/
+                                 # (then `looped report`)
 
 The committed results/demo.json and figures/ are the reference that the README and notebook 05
 show; a plain `looped demo` never writes them (runs/ is not tracked), so `make demo` and
@@ -16,8 +18,8 @@ show; a plain `looped demo` never writes them (runs/ is not tracked), so `make d
 
 The bios grid (per seed): fixed K=4, fixed-first (K=4 for 80%, then uniform 1..16) and uniform
 1..16, each at 15%, 45% and 100% of the full modeled-FLOP budget (equal FLOPs), fixed K=4 and
-fixed-first at uniform's full-budget steps (equal tokens), plus fixed K=1, 2, 8 for the
-depth-specialisation figure (seed 0). Every run is evaluated at serving depths 1..16 (fact NLL on
+fixed-first at uniform's full-budget steps (equal tokens); with `--full` also fixed K=1, 2, 4, 8
+at 45% for the depth-specialisation figure (seed 0). Every run is evaluated at serving depths 1..16 (fact NLL on
 held-out templates, recalled bits per person, two-hop recall). Then the text track
 (`looped.fidelity` at demo size, `TEXT`: held-out token NLL, the paper's metric, at equal tokens
 and equal FLOPs) and the paper's Fig. 4 at fixed K=4's checkpoints. Each phase is timed.
@@ -60,7 +62,7 @@ from looped.paper import (
 from looped.pool import RunSpec, diverged, execute, machine_name, read_metrics, train_wall
 
 # Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
-# (`looped demo --reference --sweep`; tests/test_demo.py checks these against results/demo.json).
+# (`looped demo --reference --sweep --full`; tests/test_demo.py checks these against results/demo.json).
 BIOS_LR = {FIXED: 1e-2, FIXED_FIRST: 1e-2, UNIFORM: 1e-2}
 
 
@@ -69,7 +71,8 @@ class DemoSettings:
     preset: str = "demo"  # base training preset (looped/configs/demo.yaml)
     seeds: int = 3  # seeds for the main comparison (bands are min-max across them)
     budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
-    depth_ks: tuple[int, ...] = (1, 2, 4, 8)  # fixed depths for the specialisation figure
+    # fixed depths for the specialisation figure (Fig. 5, seed 0); `--full` sets FULL_DEPTH_KS
+    depth_ks: tuple[int, ...] = ()
     depth_budget: float = 0.45  # budget of those runs (matched compute)
     # extra uniform budgets (seed 0) to see when uniform catches up
     catch_up: tuple[float, ...] = ()
@@ -85,19 +88,23 @@ class DemoSettings:
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
 
+FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation runs (~1.5 min)
+
 # The text track at demo size: one looped layer of width 64 on the standard library's source
-# (bpe:4096), 150 steps of 16x128 tokens, each schedule at the LR the reference's sweep chose
+# (bpe:2048: in so narrow a model a 4096-token head costs as much as ~4 loops per token, far more
+# than the head's share in the paper's models, and made the demo ~90 s slower), 150 steps of 16x128 tokens, each schedule at the LR the reference's sweep chose
 # (`looped fidelity` is the same track at a chosen size, with the scale study).
 TEXT_LR = {UNIFORM: 1e-2, RECIPE_200M: 1e-2, RECIPES_1B[1]: 1e-2, FIXED: 1e-2}
 TEXT = FidelitySettings(
-    d_model=64, steps=150, batch_size=16, eval_batches=4, seeds=3,
+    tokenizer="bpe:2048", d_model=64, steps=150, batch_size=16, eval_batches=4, seeds=3,
     lrs=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2), chosen_lr=dict(TEXT_LR),
 )  # fmt: skip
 QUICK_TEXT = replace(QUICK_FIDELITY, chosen_lr=dict(TEXT_LR))  # toy size, pydoc corpus
 
-QUICK = DemoSettings(  # the same grid at toy size: every code path in well under a minute
+QUICK = DemoSettings(  # the full grid at toy size: every code path in well under a minute
     preset="demo",
     seeds=2,
+    depth_ks=FULL_DEPTH_KS,
     overrides=[
         "model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "batch_size=8",
         "data.persons=16", "max_steps=60", "optim.warmup_steps=10", "eval_batches=1", "dtype=fp32",
@@ -414,7 +421,7 @@ def compare_summaries(yours: list[dict], reference: list[dict]) -> str:
 def _settings_that_change_the_table(yours: dict, reference: dict) -> list[str]:
     """Settings that differ and bear on the full-budget table; the number of workers and the
     optional catch-up runs (not in the table) do not."""
-    ignored = {"workers", "catch_up", "sweep", "sweep_lrs", "text", "probe"}
+    ignored = {"workers", "catch_up", "sweep", "sweep_lrs", "text", "probe", "depth_ks"}
     yours, reference = json.loads(json.dumps(yours)), json.loads(json.dumps(reference))
     return [
         k
@@ -764,6 +771,12 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--no-text", action="store_true", help="the bios grid only (no text track)")
     parser.add_argument(
+        "--full",
+        action="store_true",
+        help="also the depth-specialisation runs, fixed K=1, 2, 4, 8 (Fig. 5; about 1.5 min "
+        "more); the reference is run with it",
+    )
+    parser.add_argument(
         "--time-to",
         default=None,
         help="also write how long this demo took, phase by phase, to this JSON file (the "
@@ -815,6 +828,8 @@ def main(argv: list[str]) -> int:
         out = Path(args.out or ("runs/demo-quick" if args.quick else "runs/demo"))
         figures = Path(args.figures or out / "figures")
     settings.sweep, settings.text = args.sweep, not args.no_text
+    if args.full:
+        settings.depth_ks = FULL_DEPTH_KS
     text = replace(QUICK_TEXT if args.quick else TEXT)
     text.overrides = text.overrides + args.overrides
     result = run_demo(settings, out, figures, fresh=args.fresh, quiet=args.quiet, text=text)

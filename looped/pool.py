@@ -70,22 +70,32 @@ def run_line(name: str, summary: dict) -> str:
     )
 
 
-def _run_one(
-    spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None, progress: Any
-) -> dict:
+_progress: Any = None  # in a worker: the queue its progress goes to (set when it starts)
+
+
+def _start_worker(progress: Any) -> None:
+    """Each worker gets the parent's queue once, when it is spawned: a plain multiprocessing
+    queue, so no manager process is needed that could outlive a killed demo."""
+    global _progress
+    _progress = progress
+
+
+def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None) -> dict:
     """One run in a worker process: single-threaded, progress sent to the parent's queue."""
     import torch
 
     from looped.train import train
 
     torch.set_num_threads(1)
-    last = [0.0]
+    last, parent = [0.0], os.getppid()
 
     def on_step(done: int, total: int, loss: float, depth: int) -> None:
+        if os.getppid() != parent:  # the demo was killed (SIGKILL, SIGTERM): do not train on as
+            os._exit(1)  # an orphan; checkpoints are atomic and the next demo retrains this run
         now = time.time()
         if now - last[0] > 0.25 or done == total:
             last[0] = now
-            progress.put((spec["name"], done, total, loss, depth))
+            _progress.put((spec["name"], done, total, loss, depth))
 
     try:
         return train(
@@ -249,8 +259,11 @@ def execute(
     lines = not quiet and progress_mode() == "lines"
     bars = _Bars({n: (s, configs[n]) for n, s in todo.items()}, workers, quiet or lines)
     ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        progress = manager.Queue()
+    progress = ctx.Queue()
+    pool = ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_start_worker, initargs=(progress,)
+    )
+    with pool:
         running: dict[Any, str] = {}
         done: set[str] = set()
 
@@ -273,7 +286,7 @@ def execute(
                     else None
                 )
                 run_dir = str(runs_dir / spec.name)
-                args = (asdict(spec), configs[spec.name], run_dir, branch, progress)
+                args = (asdict(spec), configs[spec.name], run_dir, branch)
                 running[pool.submit(_run_one, *args)] = spec.name
                 bars.open(spec)
             finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)

@@ -55,6 +55,29 @@ def test_plan_shares_only_exact_prefixes():
     }
 
 
+def test_the_plain_grid_is_the_full_grid_without_the_depth_runs():
+    """`looped demo` leaves out fixed K=1, 2, 8 (Fig. 5), which `--full` (the reference) adds;
+    every other run is the reference's run with the same config, parent and checkpoints, so a
+    plain demo reproduces the reference's tables exactly and reuses its runs."""
+    from looped.config import to_yaml
+
+    assert demo.DemoSettings().depth_ks == ()
+    full_specs, full_cfgs = plan(replace(QUICK, depth_ks=demo.FULL_DEPTH_KS))
+    plain_specs, plain_cfgs = plan(replace(QUICK, depth_ks=()))
+    full = {s.name: s for s in full_specs}
+    assert {s.schedule for s in full_specs} - {s.schedule for s in plain_specs} == {
+        "fixed:1",
+        "fixed:2",
+        "fixed:8",
+    }
+    assert not any("depth" in s.group for s in plain_specs)
+    for s in plain_specs:
+        other = full[s.name]
+        assert to_yaml(plain_cfgs[s.name]) == to_yaml(full_cfgs[s.name])
+        assert (s.parent, s.branch_step, s.steps) == (other.parent, other.branch_step, other.steps)
+        assert s.save_steps == other.save_steps and s.eval_steps == other.eval_steps
+
+
 def test_runs_at_different_lrs_never_share_a_prefix():
     """Each schedule at its own LR: fixed-first can no longer branch off fixed K=4, so its
     full-budget run is trained from scratch and its shorter runs branch off that one."""
