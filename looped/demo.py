@@ -64,6 +64,7 @@ from looped.pool import RunSpec, diverged, execute, machine_name, read_metrics, 
 # Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
 # (`looped demo --reference --sweep --full`; tests/test_demo.py checks these against results/demo.json).
 BIOS_LR = {FIXED: 1e-2, FIXED_FIRST: 1e-2, UNIFORM: 1e-2}
+BUDGET_MINUTES = 12  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
 
 
 @dataclass

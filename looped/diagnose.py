@@ -72,7 +72,7 @@ PROBED = ("uniform", "fixed")  # runs whose checkpoints get the gradient-agreeme
 
 @dataclass
 class DiagnoseSettings:
-    preset: str = "demo"  # training preset (bios, d=96, batch 32x128)
+    preset: str = "demo"  # training preset (bios, d=64, batch 32x128)
     steps: int = 150  # optimizer steps of every variant (about uniform's at the demo's budget)
     probe_at: tuple[int, ...] = (40, 80, 150)  # checkpoints probed for gradient agreement
     probe_depths: tuple[int, ...] = (1, 4, 8, 16)  # depths whose gradients are compared

@@ -155,5 +155,8 @@ def test_the_timing_line_says_each_phase():
     assert report.timing_section(timing) == (
         "Measured: `looped demo --time-to x.json` on a fresh clone took 11.5 minutes on CPU in "
         "fp32 (36 bios runs and 21 text runs; bios 8.0 min, text 3.2 min, probe 12 s, figures "
-        "8 s), after the one-time set-up of the virtual environment."
+        "8 s), after the one-time set-up of the virtual environment: within the 12-minute "
+        "budget for 2 cores."
     )
+    slow = {**timing, "wall_seconds": 721.0}
+    assert report.timing_section(slow).endswith("over the 12-minute budget for 2 cores.")
