@@ -718,7 +718,7 @@ def run_demo(
     previous = out / "demo.json"
     if previous.is_file() and result["meta"]["runs_trained"] == 0:  # nothing retrained: keep
         before = json.loads(previous.read_text())["meta"]  # the times it took when it trained
-        for key in ("wall_seconds", "phase_seconds", "catchup_seconds"):
+        for key in ("wall_seconds", "phase_seconds", "catchup_seconds", "runs_trained"):
             if before.get(key) is not None:
                 result["meta"][key] = before[key]
     write_text_atomic(out / "demo.json", json.dumps(result, indent=1))

@@ -370,8 +370,19 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
             "own_wall": train_wall(train[-1]) if train else 0.0,
             "depths": depths, "token_nll": [nll[str(k)] for k in depths],
             "mean_nll": float(np.mean([nll[str(k)] for k in depths])),
+            "curve": _curve(train, runs_dir, p.spec),
         })  # fmt: skip
     return rows
+
+
+def _curve(train: list[dict], runs_dir: Path, spec: RunSpec) -> list[list[float]]:
+    """[step, training loss] of every logged step, a branch's parent's steps up to the branch
+    first: the whole run as if it had trained from scratch."""
+    before = []
+    if spec.parent:
+        before = [m for m in read_metrics(runs_dir / spec.parent)
+                  if m["kind"] == "train" and m["step"] <= spec.branch_step]  # fmt: skip
+    return [[m["step"], m["loss"]] for m in before + train]
 
 
 def _wall(train: list[dict], runs_dir: Path, spec: RunSpec) -> float:
@@ -521,13 +532,26 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def verdict(row: dict, tolerance: float) -> str:
-    """The paper's claim for one fixed-first row: mean NLL within `tolerance` of uniform's."""
-    gap = row["vs_uniform"]
-    if abs(gap) <= tolerance:
-        return f"shows (within {tolerance:.1%})"
-    side = "better" if gap < 0 else "worse"
-    return f"does not show: fixed-first is {abs(gap):.1%} {side} than uniform"
+def gap_verdict(gap: dict, tolerance: float) -> tuple[str, str]:
+    """(verdict, qualifier) for "fixed-first is within `tolerance` of uniform", from the
+    per-seed relative differences (negative: fixed-first better). The sentence beside it gives
+    the numbers; the qualifier says which way and whether every seed agrees."""
+    m, lo, hi = gap["mean"], gap["min"], gap["max"]
+    values = gap.get("values", [])
+    every = len(values) > 1
+    if every and lo < -tolerance and hi > tolerance:  # seeds beyond the tolerance on both sides:
+        better = sum(v < 0 for v in values)  # the mean is one seed's luck, whatever its sign
+        return "undecided", (
+            f"undecided: the seeds disagree ({better} of {len(values)} favour fixed-first), "
+            f"so {len(values)} seeds cannot tell"
+        )
+    if abs(m) <= tolerance:
+        return "shows", f"shows: within {tolerance:.1%}"
+    if m < 0:
+        seeds = "in every seed" if every and hi < 0 else "on average, not in every seed"
+        return "shows", f"shows, and more: fixed-first is better {seeds}"
+    seeds = "in every seed" if every and lo > 0 else "on average, not in every seed"
+    return "does not show", f"does not show: fixed-first is worse {seeds}"
 
 
 def _share(x: float) -> str:
@@ -578,8 +602,9 @@ def section(result: dict, command: str = "looped fidelity") -> str:
         for row in result[key]:
             if row["schedule"].startswith("fixed-first"):
                 v = row["vs_uniform_by_seed"]
+                tol = NLL_GAP[1] if row["schedule"] in RECIPES_1B else NLL_GAP[0]
                 claim = (  # the paper's claim is made at equal tokens (the same data)
-                    f" The paper's claim (within {NLL_GAP[0]:.1%}): {verdict(row, NLL_GAP[0])}."
+                    f" The paper's claim (within {tol:.1%}): {gap_verdict(v, tol)[1]}."
                     if key == "equal_tokens"
                     else ""
                 )
@@ -588,10 +613,64 @@ def section(result: dict, command: str = "looped fidelity") -> str:
                     f"(per seed {v['min']:+.1%} to {v['max']:+.1%}); modeled compute "
                     f"{_pct(-row['compute_saving'])}, wall-clock {_pct(-row['wall_saving'])}.{claim}"
                 )
+    widest = seed_spreads(result)
+    if widest:
+        lines.append(
+            "- Spread of the mean NLL over seeds (max - min, equal tokens): "
+            + ", ".join(f"{label(s)} {w:.2f}" for s, w in widest.items())
+            + f" nats; the widest is {label(next(iter(widest)))}'s"
+            + (
+                " (training loss per seed: the `_loss_by_seed` figure)."
+                if all("curve" in r for r in result["runs"])
+                else "."
+            )  # fmt: skip
+        )
     return "\n".join(lines)
 
 
+def seed_spreads(result: dict) -> dict[str, float]:
+    """Each schedule's max - min of the mean NLL over its equal-token seeds, widest first: which
+    schedule's seeds make a comparison undecided."""
+    spans = {
+        r["schedule"]: max(x["mean_nll"] for x in runs) - min(x["mean_nll"] for x in runs)
+        for r in result["equal_tokens"]
+        if len(runs := [x for x in result["runs"]
+                        if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]) > 1
+    }  # fmt: skip
+    return dict(sorted(spans.items(), key=lambda kv: -kv[1]))
+
+
 # -- figures ---------------------------------------------------------------------------------
+def fig_loss_by_seed(result: dict, path: Path) -> Path:
+    """Training loss against step, one panel per schedule at equal tokens, one line per seed
+    (a trailing mean over 5 logged steps; uniform's loss also jumps with each step's depth): where
+    seeds part ways, e.g. one that stays longer on the early plateau."""
+    import matplotlib.pyplot as plt
+
+    from looped import plots
+
+    plots._style()
+    rows = result["equal_tokens"]
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.2), sharey=True,
+                             squeeze=False)  # fmt: skip
+    for ax, r in zip(axes[0], rows, strict=True):
+        runs = sorted((x for x in result["runs"] if "tokens" in x["roles"]
+                       and x["schedule"] == r["schedule"]), key=lambda x: x["seed"])  # fmt: skip
+        for x in runs:
+            steps, loss = np.asarray(x["curve"], dtype=float).T
+            w = min(5, len(loss))  # a trailing mean: the point at a step ends its window
+            smooth = np.convolve(loss, np.ones(w) / w, mode="valid")
+            ax.plot(steps[w - 1 :], smooth, lw=1.2,
+                    color=plots._color(f"seed {x['seed']}", x["seed"]),
+                    label=f"seed {x['seed']}: {x['mean_nll']:.2f}")  # fmt: skip
+        ax.set_title(f"{r['label']}, LR {r['lr']:g}", fontsize=9)
+        ax.set_xlabel("step")
+        ax.legend(fontsize=7, title="seed: mean NLL K=1..16", title_fontsize=7)
+    axes[0][0].set_ylabel("training loss (nats/token)")
+    fig.suptitle("Training loss per seed, equal tokens")
+    return plots._save(fig, path)
+
+
 def fig_nll_by_depth(result: dict, path: Path) -> Path:
     """Left: held-out NLL by serving depth per schedule at equal tokens, seed bands (the
     paper's Fig. 8). Right: mean NLL over depths against modeled FLOPs, where uniform's runs at
@@ -713,6 +792,8 @@ def fig_study_gap(result: dict, path: Path) -> Path:
 def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]:
     """The track's figures as OUT_DIR/PREFIX_*.png (the LR sweep's only when it ran)."""
     paths = [fig_nll_by_depth(result, out_dir / f"{prefix}_nll_by_depth.png")]
+    if all("curve" in r for r in result["runs"]):  # results written before curves were kept
+        paths.append(fig_loss_by_seed(result, out_dir / f"{prefix}_loss_by_seed.png"))
     if result["sweep"]:
         paths.append(fig_lr_sweep(result, out_dir / f"{prefix}_lr_sweep.png"))
     if result.get("study"):
@@ -823,6 +904,7 @@ def run_fidelity(
     runs_dir.mkdir(parents=True, exist_ok=True)
     plan = Plan(settings, corpus)
     trained: set[str] = set()
+    retrained = [0]  # runs actually trained (finished ones are reused)
 
     def phase(name: str) -> None:
         started = time.time()
@@ -830,7 +912,7 @@ def run_fidelity(
         specs, configs = plan.specs(todo)
         if not quiet:
             print(f"looped fidelity: {name}: {len(specs)} runs, {settings.workers} workers")
-        execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
+        retrained[0] += execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
         trained.update(todo)
         phases[name] = time.time() - started
 
@@ -856,6 +938,11 @@ def run_fidelity(
         plan_study(plan, study_lr)
         phase("study")
     result = _result(settings, plan, runs_dir, corpus, sweep_rows, best, phases, t0)
+    if results.is_file() and retrained[0] == 0:  # nothing trained: keep the times it took
+        before = json.loads(results.read_text())["meta"]
+        for key in ("wall_seconds", "phase_seconds"):
+            if key in before:
+                result["meta"][key] = before[key]
     results.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(results, json.dumps(result, indent=1))
     paths = figures(result, figures_dir, prefix)
@@ -863,7 +950,7 @@ def run_fidelity(
     print(
         f"wrote {results} and {len(paths)} figures in {figures_dir} "
         f"({result['meta']['wall_seconds']:.0f}s; phases: "
-        + ", ".join(f"{k} {v:.0f}s" for k, v in phases.items())
+        + ", ".join(f"{k} {v:.0f}s" for k, v in result["meta"]["phase_seconds"].items())
         + ")"
     )
     return result

@@ -25,6 +25,7 @@ from looped import diagnose, fidelity
 from looped.demo import BUDGET_MINUTES as DEMO_BUDGET_MINUTES
 from looped.demo import format_summary
 from looped.errors import UserError
+from looped.fidelity import gap_verdict
 from looped.paper import FIXED, FIXED_FIRST, LABELS, NLL_GAP, UNIFORM, fixed_depth, fixed_phase
 
 
@@ -320,21 +321,6 @@ def equal_tokens(d: _Data) -> Finding | None:
     )
 
 
-def gap_verdict(gap: dict, tolerance: float) -> tuple[str, str]:
-    """(verdict, qualifier) for "fixed-first is within `tolerance` of uniform", from the
-    per-seed relative differences (negative: fixed-first better). The sentence beside it gives
-    the numbers; the qualifier says which way and whether every seed agrees."""
-    m, lo, hi = gap["mean"], gap["min"], gap["max"]
-    every = len(gap.get("values", [])) > 1
-    if abs(m) <= tolerance:
-        return "shows", f"shows: within {tolerance:.1%}"
-    if m < 0:
-        seeds = "in every seed" if every and hi < 0 else "on average, not in every seed"
-        return "shows", f"shows, and more: fixed-first is better {seeds}"
-    seeds = "in every seed" if every and lo > 0 else "on average, not in every seed"
-    return "does not show", f"does not show: fixed-first is worse {seeds}"
-
-
 # every claim and measurement of the demo section, in the order the README lists them
 CLAIMS = (
     depth_specialisation,
@@ -515,18 +501,29 @@ def verdicts_section(root: Path) -> str:
             f"K per micro-batch instead of per step {closes}; {_reading(v)} {_certainty(v, seeds)}"
         )
     if verdicts:
-        better = all(v == "shows" for v in verdicts)
-        lines.append(
-            "- **Bottom line at this scale**: "
-            + (
-                "on every track and seed set above, fixed-first ends as good as uniform or "
-                "better at equal tokens while spending less compute."
-                if better
-                else "fixed-first does not match uniform on every track above; see the rows marked "
-                "'does not show'."
-            )
-        )
+        lines.append("- **Bottom line at this scale**: " + bottom_line(verdicts))
     return "\n".join(lines)
+
+
+def bottom_line(verdicts: list[str]) -> str:
+    """One sentence over the equal-token verdict rows: how many show the claim, how many the
+    seeds leave undecided, how many go against it."""
+    n = len(verdicts)
+    if all(v == "shows" for v in verdicts):
+        return (
+            "on every track and seed set above, fixed-first ends as good as uniform or better "
+            "at equal tokens while spending less compute."
+        )
+    shows, undecided = verdicts.count("shows"), verdicts.count("undecided")
+    against = n - shows - undecided
+    parts = [f"fixed-first ends as good as uniform or better at equal tokens in {shows} of {n} "
+             "comparisons above"]  # fmt: skip
+    if undecided:
+        parts.append(f"{undecided} {'is' if undecided == 1 else 'are'} undecided (the seeds "
+                     "disagree in sign, so more seeds are needed)")  # fmt: skip
+    if against:
+        parts.append(f"in {against} it is worse (rows marked 'does not show')")
+    return "; ".join(parts) + "."
 
 
 def timing_section(timing: dict) -> str:

@@ -280,8 +280,22 @@ text_file = ROOT / "results" / "demo_text.json"
 if text_file.is_file():
     text = json.loads(text_file.read_text())
     display(Markdown(fidelity.format_table(text)))
-    text_figures = fidelity.figures(text, workdir / "text", prefix="text")
-    display(Image(text_figures[0]))
+    text_figures = {p.stem: p for p in fidelity.figures(text, workdir / "text", prefix="text")}
+    display(Image(text_figures["text_nll_by_depth"]))
+
+# %% [markdown]
+# At 150 steps these models are early in training: each run sits on a plateau before it
+# learns the text's structure and leaves it at a step that differs from seed to seed. The
+# training losses per seed show where the seeds part ways, and the spread of each schedule's
+# mean NLL over its seeds says whose seeds decide the comparison.
+
+# %%
+if text_file.is_file() and "text_loss_by_seed" in text_figures:
+    display(Image(text_figures["text_loss_by_seed"]))
+    spans = fidelity.seed_spreads(text)
+    print("max - min of the mean NLL over seeds (nats):")
+    for schedule, span in spans.items():
+        print(f"  {fidelity.label(schedule):<24} {span:.2f}")
 
 # %% [markdown]
 # ## 11. Across model sizes: does the gap close toward the paper's 0.5%?

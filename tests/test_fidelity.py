@@ -237,9 +237,13 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
     result = json.loads((out / "fidelity.json").read_text())
     assert {p.name for p in (out / "figures").iterdir()} == {
         "fidelity_nll_by_depth.png", "fidelity_lr_sweep.png", "fidelity_study_gap.png",
+        "fidelity_loss_by_seed.png",
     }  # fmt: skip
     assert len(result["sweep"]) == 4 * 2
     for run in result["runs"]:
+        # the training curve covers the whole run, a branch's parent's steps included
+        steps = [step for step, _ in run["curve"]]
+        assert steps == sorted(set(steps)) and steps[-1] == run["steps"] and steps[0] <= 5
         assert run["depths"] == list(range(1, 17))
         assert len(run["token_nll"]) == 16 and all(v > 0 for v in run["token_nll"])
         assert run["wall"] > 0 and run["flops"] > 0 and run["tokens"] == run["steps"] * 4 * 32
@@ -298,14 +302,16 @@ def test_bad_input_is_one_line_and_exit_2(args, says, tmp_path, capsys):
     assert "Traceback" not in err
 
 
-def test_verdict_reads_the_paper_tolerance_from_the_gap():
-    from looped.fidelity import verdict
+def test_seed_spreads_name_the_schedule_whose_seeds_disagree_most():
+    def run(schedule: str, nll: float) -> dict:
+        return {"schedule": schedule, "roles": ["tokens"], "mean_nll": nll}
 
-    assert verdict({"vs_uniform": 0.004}, 0.005).startswith("shows")
-    assert verdict({"vs_uniform": -0.004}, 0.005).startswith("shows")
-    assert verdict({"vs_uniform": 0.02}, 0.005) == (
-        "does not show: fixed-first is 2.0% worse than uniform"
-    )
-    assert verdict({"vs_uniform": -0.1}, 0.005) == (
-        "does not show: fixed-first is 10.0% better than uniform"
-    )
+    result = {
+        "equal_tokens": [{"schedule": UNIFORM}, {"schedule": RECIPE_200M}],
+        "runs": [run(UNIFORM, 4.95), run(UNIFORM, 5.99), run(UNIFORM, 4.95),
+                 run(RECIPE_200M, 5.03), run(RECIPE_200M, 5.29), run(RECIPE_200M, 5.01),
+                 {"schedule": UNIFORM, "roles": ["sweep"], "mean_nll": 9.0}],  # not a seed
+    }  # fmt: skip
+    spans = fidelity.seed_spreads(result)
+    assert list(spans) == [UNIFORM, RECIPE_200M]
+    assert spans[UNIFORM] == pytest.approx(1.04) and spans[RECIPE_200M] == pytest.approx(0.28)

@@ -89,10 +89,23 @@ def _gap(*values: float) -> dict:
         ((0.02, 0.01, 0.03), "does not show", "does not show: fixed-first is worse in every seed"),
         ((0.02, -0.004, 0.03), "does not show",
          "does not show: fixed-first is worse on average, not in every seed"),
+        ((0.095, -0.087, 0.116), "undecided",
+         "undecided: the seeds disagree (1 of 3 favour fixed-first), so 3 seeds cannot tell"),
+        ((-0.05, 0.05, 0.0), "undecided",  # a mean within the tolerance is still one seed's luck
+         "undecided: the seeds disagree (1 of 3 favour fixed-first), so 3 seeds cannot tell"),
     ],
 )  # fmt: skip
 def test_the_headline_verdict_reads_the_seed_spread(values, verdict, said):
     assert report.gap_verdict(_gap(*values), paper.NLL_GAP[0]) == (verdict, said)
+
+
+def test_the_bottom_line_counts_the_verdicts():
+    assert report.bottom_line(["shows", "shows"]).startswith("on every track")
+    assert report.bottom_line(["shows", "undecided", "does not show", "shows"]) == (
+        "fixed-first ends as good as uniform or better at equal tokens in 2 of 4 comparisons "
+        "above; 1 is undecided (the seeds disagree in sign, so more seeds are needed); in 1 it "
+        "is worse (rows marked 'does not show')."
+    )
 
 
 def _cell(d: int, params: float, steps: int, *gaps: float) -> dict:
