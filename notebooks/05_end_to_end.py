@@ -71,7 +71,11 @@ if saved.is_file():
 else:
     settings = DemoSettings(depth_ks=FULL_DEPTH_KS) if FULL else dataclasses.replace(QUICK, seeds=1)
     result = run_demo(settings, workdir, workdir / "figures", quiet=True)
-    origin = "ran " + ("`looped demo --full`" if FULL else "looped.demo.QUICK with seeds=1") + " just now"
+    origin = (
+        "ran "
+        + ("`looped demo --full`" if FULL else "looped.demo.QUICK with seeds=1")
+        + " just now"
+    )
 
 meta = result["meta"]
 print(origin)
