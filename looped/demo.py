@@ -91,10 +91,11 @@ class DemoSettings:
 
 FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation runs (~1.5 min)
 
-# The text track at demo size: one looped layer of width 64 on the standard library's source
-# (bpe:2048: in so narrow a model a 4096-token head costs as much as ~4 loops per token, far more
-# than the head's share in the paper's models, and made the demo ~90 s slower), 150 steps of 16x128 tokens, each schedule at the LR the reference's sweep chose
-# (`looped fidelity` is the same track at a chosen size, with the scale study).
+# The text track at demo size: one looped layer of width 64 on the standard library's source,
+# 150 steps of 16x128 tokens, each schedule at the LR the reference's sweep chose (`looped
+# fidelity` is the same track at a chosen size, with the scale study). bpe:2048, not 4096: in so
+# narrow a model a 4096-token head costs as much as ~4 loops per token, far more than the head's
+# share in the paper's models, and made the demo ~90 s slower.
 TEXT_LR = {UNIFORM: 3e-3, RECIPE_200M: 3e-3, RECIPES_1B[1]: 1e-2, FIXED: 1e-2}
 TEXT = FidelitySettings(
     tokenizer="bpe:2048", d_model=64, steps=150, batch_size=16, eval_batches=4, seeds=3,
