@@ -420,6 +420,31 @@ def compare_summaries(yours: list[dict], reference: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def compare_text(yours: dict, reference: dict) -> str:
+    """Your text track beside the reference's: per basis and schedule, the seed-mean NLL and
+    its difference from uniform, with yours minus the reference's."""
+    lines = [
+        "| basis | schedule | measure | yours | reference | difference |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
+        ref = {r["schedule"]: r for r in reference.get(key, [])}
+        for row in yours.get(key, []):
+            other = ref.get(row["schedule"])
+            cells = (
+                ("mean NLL K=1..16", row["mean_nll"]["mean"],
+                 other["mean_nll"]["mean"] if other else None, "{:.3f}", "{:+.3f}"),
+                ("vs uniform", row["vs_uniform"], other["vs_uniform"] if other else None,
+                 "{:+.1%}", "{:+.1%}"),
+            )  # fmt: skip
+            for measure, a, b, fmt, diff in cells:
+                theirs = f"{fmt.format(b)} | {diff.format(a - b)}" if b is not None else "- | -"
+                lines.append(
+                    f"| {basis} | {row['label']} | {measure} | {fmt.format(a)} | {theirs} |"
+                )
+    return "\n".join(lines)
+
+
 def _settings_that_change_the_table(yours: dict, reference: dict) -> list[str]:
     """Settings that differ and bear on the full-budget table; the number of workers and the
     optional catch-up runs (not in the table) do not."""
@@ -457,6 +482,12 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
             f"(your {', '.join(differ)} differ from the reference's: the differences show the "
             "change, not a reproduction check)"
         )
+    yours_text, ref_text = out / "demo_text.json", REFERENCE.parent / "demo_text.json"
+    if yours_text.is_file() and ref_text.is_file():
+        text += [
+            "\nYour text track beside the reference's, seed means:",
+            compare_text(json.loads(yours_text.read_text()), json.loads(ref_text.read_text())),
+        ]
     text.append(
         f"Your figures: {figures}/ (the reference's: figures/). "
         f"README sections from your numbers: looped report --results {out / 'demo.json'}"
