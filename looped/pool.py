@@ -13,6 +13,7 @@ import multiprocessing as mp
 import os
 import queue as queue_lib
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -73,11 +74,24 @@ def run_line(name: str, summary: dict) -> str:
 _progress: Any = None  # in a worker: the queue its progress goes to (set when it starts)
 
 
-def _start_worker(progress: Any) -> None:
-    """Each worker gets the parent's queue once, when it is spawned: a plain multiprocessing
-    queue, so no manager process is needed that could outlive a killed demo."""
+def _start_worker(progress: Any, parent: int) -> None:
+    """Each worker gets the parent's queue and PID once, when it is spawned. A plain
+    multiprocessing queue needs no manager process that could outlive a killed demo; progress is
+    best-effort, so a worker never waits at exit to flush it to a parent that stopped reading
+    (after another run failed). A watchdog thread ends the worker once its parent has died,
+    whatever it is doing (training, evaluating, or idle waiting for a task)."""
     global _progress
     _progress = progress
+    progress.cancel_join_thread()
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+def _exit_with_parent(parent: int, every: float = 0.5) -> None:
+    """Exit this process when `parent` is no longer its parent (reparented after a SIGKILL or
+    SIGTERM of the demo). Checkpoints are atomic: the next demo retrains the unfinished run."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
 
 
 def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None) -> dict:
@@ -87,11 +101,9 @@ def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None)
     from looped.train import train
 
     torch.set_num_threads(1)
-    last, parent = [0.0], os.getppid()
+    last = [0.0]
 
     def on_step(done: int, total: int, loss: float, depth: int) -> None:
-        if os.getppid() != parent:  # the demo was killed (SIGKILL, SIGTERM): do not train on as
-            os._exit(1)  # an orphan; checkpoints are atomic and the next demo retrains this run
         now = time.time()
         if now - last[0] > 0.25 or done == total:
             last[0] = now
@@ -261,54 +273,82 @@ def execute(
     ctx = mp.get_context("spawn")
     progress = ctx.Queue()
     pool = ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=_start_worker, initargs=(progress,)
+        workers, mp_context=ctx, initializer=_start_worker, initargs=(progress, os.getpid())
     )
-    with pool:
-        running: dict[Any, str] = {}
-        done: set[str] = set()
-
-        def ready() -> list[RunSpec]:
-            ok = [
-                s
-                for s in todo.values()
-                if s.name not in done
-                and s.name not in running.values()
-                and (s.parent is None or s.parent not in todo or s.parent in done)
-            ]
-            return sorted(ok, key=lambda s: -bars.costs[s.name])
-
-        while len(done) < len(todo):
-            while len(running) < workers and ready():
-                spec = ready()[0]
-                branch = (
-                    str(runs_dir / spec.parent / "checkpoints" / f"step_{spec.branch_step:07d}")
-                    if spec.parent
-                    else None
-                )
-                run_dir = str(runs_dir / spec.name)
-                args = (asdict(spec), configs[spec.name], run_dir, branch)
-                running[pool.submit(_run_one, *args)] = spec.name
-                bars.open(spec)
-            finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
-            bars.drain(progress)
-            for future in finished:
-                name = running.pop(future)
-                summary = future.result()  # re-raise a worker's error here
-                if lines:
-                    print(run_line(name, summary), flush=True)
-                bars.drain(progress)
-                bars.close(name)
-                done.add(name)
-                if "diverged" in summary:  # its children cannot branch off it: diverged too
-                    for child in _descendants(name, todo):
-                        why = f"its parent {name} diverged"
-                        mark_diverged(runs_dir / child, configs[child], why)
-                        if lines:
-                            print(run_line(child, {"diverged": why}), flush=True)
-                        done.add(child)
-        bars.drain(progress)
+    try:
+        _drive(pool, progress, todo, configs, runs_dir, workers, bars, lines)
+    except BaseException:  # a run failed, or Ctrl-C: do not wait for the other workers' runs
+        _stop(pool)
+        raise
+    pool.shutdown()
     bars.finish()
     return len(todo)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End the pool now, its workers' current runs included (they are retrained next time;
+    checkpoints are atomic). Python < 3.14 has no public way to stop a busy worker, and without
+    it the interpreter's exit would wait for every run to finish."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)  # quick now: it only cleans up
+
+
+def _drive(
+    pool: ProcessPoolExecutor,
+    progress: Any,
+    todo: dict[str, RunSpec],
+    configs: dict[str, TrainConfig],
+    runs_dir: Path,
+    workers: int,
+    bars: _Bars,
+    lines: bool,
+) -> None:
+    """Submit runs as their parents finish, costliest first, until every run in `todo` is done;
+    a worker's error is re-raised here."""
+    running: dict[Any, str] = {}
+    done: set[str] = set()
+
+    def ready() -> list[RunSpec]:
+        ok = [
+            s
+            for s in todo.values()
+            if s.name not in done
+            and s.name not in running.values()
+            and (s.parent is None or s.parent not in todo or s.parent in done)
+        ]
+        return sorted(ok, key=lambda s: -bars.costs[s.name])
+
+    while len(done) < len(todo):
+        while len(running) < workers and ready():
+            spec = ready()[0]
+            branch = (
+                str(runs_dir / spec.parent / "checkpoints" / f"step_{spec.branch_step:07d}")
+                if spec.parent
+                else None
+            )
+            run_dir = str(runs_dir / spec.name)
+            args = (asdict(spec), configs[spec.name], run_dir, branch)
+            running[pool.submit(_run_one, *args)] = spec.name
+            bars.open(spec)
+        finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
+        bars.drain(progress)
+        for future in finished:
+            name = running.pop(future)
+            summary = future.result()  # re-raise a worker's error here
+            if lines:
+                print(run_line(name, summary), flush=True)
+            bars.drain(progress)
+            bars.close(name)
+            done.add(name)
+            if "diverged" in summary:  # its children cannot branch off it: diverged too
+                for child in _descendants(name, todo):
+                    why = f"its parent {name} diverged"
+                    mark_diverged(runs_dir / child, configs[child], why)
+                    if lines:
+                        print(run_line(child, {"diverged": why}), flush=True)
+                    done.add(child)
+    bars.drain(progress)
 
 
 # -- reading what runs wrote ----------------------------------------------------------------

@@ -1,6 +1,13 @@
 """The worker pool: a sweep run whose loss diverges is a result (its children too), not a crash;
 any other run's divergence still stops everything with one line."""
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,43 +67,86 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _script(out: Path, failing: bool) -> str:
+    """A demo in a subprocess: one run far longer than a test waits, and, if `failing`, a second
+    run on the other worker whose loss diverges (an error, not a sweep result)."""
+    return f"""
+import sys
+from dataclasses import replace
+from pathlib import Path
+from looped.demo import QUICK, plan
+from looped.errors import UserError
+from looped.pool import execute
+specs, configs = plan(replace(QUICK, seeds=1, probe=False))
+long, bad = [s for s in specs if s.parent is None][:2]
+for s in (long, bad):
+    s.save_steps = []
+configs[long.name].budget_frac, configs[long.name].max_steps, long.steps = 0.0, 100000, 100000
+configs[bad.name].optim.lr = 1e4
+try:
+    execute([long, bad] if {failing} else [long], configs, Path({str(out)!r}), 2, False, True)
+except UserError as err:
+    print(err)
+    sys.exit(2)
+"""
+
+
+def _watch(demo: subprocess.Popen, until: Callable[[], bool], limit: float) -> set[int]:
+    """The demo's child processes seen until `until()` holds (asserted within `limit` s)."""
+    seen: set[int] = set()
+    deadline = time.time() + limit
+    while not until():
+        assert time.time() < deadline
+        seen.update(_children(demo.pid))
+        time.sleep(0.1)
+    return seen
+
+
+def _reap(workers: set[int], limit: float = 30) -> list[bytes]:
+    """Wait up to `limit` s for the workers to end; the command lines of those still alive."""
+    deadline = time.time() + limit
+    while any(_alive(p) for p in workers) and time.time() < deadline:
+        time.sleep(0.2)
+    return [Path(f"/proc/{p}/cmdline").read_bytes()[:200] for p in workers if _alive(p)]
+
+
+def _kill(demo: subprocess.Popen, workers: set[int]) -> None:
+    """Never leave a test's worker training on, whatever failed."""
+    if demo.poll() is None:
+        demo.kill()
+    for pid in workers:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc (Linux)")
 def test_workers_stop_when_the_demo_is_killed(tmp_path: Path):
     """A killed `looped demo` must not leave workers training on as orphans, holding the cores
     (and a run directory) that the next demo needs."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    script = f"""
-from dataclasses import replace
-from pathlib import Path
-from looped.demo import QUICK, plan
-from looped.pool import execute
-specs, configs = plan(replace(QUICK, seeds=1, probe=False))
-spec = next(s for s in specs if s.parent is None)
-spec.save_steps, configs[spec.name].max_steps = [], 100000  # far longer than the test waits
-configs[spec.name].budget_frac = 0.0
-spec.steps = 100000
-execute([spec], configs, Path({str(tmp_path)!r}), 1, fresh=False, quiet=True)
-"""
-    demo = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        deadline = time.time() + 120
-        while not list(tmp_path.glob("*/metrics.jsonl")):  # the worker is training
-            assert demo.poll() is None and time.time() < deadline
-            time.sleep(0.2)
-        workers = _children(demo.pid)
+    demo = subprocess.Popen([sys.executable, "-c", _script(tmp_path, failing=False)])
+    workers: set[int] = set()
+    try:  # until the long run is training
+        workers = _watch(demo, lambda: bool(list(tmp_path.glob("*/metrics.jsonl"))), 120)
+        workers.update(_children(demo.pid))
         assert workers
         os.kill(demo.pid, signal.SIGKILL)
         demo.wait()
-        deadline = time.time() + 30
-        while any(_alive(p) for p in workers) and time.time() < deadline:
-            time.sleep(0.2)
-        left = [Path(f"/proc/{p}/cmdline").read_bytes()[:200] for p in workers if _alive(p)]
-        assert not left
+        assert not _reap(workers)
     finally:
-        if demo.poll() is None:
-            demo.kill()
+        _kill(demo, workers)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc (Linux)")
+def test_a_failed_run_ends_the_demo_without_waiting_for_the_others(tmp_path: Path):
+    """One run's error (here a diverged loss) ends the demo with its one line at once, not after
+    the other worker's run, and that worker does not train on."""
+    demo = subprocess.Popen(
+        [sys.executable, "-c", _script(tmp_path, failing=True)], stdout=subprocess.PIPE, text=True
+    )
+    workers: set[int] = set()
+    try:
+        workers = _watch(demo, lambda: demo.poll() is not None, 120)
+        assert demo.returncode == 2 and "loss became" in demo.stdout.read()
+        assert not _reap(workers)
+    finally:
+        _kill(demo, workers)
