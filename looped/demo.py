@@ -18,9 +18,10 @@ show; a plain `looped demo` never writes them (runs/ is not tracked), so `make d
 
 The bios grid (per seed): fixed K=4, fixed-first (K=4 for 80%, then uniform 1..16) and uniform
 1..16, each at 15%, 45% and 100% of the full modeled-FLOP budget (equal FLOPs), fixed K=4 and
-fixed-first at uniform's full-budget steps (equal tokens); with `--full` also fixed K=1, 2, 4, 8
-at 45% for the depth-specialisation figure (seed 0). Every run is evaluated at serving depths 1..16 (fact NLL on
-held-out templates, recalled bits per person, two-hop recall). Then the text track
+fixed-first at uniform's full-budget steps (equal tokens); with `--full` also fixed K=1, 2, 8
+at 45% (beside the grid's K=4 there) for the depth-specialisation figure (seed 0). Every run
+is evaluated at serving depths 1..16 (fact NLL on held-out templates, recalled bits per person,
+two-hop recall). Then the text track
 (`looped.fidelity` at demo size, `TEXT`: held-out token NLL, the paper's metric, at equal tokens
 and equal FLOPs) and the paper's Fig. 4 at fixed K=4's checkpoints. Each phase is timed.
 
@@ -483,7 +484,7 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
             "change, not a reproduction check)"
         )
     yours_text, ref_text = out / "demo_text.json", REFERENCE.parent / "demo_text.json"
-    if yours_text.is_file() and ref_text.is_file():
+    if result["meta"].get("text_results") and yours_text.is_file() and ref_text.is_file():
         text += [
             "\nYour text track beside the reference's, seed means:",
             compare_text(json.loads(yours_text.read_text()), json.loads(ref_text.read_text())),
@@ -540,15 +541,15 @@ def merge_sweep(specs: list[RunSpec], sweep: list[RunSpec]) -> list[RunSpec]:
 
 def sweep_bios(
     settings: DemoSettings, runs_dir: Path, fresh: bool, quiet: bool
-) -> tuple[list[RunSpec], dict[str, TrainConfig], list[dict], dict[str, float]]:
+) -> tuple[list[RunSpec], dict[str, TrainConfig], list[dict], dict[str, float], int]:
     """Train the sweep; each main schedule's best LR by mean fact NLL over K=1..16 at the full
-    budget (ties: the smaller LR)."""
+    budget (ties: the smaller LR); the last item is how many runs it trained."""
     from looped.fidelity import best_lrs
 
     specs, configs = sweep_plan(settings)
     if not quiet:
         print(f"looped demo: bios LR sweep: {len(specs)} runs, LRs {settings.sweep_lrs}")
-    execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
+    trained = execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
     rows = collect(specs, runs_dir, configs)
     top = max(settings.budgets)
     sweep = [
@@ -561,7 +562,8 @@ def sweep_bios(
          "mean_nll": None, "diverged": True}
         for s in specs if s.budget == top and "main" in s.group and diverged(runs_dir / s.name)
     ]  # fmt: skip
-    return specs, configs, sweep, best_lrs([r for r in sweep if r["mean_nll"] is not None])
+    best = best_lrs([r for r in sweep if r["mean_nll"] is not None])
+    return specs, configs, sweep, best, trained
 
 
 def probe_benefit(specs: list[RunSpec], runs_dir: Path) -> list[dict]:
@@ -619,7 +621,9 @@ def _bios(
     started = time.time()
     sweep_specs, sweep_configs, sweep, trained = [], {}, [], 0
     if settings.sweep:
-        sweep_specs, sweep_configs, sweep, best = sweep_bios(settings, runs_dir, fresh, quiet)
+        sweep_specs, sweep_configs, sweep, best, trained = sweep_bios(
+            settings, runs_dir, fresh, quiet
+        )
         settings = replace(settings, lr={**settings.lr, **best})
         phases["bios LR sweep"] = time.time() - started
         started = time.time()
@@ -722,13 +726,14 @@ def run_demo(
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     bios = _bios(settings, runs_dir, fresh, quiet, phases)
+    text_trained = 0
     if settings.text and text is not None:
         started = time.time()
         text = replace(text, seeds=settings.seeds, workers=settings.workers,
                        chosen_lr=None if settings.sweep else text.chosen_lr)  # fmt: skip
-        run_fidelity(
+        text_trained = run_fidelity(
             text, runs_dir / "text", out / "demo_text.json", figures, fresh, quiet, prefix="text"
-        )
+        )["meta"]["runs_trained"]
         phases["text"] = time.time() - started
     benefit = []
     if settings.probe:
@@ -748,9 +753,9 @@ def run_demo(
     phases["figures"] = time.time() - started
     result["meta"]["wall_seconds"] = time.time() - t0 - (catchup_seconds or 0.0)
     previous = out / "demo.json"
-    if previous.is_file() and result["meta"]["runs_trained"] == 0:  # nothing retrained: keep
-        before = json.loads(previous.read_text())["meta"]  # the times it took when it trained
-        for key in ("wall_seconds", "phase_seconds", "catchup_seconds", "runs_trained"):
+    if previous.is_file() and result["meta"]["runs_trained"] + text_trained == 0:  # nothing
+        before = json.loads(previous.read_text())["meta"]  # trained: keep the times it took
+        for key in ("wall_seconds", "phase_seconds", "catchup_seconds"):  # when it trained
             if before.get(key) is not None:
                 result["meta"][key] = before[key]
     write_text_atomic(out / "demo.json", json.dumps(result, indent=1))
@@ -792,8 +797,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--reference",
         action="store_true",
-        help="regenerate the committed reference: results/demo.json and figures/ "
-        "(then run `looped report`)",
+        help="regenerate the committed reference: results/demo.json and figures/, with the LR "
+        "sweeps and the depth runs (--sweep --full) as the README shows them; then run "
+        "`looped report`",
     )
     parser.add_argument("--seeds", type=int, help="seeds of both tracks (default 3)")
     parser.add_argument(
@@ -806,8 +812,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--full",
         action="store_true",
-        help="also the depth-specialisation runs, fixed K=1, 2, 4, 8 (Fig. 5; about 1.5 min "
-        "more); the reference is run with it",
+        help="also the depth-specialisation runs (Fig. 5): fixed K=1, 2, 8 beside the grid's "
+        "K=4, about 1.5 min more; the reference is run with it",
     )
     parser.add_argument(
         "--time-to",
@@ -860,8 +866,8 @@ def main(argv: list[str]) -> int:
     else:
         out = Path(args.out or ("runs/demo-quick" if args.quick else "runs/demo"))
         figures = Path(args.figures or out / "figures")
-    settings.sweep, settings.text = args.sweep, not args.no_text
-    if args.full:
+    settings.sweep, settings.text = args.sweep or args.reference, not args.no_text
+    if args.full or args.reference:  # the reference shows Fig. 5 and the chosen LRs' sweeps
         settings.depth_ks = FULL_DEPTH_KS
     text = replace(QUICK_TEXT if args.quick else TEXT)
     text.overrides = text.overrides + args.overrides

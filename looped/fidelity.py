@@ -33,8 +33,9 @@ token less than once. It is tokenized once into OUT/corpus-<name> and reused. A 
 (`--dataset roneneldan/TinyStories`, `HuggingFaceFW/fineweb-edu --subset sample-10BT`) needs a
 network the first time; `--max-docs` bounds how much of it is tokenized.
 
-Runs are plain independent runs (no branching) trained on demo's worker pool; finished runs are
-reused when the command is run again (`--fresh` retrains). The results JSON holds every run, the
+Runs train on the worker pool (`looped.pool`); uniform's equal-FLOP runs branch off its
+full-length run at their decay (exactly: the same steps until then), every other run is trained
+from scratch, and finished runs are reused when the command is run again (`--fresh` retrains). The results JSON holds every run, the
 whole sweep, the chosen LRs, both comparisons with the seed spread, the study's gaps and the time
 of each phase; the figures are drawn from it.
 """
@@ -376,13 +377,14 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
 
 
 def _curve(train: list[dict], runs_dir: Path, spec: RunSpec) -> list[list[float]]:
-    """[step, training loss] of every logged step, a branch's parent's steps up to the branch
-    first: the whole run as if it had trained from scratch."""
+    """[step, training loss, depth] of every logged step, a branch's parent's steps up to the
+    branch first: the whole run as if it had trained from scratch (the demo's bios curves have
+    the same shape)."""
     before = []
     if spec.parent:
         before = [m for m in read_metrics(runs_dir / spec.parent)
                   if m["kind"] == "train" and m["step"] <= spec.branch_step]  # fmt: skip
-    return [[m["step"], m["loss"]] for m in before + train]
+    return [[m["step"], m["loss"], m["depth"]] for m in before + train]
 
 
 def _wall(train: list[dict], runs_dir: Path, spec: RunSpec) -> float:
@@ -620,7 +622,7 @@ def section(result: dict, command: str = "looped fidelity") -> str:
             + ", ".join(f"{label(s)} {w:.2f}" for s, w in widest.items())
             + f" nats; the widest is {label(next(iter(widest)))}'s"
             + (
-                " (training loss per seed: the `_loss_by_seed` figure)."
+                " (its training loss per seed: the loss-by-seed figure)."
                 if all("curve" in r for r in result["runs"])
                 else "."
             )  # fmt: skip
@@ -657,7 +659,7 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
         runs = sorted((x for x in result["runs"] if "tokens" in x["roles"]
                        and x["schedule"] == r["schedule"]), key=lambda x: x["seed"])  # fmt: skip
         for x in runs:
-            steps, loss = np.asarray(x["curve"], dtype=float).T
+            steps, loss = np.asarray(x["curve"], dtype=float)[:, :2].T
             w = min(5, len(loss))  # a trailing mean: the point at a step ends its window
             smooth = np.convolve(loss, np.ones(w) / w, mode="valid")
             ax.plot(steps[w - 1 :], smooth, lw=1.2,
@@ -792,7 +794,8 @@ def fig_study_gap(result: dict, path: Path) -> Path:
 def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]:
     """The track's figures as OUT_DIR/PREFIX_*.png (the LR sweep's only when it ran)."""
     paths = [fig_nll_by_depth(result, out_dir / f"{prefix}_nll_by_depth.png")]
-    if all("curve" in r for r in result["runs"]):  # results written before curves were kept
+    curves = all(r.get("curve") for r in result["runs"])  # results files before curves: none
+    if result["equal_tokens"] and curves:
         paths.append(fig_loss_by_seed(result, out_dir / f"{prefix}_loss_by_seed.png"))
     if result["sweep"]:
         paths.append(fig_lr_sweep(result, out_dir / f"{prefix}_lr_sweep.png"))
@@ -938,6 +941,7 @@ def run_fidelity(
         plan_study(plan, study_lr)
         phase("study")
     result = _result(settings, plan, runs_dir, corpus, sweep_rows, best, phases, t0)
+    result["meta"]["runs_trained"] = retrained[0]  # by this invocation (reused ones not counted)
     if results.is_file() and retrained[0] == 0:  # nothing trained: keep the times it took
         before = json.loads(results.read_text())["meta"]
         for key in ("wall_seconds", "phase_seconds"):

@@ -20,13 +20,14 @@
 #   (notebook 04). At a matched budget, a cheaper schedule trains for more steps;
 # - fixed $K=4$ and fixed-first again at uniform's full-budget steps: **equal tokens**, the
 #   paper's framing (the same data, less compute);
-# - fixed $K = 1, 2, 4, 8$ at 45% of the budget (seed 0), for the depth-specialisation figure;
+# - with `--full` (the reference ran it), fixed $K = 1, 2, 8$ at 45% of the budget (seed 0)
+#   beside the grid's $K=4$ there, for the depth-specialisation figure;
 # - optionally (`--catch-up 2,3`) uniform at 2x and 3x the budget (seed 0),
 #   to see how much compute uniform needs to catch up. They are not part of the grid: every
 #   "full budget" below means 100%.
 #
-# Each schedule trains at its own best learning rate, from a sweep over 3 values (seed 0; the
-# reference ran it, `looped demo --sweep`). Every run is evaluated at serving depths
+# Each schedule trains at its own best learning rate, from a sweep over 4 values (seed 0; the
+# reference ran it, `looped demo --reference --sweep --full`). Every run is evaluated at serving depths
 # $K = 1..16$ (fact NLL on held-out templates,
 # recalled bits per person, two-hop recall). Runs share work without approximation: with a
 # warmup-stable-decay learning rate, a shorter run agrees with a longer one of the same
@@ -34,7 +35,7 @@
 # checks that the branch is exact).
 #
 # This notebook loads `results/demo.json` when it exists (`looped demo --reference` writes
-# it, about ten minutes on a laptop CPU). Otherwise it runs the same code path at toy size,
+# it: about 22 minutes on 2 CPU cores with both sweeps; a plain `make demo` takes about 10). Otherwise it runs the same code path at toy size,
 # `looped.demo.QUICK` with one seed, in a temporary folder: a few dozen steps of a tiny
 # model, enough to see every figure but not to reproduce any number. Set
 # `LOOPED_FULL=1` to run the full demo here instead.

@@ -202,8 +202,9 @@ def test_rerun_reuses_finished_runs(quick):
     again = run_demo(QUICK, out, out / "figures", quiet=True)
     assert time.time() - t0 < first / 2
     assert [r["fact_nll"] for r in again["runs"]] == [r["fact_nll"] for r in result["runs"]]
-    # nothing was trained, so the record keeps the times and run count of the run that trained
-    for key in ("runs_trained", "wall_seconds", "phase_seconds"):
+    assert again["meta"]["runs_trained"] == 0
+    # nothing was trained, so the record keeps the times of the invocation that trained
+    for key in ("wall_seconds", "phase_seconds"):
         assert again["meta"][key] == result["meta"][key]
 
 
@@ -285,6 +286,7 @@ def test_demo_ends_with_its_table_beside_the_reference(quick, monkeypatch, tmp_p
     assert "| fixed-first (80%) | steps |" in text
     assert "| equal tokens | fixed-first K=2 (67%) | mean NLL K=1..16 |" in text  # the text track
     assert "| equal FLOPs | fixed K=4 | vs uniform |" in text
+    assert "| - | - |" not in text  # every row found its reference row
     diffs = [line.rsplit("|", 2)[1].strip() for line in text.splitlines()
              if line.count("|") in (6, 7) and not line.startswith(("| schedule", "| basis", "|---"))]  # fmt: skip
     assert len(diffs) > 30 and all(d.lstrip("+-").strip("0.%") == "" for d in diffs)  # yours = ref

@@ -242,7 +242,7 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
     assert len(result["sweep"]) == 4 * 2
     for run in result["runs"]:
         # the training curve covers the whole run, a branch's parent's steps included
-        steps = [step for step, _ in run["curve"]]
+        steps = [step for step, _, _ in run["curve"]]
         assert steps == sorted(set(steps)) and steps[-1] == run["steps"] and steps[0] <= 5
         assert run["depths"] == list(range(1, 17))
         assert len(run["token_nll"]) == 16 and all(v > 0 for v in run["token_nll"])
@@ -276,10 +276,18 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
 def test_rerun_reuses_the_corpus_and_every_finished_run(toy_run):
     out, rc, _, argv = toy_run
     assert rc == 0
+    first = json.loads((out / "fidelity.json").read_text())["meta"]
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
         assert cli.main(argv) == 0
     assert "finished " not in stdout.getvalue() and "tokenizing" not in stdout.getvalue()
+    again = json.loads((out / "fidelity.json").read_text())["meta"]
+    assert first["runs_trained"] > 0 and again["runs_trained"] == 0
+    # nothing trained: the record keeps the times of the invocation that trained
+    assert (again["wall_seconds"], again["phase_seconds"]) == (
+        first["wall_seconds"],
+        first["phase_seconds"],
+    )
 
 
 @pytest.mark.parametrize(
