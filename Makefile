@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Your demo goes to runs/demo/ (untracked); the committed reference (results/demo.json, figures/)
-# is regenerated only on purpose: `looped demo --reference --sweep --full && looped report`.
+# is regenerated only on purpose: `looped demo --reference && looped report`.
 demo: $(STAMP)
 	$(BIN)/looped demo
 

@@ -8,7 +8,7 @@
     looped demo --sweep          # first the LR sweeps (both tracks), then each schedule's best LR
     looped demo --no-text        # the bios grid only
     looped demo --full           # also the depth-specialisation runs (Fig. 5)
-    looped demo --reference --sweep --full   # regenerate the committed reference:
+    looped demo --reference      # regenerate the committed reference (implies --sweep --full):
                                  # results/demo.json, results/demo_text.json, figures/
                                  # (then `looped report`)
 
@@ -60,10 +60,19 @@ from looped.paper import (
     RECIPES_1B,
     UNIFORM,
 )
-from looped.pool import RunSpec, diverged, execute, machine_name, read_metrics, train_wall
+from looped.pool import (
+    RunSpec,
+    before_branch,
+    diverged,
+    execute,
+    keep_earlier_times,
+    machine_name,
+    read_metrics,
+    train_wall,
+)
 
 # Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
-# (`looped demo --reference --sweep --full`; tests/test_demo.py checks these against results/demo.json).
+# (`looped demo --reference`; tests/test_demo.py checks these against results/demo.json).
 BIOS_LR = {FIXED: 1e-2, FIXED_FIRST: 1e-2, UNIFORM: 1e-2}
 BUDGET_MINUTES = 12  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
 
@@ -90,7 +99,7 @@ class DemoSettings:
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
 
-FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation runs (~1.5 min)
+FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation runs (Fig. 5)
 
 # The text track at demo size: one looped layer of width 64 on the standard library's source,
 # 150 steps of 16x128 tokens, each schedule at the LR the reference's sweep chose (`looped
@@ -260,8 +269,8 @@ def collect(specs: list[RunSpec], runs_dir: Path, configs: dict[str, TrainConfig
         wall = train_wall(train[-1]) if train else 0.0
         pre_switch = None
         if spec.parent:
-            parent = read_metrics(runs_dir / spec.parent)
-            ptrain = [m for m in parent if m["kind"] == "train" and m["step"] <= spec.branch_step]
+            parent = before_branch(runs_dir, spec)
+            ptrain = [m for m in parent if m["kind"] == "train"]
             curve = [[m["step"], m["loss"], m["depth"]] for m in ptrain] + curve
             wall += train_wall(ptrain[-1]) if ptrain else 0.0
             evals = [
@@ -752,12 +761,10 @@ def run_demo(
     paths = _draw(result, figures)
     phases["figures"] = time.time() - started
     result["meta"]["wall_seconds"] = time.time() - t0 - (catchup_seconds or 0.0)
-    previous = out / "demo.json"
-    if previous.is_file() and result["meta"]["runs_trained"] + text_trained == 0:  # nothing
-        before = json.loads(previous.read_text())["meta"]  # trained: keep the times it took
-        for key in ("wall_seconds", "phase_seconds", "catchup_seconds"):  # when it trained
-            if before.get(key) is not None:
-                result["meta"][key] = before[key]
+    if result["meta"]["runs_trained"] + text_trained == 0:
+        keep_earlier_times(
+            result["meta"], out / "demo.json", ("wall_seconds", "phase_seconds", "catchup_seconds")
+        )
     write_text_atomic(out / "demo.json", json.dumps(result, indent=1))
     if not quiet:
         _print_end(result, out, figures, paths)
@@ -813,7 +820,7 @@ def main(argv: list[str]) -> int:
         "--full",
         action="store_true",
         help="also the depth-specialisation runs (Fig. 5): fixed K=1, 2, 8 beside the grid's "
-        "K=4, about 1.5 min more; the reference is run with it",
+        "K=4; the reference is run with it",
     )
     parser.add_argument(
         "--time-to",

@@ -35,9 +35,10 @@ network the first time; `--max-docs` bounds how much of it is tokenized.
 
 Runs train on the worker pool (`looped.pool`); uniform's equal-FLOP runs branch off its
 full-length run at their decay (exactly: the same steps until then), every other run is trained
-from scratch, and finished runs are reused when the command is run again (`--fresh` retrains). The results JSON holds every run, the
-whole sweep, the chosen LRs, both comparisons with the seed spread, the study's gaps and the time
-of each phase; the figures are drawn from it.
+from scratch, and finished runs are reused when the command is run again (`--fresh` retrains).
+The results JSON holds every run (with its training curve), the whole sweep, the chosen LRs, both
+comparisons with the seed spread, the study's gaps and the time of each phase; the figures are
+drawn from it.
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ from looped.errors import UserError
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.pool import (
     RunSpec,
+    before_branch,
     diverged,
     execute,
+    keep_earlier_times,
     machine_name,
     progress_mode,
     read_metrics,
@@ -357,6 +360,7 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
         summary = json.loads((runs_dir / name / "summary.json").read_text())
         train = [m for m in metrics if m["kind"] == "train"]
         evals = [m for m in metrics if m["kind"] == "eval"]
+        parent = [m for m in before_branch(runs_dir, p.spec) if m["kind"] == "train"]
         nll = token_nll_of(evals[-1])
         depths = sorted(int(k) for k in nll)
         tokens = tokens_per_step(p.cfg)
@@ -367,35 +371,22 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
             "roles": sorted(p.roles), "lr": p.lr, "seed": p.spec.seed, "d_model": p.d_model,
             "params": params[p.d_model], "steps": p.spec.steps, "tokens": p.spec.steps * tokens,
             "flops": schedule_flops(p.cfg.model, parse_schedule(p.spec.schedule, p.spec.seed), p.spec.steps, tokens, p.cfg.seq_len),
-            "wall": _wall(train, runs_dir, p.spec), "final_loss": summary["final_loss"],
+            "wall": _wall(train, parent, p.spec.branch_step), "final_loss": summary["final_loss"],
             "own_wall": train_wall(train[-1]) if train else 0.0,
             "depths": depths, "token_nll": [nll[str(k)] for k in depths],
             "mean_nll": float(np.mean([nll[str(k)] for k in depths])),
-            "curve": _curve(train, runs_dir, p.spec),
+            "curve": [[m["step"], m["loss"], m["depth"]] for m in parent + train],
         })  # fmt: skip
     return rows
 
 
-def _curve(train: list[dict], runs_dir: Path, spec: RunSpec) -> list[list[float]]:
-    """[step, training loss, depth] of every logged step, a branch's parent's steps up to the
-    branch first: the whole run as if it had trained from scratch (the demo's bios curves have
-    the same shape)."""
-    before = []
-    if spec.parent:
-        before = [m for m in read_metrics(runs_dir / spec.parent)
-                  if m["kind"] == "train" and m["step"] <= spec.branch_step]  # fmt: skip
-    return [[m["step"], m["loss"], m["depth"]] for m in before + train]
-
-
-def _wall(train: list[dict], runs_dir: Path, spec: RunSpec) -> float:
-    """A run's training seconds; a branch adds its parent's up to the branch step (the last
-    logged step before it, scaled to the branch step), as if it had trained from scratch."""
+def _wall(train: list[dict], parent: list[dict], branch_step: int) -> float:
+    """A run's training seconds; a branch adds its parent's up to the branch step (`parent`: its
+    train records up to there; the last logged one scaled to the branch step), as if it had
+    trained from scratch."""
     wall = train_wall(train[-1]) if train else 0.0
-    if spec.parent:
-        before = [m for m in read_metrics(runs_dir / spec.parent)
-                  if m["kind"] == "train" and m["step"] <= spec.branch_step]  # fmt: skip
-        if before:
-            wall += train_wall(before[-1]) * spec.branch_step / before[-1]["step"]
+    if parent:
+        wall += train_wall(parent[-1]) * branch_step / parent[-1]["step"]
     return wall
 
 
@@ -590,11 +581,7 @@ def section(result: dict, command: str = "looped fidelity") -> str:
         "",
     ]
     lrs = s["lrs"]
-    edge = [
-        label(k)
-        for k, lr in result["chosen_lr"].items()
-        if result["sweep"] and lr in (min(lrs), max(lrs))
-    ]
+    edge = [label(k) for k in at_edge(result["chosen_lr"], lrs)] if result["sweep"] else []
     if edge:
         lines.append(
             f"- The best LR of {', '.join(edge)} lies at the edge of the sweep, so its optimum "
@@ -623,23 +610,35 @@ def section(result: dict, command: str = "looped fidelity") -> str:
             + f" nats; the widest is {label(next(iter(widest)))}'s"
             + (
                 " (its training loss per seed: the loss-by-seed figure)."
-                if all("curve" in r for r in result["runs"])
+                if _has_curves(result)
                 else "."
             )  # fmt: skip
         )
     return "\n".join(lines)
 
 
+def at_edge(chosen: dict[str, float], lrs: tuple[float, ...] | list[float]) -> list[str]:
+    """The schedules whose chosen LR is the smallest or largest swept: their optimum may lie
+    beyond the sweep."""
+    return [s for s, lr in chosen.items() if lr in (min(lrs), max(lrs))]
+
+
 def seed_spreads(result: dict) -> dict[str, float]:
     """Each schedule's max - min of the mean NLL over its equal-token seeds, widest first: which
     schedule's seeds make a comparison undecided."""
-    spans = {
-        r["schedule"]: max(x["mean_nll"] for x in runs) - min(x["mean_nll"] for x in runs)
-        for r in result["equal_tokens"]
-        if len(runs := [x for x in result["runs"]
-                        if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]) > 1
-    }  # fmt: skip
+    spans = {}
+    for r in result["equal_tokens"]:
+        nll = [x["mean_nll"] for x in result["runs"]
+               if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]  # fmt: skip
+        if len(nll) > 1:
+            spans[r["schedule"]] = max(nll) - min(nll)
     return dict(sorted(spans.items(), key=lambda kv: -kv[1]))
+
+
+def _has_curves(result: dict) -> bool:
+    """Whether every run carries its training curve (results files written before curves were
+    kept do not)."""
+    return all(r.get("curve") for r in result["runs"])
 
 
 # -- figures ---------------------------------------------------------------------------------
@@ -794,8 +793,7 @@ def fig_study_gap(result: dict, path: Path) -> Path:
 def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]:
     """The track's figures as OUT_DIR/PREFIX_*.png (the LR sweep's only when it ran)."""
     paths = [fig_nll_by_depth(result, out_dir / f"{prefix}_nll_by_depth.png")]
-    curves = all(r.get("curve") for r in result["runs"])  # results files before curves: none
-    if result["equal_tokens"] and curves:
+    if result["equal_tokens"] and _has_curves(result):
         paths.append(fig_loss_by_seed(result, out_dir / f"{prefix}_loss_by_seed.png"))
     if result["sweep"]:
         paths.append(fig_lr_sweep(result, out_dir / f"{prefix}_lr_sweep.png"))
@@ -907,15 +905,16 @@ def run_fidelity(
     runs_dir.mkdir(parents=True, exist_ok=True)
     plan = Plan(settings, corpus)
     trained: set[str] = set()
-    retrained = [0]  # runs actually trained (finished ones are reused)
+    retrained = 0  # runs actually trained (finished ones are reused)
 
     def phase(name: str) -> None:
+        nonlocal retrained
         started = time.time()
         todo = set(plan.runs) - trained
         specs, configs = plan.specs(todo)
         if not quiet:
             print(f"looped fidelity: {name}: {len(specs)} runs, {settings.workers} workers")
-        retrained[0] += execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
+        retrained += execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
         trained.update(todo)
         phases[name] = time.time() - started
 
@@ -941,12 +940,9 @@ def run_fidelity(
         plan_study(plan, study_lr)
         phase("study")
     result = _result(settings, plan, runs_dir, corpus, sweep_rows, best, phases, t0)
-    result["meta"]["runs_trained"] = retrained[0]  # by this invocation (reused ones not counted)
-    if results.is_file() and retrained[0] == 0:  # nothing trained: keep the times it took
-        before = json.loads(results.read_text())["meta"]
-        for key in ("wall_seconds", "phase_seconds"):
-            if key in before:
-                result["meta"][key] = before[key]
+    result["meta"]["runs_trained"] = retrained  # by this invocation (reused ones not counted)
+    if retrained == 0:
+        keep_earlier_times(result["meta"], results, ("wall_seconds", "phase_seconds"))
     results.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(results, json.dumps(result, indent=1))
     paths = figures(result, figures_dir, prefix)

@@ -358,6 +358,22 @@ def read_metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def before_branch(runs_dir: Path, spec: RunSpec) -> list[dict]:
+    """The parent's records up to the step a branch continues from (none for a root run): what
+    the branch inherits when it is read as if it had trained from scratch."""
+    if not spec.parent:
+        return []
+    return [m for m in read_metrics(runs_dir / spec.parent) if m["step"] <= spec.branch_step]
+
+
+def keep_earlier_times(meta: dict, results: Path, keys: tuple[str, ...]) -> None:
+    """When nothing was trained, `meta` takes these timing fields from the results file it
+    replaces: the times are those of the invocation that trained the runs, not of a re-read."""
+    if results.is_file():
+        before = json.loads(results.read_text())["meta"]
+        meta.update({k: before[k] for k in keys if before.get(k) is not None})
+
+
 def train_wall(record: dict) -> float:
     """Seconds spent training (evaluations and checkpoints excluded where the log has it)."""
     return record.get("train_wall", record["wall"])

@@ -623,8 +623,7 @@ def _study_edges(result: dict) -> list[str]:
     edges = [
         f"{fidelity.label(schedule)} at d={d}"
         for d, chosen in result.get("study_lr", {}).items()
-        for schedule, lr in chosen.items()
-        if lr in (min(lrs), max(lrs))
+        for schedule in fidelity.at_edge(chosen, lrs)
     ]
     if not edges:
         return []

@@ -27,7 +27,7 @@
 #   "full budget" below means 100%.
 #
 # Each schedule trains at its own best learning rate, from a sweep over 4 values (seed 0; the
-# reference ran it, `looped demo --reference --sweep --full`). Every run is evaluated at serving depths
+# reference ran it, `looped demo --reference`). Every run is evaluated at serving depths
 # $K = 1..16$ (fact NLL on held-out templates,
 # recalled bits per person, two-hop recall). Runs share work without approximation: with a
 # warmup-stable-decay learning rate, a shorter run agrees with a longer one of the same
@@ -35,9 +35,9 @@
 # checks that the branch is exact).
 #
 # This notebook loads `results/demo.json` when it exists (`looped demo --reference` writes
-# it: about 22 minutes on 2 CPU cores with both sweeps; a plain `make demo` takes about 10). Otherwise it runs the same code path at toy size,
-# `looped.demo.QUICK` with one seed, in a temporary folder: a few dozen steps of a tiny
-# model, enough to see every figure but not to reproduce any number. Set
+# it; the README's quick start gives how long a plain `make demo` took). Otherwise it runs the
+# same code path at toy size, `looped.demo.QUICK` with one seed, in a temporary folder: a few
+# dozen steps of a tiny model, enough to see every figure but not to reproduce any number. Set
 # `LOOPED_FULL=1` to run the full demo here instead.
 
 # %%
