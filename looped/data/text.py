@@ -207,12 +207,21 @@ def stdlib_documents() -> list[str]:
     tokens under a 4096-token BPE. It is on every machine that runs Python, so the demo's text
     track needs no download; a run of a few million tokens sees most of it about once. The
     corpus follows the interpreter's version (meta.json records it)."""
+    return [text for _, text in stdlib_named_documents()]
+
+
+def stdlib_named_documents() -> list[tuple[str, str]]:
+    """(path relative to the stdlib root, source) of every module `stdlib_documents` reads: the
+    names let a split follow the module, not its position in the list."""
     import sysconfig
 
     root = Path(sysconfig.get_paths()["stdlib"])
     skip = {"site-packages", "dist-packages", "test", "tests", "idlelib"}
     files = sorted(p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts))
-    return [f.read_text(encoding="utf-8", errors="replace") for f in files]
+    return [
+        (f.relative_to(root).as_posix(), f.read_text(encoding="utf-8", errors="replace"))
+        for f in files
+    ]
 
 
 BUILTIN_CORPORA: dict[str, Callable[[], list[str]]] = {
@@ -445,6 +454,70 @@ def prepare_text(
         "dtype": dtype.name,
         "splits": splits,
         # the built-in corpora follow the interpreter that read them
+        "python": sys.version.split()[0] if dataset in BUILTIN_CORPORA else None,
+    }
+    write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def prepare_documents(
+    out: str | Path,
+    named_docs: list[tuple[str, str]],
+    tokenizer: str = "bpe:512",
+    val_frac: float = 0.05,
+    test_frac: float = 0.05,
+    dataset: str = "documents",
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Tokenize in-memory documents into train / val / test shards without leaks.
+
+    Near-duplicate documents form one cluster and a cluster goes to one split
+    (`data.splits`); a ``bpe:N`` tokenizer is fit on the train split alone, so no held-out text
+    shapes the vocabulary. The val split is for choosing (learning rates); the test split is for
+    reporting. meta.json, written last, records each split's documents and tokens."""
+    from looped.data.splits import assign_splits, near_duplicate_keys
+
+    if val_frac <= 0 or test_frac <= 0 or val_frac + test_frac >= 1:
+        raise UserError(f"val_frac={val_frac}, test_frac={test_frac}: both > 0, sum < 1")
+    out = Path(out)
+    _prepare_out(out, overwrite)
+    names = [n for n, _ in named_docs]
+    texts = [t for _, t in named_docs]
+    splits = assign_splits(near_duplicate_keys(texts), val_frac, test_frac, names)
+    by_split: dict[str, list[str]] = {"train": [], "val": [], "test": []}
+    for text, split in zip(texts, splits):
+        if text:
+            by_split[split].append(text)
+    if not all(by_split.values()):
+        raise UserError(
+            f"{len(texts)} documents leave a split empty ({', '.join(f'{k}: {len(v)}' for k, v in by_split.items())}); "
+            "use more documents or larger fractions"
+        )
+    tok = _tokenizer_for(tokenizer, lambda: iter(by_split["train"]))
+    if isinstance(tok, HFTokenizer):
+        tok.save(out / TOKENIZER_FILE)
+    dtype = token_dtype(tok.vocab_size)
+    written = {}
+    for split, docs in by_split.items():
+        writer = ShardWriter(out, split, dtype, 2**27)
+        writer.write(np.concatenate(tokenize_chunk(docs, tok)))
+        writer.docs = len(docs)
+        written[split] = writer.finish()
+    meta = {
+        "format": 1,
+        "dataset": dataset,
+        "subset": None,
+        "split": "train",
+        "text_field": "text",
+        "max_docs": None,
+        "val_frac": val_frac,
+        "test_frac": test_frac,
+        "tokenizer": tok.spec,
+        "vocab_size": tok.vocab_size,
+        "eos_id": tok.eos_id,
+        "dtype": dtype.name,
+        "splits": written,
+        "held_out_documents": {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")},
         "python": sys.version.split()[0] if dataset in BUILTIN_CORPORA else None,
     }
     write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")

@@ -1,0 +1,1 @@
+"""Evaluation beyond the trainer's own: baselines a model must beat."""

@@ -1,0 +1,360 @@
+"""The bridge: fixed-first's gap to uniform 1..16 as training lengthens, at equal tokens.
+
+    looped length                     # runs/length/: 5 lengths x 4 schedules x 3 seeds (~1.5 h)
+    looped length --quick             # every code path at toy size, about two minutes
+    looped length --reference         # write results/length.json and figures/length_gap.png
+    looped length --workers 1         # leave a core free; finished runs are reused on a rerun
+
+The paper measures fixed-first within 0.5% of uniform at 200M-1B parameters and billions of
+tokens; a laptop sees a 90k-parameter model and a few million tokens, where uniform 1..16 lags.
+This study asks whether that lag shrinks as training lengthens, and whether drawing a K per
+micro-batch (so each step's gradient averages over depths) removes it:
+
+1. Every schedule (uniform, uniform per micro-batch, fixed-first K=2 for 67%, K=4 for 80%) at
+   every LR in the sweep, seeds 0 and 1, at every length. Warmup-stable-decay lets one run per
+   (schedule, LR, seed) carry every shorter run: a shorter uniform run branches off at its decay,
+   a shorter fixed-first run at its switch (`train.branch_point` checks both), so five lengths
+   cost about 1.3 long runs.
+2. Each (schedule, length) takes the LR with the lowest mean NLL over depths 1..16 on the
+   validation windows, averaged over seeds 0 and 1; a choice at the sweep's edge is flagged.
+3. Seed 2 at each chosen LR; then every chosen run is scored on the test windows, beside the
+   unigram and bigram count tables on the same windows (`eval.baselines`).
+4. Per length: each schedule's paired gap to uniform with its 95% interval and verdict
+   (`experiments.stats`); the trend of the signed gap against log2(tokens).
+
+Resumable: a rerun reuses every finished run and retrains only what is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from looped import paper
+from looped.atomic import write_text_atomic
+from looped.config import TrainConfig
+from looped.errors import UserError
+from looped.experiments import stats
+from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
+from looped.experiments.textsetup import test_batches as split_batches
+from looped.pool import RunSpec, execute, machine_name, read_metrics, train_wall
+
+MICRO = "uniform:1-16 per micro-batch"  # uniform with a K per micro-batch (4 micro-batches)
+SCHEDULES = (paper.UNIFORM, MICRO, paper.RECIPE_200M, paper.RECIPES_1B[1])
+LABELS = {paper.UNIFORM: "uniform 1..16", MICRO: "uniform, K per micro-batch",
+          paper.RECIPE_200M: "fixed-first K=2 (67%)", paper.RECIPES_1B[1]: "fixed-first K=4 (80%)"}  # fmt: skip
+
+
+@dataclass
+class LengthSettings:
+    setup: TextSetup = field(default_factory=TextSetup)  # corpus, model, batch
+    lengths: tuple[int, ...] = (40, 80, 160, 320, 640)  # training lengths in steps (16x)
+    lrs: tuple[float, ...] = (3e-3, 1e-2, 3e-2)  # the sweep, at every length
+    sweep_seeds: int = 2  # seeds each LR is chosen on (their mean validation NLL)
+    seeds: int = 3  # seeds of every reported cell
+    schedules: tuple[str, ...] = SCHEDULES
+    workers: int = 2  # single-threaded worker processes
+
+
+QUICK = LengthSettings(
+    setup=TextSetup(d_model=32, n_head=2, batch_size=8, seq_len=64, warmup_steps=4,
+                    val_batches=2, test_batches=2),
+    lengths=(8, 16, 32, 64), lrs=(3e-3, 1e-2, 3e-2), sweep_seeds=2, seeds=3,
+)  # fmt: skip
+
+
+def schedule_args(schedule: str) -> tuple[str, tuple[str, ...]]:
+    """The trainer's schedule spec and extra overrides of a studied schedule."""
+    if schedule == MICRO:
+        return paper.UNIFORM, ("depth_per_micro=true", "grad_accum=4")
+    return schedule, ()
+
+
+def short(schedule: str) -> str:
+    if schedule == MICRO:
+        return "micro"
+    if schedule.startswith("fixed-first"):
+        k, frac = paper.fixed_phase(schedule)
+        return f"ff{k}_{round(frac * 100)}"
+    return "uniform"
+
+
+def name_of(schedule: str, lr: float, seed: int, steps: int) -> str:
+    return f"{short(schedule)}_lr{lr:g}_s{seed}_n{steps}"
+
+
+@dataclass
+class Planned:
+    spec: RunSpec
+    cfg: TrainConfig
+    schedule: str  # the studied schedule (MICRO included)
+    lr: float
+
+
+def plan(settings: LengthSettings, corpus: dict, seeds: list[int], lrs: dict) -> dict[str, Planned]:
+    """Runs of (schedule, LR, seed) at every length; shorter ones branch off the longest.
+    `lrs` maps each schedule to the LRs to train (each LR's runs cover every length)."""
+    from looped.train import branch_point
+
+    runs: dict[str, Planned] = {}
+    longest = max(settings.lengths)
+    for schedule in settings.schedules:
+        spec_s, extra = schedule_args(schedule)
+        for lr in lrs[schedule]:
+            for seed in seeds:
+                trunk = None
+                for steps in sorted(settings.lengths, reverse=True):
+                    cfg = run_config(settings.setup, corpus, schedule=spec_s, lr=lr, seed=seed,
+                                     steps=steps, extra=extra)  # fmt: skip
+                    if schedule == MICRO:
+                        cfg.batch_size //= 4  # the same tokens per step, in 4 micro-batches
+                    spec = RunSpec(name_of(schedule, lr, seed, steps), spec_s, 0.0, seed, "length",
+                                   steps=steps)  # fmt: skip
+                    if trunk is not None:
+                        at = branch_point(cfg, steps, trunk.cfg, longest)
+                        if at > 0:
+                            spec.parent, spec.branch_step = trunk.spec.name, at
+                            trunk.spec.save_steps.append(at)
+                    runs[spec.name] = Planned(spec, cfg, schedule, lr)
+                    trunk = trunk or runs[spec.name]
+    return runs
+
+
+def train_all(runs: dict[str, Planned], runs_dir: Path, workers: int, quiet: bool) -> int:
+    specs = [p.spec for p in runs.values()]
+    return execute(specs, {p.spec.name: p.cfg for p in runs.values()}, runs_dir, workers, False, quiet)
+
+
+def val_nll(run_dir: Path) -> float:
+    """Mean NLL over serving depths 1..16 on the validation windows (the run's final eval)."""
+    evals = [m for m in read_metrics(run_dir) if m["kind"] == "eval"]
+    nll = evals[-1].get("token_nll", evals[-1].get("nll"))
+    return float(np.mean(list(nll.values())))
+
+
+def choose(runs: dict[str, Planned], runs_dir: Path, settings: LengthSettings) -> dict:
+    """Per schedule and length: the LR with the lowest validation NLL averaged over the sweep's
+    seeds (ties: the smaller LR), every LR's mean, and whether the choice sits at an edge."""
+    table: dict[tuple[str, int], dict[float, list[float]]] = {}
+    for p in runs.values():
+        if p.spec.seed < settings.sweep_seeds:
+            vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
+            vals.append(val_nll(runs_dir / p.spec.name))
+    out = {}
+    for (schedule, steps), by_lr in table.items():
+        means = {lr: float(np.mean(v)) for lr, v in by_lr.items() if len(v) == settings.sweep_seeds}
+        finite = {lr: m for lr, m in means.items() if math.isfinite(m)}
+        best = min(sorted(finite), key=lambda lr: finite[lr])
+        edge = best in (min(settings.lrs), max(settings.lrs))
+        out.setdefault(schedule, {})[steps] = {"lr": best, "val": means, "edge": edge}
+    return out
+
+
+def test_nll(run_dir: Path, cfg: TrainConfig, batches: list) -> dict[str, Any]:
+    """A finished run on the test windows: NLL per depth, the mean over depths, and the
+    standard error of that mean across windows."""
+    import torch
+
+    from looped.checkpoint import list_checkpoints, load_weights
+    from looped.model import LoopedTransformer
+
+    model = LoopedTransformer(cfg.model)
+    load_weights(list_checkpoints(run_dir)[-1][1], model)
+    model.eval()
+    depths = list(range(1, 17))
+    per_window = []
+    with torch.no_grad():
+        for x, y in batches:
+            out = model.forward_depths(x, depths, y, reduction="none", return_logits=False)
+            losses = torch.stack([out[k][1].float().reshape(x.shape) for k in depths])  # (16, B, T)
+            per_window.append(losses.mean(dim=2))  # (16, B)
+    w = torch.cat(per_window, dim=1)  # (16, windows)
+    mean_w = w.mean(dim=0)
+    return {
+        "token_nll": [float(v) for v in w.mean(dim=1)],
+        "mean_nll": float(mean_w.mean()),
+        "se": float(mean_w.std() / math.sqrt(len(mean_w))),
+    }
+
+
+def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list) -> list[dict]:
+    """One row per reported run (each schedule and length at its chosen LR, every seed)."""
+    from looped.model import LoopedTransformer
+
+    rows = []
+    for p in runs.values():
+        pick = chosen[p.schedule][p.spec.steps]
+        if p.lr != pick["lr"]:
+            continue
+        train = [m for m in read_metrics(runs_dir / p.spec.name) if m["kind"] == "train"]
+        model = LoopedTransformer(p.cfg.model)
+        rows.append({
+            "schedule": p.schedule, "label": LABELS[p.schedule], "steps": p.spec.steps,
+            "seed": p.spec.seed, "lr": p.lr, "tokens": p.spec.steps * p.cfg.batch_size
+            * p.cfg.grad_accum * p.cfg.seq_len, "params": model.num_params(),
+            "params_non_embedding": model.num_params(non_embedding=True),
+            "own_wall": train_wall(train[-1]) if train else 0.0,
+            "val_nll": val_nll(runs_dir / p.spec.name),
+            **test_nll(runs_dir / p.spec.name, p.cfg, batches),
+        })  # fmt: skip
+    return sorted(rows, key=lambda r: (r["steps"], SCHEDULES.index(r["schedule"]), r["seed"]))
+
+
+def cells(rows: list[dict], base: dict, schedules: tuple[str, ...]) -> list[dict]:
+    """Per length and schedule: the seed mean and spread, tokens per parameter, whether it beats
+    the bigram, and (against uniform) the paired gap, its interval and its verdict."""
+    bigram = base["test"]["bigram"]
+    out = []
+    for steps in sorted({r["steps"] for r in rows}):
+        at = {s: sorted((r for r in rows if r["steps"] == steps and r["schedule"] == s),
+                        key=lambda r: r["seed"]) for s in schedules}  # fmt: skip
+        uni = [r["mean_nll"] for r in at[paper.UNIFORM]]
+        for s in schedules:
+            mine = [r["mean_nll"] for r in at[s]]
+            first = at[s][0]
+            cell = {
+                "steps": steps, "schedule": s, "label": LABELS[s], "lr": first["lr"],
+                "tokens": first["tokens"], "seeds": len(mine), "mean_nll": float(np.mean(mine)),
+                "seed_nll": mine, "se_windows": float(np.mean([r["se"] for r in at[s]])),
+                "tokens_per_param": first["tokens"] / first["params"],
+                "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
+                "beats_bigram": bool(max(mine) < bigram),
+            }  # fmt: skip
+            if s != paper.UNIFORM and len(mine) == len(uni) > 1:
+                gap = stats.paired_gap(mine, uni)
+                informative = cell["beats_bigram"] and bool(max(uni) < bigram)
+                cell["gap"] = gap.as_dict()
+                cell["verdict"] = stats.verdict(gap, informative=informative).value
+            out.append(cell)
+    return out
+
+
+def trends(table: list[dict]) -> dict[str, dict]:
+    """Per schedule: the slope of the signed gap (every seed's value) against log2(tokens),
+    with its interval, over the informative lengths; where it points."""
+    out = {}
+    for s in {c["schedule"] for c in table if "gap" in c}:
+        pts = [(math.log2(c["tokens"]), v) for c in table if c["schedule"] == s and "gap" in c
+               and c["verdict"] != stats.Verdict.NOT_INFORMATIVE.value for v in c["gap"]["values"]]  # fmt: skip
+        if len({x for x, _ in pts}) < 2 or len(pts) < 3:
+            out[s] = {"lengths": len({x for x, _ in pts}), "slope": None}
+            continue
+        fit = stats.slope([x for x, _ in pts], [y for _, y in pts])
+        out[s] = {"lengths": len({x for x, _ in pts}), "slope": fit.as_dict(),
+                  "direction": trend_direction(fit)}  # fmt: skip
+    return out
+
+
+def trend_direction(fit: stats.Interval) -> str:
+    """"shrinking" / "growing" (the gap's slope per doubling of tokens, interval off zero) or
+    "flat or unclear"; the sign convention: positive gap = the schedule is behind uniform."""
+    if fit.hi < 0:
+        return "falling"
+    if fit.lo > 0:
+        return "rising"
+    return "no clear trend"
+
+
+def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
+    """Sweep (seeds 0..sweep_seeds-1), choose, the remaining seeds at the chosen LRs, score."""
+    t0 = time.time()
+    out.mkdir(parents=True, exist_ok=True)
+    runs_dir = out / "runs"
+    corpus = ensure_corpus(settings.setup, out)
+    base = baselines(settings.setup, corpus, out / "baselines.json")
+    every = dict.fromkeys(settings.schedules, settings.lrs)
+    sweep = plan(settings, corpus, list(range(settings.sweep_seeds)), every)
+    trained = train_all(sweep, runs_dir, settings.workers, quiet)
+    chosen = choose(sweep, runs_dir, settings)
+    rest = list(range(settings.sweep_seeds, settings.seeds))
+    picked = {s: sorted({c["lr"] for c in chosen[s].values()}) for s in settings.schedules}
+    extra = plan(settings, corpus, rest, picked) if rest else {}
+    trained += train_all(extra, runs_dir, settings.workers, quiet)
+    rows = score({**sweep, **extra}, chosen, runs_dir, split_batches(settings.setup, corpus))
+    table = cells(rows, base, settings.schedules)
+    return {
+        "meta": {"settings": asdict(settings), "machine": machine_name(), "runs_trained": trained,
+                 "wall_s": round(time.time() - t0, 1), "corpus": {k: corpus[k] for k in (
+                     "tokenizer", "vocab_size", "splits")},
+                 "test_tokens": len(split_batches(settings.setup, corpus)) * settings.setup.batch_size
+                 * settings.setup.seq_len},  # fmt: skip
+        "baselines": base,
+        "chosen": {s: {str(n): c for n, c in v.items()} for s, v in chosen.items()},
+        "rows": rows,
+        "cells": table,
+        "trends": trends(table),
+    }
+
+
+def fig_gap(result: dict, path: Path) -> Path:
+    """The signed gap to uniform (with 95% intervals) against training tokens, one panel per
+    schedule, and the mean NLL beside the bigram line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells_ = result["cells"]
+    compared = [s for s in SCHEDULES if any(c["schedule"] == s and "gap" in c for c in cells_)]
+    fig, axes = plt.subplots(1, len(compared) + 1, figsize=(4.2 * (len(compared) + 1), 3.6))
+    for ax, s in zip(axes, compared):
+        mine = [c for c in cells_ if c["schedule"] == s]
+        x = [c["tokens"] for c in mine]
+        y = [100 * c["gap"]["mean"] for c in mine]
+        err = [[100 * (c["gap"]["mean"] - c["gap"]["lo"]) for c in mine],
+               [100 * (c["gap"]["hi"] - c["gap"]["mean"]) for c in mine]]  # fmt: skip
+        ax.errorbar(x, y, yerr=err, marker="o", capsize=3, color="#1b9e77")
+        for c in mine:
+            for v in c["gap"]["values"]:
+                ax.plot(c["tokens"], 100 * v, ".", color="0.6", ms=4)
+        ax.axhspan(-50, 50, alpha=0)  # keep the autoscale honest
+        ax.axhline(0, color="0.3", lw=0.8)
+        ax.axhspan(-0.5, 0.5, color="#7570b3", alpha=0.15, label="paper's tolerance (0.5%)")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{LABELS[s]} vs uniform", fontsize=10)
+        ax.set_xlabel("training tokens")
+        ax.set_ylabel("gap in mean NLL, % (+ = behind)")
+        ax.legend(fontsize=8, loc="best")
+    ax = axes[-1]
+    for s in SCHEDULES:
+        mine = [c for c in cells_ if c["schedule"] == s]
+        ax.plot([c["tokens"] for c in mine], [c["mean_nll"] for c in mine], marker="o", label=LABELS[s])
+    ax.axhline(result["baselines"]["test"]["bigram"], color="k", ls="--", lw=1, label="bigram table")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel("test NLL, mean over K=1..16")
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="looped length", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="toy size, every code path")
+    p.add_argument("--reference", action="store_true",
+                   help="write results/length.json and figures/length_gap.png")  # fmt: skip
+    p.add_argument("--out", default=None, help="output directory (default runs/length[-quick])")
+    p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    a = p.parse_args(argv)
+    if a.quick and a.reference:
+        raise UserError("--reference writes the committed results; it cannot be --quick")
+    settings = QUICK if a.quick else LengthSettings()
+    settings.workers = a.workers
+    out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
+    result = run_study(settings, out)
+    json_path = Path("results/length.json") if a.reference else out / "length.json"
+    fig_path = Path("figures/length_gap.png") if a.reference else out / "length_gap.png"
+    write_text_atomic(json_path, json.dumps(result, indent=1) + "\n")
+    fig_gap(result, fig_path)
+    print(f"wrote {json_path} and {fig_path}")
+    return 0

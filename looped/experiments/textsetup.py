@@ -1,0 +1,101 @@
+"""The text setup that learns on a 2-core CPU, with its corpus, baselines and run config.
+
+    corpus = ensure_corpus(TextSetup(), Path("runs/length"))   # tokenized once, then reused
+    cfg = run_config(TextSetup(), corpus, schedule=paper.UNIFORM, lr=3e-3, seed=0, steps=400)
+
+The corpus is the standard library's source (offline everywhere), split without leaks
+(`data.splits`: near-duplicate families in one split, the tokenizer fit on train alone) into
+train, validation (every LR choice) and test (every reported number). A small BPE keeps the
+embedding and head from dominating a d=64 model (`results/text_regime.json` has the
+measurements behind the choice). The baselines are fit on the train split and scored on the
+same test windows as the models.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from looped.config import TrainConfig, load_config
+from looped.data.text import META, TokenShards, prepare_documents, read_meta, stdlib_named_documents
+from looped.device import pick_device, resolve_dtype
+from looped.errors import UserError
+from looped.eval.baselines import NgramBaseline, choose_k
+from looped.model import fit_vocab
+
+
+@dataclass
+class TextSetup:
+    tokenizer: str = "bpe:512"  # a small byte-level BPE fit on the train split
+    d_model: int = 64  # width of the one looped layer
+    n_head: int = 4  # attention heads
+    batch_size: int = 32  # sequences per step
+    seq_len: int = 128  # tokens per sequence
+    warmup_steps: int = 10  # linear LR warmup, then warmup-stable-decay (shared by every length)
+    val_batches: int = 16  # validation windows (x batch_size x seq_len tokens): LR choice
+    test_batches: int = 24  # test windows: every reported number
+    val_frac: float = 0.05  # share of the corpus's near-duplicate clusters held out for val
+    test_frac: float = 0.05  # and for test
+
+
+def corpus_path(setup: TextSetup, out: Path) -> Path:
+    return out / f"corpus-stdlib-{setup.tokenizer.replace(':', '')}-split"
+
+
+def ensure_corpus(setup: TextSetup, out: Path) -> dict[str, Any]:
+    """The corpus's meta.json (with its path), tokenizing the standard library the first time."""
+    path = corpus_path(setup, out)
+    if not (path / META).is_file():
+        prepare_documents(
+            path, stdlib_named_documents(), setup.tokenizer, setup.val_frac, setup.test_frac,
+            dataset="stdlib", overwrite=True,
+        )  # fmt: skip
+    meta = read_meta(path)
+    if meta["tokenizer"] != setup.tokenizer or "test" not in meta["splits"]:
+        raise UserError(f"{path} holds another corpus; remove it and run again")
+    return {**meta, "path": str(path)}
+
+
+def run_config(
+    setup: TextSetup, corpus: dict[str, Any], *, schedule: str, lr: float, seed: int, steps: int,
+    extra: tuple[str, ...] = (),
+) -> TrainConfig:  # fmt: skip
+    """One run: the demo preset with this setup's model, data and batch; evaluation on the
+    validation windows at the end only (test windows are scored after training)."""
+    overrides = [
+        "data.kind=text", f"data.path={corpus['path']}", f"model.d_model={setup.d_model}",
+        f"model.n_head={setup.n_head}", f"model.seq_len={setup.seq_len}",
+        f"seq_len={setup.seq_len}", f"batch_size={setup.batch_size}",
+        f"optim.warmup_steps={setup.warmup_steps}", f"eval_batches={setup.val_batches}",
+        "eval_depths=1-16", "eval_interval=0", "log_interval=10", "keep_last=1",
+        f"max_steps={steps}", "paper_schedules=[]", f"optim.lr={lr}", f"seed={seed}",
+        f"schedule={schedule}", *extra,
+    ]  # fmt: skip
+    cfg = load_config("demo", overrides)
+    cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, corpus["vocab_size"])
+    cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))
+    return cfg
+
+
+def test_batches(setup: TextSetup, corpus: dict[str, Any], split: str = "test") -> list:
+    """The fixed evaluation windows of a split (the same list for every model and baseline)."""
+    shards = TokenShards(corpus["path"], split)
+    return list(shards.iter_eval_batches(setup.batch_size, setup.seq_len, setup.test_batches, split))
+
+
+def baselines(setup: TextSetup, corpus: dict[str, Any], cache: Path) -> dict[str, Any]:
+    """Unigram and add-k bigram NLL on the test windows, fit on train, k chosen on validation."""
+    if cache.is_file():
+        return json.loads(cache.read_text())
+    train = TokenShards(corpus["path"], "train")
+    table = NgramBaseline.fit(np.asarray(train.window(0, len(train))), corpus["vocab_size"])
+    val = list(TokenShards(corpus["path"], "val").iter_eval_batches(
+        setup.batch_size, setup.seq_len, setup.val_batches, "val"))  # fmt: skip
+    k = choose_k(table, val)
+    out = {"k": k, "test": table.nll(test_batches(setup, corpus)), "val": table.nll(val)}
+    cache.write_text(json.dumps(out, indent=1))
+    return out
