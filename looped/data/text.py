@@ -517,7 +517,9 @@ def prepare_documents(
         "eos_id": tok.eos_id,
         "dtype": dtype.name,
         "splits": written,
-        "held_out_documents": {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")},
+        "held_out_documents": {
+            s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")
+        },
         "python": sys.version.split()[0] if dataset in BUILTIN_CORPORA else None,
     }
     write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")

@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
+import looped.experiments.stats as stats
 from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import TrainConfig
 from looped.errors import UserError
-from looped.experiments import stats
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import test_batches as split_batches
 from looped.pool import RunSpec, execute, machine_name, read_metrics, train_wall
@@ -55,7 +55,7 @@ LABELS = {paper.UNIFORM: "uniform 1..16", MICRO: "uniform, K per micro-batch",
 @dataclass
 class LengthSettings:
     setup: TextSetup = field(default_factory=TextSetup)  # corpus, model, batch
-    lengths: tuple[int, ...] = (40, 80, 160, 320, 640)  # training lengths in steps (16x)
+    lengths: tuple[int, ...] = (30, 60, 120, 240, 480)  # training lengths in steps (16x)
     lrs: tuple[float, ...] = (3e-3, 1e-2, 3e-2)  # the sweep, at every length
     sweep_seeds: int = 2  # seeds each LR is chosen on (their mean validation NLL)
     seeds: int = 3  # seeds of every reported cell
@@ -129,7 +129,9 @@ def plan(settings: LengthSettings, corpus: dict, seeds: list[int], lrs: dict) ->
 
 def train_all(runs: dict[str, Planned], runs_dir: Path, workers: int, quiet: bool) -> int:
     specs = [p.spec for p in runs.values()]
-    return execute(specs, {p.spec.name: p.cfg for p in runs.values()}, runs_dir, workers, False, quiet)
+    return execute(
+        specs, {p.spec.name: p.cfg for p in runs.values()}, runs_dir, workers, False, quiet
+    )
 
 
 def val_nll(run_dir: Path) -> float:
@@ -253,7 +255,7 @@ def trends(table: list[dict]) -> dict[str, dict]:
 
 
 def trend_direction(fit: stats.Interval) -> str:
-    """"shrinking" / "growing" (the gap's slope per doubling of tokens, interval off zero) or
+    """Where the signed gap moves per doubling of tokens: "falling", "rising" (interval off zero) or
     "flat or unclear"; the sign convention: positive gap = the schedule is behind uniform."""
     if fit.hi < 0:
         return "falling"
@@ -280,11 +282,16 @@ def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
     rows = score({**sweep, **extra}, chosen, runs_dir, split_batches(settings.setup, corpus))
     table = cells(rows, base, settings.schedules)
     return {
-        "meta": {"settings": asdict(settings), "machine": machine_name(), "runs_trained": trained,
-                 "wall_s": round(time.time() - t0, 1), "corpus": {k: corpus[k] for k in (
-                     "tokenizer", "vocab_size", "splits")},
-                 "test_tokens": len(split_batches(settings.setup, corpus)) * settings.setup.batch_size
-                 * settings.setup.seq_len},  # fmt: skip
+        "meta": {
+            "settings": asdict(settings),
+            "machine": machine_name(),
+            "runs_trained": trained,
+            "wall_s": round(time.time() - t0, 1),
+            "corpus": {k: corpus[k] for k in ("tokenizer", "vocab_size", "splits")},
+            "test_tokens": len(split_batches(settings.setup, corpus))
+            * settings.setup.batch_size
+            * settings.setup.seq_len,
+        },  # fmt: skip
         "baselines": base,
         "chosen": {s: {str(n): c for n, c in v.items()} for s, v in chosen.items()},
         "rows": rows,
@@ -325,8 +332,12 @@ def fig_gap(result: dict, path: Path) -> Path:
     ax = axes[-1]
     for s in SCHEDULES:
         mine = [c for c in cells_ if c["schedule"] == s]
-        ax.plot([c["tokens"] for c in mine], [c["mean_nll"] for c in mine], marker="o", label=LABELS[s])
-    ax.axhline(result["baselines"]["test"]["bigram"], color="k", ls="--", lw=1, label="bigram table")
+        ax.plot(
+            [c["tokens"] for c in mine], [c["mean_nll"] for c in mine], marker="o", label=LABELS[s]
+        )
+    ax.axhline(
+        result["baselines"]["test"]["bigram"], color="k", ls="--", lw=1, label="bigram table"
+    )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("training tokens")
     ax.set_ylabel("test NLL, mean over K=1..16")

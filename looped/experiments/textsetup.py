@@ -36,7 +36,7 @@ class TextSetup:
     batch_size: int = 32  # sequences per step
     seq_len: int = 128  # tokens per sequence
     warmup_steps: int = 10  # linear LR warmup, then warmup-stable-decay (shared by every length)
-    val_batches: int = 16  # validation windows (x batch_size x seq_len tokens): LR choice
+    val_batches: int = 12  # validation windows (x batch_size x seq_len tokens): LR choice
     test_batches: int = 24  # test windows: every reported number
     val_frac: float = 0.05  # share of the corpus's near-duplicate clusters held out for val
     test_frac: float = 0.05  # and for test
@@ -84,7 +84,9 @@ def run_config(
 def test_batches(setup: TextSetup, corpus: dict[str, Any], split: str = "test") -> list:
     """The fixed evaluation windows of a split (the same list for every model and baseline)."""
     shards = TokenShards(corpus["path"], split)
-    return list(shards.iter_eval_batches(setup.batch_size, setup.seq_len, setup.test_batches, split))
+    return list(
+        shards.iter_eval_batches(setup.batch_size, setup.seq_len, setup.test_batches, split)
+    )
 
 
 def baselines(setup: TextSetup, corpus: dict[str, Any], cache: Path) -> dict[str, Any]:

@@ -1,0 +1,162 @@
+"""The text evidence's foundations: leak-free splits, count-table baselines (exact values on a
+hand-made sequence), paired intervals, each verdict from a constructed case, and the length
+study's planner sharing prefixes exactly."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from looped import paper
+from looped.data.splits import assign_splits, near_duplicate_keys
+from looped.data.text import load_tokenizer, prepare_documents
+from looped.eval.baselines import NgramBaseline, choose_k
+from looped.experiments import stats
+from looped.experiments.stats import Verdict
+
+
+# -- splits ------------------------------------------------------------------------------------
+def family(i: int) -> str:
+    """A code-page-table-like document: 30 shared lines and one line of its own."""
+    shared = "\n".join(
+        f"    0x{j:04x}: 'character number {j} of the shared table'," for j in range(30)
+    )
+    return f"# codec number {i} with its own distinctive header line\n{shared}\n"
+
+
+def unique(i: int) -> str:
+    return "\n".join(
+        f"def function_{i}_{j}(argument_{j}): return argument_{j} * {i}" for j in range(20)
+    )
+
+
+def test_near_duplicates_form_one_cluster_and_unrelated_documents_stay_apart():
+    docs = [unique(0), family(1), unique(2), family(3), family(4), unique(5)]
+    keys = near_duplicate_keys(docs)
+    assert keys[1] == keys[3] == keys[4] == 1
+    assert [keys[i] for i in (0, 2, 5)] == [0, 2, 5]
+
+
+def test_a_cluster_never_straddles_splits():
+    docs = [family(i) for i in range(40)] + [unique(i) for i in range(200)]
+    names = [f"doc{i}.py" for i in range(len(docs))]
+    splits = assign_splits(near_duplicate_keys(docs), 0.1, 0.1, names)
+    assert len({splits[i] for i in range(40)}) == 1
+    assert {"train", "val", "test"} <= set(splits)  # the unique ones spread over all three
+
+
+def test_splits_follow_names_not_order():
+    docs = [unique(i) for i in range(50)]
+    names = [f"m{i}.py" for i in range(50)]
+    forward = dict(zip(names, assign_splits(near_duplicate_keys(docs), 0.2, 0.2, names)))
+    rev = list(reversed(docs)), list(reversed(names))
+    backward = dict(zip(rev[1], assign_splits(near_duplicate_keys(rev[0]), 0.2, 0.2, rev[1])))
+    assert forward == backward
+
+
+def test_prepared_corpus_holds_disjoint_splits_and_a_tokenizer_fit_on_train_alone(tmp_path: Path):
+    # the held-out documents (known in advance: the split is a function of the names) repeat a
+    # word found nowhere in train; a BPE fit on everything would merge it into one token
+    names = [f"m{i}.py" for i in range(120)]
+    splits = assign_splits(list(range(120)), 0.2, 0.2, names)
+    named = [(n, ("zyxwvq " * 300 if s != "train" else "") + unique(i))
+             for i, (n, s) in enumerate(zip(names, splits))]  # fmt: skip
+    meta = prepare_documents(tmp_path / "c", named, "bpe:300", 0.2, 0.2)
+    val, test = meta["held_out_documents"]["val"], meta["held_out_documents"]["test"]
+    assert set(val).isdisjoint(test) and val and test
+    assert set(val) == {n for n, s in zip(names, splits) if s == "val"}
+    assert len(load_tokenizer(tmp_path / "c").encode(" zyxwvq")) > 2
+    everything = prepare_documents(
+        tmp_path / "all", [(n, "zyxwvq " * 300) for n in names], "bpe:300", 0.2, 0.2
+    )
+    assert len(load_tokenizer(tmp_path / "all").encode(" zyxwvq")) == 1 and everything
+
+
+# -- baselines ---------------------------------------------------------------------------------
+def test_unigram_and_bigram_nll_exact_on_a_hand_made_sequence():
+    # train: 0 1 0 1 0 2 -> unigram counts (3, 2, 1); pairs 01 x2, 10 x2, 02 x1
+    table = NgramBaseline.fit(np.array([0, 1, 0, 1, 0, 2]), vocab_size=3, k=1.0)
+    x, y = torch.tensor([[0, 1]]), torch.tensor([[1, 0]])
+    got = table.nll([(x, y)])
+    p_uni = [(2 + 1) / (6 + 3), (3 + 1) / (6 + 3)]  # p(1), p(0)
+    p_bi = [(2 + 1) / (3 + 3), (2 + 1) / (2 + 3)]  # p(1|0): c(0)=3 pairs from 0; p(0|1): c(1)=2
+    assert got["unigram"] == pytest.approx(-sum(map(math.log, p_uni)) / 2)
+    assert got["bigram"] == pytest.approx(-sum(map(math.log, p_bi)) / 2)
+
+
+def test_choose_k_picks_the_lowest_validation_nll():
+    rng = np.random.default_rng(0)
+    seq = rng.integers(0, 8, 5000)
+    table = NgramBaseline.fit(seq, 8)
+    val = [(torch.tensor(seq[:100][None]), torch.tensor(seq[1:101][None]))]
+    k = choose_k(table, val, grid=(1e-3, 1.0, 100.0))
+    scores = {}
+    for g in (1e-3, 1.0, 100.0):
+        table.k = g
+        scores[g] = table.nll(val)["bigram"]
+    assert k == min(scores, key=scores.get)
+
+
+# -- intervals and verdicts --------------------------------------------------------------------
+def test_interval_is_students_t_over_the_paired_differences():
+    iv = stats.interval([0.01, 0.02, 0.03])
+    half = 4.303 * 0.01 / math.sqrt(3)
+    assert (iv.mean, iv.lo, iv.hi) == pytest.approx((0.02, 0.02 - half, 0.02 + half))
+
+
+def test_paired_gap_is_relative_to_the_reference_seed_by_seed():
+    gap = stats.paired_gap([1.1, 2.2], [1.0, 2.0])
+    assert gap.values == pytest.approx((0.1, 0.1)) and gap.lo == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        stats.paired_gap([1.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "lo, hi, expected",
+    [
+        (-0.004, 0.004, Verdict.WITHIN),
+        (-0.05, -0.01, Verdict.BETTER),
+        (-0.05, 0.004, Verdict.NO_WORSE),
+        (0.01, 0.05, Verdict.WORSE),
+        (-0.01, 0.02, Verdict.UNDECIDED),
+        (0.001, 0.02, Verdict.UNDECIDED),
+    ],
+)
+def test_each_verdict_from_a_constructed_interval(lo, hi, expected):
+    gap = stats.Interval((lo + hi) / 2, lo, hi, 3, ())
+    assert stats.verdict(gap, tolerance=0.005) is expected
+    assert stats.verdict(gap, informative=False) is Verdict.NOT_INFORMATIVE
+
+
+def test_slope_reads_the_signed_gap():
+    # +3.3% -> -1.9% -> -12.2%: a monotone fall, whatever the size of each gap
+    fit = stats.slope([1, 2, 3], [0.033, -0.019, -0.122])
+    assert fit.mean < 0
+    flat = stats.slope([1, 2, 3, 1, 2, 3], [0.01, -0.01, 0.01, -0.01, 0.01, -0.01])
+    assert flat.lo < 0 < flat.hi
+
+
+# -- the planner -------------------------------------------------------------------------------
+def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
+    from looped.experiments.length import QUICK, plan
+
+    named = [(f"m{i}.py", unique(i)) for i in range(80)]
+    prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
+    corpus = {"path": str(tmp_path / "c"), "vocab_size": 300}
+    runs = plan(QUICK, corpus, [0], dict.fromkeys(QUICK.schedules, (1e-2,)))
+    longest = max(QUICK.lengths)
+    for p in runs.values():
+        if p.spec.steps == longest:
+            assert p.spec.parent is None
+            continue
+        assert p.spec.parent is not None and 0 < p.spec.branch_step < p.spec.steps
+        k, frac = paper.fixed_phase(p.schedule) if "fixed-first" in p.schedule else (0, 0.8)
+        # the shared prefix runs to the short run's switch (fixed-first) or decay (uniform)
+        assert p.spec.branch_step >= int(frac * p.spec.steps)
+        assert p.spec.branch_step in runs[p.spec.parent].spec.save_steps
+    micro = [p for p in runs.values() if p.cfg.depth_per_micro]
+    assert micro and all(p.cfg.grad_accum == 4 for p in micro)
