@@ -11,6 +11,10 @@ It is written into a temporary sibling directory, every file fsync'ed, then rena
 ``.tmp-*`` directory that is ignored and cleaned up later; the previous checkpoint is never
 touched. Only after the new one is in place are the oldest beyond ``keep_last`` removed.
 Batches and depths are pure functions of (seed, step), so the step is the whole data position.
+
+Loading never runs code from the checkpoint: the weights are safetensors, the config goes through
+a safe YAML loader, and state.pt, which holds only tensors, numbers, strings and plain
+containers, is read with torch's weights-only unpickler (a file that needs more is refused).
 """
 
 from __future__ import annotations
