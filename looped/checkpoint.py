@@ -11,12 +11,19 @@ It is written into a temporary sibling directory, every file fsync'ed, then rena
 ``.tmp-*`` directory that is ignored and cleaned up later; the previous checkpoint is never
 touched. Only after the new one is in place are the oldest beyond ``keep_last`` removed.
 Batches and depths are pure functions of (seed, step), so the step is the whole data position.
+
+Loading never runs code from the checkpoint: the weights are safetensors, the config goes through
+a safe YAML loader, and state.pt, which holds only tensors, numbers, strings and plain
+containers, is read with torch's weights-only unpickler (a file that needs more is refused).
 """
 
 from __future__ import annotations
 
 import hashlib
+import pickle
+import re
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -174,10 +181,7 @@ def check(ckpt: Path) -> dict[str, Any]:
             meta = f.metadata() or {}
     except Exception as err:
         raise damaged(ckpt, "model.safetensors", f"cannot be read ({_reason(err)})") from None
-    try:
-        state = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
-    except Exception as err:
-        raise damaged(ckpt, "state.pt", f"cannot be read ({_reason(err)})") from None
+    state = _load_state_file(ckpt)
     step = int(ckpt.name.split("_")[1]) if ckpt.name.startswith("step_") else state.get("step")
     if state.get("step") != step:
         raise damaged(ckpt, "state.pt", f"is the state of step {state.get('step')}, not {step}")
@@ -187,6 +191,48 @@ def check(ckpt: Path) -> dict[str, Any]:
     if sha is not None and sha != _sha256((ckpt / "config.yaml").read_text()):
         raise damaged(ckpt, "config.yaml", "is not the config state.pt was saved with")
     return state
+
+
+class UnsafeCheckpoint(UserError):
+    """A state file that needs more than data to load: it would import or call code."""
+
+
+def _load_state_file(ckpt: Path) -> dict[str, Any]:
+    """state.pt as data only. A checkpoint may come from someone else (`--resume` of a shared run
+    directory, `--branch-from`, `--init-from`), and a pickle can call anything while it loads, so
+    torch's weights-only unpickler reads it: tensors, numbers, strings, None and plain
+    containers, all the trainer saves (older checkpoints hold nothing else either). A file that
+    needs anything else (a global such as `os.system` or a class, or opcodes torch.save never
+    writes) is refused before any of it runs; unlike a checkpoint damaged by a crash, `--resume`
+    does not fall back past it, since someone put it there."""
+    path = ckpt / "state.pt"
+    try:
+        with warnings.catch_warnings():  # torch's notes on pickle protocols: the line below says it
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        named = re.search(r"GLOBAL (\S+)", str(err))
+        why = (
+            f"loading it would call {named.group(1)}"
+            if named
+            else f"it is not a pickle of plain data ({_unpickling_reason(err)})"
+        )
+        raise UnsafeCheckpoint(
+            f"checkpoint file {path} is refused, nothing in it was run: {why}; a checkpoint holds "
+            "only tensors, numbers, strings and plain containers, so use one from a source you trust"
+        ) from None
+    except Exception as err:  # truncated, not a zip archive: damaged
+        raise damaged(ckpt, "state.pt", f"cannot be read ({_reason(err)})") from None
+    if not isinstance(state, dict):
+        raise damaged(ckpt, "state.pt", f"holds a {type(state).__name__}, not a checkpoint state")
+    return state
+
+
+def _unpickling_reason(err: BaseException) -> str:
+    """The weights-only unpickler's own reason ("Unsupported operand 149"), not torch's advice
+    around it (which suggests weights_only=False)."""
+    inner = err.__cause__ or err.__context__
+    return first_line(inner) if inner is not None else "the weights-only reader refuses it"
 
 
 def _sha256(text: str) -> str:

@@ -51,6 +51,7 @@ from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
 from looped.fidelity import QUICK as QUICK_FIDELITY
 from looped.fidelity import FidelitySettings, spread
+from looped.lock import dir_lock
 from looped.paper import (
     FIXED,
     FIXED_FIRST,
@@ -729,6 +730,18 @@ def run_demo(
 ) -> dict:
     """The demo's phases, each timed: [bios LR sweep], bios grid, text track, Fig. 4 probe,
     figures, [catch-up runs]; writes OUT/demo.json (and OUT/demo_text.json) and the figures."""
+    with dir_lock(out, "looped demo"):  # one writer: a second demo into OUT is refused
+        return _run_demo(settings, out, figures, fresh, quiet, text)
+
+
+def _run_demo(
+    settings: DemoSettings,
+    out: Path,
+    figures: Path,
+    fresh: bool,
+    quiet: bool,
+    text: FidelitySettings | None,
+) -> dict:
     from looped.fidelity import run_fidelity
 
     t0, phases = time.time(), {}

@@ -43,6 +43,7 @@ from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, to_yaml
 from looped.demo import BIOS_LR, DemoSettings, base_config, eval_row
 from looped.errors import UserError
+from looped.lock import dir_lock
 from looped.pool import RunSpec, execute, read_metrics
 
 # variant -> (schedule, extra overrides); equal steps and tokens per step for all
@@ -178,6 +179,13 @@ def run_diagnose(
     settings: DiagnoseSettings, out: Path, results: Path, figures: Path, quiet: bool = False
 ) -> dict:
     """Train what is missing, probe, write `results` and the figures, print the summary."""
+    with dir_lock(out, "looped diagnose"):  # one writer: a second one into OUT is refused
+        return _run_diagnose(settings, out, results, figures, quiet)
+
+
+def _run_diagnose(
+    settings: DiagnoseSettings, out: Path, results: Path, figures: Path, quiet: bool
+) -> dict:
     t0 = time.time()
     specs, configs = plan(settings)
     runs_dir = out / "runs"

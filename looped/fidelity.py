@@ -57,6 +57,7 @@ from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
+from looped.lock import dir_lock
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.pool import (
     RunSpec,
@@ -897,6 +898,19 @@ def run_fidelity(
                 settings, {"path": str(out), "vocab_size": 1}, schedule=schedule,
                 lr=settings.lrs[0], seed=0, d_model=d_model, steps=settings.steps,
             )  # fmt: skip
+    with dir_lock(out, "looped fidelity"):  # one writer: a second one into OUT is refused
+        return _run_fidelity(settings, out, results, figures_dir, fresh, quiet, prefix)
+
+
+def _run_fidelity(
+    settings: FidelitySettings,
+    out: Path,
+    results: Path,
+    figures_dir: Path,
+    fresh: bool,
+    quiet: bool,
+    prefix: str,
+) -> dict:
     phases: dict[str, float] = {}
     t0 = time.time()
     corpus = ensure_corpus(settings, out, quiet)

@@ -129,11 +129,12 @@ def mark_diverged(run_dir: Path, cfg: TrainConfig, why: str) -> dict:
     """Record a sweep run whose loss diverged: its config and a summary that says so (no
     checkpoints or evaluation are needed from it)."""
     from looped.atomic import write_text_atomic
+    from looped.lock import dir_lock
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(run_dir / "config.yaml", to_yaml(cfg))
     summary = {"diverged": why, "steps": 0, "wall": 0.0, "final_loss": float("nan")}
-    write_text_atomic(run_dir / "summary.json", json.dumps(summary))
+    with dir_lock(run_dir, "looped train"):  # a run directory has one writer, this one too
+        write_text_atomic(run_dir / "config.yaml", to_yaml(cfg))
+        write_text_atomic(run_dir / "summary.json", json.dumps(summary))
     return summary
 
 
@@ -353,9 +354,16 @@ def _drive(
 
 # -- reading what runs wrote ----------------------------------------------------------------
 def read_metrics(run_dir: Path) -> list[dict]:
-    """Every record of a run's metrics.jsonl (none when the run has not started)."""
+    """Every record of a run's metrics.jsonl (none when the run has not started); readers take
+    no lock, so a last line a live run is still appending is left out."""
     path = run_dir / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    records = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # cut short by a live (or crashed) run
+    return records
 
 
 def before_branch(runs_dir: Path, spec: RunSpec) -> list[dict]:

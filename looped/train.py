@@ -62,6 +62,7 @@ from looped.distributed import (
 from looped.errors import UserError
 from looped.evaluate import evaluate
 from looped.flops import flops_per_token, schedule_flops, steps_for_budget, tokens_per_step
+from looped.lock import dir_lock
 from looped.model import LoopedTransformer, fit_vocab
 from looped.recall import check_queries_fit, recall_queries
 from looped.schedules import Schedule, parse_depths, parse_schedule
@@ -247,8 +248,13 @@ def train(cfg: TrainConfig, out_dir: str | Path, **options: Any) -> dict[str, An
     check_config(cfg)
     dist = Dist(cfg.device)
     cfg.dtype = resolve_dtype(cfg.dtype, dist.device)  # config.yaml records what was used
+    out = Path(out_dir)
     try:
-        return _train(cfg, Path(out_dir), dist, opts)
+        # One writer per run directory, taken before anything is read or written there (a
+        # second writer is refused with one line naming the holder); rank 0 writes, so it
+        # alone holds the lock under torchrun.
+        with dir_lock(out, "looped train") if dist.main else nullcontext():
+            return _train(cfg, out, dist, opts)
     finally:
         dist.close()
 

@@ -94,7 +94,7 @@ def _damage(ckpt: Path, how: str, other: Path) -> str:
         (ckpt / "config.yaml").unlink()
         return "config.yaml"
     # foreign: another run's state, even relabelled with this checkpoint's step
-    state = torch.load(other / "checkpoints" / "step_0000010" / "state.pt", weights_only=False)
+    state = torch.load(other / "checkpoints" / "step_0000010" / "state.pt", weights_only=True)
     torch.save({**state, "step": int(ckpt.name.split("_")[1])}, ckpt / "state.pt")
     return "state.pt"
 
@@ -183,3 +183,76 @@ def test_a_read_only_run_directory_is_one_line_and_writes_nothing(tmp_path):
     err = proc.stderr.strip()
     assert proc.returncode == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert f"cannot write {run}: Read-only file system" in err
+
+
+class _CreatesAFile:
+    """Unpickling this creates a file: what a checkpoint from a stranger can do to a loader that
+    runs its pickle (`os.system` would do anything else the same way)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def _plant(state_pt: Path, marker: Path, how: str) -> None:
+    """Replace a state.pt by one that keeps every field but also creates `marker` when loaded."""
+    state = torch.load(state_pt, weights_only=True)
+    payload = {**state, "note": _CreatesAFile(marker)}
+    if how == "torch.save":
+        torch.save(payload, state_pt)
+    else:  # a raw pickle in the newest protocol: opcodes torch.save never writes
+        import pickle
+
+        state_pt.write_bytes(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def test_the_planted_state_file_is_live_code(tmp_path, reference):
+    """The payload the next test plants does run under a loader that trusts pickles."""
+    state_pt, marker = tmp_path / "state.pt", tmp_path / "created"
+    shutil.copy(reference / "checkpoints" / "step_0000020" / "state.pt", state_pt)
+    _plant(state_pt, marker, "torch.save")
+    torch.load(state_pt, weights_only=False)
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("how", ["torch.save", "pickle"])
+@pytest.mark.parametrize("flag", ["--resume", "--branch-from", "--init-from"])
+def test_a_state_file_that_would_run_code_is_refused_and_nothing_runs(
+    tmp_path, capsys, reference, flag, how
+):
+    """A checkpoint is data: a state.pt whose pickle would create a file is refused with one
+    line naming it, on every path that loads a checkpoint; the file is never created, the run
+    directory is left as it was, and `--resume` does not fall back past it."""
+    run, marker = tmp_path / "r", tmp_path / "created-by-the-checkpoint"
+    shutil.copytree(reference, run)
+    (run / "summary.json").unlink()  # as if stopped after its last checkpoint
+    newest = run / "checkpoints" / "step_0000020"
+    _plant(newest / "state.pt", marker, how)
+    before = {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+
+    out = run if flag == "--resume" else tmp_path / "b"
+    argv = ["train", "--config", "tiny", "--out", str(out), "--quiet", *RUN]
+    assert cli([*argv, *([flag] if flag == "--resume" else [flag, str(newest)])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert f"checkpoint file {newest / 'state.pt'} is refused, nothing in it was run" in err
+    if how == "torch.save":
+        assert "loading it would call" in err and "open" in err
+    assert not marker.exists()
+    assert {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()} == before
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_config_file_that_would_run_code_is_refused(tmp_path, reference):
+    """YAML from a run directory goes through a safe loader: a python tag is an error naming
+    the file, never a call."""
+    from looped.checkpoint import load_model
+
+    ckpt, marker = tmp_path / "ckpt", tmp_path / "created-by-the-config"
+    shutil.copytree(reference / "checkpoints" / "step_0000020", ckpt)
+    (ckpt / "config.yaml").write_text(f'!!python/object/apply:os.system ["touch {marker}"]\n')
+    with pytest.raises(ValueError, match=f"config file {ckpt / 'config.yaml'} is not valid YAML"):
+        load_model(ckpt)
+    assert not marker.exists()

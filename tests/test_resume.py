@@ -34,7 +34,7 @@ def _snapshot(run) -> dict[str, str]:
 def _set_world_size(run, world: int) -> None:
     """As if the checkpoint had been written by `world` processes under torchrun."""
     ckpt = ckpt_lib.list_checkpoints(run)[-1][1]
-    state = torch.load(ckpt / "state.pt", weights_only=False)
+    state = torch.load(ckpt / "state.pt", weights_only=True)
     state["world_size"] = world
     torch.save(state, ckpt / "state.pt")
 

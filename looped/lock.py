@@ -1,0 +1,192 @@
+"""One writer per run directory: an exclusive lock, taken before the first write, held to the end.
+
+    with dir_lock(out, "looped train"):
+        ...  # config.yaml, metrics.jsonl, checkpoints: only this process writes here
+
+Two commands writing one directory would interleave their metrics, overwrite each other's
+config and race on checkpoint renames, and both would exit 0. So every writer (`looped train`,
+each run of a demo / fidelity / diagnose pool, and those commands' own output directories)
+takes ``DIR/.lock`` with ``flock(LOCK_EX | LOCK_NB)`` first. A second writer is refused at once
+with one line naming the directory and the holder (PID, host, start time, command), before it
+writes anything. Readers (`looped eval`, `looped plot`, notebooks) take no lock: every file a
+reader needs whole is written atomically (`looped.atomic`), and metrics readers skip a line cut
+short by a live run.
+
+Why flock: the kernel releases it when the holder dies, however it dies (``kill -9``, the OOM
+killer, a power cut ends the whole machine), so a dead holder never blocks the next run. The
+holder writes its PID, host and start time into the file, and a clean exit deletes the file; a
+lock file that still names a holder but whose flock is free was left by a process that died, and
+the new writer says that it took it over. The descriptor is close-on-exec (Python's default), so
+a subprocess never inherits the lock and outlives it.
+
+On NFS, Linux implements flock with the server's byte-range locks: they hold across hosts when
+the server supports locking and the mount has neither ``nolock`` nor ``local_lock=flock``/``all``;
+otherwise the lock only guards against a second writer on the same host. A takeover of a lock
+left on another host says so, since this host cannot tell whether that process still runs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from looped.errors import UserError
+
+LOCK_NAME = ".lock"
+
+
+@dataclass
+class Holder:
+    """Who holds (or held) a lock: what the refusal and the takeover lines print."""
+
+    pid: int = field(default_factory=os.getpid)
+    host: str = field(default_factory=socket.gethostname)
+    started: str = field(default_factory=lambda: time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+    command: str = "looped"
+
+    def __str__(self) -> str:
+        return f"PID {self.pid} on {self.host} ({self.command}, started {self.started})"
+
+
+class DirectoryLocked(UserError):
+    """Another live process writes this directory."""
+
+
+@contextmanager
+def dir_lock(directory: str | Path, command: str = "looped") -> Iterator[Holder | None]:
+    """Hold the write lock of `directory` (created if missing) for the block; yields the dead
+    holder whose stale lock was taken over, or None. Raises `DirectoryLocked` (one line: the
+    directory and its holder) while another process holds it, having written nothing. A
+    directory this call created is removed again if the block left it empty (a refused run
+    leaves no trace)."""
+    directory = Path(directory)
+    created = _make_dirs(directory)
+    path = directory / LOCK_NAME
+    fd, stale = _acquire(directory, path, Holder(command=command))
+    try:
+        yield stale
+    finally:
+        if fd is not None:
+            _release(fd, path, created)
+
+
+def holder_of(directory: str | Path) -> Holder | None:
+    """The holder named in `directory`'s lock file (live or dead), or None when there is none."""
+    return _read(Path(directory) / LOCK_NAME)
+
+
+def _make_dirs(directory: Path) -> list[Path]:
+    """mkdir -p, returning the directories it created (deepest first) so that they can be
+    removed if nothing else is written into them."""
+    missing = [p for p in (directory, *directory.parents) if not p.exists()]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"{directory} is a file, not a directory; choose another output") from None
+    except OSError as err:
+        raise UserError(
+            f"cannot write {err.filename or directory}: {err.strerror or err}; free space in "
+            f"{directory.parent} (or make it writable) and run again"
+        ) from None
+    return missing
+
+
+def _acquire(directory: Path, path: Path, me: Holder) -> tuple[int | None, Holder | None]:
+    """Open and flock the lock file; retry when the file was replaced between the open and the
+    flock (a holder deletes it on release, a newcomer may create the next one)."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise UserError(
+                f"cannot write {directory}: {err.strerror or err}; free space in {directory} (or "
+                "make it writable) and run again"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DirectoryLocked(_refusal(directory, path)) from None
+        except OSError as err:  # a file system without flock: run unguarded, and say so
+            os.close(fd)
+            print(
+                f"{me.command}: warning: cannot lock {directory} ({err.strerror or err}); make "
+                "sure no other command writes there at the same time",
+                file=sys.stderr,
+            )
+            return None, None
+        if _same_file(fd, path):
+            break
+        os.close(fd)  # locked a file its holder had just deleted: lock the current one
+    stale = _read(path)
+    text = json.dumps(asdict(me)).encode()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, text, 0)
+    if stale is not None:
+        gone = (
+            "which is gone"
+            if stale.host == me.host
+            else "no longer held; if that command still runs, this file system does not share "
+            "locks between hosts (NFS mounted without locking), so stop one of the two"
+        )
+        print(
+            f"{me.command}: warning: took over a stale lock on {directory} left by {stale}, {gone}",
+            file=sys.stderr,
+        )
+    return fd, stale
+
+
+def _refusal(directory: Path, path: Path) -> str:
+    holder = None
+    for _ in range(20):  # the holder writes its name just after taking the lock
+        holder = _read(path)
+        if holder is not None:
+            break
+        time.sleep(0.05)
+    who = str(holder) if holder is not None else "a process that has not written its name yet"
+    return (
+        f"{directory} is being written by another command: {who}; wait for it to finish (or "
+        "stop it), or write somewhere else"
+    )
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        here, held = os.stat(path), os.fstat(fd)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _read(path: Path) -> Holder | None:
+    """The holder a lock file names; None for a missing, empty or unreadable one (JSON only:
+    nothing in it can run)."""
+    try:
+        data = json.loads(path.read_text())
+        return Holder(
+            int(data["pid"]), str(data["host"]), str(data["started"]), str(data["command"])
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _release(fd: int, path: Path, created: list[Path]) -> None:
+    """Delete the lock file while still holding it (so its absence means a clean exit), remove
+    the directories this lock created if they are empty, then let go."""
+    try:
+        path.unlink(missing_ok=True)
+        for directory in created:
+            try:
+                directory.rmdir()
+            except OSError:
+                break  # not empty: the run wrote something (or another writer came)
+    finally:
+        os.close(fd)
