@@ -42,6 +42,7 @@ from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import TrainConfig
 from looped.errors import UserError
+from looped.lock import dir_lock
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import test_batches as split_batches
 from looped.pool import RunSpec, execute, machine_name, read_metrics, train_wall
@@ -362,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = QUICK if a.quick else LengthSettings()
     settings.workers = a.workers
     out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
-    result = run_study(settings, out)
+    with dir_lock(out, "looped length"):  # one writer: a second one into OUT is refused
+        result = run_study(settings, out)
     json_path = Path("results/length.json") if a.reference else out / "length.json"
     fig_path = Path("figures/length_gap.png") if a.reference else out / "length_gap.png"
     write_text_atomic(json_path, json.dumps(result, indent=1) + "\n")
