@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("looped.plots", "the paper's figures from run directories"),
     "bench": ("looped.bench", "speed benchmark against a stacked-layer peer"),
     "length": ("looped.experiments.length", "the gap to uniform as training lengthens (text)"),
+    "baselines": (
+        "looped.experiments.text_baselines",
+        "unigram/bigram NLL on each text result's windows",
+    ),
     "report": ("looped.report", "regenerate the README's measured sections from results/"),
 }
 

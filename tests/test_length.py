@@ -160,3 +160,14 @@ def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
         assert p.spec.branch_step in runs[p.spec.parent].spec.save_steps
     micro = [p for p in runs.values() if p.cfg.depth_per_micro]
     assert micro and all(p.cfg.grad_accum == 4 for p in micro)
+
+
+def test_an_edge_choice_extends_the_sweep_on_that_side_only():
+    from looped.experiments.length import extended
+
+    lrs = {"a": (1e-3, 3e-3, 1e-2), "b": (1e-3, 3e-3, 1e-2)}
+    chosen = {"a": {30: {"lr": 1e-2}, 60: {"lr": 3e-3}}, "b": {30: {"lr": 1e-3}}}
+    wider = extended(lrs, chosen)
+    assert wider["a"] == (1e-3, 3e-3, 1e-2, 3e-2)
+    assert wider["b"] == (3.33e-4, 1e-3, 3e-3, 1e-2)
+    assert extended(lrs, {"a": {30: {"lr": 3e-3}}, "b": {30: {"lr": 3e-3}}}) == lrs

@@ -42,10 +42,10 @@ from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import TrainConfig
 from looped.errors import UserError
-from looped.lock import dir_lock
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import test_batches as split_batches
-from looped.pool import RunSpec, execute, machine_name, read_metrics, train_wall
+from looped.lock import dir_lock
+from looped.pool import RunSpec, diverged, execute, machine_name, read_metrics, train_wall
 
 MICRO = "uniform:1-16 per micro-batch"  # uniform with a K per micro-batch (4 micro-batches)
 SCHEDULES = (paper.UNIFORM, MICRO, paper.RECIPE_200M, paper.RECIPES_1B[1])
@@ -117,7 +117,7 @@ def plan(settings: LengthSettings, corpus: dict, seeds: list[int], lrs: dict) ->
                     if schedule == MICRO:
                         cfg.batch_size //= 4  # the same tokens per step, in 4 micro-batches
                     spec = RunSpec(name_of(schedule, lr, seed, steps), spec_s, 0.0, seed, "length",
-                                   steps=steps)  # fmt: skip
+                                   steps=steps, may_diverge=True)  # fmt: skip
                     if trunk is not None:
                         at = branch_point(cfg, steps, trunk.cfg, longest)
                         if at > 0:
@@ -136,26 +136,28 @@ def train_all(runs: dict[str, Planned], runs_dir: Path, workers: int, quiet: boo
 
 
 def val_nll(run_dir: Path) -> float:
-    """Mean NLL over serving depths 1..16 on the validation windows (the run's final eval)."""
+    """Mean NLL over serving depths 1..16 on the validation windows (the run's final eval);
+    infinite for a run whose LR made it diverge."""
+    if diverged(run_dir):
+        return math.inf
     evals = [m for m in read_metrics(run_dir) if m["kind"] == "eval"]
     nll = evals[-1].get("token_nll", evals[-1].get("nll"))
     return float(np.mean(list(nll.values())))
 
 
-def choose(runs: dict[str, Planned], runs_dir: Path, settings: LengthSettings) -> dict:
+def choose(runs: dict[str, Planned], runs_dir: Path, lrs: dict[str, tuple[float, ...]]) -> dict:
     """Per schedule and length: the LR with the lowest validation NLL averaged over the sweep's
     seeds (ties: the smaller LR), every LR's mean, and whether the choice sits at an edge."""
     table: dict[tuple[str, int], dict[float, list[float]]] = {}
     for p in runs.values():
-        if p.spec.seed < settings.sweep_seeds:
-            vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
-            vals.append(val_nll(runs_dir / p.spec.name))
+        vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
+        vals.append(val_nll(runs_dir / p.spec.name))
     out = {}
     for (schedule, steps), by_lr in table.items():
-        means = {lr: float(np.mean(v)) for lr, v in by_lr.items() if len(v) == settings.sweep_seeds}
+        means = {lr: float(np.mean(v)) for lr, v in by_lr.items()}
         finite = {lr: m for lr, m in means.items() if math.isfinite(m)}
         best = min(sorted(finite), key=lambda lr: finite[lr])
-        edge = best in (min(settings.lrs), max(settings.lrs))
+        edge = best in (min(lrs[schedule]), max(lrs[schedule]))
         out.setdefault(schedule, {})[steps] = {"lr": best, "val": means, "edge": edge}
     return out
 
@@ -265,6 +267,36 @@ def trend_direction(fit: stats.Interval) -> str:
     return "no clear trend"
 
 
+def extended(lrs: dict[str, tuple[float, ...]], chosen: dict) -> dict[str, tuple[float, ...]]:
+    """The sweep with one more LR (x3 or /3) beyond each edge some length chose."""
+    out = dict(lrs)
+    for s, by_len in chosen.items():
+        for c in by_len.values():
+            if c["lr"] == min(out[s]):
+                out[s] = (float(f"{min(out[s]) / 3:.3g}"), *out[s])
+            elif c["lr"] == max(out[s]):
+                out[s] = (*out[s], float(f"{max(out[s]) * 3:.3g}"))
+    return out
+
+
+def sweep_and_choose(
+    settings: LengthSettings, corpus: dict, runs_dir: Path, quiet: bool, rounds: int = 2
+) -> tuple[dict[str, Planned], dict, int]:
+    """The sweep on the sweep seeds and each (schedule, length)'s LR; a choice at an edge of
+    the sweep extends it by one LR on that side and chooses again (at most `rounds` times)."""
+    lrs = dict.fromkeys(settings.schedules, tuple(settings.lrs))
+    trained = 0
+    for _ in range(rounds + 1):
+        sweep = plan(settings, corpus, list(range(settings.sweep_seeds)), lrs)
+        trained += train_all(sweep, runs_dir, settings.workers, quiet)
+        chosen = choose(sweep, runs_dir, lrs)
+        wider = extended(lrs, chosen)
+        if wider == lrs:
+            break
+        lrs = wider
+    return sweep, chosen, trained
+
+
 def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
     """Sweep (seeds 0..sweep_seeds-1), choose, the remaining seeds at the chosen LRs, score."""
     t0 = time.time()
@@ -272,10 +304,7 @@ def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
     runs_dir = out / "runs"
     corpus = ensure_corpus(settings.setup, out)
     base = baselines(settings.setup, corpus, out / "baselines.json")
-    every = dict.fromkeys(settings.schedules, settings.lrs)
-    sweep = plan(settings, corpus, list(range(settings.sweep_seeds)), every)
-    trained = train_all(sweep, runs_dir, settings.workers, quiet)
-    chosen = choose(sweep, runs_dir, settings)
+    sweep, chosen, trained = sweep_and_choose(settings, corpus, runs_dir, quiet)
     rest = list(range(settings.sweep_seeds, settings.seeds))
     picked = {s: sorted({c["lr"] for c in chosen[s].values()}) for s in settings.schedules}
     extra = plan(settings, corpus, rest, picked) if rest else {}
@@ -371,3 +400,97 @@ def main(argv: list[str] | None = None) -> int:
     fig_gap(result, fig_path)
     print(f"wrote {json_path} and {fig_path}")
     return 0
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f}%"
+
+
+def gap_cell(cell: dict) -> str:
+    """ "+2.1% [-0.4, +4.6], worse": the paired mean gap, its 95% interval and the verdict."""
+    g = cell["gap"]
+    return f"{_pct(g['mean'])} [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}], {cell['verdict']}"
+
+
+def table_rows(result: dict) -> list[str]:
+    """One row per training length: tokens, tokens per parameter, uniform's NLL, each other
+    schedule's paired gap to uniform with its interval and verdict."""
+    others = [s for s in SCHEDULES if s != paper.UNIFORM]
+    rows = [
+        "| steps | tokens | tokens / param | uniform NLL (± window SE) | "
+        + " | ".join(f"{LABELS[s]} vs uniform" for s in others)
+        + " |",
+        "|---|---|---|---|" + "---|" * len(others),
+    ]
+    for steps in sorted({c["steps"] for c in result["cells"]}):
+        at = {c["schedule"]: c for c in result["cells"] if c["steps"] == steps}
+        uni = at[paper.UNIFORM]
+        rows.append(
+            f"| {steps} | {uni['tokens'] / 1e6:.2f}M | {uni['tokens_per_param']:.1f} | "
+            f"{uni['mean_nll']:.3f} ± {uni['se_windows']:.3f} | "
+            + " | ".join(gap_cell(at[s]) if s in at and "gap" in at[s] else "-" for s in others)
+            + " |"
+        )
+    return rows
+
+
+def trend_lines(result: dict) -> list[str]:
+    """Per schedule, the slope of its signed gap per doubling of tokens, and where it points."""
+    lines = []
+    for s in SCHEDULES:
+        t = result["trends"].get(s)
+        if not t:
+            continue
+        if t["slope"] is None:
+            lines.append(f"- {LABELS[s]}: fewer than two informative lengths, no trend read.")
+            continue
+        sl = t["slope"]
+        lines.append(
+            f"- {LABELS[s]}: the gap moves {_pct(sl['mean'])} per doubling of tokens "
+            f"(95% interval {100 * sl['lo']:+.1f} to {100 * sl['hi']:+.1f} points) over "
+            f"{t['lengths']} informative lengths: {t['direction']}."
+        )
+    return lines
+
+
+def section(result: dict) -> str:
+    """The study's README section, every number read from length.json."""
+    meta, base = result["meta"], result["baselines"]
+    st = meta["settings"]
+    sp = meta["corpus"]["splits"]
+    first = result["rows"][0]
+    lines = [
+        f"Measured by `looped length` on {meta['machine']} ({meta['wall_s'] / 60:.0f} minutes, "
+        f"{meta['runs_trained']} runs trained): the standard library's source, split by "
+        f"near-duplicate family into {sp['train']['tokens'] / 1e6:.1f}M train / "
+        f"{sp['val']['tokens'] / 1e3:.0f}k validation / {sp['test']['tokens'] / 1e3:.0f}k test "
+        f"tokens ({meta['corpus']['tokenizer']}, fit on train alone); d={st['setup']['d_model']}, "
+        f"one looped layer, {first['params']:,} parameters ({first['params_non_embedding']:,} "
+        f"outside the embedding), {st['setup']['batch_size']}x{st['setup']['seq_len']} tokens "
+        f"per step. Every schedule at every LR of {', '.join(f'{x:g}' for x in st['lrs'])}; each "
+        f"(schedule, length) takes the LR with the lowest validation NLL over {st['sweep_seeds']} "
+        f"seeds, then {st['seeds']} seeds are scored on {meta['test_tokens']:,} test tokens. "
+        "Metric: mean NLL over serving depths K=1..16. Gap: paired per seed, relative to "
+        "uniform (+ = behind uniform), with its 95% t-interval and the verdict it supports at "
+        f"the paper's {stats.PAPER_TOLERANCE:.1%} tolerance.",
+        "",
+        f"Baselines on the same test windows: unigram {base['test']['unigram']:.3f}, add-k "
+        f"bigram {base['test']['bigram']:.3f} nats/token (fit on train, k={base['k']:g} chosen "
+        "on validation). A length whose models do not all beat the bigram gets no verdict.",
+        "",
+        *table_rows(result),
+        "",
+        *trend_lines(result),
+        *edge_lines(result),
+    ]
+    return "\n".join(lines)
+
+
+def edge_lines(result: dict) -> list[str]:
+    """A line naming each (schedule, length) whose chosen LR lies at the edge of the sweep."""
+    edges = [f"{LABELS[s]} at {n} steps" for s, by in result["chosen"].items()
+             for n, c in by.items() if c["edge"]]  # fmt: skip
+    if not edges:
+        return []
+    return [f"- The chosen LR lies at the edge of the sweep for {', '.join(edges)}: the optimum "
+            "may lie beyond it."]  # fmt: skip

@@ -1,0 +1,73 @@
+"""The count-table baselines of every committed text result, on the windows its models saw.
+
+    looped baselines                 # runs/baselines/text_baselines.json
+    looped baselines --reference     # results/text_baselines.json (read by `looped report`)
+
+`looped fidelity` and the demo's text track score their models on fixed held-out windows. This
+rebuilds each one's corpus exactly (same dataset, tokenizer and split; the token counts are
+checked against the results file), fits a unigram and an add-k bigram table on its train split
+and scores them on those very windows. A text row whose models do not beat the bigram is
+reported as not informative at this size, never with a verdict (`looped report`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from looped.atomic import write_text_atomic
+from looped.data.text import TokenShards
+from looped.errors import UserError
+from looped.eval.baselines import NgramBaseline, choose_k
+from looped.fidelity import FidelitySettings, ensure_corpus
+
+RESULTS = ("fidelity.json", "demo_text.json")  # the text results this applies to
+
+
+def for_result(result: dict, out: Path) -> dict:
+    """Baselines for one text results file, on its own evaluation windows."""
+    keep = FidelitySettings.__dataclass_fields__
+    settings = FidelitySettings(
+        **{k: v for k, v in result["meta"]["settings"].items() if k in keep}
+    )
+    meta = ensure_corpus(settings, out, quiet=True)
+    path = Path(meta["path"])
+    train, val = TokenShards(path, "train"), TokenShards(path, "val")
+    want = result["meta"]["corpus"]
+    if (train.n_tokens, val.n_tokens) != (want["train"], want["val"]):
+        raise UserError(
+            f"rebuilt corpus {path} has {train.n_tokens:,}/{val.n_tokens:,} train/val tokens, "
+            f"the results say {want['train']:,}/{want['val']:,}; another Python's stdlib?"
+        )
+    table = NgramBaseline.fit(np.asarray(train.window(0, train.n_tokens)), meta["vocab_size"])
+    windows = list(
+        val.iter_eval_batches(settings.batch_size, settings.seq_len, settings.eval_batches)
+    )
+    # the runs chose their LRs on these very windows; k is chosen on them too, which can only
+    # favour the baseline by a hair and never the models
+    k = choose_k(table, windows)
+    return {"k": k, **table.nll(windows), "tokens": sum(int(y.numel()) for _, y in windows),
+            "tokenizer": settings.tokenizer}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="looped baselines", description=__doc__.split("\n")[0])
+    p.add_argument("--reference", action="store_true", help="write results/text_baselines.json")
+    p.add_argument("--results", default="results", help="directory of the results files")
+    p.add_argument("--out", default="runs/baselines", help="where the corpora are tokenized")
+    a = p.parse_args(argv)
+    found = {n: json.loads((Path(a.results) / n).read_text()) for n in RESULTS
+             if (Path(a.results) / n).is_file()}  # fmt: skip
+    if not found:
+        raise UserError(f"no text results ({', '.join(RESULTS)}) in {a.results}")
+    out = {name: for_result(r, Path(a.out)) for name, r in found.items()}
+    path = Path(a.results if a.reference else a.out) / "text_baselines.json"
+    write_text_atomic(path, json.dumps(out, indent=1) + "\n")
+    for name, b in out.items():
+        print(f"{name}: unigram {b['unigram']:.3f}, bigram {b['bigram']:.3f} nats/token "
+              f"({b['tokens']:,} tokens, {b['tokenizer']})")  # fmt: skip
+    print(f"wrote {path}")
+    return 0
