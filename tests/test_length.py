@@ -171,3 +171,24 @@ def test_an_edge_choice_extends_the_sweep_on_that_side_only():
     assert wider["a"] == (1e-3, 3e-3, 1e-2, 3e-2)
     assert wider["b"] == (3.33e-4, 1e-3, 3e-3, 1e-2)
     assert extended(lrs, {"a": {30: {"lr": 3e-3}}, "b": {30: {"lr": 3e-3}}}) == lrs
+
+
+def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documents_alone(
+    tmp_path: Path,
+):
+    import json
+
+    from looped.data.splits import split_of
+    from looped.data.text import prepare_text
+
+    held = [
+        t for i in range(200) if split_of(t := "zyxwvq " * 300 + unique(i), 0.2, 0.2) != "train"
+    ]
+    train = [t for i in range(200, 400) if split_of(t := unique(i), 0.2, 0.2) == "train"]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in held + train))
+    meta = prepare_text(tmp_path / "c", dataset=str(tmp_path / "d.jsonl"), tokenizer="bpe:300",
+                        val_frac=0.2, test_frac=0.2)  # fmt: skip
+    assert {"train", "val", "test"} == set(meta["splits"])
+    assert meta["splits"]["train"]["docs"] == len(train)
+    assert meta["splits"]["val"]["docs"] + meta["splits"]["test"]["docs"] == len(held)
+    assert len(load_tokenizer(tmp_path / "c").encode(" zyxwvq")) > 2

@@ -410,14 +410,20 @@ def prepare_text(
     bpe_docs: int = 100_000,
     overwrite: bool = False,
     progress: bool = False,
+    test_frac: float = 0.0,
 ) -> dict[str, Any]:
     """Tokenize a corpus into ``out``; returns the metadata also written to ``out/meta.json``.
 
     Three steps: a tokenizer (trained here for ``bpe:N``), the documents streamed in chunks of
     `chunk_docs` into train/val shards, then ``meta.json`` last, so a directory with a meta file
-    always holds a complete corpus."""
-    if not 0.0 <= val_frac < 1.0:
-        raise UserError(f"--val-frac {val_frac} must be in [0, 1)")
+    always holds a complete corpus.
+
+    With ``test_frac > 0`` there is a third split, test, and every document's split is a hash of
+    its text (`data.splits.split_of`): known before tokenizing, so a ``bpe:N`` tokenizer is fit
+    on train documents alone, and identical documents always share a split. Without it the
+    older token-count rule holds (train and val only), which rebuilds earlier corpora exactly."""
+    if not 0.0 <= val_frac < 1.0 or not 0.0 <= test_frac < 1.0 - val_frac:
+        raise UserError(f"--val-frac {val_frac}, --test-frac {test_frac}: each in [0, 1), sum < 1")
     if num_proc < 1 or shard_tokens < 1 or chunk_docs < 1:
         raise UserError("--num-proc, --shard-tokens and --chunk-docs must be positive")
     out = Path(out)
@@ -426,16 +432,21 @@ def prepare_text(
     def documents(limit: int | None) -> Iterator[list[str]]:
         return document_chunks(dataset, subset, split, text_field, chunk_docs, limit)
 
+    assign = hashed_rule(val_frac, test_frac) if test_frac > 0 else count_rule(val_frac)
     n_bpe = bpe_docs if max_docs is None else min(bpe_docs, max_docs)
-    tok = _tokenizer_for(tokenizer, lambda: (t for c in documents(n_bpe) for t in c if t))
+    fit_on = hashed_rule(val_frac, test_frac) if test_frac > 0 else (lambda t, n: "train")
+    tok = _tokenizer_for(
+        tokenizer, lambda: (t for c in documents(n_bpe) for t in c if t and fit_on(t, 0) == "train")
+    )
     if isinstance(tok, HFTokenizer):
         tok.save(out / TOKENIZER_FILE)
     if num_proc > 1:
         # Forked workers cannot use the Rust thread pool the parent already started.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     dtype = token_dtype(tok.vocab_size)
-    writers = {s: ShardWriter(out, s, dtype, shard_tokens) for s in ("train", "val")}
-    splits = _write_splits(documents(max_docs), tok, writers, val_frac, num_proc, progress)
+    names = ("train", "val", "test") if test_frac > 0 else ("train", "val")
+    writers = {s: ShardWriter(out, s, dtype, shard_tokens) for s in names}
+    splits = _write_splits(documents(max_docs), tok, writers, assign, num_proc, progress)
     if splits["train"]["tokens"] == 0:
         raise UserError(
             f"dataset {dataset!r} gave no text in column {text_field!r}; check --text-field and --split"
@@ -448,6 +459,7 @@ def prepare_text(
         "text_field": text_field,
         "max_docs": max_docs,
         "val_frac": val_frac,
+        "test_frac": test_frac,
         "tokenizer": tok.spec,
         "vocab_size": tok.vocab_size,
         "eos_id": tok.eos_id,
@@ -562,26 +574,44 @@ def _tokenizer_for(spec: str, texts: Callable[[], Iterator[str]]) -> TextTokeniz
     return train_bpe(texts(), vocab)
 
 
+def count_rule(val_frac: float) -> Callable[[str, int], str]:
+    """The streaming rule of train/val corpora: a document goes to val while val holds less than
+    `val_frac` of the tokens seen, so the split is deterministic and needs no second pass."""
+    seen = n_val = 0
+
+    def assign(text: str, n_tokens: int) -> str:
+        nonlocal seen, n_val
+        name = "val" if n_val < val_frac * seen else "train"
+        n_val += n_tokens if name == "val" else 0
+        seen += n_tokens
+        return name
+
+    return assign
+
+
+def hashed_rule(val_frac: float, test_frac: float) -> Callable[[str, int], str]:
+    """Each document's split from a hash of its text: the same before and after tokenizing."""
+    from looped.data.splits import split_of
+
+    return lambda text, n_tokens: split_of(text, val_frac, test_frac)
+
+
 def _write_splits(
     chunks: Iterator[list[str]],
     tok: TextTokenizer,
     writers: dict[str, ShardWriter],
-    val_frac: float,
+    assign: Callable[[str, int], str],
     num_proc: int,
     progress: bool,
 ) -> dict[str, dict[str, Any]]:
-    """Tokenize each chunk and append every document to train or val: a document goes to val
-    while val holds less than `val_frac` of the tokens seen, so the split is deterministic and
-    needs no second pass. Returns each writer's summary."""
-    seen = n_val = 0
+    """Tokenize each chunk and append every document to the split `assign(text, n_tokens)`
+    names. Returns each writer's summary."""
     bar = _progress(progress)
     for chunk in chunks:
-        parts: dict[str, list[np.ndarray]] = {"train": [], "val": []}
-        for ids in tokenize_chunk(chunk, tok, num_proc):
-            split_name = "val" if n_val < val_frac * seen else "train"
-            parts[split_name].append(ids)
-            n_val += len(ids) if split_name == "val" else 0
-            seen += len(ids)
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in writers}
+        texts = [t for t in chunk if t]  # tokenize_chunk drops the empty ones too
+        for text, ids in zip(texts, tokenize_chunk(texts, tok, num_proc)):
+            parts[assign(text, len(ids))].append(ids)
         for split_name, docs in parts.items():
             if docs:
                 writers[split_name].write(np.concatenate(docs))
@@ -731,6 +761,13 @@ def main(argv: list[str] | None = None) -> int:
         help="fraction of tokens held out for val (default 0.05)",
     )
     p.add_argument(
+        "--test-frac",
+        type=float,
+        default=0.0,
+        help="fraction of documents held out for test; > 0 also fits a bpe tokenizer on train "
+        "documents alone and splits by a hash of each document (default 0: train and val only)",
+    )
+    p.add_argument(
         "--shard-tokens", type=int, default=2**27, help="tokens per shard file (default 2^27)"
     )
     p.add_argument(
@@ -752,6 +789,7 @@ def main(argv: list[str] | None = None) -> int:
         num_proc=a.num_proc,
         max_docs=a.max_docs,
         val_frac=a.val_frac,
+        test_frac=a.test_frac,
         shard_tokens=a.shard_tokens,
         chunk_docs=a.chunk_docs,
         bpe_docs=a.bpe_docs,
