@@ -43,6 +43,7 @@ drawn from it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -57,6 +58,7 @@ from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
+from looped.eval.heldout import heldout_nll
 from looped.lock import dir_lock
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.pool import (
@@ -93,6 +95,8 @@ class FidelitySettings:
     warmup_steps: int = 20  # linear LR warmup (then the preset's WSD schedule)
     eval_batches: int = 8  # held-out batches per evaluation (x batch_size x seq_len tokens)
     seeds: int = 3  # seeds of the main comparison (and of the study)
+    sweep_seeds: int = 2  # seeds each LR is chosen on: the lowest mean validation NLL over them
+    held_out: float = 0.05  # share of the corpus's documents in each of the val and test splits
     lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the sweep's peak learning rates
     # each schedule's LR when the sweep is skipped (None: sweep `lrs` and take each one's best)
     chosen_lr: dict[str, float] | None = None
@@ -115,15 +119,18 @@ QUICK = FidelitySettings(  # every code path at toy size, about a minute with --
 
 
 # -- corpus ----------------------------------------------------------------------------------
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "corpus"
 
 
 def corpus_dir(settings: FidelitySettings, out: Path) -> Path:
-    """Where the tokenized corpus lives: one directory per (dataset, subset, tokenizer)."""
+    """Where the tokenized corpus lives: one directory per (dataset, subset, tokenizer); "split"
+    marks the train / val / test corpora (older ones held train and val only)."""
     path = Path(settings.dataset).expanduser()
     name = path.name if path.exists() else settings.dataset
-    parts = [name, settings.subset or "", settings.tokenizer]
+    parts = [name, settings.subset or "", settings.tokenizer, "split"]
     if settings.max_docs:
         parts.append(f"{settings.max_docs}docs")
     return out / f"corpus-{_slug('-'.join(p for p in parts if p))}"
@@ -131,8 +138,12 @@ def corpus_dir(settings: FidelitySettings, out: Path) -> Path:
 
 def ensure_corpus(settings: FidelitySettings, out: Path, quiet: bool = False) -> dict[str, Any]:
     """The corpus's meta.json, tokenizing it first if this is the first run. A directory written
-    for another dataset or tokenizer is refused rather than silently reused."""
-    from looped.data.text import META, prepare_text, read_meta
+    for another dataset or tokenizer is refused rather than silently reused.
+
+    Train, val (LR choice) and test (reported numbers), the tokenizer fit on train alone; the
+    built-in corpora also keep near-duplicate files in one split (`data.text.prepare_documents`),
+    a hub or local corpus splits by a hash of each document (`prepare_text(test_frac=...)`)."""
+    from looped.data.text import META, NAMED_CORPORA, prepare_documents, prepare_text, read_meta
 
     directory = corpus_dir(settings, out)
     dataset = str(Path(settings.dataset).expanduser()) if settings.dataset else ""
@@ -146,15 +157,24 @@ def ensure_corpus(settings: FidelitySettings, out: Path, quiet: bool = False) ->
     else:
         if not quiet:
             print(f"looped fidelity: tokenizing {dataset} ({settings.tokenizer}) into {directory}")
-        meta = prepare_text(
-            directory,
-            dataset=dataset,
-            tokenizer=settings.tokenizer,
-            subset=settings.subset,
-            max_docs=settings.max_docs,
-            overwrite=True,
-            progress=not quiet and progress_mode() != "lines",
-        )
+        if dataset in NAMED_CORPORA:
+            named = NAMED_CORPORA[dataset]()[: settings.max_docs]
+            meta = prepare_documents(
+                directory, named, settings.tokenizer, settings.held_out, settings.held_out,
+                dataset, overwrite=True,
+            )  # fmt: skip
+        else:
+            meta = prepare_text(
+                directory,
+                dataset=dataset,
+                tokenizer=settings.tokenizer,
+                subset=settings.subset,
+                max_docs=settings.max_docs,
+                overwrite=True,
+                progress=not quiet and progress_mode() != "lines",
+                val_frac=settings.held_out,
+                test_frac=settings.held_out,
+            )
     return {**meta, "path": str(directory)}
 
 
@@ -258,17 +278,16 @@ class Plan:
 
 
 def plan_sweep(plan: Plan) -> None:
-    """Every schedule at every LR, seed 0, the same steps. Uniform's runs keep the checkpoints
+    """Every schedule at every LR and sweep seed, the same steps. Uniform's runs keep the checkpoints
     the equal-FLOP runs will branch off, whichever LR wins (a checkpoint costs seconds; training
     the run again would cost minutes)."""
     s = plan.settings
-    for schedule in s.schedules:
-        for lr in s.lrs:
-            run = plan.add("sweep", schedule, lr, 0, s.d_model, steps=s.steps)
-            if schedule == UNIFORM:
-                for partner in _flop_partners(plan, run):
-                    if partner.spec.branch_step not in run.spec.save_steps:
-                        run.spec.save_steps.append(partner.spec.branch_step)
+    for schedule, lr, seed in itertools.product(s.schedules, s.lrs, range(s.sweep_seeds)):
+        run = plan.add("sweep", schedule, lr, seed, s.d_model, steps=s.steps)
+        if schedule == UNIFORM:
+            for partner in _flop_partners(plan, run):
+                if partner.spec.branch_step not in run.spec.save_steps:
+                    run.spec.save_steps.append(partner.spec.branch_step)
 
 
 def _flop_partners(plan: Plan, uni: Planned) -> list[Planned]:
@@ -318,8 +337,8 @@ def plan_study_sweep(plan: Plan) -> None:
     s = plan.settings
     for d_model in s.study_d_models:
         for schedule in STUDY_PAIR:
-            for lr in s.study_lrs:
-                plan.add("study-sweep", schedule, lr, 0, d_model, steps=min(s.study_steps))
+            for lr, seed in itertools.product(s.study_lrs, range(s.sweep_seeds)):
+                plan.add("study-sweep", schedule, lr, seed, d_model, steps=min(s.study_steps))
 
 
 def study_best(rows: list[dict]) -> dict[int, dict[str, float]]:
@@ -354,6 +373,7 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
 
     params: dict[int, int] = {}
     rows = []
+    windows = test_windows(plan)
     for name, p in plan.runs.items():
         if diverged(runs_dir / name):  # a sweep run whose LR was too high: no numbers
             continue
@@ -362,8 +382,12 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
         train = [m for m in metrics if m["kind"] == "train"]
         evals = [m for m in metrics if m["kind"] == "eval"]
         parent = [m for m in before_branch(runs_dir, p.spec) if m["kind"] == "train"]
-        nll = token_nll_of(evals[-1])
+        nll = token_nll_of(evals[-1])  # the validation windows
         depths = sorted(int(k) for k in nll)
+        val = [nll[str(k)] for k in depths]
+        # a reported run is scored on the test windows; a sweep-only run needs no test score
+        reported = windows is not None and bool(p.roles - {"sweep", "study-sweep"})
+        held = heldout_nll(runs_dir / name, p.cfg, windows) if reported else None
         tokens = tokens_per_step(p.cfg)
         if p.d_model not in params:
             params[p.d_model] = LoopedTransformer(p.cfg.model).num_params()
@@ -374,11 +398,38 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
             "flops": schedule_flops(p.cfg.model, parse_schedule(p.spec.schedule, p.spec.seed), p.spec.steps, tokens, p.cfg.seq_len),
             "wall": _wall(train, parent, p.spec.branch_step), "final_loss": summary["final_loss"],
             "own_wall": train_wall(train[-1]) if train else 0.0,
-            "depths": depths, "token_nll": [nll[str(k)] for k in depths],
-            "mean_nll": float(np.mean([nll[str(k)] for k in depths])),
+            "depths": depths, "val_token_nll": val, "val_mean_nll": float(np.mean(val)),
+            "token_nll": held["token_nll"] if held else val,
+            "mean_nll": held["mean_nll"] if held else float(np.mean(val)),
+            "se_windows": held["se"] if held else None,
             "curve": [[m["step"], m["loss"], m["depth"]] for m in parent + train],
         })  # fmt: skip
     return rows
+
+
+def held_out_baselines(plan: Plan) -> dict[str, Any]:
+    """Unigram and bigram count tables fit on train, scored on the windows the reported numbers
+    use (test; validation for a corpus without a test split), k chosen on validation."""
+    from looped.data.text import TokenShards
+    from looped.eval.baselines import corpus_baselines
+
+    c, path = next(iter(plan.runs.values())).cfg, plan.corpus["path"]  # as the runs evaluate
+    val = list(TokenShards(path, "val").iter_eval_batches(c.batch_size, c.seq_len, c.eval_batches))
+    scored_on = test_windows(plan)
+    out = corpus_baselines(path, plan.corpus["vocab_size"], val, scored_on or val)
+    return {**out, "windows": "test" if scored_on else "val"}
+
+
+def test_windows(plan: Plan) -> list | None:
+    """The test windows every reported run is scored on (None for a corpus written before
+    corpora had a test split: its validation windows are then the only held-out ones)."""
+    from looped.data.text import TokenShards, read_meta
+
+    if "test" not in read_meta(plan.corpus["path"])["splits"]:
+        return None
+    c = next(iter(plan.runs.values())).cfg  # the windows' shape: as the runs' own evaluation
+    shards = TokenShards(plan.corpus["path"], "test")
+    return list(shards.iter_eval_batches(c.batch_size, c.seq_len, c.eval_batches, "test"))
 
 
 def _wall(train: list[dict], parent: list[dict], branch_step: int) -> float:
@@ -392,11 +443,15 @@ def _wall(train: list[dict], parent: list[dict], branch_step: int) -> float:
 
 
 def best_lrs(sweep: list[dict]) -> dict[str, float]:
-    """Each schedule's LR with the lowest mean NLL over serving depths (ties: the smaller LR)."""
+    """Each schedule's LR with the lowest validation NLL (mean over serving depths, then over
+    the sweep's seeds; ties: the smaller LR). Test windows never choose anything."""
+    by: dict[tuple[str, float], list[float]] = {}
+    for r in sweep:
+        by.setdefault((r["schedule"], r["lr"]), []).append(r.get("val_mean_nll", r["mean_nll"]))
     best: dict[str, tuple[float, float]] = {}
-    for r in sorted(sweep, key=lambda r: r["lr"]):
-        if r["schedule"] not in best or r["mean_nll"] < best[r["schedule"]][0]:
-            best[r["schedule"]] = (r["mean_nll"], r["lr"])
+    for (schedule, lr), vals in sorted(by.items(), key=lambda kv: kv[0][1]):
+        if schedule not in best or np.mean(vals) < best[schedule][0]:
+            best[schedule] = (float(np.mean(vals)), lr)
     return {s: lr for s, (_, lr) in best.items()}
 
 
@@ -724,11 +779,20 @@ def fig_nll_by_depth(result: dict, path: Path) -> Path:
     return plots._save(fig, path)
 
 
+def sweep_means(rows: list[dict]) -> list[tuple[float, float]]:
+    """(LR, mean validation NLL over the sweep's seeds) of one schedule's sweep rows, by LR."""
+    by: dict[float, list[float]] = {}
+    for r in rows:
+        if r.get("mean_nll") is not None:
+            by.setdefault(r["lr"], []).append(r["mean_nll"])
+    return sorted((lr, float(np.mean(v))) for lr, v in by.items())
+
+
 def fig_lr_sweep(
     result: dict,
     path: Path,
     ylabel: str = "mean NLL over K=1..16",
-    title: str = "LR sweep (seed 0, equal tokens; circled: chosen)",
+    title: str = "LR sweep (validation NLL, mean of the sweep seeds; circled: chosen)",
 ) -> Path:
     """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
     import matplotlib.pyplot as plt
@@ -739,7 +803,7 @@ def fig_lr_sweep(
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for i, s in enumerate(result["meta"]["settings"]["schedules"]):
         rows = [r for r in result["sweep"] if r["schedule"] == s]
-        pts = sorted((r["lr"], r["mean_nll"]) for r in rows if r.get("mean_nll") is not None)
+        pts = sweep_means(rows)  # an LR's mean over the sweep's seeds
         if not pts:
             continue
         x, y = zip(*pts, strict=True)
@@ -851,7 +915,7 @@ def _result(
             "settings": asdict(settings),
             "machine": machine_name(),
             "corpus": {k: corpus[k] for k in ("dataset", "tokenizer", "vocab_size", "python")}
-            | {s: corpus["splits"][s]["tokens"] for s in ("train", "val")},
+            | {s: corpus["splits"][s]["tokens"] for s in corpus["splits"]},
             "dtype": cfg0.dtype,
             "lr_schedule": cfg0.optim.lr_schedule,
             "tokens_per_step": settings.batch_size * settings.seq_len,
@@ -862,16 +926,22 @@ def _result(
             "length) and trains each schedule at its best LR for that width",
         },
         "runs": rows,
-        "sweep": [
-            {k: r[k] for k in ("schedule", "label", "lr", "mean_nll", "token_nll", "final_loss")}
+        "sweep": [  # what chose the LRs: validation NLL, per sweep seed
+            {k: r.get(k) for k in ("schedule", "label", "lr", "seed", "final_loss")}
+            | {
+                "mean_nll": r.get("val_mean_nll", r["mean_nll"]),
+                "token_nll": r.get("val_token_nll", r["token_nll"]),
+            }
             for r in sweep_rows
-        ],
+        ],  # fmt: skip
+        "baselines": held_out_baselines(plan),
         "chosen_lr": best,
         "equal_tokens": compare(rows, "tokens", settings.schedules),
         "equal_flops": compare(rows, "flops", settings.schedules),
         "study": study_gaps(rows) if settings.study else [],
-        "study_sweep": [
-            {k: r[k] for k in ("schedule", "label", "d_model", "lr", "steps", "mean_nll")}
+        "study_sweep": [  # validation NLL: what chose each width's LRs
+            {k: r[k] for k in ("schedule", "label", "d_model", "lr", "steps", "seed")}
+            | {"mean_nll": r["val_mean_nll"]}
             for r in rows
             if "study-sweep" in r["roles"]
         ],  # fmt: skip
@@ -1015,13 +1085,14 @@ def main(argv: list[str]) -> int:
     add("--study-steps", help="the study's training lengths, e.g. 200,400")
     add("--study-lrs", help="the LRs swept at every study width, e.g. 3e-4,1e-3,3e-3")
     add("--workers", type=int, help="worker processes (default 2)")
+    add("--held-out", type=float, help="share of documents in each of val and test (default 0.05)")
     add("--fresh", action="store_true", help="retrain every run instead of reusing finished ones")
     add("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     settings = replace(QUICK if args.quick else FidelitySettings())
     settings.overrides = settings.overrides + args.overrides
     for flag in ("dataset", "subset", "max_docs", "tokenizer", "steps", "d_model", "batch_size",
-                 "seeds", "workers"):  # fmt: skip
+                 "seeds", "workers", "held_out"):  # fmt: skip
         if getattr(args, flag) is not None:
             setattr(settings, flag, getattr(args, flag))
     if args.max_docs is not None and args.max_docs < 1:

@@ -59,15 +59,27 @@ def _best():
     return {UNIFORM: 1e-2, RECIPE_200M: 1e-3, RECIPES_1B[1]: 1e-2, FIXED: 1e-3}
 
 
-def test_sweep_covers_every_schedule_and_lr_at_seed_0_and_equal_steps():
+def test_sweep_covers_every_schedule_lr_and_sweep_seed_at_equal_steps():
     plan = _plan()
     runs = list(plan.runs.values())
     assert {(p.spec.schedule, p.lr) for p in runs} == {
         (s, lr) for s in TOY.schedules for lr in TOY.lrs
     }
-    assert {p.spec.seed for p in runs} == {0}
+    assert {p.spec.seed for p in runs} == set(range(TOY.sweep_seeds))
+    assert len(runs) == len(TOY.schedules) * len(TOY.lrs) * TOY.sweep_seeds
     assert {p.spec.steps for p in runs} == {TOY.steps}
     assert all(p.cfg.optim.lr == p.lr and p.cfg.schedule == p.spec.schedule for p in runs)
+
+
+def test_best_lr_is_chosen_on_the_mean_validation_nll_over_sweep_seeds():
+    # seed 0 alone would pick 1e-3; the mean over both seeds picks 3e-3; test NLL is ignored
+    sweep = [
+        {"schedule": UNIFORM, "lr": 1e-3, "seed": 0, "val_mean_nll": 4.0, "mean_nll": 0.0},
+        {"schedule": UNIFORM, "lr": 1e-3, "seed": 1, "val_mean_nll": 6.0, "mean_nll": 0.0},
+        {"schedule": UNIFORM, "lr": 3e-3, "seed": 0, "val_mean_nll": 4.5, "mean_nll": 9.0},
+        {"schedule": UNIFORM, "lr": 3e-3, "seed": 1, "val_mean_nll": 4.5, "mean_nll": 9.0},
+    ]
+    assert best_lrs(sweep) == {UNIFORM: 3e-3}
 
 
 def test_best_lr_is_the_lowest_mean_nll_per_schedule():
@@ -151,8 +163,9 @@ def test_study_sweeps_every_width_then_pairs_the_200m_recipe_with_uniform_at_its
     fidelity.plan_study_sweep(plan)
     sweep = [p for p in plan.runs.values() if "study-sweep" in p.roles]
     assert {(p.spec.schedule, p.d_model, p.lr, p.spec.steps, p.spec.seed) for p in sweep} == {
-        (s, d, lr, min(TOY.study_steps), 0)
+        (s, d, lr, min(TOY.study_steps), seed)
         for s in STUDY_PAIR for d in TOY.study_d_models for lr in TOY.study_lrs
+        for seed in range(TOY.sweep_seeds)
     }  # fmt: skip
     rows = [  # width 16 prefers the larger LR for uniform only; the others the smaller
         {"roles": ["study-sweep"], "d_model": d, "schedule": s, "lr": lr,
@@ -217,11 +230,11 @@ def test_compare_and_study_gaps_pair_seeds_exactly():
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("fidelity")
-    corpus = _write_corpus(root / "texts")
+    corpus = _write_corpus(root / "texts", n_files=24)
     out = root / "out"
     argv = [
         "fidelity", "--dataset", str(corpus), "--tokenizer", "bpe:300", "--out", str(out),
-        "--quick", "--steps", "6", "--d-model", "16", "--batch-size", "4", "--seeds", "2",
+        "--quick", "--held-out", "0.25", "--steps", "6", "--d-model", "16", "--batch-size", "4", "--seeds", "2",
         "--lrs", "1e-3,1e-2", "--study", "--study-sizes", "16,24", "--study-steps", "6",
         "seq_len=32", "model.seq_len=32", "optim.warmup_steps=1", "eval_batches=1",
     ]  # fmt: skip
@@ -239,7 +252,13 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
         "fidelity_nll_by_depth.png", "fidelity_lr_sweep.png", "fidelity_study_gap.png",
         "fidelity_loss_by_seed.png",
     }  # fmt: skip
-    assert len(result["sweep"]) == 4 * 2
+    assert len(result["sweep"]) == 4 * 2 * 2  # schedules x LRs x sweep seeds
+    # LRs are chosen on validation windows, numbers reported on test windows beside baselines
+    assert result["baselines"]["windows"] == "test" and result["meta"]["corpus"]["test"] > 0
+    assert result["baselines"]["bigram"] < result["baselines"]["unigram"]
+    reported = [r for r in result["runs"] if set(r["roles"]) - {"sweep", "study-sweep"}]
+    assert reported and all(r["se_windows"] > 0 for r in reported)
+    assert all(r["mean_nll"] != r["val_mean_nll"] for r in reported)
     for run in result["runs"]:
         # the training curve covers the whole run, a branch's parent's steps included
         steps = [step for step, _, _ in run["curve"]]
@@ -266,7 +285,7 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
     assert set(result["meta"]["phase_seconds"]) == {
         "corpus", "sweep", "comparison", "study LR sweep", "study",
     }  # fmt: skip
-    assert set(result["study_lr"]) == {"16", "24"} and len(result["study_sweep"]) == 2 * 2 * 2
+    assert set(result["study_lr"]) == {"16", "24"} and len(result["study_sweep"]) == 2 * 2 * 2 * 2
     # off a terminal: one plain line per trained run, and the table at the end
     n_runs = len(result["runs"])
     assert text.count("finished ") == n_runs

@@ -224,6 +224,19 @@ def stdlib_named_documents() -> list[tuple[str, str]]:
     ]
 
 
+def pydoc_named_documents() -> list[tuple[str, str]]:
+    """(topic name, text) of every pydoc topic."""
+    from pydoc_data.topics import topics
+
+    return [(name, topics[name]) for name in sorted(topics)]
+
+
+# the built-in corpora with a name per document, for leak-free splits (`prepare_documents`)
+NAMED_CORPORA: dict[str, Callable[[], list[tuple[str, str]]]] = {
+    "pydoc": pydoc_named_documents,
+    "stdlib": stdlib_named_documents,
+}
+
 BUILTIN_CORPORA: dict[str, Callable[[], list[str]]] = {
     "pydoc": pydoc_documents,  # CPython's prose documentation topics (~465k characters)
     "stdlib": stdlib_documents,  # the standard library's source (~11 MB)
@@ -450,6 +463,12 @@ def prepare_text(
     if splits["train"]["tokens"] == 0:
         raise UserError(
             f"dataset {dataset!r} gave no text in column {text_field!r}; check --text-field and --split"
+        )
+    empty = [name for name, w in splits.items() if w["tokens"] == 0 and name != "train"]
+    if test_frac > 0 and empty:
+        raise UserError(
+            f"the {' and '.join(empty)} split of {out} got no documents ({sum(w['docs'] for w in splits.values())} "
+            "in all); use more documents or larger --val-frac / --test-frac"
         )
     meta = {
         "format": 1,

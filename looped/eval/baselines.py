@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -77,3 +78,16 @@ def choose_k(
         scores[k] = table.nll(val_batches)["bigram"]
     table.k = min(scores, key=lambda k: (scores[k], k))
     return table.k
+
+
+def corpus_baselines(
+    corpus_dir: str | Path, vocab_size: int, choose_on: list, score_on: list
+) -> dict[str, float]:
+    """Both tables fit on a token directory's train split, k chosen on `choose_on` windows,
+    scored on `score_on` windows: {"k", "unigram", "bigram", "tokens"}."""
+    from looped.data.text import TokenShards
+
+    train = TokenShards(corpus_dir, "train")
+    table = NgramBaseline.fit(np.asarray(train.window(0, train.n_tokens)), vocab_size)
+    k = choose_k(table, choose_on)
+    return {"k": k, **table.nll(score_on), "tokens": sum(int(y.numel()) for _, y in score_on)}

@@ -33,7 +33,6 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -42,8 +41,9 @@ from looped import paper
 from looped.atomic import write_text_atomic
 from looped.config import TrainConfig
 from looped.errors import UserError
+from looped.eval.heldout import heldout_nll
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
-from looped.experiments.textsetup import test_batches as split_batches
+from looped.experiments.textsetup import heldout_windows as split_batches
 from looped.lock import dir_lock
 from looped.pool import RunSpec, diverged, execute, machine_name, read_metrics, train_wall
 
@@ -162,33 +162,6 @@ def choose(runs: dict[str, Planned], runs_dir: Path, lrs: dict[str, tuple[float,
     return out
 
 
-def test_nll(run_dir: Path, cfg: TrainConfig, batches: list) -> dict[str, Any]:
-    """A finished run on the test windows: NLL per depth, the mean over depths, and the
-    standard error of that mean across windows."""
-    import torch
-
-    from looped.checkpoint import list_checkpoints, load_weights
-    from looped.model import LoopedTransformer
-
-    model = LoopedTransformer(cfg.model)
-    load_weights(list_checkpoints(run_dir)[-1][1], model)
-    model.eval()
-    depths = list(range(1, 17))
-    per_window = []
-    with torch.no_grad():
-        for x, y in batches:
-            out = model.forward_depths(x, depths, y, reduction="none", return_logits=False)
-            losses = torch.stack([out[k][1].float().reshape(x.shape) for k in depths])  # (16, B, T)
-            per_window.append(losses.mean(dim=2))  # (16, B)
-    w = torch.cat(per_window, dim=1)  # (16, windows)
-    mean_w = w.mean(dim=0)
-    return {
-        "token_nll": [float(v) for v in w.mean(dim=1)],
-        "mean_nll": float(mean_w.mean()),
-        "se": float(mean_w.std() / math.sqrt(len(mean_w))),
-    }
-
-
 def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list) -> list[dict]:
     """One row per reported run (each schedule and length at its chosen LR, every seed)."""
     from looped.model import LoopedTransformer
@@ -207,7 +180,7 @@ def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list)
             "params_non_embedding": model.num_params(non_embedding=True),
             "own_wall": train_wall(train[-1]) if train else 0.0,
             "val_nll": val_nll(runs_dir / p.spec.name),
-            **test_nll(runs_dir / p.spec.name, p.cfg, batches),
+            **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
         })  # fmt: skip
     return sorted(rows, key=lambda r: (r["steps"], SCHEDULES.index(r["schedule"]), r["seed"]))
 

@@ -16,15 +16,25 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
-
 from looped.atomic import write_text_atomic
-from looped.data.text import TokenShards
+from looped.data.text import META, TokenShards, prepare_text, read_meta
 from looped.errors import UserError
-from looped.eval.baselines import NgramBaseline, choose_k
-from looped.fidelity import FidelitySettings, ensure_corpus
+from looped.eval.baselines import corpus_baselines
+from looped.fidelity import FidelitySettings, corpus_dir
 
 RESULTS = ("fidelity.json", "demo_text.json")  # the text results this applies to
+
+
+def legacy_corpus(settings: FidelitySettings, out: Path) -> Path:
+    """The corpus a committed result was measured on, rebuilt the way it was then: the older
+    train/val token-count split (`prepare_text` without a test split)."""
+    path = corpus_dir(settings, out).with_name(corpus_dir(settings, out).name + "-legacy")
+    if not (path / META).is_file():
+        prepare_text(
+            path, dataset=settings.dataset, tokenizer=settings.tokenizer, subset=settings.subset,
+            max_docs=settings.max_docs, overwrite=True,
+        )  # fmt: skip
+    return path
 
 
 def for_result(result: dict, out: Path) -> dict:
@@ -33,8 +43,7 @@ def for_result(result: dict, out: Path) -> dict:
     settings = FidelitySettings(
         **{k: v for k, v in result["meta"]["settings"].items() if k in keep}
     )
-    meta = ensure_corpus(settings, out, quiet=True)
-    path = Path(meta["path"])
+    path = legacy_corpus(settings, out)
     train, val = TokenShards(path, "train"), TokenShards(path, "val")
     want = result["meta"]["corpus"]
     if (train.n_tokens, val.n_tokens) != (want["train"], want["val"]):
@@ -42,15 +51,13 @@ def for_result(result: dict, out: Path) -> dict:
             f"rebuilt corpus {path} has {train.n_tokens:,}/{val.n_tokens:,} train/val tokens, "
             f"the results say {want['train']:,}/{want['val']:,}; another Python's stdlib?"
         )
-    table = NgramBaseline.fit(np.asarray(train.window(0, train.n_tokens)), meta["vocab_size"])
     windows = list(
         val.iter_eval_batches(settings.batch_size, settings.seq_len, settings.eval_batches)
     )
     # the runs chose their LRs on these very windows; k is chosen on them too, which can only
     # favour the baseline by a hair and never the models
-    k = choose_k(table, windows)
-    return {"k": k, **table.nll(windows), "tokens": sum(int(y.numel()) for _, y in windows),
-            "tokenizer": settings.tokenizer}  # fmt: skip
+    scored = corpus_baselines(path, read_meta(path)["vocab_size"], windows, windows)
+    return {**scored, "tokenizer": settings.tokenizer}
 
 
 def main(argv: list[str] | None = None) -> int:

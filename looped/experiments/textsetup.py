@@ -18,13 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from looped.config import TrainConfig, load_config
 from looped.data.text import META, TokenShards, prepare_documents, read_meta, stdlib_named_documents
 from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
-from looped.eval.baselines import NgramBaseline, choose_k
+from looped.eval.baselines import corpus_baselines
 from looped.model import fit_vocab
 
 
@@ -81,23 +79,22 @@ def run_config(
     return cfg
 
 
-def test_batches(setup: TextSetup, corpus: dict[str, Any], split: str = "test") -> list:
-    """The fixed evaluation windows of a split (the same list for every model and baseline)."""
+def heldout_windows(setup: TextSetup, corpus: dict[str, Any], split: str = "test") -> list:
+    """The fixed windows of a held-out split (the same list for every model and baseline):
+    `val_batches` of validation, `test_batches` of test."""
+    n = setup.val_batches if split == "val" else setup.test_batches
     shards = TokenShards(corpus["path"], split)
-    return list(
-        shards.iter_eval_batches(setup.batch_size, setup.seq_len, setup.test_batches, split)
-    )
+    return list(shards.iter_eval_batches(setup.batch_size, setup.seq_len, n, split))
 
 
 def baselines(setup: TextSetup, corpus: dict[str, Any], cache: Path) -> dict[str, Any]:
-    """Unigram and add-k bigram NLL on the test windows, fit on train, k chosen on validation."""
+    """Unigram and add-k bigram NLL on the test (and validation) windows, fit on train, k chosen
+    on validation."""
     if cache.is_file():
         return json.loads(cache.read_text())
-    train = TokenShards(corpus["path"], "train")
-    table = NgramBaseline.fit(np.asarray(train.window(0, len(train))), corpus["vocab_size"])
-    val = list(TokenShards(corpus["path"], "val").iter_eval_batches(
-        setup.batch_size, setup.seq_len, setup.val_batches, "val"))  # fmt: skip
-    k = choose_k(table, val)
-    out = {"k": k, "test": table.nll(test_batches(setup, corpus)), "val": table.nll(val)}
+    path, vocab, val = corpus["path"], corpus["vocab_size"], heldout_windows(setup, corpus, "val")
+    test = corpus_baselines(path, vocab, val, heldout_windows(setup, corpus))
+    out = {"k": test.pop("k"), "test": test, "val": corpus_baselines(path, vocab, val, val)}
+    out["val"].pop("k")
     cache.write_text(json.dumps(out, indent=1))
     return out
