@@ -147,7 +147,8 @@ def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
     corpus = {"path": str(tmp_path / "c"), "vocab_size": 300}
-    runs = plan(QUICK, corpus, [0], dict.fromkeys(QUICK.schedules, (1e-2,)))
+    lengths = tuple(QUICK.lengths)
+    runs = plan(QUICK, corpus, [0], {s: {1e-2: lengths} for s in QUICK.schedules})
     longest = max(QUICK.lengths)
     for p in runs.values():
         if p.spec.steps == longest:
@@ -162,15 +163,17 @@ def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
     assert micro and all(p.cfg.grad_accum == 4 for p in micro)
 
 
-def test_an_edge_choice_extends_the_sweep_on_that_side_only():
-    from looped.experiments.length import extended
+def test_an_edge_choice_extends_the_sweep_on_that_side_at_that_length_only():
+    from looped.experiments.length import chosen_grid, extended
 
-    lrs = {"a": (1e-3, 3e-3, 1e-2), "b": (1e-3, 3e-3, 1e-2)}
-    chosen = {"a": {30: {"lr": 1e-2}, 60: {"lr": 3e-3}}, "b": {30: {"lr": 1e-3}}}
-    wider = extended(lrs, chosen)
-    assert wider["a"] == (1e-3, 3e-3, 1e-2, 3e-2)
-    assert wider["b"] == (3.33e-4, 1e-3, 3e-3, 1e-2)
-    assert extended(lrs, {"a": {30: {"lr": 3e-3}}, "b": {30: {"lr": 3e-3}}}) == lrs
+    grid = {"a": dict.fromkeys((1e-3, 3e-3, 1e-2), (30, 60)), "b": {1e-3: (30,), 3e-3: (30,)}}
+    chosen = {"a": {30: {"lr": 1e-2, "edge": "high"}, 60: {"lr": 3e-3, "edge": None}},
+              "b": {30: {"lr": 1e-3, "edge": "low"}}}  # fmt: skip
+    wider = extended(grid, chosen)
+    assert wider["a"][3e-2] == (30,) and set(wider["a"]) == {1e-3, 3e-3, 1e-2, 3e-2}
+    assert wider["b"][3.33e-4] == (30,)
+    assert extended(grid, {"a": {30: {"lr": 3e-3, "edge": None}}}) == grid
+    assert chosen_grid(chosen) == {"a": {1e-2: (30,), 3e-3: (60,)}, "b": {1e-3: (30,)}}
 
 
 def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documents_alone(

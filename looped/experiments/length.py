@@ -57,7 +57,7 @@ LABELS = {paper.UNIFORM: "uniform 1..16", MICRO: "uniform, K per micro-batch",
 class LengthSettings:
     setup: TextSetup = field(default_factory=TextSetup)  # corpus, model, batch
     lengths: tuple[int, ...] = (30, 60, 120, 240, 480)  # training lengths in steps (16x)
-    lrs: tuple[float, ...] = (3e-3, 1e-2, 3e-2)  # the sweep, at every length
+    lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the sweep, at every length (an edge extends it)
     sweep_seeds: int = 2  # seeds each LR is chosen on (their mean validation NLL)
     seeds: int = 3  # seeds of every reported cell
     schedules: tuple[str, ...] = SCHEDULES
@@ -99,19 +99,29 @@ class Planned:
     lr: float
 
 
-def plan(settings: LengthSettings, corpus: dict, seeds: list[int], lrs: dict) -> dict[str, Planned]:
-    """Runs of (schedule, LR, seed) at every length; shorter ones branch off the longest.
-    `lrs` maps each schedule to the LRs to train (each LR's runs cover every length)."""
+Grid = dict[str, dict[float, tuple[int, ...]]]  # schedule -> LR -> the lengths trained at it
+
+
+def full_grid(settings: LengthSettings) -> Grid:
+    """Every schedule at every LR of the sweep, at every length."""
+    lengths = tuple(sorted(settings.lengths))
+    return {s: dict.fromkeys(settings.lrs, lengths) for s in settings.schedules}
+
+
+def plan(
+    settings: LengthSettings, corpus: dict, seeds: list[int], grid: Grid
+) -> dict[str, Planned]:
+    """Runs of (schedule, LR, seed) at each of the grid's lengths: the longest is trained, the
+    shorter ones branch off it where they agree (exactly the runs trained from scratch)."""
     from looped.train import branch_point
 
     runs: dict[str, Planned] = {}
-    longest = max(settings.lengths)
-    for schedule in settings.schedules:
+    for schedule, by_lr in grid.items():
         spec_s, extra = schedule_args(schedule)
-        for lr in lrs[schedule]:
+        for lr, lengths in by_lr.items():
             for seed in seeds:
                 trunk = None
-                for steps in sorted(settings.lengths, reverse=True):
+                for steps in sorted(lengths, reverse=True):
                     cfg = run_config(settings.setup, corpus, schedule=spec_s, lr=lr, seed=seed,
                                      steps=steps, extra=extra)  # fmt: skip
                     if schedule == MICRO:
@@ -119,7 +129,7 @@ def plan(settings: LengthSettings, corpus: dict, seeds: list[int], lrs: dict) ->
                     spec = RunSpec(name_of(schedule, lr, seed, steps), spec_s, 0.0, seed, "length",
                                    steps=steps, may_diverge=True)  # fmt: skip
                     if trunk is not None:
-                        at = branch_point(cfg, steps, trunk.cfg, longest)
+                        at = branch_point(cfg, steps, trunk.cfg, trunk.spec.steps)
                         if at > 0:
                             spec.parent, spec.branch_step = trunk.spec.name, at
                             trunk.spec.save_steps.append(at)
@@ -145,9 +155,10 @@ def val_nll(run_dir: Path) -> float:
     return float(np.mean(list(nll.values())))
 
 
-def choose(runs: dict[str, Planned], runs_dir: Path, lrs: dict[str, tuple[float, ...]]) -> dict:
+def choose(runs: dict[str, Planned], runs_dir: Path) -> dict:
     """Per schedule and length: the LR with the lowest validation NLL averaged over the sweep's
-    seeds (ties: the smaller LR), every LR's mean, and whether the choice sits at an edge."""
+    seeds (ties: the smaller LR), every LR's mean, and whether the choice sits at an edge of
+    the LRs tried at that length ("low" or "high"; None inside)."""
     table: dict[tuple[str, int], dict[float, list[float]]] = {}
     for p in runs.values():
         vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
@@ -157,7 +168,7 @@ def choose(runs: dict[str, Planned], runs_dir: Path, lrs: dict[str, tuple[float,
         means = {lr: float(np.mean(v)) for lr, v in by_lr.items()}
         finite = {lr: m for lr, m in means.items() if math.isfinite(m)}
         best = min(sorted(finite), key=lambda lr: finite[lr])
-        edge = best in (min(lrs[schedule]), max(lrs[schedule]))
+        edge = "low" if best == min(means) else "high" if best == max(means) else None
         out.setdefault(schedule, {})[steps] = {"lr": best, "val": means, "edge": edge}
     return out
 
@@ -240,15 +251,15 @@ def trend_direction(fit: stats.Interval) -> str:
     return "no clear trend"
 
 
-def extended(lrs: dict[str, tuple[float, ...]], chosen: dict) -> dict[str, tuple[float, ...]]:
-    """The sweep with one more LR (x3 or /3) beyond each edge some length chose."""
-    out = dict(lrs)
+def extended(grid: Grid, chosen: dict) -> Grid:
+    """The grid with one more LR (/3 or x3) beyond each edge a length chose, at that length only
+    (a short run that wants a larger LR does not make the long runs train at it)."""
+    out = {s: dict(by_lr) for s, by_lr in grid.items()}
     for s, by_len in chosen.items():
-        for c in by_len.values():
-            if c["lr"] == min(out[s]):
-                out[s] = (float(f"{min(out[s]) / 3:.3g}"), *out[s])
-            elif c["lr"] == max(out[s]):
-                out[s] = (*out[s], float(f"{max(out[s]) * 3:.3g}"))
+        for n, c in by_len.items():
+            if c["edge"]:
+                lr = float(f"{c['lr'] / 3 if c['edge'] == 'low' else c['lr'] * 3:.3g}")
+                out[s][lr] = tuple(sorted({*out[s].get(lr, ()), int(n)}))
     return out
 
 
@@ -256,18 +267,29 @@ def sweep_and_choose(
     settings: LengthSettings, corpus: dict, runs_dir: Path, quiet: bool, rounds: int = 2
 ) -> tuple[dict[str, Planned], dict, int]:
     """The sweep on the sweep seeds and each (schedule, length)'s LR; a choice at an edge of
-    the sweep extends it by one LR on that side and chooses again (at most `rounds` times)."""
-    lrs = dict.fromkeys(settings.schedules, tuple(settings.lrs))
+    the LRs tried at that length extends them on that side and chooses again (at most
+    `rounds` times; a choice still at an edge is flagged in the results)."""
+    grid = full_grid(settings)
     trained = 0
     for _ in range(rounds + 1):
-        sweep = plan(settings, corpus, list(range(settings.sweep_seeds)), lrs)
+        sweep = plan(settings, corpus, list(range(settings.sweep_seeds)), grid)
         trained += train_all(sweep, runs_dir, settings.workers, quiet)
-        chosen = choose(sweep, runs_dir, lrs)
-        wider = extended(lrs, chosen)
-        if wider == lrs:
+        chosen = choose(sweep, runs_dir)
+        wider = extended(grid, chosen)
+        if wider == grid:
             break
-        lrs = wider
+        grid = wider
     return sweep, chosen, trained
+
+
+def chosen_grid(chosen: dict) -> Grid:
+    """Each schedule's chosen LRs, each with the lengths that chose it."""
+    grid: Grid = {}
+    for s, by_len in chosen.items():
+        for n, c in by_len.items():
+            grid.setdefault(s, {})
+            grid[s][c["lr"]] = tuple(sorted({*grid[s].get(c["lr"], ()), int(n)}))
+    return grid
 
 
 def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
@@ -279,8 +301,7 @@ def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
     base = baselines(settings.setup, corpus, out / "baselines.json")
     sweep, chosen, trained = sweep_and_choose(settings, corpus, runs_dir, quiet)
     rest = list(range(settings.sweep_seeds, settings.seeds))
-    picked = {s: sorted({c["lr"] for c in chosen[s].values()}) for s in settings.schedules}
-    extra = plan(settings, corpus, rest, picked) if rest else {}
+    extra = plan(settings, corpus, rest, chosen_grid(chosen)) if rest else {}
     trained += train_all(extra, runs_dir, settings.workers, quiet)
     rows = score({**sweep, **extra}, chosen, runs_dir, split_batches(settings.setup, corpus))
     table = cells(rows, base, settings.schedules)
