@@ -151,6 +151,30 @@ def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
         )
 
 
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
+def test_every_widget_has_a_static_rendering(rendered: Path) -> None:
+    """A cell with knobs (sliders) also shows the figure of their default setting as a plain
+    output, so the committed notebook reads without a kernel (GitHub renders no widget)."""
+    nb = json.loads(rendered.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        kinds = {k for out in cell.get("outputs", []) for k in out.get("data", {})}
+        if WIDGET in kinds:
+            assert "image/png" in kinds, (
+                f"{rendered.name}: cell {i} shows a widget without a static figure of its "
+                "default setting"
+            )
+
+
+def test_the_knobs_notebooks_have_knobs() -> None:
+    """02 (schedule knobs) and 04 (saving knobs) carry committed widgets."""
+    for stem in ("02_depth_schedules", "04_flop_model"):
+        text = (NOTEBOOKS / f"{stem}.ipynb").read_text()
+        assert WIDGET in text, f"{stem} has no widget output; execute it (notebooks/README.md)"
+
+
 def test_notebook_06_run_names_are_the_launchers():
     """Every run directory 06's prose names is one its generated launch commands create."""
     rendered = NOTEBOOKS / "06_full_scale.ipynb"
