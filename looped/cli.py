@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("looped.probes", "update-benefit probe: one K=4 vs one K=16 update"),
     "plot": ("looped.plots", "the paper's figures from run directories"),
     "bench": ("looped.bench", "speed benchmark against a stacked-layer peer"),
-    "report": ("looped.report", "regenerate the README's measured sections from results/"),
+    "report": ("looped.report", "regenerate the docs and (--figures) the figures from results/"),
 }
 
 
