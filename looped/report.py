@@ -662,8 +662,10 @@ def render(
     """A doc (the file `doc`, relative to root) with its generated sections rendered from
     root/results/ (or, for the demo section, from `results`) and from the code (the notebooks,
     the package map)."""
-    readme = _replace(readme, "notebooks", docs.notebooks_section(root, doc))
-    readme = _replace(readme, "codemap", docs.code_map(root, doc))
+    if "<!-- notebooks:begin -->" in readme:  # read from root's files only where shown
+        readme = _replace(readme, "notebooks", docs.notebooks_section(root, doc))
+    if "<!-- codemap:begin -->" in readme:
+        readme = _replace(readme, "codemap", docs.code_map(root, doc))
     readme = _replace(readme, "flops", flops_section())
     demo = results or root / "results" / "demo.json"
     if demo.is_file():

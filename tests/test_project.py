@@ -59,6 +59,17 @@ def test_doc_sections_are_generated_from_results(doc):
     )
 
 
+def test_report_writes_each_doc_of_a_root_that_has_it(tmp_path):
+    """`looped report --root DIR` renders the docs DIR holds (a lone README here, from the
+    committed demo results) and leaves out the ones it lacks."""
+    (tmp_path / "README.md").write_text("<!-- demo:begin -->\nold\n<!-- demo:end -->\n")
+    demo = ROOT / "results" / "demo.json"
+    assert report.main(["--root", str(tmp_path), "--results", str(demo)]) == 0
+    text = (tmp_path / "README.md").read_text()
+    assert "old" not in text and "Equal FLOPs" in text
+    assert report.main(["--root", str(tmp_path), "--results", str(demo), "--check"]) == 0
+
+
 def _sections(text: str) -> dict[str, str]:
     return dict(re.findall(r"<!-- (\w+):begin -->\n(.*?)\n<!-- \1:end -->", text, re.S))
 
