@@ -123,8 +123,9 @@ def show(fig: Any) -> None:
 # a number as a tick label writes it: 0.5, -2, 1e12, 40%, or matplotlib's mathtext 10^{3}
 _NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?%?$")
 _MATHTEXT_POWER = re.compile(r"^\$\\mathdefault\{(\d+(\.\d+)?\\times)?\d*\^\{-?\d+\}\}\$$")
-# float noise: a run of five or more 0s or 9s before a last digit (0.0012000000000000001)
-_NOISE = re.compile(r"\d\.\d*?(0{5,}|9{5,})\d")
+# float noise: ten or more decimals holding a run of 0s or 9s before another digit, what binary
+# floats print as (0.0012000000000000001, 0.30000000000000004), not a chosen format (1.000000)
+FLOAT_NOISE = re.compile(r"\.(?=\d{10})\d*?(0{5,}[1-9]|9{6,})")
 
 
 def _is_number(text: str) -> bool:
@@ -405,7 +406,7 @@ def noisy_numbers(fig: Any) -> list[str]:
     return [
         f"float noise in {t.get_text()!r}"
         for t in fig.findobj(Text)
-        if t.get_visible() and _NOISE.search(t.get_text())
+        if t.get_visible() and FLOAT_NOISE.search(t.get_text())
     ]
 
 

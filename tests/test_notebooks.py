@@ -120,6 +120,19 @@ def test_no_machine_paths_in_outputs(rendered: Path) -> None:
 
 
 @pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
+def test_numbers_are_printed_rounded(rendered: Path) -> None:
+    """No float noise such as `"lr": 0.0012000000000000001` in what a notebook prints."""
+    from looped.plots import FLOAT_NOISE
+
+    for i, _, _, text in _outputs(rendered):
+        found = FLOAT_NOISE.search(text)
+        assert not found, (
+            f"{rendered.name}: cell {i} prints float noise "
+            f"({text[max(0, found.start() - 40) : found.end() + 10]!r}); round it"
+        )
+
+
+@pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
 def test_no_stray_result_of_a_non_result(rendered: Path) -> None:
     """A cell that ends in `torch.manual_seed(0)` shows `<torch._C.Generator at 0x...>`."""
     for i, _, out, text in _outputs(rendered):
