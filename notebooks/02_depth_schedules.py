@@ -339,7 +339,8 @@ def draw_fixed_first(k0: int = 4, frac: float = 0.8, finish: str = "uniform 1..1
     compute = saving(PRESET.model, s, reference, T, PRESET.seq_len)
     print(
         f"mean depth {s.mean_depth(T):.2f} against uniform's {reference.mean_depth(T):.2f}: "
-        f"{loops:.1%} fewer loops, {compute:.1%} less modeled compute (200m preset)"
+        f"{abs(loops):.1%} {'fewer' if loops >= 0 else 'more'} loops, {abs(compute):.1%} "
+        f"{'less' if compute >= 0 else 'more'} modeled compute (200m preset)"
     )
 
 
