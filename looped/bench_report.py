@@ -1,5 +1,5 @@
 """Reporting for ``looped bench``: the targets each measurement is judged against, and the
-record rendered as ``bench.json`` and the markdown tables of ``bench.md`` (which the README
+record rendered as ``bench.json`` and the markdown tables of ``bench.md`` (which docs/USAGE.md
 quotes between its ``bench`` markers).
 
 Kept apart from the measuring in ``looped/bench.py`` so that a record can be re-read and
@@ -7,7 +7,7 @@ re-rendered without timing anything, e.g. after changing a table's wording::
 
     python -c "import json; from looped.bench_report import markdown; \\
         print(markdown(json.load(open('results/bench.json'))), end='')" > results/bench.md
-    looped report                       # then copy bench.md into the README
+    looped report                       # then copy bench.md into docs/USAGE.md
 
 Rendering is a pure function of the record: the same bench.json always gives the same bench.md
 (a test re-renders the committed results/bench.json and compares it with results/bench.md).
@@ -89,7 +89,7 @@ def _target(name, precision, value, op, bound, note, applies=True) -> dict:
 
 # -- markdown --------------------------------------------------------------------------------
 def markdown(record: dict[str, Any]) -> str:
-    """The tables the README quotes, with the machine they were measured on: one paragraph per
+    """The tables docs/USAGE.md quotes, with the machine they were measured on: one paragraph per
     setting, then train step, schedule saving, serving sweep, width scan and targets."""
     lines = _preamble(record)
     lines += _train_table(record["train"])

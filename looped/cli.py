@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "looped.experiments.text_baselines",
         "unigram/bigram NLL on each text result's windows",
     ),
-    "report": ("looped.report", "regenerate the README's measured sections from results/"),
+    "report": ("looped.report", "regenerate the docs and (--figures) the figures from results/"),
 }
 
 

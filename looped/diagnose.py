@@ -68,6 +68,9 @@ COLORS = {  # the paper's colours for its schedules; the two interventions apart
     "per-micro": "#e7298a",
     "no-k1": "#666666",
 }
+# one marker per variant: the two interventions end close together, and a marker of their own
+# keeps the one drawn first visible under the other
+MARKERS = {"uniform": "o", "fixed": "s", "fixed-first": "^", "per-micro": "D", "no-k1": "v"}
 PROBED = ("uniform", "fixed")  # runs whose checkpoints get the gradient-agreement probe
 
 
@@ -357,7 +360,8 @@ def fig_grad_norms(result: dict, path: Path) -> Path:
         if variant == "per-micro" or not norms:  # a step there mixes 4 depths: no per-depth norm
             continue
         ks = [int(k) for k in norms]
-        ax.plot(ks, list(norms.values()), "o-", ms=4, label=entry["label"], color=COLORS[variant])
+        ax.plot(ks, list(norms.values()), marker=MARKERS[variant], ms=4, label=entry["label"],
+                color=COLORS[variant])  # fmt: skip
     clip = result["meta"]["grad_clip"]
     if clip:
         ax.axhline(clip, color="k", ls=":", lw=0.8, label=f"clip at {clip:g}")
@@ -406,8 +410,8 @@ def fig_nll(result: dict, path: Path) -> Path:
     plots._style()
     fig, ax = plt.subplots(figsize=(7, 3.6))
     for variant, entry in result["variants"].items():
-        ax.plot(entry["depths"], entry["nll"], "o-", ms=3, label=entry["label"],
-                color=COLORS[variant])  # fmt: skip
+        ax.plot(entry["depths"], entry["nll"], marker=MARKERS[variant], ms=4,
+                label=entry["label"], color=COLORS[variant])  # fmt: skip
     metric = next(iter(result["variants"].values()))["metric"]
     ax.set_xlabel("serving depth K")
     unit = "nats per fact" if metric == "fact_nll" else "nats per token"

@@ -663,7 +663,7 @@ def section(result: dict, command: str = "looped fidelity") -> str:
         lines.append(
             "- Spread of the mean NLL over seeds (max - min, equal tokens): "
             + ", ".join(f"{label(s)} {w:.2f}" for s, w in widest.items())
-            + f" nats; the widest is {label(next(iter(widest)))}'s"
+            + f" nats; the widest is that of {label(next(iter(widest)))}"
             + (
                 " (its training loss per seed: the loss-by-seed figure)."
                 if _has_curves(result)
@@ -742,10 +742,11 @@ def fig_nll_by_depth(result: dict, path: Path) -> Path:
     for i, r in enumerate(result["equal_tokens"]):
         runs = [x for x in rows if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]
         plots._band(
-            left, r["depths"], [x["token_nll"] for x in runs], f"{r['label']}, {r['steps']} steps",
+            left, r["depths"], [x["token_nll"] for x in runs], r["label"],
             _color(r["schedule"], i), marker="o", ms=3,
         )  # fmt: skip
-    left.set_title(f"Equal tokens ({result['equal_tokens'][0]['tokens']:,} tokens)")
+    first = result["equal_tokens"][0]
+    left.set_title(f"Equal tokens ({first['steps']} steps, {first['tokens']:,} tokens)")
     left.set_xlabel("serving depth K")
     left.set_ylabel("held-out token NLL (nats/token)")
     lo, hi = left.get_ylim()

@@ -190,6 +190,20 @@ def saving(
     return 1.0 - ours / schedule_flops(config, reference, total_steps, 1, seq_len)
 
 
+def saving_at_ratio(
+    fixed_over_loop: float, schedule: Schedule, reference: Schedule, total_steps: int
+) -> float:
+    """`saving` for any model whose fixed cost is `fixed_over_loop` loop passes (F/R, full
+    backprop). With C(K) = F + K R a run costs F + E[K] R per token, so the saving depends only
+    on F/R and the two schedules' exact mean depths: what a schedule would save at another
+    architecture's F/R, without building one (notebook 04 turns it into a knob)."""
+    _check_steps(total_steps)
+    if not fixed_over_loop >= 0:
+        raise UserError(f"F/R={fixed_over_loop} must be >= 0 (a cost in loop passes)")
+    ours = fixed_over_loop + schedule.mean_depth(total_steps)
+    return 1.0 - ours / (fixed_over_loop + reference.mean_depth(total_steps))
+
+
 def steps_for_budget(
     config: LoopedConfig,
     schedule: Schedule,

@@ -1,13 +1,17 @@
-"""Generated README sections: every number in them is read from a results file.
+"""Generated docs: every number in them is read from a results file, every list from the code.
 
-    looped report            # rewrite the README sections from results/demo.json, bench.md,
-                             # fidelity.json and diagnose.json
+    looped report            # rewrite the generated sections of README.md, docs/RESULTS.md,
+                             # docs/USAGE.md and notebooks/README.md from results/demo.json,
+                             # bench.md, fidelity.json, diagnose.json and the notebooks
     looped report --results runs/demo/demo.json   # ... from another demo's results (yours)
-    looped report --check    # exit 1 if the README differs from what the files say (CI runs this)
+    looped report --check    # exit 1 if a doc differs from what the files say (CI runs this)
+    looped report --figures  # redraw every figure in figures/ from results/ (no training)
 
-Sections sit between markers such as ``<!-- demo:begin -->`` and ``<!-- demo:end -->``. The demo
-section states each of the paper's claims with the measured numbers and says whether it shows
-at this scale; the wording is chosen by the numbers, not typed after looking at them.
+Sections sit between markers such as ``<!-- demo:begin -->`` and ``<!-- demo:end -->``; each doc
+holds the markers of the sections it shows (the README's first screen the verdicts, the
+results page every track's tables). The demo section states each of the paper's claims with the
+measured numbers and says whether it shows at this scale; the wording is chosen by the numbers,
+not typed after looking at them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from looped import diagnose, fidelity
+from looped import demo, diagnose, docs, fidelity
 from looped.demo import BUDGET_MINUTES as DEMO_BUDGET_MINUTES
 from looped.demo import format_summary
 from looped.errors import UserError
@@ -579,7 +583,7 @@ def study_trend(study: list[dict]) -> str:
         parts.append(
             f"at {steps} steps the gap is {sizes} from d={cells[0]['d_model']} to d={cells[-1]['d_model']} ({trend})"
         )
-    text = "; ".join(parts) + "."
+    text = _capital("; ".join(parts) + ".")
     if toward and len(toward) == len(parts):
         ends = []
         for cells, gaps in toward:
@@ -633,16 +637,35 @@ def _study_edges(result: dict) -> list[str]:
     ]
 
 
+def _capital(sentence: str) -> str:
+    """A generated sentence starts with a capital letter, whatever its first word."""
+    return sentence[:1].upper() + sentence[1:]
+
+
+def capitalized(markdown: str) -> str:
+    """Generated markdown whose every bullet starts with a capital letter ("- fixed-first K=2
+    ..." becomes "- Fixed-first K=2 ...")."""
+    return re.sub(r"^- ([a-z])", lambda m: "- " + m.group(1).upper(), markdown, flags=re.M)
+
+
 def _replace(text: str, name: str, body: str) -> str:
     pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)", re.S)
     if not pattern.search(text):
         return text
-    return pattern.sub(lambda m: m.group(1) + body.strip() + m.group(2), text)
+    body = capitalized(body.strip())
+    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
 
 
-def render(readme: str, root: Path, results: Path | None = None) -> str:
-    """The README with its generated sections rendered from root/results/ (or, for the demo
-    section, from `results`)."""
+def render(
+    readme: str, root: Path, results: Path | None = None, doc: Path = Path("README.md")
+) -> str:
+    """A doc (the file `doc`, relative to root) with its generated sections rendered from
+    root/results/ (or, for the demo section, from `results`) and from the code (the notebooks,
+    the package map)."""
+    if "<!-- notebooks:begin -->" in readme:  # read from root's files only where shown
+        readme = _replace(readme, "notebooks", docs.notebooks_section(root, doc))
+    if "<!-- codemap:begin -->" in readme:
+        readme = _replace(readme, "codemap", docs.code_map(root, doc))
     readme = _replace(readme, "flops", flops_section())
     demo = results or root / "results" / "demo.json"
     if demo.is_file():
@@ -667,14 +690,49 @@ def render(readme: str, root: Path, results: Path | None = None) -> str:
     return readme
 
 
+# the files `looped report` writes, relative to the root: the README's first screen, every
+# track's results, the usage guide, the notebooks' index (a file that is absent is skipped)
+DOCS = (
+    Path("README.md"),
+    Path("docs/RESULTS.md"),
+    Path("docs/USAGE.md"),
+    Path("notebooks/README.md"),
+)
+
+
+def figures(root: Path, out: Path | None = None) -> list[Path]:
+    """Every figure of figures/ redrawn from root/results/*.json, without training: the bios
+    figures, the bios LR sweep and Fig. 4 from demo.json, the text track's from demo_text.json,
+    the wider text track's from fidelity.json, the diagnosis from diagnose.json."""
+    out = out or root / "figures"
+
+    def load(name: str) -> dict | None:
+        path = root / "results" / f"{name}.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    paths = []
+    if (bios := load("demo")) is not None:
+        paths += demo._draw(bios, out)
+    if (text := load("demo_text")) is not None:
+        paths += fidelity.figures(text, out, prefix="text")
+    if (wide := load("fidelity")) is not None:
+        paths += fidelity.figures(wide, out)
+    if (diag := load("diagnose")) is not None:
+        paths += diagnose.draw(diag, out)
+    return paths
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="looped report", description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=".", help="project root (README.md, results/)")
-    parser.add_argument("--check", action="store_true", help="fail if the README is out of date")
+    parser.add_argument("--root", default=".", help="project root (README.md, docs/, results/)")
+    parser.add_argument("--check", action="store_true", help="fail if a doc is out of date")
     parser.add_argument(
         "--results",
         default=None,
         help="demo results to render (default: ROOT/results/demo.json, the committed reference)",
+    )
+    parser.add_argument(
+        "--figures", action="store_true", help="redraw figures/ from results/ (no training)"
     )
     args = parser.parse_args(argv)
     root = Path(args.root)
@@ -683,15 +741,27 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError(
             f"--results {results}: no such file; `looped demo` writes runs/demo/demo.json"
         )
-    path = root / "README.md"
-    old = path.read_text()
-    new = render(old, root, results)
-    if args.check:
-        if new != old:
-            print("README.md is out of date with results/; run `looped report`", file=sys.stderr)
-            return 1
+    if args.figures:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only
+        for path in figures(root):
+            print(path)
         return 0
-    if new != old:
-        path.write_text(new)
-        print(f"updated {path}")
+    stale = []
+    for doc in DOCS:
+        path = root / doc
+        if not path.is_file():
+            continue
+        old = path.read_text()
+        new = render(old, root, results, doc)
+        if new == old:
+            continue
+        stale.append(doc.as_posix())
+        if not args.check:
+            path.write_text(new)
+            print(f"updated {path}")
+    if args.check and stale:
+        print(f"{', '.join(stale)} out of date with results/; run `looped report`", file=sys.stderr)
+        return 1
     return 0

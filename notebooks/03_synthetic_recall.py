@@ -209,10 +209,11 @@ ax.legend(fontsize=8, ncol=3, loc="lower right")
 plots.show(fig)
 
 # %% [markdown]
-# ## 5. A small model, trained for a few seconds, across serving depths
+# ## 5. A small model, trained briefly, across serving depths
 #
 # We save the corpus, train a small looped model on it at fixed depth $K=2$ with the
-# package's trainer, and measure its recalled bits at every serving depth $K = 1..16$ with
+# package's trainer (200 steps, 3,000 with `LOOPED_FULL=1`; the cell prints how long they
+# took), and measure its recalled bits at every serving depth $K = 1..16$ with
 # `recall_by_depth`, which gets all 16 depths from one pass of 16 loops (notebook 01).
 
 # %%
@@ -292,7 +293,7 @@ plots.show(fig)
 # Two things to read here. **Across depths**, the model recalls most at depths near the one
 # it was trained at and less the further it is served from there: the depth specialisation of
 # the paper's Fig. 5, measured in bits. **Against the anchors**, compare the bits with the
-# dashed line and the exact-recall column: a model trained for a few seconds has mostly learned
+# dashed line and the exact-recall column: a model trained this briefly has mostly learned
 # which values occur (the corpus's birth dates, its cities), and only begins to learn who has
 # which. That part of the score shrinks as persons are added ($\log_2(S_a/n_a)$ falls as
 # $n_a$ grows; `LOOPED_FULL=1` trains on 100 persons for longer). Notebook 05 compares the

@@ -207,8 +207,8 @@ plots.show(fig)
 # = \frac{p\,(8.5 - K_0)}{F/R + 8.5}.
 # $$
 #
-# The fixed cost enters only through $F/R$, the depth-independent cost measured in loop
-# passes. With $F = 0$ the saving would be the saving in loops alone.
+# The fixed cost enters only through the ratio $F/R$ of the depth-independent cost to one loop
+# pass. With $F = 0$ the saving would be the saving in loops alone.
 
 # %%
 UNIFORM = parse_schedule("uniform:1-16")
@@ -254,12 +254,12 @@ for name, k0, p, s in CLAIMS:
     )
 
 # %% [markdown]
-# All three claims are consistent with one fixed cost, $F/R \approx 1.2$: the prelude, coda
-# and head together cost about 1.2 passes of the looped block. The paper gives no
+# All three claims are consistent with one fixed cost: $F/R \approx 1.2$ means that the prelude,
+# coda and head together cost about 1.2 passes of the looped block. The paper gives no
 # architecture; the presets are plausible shapes of the stated sizes chosen to land there
 # (their $F/R$ is printed in section 3), so `looped flops` reproduces the three numbers. The
-# plot shows each claim's saving as a function of $F/R$, the reported value as a band, and the
-# presets' ratios.
+# plot shows each claim's saving against the fixed cost $F/R$ with the reported value as a band,
+# and marks the presets' ratios.
 
 # %%
 ratios = np.linspace(0, 3, 301)
@@ -285,8 +285,8 @@ plots.show(fig)
 # ## 5. How the saving moves with the switch fraction and $K_0$
 #
 # The saving grows linearly in the fixed fraction $p$ and in $8.5 - K_0$; a $K_0$ above the
-# uniform mean costs *more* than uniform. Here it is for the 200m preset's $F/R$, computed
-# with `saving` on real schedules (so the switch step's rounding is included). Boxed: the
+# uniform mean costs *more* than uniform. Here it is for the fixed cost $F/R$ of the 200m preset,
+# computed with `saving` on real schedules (so the switch step's rounding is included). Boxed: the
 # paper's schedules, $K_0=2$ at 200M and $K_0=4$ at 1B (the 1b preset's $F/R$ is a little
 # higher, so its own savings are the ones printed in section 3).
 
@@ -335,6 +335,76 @@ ax.set(
 plots.show(fig)
 
 # %% [markdown]
+# ### Move the knobs: the fixed cost and the schedule
+#
+# The sliders set the fixed cost $F/R$ (in loop passes), $K_0$ and the switch fraction $p$;
+# the curve is the saving against uniform 1..16 at every switch fraction for that $K_0$ and
+# $F/R$, computed by `looped.flops.saving_at_ratio` from the schedules' exact mean depths, and
+# the points are the paper's three numbers (`looped.paper.SAVINGS`), each beside its own
+# $K_0$'s curve. The default is the 200m preset's $F/R$ with the 200M recipe; its rendering
+# shows without a running kernel, and with one, moving a slider redraws below the sliders.
+
+# %%
+import ipywidgets as widgets
+from IPython.display import display
+
+from looped import paper
+from looped.flops import saving_at_ratio
+
+CLAIMED = [(paper.fixed_phase(spec), s) for spec, s in paper.SAVINGS.items()]  # ((K0, p), saving)
+SWITCH = np.round(np.arange(0.05, 0.951, 0.05), 2)
+
+
+def fixed_first(k0: int, p: float) -> object:
+    return parse_schedule(f"fixed-first:k={k0},frac={p:.2f},then=uniform:1-16")
+
+
+def draw_savings(ratio: float = 1.18, k0: int = 2, p: float = 0.67) -> None:
+    """The saving at every switch fraction for one K0 and F/R, beside the paper's numbers."""
+    steps = cfg200.max_steps
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    for k in sorted({k for (k, _), _ in CLAIMED} | {k0}):
+        curve = [saving_at_ratio(ratio, fixed_first(k, q), UNIFORM, steps) for q in SWITCH]
+        style = dict(lw=2) if k == k0 else dict(lw=1, ls=":", alpha=0.7)
+        ax.plot(SWITCH, curve, color=f"C{k % 10}", label=f"K0={k}, F/R={ratio:.2f}", **style)
+    for (k, q), s in CLAIMED:
+        ax.plot(q, s, "o", ms=8, mfc="none", color=f"C{k % 10}", label=f"paper: K0={k}, {q:.0%}")
+    chosen = saving_at_ratio(ratio, fixed_first(k0, p), UNIFORM, steps)
+    ax.plot(p, chosen, "*", ms=14, color="k", label=f"this setting: {chosen:.1%}")
+    ax.set(xlabel="switch fraction p", ylabel="saving against uniform 1..16",
+           title="Modeled saving of fixed-first")  # fmt: skip
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.legend(fontsize=8)
+    plots.show(fig)
+    print(f"K0={k0}, switch at {p:.0%}, F/R={ratio:.2f}: {chosen:.1%} less modeled compute")
+    for (k, q), s in CLAIMED:
+        at = saving_at_ratio(ratio, fixed_first(k, q), UNIFORM, steps)
+        print(f"  paper, K0={k} for {q:.0%}: {s:.0%} reported; {at:.1%} at this F/R")
+
+
+draw_savings(round(ratio_200m, 2))  # the default setting, drawn as a plain output
+
+knobs = {
+    "ratio": widgets.FloatSlider(value=round(ratio_200m, 2), min=0, max=3, step=0.05,
+                                 description="F/R"),
+    "k0": widgets.IntSlider(value=2, min=1, max=8, description="K0"),
+    "p": widgets.FloatSlider(value=0.67, min=0.05, max=0.95, step=0.01, description="switch at"),
+}  # fmt: skip
+redrawn = widgets.Output()
+
+
+def redraw(_change: object = None) -> None:
+    with redrawn:
+        redrawn.clear_output(wait=True)
+        draw_savings(**{name: w.value for name, w in knobs.items()})
+
+
+for knob in knobs.values():
+    knob.observe(redraw, names="value")
+display(widgets.VBox([widgets.HBox(list(knobs.values())), redrawn]))
+
+# %% [markdown]
 # ## 6. Matched budgets: cheaper steps buy more of them
 #
 # The paper also compares schedules at *matched compute*: every run gets the same FLOP budget,
@@ -354,8 +424,8 @@ for spec in cfg200.paper_schedules:
 # %% [markdown]
 # ## What we saw
 #
-# The modeled FLOPs per token are $C(K) = F + K \cdot R$, written from the matmul shapes and
-# equal to what `FlopCounterMode` counts on the real model (section 2). A schedule's compute
+# Written from the matmul shapes, the modeled FLOPs per token $C(K) = F + K \cdot R$ equal what
+# `FlopCounterMode` counts on the real model (section 2). A schedule's compute
 # is that cost summed over its exact depth distribution, so the saving of fixed-first over
 # uniform 1..16 depends only on the schedule and the ratio $F/R$ (sections 3 and 4); the
 # abstract's three savings pin that ratio at a little over one loop pass. Savings grow with

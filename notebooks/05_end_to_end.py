@@ -11,8 +11,9 @@
 #
 # `looped demo` trains the paper's comparison at laptop scale on the synthetic biographies
 # (notebook 03), and then the paper's own metric on text. Its committed results, `results/`
-# and `figures/`, are the **reference** that the README and this notebook show; your own
-# `make demo` writes to `runs/demo/` and prints its table beside the reference's. On the
+# and `figures/`, are the **reference** that the README, `docs/RESULTS.md` and this notebook
+# show; your own `make demo` writes to `runs/demo/` and prints its table beside the
+# reference's. On the
 # biographies, per seed (3 seeds), the grid is
 #
 # - **fixed** $K=4$, **fixed-first** ($K=4$ for 80% of the run, then uniform 1..16) and
@@ -35,10 +36,10 @@
 # checks that the branch is exact).
 #
 # This notebook loads `results/demo.json` when it exists (`looped demo --reference` writes
-# it; the README's quick start gives how long a plain `make demo` took). Otherwise it runs the
-# same code path at toy size, `looped.demo.QUICK` with one seed, in a temporary folder: a few
-# dozen steps of a tiny model, enough to see every figure but not to reproduce any number. Set
-# `LOOPED_FULL=1` to run the full demo here instead.
+# it; the quick start in `docs/USAGE.md` gives how long a plain `make demo` took). Otherwise it
+# runs the same code path at toy size, `looped.demo.QUICK` with one seed, in a temporary
+# folder: a few dozen steps of a tiny model, enough to see every figure but not to reproduce
+# any number. Set `LOOPED_FULL=1` to run the full demo here instead.
 
 # %%
 import dataclasses
@@ -95,7 +96,14 @@ figures = {p.stem: p for p in plots.demo_figures(result, workdir / "notebook-fig
 runs = result["runs"]
 top = max(r["budget"] for r in runs if "main" in r["group"])  # the full budget (no catch-up)
 catch_up = sorted(r["budget"] for r in runs if r["group"] == "catchup")
-print(f"full budget: {top:.0%}; catch-up runs (uniform, seed 0) at {catch_up or 'none'}")
+print(
+    f"full budget: {top:.0%}; "
+    + (
+        "catch-up runs (uniform, seed 0) at " + ", ".join(f"{b:.0%}" for b in catch_up)
+        if catch_up
+        else "no catch-up runs (`looped demo --catch-up 2,3` adds them)"
+    )
+)
 
 
 def main_runs(schedule: str, budget: float) -> list[dict]:
@@ -266,9 +274,13 @@ if benefit:
     display(Image(figures["fig4"]))
     for b in ints:
         best = max(b["benefit"], key=b["benefit"].get)
+        at = list(dict.fromkeys([1, best, 16]))  # each depth once
         print(
-            f"step {b['step']}: benefit {b['benefit'][1]:+.3f} at K=1, {b['benefit'][best]:+.3f} "
-            f"at K={best} (the largest), {b['benefit'][16]:+.3f} at K=16"
+            f"step {b['step']}: benefit "
+            + ", ".join(
+                f"{b['benefit'][k]:+.3f} at K={k}" + (" (the largest)" if k == best else "")
+                for k in at
+            )
         )
 
 # %% [markdown]
@@ -323,9 +335,9 @@ if wide_file.is_file() and json.loads(wide_file.read_text()).get("study"):
 # ## What we saw
 #
 # The sentences below are generated from the numbers loaded above by
-# `looped.report.findings`, the same code that writes the README's findings, so they always
-# describe the results this notebook shows: each of the paper's claims, the measured numbers,
-# and whether it shows at this scale.
+# `looped.report.findings`, the same code that writes the findings in `docs/RESULTS.md`, so
+# they always describe the results this notebook shows: each of the paper's claims, the
+# measured numbers, and whether it shows at this scale.
 
 # %%
 print(origin)
@@ -334,8 +346,9 @@ if (ROOT / "results" / "demo_text.json").is_file():
     display(Markdown(verdicts_section(ROOT)))
 
 # %% [markdown]
-# With the reference results these are the README's findings. At toy size (no
-# `results/demo.json`) the models train for a few dozen steps and recall next to nothing:
+# With the reference results these are the findings in `docs/RESULTS.md` and the verdicts on
+# the README's first screen. At toy size (no `results/demo.json`) the models train for a few
+# dozen steps and recall next to nothing:
 # the figures then show the shapes of the code path, not the paper's results. Notebook 06
 # shows how to run the paper's 200M and 1B scales and draw the same figures from their run
 # directories.

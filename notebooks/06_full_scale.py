@@ -296,7 +296,8 @@ print(sorted(p.name for p in run.iterdir()))
 records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 train_rec = next(r for r in records if r["kind"] == "train")
 eval_rec = next(r for r in records if r["kind"] == "eval")
-print("train record:", json.dumps(train_rec))
+rounded = {k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in train_rec.items()}
+print("train record (floats to 4 significant digits):", json.dumps(rounded))
 print(
     "eval record keys:",
     sorted(eval_rec),
@@ -310,22 +311,39 @@ print(
 
 # %%
 fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.6))
+# fixed-first trains at K=4 until its switch, like fixed_k4: distinct markers and dashes, and
+# the depth panel lifts each run by a little, so neither hides the other
+LOOKS = {
+    "fixed_k4": ("s", "-", -0.25),
+    "fixed_first": ("^", "--", 0.0),
+    "uniform": ("o", "-", 0.25),
+}
 for name in SCHEDULES:
     recs = [
         json.loads(line) for line in (runs_dir / name / "metrics.jsonl").read_text().splitlines()
     ]
     train_recs = [r for r in recs if r["kind"] == "train"]
     flops = np.array([r["flops"] for r in train_recs])
-    left.plot(flops, [r["loss"] for r in train_recs], label=name)
+    marker, dashes, lift = LOOKS[name]
+    left.plot(flops, [r["loss"] for r in train_recs], dashes, label=name)
     right.plot(
-        [r["step"] for r in train_recs], [r["depth"] for r in train_recs], "o", ms=4, label=name
+        [r["step"] for r in train_recs],
+        [r["depth"] + lift for r in train_recs],
+        marker,
+        ms=4,
+        ls="none",
+        label=name,
     )
 left.set(
     xlabel="modeled training FLOPs",
     ylabel="training loss (nats/token)",
     title="Loss against compute",
 )
-right.set(xlabel="optimizer step", ylabel="depth K of the logged step", title="Training depth")
+right.set(
+    xlabel="optimizer step",
+    ylabel="training depth K (runs lifted ±0.25)",
+    title="Training depth of each logged step",
+)
 for ax in (left, right):
     ax.legend(fontsize=8)
 fig.tight_layout()

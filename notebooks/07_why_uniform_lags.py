@@ -35,6 +35,7 @@ from IPython.display import Image, Markdown, display
 from looped import diagnose, fidelity
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.probes import gradient_agreement, plot_benefit
+from looped.report import capitalized
 
 FULL = os.environ.get("LOOPED_FULL") == "1"
 ROOT = next(  # the repository root: notebooks run from notebooks/
@@ -122,8 +123,9 @@ display(Image(filename=str(figures[0])))
 # %% [markdown]
 # ## What we saw
 #
-# The sentences below are generated from the two results files (the README shows the same).
+# The sentences below are generated from the two results files (`docs/RESULTS.md` shows the
+# same).
 
 # %%
-display(Markdown(fidelity.section(text).split("\n\n", 2)[-1]))
-display(Markdown(diagnose.section(result).split("\n\n", 2)[-1]))
+display(Markdown(capitalized(fidelity.section(text).split("\n\n", 2)[-1])))
+display(Markdown(capitalized(diagnose.section(result).split("\n\n", 2)[-1])))

@@ -22,6 +22,7 @@ from looped.flops import (
     flops_per_token,
     mfu,
     saving,
+    saving_at_ratio,
     schedule_flops,
     steps_for_budget,
     tokens_per_step,
@@ -140,6 +141,23 @@ PAPER = [  # (preset, schedule, saving in the abstract)
     ("1b", "fixed-first:k=4,frac=0.67,then=uniform:1-16", 0.31),
     ("1b", "fixed-first:k=4,frac=0.8,then=uniform:1-16", 0.37),
 ]
+
+
+@pytest.mark.parametrize(("preset", "spec", "paper"), PAPER)
+def test_saving_from_the_fixed_cost_alone_is_the_models_saving(
+    preset: str, spec: str, paper: float
+) -> None:
+    """C(K) = F + K R: a preset's saving is fixed by its F/R and the schedules' mean depths."""
+    cfg = load_config(preset)
+    fixed, loop = fixed_and_loop_cost(cfg.model, cfg.seq_len)
+    full = saving(cfg.model, parse_schedule(spec), UNIFORM, cfg.max_steps, cfg.seq_len)
+    ratio = saving_at_ratio(fixed / loop, parse_schedule(spec), UNIFORM, cfg.max_steps)
+    assert ratio == pytest.approx(full, rel=1e-9)
+    assert saving_at_ratio(0.0, parse_schedule("fixed:4"), UNIFORM, 100) == pytest.approx(
+        1 - 4 / 8.5
+    )
+    with pytest.raises(UserError, match="F/R"):
+        saving_at_ratio(-1.0, parse_schedule(spec), UNIFORM, 100)
 
 
 @pytest.mark.parametrize(("preset", "spec", "paper"), PAPER)

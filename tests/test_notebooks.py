@@ -120,6 +120,19 @@ def test_no_machine_paths_in_outputs(rendered: Path) -> None:
 
 
 @pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
+def test_numbers_are_printed_rounded(rendered: Path) -> None:
+    """No float noise such as `"lr": 0.0012000000000000001` in what a notebook prints."""
+    from looped.plots import FLOAT_NOISE
+
+    for i, _, _, text in _outputs(rendered):
+        found = FLOAT_NOISE.search(text)
+        assert not found, (
+            f"{rendered.name}: cell {i} prints float noise "
+            f"({text[max(0, found.start() - 40) : found.end() + 10]!r}); round it"
+        )
+
+
+@pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
 def test_no_stray_result_of_a_non_result(rendered: Path) -> None:
     """A cell that ends in `torch.manual_seed(0)` shows `<torch._C.Generator at 0x...>`."""
     for i, _, out, text in _outputs(rendered):
@@ -149,6 +162,30 @@ def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
         assert "plots.show(" in source or from_plots, (
             f"{rendered.name}: cell {i} shows a figure that looped.plots did not check"
         )
+
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
+def test_every_widget_has_a_static_rendering(rendered: Path) -> None:
+    """A cell with knobs (sliders) also shows the figure of their default setting as a plain
+    output, so the committed notebook reads without a kernel (GitHub renders no widget)."""
+    nb = json.loads(rendered.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        kinds = {k for out in cell.get("outputs", []) for k in out.get("data", {})}
+        if WIDGET in kinds:
+            assert "image/png" in kinds, (
+                f"{rendered.name}: cell {i} shows a widget without a static figure of its "
+                "default setting"
+            )
+
+
+def test_the_knobs_notebooks_have_knobs() -> None:
+    """02 (schedule knobs) and 04 (saving knobs) carry committed widgets."""
+    for stem in ("02_depth_schedules", "04_flop_model"):
+        text = (NOTEBOOKS / f"{stem}.ipynb").read_text()
+        assert WIDGET in text, f"{stem} has no widget output; execute it (notebooks/README.md)"
 
 
 def test_notebook_06_run_names_are_the_launchers():

@@ -1,5 +1,7 @@
 """Project set-up: one dependency list (pyproject) mirrored by environment.yml, both entry
-points, and a README whose measured sections match the results files."""
+points, and docs whose generated sections match the results files and the code: the README's
+first screen tells the story, every count and list is written from what it counts, every link
+and figure resolves."""
 
 import re
 import subprocess
@@ -9,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from looped import report
+from looped import docs, report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,9 +48,101 @@ def test_unknown_command_exits_2():
     assert proc.returncode == 2 and "unknown command" in proc.stderr
 
 
-def test_readme_sections_are_generated_from_results():
-    """The numbers in README.md are exactly what `looped report` renders from results/."""
-    readme = (ROOT / "README.md").read_text()
-    assert report.render(readme, ROOT) == readme, (
-        "run `looped report` after `looped demo`/`looped bench`"
+@pytest.mark.parametrize("doc", report.DOCS, ids=str)
+def test_doc_sections_are_generated_from_results(doc):
+    """The numbers in the README, docs/RESULTS.md (every track's tables and verdicts),
+    docs/USAGE.md and the notebooks' index are exactly what `looped report` renders from
+    results/ and the code."""
+    text = (ROOT / doc).read_text()
+    assert report.render(text, ROOT, doc=doc) == text, (
+        f"{doc} is out of date: run `looped report` after `looped demo`/`looped bench`"
     )
+
+
+def test_report_writes_each_doc_of_a_root_that_has_it(tmp_path):
+    """`looped report --root DIR` renders the docs DIR holds (a lone README here, from the
+    committed demo results) and leaves out the ones it lacks."""
+    (tmp_path / "README.md").write_text("<!-- demo:begin -->\nold\n<!-- demo:end -->\n")
+    demo = ROOT / "results" / "demo.json"
+    assert report.main(["--root", str(tmp_path), "--results", str(demo)]) == 0
+    text = (tmp_path / "README.md").read_text()
+    assert "old" not in text and "Equal FLOPs" in text
+    assert report.main(["--root", str(tmp_path), "--results", str(demo), "--check"]) == 0
+
+
+def _sections(text: str) -> dict[str, str]:
+    return dict(re.findall(r"<!-- (\w+):begin -->\n(.*?)\n<!-- \1:end -->", text, re.S))
+
+
+def test_readme_first_screen_tells_the_story():
+    """In its first 60 lines: what the project is, the generated verdicts ending in the bottom
+    line, one figure, the two commands and the map of the code; the rest links out."""
+    head = "\n".join((ROOT / "README.md").read_text().splitlines()[:60])
+    verdicts = _sections(head).get("verdicts", "")
+    assert verdicts == report.verdicts_section(ROOT).strip(), "the verdicts are not on screen one"
+    assert "**Bottom line" in verdicts
+    assert len(re.findall(r"!\[[^]]*\]\(figures/[\w.]+\.png\)", head)) == 1
+    assert "make demo" in head and "make test" in head
+    assert len(_sections(head).get("codemap", "").splitlines()) == 5
+    for doc in ("docs/RESULTS.md", "docs/USAGE.md"):
+        assert f"]({doc})" in head, f"the first screen does not link {doc}"
+
+
+def _prose(text: str) -> str:
+    """A doc's hand-written text: the generated sections left out."""
+    return re.sub(r"<!-- (\w+):begin -->.*?<!-- \1:end -->", "", text, flags=re.S)
+
+
+DOC_FILES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "notebooks" / "README.md",
+]
+
+
+def test_no_hand_written_notebook_count_can_drift():
+    """The count of notebooks is written by `looped report`; a sentence typed by hand that
+    states one ("six notebooks") must state the real one."""
+    n = len(docs.notebooks(ROOT))
+    words = {docs.count_word(k): k for k in range(13)} | {str(k): k for k in range(100)}
+    for path in DOC_FILES:
+        for said in re.findall(r"\b(\w+) notebooks\b", _prose(path.read_text()).lower()):
+            assert words.get(said, n) == n, f"{path.name} says '{said} notebooks'; there are {n}"
+
+
+def test_the_map_of_the_code_names_every_module():
+    parts = docs.package_parts(ROOT)
+    shown = docs.code_map(ROOT)
+    assert len(shown.splitlines()) == len(docs.CODE_MAP) == 5
+    for part in parts:
+        assert f"[`{part}`]" in shown or f"[`{part}/`]" in shown, f"{part} is not on the map"
+    assert [nb.stem for nb in docs.notebooks(ROOT)] == sorted(
+        p.stem for p in (ROOT / "notebooks").glob("[0-9]*.py")
+    )
+
+
+def test_every_link_resolves_and_every_figure_is_shown():
+    """Relative links and images in the docs point at files that exist, and every figure in
+    figures/ appears on the results page."""
+    for path in DOC_FILES:
+        text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if re.match(r"\w+://", target):
+                continue
+            assert (path.parent / target).exists(), f"{path.name} links {target}, which is missing"
+    results = (ROOT / "docs" / "RESULTS.md").read_text()
+    for png in sorted((ROOT / "figures").glob("*.png")):
+        assert f"(../figures/{png.name})" in results, f"docs/RESULTS.md does not show {png.name}"
+
+
+def test_generated_sentences_start_with_a_capital_and_say_each_value_once():
+    """Every generated bullet starts with a capital letter (after any bold), and no sentence
+    states the same value at the same depth twice ("+0.167 at K=16 ..., +0.167 at K=16")."""
+    for path in DOC_FILES:
+        for name, body in _sections(path.read_text()).items():
+            for line in body.splitlines():
+                if line.startswith("- "):
+                    first = line[2:].lstrip("*")[:1]
+                    assert not first.isalpha() or first.isupper(), f"{path.name} {name}: {line}"
+                said = re.findall(r"[-+]?\d[\d.,]*%? at K=\d+", line)
+                assert len(said) == len(set(said)), f"{path.name} {name} repeats: {line}"
