@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+import looped.experiments.stats as stats
 from looped import fidelity, paper, report
 from looped.config import load_config
+from looped.experiments.stats import Verdict
 from looped.flops import preset_rows
 
 
@@ -67,7 +69,8 @@ def test_every_claim_of_the_reference_has_a_known_verdict():
 
     result = json.loads((Path(__file__).resolve().parents[1] / "results/demo.json").read_text())
     found = report.claims(result)
-    assert {f.verdict for f in found} <= {"shows", "does not show", "reverses", ""}
+    known = {"shows", "does not show", "reverses", ""} | {v.value for v in Verdict}
+    assert {str(f.verdict) for f in found} <= known
     assert [f.markdown() for f in found] == report.findings(result)
     assert sum(bool(f.claim) for f in found) >= 5  # the README's bold claims
 
@@ -80,85 +83,85 @@ def _gap(*values: float) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("values", "verdict", "said"),
+    ("values", "verdict"),
     [
-        ((0.004, -0.002, 0.001), "shows", "shows: within 0.5%"),
-        ((-0.03, -0.01, -0.02), "shows", "shows, and more: fixed-first is better in every seed"),
-        ((-0.03, 0.002, -0.02), "shows",
-         "shows, and more: fixed-first is better on average, not in every seed"),
-        ((0.02, 0.01, 0.03), "does not show", "does not show: fixed-first is worse in every seed"),
-        ((0.02, -0.004, 0.03), "does not show",
-         "does not show: fixed-first is worse on average, not in every seed"),
-        ((0.095, -0.087, 0.116), "undecided",
-         "undecided: the seeds disagree (1 of 3 favour fixed-first), so 3 seeds cannot tell"),
-        ((-0.05, 0.05, 0.0), "undecided",  # a mean within the tolerance is still one seed's luck
-         "undecided: the seeds disagree (1 of 3 favour fixed-first), so 3 seeds cannot tell"),
+        ((0.001, -0.001, 0.0), Verdict.WITHIN),  # tight around zero, inside +-0.5%
+        ((-0.03, -0.025, -0.028), Verdict.BETTER),  # wholly below zero
+        ((-0.004, -0.002, -0.001, -0.003, -0.0025), Verdict.WITHIN),
+        ((-0.02, -0.015, -0.01, 0.0), Verdict.NO_WORSE),  # upper end within +0.5%
+        ((0.02, 0.021, 0.022), Verdict.WORSE),  # wholly above +0.5%
+        ((-0.03, 0.002, -0.02), Verdict.UNDECIDED),  # 3 seeds: 2% mean, interval crosses +0.5%
+        ((0.095, -0.087, 0.116), Verdict.UNDECIDED),
     ],
 )  # fmt: skip
-def test_the_headline_verdict_reads_the_seed_spread(values, verdict, said):
-    assert fidelity.gap_verdict(_gap(*values), paper.NLL_GAP[0]) == (verdict, said)
+def test_the_headline_verdict_reads_the_95_percent_interval(values, verdict):
+    got, said = fidelity.gap_verdict(_gap(*values), paper.NLL_GAP[0])
+    assert got is verdict and said.startswith(verdict.value)
+    iv = stats.interval(list(values))
+    assert f"{iv.lo:+.1%} to {iv.hi:+.1%}" in said
 
 
-def test_the_bottom_line_counts_the_verdicts():
-    assert report.bottom_line(["shows", "shows"]).startswith("on every track")
-    assert report.bottom_line(["shows", "undecided", "does not show", "shows"]) == (
-        "fixed-first ends as good as uniform or better at equal tokens in 2 of 4 comparisons "
-        "above; 1 is undecided (the seeds disagree in sign, so more seeds are needed); in 1 it "
-        "is worse (rows marked 'does not show')."
-    )
+def test_a_text_row_whose_models_do_not_beat_the_bigram_gets_no_verdict():
+    got, said = fidelity.gap_verdict(_gap(-0.03, -0.01, -0.02), 0.005, informative=False)
+    assert got is Verdict.NOT_INFORMATIVE and "bigram" in said
+
+
+def test_the_bottom_line_counts_only_informative_text_verdicts():
+    none = report.bottom_line([Verdict.NOT_INFORMATIVE] * 4)
+    assert none.startswith("none of the 4 text comparisons is informative")
+    some = report.bottom_line([Verdict.BETTER, Verdict.UNDECIDED, Verdict.NOT_INFORMATIVE])
+    assert "of the 2 text comparisons whose models beat a bigram table" in some
+    assert "holds in 1" in some and "uniform lags" in some and "1 shorter" in some
 
 
 def _cell(d: int, params: float, steps: int, *gaps: float) -> dict:
     return {"d_model": d, "params": params, "steps": steps, "gap": _gap(*gaps)}
 
 
-def test_the_scale_trend_extrapolates_only_what_every_length_supports():
-    shrinking = [
-        _cell(48, 1e5, 100, -0.04, -0.05), _cell(96, 1e6, 100, -0.02, -0.03),
-        _cell(192, 1e7, 100, -0.01, -0.01),
-        _cell(48, 1e5, 200, -0.05, -0.05), _cell(96, 1e6, 200, -0.03, -0.03),
-        _cell(192, 1e7, 200, -0.02, -0.02),
-    ]  # fmt: skip
-    text = report.study_trend(shrinking)
-    assert text.count("shrinks as the model grows") == 2
-    # least squares in log10(params): at 100 steps |gap| = 2.667% - 1.75%/decade from 1e6, so
-    # 0.5% at 10^(6 + 2.167/1.75) = 17.3M; at 200 steps 3.333% - 1.5%/decade: 10^7.889 = 77.4M
-    assert "reaches 0.5% at about 17.3M-77.4M parameters" in text and "an extrapolation" in text
-    mixed = shrinking[:3] + [_cell(48, 1e5, 200, -0.03), _cell(96, 1e6, 200, -0.05),
-                             _cell(192, 1e7, 200, -0.01)]  # fmt: skip
-    text = report.study_trend(mixed)
-    assert "has no monotone trend" in text and "do not support extrapolating" in text
+def _study_cell(d: int, params: float, steps: int, nll: float, *gaps: float) -> dict:
+    spread = {"max": nll}
+    return {**_cell(d, params, steps, *gaps), "uniform_nll": spread, "fixed_first_nll": spread}
+
+
+def test_the_scale_trend_reads_the_signed_gap_and_only_where_models_beat_the_bigram():
+    # +3.3% -> -1.9% -> -12.2%: the size of the gap is not monotone, its sign is
+    falling = [_study_cell(48, 1e5, 200, 3.9, 0.033, 0.030), _study_cell(96, 1e6, 200, 3.9, -0.019, -0.02),
+               _study_cell(192, 1e7, 200, 3.9, -0.122, -0.12)]  # fmt: skip
+    text = report.study_trend(falling, {"bigram": 4.0})
+    assert "per tenfold parameters [-" in text and "not informative" not in text
+    assert "not informative at this size" in report.study_trend(falling, {"bigram": 3.5})
+    assert "not informative at this size" in report.study_trend(falling, None)
 
 
 def test_the_verdicts_table_reads_every_track_from_its_results_file(tmp_path):
     import json
 
-    def row(schedule, gap, saving, wall):
+    def row(schedule, gap, saving):
         return {"schedule": schedule, "steps": 150, "vs_uniform": gap,
-                "vs_uniform_by_seed": _gap(gap - 0.001, gap + 0.001),
-                "compute_saving": saving, "wall_saving": wall}  # fmt: skip
+                "vs_uniform_by_seed": _gap(gap - 0.001, gap, gap + 0.001),
+                "mean_nll": {"max": 3.0}, "uniform_nll": {"max": 3.1},
+                "compute_saving": saving, "wall_saving": 0.9}  # fmt: skip
 
     text = {
         "meta": {"settings": {"d_model": 64}},
-        "equal_tokens": [row(paper.RECIPE_200M, -0.02, 0.30, 0.25),
-                         row(paper.RECIPES_1B[1], 0.003, 0.25, -0.05)],
+        "equal_tokens": [row(paper.RECIPE_200M, -0.02, 0.30), row(paper.RECIPES_1B[1], 0.0, 0.25)],
+        "baselines": {"bigram": 3.5, "unigram": 5.0, "tokens": 100},
     }  # fmt: skip
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "demo_text.json").write_text(json.dumps(text))
     lines = report.verdicts_section(tmp_path).splitlines()
-    assert lines[2] == (
+    assert lines[2].startswith(
         "| K=2 for 67% ends within 0.5% of uniform at equal tokens (200M) | text, demo (d=64, "
-        "150 steps) | -2.0% (-2.1% to -1.9%) | shows, and more: fixed-first is better in every "
-        "seed |"
+        "150 steps) | -2.0% [-2.2%, -1.8%] | better: 95% interval"
     )
-    assert (
-        "| text, demo (d=64, 150 steps) | +0.3% (+0.2% to +0.4%) | shows: within 0.8% |" in lines[3]
-    )
-    assert "30% (K=2, 67%), 25% (K=4, 80%) | shows, smaller" in lines[4]
-    assert lines[5].endswith(
-        "25% (K=2, 67%), -5% (K=4, 80%), runs' own training time on a shared CPU | does not show |"
-    )
-    assert lines[-1].startswith("- **Bottom line at this scale**: on every track")
+    assert "| +0.0% [-0.2%, +0.2%] | within tolerance" in lines[3]
+    assert "modeled, not measured: no verdict" in lines[4]
+    assert "wall" not in " ".join(lines[:5])  # per-run times of the track are never compared
+    assert lines[-1].startswith("- **Bottom line at this scale**: of the 2 text comparisons")
+    text["baselines"]["bigram"] = 2.9  # the same rows, models now worse than the bigram
+    (tmp_path / "results" / "demo_text.json").write_text(json.dumps(text))
+    lines = report.verdicts_section(tmp_path).splitlines()
+    assert "not informative at this size" in lines[2] and "none of the 2" in lines[-1]
 
 
 def test_the_timing_line_says_each_phase():

@@ -40,6 +40,12 @@ class Verdict(str, Enum):
     UNDECIDED = "undecided"
     NOT_INFORMATIVE = "not informative at this size"
 
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
 
 def t975(df: int) -> float:
     """The t quantile for `df` degrees of freedom (the nearest tabled df at or below it)."""
@@ -105,3 +111,23 @@ def slope(xs: list[float], ys: list[float]) -> Interval:
     se = math.sqrt(resid / (n - 2) / sxx)
     half = t975(n - 2) * se
     return Interval(b, b - half, b + half, n, ())
+
+
+WHY = {
+    Verdict.WITHIN: "inside ±{tol}",
+    Verdict.BETTER: "wholly below zero: fixed-first has the lower NLL",
+    Verdict.NO_WORSE: "its upper end within +{tol}",
+    Verdict.WORSE: "wholly above +{tol}",
+    Verdict.UNDECIDED: "it straddles 0 or ±{tol}; more seeds would narrow it",
+}
+
+
+def describe(verdict: Verdict, gap: Interval, tolerance: float = PAPER_TOLERANCE) -> str:
+    """The verdict in words, with the interval it was read from."""
+    if verdict is Verdict.NOT_INFORMATIVE:
+        return f"{verdict.value}: its models score worse than a bigram count table"
+    if gap.n < 2:
+        return f"{verdict.value}: one seed, no interval"
+    why = WHY[verdict].format(tol=f"{tolerance:.1%}")
+    return (f"{verdict.value}: 95% interval {gap.lo:+.1%} to {gap.hi:+.1%} over {gap.n} paired "
+            f"seeds, {why}")  # fmt: skip
