@@ -195,3 +195,14 @@ def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documen
     assert meta["splits"]["train"]["docs"] == len(train)
     assert meta["splits"]["val"]["docs"] + meta["splits"]["test"]["docs"] == len(held)
     assert len(load_tokenizer(tmp_path / "c").encode(" zyxwvq")) > 2
+
+
+def test_the_demo_says_when_its_text_models_lose_to_the_bigram_and_points_to_the_study():
+    from looped.demo import text_note
+
+    result = {"equal_tokens": [{"mean_nll": {"max": 5.0}, "uniform_nll": {"max": 5.2}}],
+              "baselines": {"bigram": 4.0}}  # fmt: skip
+    note = text_note(result)
+    assert len(note) == 1 and "5.20 vs bigram 4.00" in note[0] and "looped length" in note[0]
+    result["baselines"]["bigram"] = 5.5
+    assert text_note(result) == []
