@@ -21,6 +21,24 @@ def test_gpu_smoke_exits_cleanly_without_a_gpu():
     assert proc.returncode == 0 and "no CUDA GPU" in proc.stdout
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_gpu_length_exits_cleanly_without_a_gpu():
+    proc = subprocess.run(
+        ["bash", "scripts/gpu_length.sh"], cwd=ROOT, capture_output=True, text=True, env=ENV
+    )
+    assert proc.returncode == 0 and "no CUDA GPU" in proc.stdout
+
+
+@pytest.mark.parametrize("bad", [["--lengths", "30,x"], ["--lengths", "30"], ["--lrs", "fast"]])
+def test_looped_length_refuses_bad_flags_in_one_line(bad):
+    proc = subprocess.run(
+        [sys.executable, "-m", "looped", "length", "--out", "/nonexistent/x", *bad],
+        cwd=ROOT, capture_output=True, text=True, env=ENV,
+    )  # fmt: skip
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr
+
+
 def test_launch_without_arguments_prints_usage():
     proc = subprocess.run(
         ["bash", "scripts/launch.sh"], cwd=ROOT, capture_output=True, text=True, env=ENV

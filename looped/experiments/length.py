@@ -31,7 +31,7 @@ import argparse
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -380,11 +380,24 @@ def main(argv: list[str] | None = None) -> int:
                    help="write results/length.json and figures/length_gap.png")  # fmt: skip
     p.add_argument("--out", default=None, help="output directory (default runs/length[-quick])")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--lengths", help="training lengths in steps, e.g. 480,960,1920,3840,7680")
+    p.add_argument("--lrs", help="the sweep's learning rates, e.g. 1e-3,3e-3,1e-2")
+    p.add_argument("--d-model", type=int, help="width of the looped layer (default 64)")
     a = p.parse_args(argv)
     if a.quick and a.reference:
         raise UserError("--reference writes the committed results; it cannot be --quick")
-    settings = QUICK if a.quick else LengthSettings()
-    settings.workers = a.workers
+    settings = replace(QUICK if a.quick else LengthSettings(), workers=a.workers)
+    try:
+        if a.lengths:
+            settings.lengths = tuple(int(x) for x in a.lengths.split(","))
+        if a.lrs:
+            settings.lrs = tuple(float(x) for x in a.lrs.split(","))
+    except ValueError:
+        raise UserError("--lengths takes integers and --lrs numbers, comma-separated") from None
+    if len(settings.lengths) < 2 or min(settings.lengths) < 4 or len(settings.lrs) < 1:
+        raise UserError("--lengths needs two or more lengths of at least 4 steps, --lrs one LR")
+    if a.d_model:
+        settings.setup = replace(settings.setup, d_model=a.d_model)
     out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
     with dir_lock(out, "looped length"):  # one writer: a second one into OUT is refused
         result = run_study(settings, out)
