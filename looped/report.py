@@ -677,6 +677,13 @@ def length_section(result: dict) -> str:
     )
 
 
+def samples_section(result: dict) -> str:
+    """Continuations at serving depths 1, 2, 4, 16, from samples.json."""
+    from looped.experiments.samples import section
+
+    return section(result)
+
+
 def study_section(result: dict, baseline: dict | None = None) -> str:
     """The README's scale-study section, from fidelity.json."""
     meta = result["meta"]
@@ -754,6 +761,7 @@ def render(
         ("study", "fidelity", lambda r: study_section(
             r, r.get("baselines") or saved.get("fidelity.json")) if r.get("study") else ""),
         ("length", "length", length_section),
+        ("samples", "samples", samples_section),
         ("diagnose", "diagnose", diagnose.section),
     )  # fmt: skip
     for marker, name, section in sections:

@@ -206,3 +206,28 @@ def test_the_demo_says_when_its_text_models_lose_to_the_bigram_and_points_to_the
     assert len(note) == 1 and "5.20 vs bigram 4.00" in note[0] and "looped length" in note[0]
     result["baselines"]["bigram"] = 5.5
     assert text_note(result) == []
+
+
+def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
+    from tokenizers import Tokenizer
+
+    from looped.data.text import HFTokenizer
+    from looped.experiments.samples import continue_greedy, section
+    from looped.model import LoopedConfig, LoopedTransformer
+
+    tok = HFTokenizer(
+        Tokenizer.from_file(str(Path(__file__).parent / "fixtures/tokenizer.json")), "t"
+    )
+    torch.manual_seed(0)
+    model = LoopedTransformer(LoopedConfig(vocab_size=512, d_model=32, n_head=2, seq_len=64)).eval()
+    ids = tok.encode("def f(x):")
+    for depth in (1, 4):
+        logits, _ = model(torch.tensor([ids]), depth=depth)
+        first = int(logits[0, -1].argmax())
+        if first != tok.eos_id:
+            assert continue_greedy(model, tok, "def f(x):", depth, 1) == tok.decode([first])
+    two = continue_greedy(model, tok, "def f(x):", 2, 5)
+    assert isinstance(two, str)
+    shown = section({"prompts": ["a\nb"], "depths": [1], "models": {
+        "m": {"test_nll": {"1": 3.14159}, "samples": {"1": ["x\ny"]}}}})  # fmt: skip
+    assert "Prompt `a⏎b`" in shown and "K=1  (NLL 3.14)  x⏎y" in shown

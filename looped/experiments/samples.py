@@ -1,0 +1,137 @@
+"""What serving depth buys, shown: the same prompts continued at depths 1, 2, 4 and 16.
+
+    looped samples                      # runs/length/samples.json, from the length study's runs
+    looped samples --reference          # results/samples.json (rendered in docs/RESULTS.md)
+
+A mean NLL per depth is the paper's metric; a continuation is what a reader sees. Each model of
+the length study's longest length (seed 0, at its chosen LR) continues a few fixed prompts,
+greedily, at each serving depth: fixed-first K=2 (67%) and uniform 1..16 from the study, and a
+fixed K=4 run trained here on the same data, steps and LR as fixed-first K=4 (80%), so the
+three differ only in their depth schedule. Beside each depth: that model's test NLL there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from looped import paper
+from looped.atomic import write_text_atomic
+from looped.checkpoint import list_checkpoints, load_weights
+from looped.data.text import load_tokenizer
+from looped.errors import UserError
+from looped.eval.heldout import heldout_nll
+from looped.experiments.length import LengthSettings, name_of
+from looped.experiments.textsetup import ensure_corpus, heldout_windows, run_config
+from looped.model import LoopedTransformer
+from looped.pool import RunSpec, execute
+
+PROMPTS = (
+    "def __init__(self, ",
+    "    for i in range(",
+    "import os\nimport sys\n\n\ndef ",
+    '"""Return the ',
+)
+DEPTHS = (1, 2, 4, 16)
+TOKENS = 24  # tokens generated per continuation
+FIXED = paper.FIXED  # the fixed-depth model trained here: K=4 throughout
+
+
+@torch.no_grad()
+def continue_greedy(model: LoopedTransformer, tok: Any, prompt: str, depth: int, n: int) -> str:
+    """`prompt` continued by `n` greedy tokens at serving depth `depth` (stops at end of text)."""
+    x = torch.tensor([tok.encode(prompt)])
+    start = x.shape[1]
+    for _ in range(n):
+        logits, _ = model(x[:, -model.config.seq_len :], depth=depth)
+        nxt = int(logits[0, -1].argmax())
+        if nxt == tok.eos_id:
+            break
+        x = torch.cat([x, torch.tensor([[nxt]])], dim=1)
+    return tok.decode(x[0, start:].tolist())
+
+
+def models(study: dict, out: Path) -> dict[str, tuple[Path, Any]]:
+    """label -> (run directory, config) of the three models, training the fixed-K one if
+    it is missing (one run, a few minutes on a CPU)."""
+    settings = LengthSettings()
+    corpus = ensure_corpus(settings.setup, out)
+    steps = max(settings.lengths)
+    chosen = study["chosen"]
+    picked = {}
+    for schedule in (paper.RECIPE_200M, paper.UNIFORM):
+        lr = chosen[schedule][str(steps)]["lr"]
+        cfg = run_config(settings.setup, corpus, schedule=schedule, lr=lr, seed=0, steps=steps)
+        picked[paper.label(schedule) if schedule == paper.UNIFORM else "fixed-first K=2 (67%)"] = (
+            out / "runs" / name_of(schedule, lr, 0, steps), cfg)  # fmt: skip
+    lr = chosen[paper.RECIPES_1B[1]][str(steps)]["lr"]  # fixed-first K=4's LR: the same K=4 phase
+    cfg = run_config(settings.setup, corpus, schedule=FIXED, lr=lr, seed=0, steps=steps)
+    name = f"fixed4_lr{lr:g}_s0_n{steps}"
+    execute(
+        [RunSpec(name, FIXED, 0.0, 0, "samples", steps=steps)],
+        {name: cfg},
+        out / "runs",
+        1,
+        False,
+        False,
+    )
+    picked["fixed K=4"] = (out / "runs" / name, cfg)
+    return picked
+
+
+def sample_all(study: dict, out: Path) -> dict:
+    """Every model's continuations of every prompt at every depth, and its test NLL there."""
+    settings = LengthSettings()
+    corpus = ensure_corpus(settings.setup, out)
+    tok = load_tokenizer(corpus["path"])
+    windows = heldout_windows(settings.setup, corpus)
+    result: dict[str, Any] = {"prompts": list(PROMPTS), "depths": list(DEPTHS), "tokens": TOKENS,
+                              "models": {}}  # fmt: skip
+    for label, (run_dir, cfg) in models(study, out).items():
+        if not list_checkpoints(run_dir):
+            raise UserError(f"{run_dir} has no checkpoint; run `looped length` first")
+        model = LoopedTransformer(cfg.model)
+        load_weights(list_checkpoints(run_dir)[-1][1], model)
+        model.eval()
+        nll = heldout_nll(run_dir, cfg, windows)["token_nll"]
+        result["models"][label] = {
+            "run": run_dir.name,
+            "test_nll": {str(k): nll[k - 1] for k in DEPTHS},
+            "samples": {str(k): [continue_greedy(model, tok, p, k, TOKENS) for p in PROMPTS]
+                        for k in DEPTHS},
+        }  # fmt: skip
+    return result
+
+
+def section(result: dict) -> str:
+    """The samples as the docs show them: per prompt, each model at each depth, one line each
+    (newlines shown as ⏎), with the model's test NLL at that depth."""
+    lines = []
+    for i, prompt in enumerate(result["prompts"]):
+        lines += [f"Prompt `{prompt.replace(chr(10), '⏎')}`:", "", "```text"]
+        for label, m in result["models"].items():
+            for k in result["depths"]:
+                text = m["samples"][str(k)][i].replace("\n", "⏎")
+                lines.append(f"{label:<22} K={k:<2} (NLL {m['test_nll'][str(k)]:.2f})  {text}")
+        lines += ["```", ""]
+    return "\n".join(lines).rstrip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="looped samples", description=__doc__.split("\n")[0])
+    p.add_argument("--study", default="results/length.json", help="the length study's results")
+    p.add_argument("--out", default="runs/length", help="the length study's output directory")
+    p.add_argument("--reference", action="store_true", help="write results/samples.json")
+    a = p.parse_args(argv)
+    if not Path(a.study).is_file():
+        raise UserError(f"{a.study} not found; run `looped length` first")
+    result = sample_all(json.loads(Path(a.study).read_text()), Path(a.out))
+    path = Path("results/samples.json") if a.reference else Path(a.out) / "samples.json"
+    write_text_atomic(path, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    print(section(result))
+    print(f"wrote {path}")
+    return 0
