@@ -807,6 +807,10 @@ def figures(root: Path, out: Path | None = None) -> list[Path]:
         paths += fidelity.figures(wide, out)
     if (diag := load("diagnose")) is not None:
         paths += diagnose.draw(diag, out)
+    if (study := load("length")) is not None:
+        from looped.experiments.length import fig_gap
+
+        paths.append(fig_gap(study, out / "length_gap.png"))
     return paths
 
 

@@ -231,3 +231,37 @@ def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
     shown = section({"prompts": ["a\nb"], "depths": [1], "models": {
         "m": {"test_nll": {"1": 3.14159}, "samples": {"1": ["x\ny"]}}}})  # fmt: skip
     assert "Prompt `a⏎b`" in shown and "K=1  (NLL 3.14)  x⏎y" in shown
+
+
+def _synthetic_study() -> dict:
+    """A length.json as `looped length` writes it, with made-up numbers: 4 lengths, 3 seeds."""
+    from looped.experiments.length import LABELS, SCHEDULES, cells
+
+    rows = []
+    for i, steps in enumerate((30, 60, 120, 240)):
+        for j, s in enumerate(SCHEDULES):
+            for seed in range(3):
+                nll = 5.0 - 0.5 * i + 0.02 * j + 0.01 * seed * (j + 1)
+                rows.append({"schedule": s, "label": LABELS[s], "steps": steps, "seed": seed,
+                             "lr": 3e-3, "tokens": steps * 4096, "params": 86_000,
+                             "params_non_embedding": 53_000, "mean_nll": nll, "se": 0.01})  # fmt: skip
+    return {"cells": cells(rows, {"test": {"bigram": 4.2}}, SCHEDULES), "rows": rows,
+            "baselines": {"test": {"bigram": 4.2, "unigram": 5.3}}}  # fmt: skip
+
+
+def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigram(tmp_path):
+    from looped import plots
+    from looped.experiments.length import fig_gap, trends
+
+    study = _synthetic_study()
+    informative = {c["steps"]: c.get("verdict") for c in study["cells"] if "gap" in c}
+    assert informative[30] == informative[60] == Verdict.NOT_INFORMATIVE.value  # 5.0, 4.5 > 4.2
+    assert informative[240] != Verdict.NOT_INFORMATIVE.value
+    assert all(t["lengths"] == 2 for t in trends(study["cells"]).values())
+    original, seen = plots._check, []
+    plots._check = lambda fig: seen.append(plots.readability_problems(fig))
+    try:
+        fig_gap(study, tmp_path / "gap.png")
+    finally:
+        plots._check = original
+    assert seen == [[]] and (tmp_path / "gap.png").is_file()
