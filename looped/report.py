@@ -559,13 +559,10 @@ def verdicts_section(root: Path) -> str:
     lines = [*rows, ""]
     study = _load(root, "length")
     if study:
-        from looped.experiments.length import trend_lines
+        from looped.experiments.length import trend_summary
 
-        lines += [
-            "",
-            "- **As training lengthens** (`looped length`, the signed gap per doubling of tokens):",
-        ]
-        lines += ["  " + t for t in trend_lines(study)]
+        lines.append("- **As training lengthens** (`looped length`; the gap's slope per doubling "
+                     f"of tokens, 95% interval): {trend_summary(study)}.")  # fmt: skip
     if wide and wide.get("study"):
         lines.append(
             f"- **Across model sizes** (`looped fidelity --study`): {study_trend(wide['study'], (_load(root, 'text_baselines') or {}).get('fidelity.json'))}"

@@ -463,6 +463,21 @@ def trend_lines(result: dict) -> list[str]:
     return lines
 
 
+def trend_summary(result: dict) -> str:
+    """The trends in one sentence, for the first screen: each schedule's slope per doubling of
+    tokens with its interval, and where it points."""
+    parts = []
+    for s in SCHEDULES:
+        t = result["trends"].get(s)
+        if t and t["slope"] is not None:
+            sl = t["slope"]
+            parts.append(f"{LABELS[s]} {_pct(sl['mean'])} [{100 * sl['lo']:+.1f}, "
+                         f"{100 * sl['hi']:+.1f}] ({t['direction']})")  # fmt: skip
+        elif t:
+            parts.append(f"{LABELS[s]}: too few informative lengths")
+    return "; ".join(parts)
+
+
 def section(result: dict) -> str:
     """The study's README section, every number read from length.json."""
     meta, base = result["meta"], result["baselines"]
