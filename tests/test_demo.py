@@ -94,6 +94,7 @@ def test_runs_at_different_lrs_never_share_a_prefix():
     assert by["fixed_first_tok_lr0.003_s1"].parent == ff.name
 
 
+@pytest.mark.slow
 def test_the_sweep_at_the_chosen_lrs_is_the_grids_seed_0():
     """Whatever LRs the sweep picks, the grid's seed-0 runs at them are the sweep's runs with
     the same config and checkpoints: reused, never trained twice; every branch still finds its
@@ -129,6 +130,7 @@ def quick(tmp_path_factory):
     return out, result, stdout.getvalue() + stderr.getvalue()
 
 
+@pytest.mark.slow
 def test_progress_off_a_terminal_is_one_plain_line_per_run(quick):
     """In a log file or CI: no tqdm redraws or escape codes, one line per finished run with
     its name, steps, wall time and final loss."""
@@ -146,6 +148,7 @@ def test_progress_off_a_terminal_is_one_plain_line_per_run(quick):
         assert steps == by_name[name]["steps"] and "s, final loss " in rest
 
 
+@pytest.mark.slow
 def test_quick_demo_writes_every_number_and_figure(quick):
     out, result, _ = quick
     saved = json.loads((out / "demo.json").read_text())
@@ -203,6 +206,7 @@ def _files(root: Path) -> dict[str, tuple[int, int]]:
     }
 
 
+@pytest.mark.slow
 def test_rerun_reuses_finished_runs(quick):
     """A second invocation trains nothing: every run directory is left as it was (no metrics,
     checkpoint or summary rewritten), and the numbers are the first invocation's."""
@@ -218,6 +222,7 @@ def test_rerun_reuses_finished_runs(quick):
         assert again["meta"][key] == result["meta"][key]
 
 
+@pytest.mark.slow
 def test_report_renders_readme_sections_from_results(quick):
     out, _, _ = quick
     result = json.loads((out / "demo.json").read_text())
@@ -284,6 +289,7 @@ def test_a_plain_demo_writes_no_tracked_file(monkeypatch):
         demo.main(["--reference", "--quick"])
 
 
+@pytest.mark.slow
 def test_demo_ends_with_its_table_beside_the_reference(quick, monkeypatch, tmp_path):
     out, result, _ = quick
     reference = tmp_path / "results" / "demo.json"
@@ -304,6 +310,7 @@ def test_demo_ends_with_its_table_beside_the_reference(quick, monkeypatch, tmp_p
     assert demo._comparison(result, Path("results"), Path("figures")) == ""
 
 
+@pytest.mark.slow
 def test_report_renders_the_readme_from_a_chosen_results_file(quick, tmp_path):
     out, result, _ = quick
     (tmp_path / "README.md").write_text("<!-- demo:begin -->\nold\n<!-- demo:end -->\n")
@@ -333,6 +340,7 @@ def test_the_demos_default_lrs_are_what_the_reference_sweeps_chose():
     assert demo.TEXT_LR == text["chosen_lr"]
 
 
+@pytest.mark.slow
 def test_time_to_records_each_phase_of_the_run(quick, tmp_path):
     out = quick[0]
     timing_file = tmp_path / "timing.json"
