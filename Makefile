@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint format flops bench notebooks lab clean
+.PHONY: setup demo test test-fast lint format flops bench notebooks lab clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,12 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
+
+# The inner loop: lint and the tests not marked slow (no training grids, torchrun or notebooks).
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest tests -m "not slow" -p no:cacheprovider
 
 format: $(STAMP)
 	$(BIN)/ruff format .

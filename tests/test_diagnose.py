@@ -40,6 +40,7 @@ def test_every_variant_sees_the_same_steps_and_tokens_and_the_probed_ones_keep_c
     assert saved["per-micro"] == saved["no-k1"] == []
 
 
+@pytest.mark.slow
 def test_quick_diagnosis_writes_evidence_from_the_runs(tmp_path, capsys):
     assert cli(["diagnose", "--quick", "--steps", "6", "--out", str(tmp_path), "--quiet"]) == 0
     result = json.loads((tmp_path / "diagnose.json").read_text())

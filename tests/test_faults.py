@@ -49,6 +49,7 @@ def reference(tmp_path_factory) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_sigkill_at_every_failpoint_then_resume_is_bitwise_identical(tmp_path, reference):
     """Killed inside a save (weights written, state not; all written, not renamed), mid metrics
     line, after the final save, and between the two renames of the re-save that follows; each
@@ -159,6 +160,7 @@ def _cmd_line(run: Path, *extra: str) -> str:
     return " ".join(f"'{a}'" for a in _cmd(run, *extra))
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_with_one_line_and_keeps_the_previous_checkpoint(tmp_path):
     """A 1 MB tmpfs holds two checkpoints (400 kB each), not three: the third save fails."""
     run, kept = tmp_path / "mnt" / "run", tmp_path / "kept"
@@ -177,6 +179,7 @@ def test_a_full_disk_stops_with_one_line_and_keeps_the_previous_checkpoint(tmp_p
     assert not list((kept / "checkpoints").glob(".tmp-*"))
 
 
+@pytest.mark.slow
 def test_a_read_only_run_directory_is_one_line_and_writes_nothing(tmp_path):
     run = tmp_path / "mnt" / "run"
     proc = _in_tmpfs(tmp_path, "64k", f"mount -o remount,ro {tmp_path / 'mnt'} && {_cmd_line(run)}")

@@ -96,6 +96,7 @@ def test_best_lr_is_the_lowest_mean_nll_per_schedule():
     assert best_lrs(sweep) == {UNIFORM: 3e-3, FIXED: 1e-3, RECIPE_200M: 1e-2}
 
 
+@pytest.mark.slow
 def test_comparison_uses_each_schedules_own_best_lr_for_every_seed():
     best = _best()
     plan = _plan(best)
@@ -158,6 +159,7 @@ def test_equal_flop_uniform_runs_spend_each_schedules_flops_and_branch_at_their_
     assert steps[FIXED] <= steps[RECIPE_200M] < steps[RECIPES_1B[1]] < 40
 
 
+@pytest.mark.slow
 def test_study_sweeps_every_width_then_pairs_the_200m_recipe_with_uniform_at_its_best_lrs():
     plan = _plan(_best())
     fidelity.plan_study_sweep(plan)
@@ -245,6 +247,7 @@ def toy_run(tmp_path_factory):
     return out, rc, stdout.getvalue() + stderr.getvalue(), argv
 
 
+@pytest.mark.slow
 def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
     out, rc, text, _ = toy_run
     assert rc == 0, text
@@ -293,6 +296,7 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
     assert "| equal tokens | uniform 1..16 |" in text and "| equal FLOPs |" in text
 
 
+@pytest.mark.slow
 def test_rerun_reuses_the_corpus_and_every_finished_run(toy_run):
     out, rc, _, argv = toy_run
     assert rc == 0

@@ -1,6 +1,7 @@
 """The package's import graph has no cycles: no module imports one that imports it back, directly
 or through others, counting imports inside functions (they run too, only later). Imports under
-`if TYPE_CHECKING:` never run and are left out."""
+`if TYPE_CHECKING:` never run: the runtime graph (and the architecture map) leaves them out, and
+a second test counts them too, so that no two modules need each other even for their types."""
 
 from __future__ import annotations
 
@@ -26,14 +27,15 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def imported(path: Path, modules: set[str]) -> set[str]:
-    """The package modules `path` imports anywhere in its code (module level or in functions)."""
+def imported(path: Path, modules: set[str], type_only: bool = False) -> set[str]:
+    """The package modules `path` imports anywhere in its code (module level or in functions);
+    with `type_only`, also those under `if TYPE_CHECKING:`."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not type_only:
             for child in node.orelse:
                 visit(child)
             return
@@ -53,9 +55,9 @@ def imported(path: Path, modules: set[str]) -> set[str]:
     return {m for m in found if m in modules and m != name and m != "looped"}
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_only: bool = False) -> dict[str, set[str]]:
     paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-    return {name: imported(path, set(paths)) for name, path in paths.items()}
+    return {name: imported(path, set(paths), type_only) for name, path in paths.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
@@ -97,6 +99,16 @@ def test_no_module_imports_one_that_imports_it_back():
     assert not KNOWN - found, f"{[sorted(c) for c in KNOWN - found]} is gone: drop it from KNOWN"
 
 
+def test_no_cycle_even_through_type_only_imports():
+    """An import under `if TYPE_CHECKING:` does not run, but a cycle through one still ties two
+    modules together: neither can be read, moved or tested without the other."""
+    found = cycles(import_graph(type_only=True))
+    assert not found, (
+        f"import cycles through TYPE_CHECKING imports: {[sorted(c) for c in found]}; "
+        "move the shared type into a module both can import"
+    )
+
+
 def test_the_graph_sees_function_level_and_from_package_imports(tmp_path, monkeypatch):
     pkg = tmp_path / "looped"
     pkg.mkdir()
@@ -116,6 +128,15 @@ def test_the_graph_sees_function_level_and_from_package_imports(tmp_path, monkey
         "looped.c": {"looped.a"},
     }
     assert cycles(graph) == {frozenset({"looped.a", "looped.b", "looped.c"})}
+    # a cycle only through a type-only import: left out at runtime, found with type_only
+    (pkg / "d.py").write_text("import looped.e\n")
+    (pkg / "e.py").write_text(
+        "import typing\nif typing.TYPE_CHECKING:\n    from looped.d import X\nelse:\n    pass\n"
+    )
+    assert import_graph()["looped.e"] == set()
+    assert import_graph(type_only=True)["looped.e"] == {"looped.d"}
+    assert frozenset({"looped.d", "looped.e"}) not in cycles(import_graph())
+    assert frozenset({"looped.d", "looped.e"}) in cycles(import_graph(type_only=True))
 
 
 def _architecture_map() -> list[tuple[str, set[str]]]:

@@ -249,6 +249,7 @@ def _synthetic_study() -> dict:
             "baselines": {"test": {"bigram": 4.2, "unigram": 5.3}}}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigram(tmp_path):
     from looped import plots
     from looped.experiments.length import fig_gap, trends

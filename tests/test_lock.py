@@ -110,6 +110,7 @@ def lone(tmp_path_factory) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_a_second_train_into_a_run_directory_is_refused_and_the_first_is_a_lone_run(tmp_path, lone):
     """The first writer is paused (SIGSTOP) while holding the lock, so the second certainly
     starts while it runs; the second (another seed) exits 2 with one line naming the directory
@@ -139,6 +140,7 @@ def test_a_second_train_into_a_run_directory_is_refused_and_the_first_is_a_lone_
     _same_run(run, lone)
 
 
+@pytest.mark.slow
 def test_a_lock_left_by_a_killed_holder_is_taken_over_and_the_resume_is_bitwise(
     tmp_path, lone, capsys
 ):
@@ -162,6 +164,7 @@ def test_a_lock_left_by_a_killed_holder_is_taken_over_and_the_resume_is_bitwise(
 
 
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups (POSIX)")
+@pytest.mark.slow
 def test_a_second_quick_demo_into_one_directory_is_refused(tmp_path):
     """The first demo and its workers are paused (SIGSTOP to its process group) once it holds
     the output directory; a second `looped demo --quick` there exits 2 naming it and writes

@@ -188,6 +188,7 @@ def test_cpu_bf16_attention_paths_match_sdpa_and_are_causal(seq):
     assert not torch.equal(got2[:, :, -1], got[:, :, -1])
 
 
+@pytest.mark.slow
 def test_compiled_block_matches_eager(idx):
     """The presets that compile (``compile: true``) trace the block as one graph (looped.kernels
     hands the compiler its plain formulas), with the same loss and gradients as eager."""

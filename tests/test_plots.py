@@ -50,6 +50,7 @@ def test_plain_tick_labels_on_a_short_log_axis():
 
 
 @pytest.mark.skipif(not REFERENCE.is_file(), reason="no committed results/demo.json")
+@pytest.mark.slow
 def test_every_demo_figure_of_the_reference_has_data_in_every_panel(tmp_path, monkeypatch):
     """The figures the README and notebook 05 show, redrawn from the committed results (which
     hold catch-up runs beyond the full budget): `_save` refuses an empty panel, and the titles
@@ -140,11 +141,13 @@ def shipped_figures(tmp_path_factory):
     return found
 
 
+@pytest.mark.slow
 def test_the_figures_redrawn_from_results_are_the_shipped_ones(shipped_figures):
     assert sorted(shipped_figures) == SHIPPED
 
 
 @pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.slow
 def test_every_shipped_figure_is_readable(shipped_figures, name):
     """No legend over a plotted point or a tick label, at least three labelled ticks on every
     numeric axis, no tick labels over each other or cut, no series hidden under another, no

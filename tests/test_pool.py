@@ -17,6 +17,8 @@ from looped.demo import QUICK, collect, plan
 from looped.errors import UserError
 from looped.pool import RunSpec, diverged, execute
 
+pytestmark = pytest.mark.slow  # every test trains runs in worker processes
+
 
 def _pair(lr: float) -> tuple[list[RunSpec], dict]:
     """Fixed K=4 at the full budget and the fixed-first run that branches off it, at `lr`."""

@@ -46,6 +46,7 @@ def test_launch_without_arguments_prints_usage():
     assert proc.returncode == 2 and "launch.sh PRESET SCHEDULE OUT" in proc.stdout
 
 
+@pytest.mark.slow
 def test_launch_runs_torchrun_with_the_schedule(tmp_path):
     out = tmp_path / "run"
     args = ["model.d_model=32", "model.n_head=2", "data.persons=8", "batch_size=4", "seq_len=64",

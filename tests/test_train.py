@@ -274,6 +274,7 @@ def _torchrun(out: Path, mode: str) -> list[dict]:
     return [torch.load(out / f"rank{r}.pt") for r in (0, 1)]
 
 
+@pytest.mark.slow
 def test_two_gloo_ranks_agree_ddp_and_fsdp2_match(tmp_path):
     """DDP: both ranks run the same depths and end with identical weights, which are the ones
     saved. FSDP2: the same depths, and the gathered weights match DDP's (same global batch)."""
@@ -292,6 +293,7 @@ def test_two_gloo_ranks_agree_ddp_and_fsdp2_match(tmp_path):
         torch.testing.assert_close(sharded[k], saved[k], rtol=1e-4, atol=1e-5, msg=k)
 
 
+@pytest.mark.slow
 def test_ddp_with_a_prelude_that_truncated_backprop_leaves_without_gradient(tmp_path):
     """bptt=1, injection none, one prelude layer: at depth > 1 the prelude and the untied
     embedding get no gradient; DDP fails at the next reduction unless it looks for unused

@@ -29,7 +29,7 @@ biography per person in canonical sentence order, which ``looped.recall`` scores
 
 On disk (``BiosCorpus.save``): ``dataset/`` a ``datasets`` DatasetDict with splits ``train``
 (text), ``queries`` (held-out texts and their value spans) and ``persons``; ``bios_config.json``,
-``pools.json`` and ``tokenizer.json`` beside it. Helpers: ``bios_world`` (pools and persons),
+``pools.json`` and ``tokenizer.json`` beside it. Helpers: ``bios_world`` (the config, pools and persons),
 ``bios_templates`` (sentence templates), ``bios_tokenizer`` (the word-level tokenizer).
 """
 
@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,84 +49,15 @@ from looped.data.bios_templates import (
     PRONOUNS,
     TEMPLATES,
     TWO_HOP,
-    bank_size,
     fill,
     template_words,
 )
 from looped.data.bios_tokenizer import WordTokenizer, split_words
-from looped.data.bios_world import MONTHS, N_DAYS, Person, Pools, make_persons, make_pools
+from looped.data.bios_world import BiosConfig, Person, Pools, make_persons, make_pools
 from looped.errors import UserError
 
 __all__ = ["ATTRIBUTES", "BiosConfig", "BiosCorpus", "Person", "Pools", "Query", "WordTokenizer",
            "generate", "main"]  # fmt: skip
-
-
-@dataclass
-class BiosConfig:
-    """What to generate. Bits per person with the defaults: 33.90 (bioS pools: 47.60)."""
-
-    n_persons: int = 100  # persons, each with a unique full name
-    seed: int = 0  # generator seed: pools, facts, templates, sentence order
-    bios_per_person: int = 4  # training biographies per person (fresh templates each)
-    two_hop: bool = True  # company sentences + two-hop sentences/queries (employer -> city)
-    two_hop_train_frac: float = 0.5  # persons with two-hop sentences in training; rest queried
-    company_texts: int = 8  # training sentences stating each employer's city
-    n_first: int = 40  # first-name pool (bioS 400)
-    n_middle: int = 20  # middle-name pool (bioS 400)
-    n_last: int = 40  # last-name pool (bioS 1000)
-    first_year: int = 1950  # earliest birth year
-    n_years: int = 50  # birth years; dates 12 x 28 x 50: 14.04 bits (bioS 200 years: 16.04)
-    n_cities: int = 40  # birth (and employer) cities: 5.32 bits (bioS 200: 7.64)
-    n_universities: int = 20  # 4.32 bits (bioS 300: 8.23)
-    n_majors: int = 20  # 4.32 bits; 40 real subjects, then "X Studies" (bioS 100: 6.64)
-    n_employers: int = 30  # 4.91 bits (bioS 263: 8.04); gender adds 1 bit
-    n_templates: int = 10  # training templates per sentence kind
-    n_heldout_templates: int = 2  # further templates per kind, used only for evaluation text
-    permute_sentences: bool = True  # shuffle the sentence order of each training biography
-
-    @classmethod
-    def bioS(cls, **overrides: object) -> BiosConfig:
-        """The pool sizes of the capacity studies (47.6 bits per person)."""
-        sizes = dict(n_first=400, n_middle=400, n_last=1000, first_year=1900, n_years=200,
-                     n_cities=200, n_universities=300, n_majors=100, n_employers=263)  # fmt: skip
-        return cls(**{**sizes, **overrides})
-
-    def pool_sizes(self) -> dict[str, int]:
-        return {
-            "birth_date": len(MONTHS) * N_DAYS * self.n_years,
-            "birth_city": self.n_cities,
-            "university": self.n_universities,
-            "major": self.n_majors,
-            "employer": self.n_employers,
-            "gender": len(PRONOUNS),
-        }
-
-    def bits_per_person(self) -> float:
-        """Entropy of one person's facts: what a model that knows everything recalls."""
-        return sum(math.log2(s) for s in self.pool_sizes().values())
-
-    def check(self) -> None:
-        """Raise UserError naming the first field that cannot work."""
-        names = self.n_first * self.n_middle * self.n_last
-        counts = {k: v for k, v in dataclasses.asdict(self).items() if k.startswith("n_")}
-        small = [k for k, v in counts.items() if v < 1]
-        if small:
-            raise UserError(f"bios {small[0]}={counts[small[0]]} must be at least 1")
-        if self.n_persons > names:
-            raise UserError(
-                f"bios n_persons={self.n_persons} exceeds the {names} distinct names; enlarge the name pools"
-            )
-        if self.n_templates + self.n_heldout_templates > bank_size():
-            raise UserError(
-                f"bios n_templates + n_heldout_templates = {self.n_templates + self.n_heldout_templates}"
-                f" exceeds the {bank_size()} templates per kind; lower one of them"
-            )
-        if self.bios_per_person < 1 or self.company_texts < 0:
-            raise UserError("bios bios_per_person must be >= 1 and company_texts >= 0")
-        if not 0.0 <= self.two_hop_train_frac < 1.0:
-            raise UserError(
-                f"bios two_hop_train_frac={self.two_hop_train_frac} must be in [0, 1) so some persons are queried"
-            )
 
 
 @dataclass
