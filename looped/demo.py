@@ -510,12 +510,18 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
         )
     yours_text, ref_text = out / "demo_text.json", REFERENCE.parent / "demo_text.json"
     if result["meta"].get("text_results") and yours_text.is_file() and ref_text.is_file():
-        yours = json.loads(yours_text.read_text())
+        yours, theirs = json.loads(yours_text.read_text()), json.loads(ref_text.read_text())
         text += [
             "\nYour text track beside the reference's, seed means:",
-            compare_text(yours, json.loads(ref_text.read_text())),
+            compare_text(yours, theirs),
             *text_note(yours),
         ]
+        if "test" not in theirs["meta"]["corpus"] and "test" in yours["meta"]["corpus"]:
+            text.append(
+                "(the reference's text track was measured on the older train/val split, scored "
+                "on the windows that chose its LRs; yours on test windows of the leak-free "
+                "split: the differences show that change, not a reproduction check)"
+            )
     text.append(
         f"Your figures: {figures}/ (the reference's: figures/). "
         f"README sections from your numbers: looped report --results {out / 'demo.json'}"
