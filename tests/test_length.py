@@ -266,3 +266,28 @@ def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigr
     finally:
         plots._check = original
     assert seen == [[]] and (tmp_path / "gap.png").is_file()
+
+
+def test_a_length_added_after_the_trunks_ran_branches_at_a_checkpoint_they_hold(tmp_path: Path):
+    from looped.experiments.length import QUICK, plan
+
+    named = [(f"m{i}.py", unique(i)) for i in range(80)]
+    prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
+    corpus = {"path": str(tmp_path / "c"), "vocab_size": 300}
+    base = {paper.UNIFORM: {1e-2: (16, 64)}}
+    first = plan(QUICK, corpus, [0], base)
+    trunk = next(p for p in first.values() if p.spec.steps == 64)
+    runs_dir = tmp_path / "runs"
+    for step in [*trunk.spec.save_steps, 64]:  # the trunk as it finished: its checkpoints
+        ckpt = runs_dir / trunk.spec.name / "checkpoints" / f"step_{step:07d}"
+        ckpt.mkdir(parents=True)
+        (ckpt / "model.safetensors").write_bytes(b"")
+        (ckpt / "state.pt").write_bytes(b"")
+    (runs_dir / trunk.spec.name / "summary.json").write_text("{}")
+    later = plan(QUICK, corpus, [0], {paper.UNIFORM: {1e-2: (16, 48, 64)}}, runs_dir)
+    added = next(p for p in later.values() if p.spec.steps == 48)
+    assert added.spec.branch_step == trunk.spec.save_steps[0]  # the 16-step run's checkpoint
+    again = next(p for p in later.values() if p.spec.steps == 64)
+    assert sorted(again.spec.save_steps) == sorted(trunk.spec.save_steps)  # nothing to retrain
+    fresh = plan(QUICK, corpus, [0], {paper.UNIFORM: {1e-2: (16, 48, 64)}})
+    assert next(p for p in fresh.values() if p.spec.steps == 48).spec.branch_step > 13

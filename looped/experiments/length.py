@@ -109,10 +109,16 @@ def full_grid(settings: LengthSettings) -> Grid:
 
 
 def plan(
-    settings: LengthSettings, corpus: dict, seeds: list[int], grid: Grid
-) -> dict[str, Planned]:
+    settings: LengthSettings, corpus: dict, seeds: list[int], grid: Grid,
+    runs_dir: Path | None = None,
+) -> dict[str, Planned]:  # fmt: skip
     """Runs of (schedule, LR, seed) at each of the grid's lengths: the longest is trained, the
-    shorter ones branch off it where they agree (exactly the runs trained from scratch)."""
+    shorter ones branch off it where they agree (exactly the runs trained from scratch).
+
+    A length added after a trunk has finished branches at the latest checkpoint the trunk
+    already holds before the two diverge (found in `runs_dir`), so the trunk is not retrained
+    for one more checkpoint: the branch trains a few more steps, and is still the same run."""
+    from looped.checkpoint import list_checkpoints
     from looped.train import branch_point
 
     runs: dict[str, Planned] = {}
@@ -130,9 +136,15 @@ def plan(
                                    steps=steps, may_diverge=True)  # fmt: skip
                     if trunk is not None:
                         at = branch_point(cfg, steps, trunk.cfg, trunk.spec.steps)
+                        held = [s for s, _ in list_checkpoints(runs_dir / trunk.spec.name)] if (
+                            runs_dir and (runs_dir / trunk.spec.name / "summary.json").is_file()
+                        ) else []  # fmt: skip
+                        if held and at not in held:
+                            at = max((s for s in held if s <= at), default=0)
                         if at > 0:
                             spec.parent, spec.branch_step = trunk.spec.name, at
-                            trunk.spec.save_steps.append(at)
+                            if at not in trunk.spec.save_steps:
+                                trunk.spec.save_steps.append(at)
                     runs[spec.name] = Planned(spec, cfg, schedule, lr)
                     trunk = trunk or runs[spec.name]
     return runs
@@ -272,7 +284,7 @@ def sweep_and_choose(
     grid = full_grid(settings)
     trained = 0
     for _ in range(rounds + 1):
-        sweep = plan(settings, corpus, list(range(settings.sweep_seeds)), grid)
+        sweep = plan(settings, corpus, list(range(settings.sweep_seeds)), grid, runs_dir)
         trained += train_all(sweep, runs_dir, settings.workers, quiet)
         chosen = choose(sweep, runs_dir)
         wider = extended(grid, chosen)
@@ -301,7 +313,7 @@ def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
     base = baselines(settings.setup, corpus, out / "baselines.json")
     sweep, chosen, trained = sweep_and_choose(settings, corpus, runs_dir, quiet)
     rest = list(range(settings.sweep_seeds, settings.seeds))
-    extra = plan(settings, corpus, rest, chosen_grid(chosen)) if rest else {}
+    extra = plan(settings, corpus, rest, chosen_grid(chosen), runs_dir) if rest else {}
     trained += train_all(extra, runs_dir, settings.workers, quiet)
     rows = score({**sweep, **extra}, chosen, runs_dir, split_batches(settings.setup, corpus))
     table = cells(rows, base, settings.schedules)
