@@ -470,22 +470,27 @@ def prepare_text(
             f"the {' and '.join(empty)} split of {out} got no documents ({sum(w['docs'] for w in splits.values())} "
             "in all); use more documents or larger --val-frac / --test-frac"
         )
+    meta = _write_meta(
+        out, tok, dtype, splits, dataset=dataset, subset=subset, split=split,
+        text_field=text_field, max_docs=max_docs, val_frac=val_frac, test_frac=test_frac,
+    )  # fmt: skip
+    return meta
+
+
+def _write_meta(
+    out: Path, tok: TextTokenizer, dtype: np.dtype, splits: dict, **fields: Any
+) -> dict[str, Any]:
+    """meta.json, written last and atomically: a directory holding it holds a whole corpus."""
     meta = {
         "format": 1,
-        "dataset": dataset,
-        "subset": subset,
-        "split": split,
-        "text_field": text_field,
-        "max_docs": max_docs,
-        "val_frac": val_frac,
-        "test_frac": test_frac,
+        **fields,
         "tokenizer": tok.spec,
         "vocab_size": tok.vocab_size,
         "eos_id": tok.eos_id,
         "dtype": dtype.name,
         "splits": splits,
         # the built-in corpora follow the interpreter that read them
-        "python": sys.version.split()[0] if dataset in BUILTIN_CORPORA else None,
+        "python": sys.version.split()[0] if fields["dataset"] in BUILTIN_CORPORA else None,
     }
     write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
     return meta
@@ -534,26 +539,11 @@ def prepare_documents(
         writer.write(np.concatenate(tokenize_chunk(docs, tok)))
         writer.docs = len(docs)
         written[split] = writer.finish()
-    meta = {
-        "format": 1,
-        "dataset": dataset,
-        "subset": None,
-        "split": "train",
-        "text_field": "text",
-        "max_docs": None,
-        "val_frac": val_frac,
-        "test_frac": test_frac,
-        "tokenizer": tok.spec,
-        "vocab_size": tok.vocab_size,
-        "eos_id": tok.eos_id,
-        "dtype": dtype.name,
-        "splits": written,
-        "held_out_documents": {
-            s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")
-        },
-        "python": sys.version.split()[0] if dataset in BUILTIN_CORPORA else None,
-    }
-    write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
+    held = {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")}
+    meta = _write_meta(
+        out, tok, dtype, written, dataset=dataset, subset=None, split="train", text_field="text",
+        max_docs=None, val_frac=val_frac, test_frac=test_frac, held_out_documents=held,
+    )  # fmt: skip
     return meta
 
 
