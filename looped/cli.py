@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("looped.plots", "the paper's figures from run directories"),
     "bench": ("looped.bench", "speed benchmark against a stacked-layer peer"),
     "length": ("looped.experiments.length", "the gap to uniform as training lengthens (text)"),
+    "samples": ("looped.experiments.samples", "continuations at serving depths 1, 2, 4, 16"),
     "baselines": (
         "looped.experiments.text_baselines",
         "unigram/bigram NLL on each text result's windows",

@@ -372,7 +372,6 @@ def fig_gap(result: dict, path: Path) -> Path:
         ax.set_title(f"{LABELS[s]} vs uniform", fontsize=9)
         ax.set_xlabel("training tokens")
         ax.set_ylabel("gap in mean NLL, % (+: behind)")
-        ax.legend(fontsize=7)
     ax = axes[-1]
     for i, s in enumerate(SCHEDULES):
         mine = [c for c in table if c["schedule"] == s]
@@ -385,6 +384,10 @@ def fig_gap(result: dict, path: Path) -> Path:
     ax.set_xlabel("training tokens")
     ax.set_ylabel("test NLL, mean over K=1..16")
     ax.legend(fontsize=7)
+    for a in axes[: len(compared)]:  # headroom above the intervals for the shared key
+        lo, hi = a.get_ylim()
+        a.set_ylim(lo, hi + 0.5 * (hi - lo))
+    axes[0].legend(fontsize=7, loc="upper left")  # the gap panels share one key
     return plots._save(fig, path)
 
 
@@ -497,8 +500,9 @@ def section(result: dict) -> str:
     sp = meta["corpus"]["splits"]
     first = result["rows"][0]
     lines = [
-        f"Measured by `looped length` on {meta['machine']} ({meta['wall_s'] / 60:.0f} minutes, "
-        f"{meta['runs_trained']} runs trained): the standard library's source, split by "
+        f"Measured by `looped length` on {meta['machine']} ({len(result['rows'])} reported runs; "
+        "finished runs are reused, so a rerun trains only what is missing): the standard "
+        "library's source, split by "
         f"near-duplicate family into {sp['train']['tokens'] / 1e6:.1f}M train / "
         f"{sp['val']['tokens'] / 1e3:.0f}k validation / {sp['test']['tokens'] / 1e3:.0f}k test "
         f"tokens ({meta['corpus']['tokenizer']}, fit on train alone); d={st['setup']['d_model']}, "
