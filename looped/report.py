@@ -601,7 +601,7 @@ def bottom_line(verdicts: list[stats.Verdict]) -> str:
         text += "; here uniform lags, while the paper's claim is only that fixed-first is no worse"
     if counts.get(stats.Verdict.UNDECIDED):
         text += ("; an undecided interval spans both signs and the tolerance: at this size three "
-                 "seeds cannot tell which schedule is ahead, let alone by less than 0.5%")  # fmt: skip
+                 "seeds cannot tell which schedule is ahead, let alone within the tolerance")  # fmt: skip
     if quiet:
         text += f"; {quiet} shorter text comparisons are not informative at this size"
     return text + "."
