@@ -109,7 +109,7 @@ FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation r
 # share in the paper's models, and made the demo ~90 s slower.
 TEXT_LR = {UNIFORM: 3e-3, RECIPE_200M: 3e-3, RECIPES_1B[1]: 1e-2, FIXED: 1e-2}
 TEXT = FidelitySettings(
-    tokenizer="bpe:2048", d_model=64, steps=150, batch_size=16, eval_batches=4, seeds=3,
+    tokenizer="bpe:2048", d_model=64, steps=150, batch_size=16, eval_batches=12, seeds=3,
     lrs=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2), chosen_lr=dict(TEXT_LR),
 )  # fmt: skip
 QUICK_TEXT = replace(QUICK_FIDELITY, chosen_lr=dict(TEXT_LR))  # toy size, pydoc corpus

@@ -36,6 +36,7 @@ import torch
 from IPython.display import Image, Markdown, display
 
 from looped import diagnose, fidelity
+from looped.experiments import length
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.probes import gradient_agreement, plot_benefit
 from looped.report import capitalized
@@ -151,11 +152,9 @@ display(Markdown(fidelity.baseline_lines(text, base)[0]))
 # $t_{0.975,2} = 4.3$: an interval is wide unless the seeds agree closely.
 
 # %%
-from looped.experiments import length  # noqa: E402
-
 study = json.loads((ROOT / "results" / "length.json").read_text())
-gap_figure = length.fig_gap(study, Path(tempfile.mkdtemp()) / "length_gap.png")
-display(Image(filename=str(gap_figure)))
+gap_figures = [length.fig_gap(study, Path(tempfile.mkdtemp()) / "length_gap.png")]
+display(Image(filename=str(gap_figures[0])))
 display(Markdown("\n".join(length.table_rows(study))))
 
 # %% [markdown]
