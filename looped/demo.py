@@ -50,7 +50,7 @@ from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
 from looped.fidelity import QUICK as QUICK_FIDELITY
-from looped.fidelity import FidelitySettings, beats_bigram, spread
+from looped.fidelity import FidelitySettings, beats_bigram, spread, worst_nll
 from looped.lock import dir_lock
 from looped.paper import (
     FIXED,
@@ -463,7 +463,7 @@ def text_note(result: dict) -> list[str]:
     base = result.get("baselines")
     if not base or beats_bigram(result, base):
         return []
-    worst = max(max(r["mean_nll"]["max"], r["uniform_nll"]["max"]) for r in result["equal_tokens"])
+    worst = worst_nll(result["equal_tokens"])
     return [
         f"(your text models score worse than a bigram count table on the same windows: worst "
         f"seed {worst:.2f} vs bigram {base['bigram']:.2f} nats/token. At the demo's budget the "

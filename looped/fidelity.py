@@ -674,12 +674,18 @@ def section(result: dict, command: str = "looped fidelity", baseline: dict | Non
     return "\n".join(lines)
 
 
+def worst_nll(rows: list[dict]) -> float:
+    """The highest mean NLL of any seed of any schedule in these table rows, uniform's included:
+    what has to beat the bigram table for the rows to mean anything."""
+    return max(max(r["mean_nll"]["max"], r["uniform_nll"]["max"]) for r in rows)
+
+
 def beats_bigram(result: dict, baseline: dict | None) -> bool:
     """Whether every reported model (each schedule's every seed, equal tokens) scores below the
     bigram table on the same windows: the condition for any verdict on this track."""
     if not baseline:
         return False
-    worst = max(max(r["mean_nll"]["max"], r["uniform_nll"]["max"]) for r in result["equal_tokens"])
+    worst = worst_nll(result["equal_tokens"])
     return worst < baseline["bigram"]
 
 
@@ -687,7 +693,7 @@ def baseline_lines(result: dict, baseline: dict | None) -> list[str]:
     """The count-table baselines beside the models, and what they mean for the verdicts."""
     if not baseline:
         return ["No bigram baseline was computed for these windows, so no verdict is given.", ""]
-    worst = max(max(r["mean_nll"]["max"], r["uniform_nll"]["max"]) for r in result["equal_tokens"])
+    worst = worst_nll(result["equal_tokens"])
     verdicts = ("every model beats it, so the comparisons below are informative"
                 if worst < baseline["bigram"] else
                 f"the worst model scores {worst:.3f}: the rows below are not informative at this "

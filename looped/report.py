@@ -440,12 +440,12 @@ def _interval_cell(gap: dict) -> str:
     return f"{iv.mean:+.1%} [{iv.lo:+.1%}, {iv.hi:+.1%}]"
 
 
-def text_informative(result: dict, row: dict, baseline: dict | None) -> tuple[bool, str]:
+def text_informative(row: dict, baseline: dict | None) -> tuple[bool, str]:
     """Whether a text row's models (both schedules, every seed) beat the bigram table on the
     windows they were scored on, and the numbers that say so."""
     if not baseline:
         return False, "no bigram baseline for these windows"
-    worst = max(row["mean_nll"]["max"], row["uniform_nll"]["max"])
+    worst = fidelity.worst_nll([row])
     return worst < baseline[
         "bigram"
     ], f"worst seed {worst:.2f} vs bigram {baseline['bigram']:.2f} nats"
@@ -491,7 +491,7 @@ def _text_rows(root: Path) -> tuple[list[str], list[stats.Verdict]]:
             if not row:
                 continue
             informative, numbers = text_informative(
-                result, row, result.get("baselines") or saved.get(f"{key}.json")
+                row, result.get("baselines") or saved.get(f"{key}.json")
             )
             verdict, said = fidelity.gap_verdict(row["vs_uniform_by_seed"], tol, informative)
             verdicts.append(verdict)

@@ -25,7 +25,7 @@ from looped.checkpoint import list_checkpoints, load_weights
 from looped.data.text import load_tokenizer
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
-from looped.experiments.length import LengthSettings, name_of
+from looped.experiments.length import LABELS, LengthSettings, name_of
 from looped.experiments.textsetup import ensure_corpus, heldout_windows, run_config
 from looped.model import LoopedTransformer
 from looped.pool import RunSpec, execute
@@ -66,8 +66,7 @@ def models(study: dict, out: Path) -> dict[str, tuple[Path, Any]]:
     for schedule in (paper.RECIPE_200M, paper.UNIFORM):
         lr = chosen[schedule][str(steps)]["lr"]
         cfg = run_config(settings.setup, corpus, schedule=schedule, lr=lr, seed=0, steps=steps)
-        picked[paper.label(schedule) if schedule == paper.UNIFORM else "fixed-first K=2 (67%)"] = (
-            out / "runs" / name_of(schedule, lr, 0, steps), cfg)  # fmt: skip
+        picked[LABELS[schedule]] = (out / "runs" / name_of(schedule, lr, 0, steps), cfg)
     lr = chosen[paper.RECIPES_1B[1]][str(steps)]["lr"]  # fixed-first K=4's LR: the same K=4 phase
     cfg = run_config(settings.setup, corpus, schedule=FIXED, lr=lr, seed=0, steps=steps)
     name = f"fixed4_lr{lr:g}_s0_n{steps}"
