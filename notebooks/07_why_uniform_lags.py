@@ -19,7 +19,7 @@
 #   its own best learning rate, several seeds, at equal tokens and at equal modeled FLOPs;
 # - `results/diagnose.json` from `looped diagnose`: gradient evidence from uniform, fixed
 #   $K=4$, uniform with a $K$ per micro-batch, and uniform $2..16$, trained for the same steps;
-# - `results/length.json` from `looped length`: the gap at five training lengths, where the
+# - `results/length.json` from `looped length`: the gap at six training lengths, where the
 #   models beat a bigram table (`results/text_baselines.json` has the table's score for the
 #   shorter runs above).
 #
@@ -140,7 +140,7 @@ display(Markdown(fidelity.baseline_lines(text, base)[0]))
 # ## 4. As training lengthens: where the models beat the bigram table
 #
 # `looped length` trains long enough that every model ends below the bigram line: a
-# 512-token BPE (so the embedding does not dominate a $d=64$ model), five training lengths
+# 512-token BPE (so the embedding does not dominate a $d=64$ model), six training lengths
 # spanning 16x in tokens, each schedule at its own learning rate per length (chosen on
 # validation windows, over two seeds), three seeds scored on test windows that chose nothing.
 # For each length and seed $s$ the gap is paired,

@@ -1,6 +1,6 @@
 """The bridge: fixed-first's gap to uniform 1..16 as training lengthens, at equal tokens.
 
-    looped length                     # runs/length/: 5 lengths x 4 schedules x 3 seeds (~1.5 h)
+    looped length                     # runs/length/: 6 lengths x 4 schedules x 3 seeds (~1.7 h)
     looped length --quick             # every code path at toy size, about two minutes
     looped length --reference         # write results/length.json and figures/length_gap.png
     looped length --workers 1         # leave a core free; finished runs are reused on a rerun
@@ -13,7 +13,7 @@ micro-batch (so each step's gradient averages over depths) removes it:
 1. Every schedule (uniform, uniform per micro-batch, fixed-first K=2 for 67%, K=4 for 80%) at
    every LR in the sweep, seeds 0 and 1, at every length. Warmup-stable-decay lets one run per
    (schedule, LR, seed) carry every shorter run: a shorter uniform run branches off at its decay,
-   a shorter fixed-first run at its switch (`train.branch_point` checks both), so five lengths
+   a shorter fixed-first run at its switch (`train.branch_point` checks both), so six lengths
    cost about 1.3 long runs.
 2. Each (schedule, length) takes the LR with the lowest mean NLL over depths 1..16 on the
    validation windows, averaged over seeds 0 and 1; a choice at the sweep's edge is flagged.
@@ -56,7 +56,7 @@ LABELS = {paper.UNIFORM: "uniform 1..16", MICRO: "uniform, K per micro-batch",
 @dataclass
 class LengthSettings:
     setup: TextSetup = field(default_factory=TextSetup)  # corpus, model, batch
-    lengths: tuple[int, ...] = (30, 60, 120, 240, 480)  # training lengths in steps (16x)
+    lengths: tuple[int, ...] = (30, 60, 120, 240, 360, 480)  # training lengths in steps (16x)
     lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the sweep, at every length (an edge extends it)
     sweep_seeds: int = 2  # seeds each LR is chosen on (their mean validation NLL)
     seeds: int = 3  # seeds of every reported cell
