@@ -23,24 +23,39 @@ from looped.errors import UserError
 
 # subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("looped.demo", "train and evaluate the small schedule grid, write figures/results"),
-    "fidelity": ("looped.fidelity", "text track: held-out NLL across depths, equal tokens"),
-    "train": ("looped.train", "train one run from a preset or YAML config"),
-    "eval": ("looped.evaluate", "evaluate a run at serving depths (NLL, recalled bits)"),
+    "demo": (
+        "looped.experiments.demo",
+        "train and evaluate the small schedule grid, write figures/results",
+    ),
+    "fidelity": (
+        "looped.experiments.fidelity",
+        "text track: held-out NLL across depths, equal tokens",
+    ),
+    "train": ("looped.training.trainer", "train one run from a preset or YAML config"),
+    "eval": ("looped.eval.evaluate", "evaluate a run at serving depths (NLL, recalled bits)"),
     "flops": ("looped.flops", "modeled training compute per preset and schedule"),
     "data": ("looped.data.cli", "write a corpus: `looped data bios` or `looped data text`"),
-    "downstream": ("looped.downstream", "HellaSwag / PIQA / ARC-Easy accuracy at serving depths"),
-    "diagnose": ("looped.diagnose", "why uniform 1..16 lags at small scale: gradient evidence"),
-    "probe": ("looped.probes", "update-benefit probe: one K=4 vs one K=16 update"),
-    "plot": ("looped.plots", "the paper's figures from run directories"),
-    "bench": ("looped.bench", "speed benchmark against a stacked-layer peer"),
+    "downstream": (
+        "looped.eval.downstream",
+        "HellaSwag / PIQA / ARC-Easy accuracy at serving depths",
+    ),
+    "diagnose": (
+        "looped.experiments.diagnose",
+        "why uniform 1..16 lags at small scale: gradient evidence",
+    ),
+    "probe": ("looped.experiments.probes", "update-benefit probe: one K=4 vs one K=16 update"),
+    "plot": ("looped.figures.plots", "the paper's figures from run directories"),
+    "bench": ("looped.bench.run", "speed benchmark against a stacked-layer peer"),
     "length": ("looped.experiments.length", "the gap to uniform as training lengthens (text)"),
     "samples": ("looped.experiments.samples", "continuations at serving depths 1, 2, 4, 16"),
     "baselines": (
         "looped.experiments.text_baselines",
         "unigram/bigram NLL on each text result's windows",
     ),
-    "report": ("looped.report", "regenerate the docs and (--figures) the figures from results/"),
+    "report": (
+        "looped.report.sections",
+        "regenerate the docs and (--figures) the figures from results/",
+    ),
 }
 
 

@@ -46,13 +46,13 @@ import seaborn as sns
 import torch
 import torch.nn.functional as F
 
-from looped import plots
-from looped.checkpoint import load_model
 from looped.config import load_config
 from looped.data.batching import build_source
+from looped.figures import plots
 from looped.flops import count_params, flops_per_token
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.train import train
+from looped.runtime.checkpoint import load_model
+from looped.training.trainer import train
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: wider model, longer training
 if not FULL:
@@ -61,7 +61,7 @@ sns.set_theme(style="whitegrid")
 _ = torch.manual_seed(0)  # the same weights on every run
 
 # %% [markdown]
-# The recurrence as a picture, drawn by `looped.plots.fig_architecture` (the paper's Fig. 6):
+# The recurrence as a picture, drawn by `looped.figures.plots.fig_architecture` (the paper's Fig. 6):
 # every green box is the *same* block $A$, and the grey arcs are the input injection that
 # feeds $e$ back in from the second loop on.
 

@@ -40,7 +40,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from looped import plots
+from looped.figures import plots
 from looped.paper import FIXED, FIXED_FIRST, LABELS, UNIFORM
 from looped.schedules import FixedFirst, parse_schedule, step_bits
 

@@ -18,7 +18,7 @@
 #
 # This notebook generates the biographies, looks at them and their tokens, defines the bits
 # measure with an oracle and a uniform predictor as anchors, and trains a small model to read
-# its bits across serving depths. The code is `looped.data.bios` and `looped.recall`.
+# its bits across serving depths. The code is `looped.data.bios` and `looped.eval.recall`.
 
 # %%
 import json
@@ -34,13 +34,13 @@ import numpy as np
 import seaborn as sns
 import torch
 
-from looped import plots
-from looped.checkpoint import load_model
 from looped.config import load_config
 from looped.data.bios import ATTRIBUTES, BiosConfig, BiosCorpus, generate
+from looped.eval.recall import bits_from_losses, recall_by_depth
+from looped.figures import plots
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.recall import bits_from_losses, recall_by_depth
-from looped.train import train
+from looped.runtime.checkpoint import load_model
+from looped.training.trainer import train
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: 100 persons, wider model, longer run
 if not FULL:

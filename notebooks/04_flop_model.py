@@ -27,8 +27,8 @@ from matplotlib.ticker import PercentFormatter
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from looped import plots
 from looped.config import load_config
+from looped.figures import plots
 from looped.flops import (
     fixed_and_loop_cost,
     flops_per_token,

@@ -37,7 +37,7 @@
 #
 # This notebook loads `results/demo.json` when it exists (`looped demo --reference` writes
 # it; the quick start in `docs/USAGE.md` gives how long a plain `make demo` took). Otherwise it
-# runs the same code path at toy size, `looped.demo.QUICK` with one seed, in a temporary
+# runs the same code path at toy size, `looped.experiments.demo.QUICK` with one seed, in a temporary
 # folder: a few dozen steps of a tiny model, enough to see every figure but not to reproduce
 # any number. Set `LOOPED_FULL=1` to run the full demo here instead.
 
@@ -52,13 +52,14 @@ from pathlib import Path
 import numpy as np
 from IPython.display import Image, Markdown, display
 
-from looped import fidelity, plots
-from looped.demo import FULL_DEPTH_KS, QUICK, DemoSettings, format_summary, run_demo
+from looped.experiments import fidelity
+from looped.experiments.demo import FULL_DEPTH_KS, QUICK, DemoSettings, format_summary, run_demo
+from looped.figures import plots
 from looped.paper import FIXED_FIRST, LABELS, UNIFORM
-from looped.report import findings, study_rows, study_trend, verdicts_section
+from looped.report.sections import findings, study_rows, study_trend, verdicts_section
 
 # %matplotlib inline
-# (looped.plots renders off-screen, to files; the magic above turns inline figures back on)
+# (looped.figures.plots renders off-screen, to files; the magic above turns inline figures back on)
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # run the full demo when no results file exists
 ROOT = next(  # the repository root: notebooks run from notebooks/
@@ -75,7 +76,7 @@ else:
     result = run_demo(settings, workdir, workdir / "figures", quiet=True)
     origin = (
         "ran "
-        + ("`looped demo --full`" if FULL else "looped.demo.QUICK with seeds=1")
+        + ("`looped demo --full`" if FULL else "looped.experiments.demo.QUICK with seeds=1")
         + " just now"
     )
 
@@ -88,7 +89,7 @@ print(
 print(f"{len(result['runs'])} runs, {meta['wall_seconds']:.0f}s on {meta['machine']}")
 
 # %% [markdown]
-# The figures are drawn by `looped.plots.demo_figures` from this dictionary (the same code
+# The figures are drawn by `looped.figures.plots.demo_figures` from this dictionary (the same code
 # `looped demo` uses for `figures/`), and every number below is read from it.
 
 # %%
@@ -262,12 +263,12 @@ if "two_hop_recall" in figures:
 # $$ b(k) = \mathrm{NLL}_k(\theta_{K=4}) - \mathrm{NLL}_k(\theta_{K=16}), $$
 #
 # positive where the deep update helps more. The checkpoints are where the fixed-first runs
-# switch to uniform (`looped.probes.update_benefit`).
+# switch to uniform (`looped.experiments.probes.update_benefit`).
 
 # %%
 benefit = result.get("update_benefit") or []
 if benefit:
-    from looped.probes import plot_benefit
+    from looped.experiments.probes import plot_benefit
 
     ints = [dict(b, benefit={int(k): v for k, v in b["benefit"].items()}) for b in benefit]
     figures["fig4"] = plot_benefit(ints, workdir / "fig4.png")  # drawn through plots._save
@@ -345,7 +346,7 @@ if wide_file.is_file() and json.loads(wide_file.read_text()).get("study"):
 # ## What we saw
 #
 # The sentences below are generated from the numbers loaded above by
-# `looped.report.findings`, the same code that writes the findings in `docs/RESULTS.md`, so
+# `looped.report.sections.findings`, the same code that writes the findings in `docs/RESULTS.md`, so
 # they always describe the results this notebook shows: each of the paper's claims, the
 # measured numbers, and whether it shows at this scale.
 

@@ -35,11 +35,10 @@ from pathlib import Path
 import torch
 from IPython.display import Image, Markdown, display
 
-from looped import diagnose, fidelity
-from looped.experiments import length
+from looped.experiments import diagnose, fidelity, length
+from looped.experiments.probes import gradient_agreement, plot_benefit
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.probes import gradient_agreement, plot_benefit
-from looped.report import capitalized
+from looped.report.sections import capitalized
 
 FULL = os.environ.get("LOOPED_FULL") == "1"
 ROOT = next(  # the repository root: notebooks run from notebooks/
@@ -58,7 +57,7 @@ ROOT = next(  # the repository root: notebooks run from notebooks/
 # $\rho = 1$ when every depth wants the same change; for gradients of equal size that are
 # orthogonal, $\rho = 1/\sqrt{16}$. Two things can make uniform slow: gradients of very
 # different **size** (a few depths dominate the steps and Adam's running second moment) and
-# gradients of different **direction** (the average cancels). `looped.probes.gradient_agreement`
+# gradients of different **direction** (the average cancels). `looped.experiments.probes.gradient_agreement`
 # measures both on one batch. On an untrained model every depth's gradient points much the
 # same way:
 

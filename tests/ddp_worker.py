@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-import looped.train as train_mod
+import looped.training.trainer as train_mod
 from looped.config import load_config
 from looped.model import LoopedTransformer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from looped.atomic import atomic_path, write_text_atomic
+from looped.runtime.atomic import atomic_path, write_text_atomic
 
 
 def test_file_replaced_whole_and_failure_keeps_the_old_one(tmp_path):

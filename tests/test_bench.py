@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from looped import bench, bench_report
+from looped.bench import run as bench
+from looped.bench import tables as bench_report
 from looped.errors import UserError
 from looped.flops import flops_per_token
 

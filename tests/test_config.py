@@ -9,7 +9,7 @@ import pytest
 from looped.cli import main as cli
 from looped.config import load_config, preset_names, validate
 from looped.errors import UserError
-from looped.train import check_config
+from looped.training.trainer import check_config
 
 
 def _printed(capsys, argv: list[str]) -> str:

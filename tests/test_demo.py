@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from looped import demo, report
-from looped.demo import FIXED, FIXED_FIRST, QUICK, UNIFORM, plan, run_demo
 from looped.errors import UserError
+from looped.experiments import demo
+from looped.experiments.demo import FIXED, FIXED_FIRST, QUICK, UNIFORM, plan, run_demo
+from looped.report import sections as report
 from looped.schedules import parse_schedule
-from looped.train import lr_at
+from looped.training.trainer import lr_at
 
 LR = f"lr{demo.BIOS_LR[UNIFORM]:g}"  # the default LR in run names
 
@@ -321,7 +322,7 @@ def test_report_renders_the_readme_from_a_chosen_results_file(quick, tmp_path):
 
 
 def test_the_comparison_names_only_settings_that_change_the_table():
-    from looped.demo import _settings_that_change_the_table
+    from looped.experiments.demo import _settings_that_change_the_table
 
     ref = {"seeds": 2, "catch_up": [2.0, 3.0], "workers": 2, "overrides": []}
     assert _settings_that_change_the_table(dict(ref, catch_up=[], workers=4), ref) == []

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from looped.device import cpu_name, model_device, pick_device
 from looped.errors import UserError
+from looped.runtime.device import cpu_name, model_device, pick_device
 
 
 def test_pick_device():
@@ -29,8 +29,8 @@ def test_model_device_and_cpu_name():
 def test_auto_dtype_is_bf16_only_where_the_hardware_has_it():
     import torch
 
-    from looped import device
-    from looped.device import bf16_is_fast, resolve_dtype
+    from looped.runtime import device
+    from looped.runtime.device import bf16_is_fast, resolve_dtype
 
     cpu = torch.device("cpu")
     assert resolve_dtype("fp32", cpu) == "fp32" and resolve_dtype("bf16", cpu) == "bf16"
@@ -49,8 +49,8 @@ def test_trainer_records_the_resolved_dtype(tmp_path):
     import torch
 
     from looped.config import load_config
-    from looped.device import resolve_dtype
-    from looped.train import train
+    from looped.runtime.device import resolve_dtype
+    from looped.training.trainer import train
 
     small = ["model.d_model=32", "model.n_head=2", "data.persons=8", "batch_size=2", "seq_len=64",
              "model.seq_len=64", "eval_depths=1-2", "eval_batches=1", "threads=1"]  # fmt: skip

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from looped.cli import main as cli
-from looped.diagnose import QUICK, grad_norm_by_depth, plan
+from looped.experiments.diagnose import QUICK, grad_norm_by_depth, plan
 
 
 def test_grad_norm_by_depth_is_the_median_of_the_steps_of_each_depth_after_warmup():
@@ -63,7 +63,7 @@ def test_bad_input_is_one_line_and_exit_2(args, capsys):
 
 
 def test_gap_closed_is_the_share_of_the_uniform_to_fixed_difference():
-    from looped.diagnose import _closes
+    from looped.experiments.diagnose import _closes
 
     v = {
         "uniform": {"mean_nll": 3.0, "seed_mean_nll": [3.0]},

@@ -10,10 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from looped import downstream
 from looped.data.text import HFTokenizer
-from looped.downstream import MCItem, encode_pair, evaluate_tasks, load_items, score_items
 from looped.errors import UserError
+from looped.eval import downstream
+from looped.eval.downstream import MCItem, encode_pair, evaluate_tasks, load_items, score_items
 from looped.model import LoopedConfig, LoopedTransformer
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -273,7 +273,7 @@ def test_harness_scores_match_downstream(
     lm_eval = pytest.importorskip("lm_eval")
     from lm_eval.tasks import TaskManager
 
-    from looped.lm_eval_adapter import LoopedLM
+    from looped.eval.lm_eval_adapter import LoopedLM
 
     names = _harness_fixture_tasks(tmp_path)
     manager = TaskManager(include_path=str(tmp_path), include_defaults=False)
@@ -308,7 +308,7 @@ def test_adapter_rolling_and_greedy_generation() -> None:
     pytest.importorskip("lm_eval")
     from lm_eval.api.instance import Instance
 
-    from looped.lm_eval_adapter import LoopedLM
+    from looped.eval.lm_eval_adapter import LoopedLM
 
     lm = LoopedLM(NextCharModel(), CharTokenizer(), depth=1, batch_size=2)
 
@@ -340,9 +340,9 @@ def test_adapter_rolling_and_greedy_generation() -> None:
 def test_run_directory_cli_and_adapter(model: LoopedTransformer, tmp_path: Path) -> None:
     """A checkpoint trained on a text corpus evaluates by run directory: the tokenizer comes
     from the corpus the run names."""
-    from looped.checkpoint import save_checkpoint, unique_state_dict
     from looped.config import TrainConfig, save_config
     from looped.data.text import prepare_text
+    from looped.runtime.checkpoint import save_checkpoint, unique_state_dict
 
     prepare_text(tmp_path / "corpus", tokenizer=f"hf:{FIXTURES / 'tokenizer.json'}", max_docs=2)
     cfg = TrainConfig(model=model.config)
@@ -365,7 +365,7 @@ def test_run_directory_cli_and_adapter(model: LoopedTransformer, tmp_path: Path)
     expected = evaluate_tasks(model, tok, ["piqa", "arc_easy"], [1, 3], data_files=DATA)
     assert json.loads(out.read_text()) == json.loads(json.dumps(expected))
     if _has_lm_eval():  # the adapter too, when installed
-        from looped.lm_eval_adapter import LoopedLM
+        from looped.eval.lm_eval_adapter import LoopedLM
 
         lm = LoopedLM.create_from_arg_string(
             f"run={run},depth=3", {"batch_size": "auto", "device": None}

@@ -1,5 +1,5 @@
 """Faults injected, and survived: SIGKILL at named points inside checkpoint saves and metrics
-writes (looped.faults), damaged checkpoint files, a full or read-only disk. Each ends in the
+writes (looped.runtime.faults), damaged checkpoint files, a full or read-only disk. Each ends in the
 bitwise result of the uninterrupted run, or in one line that names the file and what to do."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from looped import checkpoint as ckpt_lib
 from looped.cli import main as cli
 from looped.config import load_config
-from looped.train import train
+from looped.runtime import checkpoint as ckpt_lib
+from looped.training.trainer import train
 
 torch.set_num_threads(1)
 SMALL = ["model.d_model=32", "model.n_head=2", "data.persons=12", "batch_size=4", "seq_len=64",
@@ -173,7 +173,7 @@ def test_a_full_disk_stops_with_one_line_and_keeps_the_previous_checkpoint(tmp_p
     done = ckpt_lib.list_checkpoints(kept)
     assert done and f"{done[-1][1]}".replace(str(kept), str(run)) in err  # names the intact one
     ckpt_lib.load_state(done[-1][1])  # whole and consistent
-    from looped.checkpoint import load_model
+    from looped.runtime.checkpoint import load_model
 
     load_model(done[-1][1])
     assert not list((kept / "checkpoints").glob(".tmp-*"))
@@ -251,7 +251,7 @@ def test_a_state_file_that_would_run_code_is_refused_and_nothing_runs(
 def test_a_config_file_that_would_run_code_is_refused(tmp_path, reference):
     """YAML from a run directory goes through a safe loader: a python tag is an error naming
     the file, never a call."""
-    from looped.checkpoint import load_model
+    from looped.runtime.checkpoint import load_model
 
     ckpt, marker = tmp_path / "ckpt", tmp_path / "created-by-the-config"
     shutil.copytree(reference / "checkpoints" / "step_0000020", ckpt)

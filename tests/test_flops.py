@@ -14,7 +14,6 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from looped import cli
 from looped.config import load_config
-from looped.device import peak_flops
 from looped.errors import UserError
 from looped.flops import (
     count_params,
@@ -28,6 +27,7 @@ from looped.flops import (
     tokens_per_step,
 )
 from looped.model import LoopedConfig, LoopedTransformer
+from looped.runtime.device import peak_flops
 from looped.schedules import parse_schedule
 
 T = 32  # sequence length of the counter checks

@@ -198,7 +198,7 @@ def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documen
 
 
 def test_the_demo_says_when_its_text_models_lose_to_the_bigram_and_points_to_the_study():
-    from looped.demo import text_note
+    from looped.experiments.demo import text_note
 
     result = {"equal_tokens": [{"mean_nll": {"max": 5.0}, "uniform_nll": {"max": 5.2}}],
               "baselines": {"bigram": 4.0}}  # fmt: skip
@@ -251,8 +251,8 @@ def _synthetic_study() -> dict:
 
 @pytest.mark.slow
 def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigram(tmp_path):
-    from looped import plots
     from looped.experiments.length import fig_gap, trends
+    from looped.figures import plots
 
     study = _synthetic_study()
     informative = {c["steps"]: c.get("verdict") for c in study["cells"] if "gap" in c}

@@ -20,11 +20,11 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from looped import checkpoint as ckpt_lib
 from looped.cli import main as cli
 from looped.config import load_config
-from looped.lock import LOCK_NAME, DirectoryLocked, Holder, dir_lock, holder_of
-from looped.train import train
+from looped.runtime import checkpoint as ckpt_lib
+from looped.runtime.lock import LOCK_NAME, DirectoryLocked, Holder, dir_lock, holder_of
+from looped.training.trainer import train
 
 torch.set_num_threads(1)
 SMALL = ["model.d_model=32", "model.n_head=2", "data.persons=12", "batch_size=4", "seq_len=64",
@@ -193,13 +193,13 @@ def test_a_second_quick_demo_into_one_directory_is_refused(tmp_path):
 def test_every_writer_takes_the_lock_before_writing(tmp_path):
     """train, mark_diverged (the pool's other write), and the demo, fidelity and diagnose
     output directories: each refuses a directory another writer holds, before any write."""
-    from looped.demo import QUICK as DEMO
-    from looped.demo import run_demo
-    from looped.diagnose import QUICK as DIAGNOSE
-    from looped.diagnose import run_diagnose
-    from looped.fidelity import QUICK as FIDELITY
-    from looped.fidelity import run_fidelity
-    from looped.pool import mark_diverged
+    from looped.experiments.demo import QUICK as DEMO
+    from looped.experiments.demo import run_demo
+    from looped.experiments.diagnose import QUICK as DIAGNOSE
+    from looped.experiments.diagnose import run_diagnose
+    from looped.experiments.fidelity import QUICK as FIDELITY
+    from looped.experiments.fidelity import run_fidelity
+    from looped.experiments.runner import mark_diverged
 
     out = tmp_path / "out"
     cfg = load_config("tiny", RUN)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 
 import looped.experiments.stats as stats
-from looped import fidelity, paper, report
+from looped import paper
 from looped.config import load_config
+from looped.experiments import fidelity
 from looped.experiments.stats import Verdict
 from looped.flops import preset_rows
+from looped.report import sections as report
 
 
 def test_the_presets_launch_the_recipes_paper_py_names():

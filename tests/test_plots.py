@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from looped import plots  # noqa: E402
+from looped.figures import plots  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "demo.json"
@@ -102,7 +102,7 @@ def test_architecture_diagram_has_one_box_per_application_and_the_injections():
     """Fig. 6: P, K boxes of the same block A, H; an injection arc into loops 2..K."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    from looped import plots
+    from looped.figures import plots
 
     for depth in (1, 4):
         fig = plots.fig_architecture(depth)
@@ -123,7 +123,7 @@ SHIPPED = sorted(p.name for p in (ROOT / "figures").glob("*.png"))
 def shipped_figures(tmp_path_factory):
     """Every figure of figures/, redrawn from the committed results/*.json by the functions that
     drew it (`report.figures`), as (name, problems found on the Figure as saved)."""
-    from looped import report
+    from looped.report import sections as report
 
     found = {}
     original = plots._save
@@ -212,7 +212,7 @@ def test_the_checks_fail_on_the_figures_as_they_were_drawn(monkeypatch):
     """The figures that failed before the fixes, drawn as they were: Fig. 1's legend sat on
     uniform's curve in the 100% panel, the gradient-agreement legend on the K=8 vs K=16 line,
     and fixed-first's solid training curve covered fixed K=4's until the switch."""
-    from looped import diagnose
+    from looped.experiments import diagnose
 
     drawn = {}
     monkeypatch.setattr(plots, "_place_legends", lambda fig: False)  # legends where coded

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from looped.demo import QUICK, collect, plan
 from looped.errors import UserError
-from looped.pool import RunSpec, diverged, execute
+from looped.experiments.demo import QUICK, collect, plan
+from looped.experiments.runner import RunSpec, diverged, execute
 
 pytestmark = pytest.mark.slow  # every test trains runs in worker processes
 
@@ -76,9 +76,9 @@ def _script(out: Path, failing: bool) -> str:
 import sys
 from dataclasses import replace
 from pathlib import Path
-from looped.demo import QUICK, plan
+from looped.experiments.demo import QUICK, plan
 from looped.errors import UserError
-from looped.pool import execute
+from looped.experiments.runner import execute
 specs, configs = plan(replace(QUICK, seeds=1, probe=False))
 long, bad = [s for s in specs if s.parent is None][:2]
 for s in (long, bad):

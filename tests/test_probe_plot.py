@@ -5,8 +5,8 @@ import torch
 
 from looped.cli import main as cli
 from looped.config import load_config
-from looped.probes import one_update, update_benefit
-from looped.train import train
+from looped.experiments.probes import one_update, update_benefit
+from looped.training.trainer import train
 
 SMALL = ["model.d_model=32", "model.n_head=2", "data.persons=12", "batch_size=4", "seq_len=64",
          "model.seq_len=64", "eval_batches=1", "eval_depths=1-4", "log_interval=1", "threads=1"]  # fmt: skip
@@ -25,7 +25,7 @@ def run(tmp_path_factory):
 
 
 def test_one_update_leaves_the_original_untouched(run):
-    from looped import checkpoint as ckpt_lib
+    from looped.runtime import checkpoint as ckpt_lib
 
     model, cfg = ckpt_lib.load_model(run / "ff")
     state = ckpt_lib.load_state(ckpt_lib.resolve_checkpoint(run / "ff"))
@@ -75,7 +75,7 @@ def test_probe_and_plot_commands(run, tmp_path, capsys):
 
 
 def test_one_update_accumulates_micro_batches_like_one_big_batch(run):
-    from looped import checkpoint as ckpt_lib
+    from looped.runtime import checkpoint as ckpt_lib
 
     model, cfg = ckpt_lib.load_model(run / "ff")
     state = ckpt_lib.load_state(ckpt_lib.resolve_checkpoint(run / "ff"))
@@ -89,8 +89,8 @@ def test_one_update_accumulates_micro_batches_like_one_big_batch(run):
 def test_gradient_agreement_is_the_cosine_of_the_backward_gradients(run):
     """Each depth's vector is exactly what loss.backward() leaves in .grad, the cosine matrix is
     symmetric with a unit diagonal, and the survival ratio is |mean g| / mean |g|."""
-    from looped import checkpoint as ckpt_lib
-    from looped.probes import depth_gradients, gradient_agreement
+    from looped.experiments.probes import depth_gradients, gradient_agreement
+    from looped.runtime import checkpoint as ckpt_lib
 
     model, cfg = ckpt_lib.load_model(run / "ff")
     model.train()

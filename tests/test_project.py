@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from looped import docs, report
+from looped.report import docs
+from looped.report import sections as report
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,8 +13,8 @@ from torch import nn
 
 from looped.data.bios import ATTRIBUTES, BiosConfig, generate
 from looped.errors import UserError
+from looped.eval.recall import bits_from_losses, recall_by_depth, recall_queries
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.recall import bits_from_losses, recall_by_depth, recall_queries
 
 LN2 = math.log(2)
 # 4 years -> 12*28*4 = 1344 dates; 8 cities; 4 universities, majors and employers

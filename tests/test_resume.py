@@ -9,12 +9,12 @@ import hashlib
 import pytest
 import torch
 
-from looped import checkpoint as ckpt_lib
 from looped.cli import main as cli
 from looped.config import RESUMABLE, differences, flatten, load_config
 from looped.data.batching import train_generator
 from looped.data.bios import BiosConfig, generate
-from looped.train import _check_branch, train
+from looped.runtime import checkpoint as ckpt_lib
+from looped.training.trainer import _check_branch, train
 
 torch.set_num_threads(1)
 SMALL = ["model.d_model=32", "model.n_head=2", "data.persons=12", "batch_size=4", "seq_len=64",

@@ -13,12 +13,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from looped import checkpoint as ckpt_lib
 from looped.cli import main as cli
 from looped.config import load_config
 from looped.flops import flops_per_token, schedule_flops
+from looped.runtime import checkpoint as ckpt_lib
 from looped.schedules import parse_schedule
-from looped.train import lr_at, total_steps_for, train
+from looped.training.trainer import lr_at, total_steps_for, train
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]

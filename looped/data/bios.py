@@ -11,7 +11,7 @@ In the style of bioS (Allen-Zhu and Li, Physics of Language Models 3.1/3.3).
 Each person gets a unique full name (first, middle, last) and six facts, each drawn uniformly and
 independently from a pool: birth date, birth city, university, major, employer, gender. Because
 the facts are random, a model can only predict them by having stored them, which is what
-``looped.recall`` measures in bits. A biography has one sentence per fact except gender, which
+``looped.eval.recall`` measures in bits. A biography has one sentence per fact except gender, which
 shows in the pronouns: the full name in the first sentence, He/She after. Every training
 biography draws fresh templates (and, by default, a fresh sentence order).
 
@@ -25,7 +25,7 @@ default) also get sentences stating their employer's city this way; the queries 
 other persons only, so no query appears verbatim in training text.
 
 Evaluation text uses held-out templates (never in training text) for the same facts: one
-biography per person in canonical sentence order, which ``looped.recall`` scores token by token.
+biography per person in canonical sentence order, which ``looped.eval.recall`` scores token by token.
 
 On disk (``BiosCorpus.save``): ``dataset/`` a ``datasets`` DatasetDict with splits ``train``
 (text), ``queries`` (held-out texts and their value spans) and ``persons``; ``bios_config.json``,
@@ -42,7 +42,6 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from looped.atomic import atomic_path
 from looped.data.bios_templates import (
     ATTRIBUTES,
     BIO_ATTRIBUTES,
@@ -55,6 +54,7 @@ from looped.data.bios_templates import (
 from looped.data.bios_tokenizer import WordTokenizer, split_words
 from looped.data.bios_world import BiosConfig, Person, Pools, make_persons, make_pools
 from looped.errors import UserError
+from looped.runtime.atomic import atomic_path
 
 __all__ = ["ATTRIBUTES", "BiosConfig", "BiosCorpus", "Person", "Pools", "Query", "WordTokenizer",
            "generate", "main"]  # fmt: skip

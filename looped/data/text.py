@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from looped.atomic import write_text_atomic
 from looped.errors import UserError, first_line
+from looped.runtime.atomic import write_text_atomic
 
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|eos|>")
 FILE_BUILDERS = {".txt": "text", ".jsonl": "json", ".json": "json", ".parquet": "parquet"}

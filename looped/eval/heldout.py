@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from looped.checkpoint import list_checkpoints, load_weights
 from looped.config import TrainConfig
 from looped.model import LoopedTransformer
+from looped.runtime.checkpoint import list_checkpoints, load_weights
 
 
 def heldout_nll(run_dir: Path, cfg: TrainConfig, batches: list) -> dict[str, Any]:

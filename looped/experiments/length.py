@@ -38,14 +38,21 @@ import numpy as np
 
 import looped.experiments.stats as stats
 from looped import paper
-from looped.atomic import write_text_atomic
 from looped.config import TrainConfig
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
+from looped.experiments.runner import (
+    RunSpec,
+    diverged,
+    execute,
+    machine_name,
+    read_metrics,
+    train_wall,
+)
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import heldout_windows as split_batches
-from looped.lock import dir_lock
-from looped.pool import RunSpec, diverged, execute, machine_name, read_metrics, train_wall
+from looped.runtime.atomic import write_text_atomic
+from looped.runtime.lock import dir_lock
 
 MICRO = "uniform:1-16 per micro-batch"  # uniform with a K per micro-batch (4 micro-batches)
 SCHEDULES = (paper.UNIFORM, MICRO, paper.RECIPE_200M, paper.RECIPES_1B[1])
@@ -118,8 +125,8 @@ def plan(
     A length added after a trunk has finished branches at the latest checkpoint the trunk
     already holds before the two diverge (found in `runs_dir`), so the trunk is not retrained
     for one more checkpoint: the branch trains a few more steps, and is still the same run."""
-    from looped.checkpoint import list_checkpoints
-    from looped.train import branch_point
+    from looped.runtime.checkpoint import list_checkpoints
+    from looped.training.trainer import branch_point
 
     runs: dict[str, Planned] = {}
     for schedule, by_lr in grid.items():
@@ -342,7 +349,7 @@ def fig_gap(result: dict, path: Path) -> Path:
     with every schedule's test NLL beside the bigram table's."""
     import matplotlib.pyplot as plt
 
-    from looped import plots
+    from looped.figures import plots
 
     plots._style()
     table = result["cells"]

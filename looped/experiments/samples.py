@@ -20,15 +20,15 @@ from typing import Any
 import torch
 
 from looped import paper
-from looped.atomic import write_text_atomic
-from looped.checkpoint import list_checkpoints, load_weights
 from looped.data.text import load_tokenizer
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
 from looped.experiments.length import LABELS, LengthSettings, name_of
+from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import ensure_corpus, heldout_windows, run_config
 from looped.model import LoopedTransformer
-from looped.pool import RunSpec, execute
+from looped.runtime.atomic import write_text_atomic
+from looped.runtime.checkpoint import list_checkpoints, load_weights
 
 PROMPTS = (
     "def __init__(self, ",

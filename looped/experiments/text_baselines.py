@@ -16,11 +16,11 @@ import argparse
 import json
 from pathlib import Path
 
-from looped.atomic import write_text_atomic
 from looped.data.text import META, TokenShards, prepare_text, read_meta
 from looped.errors import UserError
 from looped.eval.baselines import corpus_baselines
-from looped.fidelity import FidelitySettings, corpus_dir
+from looped.experiments.fidelity import FidelitySettings, corpus_dir
+from looped.runtime.atomic import write_text_atomic
 
 RESULTS = ("fidelity.json", "demo_text.json")  # the text results this applies to
 

@@ -20,10 +20,10 @@ from typing import Any
 
 from looped.config import TrainConfig, load_config
 from looped.data.text import META, TokenShards, prepare_documents, read_meta, stdlib_named_documents
-from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
 from looped.eval.baselines import corpus_baselines
 from looped.model import fit_vocab
+from looped.runtime.device import pick_device, resolve_dtype
 
 
 @dataclass

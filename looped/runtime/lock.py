@@ -9,7 +9,7 @@ each run of a demo / fidelity / diagnose pool, and those commands' own output di
 takes ``DIR/.lock`` with ``flock(LOCK_EX | LOCK_NB)`` first. A second writer is refused at once
 with one line naming the directory and the holder (PID, host, start time, command), before it
 writes anything. Readers (`looped eval`, `looped plot`, notebooks) take no lock: every file a
-reader needs whole is written atomically (`looped.atomic`), and metrics readers skip a line cut
+reader needs whole is written atomically (`looped.runtime.atomic`), and metrics readers skip a line cut
 short by a live run.
 
 Why flock: the kernel releases it when the holder dies, however it dies (``kill -9``, the OOM

@@ -33,7 +33,7 @@ token less than once. It is tokenized once into OUT/corpus-<name> and reused. A 
 (`--dataset roneneldan/TinyStories`, `HuggingFaceFW/fineweb-edu --subset sample-10BT`) needs a
 network the first time; `--max-docs` bounds how much of it is tokenized.
 
-Runs train on the worker pool (`looped.pool`); uniform's equal-FLOP runs branch off its
+Runs train on the worker pool (`looped.experiments.runner`); uniform's equal-FLOP runs branch off its
 full-length run at their decay (exactly: the same steps until then), every other run is trained
 from scratch, and finished runs are reused when the command is run again (`--fresh` retrains).
 The results JSON holds every run (with its training curve), the whole sweep, the chosen LRs, both
@@ -56,14 +56,10 @@ import numpy as np
 
 import looped.experiments.stats as stats
 from looped import paper
-from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
-from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
-from looped.lock import dir_lock
-from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
-from looped.pool import (
+from looped.experiments.runner import (
     RunSpec,
     before_branch,
     diverged,
@@ -74,6 +70,10 @@ from looped.pool import (
     read_metrics,
     train_wall,
 )
+from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.runtime.atomic import write_text_atomic
+from looped.runtime.device import pick_device, resolve_dtype
+from looped.runtime.lock import dir_lock
 
 # the schedules compared, in the order tables and legends list them
 SCHEDULES = (UNIFORM, RECIPE_200M, RECIPES_1B[1], FIXED)
@@ -250,7 +250,7 @@ class Plan:
         """Add a run of `steps` steps, or of as many steps as fit `budget_flops`; with a `parent`,
         the run branches off the parent's checkpoint where the two agree (warmup-stable-decay:
         up to the shorter run's decay), which is exactly the run trained from scratch."""
-        from looped.train import branch_point, total_steps_for
+        from looped.training.trainer import branch_point, total_steps_for
 
         cfg = run_config(
             self.settings, self.corpus, schedule=schedule, lr=lr, seed=seed, d_model=d_model,
@@ -368,7 +368,7 @@ def plan_study(plan: Plan, best: dict[int, dict[str, float]]) -> None:
 def collect(plan: Plan, runs_dir: Path) -> list[dict]:
     """One row per run: what it was (schedule, LR, seed, width, steps, tokens, modeled FLOPs)
     and what it measured (train wall seconds, token NLL per serving depth, final loss)."""
-    from looped.evaluate import token_nll_of
+    from looped.eval.evaluate import token_nll_of
     from looped.flops import schedule_flops, tokens_per_step
     from looped.model import LoopedTransformer
     from looped.schedules import parse_schedule
@@ -734,7 +734,7 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
     seeds part ways, e.g. one that stays longer on the early plateau."""
     import matplotlib.pyplot as plt
 
-    from looped import plots
+    from looped.figures import plots
 
     plots._style()
     rows = result["equal_tokens"]
@@ -764,7 +764,7 @@ def fig_nll_by_depth(result: dict, path: Path) -> Path:
     the other schedules' FLOPs trace its compute curve: a schedule below it wins at equal FLOPs."""
     import matplotlib.pyplot as plt
 
-    from looped import plots
+    from looped.figures import plots
 
     plots._style()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -828,7 +828,7 @@ def fig_lr_sweep(
     """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
     import matplotlib.pyplot as plt
 
-    from looped import plots
+    from looped.figures import plots
 
     plots._style()
     fig, ax = plt.subplots(figsize=(6, 3.8))
@@ -856,7 +856,7 @@ def fig_study_gap(result: dict, path: Path) -> Path:
     error bars spanning the seeds, the paper's 0.5% dashed."""
     import matplotlib.pyplot as plt
 
-    from looped import plots
+    from looped.figures import plots
 
     plots._style()
     fig, ax = plt.subplots(figsize=(6, 3.8))

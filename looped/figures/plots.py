@@ -974,7 +974,7 @@ def load_runs(paths: Iterable[str | Path]) -> list[dict]:
 def _run_row(run: Path) -> dict:
     from omegaconf import OmegaConf
 
-    from looped.evaluate import token_nll_of
+    from looped.eval.evaluate import token_nll_of
 
     cfg = OmegaConf.load(run / "config.yaml")
     records = []

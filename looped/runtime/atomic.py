@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from looped.faults import failpoint
+from looped.runtime.faults import failpoint
 
 
 @contextmanager

@@ -15,7 +15,7 @@ Why each measurement, and what it is compared with:
 1. Train step (forward, backward, AdamW) of ``LoopedTransformer`` at depth K against
    ``transformers.LlamaForCausalLM`` with K layers of the same width, heads, MLP width,
    vocabulary, sequence length and batch, in the same precision (fp32, bf16 autocast), with the
-   same loss and the same optimizer (``looped.train.make_optimizer``). The peer gets its best
+   same loss and the same optimizer (``looped.training.trainer.make_optimizer``). The peer gets its best
    settings: SDPA attention, no KV cache. Ratio peer/looped; target >= 1.10. Next to it, the
    kernel floor: the looped step's matmuls and attention kernel timed alone. In fp32 the peer
    runs the very same kernels, so peer / floor is the most any implementation on them could
@@ -43,7 +43,7 @@ processes still slow wall-clock down: take numbers on a quiet machine (the recor
 average at the start and the end), or use ``--clock process --threads 1``, the CPU time of this
 process, which other processes barely touch. The targets are reported, never asserted.
 
-This module measures and holds the command line; ``looped/bench_report.py`` judges the record
+This module measures and holds the command line; ``looped/bench/tables.py`` judges the record
 against the targets and renders ``bench.json`` and ``bench.md``, so a record can be re-rendered
 without timing anything again.
 """
@@ -65,14 +65,14 @@ from typing import Any, TypeVar
 import torch
 import torch.nn.functional as F
 
-from looped.bench_report import markdown, targets, write
+from looped.bench.tables import markdown, targets, write
 from looped.config import OptimConfig
-from looped.device import cpu_name
 from looped.errors import UserError
 from looped.flops import flops_per_token, saving
 from looped.model import LoopedConfig, LoopedTransformer, causal_attention
+from looped.runtime.device import cpu_name
 from looped.schedules import parse_schedule
-from looped.train import make_optimizer
+from looped.training.trainer import make_optimizer
 
 PRECISIONS = ("fp32", "bf16")
 

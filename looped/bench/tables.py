@@ -2,10 +2,10 @@
 record rendered as ``bench.json`` and the markdown tables of ``bench.md`` (which docs/USAGE.md
 quotes between its ``bench`` markers).
 
-Kept apart from the measuring in ``looped/bench.py`` so that a record can be re-read and
+Kept apart from the measuring in ``looped/bench/run.py`` so that a record can be re-read and
 re-rendered without timing anything, e.g. after changing a table's wording::
 
-    python -c "import json; from looped.bench_report import markdown; \\
+    python -c "import json; from looped.bench.tables import markdown; \\
         print(markdown(json.load(open('results/bench.json'))), end='')" > results/bench.md
     looped report                       # then copy bench.md into docs/USAGE.md
 
@@ -35,7 +35,7 @@ TARGETS = {
 def targets(cfg: Any, mc: LoopedConfig, train_rows, serve_rows, schedule_rows) -> list[dict]:
     """One record per (target, precision): the measured value, the bound, met or not.
 
-    `cfg` is the ``looped.bench.BenchConfig`` the rows were measured with, `mc` its model."""
+    `cfg` is the ``looped.bench.run.BenchConfig`` the rows were measured with, `mc` its model."""
     out = []
     lo, hi = min(cfg.depths), max(cfg.depths)
     for precision in cfg.precisions:

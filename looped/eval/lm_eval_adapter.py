@@ -3,16 +3,16 @@
     pip install 'looped[eval]'
 
     import lm_eval
-    from looped.lm_eval_adapter import LoopedLM
+    from looped.eval.lm_eval_adapter import LoopedLM
     lm = LoopedLM.from_run("runs/1b-fixed-first", depth=4)
     lm_eval.simple_evaluate(model=lm, tasks=["hellaswag", "piqa", "arc_easy"])
 
     # importing this module also registers the name "looped" with the harness:
     lm_eval.simple_evaluate(model="looped", model_args="run=runs/1b-fixed-first,depth=4", tasks=[...])
 
-Scoring goes through ``looped.downstream`` (the same tokenization, left truncation and summed
-log-likelihoods as the harness's causal Hugging Face models), so ``looped.downstream`` and the
-harness agree on every task they share; for a sweep over depths ``looped.downstream`` is
+Scoring goes through ``looped.eval.downstream`` (the same tokenization, left truncation and summed
+log-likelihoods as the harness's causal Hugging Face models), so ``looped.eval.downstream`` and the
+harness agree on every task they share; for a sweep over depths ``looped.eval.downstream`` is
 cheaper, since one pass serves every depth. Generation is greedy, without a KV cache: every new
 token re-reads the (left-truncated) context, which is simple and fine for short answers.
 """
@@ -30,12 +30,12 @@ try:
     from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 except ImportError as err:  # the harness is an optional extra
     raise ImportError(
-        "looped.lm_eval_adapter needs lm-evaluation-harness; install it with `pip install 'looped[eval]'`"
+        "looped.eval.lm_eval_adapter needs lm-evaluation-harness; install it with `pip install 'looped[eval]'`"
     ) from err
 
-from looped.device import model_device
-from looped.downstream import encode_pair, load_run, loglikelihoods
+from looped.eval.downstream import encode_pair, load_run, loglikelihoods
 from looped.model import check_depth
+from looped.runtime.device import model_device
 
 
 @register_model("looped")

@@ -58,7 +58,7 @@ def evaluate(
         )
     }
     if source.bios is not None:
-        from looped.recall import recall_by_depth
+        from looped.eval.recall import recall_by_depth
 
         result["recall"] = recall_by_depth(
             model, source.bios, depths, batch_size=max(batch_size, 64), device=str(device)
@@ -74,9 +74,9 @@ def token_nll_of(record: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    from looped.checkpoint import load_model
     from looped.data.batching import build_source
-    from looped.device import pick_device
+    from looped.runtime.checkpoint import load_model
+    from looped.runtime.device import pick_device
     from looped.schedules import parse_depths
 
     parser = argparse.ArgumentParser(prog="looped eval", description=__doc__.splitlines()[0])

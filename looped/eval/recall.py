@@ -1,6 +1,6 @@
 """Recalled bits per person: how many of the biographies' random facts a model has stored.
 
-    from looped.recall import recall_by_depth
+    from looped.eval.recall import recall_by_depth
     res = recall_by_depth(model, corpus, depths=range(1, 17))     # one pass of 16 loops per batch
     res[4]["bits_per_person"], res[4]["attributes"]["birth_city"], res[4]["two_hop"]
 

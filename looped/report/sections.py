@@ -26,11 +26,12 @@ from pathlib import Path
 import numpy as np
 
 import looped.experiments.stats as stats
-from looped import demo, diagnose, docs, fidelity
-from looped.demo import BUDGET_MINUTES as DEMO_BUDGET_MINUTES
-from looped.demo import format_summary
 from looped.errors import UserError
+from looped.experiments import demo, diagnose, fidelity
+from looped.experiments.demo import BUDGET_MINUTES as DEMO_BUDGET_MINUTES
+from looped.experiments.demo import format_summary
 from looped.paper import FIXED, FIXED_FIRST, LABELS, NLL_GAP, UNIFORM, fixed_depth, fixed_phase
+from looped.report import docs
 
 
 def _runs(
@@ -568,7 +569,7 @@ def verdicts_section(root: Path) -> str:
             f"- **Across model sizes** (`looped fidelity --study`): {study_trend(wide['study'], (_load(root, 'text_baselines') or {}).get('fidelity.json'))}"
         )
     if diag:
-        from looped.diagnose import _certainty, _closes, _reading
+        from looped.experiments.diagnose import _certainty, _closes, _reading
 
         v, seeds = diag["variants"], diag["meta"]["settings"]["seeds"]
         closes = _closes(v, "per-micro").split(": it ", 1)[-1]

@@ -22,7 +22,7 @@ and reads three kinds of evidence from what the trainer and the probe write:
 1. the pre-clip gradient norm of every step with its depth (``metrics.jsonl``): how unequal the
    depths' gradients are in size;
 2. the cosine between the K=1, 4, 8, 16 gradients on the same batch at several checkpoints of
-   the uniform and fixed runs (``looped.probes.gradient_agreement``): whether the depths pull the
+   the uniform and fixed runs (``looped.experiments.probes.gradient_agreement``): whether the depths pull the
    shared weights the same way, and ``|mean g| / mean |g|``, how much of a gradient survives
    averaging over depths;
 3. the held-out NLL at serving depths 1..16 of every variant at the end.
@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, to_yaml
-from looped.demo import BIOS_LR, DemoSettings, base_config, eval_row
 from looped.errors import UserError
-from looped.lock import dir_lock
-from looped.pool import RunSpec, execute, read_metrics
+from looped.experiments.demo import BIOS_LR, DemoSettings, base_config, eval_row
+from looped.experiments.runner import RunSpec, execute, read_metrics
+from looped.runtime.atomic import write_text_atomic
+from looped.runtime.lock import dir_lock
 
 # variant -> (schedule, extra overrides); equal steps and tokens per step for all
 VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -101,7 +101,7 @@ QUICK = DiagnoseSettings(
 
 def plan(settings: DiagnoseSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
     """One run per (variant, seed), all `steps` long, checkpointed at the probe steps."""
-    from looped.demo import resolve_budget
+    from looped.experiments.demo import resolve_budget
 
     base = DemoSettings(preset=settings.preset, overrides=list(settings.overrides))
     _, vocab = resolve_budget(base)  # the vocabulary the trainer will fit to the corpus
@@ -145,7 +145,7 @@ def grad_norm_by_depth(metrics: list[dict], after: int) -> dict[int, float]:
 def collect(settings: DiagnoseSettings, specs: list[RunSpec], runs_dir: Path) -> dict:
     """Per variant: serving-depth NLL at the end (seed mean and spread), gradient norms by depth,
     and gradient agreement at each probed checkpoint (seed 0)."""
-    from looped.probes import agreement_at
+    from looped.experiments.probes import agreement_at
 
     out: dict[str, Any] = {}
     for variant in VARIANTS:
@@ -351,7 +351,7 @@ def fig_grad_norms(result: dict, path: Path) -> Path:
     """Mean pre-clip gradient norm of the steps at each depth, per variant (log scale)."""
     import matplotlib.pyplot as plt
 
-    from looped import plots
+    from looped.figures import plots
 
     plots._style()
     fig, ax = plt.subplots(figsize=(7, 3.6))
@@ -379,7 +379,7 @@ def fig_agreement(result: dict, path: Path) -> Path:
     uniform and the fixed run: one line per depth pair."""
     import matplotlib.pyplot as plt
 
-    from looped import plots
+    from looped.figures import plots
 
     plots._style()
     probed = [v for v in PROBED if result["variants"][v].get("agreement")]
@@ -405,7 +405,7 @@ def fig_nll(result: dict, path: Path) -> Path:
     """Held-out NLL at every serving depth at the end, per variant (equal steps and tokens)."""
     import matplotlib.pyplot as plt
 
-    from looped import plots
+    from looped.figures import plots
 
     plots._style()
     fig, ax = plt.subplots(figsize=(7, 3.6))

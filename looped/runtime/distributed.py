@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from looped.device import pick_device
 from looped.model import LoopedTransformer
+from looped.runtime.device import pick_device
 
 
 class Dist:

@@ -37,9 +37,6 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from looped import checkpoint as ckpt_lib
-from looped import faults
-from looped.atomic import write_text_atomic
 from looped.config import (
     RESUMABLE,
     OverrideParser,
@@ -50,8 +47,16 @@ from looped.config import (
     validate,
 )
 from looped.data.batching import DataSource, build_source, train_generator
-from looped.device import device_name, peak_flops, resolve_dtype
-from looped.distributed import (
+from looped.errors import UserError
+from looped.eval.evaluate import evaluate
+from looped.eval.recall import check_queries_fit, recall_queries
+from looped.flops import flops_per_token, schedule_flops, steps_for_budget, tokens_per_step
+from looped.model import LoopedTransformer, fit_vocab
+from looped.runtime import checkpoint as ckpt_lib
+from looped.runtime import faults
+from looped.runtime.atomic import write_text_atomic
+from looped.runtime.device import device_name, peak_flops, resolve_dtype
+from looped.runtime.distributed import (
     Dist,
     StopRequested,
     load_optimizer_state,
@@ -59,12 +64,7 @@ from looped.distributed import (
     optimizer_state,
     wrap_distributed,
 )
-from looped.errors import UserError
-from looped.evaluate import evaluate
-from looped.flops import flops_per_token, schedule_flops, steps_for_budget, tokens_per_step
-from looped.lock import dir_lock
-from looped.model import LoopedTransformer, fit_vocab
-from looped.recall import check_queries_fit, recall_queries
+from looped.runtime.lock import dir_lock
 from looped.schedules import Schedule, parse_depths, parse_schedule
 
 

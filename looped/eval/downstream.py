@@ -1,6 +1,6 @@
 """Zero-shot HellaSwag, PIQA and ARC-Easy at every serving depth, scored as lm-evaluation-harness does.
 
-    python -m looped.downstream --run runs/1b-fixed-first --tasks hellaswag,piqa,arc_easy --depths 1-16
+    python -m looped.eval.downstream --run runs/1b-fixed-first --tasks hellaswag,piqa,arc_easy --depths 1-16
 
     results = evaluate_tasks(model, tokenizer, ["hellaswag", "piqa", "arc_easy"], depths=range(1, 17))
     results["piqa"][4]  # {"acc": ..., "acc_norm": ..., "acc_stderr": ..., "acc_norm_stderr": ..., "n": ...}
@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from looped.device import model_device
 from looped.errors import UserError, first_line
+from looped.runtime.device import model_device
 
 
 @dataclass(frozen=True)
@@ -309,10 +309,10 @@ def load_run(run_dir: str | Path, device: str = "cpu") -> tuple[Any, Any]:
     """(model, tokenizer) of a trained run on web text: the checkpoint, and the tokenizer of
     the token directory it trained on."""
     try:
-        from looped.checkpoint import load_model
+        from looped.runtime.checkpoint import load_model
     except ImportError:
         raise UserError(
-            "looped.checkpoint is not available in this version; load the model yourself"
+            "looped.runtime.checkpoint is not available in this version; load the model yourself"
         ) from None
     from looped.data.text import load_tokenizer
 

@@ -98,7 +98,7 @@ def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None)
     """One run in a worker process: single-threaded, progress sent to the parent's queue."""
     import torch
 
-    from looped.train import train
+    from looped.training.trainer import train
 
     torch.set_num_threads(1)
     last = [0.0]
@@ -128,8 +128,8 @@ def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None)
 def mark_diverged(run_dir: Path, cfg: TrainConfig, why: str) -> dict:
     """Record a sweep run whose loss diverged: its config and a summary that says so (no
     checkpoints or evaluation are needed from it)."""
-    from looped.atomic import write_text_atomic
-    from looped.lock import dir_lock
+    from looped.runtime.atomic import write_text_atomic
+    from looped.runtime.lock import dir_lock
 
     summary = {"diverged": why, "steps": 0, "wall": 0.0, "final_loss": float("nan")}
     with dir_lock(run_dir, "looped train"):  # a run directory has one writer, this one too
@@ -389,6 +389,6 @@ def train_wall(record: dict) -> float:
 
 def machine_name() -> str:
     """CPU model and core count, for the record."""
-    from looped.device import cpu_name
+    from looped.runtime.device import cpu_name
 
     return f"{cpu_name()} ({os.cpu_count()} cores)"

@@ -25,13 +25,13 @@ from typing import Any
 
 import torch
 
-from looped import checkpoint as ckpt_lib
 from looped.config import load_config
 from looped.data.batching import batch_generator, build_source
-from looped.evaluate import token_nll_by_depth
+from looped.eval.evaluate import token_nll_by_depth
 from looped.model import LoopedTransformer
+from looped.runtime import checkpoint as ckpt_lib
 from looped.schedules import parse_depths
-from looped.train import lr_at, make_optimizer
+from looped.training.trainer import lr_at, make_optimizer
 
 
 def one_update(
@@ -181,7 +181,7 @@ def plot_benefit(results: list[dict], path: str | Path) -> Path:
     """Benefit across serving depths, one line per checkpoint (paper Fig. 4, left)."""
     import matplotlib.pyplot as plt
 
-    from looped import plots
+    from looped.figures import plots
 
     plots._style()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))

@@ -31,9 +31,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from looped.atomic import atomic_path
 from looped.errors import UserError, first_line
-from looped.faults import failpoint
+from looped.runtime.atomic import atomic_path
+from looped.runtime.faults import failpoint
 
 CKPT_DIR = "checkpoints"
 

@@ -22,7 +22,7 @@ fixed-first at uniform's full-budget steps (equal tokens); with `--full` also fi
 at 45% (beside the grid's K=4 there) for the depth-specialisation figure (seed 0). Every run
 is evaluated at serving depths 1..16 (fact NLL on held-out templates, recalled bits per person,
 two-hop recall). Then the text track
-(`looped.fidelity` at demo size, `TEXT`: held-out token NLL, the paper's metric, at equal tokens
+(`looped.experiments.fidelity` at demo size, `TEXT`: held-out token NLL, the paper's metric, at equal tokens
 and equal FLOPs) and the paper's Fig. 4 at fixed K=4's checkpoints. Each phase is timed.
 
 Sharing without approximation. With a warmup-stable-decay LR, a run agrees with a longer run of
@@ -45,23 +45,11 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.atomic import write_text_atomic
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
-from looped.device import pick_device, resolve_dtype
 from looped.errors import UserError
-from looped.fidelity import QUICK as QUICK_FIDELITY
-from looped.fidelity import FidelitySettings, beats_bigram, spread, worst_nll
-from looped.lock import dir_lock
-from looped.paper import (
-    FIXED,
-    FIXED_FIRST,
-    LABELS,
-    MAIN_SCHEDULES,
-    RECIPE_200M,
-    RECIPES_1B,
-    UNIFORM,
-)
-from looped.pool import (
+from looped.experiments.fidelity import QUICK as QUICK_FIDELITY
+from looped.experiments.fidelity import FidelitySettings, beats_bigram, spread, worst_nll
+from looped.experiments.runner import (
     RunSpec,
     before_branch,
     diverged,
@@ -71,6 +59,18 @@ from looped.pool import (
     read_metrics,
     train_wall,
 )
+from looped.paper import (
+    FIXED,
+    FIXED_FIRST,
+    LABELS,
+    MAIN_SCHEDULES,
+    RECIPE_200M,
+    RECIPES_1B,
+    UNIFORM,
+)
+from looped.runtime.atomic import write_text_atomic
+from looped.runtime.device import pick_device, resolve_dtype
+from looped.runtime.lock import dir_lock
 
 # Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
 # (`looped demo --reference`; tests/test_demo.py checks these against results/demo.json).
@@ -172,7 +172,7 @@ def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]
     runs and the catch-up runs. A run branches off the root run of its seed (one trained from
     scratch) with which it shares the longest prefix: same LR, depths and batches."""
     from looped.schedules import parse_schedule
-    from looped.train import branch_point, total_steps_for
+    from looped.training.trainer import branch_point, total_steps_for
 
     full, vocab = resolve_budget(settings)
     specs: dict[str, RunSpec] = {}
@@ -301,7 +301,7 @@ def eval_row(record: dict) -> dict:
     tracks knowledge; the `token_nll` of whole held-out-template biographies (nats per token) is
     dominated by the unseen template words and rises as a small model fits its training templates.
     """
-    from looped.evaluate import token_nll_of
+    from looped.eval.evaluate import token_nll_of
 
     token_nll = token_nll_of(record)
     depths = sorted(int(k) for k in token_nll)
@@ -578,7 +578,7 @@ def sweep_bios(
 ) -> tuple[list[RunSpec], dict[str, TrainConfig], list[dict], dict[str, float], int]:
     """Train the sweep; each main schedule's best LR by mean fact NLL over K=1..16 at the full
     budget (ties: the smaller LR); the last item is how many runs it trained."""
-    from looped.fidelity import best_lrs
+    from looped.experiments.fidelity import best_lrs
 
     specs, configs = sweep_plan(settings)
     if not quiet:
@@ -604,7 +604,7 @@ def probe_benefit(specs: list[RunSpec], runs_dir: Path) -> list[dict]:
     """The paper's Fig. 4 at seed 0's full-budget fixed K=4 run: at each checkpoint where a
     fixed-first run switches, NLL at every serving depth after one K=4 update minus after one
     K=16 update (`probes.update_benefit`)."""
-    from looped.probes import update_benefit
+    from looped.experiments.probes import update_benefit
 
     fixed = _fixed_root(specs)
     keys = ("step", "shallow", "deep", "depths", "benefit", "mean_benefit")
@@ -708,9 +708,9 @@ def _result(bios: _Bios, runs_dir: Path, phases: dict, benefit: list, text: bool
 
 def _draw(result: dict, figures: Path) -> list[Path]:
     """The bios figures, the LR sweep's (with --sweep) and Fig. 4."""
-    from looped import plots
-    from looped.fidelity import fig_lr_sweep
-    from looped.probes import plot_benefit
+    from looped.experiments.fidelity import fig_lr_sweep
+    from looped.experiments.probes import plot_benefit
+    from looped.figures import plots
 
     paths = plots.demo_figures(result, figures)
     if result["sweep"]:
@@ -766,7 +766,7 @@ def _run_demo(
     quiet: bool,
     text: FidelitySettings | None,
 ) -> dict:
-    from looped.fidelity import run_fidelity
+    from looped.experiments.fidelity import run_fidelity
 
     t0, phases = time.time(), {}
     runs_dir = out / "runs"
