@@ -11,7 +11,7 @@ The package map (one concept per module):
 - ``looped.eval.evaluate``   serving-depth sweeps: token NLL and recalled bits (fact NLL, bits)
 - ``looped.eval.downstream`` multiple-choice benchmarks (HellaSwag, PIQA, ARC-Easy) per depth
 - ``looped.paper``      the paper's schedules, labels, colours and reported numbers
-- ``looped.figures.plots``      the paper's figures from results files
+- ``looped.report.plots``      the paper's figures from results files
 - ``looped.cli``        ``looped demo | train | eval | flops | data ...``
 """
 

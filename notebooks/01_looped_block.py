@@ -48,9 +48,9 @@ import torch.nn.functional as F
 
 from looped.config import load_config
 from looped.data.batching import build_source
-from looped.figures import plots
 from looped.flops import count_params, flops_per_token
 from looped.model import LoopedConfig, LoopedTransformer
+from looped.report import plots
 from looped.runtime.checkpoint import load_model
 from looped.training.trainer import train
 
@@ -61,7 +61,7 @@ sns.set_theme(style="whitegrid")
 _ = torch.manual_seed(0)  # the same weights on every run
 
 # %% [markdown]
-# The recurrence as a picture, drawn by `looped.figures.plots.fig_architecture` (the paper's Fig. 6):
+# The recurrence as a picture, drawn by `looped.report.plots.fig_architecture` (the paper's Fig. 6):
 # every green box is the *same* block $A$, and the grey arcs are the input injection that
 # feeds $e$ back in from the second loop on.
 

@@ -40,8 +40,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from looped.figures import plots
 from looped.paper import FIXED, FIXED_FIRST, LABELS, UNIFORM
+from looped.report import plots
 from looped.schedules import FixedFirst, parse_schedule, step_bits
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: a longer run to sample

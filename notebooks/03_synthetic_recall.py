@@ -37,8 +37,8 @@ import torch
 from looped.config import load_config
 from looped.data.bios import ATTRIBUTES, BiosConfig, BiosCorpus, generate
 from looped.eval.recall import bits_from_losses, recall_by_depth
-from looped.figures import plots
 from looped.model import LoopedConfig, LoopedTransformer
+from looped.report import plots
 from looped.runtime.checkpoint import load_model
 from looped.training.trainer import train
 

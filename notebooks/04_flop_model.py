@@ -28,7 +28,6 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from looped.config import load_config
-from looped.figures import plots
 from looped.flops import (
     fixed_and_loop_cost,
     flops_per_token,
@@ -38,6 +37,7 @@ from looped.flops import (
     tokens_per_step,
 )
 from looped.model import LoopedConfig, LoopedTransformer
+from looped.report import plots
 from looped.schedules import parse_schedule
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: more shapes checked, finer heatmap

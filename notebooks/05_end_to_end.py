@@ -54,12 +54,12 @@ from IPython.display import Image, Markdown, display
 
 from looped.experiments import fidelity
 from looped.experiments.demo import FULL_DEPTH_KS, QUICK, DemoSettings, format_summary, run_demo
-from looped.figures import plots
 from looped.paper import FIXED_FIRST, LABELS, UNIFORM
+from looped.report import plots
 from looped.report.sections import findings, study_rows, study_trend, verdicts_section
 
 # %matplotlib inline
-# (looped.figures.plots renders off-screen, to files; the magic above turns inline figures back on)
+# (looped.report.plots renders off-screen, to files; the magic above turns inline figures back on)
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # run the full demo when no results file exists
 ROOT = next(  # the repository root: notebooks run from notebooks/
@@ -89,7 +89,7 @@ print(
 print(f"{len(result['runs'])} runs, {meta['wall_seconds']:.0f}s on {meta['machine']}")
 
 # %% [markdown]
-# The figures are drawn by `looped.figures.plots.demo_figures` from this dictionary (the same code
+# The figures are drawn by `looped.report.plots.demo_figures` from this dictionary (the same code
 # `looped demo` uses for `figures/`), and every number below is read from it.
 
 # %%

@@ -37,7 +37,6 @@ from IPython.display import Image, display
 
 from looped.config import load_config
 from looped.data.text import load_tokenizer, prepare_text
-from looped.figures import plots
 from looped.flops import (
     count_params,
     format_table,
@@ -46,12 +45,13 @@ from looped.flops import (
     steps_for_budget,
     tokens_per_step,
 )
+from looped.report import plots
 from looped.runtime.device import peak_flops
 from looped.schedules import parse_schedule
 from looped.training.trainer import train
 
 # %matplotlib inline
-# (looped.figures.plots renders off-screen, to files; the magic above turns inline figures back on)
+# (looped.report.plots renders off-screen, to files; the magic above turns inline figures back on)
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: larger BPE, longer tiny runs
 if not FULL:
@@ -353,7 +353,7 @@ plots.show(fig)
 # `looped plot --runs DIR [DIR ...] --out FIGDIR` searches the directories for runs and draws
 # the analogs of the paper's Fig. 8 (NLL across serving depths, seed bands), Fig. 2 (mean NLL
 # against modeled FLOPs) and Fig. 3 (training loss with the switch marked). It is
-# `looped.figures.plots.runs_figures`, called here on the tiny runs; on the full grid the command is
+# `looped.report.plots.runs_figures`, called here on the tiny runs; on the full grid the command is
 # `looped plot --runs runs/200m --out figures/200m`.
 
 # %%

@@ -14,9 +14,9 @@ import torch
 from looped import paper
 from looped.data.splits import assign_splits, near_duplicate_keys
 from looped.data.text import load_tokenizer, prepare_documents
+from looped.eval import stats
 from looped.eval.baselines import NgramBaseline, choose_k
-from looped.experiments import stats
-from looped.experiments.stats import Verdict
+from looped.eval.stats import Verdict
 
 
 # -- splits ------------------------------------------------------------------------------------
@@ -252,7 +252,7 @@ def _synthetic_study() -> dict:
 @pytest.mark.slow
 def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigram(tmp_path):
     from looped.experiments.length import fig_gap, trends
-    from looped.figures import plots
+    from looped.report import plots
 
     study = _synthetic_study()
     informative = {c["steps"]: c.get("verdict") for c in study["cells"] if "gap" in c}

@@ -122,7 +122,7 @@ def test_no_machine_paths_in_outputs(rendered: Path) -> None:
 @pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
 def test_numbers_are_printed_rounded(rendered: Path) -> None:
     """No float noise such as `"lr": 0.0012000000000000001` in what a notebook prints."""
-    from looped.figures.plots import FLOAT_NOISE
+    from looped.report.plots import FLOAT_NOISE
 
     for i, _, _, text in _outputs(rendered):
         found = FLOAT_NOISE.search(text)
@@ -145,7 +145,7 @@ def test_no_stray_result_of_a_non_result(rendered: Path) -> None:
 
 @pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
 def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
-    """Every figure a notebook shows passes through `looped.figures.plots`, which refuses a panel
+    """Every figure a notebook shows passes through `looped.report.plots`, which refuses a panel
     without data (`plots.empty_panels`, tested in tests/test_plots.py): inline figures through
     `plots.show(fig)`, saved ones through `plots.demo_figures` or `plots.runs_figures` (then
     `display(Image(...))`).
@@ -160,7 +160,7 @@ def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
             f in source for f in ("figures[", "plots.runs_figures(", "plots.demo_figures(")
         )
         assert "plots.show(" in source or from_plots, (
-            f"{rendered.name}: cell {i} shows a figure that looped.figures.plots did not check"
+            f"{rendered.name}: cell {i} shows a figure that looped.report.plots did not check"
         )
 
 

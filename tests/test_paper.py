@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-import looped.experiments.stats as stats
+import looped.eval.stats as stats
 from looped import paper
 from looped.config import load_config
+from looped.eval.stats import Verdict
 from looped.experiments import fidelity
-from looped.experiments.stats import Verdict
 from looped.flops import preset_rows
 from looped.report import sections as report
 

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from looped.figures import plots  # noqa: E402
+from looped.report import plots  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "demo.json"
@@ -102,7 +102,7 @@ def test_architecture_diagram_has_one_box_per_application_and_the_injections():
     """Fig. 6: P, K boxes of the same block A, H; an injection arc into loops 2..K."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    from looped.figures import plots
+    from looped.report import plots
 
     for depth in (1, 4):
         fig = plots.fig_architecture(depth)

@@ -710,7 +710,7 @@ def _draw(result: dict, figures: Path) -> list[Path]:
     """The bios figures, the LR sweep's (with --sweep) and Fig. 4."""
     from looped.experiments.fidelity import fig_lr_sweep
     from looped.experiments.probes import plot_benefit
-    from looped.figures import plots
+    from looped.report import plots
 
     paths = plots.demo_figures(result, figures)
     if result["sweep"]:

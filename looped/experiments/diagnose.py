@@ -351,7 +351,7 @@ def fig_grad_norms(result: dict, path: Path) -> Path:
     """Mean pre-clip gradient norm of the steps at each depth, per variant (log scale)."""
     import matplotlib.pyplot as plt
 
-    from looped.figures import plots
+    from looped.report import plots
 
     plots._style()
     fig, ax = plt.subplots(figsize=(7, 3.6))
@@ -379,7 +379,7 @@ def fig_agreement(result: dict, path: Path) -> Path:
     uniform and the fixed run: one line per depth pair."""
     import matplotlib.pyplot as plt
 
-    from looped.figures import plots
+    from looped.report import plots
 
     plots._style()
     probed = [v for v in PROBED if result["variants"][v].get("agreement")]
@@ -405,7 +405,7 @@ def fig_nll(result: dict, path: Path) -> Path:
     """Held-out NLL at every serving depth at the end, per variant (equal steps and tokens)."""
     import matplotlib.pyplot as plt
 
-    from looped.figures import plots
+    from looped.report import plots
 
     plots._style()
     fig, ax = plt.subplots(figsize=(7, 3.6))

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-import looped.experiments.stats as stats
+import looped.eval.stats as stats
 from looped import paper
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.errors import UserError
@@ -734,7 +734,7 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
     seeds part ways, e.g. one that stays longer on the early plateau."""
     import matplotlib.pyplot as plt
 
-    from looped.figures import plots
+    from looped.report import plots
 
     plots._style()
     rows = result["equal_tokens"]
@@ -764,7 +764,7 @@ def fig_nll_by_depth(result: dict, path: Path) -> Path:
     the other schedules' FLOPs trace its compute curve: a schedule below it wins at equal FLOPs."""
     import matplotlib.pyplot as plt
 
-    from looped.figures import plots
+    from looped.report import plots
 
     plots._style()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -828,7 +828,7 @@ def fig_lr_sweep(
     """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
     import matplotlib.pyplot as plt
 
-    from looped.figures import plots
+    from looped.report import plots
 
     plots._style()
     fig, ax = plt.subplots(figsize=(6, 3.8))
@@ -856,7 +856,7 @@ def fig_study_gap(result: dict, path: Path) -> Path:
     error bars spanning the seeds, the paper's 0.5% dashed."""
     import matplotlib.pyplot as plt
 
-    from looped.figures import plots
+    from looped.report import plots
 
     plots._style()
     fig, ax = plt.subplots(figsize=(6, 3.8))

@@ -20,7 +20,7 @@ micro-batch (so each step's gradient averages over depths) removes it:
 3. Seed 2 at each chosen LR; then every chosen run is scored on the test windows, beside the
    unigram and bigram count tables on the same windows (`eval.baselines`).
 4. Per length: each schedule's paired gap to uniform with its 95% interval and verdict
-   (`experiments.stats`); the trend of the signed gap against log2(tokens).
+   (`eval.stats`); the trend of the signed gap against log2(tokens).
 
 Resumable: a rerun reuses every finished run and retrains only what is missing.
 """
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-import looped.experiments.stats as stats
+import looped.eval.stats as stats
 from looped import paper
 from looped.config import TrainConfig
 from looped.errors import UserError
@@ -349,7 +349,7 @@ def fig_gap(result: dict, path: Path) -> Path:
     with every schedule's test NLL beside the bigram table's."""
     import matplotlib.pyplot as plt
 
-    from looped.figures import plots
+    from looped.report import plots
 
     plots._style()
     table = result["cells"]

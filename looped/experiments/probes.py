@@ -181,7 +181,7 @@ def plot_benefit(results: list[dict], path: str | Path) -> Path:
     """Benefit across serving depths, one line per checkpoint (paper Fig. 4, left)."""
     import matplotlib.pyplot as plt
 
-    from looped.figures import plots
+    from looped.report import plots
 
     plots._style()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-import looped.experiments.stats as stats
+import looped.eval.stats as stats
 from looped.errors import UserError
 from looped.experiments import demo, diagnose, fidelity
 from looped.experiments.demo import BUDGET_MINUTES as DEMO_BUDGET_MINUTES
