@@ -1,0 +1,206 @@
+"""The package is a tower of layers: every import points down (or within its own layer), no module
+reaches into another's private names, and the shape rules of the code hold (short functions,
+`# fmt: skip` only on aligned tables, function-level imports only with a stated reason).
+
+The layers, lowest first, are the table below; docs/ARCHITECTURE.md draws the same tower."""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from pathlib import Path
+
+from test_imports import PACKAGE, import_graph, module_name
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("library", ("looped.errors", "looped.kernels", "looped.model", "looped.schedules",
+                 "looped.paper", "looped.config", "looped.flops")),
+    ("runtime", ("looped.runtime",)),
+    ("data", ("looped.data",)),
+    ("eval", ("looped.eval",)),
+    ("training", ("looped.training",)),
+    ("report", ("looped.report",)),
+    ("experiments", ("looped.experiments",)),
+    ("bench", ("looped.bench",)),
+    ("commands", ("looped.cli", "looped.__main__", "looped")),
+)  # fmt: skip
+
+MAX_FUNCTION_LINES = 60
+
+
+def layer_of(module: str) -> int:
+    """The index of the layer a module belongs to (the longest matching prefix wins)."""
+    best, length = -1, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > length:
+                best, length = i, len(p)
+    return best
+
+
+def _sources() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_every_module_has_a_layer():
+    lost = [m for m in _sources() if layer_of(m) < 0]
+    assert not lost, f"{lost} belong to no layer: add them to LAYERS and to docs/ARCHITECTURE.md"
+
+
+def test_imports_point_down_the_tower():
+    """Type-only imports count too: an upward arrow for a type still ties the lower layer to the
+    upper one."""
+    upward = []
+    for module, deps in import_graph(type_only=True).items():
+        for dep in deps:
+            if layer_of(dep) > layer_of(module):
+                upward.append(
+                    f"{module} ({LAYERS[layer_of(module)][0]}) imports {dep} "
+                    f"({LAYERS[layer_of(dep)][0]})"
+                )
+    assert not upward, "upward imports:\n" + "\n".join(sorted(upward))
+
+
+def _module_aliases(tree: ast.AST, modules: set[str]) -> dict[str, str]:
+    """Names bound to package modules in a file: `from looped.x import y` (y a module) and
+    `import looped.x as z`."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                if f"{node.module}.{a.name}" in modules:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in modules and a.asname:
+                    aliases[a.asname] = a.name
+    return aliases
+
+
+def private_uses(path: Path, modules: set[str]) -> list[str]:
+    """`from looped.x import _y` and `x._y` where x is another package module."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("looped"):
+            found += [
+                f"{path.name}:{node.lineno} imports {node.module}.{a.name}"
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+            ]
+    aliases = _module_aliases(tree, modules)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append(f"{path.name}:{node.lineno} uses {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    sources = _sources()
+    found = [u for p in sources.values() for u in private_uses(p, set(sources))]
+    assert not found, "private names used across modules:\n" + "\n".join(found)
+
+
+def long_functions(path: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    tree = ast.parse(path.read_text())
+    return [
+        f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} "
+        f"({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno + 1 > limit
+    ]
+
+
+def test_no_function_is_longer_than_a_screen():
+    found = [f for p in _sources().values() for f in long_functions(p)]
+    assert not found, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(found)
+
+
+def _comments(source: str) -> dict[int, str]:
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return {t.start[0]: t.string for t in tokens if t.type == tokenize.COMMENT}
+
+
+def _is_table(node: ast.stmt) -> bool:
+    """An assignment (or a call of a constructor) whose value is a literal table: a tuple, list,
+    dict or set display, or a call whose arguments are."""
+    value = getattr(node, "value", None)
+    if isinstance(node, ast.Expr):
+        return False
+    if isinstance(value, ast.Call):
+        return any(isinstance(a, ast.Tuple | ast.List | ast.Dict | ast.Set) for a in value.args)
+    return isinstance(value, ast.Tuple | ast.List | ast.Dict | ast.Set)
+
+
+def fmt_skips_off_tables(path: Path) -> list[str]:
+    """`# fmt: skip` lines that do not end a module- or class-level table assignment."""
+    source = path.read_text()
+    skips = [n for n, c in _comments(source).items() if "fmt: skip" in c]
+    tree = ast.parse(source)
+    tables = set()
+    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]:
+        for node in scope.body:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and _is_table(node):
+                tables.add(node.end_lineno)
+    return [f"{path.relative_to(PACKAGE.parent)}:{n}" for n in skips if n not in tables]
+
+
+def test_fmt_skip_only_on_aligned_tables():
+    found = [f for p in _sources().values() for f in fmt_skips_off_tables(p)]
+    assert not found, "`# fmt: skip` outside a table (let ruff format it):\n" + "\n".join(found)
+
+
+def unexplained_function_imports(path: Path) -> list[str]:
+    """Imports inside functions without a comment (on the line or the one above) saying why:
+    the module-level import block is the dependency list a reader trusts."""
+    source = path.read_text()
+    comments = _comments(source)
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import | ast.ImportFrom) and not (
+                comments.get(node.lineno) or comments.get(node.lineno - 1)
+            ):
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} in {fn.name}")
+    return found
+
+
+def test_function_level_imports_say_why():
+    found = [f for p in _sources().values() for f in unexplained_function_imports(p)]
+    assert not found, "imports inside functions with no reason given:\n" + "\n".join(found)
+
+
+def test_the_checks_catch_what_they_claim(tmp_path, monkeypatch):
+    """Each rule fails on a small file that breaks it and passes on its fixed twin."""
+    bad = tmp_path / "looped" / "bad.py"
+    bad.parent.mkdir()
+    bad.write_text(
+        "X = {1: 2}  # fmt: skip\n"
+        "def f():\n    import json\n    y = 1  # fmt: skip\n    return y\n"
+        "def g():\n" + "    pass\n" * 60
+    )
+    monkeypatch.setattr("test_layers.PACKAGE", tmp_path / "looped")
+    assert fmt_skips_off_tables(bad) == ["looped/bad.py:4"]
+    assert unexplained_function_imports(bad) == ["looped/bad.py:3 in f"]
+    assert long_functions(bad) == ["looped/bad.py:6 g (61 lines)"]
+    good = tmp_path / "looped" / "good.py"
+    good.write_text("def f():\n    import json  # lazy: only this path reads JSON\n    return 1\n")
+    assert unexplained_function_imports(good) == [] and long_functions(good) == []
+    user = tmp_path / "looped" / "user.py"
+    user.write_text("from looped import bad\nfrom looped.bad import _h\nbad._k()\n")
+    assert private_uses(user, {"looped.bad", "looped.user"}) == [
+        "user.py:2 imports looped.bad._h",
+        "user.py:3 uses looped.bad._k",
+    ]
+    assert layer_of("looped.experiments.demo") > layer_of("looped.report.render")
+    assert layer_of("looped.eval.stats") < layer_of("looped.training.trainer")
