@@ -134,11 +134,17 @@ def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def differences(
-    old: TrainConfig, new: TrainConfig, allowed: tuple[str, ...] = RESUMABLE
+    old: TrainConfig,
+    new: TrainConfig,
+    allowed: tuple[str, ...] = RESUMABLE,
+    only: tuple[str, ...] | None = None,
 ) -> list[tuple[str, Any, Any]]:
-    """(key, old value, new value) for every field that differs, except those in `allowed`."""
+    """(key, old value, new value) for every field that differs, except those in `allowed`; with
+    `only`, among those fields alone (a section such as "model" stands for all of its fields).
+    Resume and branch both refuse through this list, so their errors name the same keys."""
     a, b = flatten(old), flatten(new)
-    return [(k, a.get(k), b.get(k)) for k in b if k not in allowed and a.get(k) != b.get(k)]
+    keys = [k for k in b if only is None or k in only or k.split(".")[0] in only]
+    return [(k, a.get(k), b.get(k)) for k in keys if k not in allowed and a.get(k) != b.get(k)]
 
 
 def preset_names() -> list[str]:
