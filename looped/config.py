@@ -336,13 +336,16 @@ class OverrideParser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _KeepLineBreaks)
         super().__init__(*args, **kwargs)
         self.add_argument(
-            "overrides", nargs="*", metavar="KEY=VALUE",
+            "overrides",
+            nargs="*",
+            metavar="KEY=VALUE",
             help=f"{overrides_help}, e.g. schedule=fixed:2 model.d_model=128; anywhere among the flags",
-        )  # fmt: skip
+        )
         self.add_argument(
-            "--print-config", action="store_true",
+            "--print-config",
+            action="store_true",
             help="print the resolved config as YAML and exit (nothing runs)",
-        )  # fmt: skip
+        )
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
         return self.parse_intermixed_args(args, namespace)
