@@ -212,3 +212,14 @@ def test_a_refused_branch_names_what_differs_and_the_fix(parent_ckpt, overrides,
 
 def _schedule(cfg):
     return parse_schedule(cfg.schedule, cfg.seed)
+
+
+def test_a_refused_branch_exits_2_with_one_line_and_writes_nothing(parent_ckpt, tmp_path, capsys):
+    ckpt, _ = parent_ckpt
+    out = tmp_path / "child"
+    argv = ["train", "--config", "tiny", "--out", str(out), "--quiet", "--branch-from", str(ckpt)]
+    code = cli([*argv, *BRANCH, "global_batch=8", "max_steps=10", "optim.lr=1e-3", "seed=2"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "optim.lr=0.003, this config says optim.lr=0.001 (and 1 more: seed 0 -> 2)" in err
+    assert not out.exists()

@@ -9,10 +9,11 @@
 
 Each optimizer step: K = schedule.depth(step) (the same on every rank, no communication), then
 `grad_accum` micro-batches at depth K, each drawn from a generator seeded by (seed, step, micro,
-rank) (with `global_batch`, by the micro-batch's index in the whole step), then AdamW. Because both the depth and the batch are functions of the step, a resumed run
-repeats the uninterrupted one bitwise (fp32, CPU), and a run branched off another at step s is
-exactly the run that would have been trained from scratch, when the two agree on every depth and
-learning rate before s (checked).
+rank) (with `global_batch`, by the micro-batch's index in the whole step), then AdamW with the
+LR `schedules.lr_at(step)`. Because the depth, the batch and the LR are functions of the step, a
+resumed run repeats the uninterrupted one bitwise (fp32, CPU), and a run branched off another at
+step s is exactly the run that would have been trained from scratch, when the two agree on every
+depth and learning rate before s (`training.lineage` checks both before anything is written).
 
 The run stops at `max_steps`, or at the step count whose modeled FLOPs fit `budget_flops` (or
 `budget_frac` of the preset's `full_budget_flops`): fixed, fixed-first and uniform schedules then
