@@ -13,8 +13,7 @@ from looped.errors import UserError
 from looped.experiments import demo
 from looped.experiments.demo import FIXED, FIXED_FIRST, QUICK, UNIFORM, plan, run_demo
 from looped.report import sections as report
-from looped.schedules import parse_schedule
-from looped.training.trainer import lr_at
+from looped.schedules import lr_at, parse_schedule
 
 LR = f"lr{demo.BIOS_LR[UNIFORM]:g}"  # the default LR in run names
 

@@ -172,7 +172,8 @@ def plan(settings: DemoSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]
     runs and the catch-up runs. A run branches off the root run of its seed (one trained from
     scratch) with which it shares the longest prefix: same LR, depths and batches."""
     from looped.schedules import parse_schedule
-    from looped.training.trainer import branch_point, total_steps_for
+    from looped.training.lineage import branch_point
+    from looped.training.trainer import total_steps_for
 
     full, vocab = resolve_budget(settings)
     specs: dict[str, RunSpec] = {}

@@ -250,7 +250,8 @@ class Plan:
         """Add a run of `steps` steps, or of as many steps as fit `budget_flops`; with a `parent`,
         the run branches off the parent's checkpoint where the two agree (warmup-stable-decay:
         up to the shorter run's decay), which is exactly the run trained from scratch."""
-        from looped.training.trainer import branch_point, total_steps_for
+        from looped.training.lineage import branch_point
+        from looped.training.trainer import total_steps_for
 
         cfg = run_config(
             self.settings, self.corpus, schedule=schedule, lr=lr, seed=seed, d_model=d_model,

@@ -126,7 +126,7 @@ def plan(
     already holds before the two diverge (found in `runs_dir`), so the trunk is not retrained
     for one more checkpoint: the branch trains a few more steps, and is still the same run."""
     from looped.runtime.checkpoint import list_checkpoints
-    from looped.training.trainer import branch_point
+    from looped.training.lineage import branch_point
 
     runs: dict[str, Planned] = {}
     for schedule, by_lr in grid.items():
