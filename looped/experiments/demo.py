@@ -47,8 +47,9 @@ import numpy as np
 from looped import paper
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.errors import UserError
+from looped.eval.stats import beats_bigram, best_lrs, bios_summary, worst_nll
 from looped.experiments.fidelity import QUICK as QUICK_FIDELITY
-from looped.experiments.fidelity import FidelitySettings, beats_bigram, spread, worst_nll
+from looped.experiments.fidelity import FidelitySettings
 from looped.experiments.runner import (
     RunSpec,
     before_branch,
@@ -328,49 +329,6 @@ def eval_row(record: dict) -> dict:
     return row
 
 
-def _main_at(rows: list[dict], schedule: str, budget: float) -> list[dict]:
-    return sorted(
-        (r for r in rows if r["schedule"] == schedule and r["budget"] == budget
-         and "main" in r["group"]), key=lambda r: r["seed"],
-    )  # fmt: skip
-
-
-def summarize(rows: list[dict], budget: float, tokens: bool = False) -> list[dict]:
-    """The README table, seed means against uniform's full-budget runs. Equal FLOPs (default):
-    every main schedule at `budget`. `tokens`: fixed K=4 and fixed-first at uniform's steps
-    (group "tokens"), the paper's framing. Each row carries the seed spread of its mean fact NLL
-    and of its difference from uniform paired seed by seed."""
-    uni = _main_at(rows, UNIFORM, budget)
-    if not uni:
-        return []
-    by_seed = {r["seed"]: r for r in uni}
-    table = []
-    for schedule in MAIN_SCHEDULES:
-        if tokens and schedule != UNIFORM:
-            runs = sorted((r for r in rows if r["schedule"] == schedule
-                           and "tokens" in r["group"]), key=lambda r: r["seed"])  # fmt: skip
-        else:
-            runs = _main_at(rows, schedule, budget)
-        if not runs:
-            continue
-        depths = runs[0]["depths"]
-        bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
-        nll = spread([float(np.mean(r["fact_nll"])) for r in runs])
-        u_nll = float(np.mean([np.mean(r["fact_nll"]) for r in uni]))
-        paired = [float(np.mean(r["fact_nll"]) / np.mean(by_seed[r["seed"]]["fact_nll"]) - 1)
-                  for r in runs if r["seed"] in by_seed]  # fmt: skip
-        table.append({
-            "schedule": schedule, "label": LABELS[schedule], "seeds": len(runs),
-            "steps": runs[0]["steps"], "lr": runs[0].get("lr"),
-            "compute_vs_uniform": float(np.mean([r["flops"] for r in runs]) / np.mean([r["flops"] for r in uni])),
-            "wall_vs_uniform": float(np.mean([r["wall"] for r in runs]) / np.mean([r["wall"] for r in uni])),
-            "mean_fact_nll": nll["mean"], "fact_nll_vs_uniform": nll["mean"] / u_nll - 1,
-            "fact_nll": nll, "vs_uniform_by_seed": spread(paired),
-            "bits": {str(k): float(bits[depths.index(k)]) for k in (1, 4, 8, 16) if bits is not None and k in depths},
-        })  # fmt: skip
-    return table
-
-
 def format_summary(table: list[dict]) -> str:
     """A summary table as markdown: seed means, the seed range of the mean fact NLL and the
     per-seed range of the difference from uniform (paired by seed)."""
@@ -578,8 +536,6 @@ def sweep_bios(
 ) -> tuple[list[RunSpec], dict[str, TrainConfig], list[dict], dict[str, float], int]:
     """Train the sweep; each main schedule's best LR by mean fact NLL over K=1..16 at the full
     budget (ties: the smaller LR); the last item is how many runs it trained."""
-    from looped.experiments.fidelity import best_lrs
-
     specs, configs = sweep_plan(settings)
     if not quiet:
         print(f"looped demo: bios LR sweep: {len(specs)} runs, LRs {settings.sweep_lrs}")
@@ -701,7 +657,8 @@ def _result(bios: _Bios, runs_dir: Path, phases: dict, benefit: list, text: bool
             "text_results": "demo_text.json" if text else None,
         },
         "runs": rows, "sweep": bios.sweep, "chosen_lr": dict(settings.lr),
-        "summary": summarize(rows, top), "summary_tokens": summarize(rows, top, tokens=True),
+        "summary": bios_summary(rows, top),
+        "summary_tokens": bios_summary(rows, top, tokens=True),
         "update_benefit": benefit,
     }  # fmt: skip
 

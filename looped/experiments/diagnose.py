@@ -41,6 +41,8 @@ import numpy as np
 from looped import paper
 from looped.config import OverrideParser, TrainConfig, to_yaml
 from looped.errors import UserError
+from looped.eval.stats import closed_share as _share  # the name the prose below reads
+from looped.eval.stats import seed_shares
 from looped.experiments.demo import BIOS_LR, DemoSettings, base_config, eval_row
 from looped.experiments.runner import RunSpec, execute, read_metrics
 from looped.runtime.atomic import write_text_atomic
@@ -236,12 +238,6 @@ def format_summary(result: dict) -> str:
     return "\n".join(lines)
 
 
-def seed_shares(v: dict, variant: str) -> list[float]:
-    """The share of the uniform-to-fixed-first gap a variant closes, seed by seed."""
-    u, f, x = (v[k]["seed_mean_nll"] for k in ("uniform", "fixed-first", variant))
-    return [(a - c) / (a - b) for a, b, c in zip(u, f, x, strict=True) if abs(a - b) > 1e-12]
-
-
 def _closes(v: dict, variant: str) -> str:
     """How much of the gap between uniform and fixed-first (mean NLL) a variant closes."""
     u, f, x = (v[k]["mean_nll"] for k in ("uniform", "fixed-first", variant))
@@ -306,11 +302,6 @@ def section(result: dict) -> str:
         f"- **Reading**: {_reading(v)} {_certainty(v, s['seeds'])}",
     ]
     return "\n".join(lines)
-
-
-def _share(v: dict, variant: str) -> float:
-    u, f = v["uniform"]["mean_nll"], v["fixed-first"]["mean_nll"]
-    return (u - v[variant]["mean_nll"]) / (u - f) if abs(u - f) > 1e-12 else 0.0
 
 
 def _reading(v: dict) -> str:

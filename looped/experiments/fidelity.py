@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import re
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -59,6 +58,19 @@ from looped import paper
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
+from looped.eval.stats import (
+    STUDY_PAIR,
+    at_edge,
+    beats_bigram,
+    best_lrs,
+    compare,
+    gap_verdict,
+    seed_spreads,
+    study_best,
+    study_gaps,
+    sweep_means,
+    worst_nll,
+)
 from looped.experiments.runner import (
     RunSpec,
     before_branch,
@@ -71,14 +83,13 @@ from looped.experiments.runner import (
     train_wall,
 )
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.paper import recipe_label as label
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
 from looped.runtime.lock import dir_lock
 
 # the schedules compared, in the order tables and legends list them
 SCHEDULES = (UNIFORM, RECIPE_200M, RECIPES_1B[1], FIXED)
-# the study's pair: the paper's 200M recipe against uniform
-STUDY_PAIR = (RECIPE_200M, UNIFORM)
 
 
 @dataclass
@@ -343,15 +354,6 @@ def plan_study_sweep(plan: Plan) -> None:
                 plan.add("study-sweep", schedule, lr, seed, d_model, steps=min(s.study_steps))
 
 
-def study_best(rows: list[dict]) -> dict[int, dict[str, float]]:
-    """Per width, each schedule's best LR of the study sweep (lowest mean NLL; ties: smaller)."""
-    widths = sorted({r["d_model"] for r in rows if "study-sweep" in r["roles"]})
-    return {
-        d: best_lrs([r for r in rows if "study-sweep" in r["roles"] and r["d_model"] == d])
-        for d in widths
-    }
-
-
 def plan_study(plan: Plan, best: dict[int, dict[str, float]]) -> None:
     """The 200M recipe and uniform at every (width, length, seed), equal tokens, each at its
     best LR for that width."""
@@ -444,110 +446,6 @@ def _wall(train: list[dict], parent: list[dict], branch_step: int) -> float:
     return wall
 
 
-def best_lrs(sweep: list[dict]) -> dict[str, float]:
-    """Each schedule's LR with the lowest validation NLL (mean over serving depths, then over
-    the sweep's seeds; ties: the smaller LR). Test windows never choose anything."""
-    by: dict[tuple[str, float], list[float]] = {}
-    for r in sweep:
-        by.setdefault((r["schedule"], r["lr"]), []).append(r.get("val_mean_nll", r["mean_nll"]))
-    best: dict[str, tuple[float, float]] = {}
-    for (schedule, lr), vals in sorted(by.items(), key=lambda kv: kv[0][1]):
-        if schedule not in best or np.mean(vals) < best[schedule][0]:
-            best[schedule] = (float(np.mean(vals)), lr)
-    return {s: lr for s, (_, lr) in best.items()}
-
-
-def spread(values: list[float]) -> dict[str, Any]:
-    """Mean, sample std, min, max and the values: how a number varies over seeds."""
-    arr = np.asarray(values, dtype=float)
-    return {
-        "mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
-        "min": float(arr.min()), "max": float(arr.max()), "values": [float(v) for v in arr],
-    }  # fmt: skip
-
-
-def _row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
-    """One table row: `runs` (one per seed) against `uni`, uniform's runs by seed."""
-    nll = spread([r["mean_nll"] for r in runs])
-    u_nll = float(np.mean([u["mean_nll"] for u in uni.values()]))
-    paired = [r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs if r["seed"] in uni]
-    flops, u_flops = (
-        np.mean([r["flops"] for r in runs]),
-        np.mean([u["flops"] for u in uni.values()]),
-    )
-    wall, u_wall = np.mean([r["wall"] for r in runs]), np.mean([u["wall"] for u in uni.values()])
-    return {
-        "schedule": schedule, "label": label(schedule), "lr": runs[0]["lr"], "seeds": len(runs),
-        "steps": runs[0]["steps"], "tokens": runs[0]["tokens"], "flops": float(flops),
-        "mean_nll": nll, "vs_uniform": float(np.mean(paired)) if paired else nll["mean"] / u_nll - 1,
-        "vs_uniform_by_seed": spread(paired),
-        "compute_saving": float(1 - flops / u_flops), "wall_saving": float(1 - wall / u_wall),
-        "depths": runs[0]["depths"],
-        "token_nll": np.mean([r["token_nll"] for r in runs], axis=0).tolist(),
-        "uniform_steps": next(iter(uni.values()))["steps"], "uniform_nll": spread(
-            [u["mean_nll"] for u in uni.values()]),
-    }  # fmt: skip
-
-
-def _by_seed(rows: list[dict], role: str, schedule: str) -> list[dict]:
-    return sorted(
-        (r for r in rows if role in r["roles"] and r["schedule"] == schedule),
-        key=lambda r: r["seed"],
-    )
-
-
-def compare(rows: list[dict], role: str, schedules: tuple[str, ...]) -> list[dict]:
-    """One row per schedule, its seeds against uniform's. `role` "tokens": every schedule at the
-    same steps (uniform's row is the reference, 0%). "flops": each other schedule against uniform
-    trained on that schedule's modeled FLOPs (fewer steps); compute saved is then ~0 and the
-    difference is what the schedule buys at equal compute.
-
-    Each row: mean NLL over K=1..16 (seed mean, std, min, max), the relative difference from
-    uniform (of the seed means, and paired per seed), the modeled compute and measured wall-clock
-    saved, and the NLL at each serving depth (seed mean)."""
-    table = []
-    for s in schedules:
-        runs = _by_seed(rows, "tokens", s)
-        if not runs or (role == "flops" and s == UNIFORM):
-            continue
-        partner = _by_seed(rows, "tokens" if role == "tokens" else f"flops:{s}", UNIFORM)
-        if partner:
-            table.append(_row(s, runs, {u["seed"]: u for u in partner}))
-    return table
-
-
-def study_gaps(rows: list[dict]) -> list[dict]:
-    """Per (width, steps): the 200M recipe's relative gap from uniform (mean NLL over depths,
-    equal tokens), one value per seed paired with uniform's run of the same seed."""
-    ff_s, uni_s = STUDY_PAIR
-    study = [r for r in rows if "study" in r["roles"]]
-    out = []
-    for d_model, steps in sorted({(r["d_model"], r["steps"]) for r in study}):
-        cell = [r for r in study if (r["d_model"], r["steps"]) == (d_model, steps)]
-        uni = {r["seed"]: r for r in cell if r["schedule"] == uni_s}
-        ff = {r["seed"]: r for r in cell if r["schedule"] == ff_s}
-        seeds = sorted(set(uni) & set(ff))
-        if not seeds:
-            continue
-        gaps = [ff[k]["mean_nll"] / uni[k]["mean_nll"] - 1 for k in seeds]
-        out.append({
-            "d_model": d_model, "params": cell[0]["params"], "steps": steps,
-            "tokens": cell[0]["tokens"], "gap": spread(gaps),
-            "uniform_nll": spread([uni[k]["mean_nll"] for k in seeds]),
-            "uniform_lr": uni[seeds[0]]["lr"], "fixed_first_lr": ff[seeds[0]]["lr"],
-            "fixed_first_nll": spread([ff[k]["mean_nll"] for k in seeds]),
-        })  # fmt: skip
-    return out
-
-
-def label(schedule: str) -> str:
-    """Table and legend name: fixed-first schedules say their K and fraction."""
-    if schedule.startswith("fixed-first"):
-        k, frac = paper.fixed_phase(schedule)
-        return f"fixed-first K={k} ({frac:.0%})"
-    return paper.label(schedule)
-
-
 def _color(schedule: str, i: int) -> Any:
     import seaborn as sns
 
@@ -590,17 +488,6 @@ def format_table(result: dict) -> str:
             f"gap {g['gap']['mean']:+.2%} (seeds {g['gap']['min']:+.2%} to {g['gap']['max']:+.2%})"
         )
     return "\n".join(lines)
-
-
-def gap_verdict(gap: dict, tolerance: float, informative: bool = True) -> tuple[stats.Verdict, str]:
-    """(verdict, sentence) for "fixed-first is no worse than uniform, within `tolerance`", read
-    from the 95% interval of the per-seed paired differences (negative: fixed-first better).
-    `informative` False (its models do not beat a bigram table) gives no verdict at all."""
-    iv = stats.interval(gap["values"]) if len(gap.get("values", [])) > 1 else None
-    if iv is None:  # one seed: no interval, so nothing can be decided
-        iv = stats.Interval(gap["mean"], -math.inf, math.inf, 1, (gap["mean"],))
-    verdict = stats.verdict(iv, tolerance, informative)
-    return verdict, stats.describe(verdict, iv, tolerance)
 
 
 def _share(x: float) -> str:
@@ -674,21 +561,6 @@ def section(result: dict, command: str = "looped fidelity", baseline: dict | Non
     return "\n".join(lines)
 
 
-def worst_nll(rows: list[dict]) -> float:
-    """The highest mean NLL of any seed of any schedule in these table rows, uniform's included:
-    what has to beat the bigram table for the rows to mean anything."""
-    return max(max(r["mean_nll"]["max"], r["uniform_nll"]["max"]) for r in rows)
-
-
-def beats_bigram(result: dict, baseline: dict | None) -> bool:
-    """Whether every reported model (each schedule's every seed, equal tokens) scores below the
-    bigram table on the same windows: the condition for any verdict on this track."""
-    if not baseline:
-        return False
-    worst = worst_nll(result["equal_tokens"])
-    return worst < baseline["bigram"]
-
-
 def baseline_lines(result: dict, baseline: dict | None) -> list[str]:
     """The count-table baselines beside the models, and what they mean for the verdicts."""
     if not baseline:
@@ -701,24 +573,6 @@ def baseline_lines(result: dict, baseline: dict | None) -> list[str]:
     return [f"Baselines on the same {baseline['tokens']:,} tokens (fit on train): unigram "
             f"{baseline['unigram']:.3f}, add-k bigram {baseline['bigram']:.3f} nats/token; "
             f"{verdicts}.", ""]  # fmt: skip
-
-
-def at_edge(chosen: dict[str, float], lrs: tuple[float, ...] | list[float]) -> list[str]:
-    """The schedules whose chosen LR is the smallest or largest swept: their optimum may lie
-    beyond the sweep."""
-    return [s for s, lr in chosen.items() if lr in (min(lrs), max(lrs))]
-
-
-def seed_spreads(result: dict) -> dict[str, float]:
-    """Each schedule's max - min of the mean NLL over its equal-token seeds, widest first: which
-    schedule's seeds make a comparison undecided."""
-    spans = {}
-    for r in result["equal_tokens"]:
-        nll = [x["mean_nll"] for x in result["runs"]
-               if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]  # fmt: skip
-        if len(nll) > 1:
-            spans[r["schedule"]] = max(nll) - min(nll)
-    return dict(sorted(spans.items(), key=lambda kv: -kv[1]))
 
 
 def _has_curves(result: dict) -> bool:
@@ -808,15 +662,6 @@ def fig_nll_by_depth(result: dict, path: Path) -> Path:
     right.set_ylabel("mean NLL over K=1..16")
     right.legend(fontsize=7)
     return plots._save(fig, path)
-
-
-def sweep_means(rows: list[dict]) -> list[tuple[float, float]]:
-    """(LR, mean validation NLL over the sweep's seeds) of one schedule's sweep rows, by LR."""
-    by: dict[float, list[float]] = {}
-    for r in rows:
-        if r.get("mean_nll") is not None:
-            by.setdefault(r["lr"], []).append(r["mean_nll"])
-    return sorted((lr, float(np.mean(v))) for lr, v in by.items())
 
 
 def fig_lr_sweep(

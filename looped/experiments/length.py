@@ -182,14 +182,7 @@ def choose(runs: dict[str, Planned], runs_dir: Path) -> dict:
     for p in runs.values():
         vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
         vals.append(val_nll(runs_dir / p.spec.name))
-    out = {}
-    for (schedule, steps), by_lr in table.items():
-        means = {lr: float(np.mean(v)) for lr, v in by_lr.items()}
-        finite = {lr: m for lr, m in means.items() if math.isfinite(m)}
-        best = min(sorted(finite), key=lambda lr: finite[lr])
-        edge = "low" if best == min(means) else "high" if best == max(means) else None
-        out.setdefault(schedule, {})[steps] = {"lr": best, "val": means, "edge": edge}
-    return out
+    return stats.choose_lrs(table)
 
 
 def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list) -> list[dict]:
@@ -213,61 +206,6 @@ def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list)
             **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
         })  # fmt: skip
     return sorted(rows, key=lambda r: (r["steps"], SCHEDULES.index(r["schedule"]), r["seed"]))
-
-
-def cells(rows: list[dict], base: dict, schedules: tuple[str, ...]) -> list[dict]:
-    """Per length and schedule: the seed mean and spread, tokens per parameter, whether it beats
-    the bigram, and (against uniform) the paired gap, its interval and its verdict."""
-    bigram = base["test"]["bigram"]
-    out = []
-    for steps in sorted({r["steps"] for r in rows}):
-        at = {s: sorted((r for r in rows if r["steps"] == steps and r["schedule"] == s),
-                        key=lambda r: r["seed"]) for s in schedules}  # fmt: skip
-        uni = [r["mean_nll"] for r in at[paper.UNIFORM]]
-        for s in schedules:
-            mine = [r["mean_nll"] for r in at[s]]
-            first = at[s][0]
-            cell = {
-                "steps": steps, "schedule": s, "label": LABELS[s], "lr": first["lr"],
-                "tokens": first["tokens"], "seeds": len(mine), "mean_nll": float(np.mean(mine)),
-                "seed_nll": mine, "se_windows": float(np.mean([r["se"] for r in at[s]])),
-                "tokens_per_param": first["tokens"] / first["params"],
-                "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
-                "beats_bigram": bool(max(mine) < bigram),
-            }  # fmt: skip
-            if s != paper.UNIFORM and len(mine) == len(uni) > 1:
-                gap = stats.paired_gap(mine, uni)
-                informative = cell["beats_bigram"] and bool(max(uni) < bigram)
-                cell["gap"] = gap.as_dict()
-                cell["verdict"] = stats.verdict(gap, informative=informative).value
-            out.append(cell)
-    return out
-
-
-def trends(table: list[dict]) -> dict[str, dict]:
-    """Per schedule: the slope of the signed gap (every seed's value) against log2(tokens),
-    with its interval, over the informative lengths; where it points."""
-    out = {}
-    for s in {c["schedule"] for c in table if "gap" in c}:
-        pts = [(math.log2(c["tokens"]), v) for c in table if c["schedule"] == s and "gap" in c
-               and c["verdict"] != stats.Verdict.NOT_INFORMATIVE.value for v in c["gap"]["values"]]  # fmt: skip
-        if len({x for x, _ in pts}) < 2 or len(pts) < 3:
-            out[s] = {"lengths": len({x for x, _ in pts}), "slope": None}
-            continue
-        fit = stats.slope([x for x, _ in pts], [y for _, y in pts])
-        out[s] = {"lengths": len({x for x, _ in pts}), "slope": fit.as_dict(),
-                  "direction": trend_direction(fit)}  # fmt: skip
-    return out
-
-
-def trend_direction(fit: stats.Interval) -> str:
-    """Where the signed gap moves per doubling of tokens: "falling", "rising" (interval off zero) or
-    "flat or unclear"; the sign convention: positive gap = the schedule is behind uniform."""
-    if fit.hi < 0:
-        return "falling"
-    if fit.lo > 0:
-        return "rising"
-    return "no clear trend"
 
 
 def extended(grid: Grid, chosen: dict) -> Grid:
@@ -323,7 +261,7 @@ def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
     extra = plan(settings, corpus, rest, chosen_grid(chosen), runs_dir) if rest else {}
     trained += train_all(extra, runs_dir, settings.workers, quiet)
     rows = score({**sweep, **extra}, chosen, runs_dir, split_batches(settings.setup, corpus))
-    table = cells(rows, base, settings.schedules)
+    table = stats.length_cells(rows, base, settings.schedules)
     return {
         "meta": {
             "settings": asdict(settings),
@@ -339,7 +277,7 @@ def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
         "chosen": {s: {str(n): c for n, c in v.items()} for s, v in chosen.items()},
         "rows": rows,
         "cells": table,
-        "trends": trends(table),
+        "trends": stats.gap_trends(table),
     }
 
 
