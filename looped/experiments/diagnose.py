@@ -43,8 +43,11 @@ from looped.config import OverrideParser, TrainConfig, to_yaml
 from looped.errors import UserError
 from looped.eval.stats import closed_share as _share  # the name the prose below reads
 from looped.eval.stats import seed_shares
-from looped.experiments.demo import BIOS_LR, DemoSettings, base_config, eval_row
-from looped.experiments.runner import RunSpec, execute, read_metrics
+from looped.experiments.bios import BIOS_LR, DemoSettings, base_config, eval_row, resolve_budget
+from looped.experiments.plan import Planner
+from looped.experiments.probes import agreement_at
+from looped.experiments.results import read_metrics
+from looped.experiments.runner import RunSpec, execute
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.lock import dir_lock
 
@@ -77,6 +80,13 @@ PROBED = ("uniform", "fixed")  # runs whose checkpoints get the gradient-agreeme
 
 
 @dataclass
+class VariantRun(RunSpec):
+    """A run of the diagnosis: which variant it trains."""
+
+    variant: str = ""
+
+
+@dataclass
 class DiagnoseSettings:
     preset: str = "demo"  # training preset (bios, d=64, batch 32x128)
     steps: int = 150  # optimizer steps of every variant (about uniform's at the demo's budget)
@@ -101,13 +111,11 @@ QUICK = DiagnoseSettings(
 )  # fmt: skip
 
 
-def plan(settings: DiagnoseSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
+def plan(settings: DiagnoseSettings) -> tuple[list[VariantRun], dict[str, TrainConfig]]:
     """One run per (variant, seed), all `steps` long, checkpointed at the probe steps."""
-    from looped.experiments.demo import resolve_budget
-
     base = DemoSettings(preset=settings.preset, overrides=list(settings.overrides))
     _, vocab = resolve_budget(base)  # the vocabulary the trainer will fit to the corpus
-    specs, configs = [], {}
+    planner = Planner()
     for seed in range(settings.seeds):
         for variant, (schedule, extra) in VARIANTS.items():
             lr = BIOS_LR.get(schedule, BIOS_LR[paper.UNIFORM])  # the demo's tuned LRs
@@ -127,11 +135,11 @@ def plan(settings: DiagnoseSettings) -> tuple[list[RunSpec], dict[str, TrainConf
             cfg.keep_last, cfg.model.vocab_size = 1, vocab
             name = f"{variant}_s{seed}"
             save = [s for s in settings.probe_at if variant in PROBED and s <= settings.steps]
-            specs.append(
-                RunSpec(name, schedule, 0.0, seed, variant, settings.steps, save_steps=save)
+            spec = VariantRun(
+                name, schedule, seed, settings.steps, save_steps=save, variant=variant
             )
-            configs[name] = cfg
-    return specs, configs
+            planner.add(spec, cfg)
+    return planner.specs()  # type: ignore[return-value]
 
 
 def grad_norm_by_depth(metrics: list[dict], after: int) -> dict[int, float]:
@@ -144,14 +152,12 @@ def grad_norm_by_depth(metrics: list[dict], after: int) -> dict[int, float]:
     return {k: float(np.median(v)) for k, v in sorted(by.items())}
 
 
-def collect(settings: DiagnoseSettings, specs: list[RunSpec], runs_dir: Path) -> dict:
+def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path) -> dict:
     """Per variant: serving-depth NLL at the end (seed mean and spread), gradient norms by depth,
     and gradient agreement at each probed checkpoint (seed 0)."""
-    from looped.experiments.probes import agreement_at
-
     out: dict[str, Any] = {}
     for variant in VARIANTS:
-        runs = [s for s in specs if s.group == variant]
+        runs = [s for s in specs if s.variant == variant]
         rows, norms = [], []
         for spec in runs:
             metrics = read_metrics(runs_dir / spec.name)
@@ -208,7 +214,7 @@ def _run_diagnose(
             * cfg0.grad_accum, "runs_trained": trained, "wall_seconds": time.time() - t0,
             "train_seconds": train_seconds,
             "grad_clip": cfg0.optim.grad_clip,
-            "lr": {s.group: configs[s.name].optim.lr for s in specs if s.seed == 0},
+            "lr": {s.variant: configs[s.name].optim.lr for s in specs if s.seed == 0},
         },
         "variants": variants,
     }  # fmt: skip

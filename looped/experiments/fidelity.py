@@ -56,7 +56,17 @@ import numpy as np
 import looped.eval.stats as stats
 from looped import paper
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
+from looped.data.text import (
+    META,
+    NAMED_CORPORA,
+    TokenShards,
+    prepare_documents,
+    prepare_text,
+    read_meta,
+)
 from looped.errors import UserError
+from looped.eval.baselines import corpus_baselines
+from looped.eval.evaluate import token_nll_of
 from looped.eval.heldout import heldout_nll
 from looped.eval.stats import (
     STUDY_PAIR,
@@ -71,22 +81,26 @@ from looped.eval.stats import (
     sweep_means,
     worst_nll,
 )
-from looped.experiments.runner import (
-    RunSpec,
+from looped.experiments.plan import Planner
+from looped.experiments.results import (
     before_branch,
+    branched_wall,
     diverged,
-    execute,
     keep_earlier_times,
     machine_name,
-    progress_mode,
     read_metrics,
     train_wall,
 )
+from looped.experiments.runner import RunSpec, execute, progress_mode
+from looped.flops import schedule_flops, tokens_per_step
+from looped.model import LoopedTransformer, fit_vocab
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.paper import recipe_label as label
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
 from looped.runtime.lock import dir_lock
+from looped.schedules import parse_schedule
+from looped.training.trainer import total_steps_for
 
 # the schedules compared, in the order tables and legends list them
 SCHEDULES = (UNIFORM, RECIPE_200M, RECIPES_1B[1], FIXED)
@@ -156,8 +170,6 @@ def ensure_corpus(settings: FidelitySettings, out: Path, quiet: bool = False) ->
     Train, val (LR choice) and test (reported numbers), the tokenizer fit on train alone; the
     built-in corpora also keep near-duplicate files in one split (`data.text.prepare_documents`),
     a hub or local corpus splits by a hash of each document (`prepare_text(test_frac=...)`)."""
-    from looped.data.text import META, NAMED_CORPORA, prepare_documents, prepare_text, read_meta
-
     directory = corpus_dir(settings, out)
     dataset = str(Path(settings.dataset).expanduser()) if settings.dataset else ""
     if (directory / META).is_file():
@@ -213,8 +225,6 @@ def run_config(
     budget_flops: float = 0.0,
 ) -> TrainConfig:
     """One run's config: the preset, the settings, then the user's overrides (which win)."""
-    from looped.model import fit_vocab
-
     overrides = [
         "data.kind=text", f"data.path={corpus['path']}", f"model.d_model={d_model}",
         f"model.n_head={settings.n_head}", f"model.seq_len={settings.seq_len}",
@@ -247,6 +257,12 @@ class Plan:
     def __init__(self, settings: FidelitySettings, corpus: dict[str, Any]) -> None:
         self.settings, self.corpus = settings, corpus
         self.runs: dict[str, Planned] = {}
+        self.planner = Planner()
+
+    def include(self, run: Planned) -> None:
+        """Take `run` (planned elsewhere) into this plan as it is, so that runs can branch off it."""
+        self.runs[run.spec.name] = run
+        self.planner.runs[run.spec.name], self.planner.configs[run.spec.name] = run.spec, run.cfg
 
     def add(
         self,
@@ -261,8 +277,6 @@ class Plan:
         """Add a run of `steps` steps, or of as many steps as fit `budget_flops`; with a `parent`,
         the run branches off the parent's checkpoint where the two agree (warmup-stable-decay:
         up to the shorter run's decay), which is exactly the run trained from scratch."""
-        from looped.training.trainer import branch_point, total_steps_for
-
         cfg = run_config(
             self.settings, self.corpus, schedule=schedule, lr=lr, seed=seed, d_model=d_model,
             **length,
@@ -270,24 +284,17 @@ class Plan:
         steps = total_steps_for(cfg)  # the trainer's own derivation
         name = run_name(schedule, d_model, lr, steps, seed)
         if name not in self.runs:
-            spec = RunSpec(name, schedule, 0.0, seed, role, steps=steps)
-            if parent is not None and parent.spec.name != name:
-                at = branch_point(cfg, steps, parent.cfg, parent.spec.steps)
-                if at > 0:
-                    spec.parent, spec.branch_step = parent.spec.name, at
-                    if at not in parent.spec.save_steps:
-                        parent.spec.save_steps.append(at)
+            parents = [parent.spec.name] if parent is not None else []
+            spec = self.planner.add(RunSpec(name, schedule, seed, steps), cfg, parents)
             self.runs[name] = Planned(spec, cfg, lr, d_model)
         self.runs[name].roles.add(role)
-        self.runs[name].spec.group = "+".join(sorted(self.runs[name].roles))
         # only a run that serves the sweeps alone may end diverged without stopping the track
         self.runs[name].spec.may_diverge = all("sweep" in r for r in self.runs[name].roles)
         return self.runs[name]
 
     def specs(self, names: set[str] | None = None) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
-        """pool.execute's arguments for the runs named (all by default)."""
-        chosen = [p for n, p in self.runs.items() if names is None or n in names]
-        return [p.spec for p in chosen], {p.spec.name: p.cfg for p in chosen}
+        """runner.execute's arguments for the runs named (all by default)."""
+        return self.planner.specs(names)
 
 
 def plan_sweep(plan: Plan) -> None:
@@ -306,11 +313,8 @@ def plan_sweep(plan: Plan) -> None:
 def _flop_partners(plan: Plan, uni: Planned) -> list[Planned]:
     """Uniform runs (not added to the plan) at each other schedule's modeled FLOPs of `steps`
     steps, branching off `uni`, uniform's `steps`-step run."""
-    from looped.flops import schedule_flops, tokens_per_step
-    from looped.schedules import parse_schedule
-
     s, scratch = plan.settings, Plan(plan.settings, plan.corpus)
-    scratch.runs[uni.spec.name] = replace(uni, spec=replace(uni.spec, save_steps=[]))
+    scratch.include(replace(uni, spec=replace(uni.spec, save_steps=[])))
     partners = []
     for schedule in s.schedules:
         if schedule != UNIFORM:
@@ -370,11 +374,6 @@ def plan_study(plan: Plan, best: dict[int, dict[str, float]]) -> None:
 def collect(plan: Plan, runs_dir: Path) -> list[dict]:
     """One row per run: what it was (schedule, LR, seed, width, steps, tokens, modeled FLOPs)
     and what it measured (train wall seconds, token NLL per serving depth, final loss)."""
-    from looped.eval.evaluate import token_nll_of
-    from looped.flops import schedule_flops, tokens_per_step
-    from looped.model import LoopedTransformer
-    from looped.schedules import parse_schedule
-
     params: dict[int, int] = {}
     rows = []
     windows = test_windows(plan)
@@ -385,7 +384,8 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
         summary = json.loads((runs_dir / name / "summary.json").read_text())
         train = [m for m in metrics if m["kind"] == "train"]
         evals = [m for m in metrics if m["kind"] == "eval"]
-        parent = [m for m in before_branch(runs_dir, p.spec) if m["kind"] == "train"]
+        inherited = before_branch(runs_dir, p.spec.parent, p.spec.branch_step)
+        parent = [m for m in inherited if m["kind"] == "train"]
         nll = token_nll_of(evals[-1])  # the validation windows
         depths = sorted(int(k) for k in nll)
         val = [nll[str(k)] for k in depths]
@@ -400,7 +400,7 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
             "roles": sorted(p.roles), "lr": p.lr, "seed": p.spec.seed, "d_model": p.d_model,
             "params": params[p.d_model], "steps": p.spec.steps, "tokens": p.spec.steps * tokens,
             "flops": schedule_flops(p.cfg.model, parse_schedule(p.spec.schedule, p.spec.seed), p.spec.steps, tokens, p.cfg.seq_len),
-            "wall": _wall(train, parent, p.spec.branch_step), "final_loss": summary["final_loss"],
+            "wall": branched_wall(train, parent, p.spec.branch_step), "final_loss": summary["final_loss"],
             "own_wall": train_wall(train[-1]) if train else 0.0,
             "depths": depths, "val_token_nll": val, "val_mean_nll": float(np.mean(val)),
             "token_nll": held["token_nll"] if held else val,
@@ -414,9 +414,6 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
 def held_out_baselines(plan: Plan) -> dict[str, Any]:
     """Unigram and bigram count tables fit on train, scored on the windows the reported numbers
     use (test; validation for a corpus without a test split), k chosen on validation."""
-    from looped.data.text import TokenShards
-    from looped.eval.baselines import corpus_baselines
-
     c, path = next(iter(plan.runs.values())).cfg, plan.corpus["path"]  # as the runs evaluate
     val = list(TokenShards(path, "val").iter_eval_batches(c.batch_size, c.seq_len, c.eval_batches))
     scored_on = test_windows(plan)
@@ -427,23 +424,11 @@ def held_out_baselines(plan: Plan) -> dict[str, Any]:
 def test_windows(plan: Plan) -> list | None:
     """The test windows every reported run is scored on (None for a corpus written before
     corpora had a test split: its validation windows are then the only held-out ones)."""
-    from looped.data.text import TokenShards, read_meta
-
     if "test" not in read_meta(plan.corpus["path"])["splits"]:
         return None
     c = next(iter(plan.runs.values())).cfg  # the windows' shape: as the runs' own evaluation
     shards = TokenShards(plan.corpus["path"], "test")
     return list(shards.iter_eval_batches(c.batch_size, c.seq_len, c.eval_batches, "test"))
-
-
-def _wall(train: list[dict], parent: list[dict], branch_step: int) -> float:
-    """A run's training seconds; a branch adds its parent's up to the branch step (`parent`: its
-    train records up to there; the last logged one scaled to the branch step), as if it had
-    trained from scratch."""
-    wall = train_wall(train[-1]) if train else 0.0
-    if parent:
-        wall += train_wall(parent[-1]) * branch_step / parent[-1]["step"]
-    return wall
 
 
 def _color(schedule: str, i: int) -> Any:

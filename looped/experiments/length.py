@@ -41,16 +41,12 @@ from looped import paper
 from looped.config import TrainConfig
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
-from looped.experiments.runner import (
-    RunSpec,
-    diverged,
-    execute,
-    machine_name,
-    read_metrics,
-    train_wall,
-)
+from looped.experiments.plan import Planner
+from looped.experiments.results import diverged, machine_name, read_metrics, train_wall
+from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import heldout_windows as split_batches
+from looped.model import LoopedTransformer
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.lock import dir_lock
 
@@ -125,10 +121,7 @@ def plan(
     A length added after a trunk has finished branches at the latest checkpoint the trunk
     already holds before the two diverge (found in `runs_dir`), so the trunk is not retrained
     for one more checkpoint: the branch trains a few more steps, and is still the same run."""
-    from looped.runtime.checkpoint import list_checkpoints
-    from looped.training.trainer import branch_point
-
-    runs: dict[str, Planned] = {}
+    planner, runs = Planner(), {}
     for schedule, by_lr in grid.items():
         spec_s, extra = schedule_args(schedule)
         for lr, lengths in by_lr.items():
@@ -139,19 +132,10 @@ def plan(
                                      steps=steps, extra=extra)  # fmt: skip
                     if schedule == MICRO:
                         cfg.batch_size //= 4  # the same tokens per step, in 4 micro-batches
-                    spec = RunSpec(name_of(schedule, lr, seed, steps), spec_s, 0.0, seed, "length",
-                                   steps=steps, may_diverge=True)  # fmt: skip
-                    if trunk is not None:
-                        at = branch_point(cfg, steps, trunk.cfg, trunk.spec.steps)
-                        held = [s for s, _ in list_checkpoints(runs_dir / trunk.spec.name)] if (
-                            runs_dir and (runs_dir / trunk.spec.name / "summary.json").is_file()
-                        ) else []  # fmt: skip
-                        if held and at not in held:
-                            at = max((s for s in held if s <= at), default=0)
-                        if at > 0:
-                            spec.parent, spec.branch_step = trunk.spec.name, at
-                            if at not in trunk.spec.save_steps:
-                                trunk.spec.save_steps.append(at)
+                    name = name_of(schedule, lr, seed, steps)
+                    spec = RunSpec(name, spec_s, seed, steps=steps, may_diverge=True)
+                    parents = [trunk.spec.name] if trunk is not None else []
+                    planner.add(spec, cfg, parents, runs_dir=runs_dir)
                     runs[spec.name] = Planned(spec, cfg, schedule, lr)
                     trunk = trunk or runs[spec.name]
     return runs
@@ -187,8 +171,6 @@ def choose(runs: dict[str, Planned], runs_dir: Path) -> dict:
 
 def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list) -> list[dict]:
     """One row per reported run (each schedule and length at its chosen LR, every seed)."""
-    from looped.model import LoopedTransformer
-
     rows = []
     for p in runs.values():
         pick = chosen[p.schedule][p.spec.steps]
