@@ -138,8 +138,10 @@ def describe(verdict: Verdict, gap: Interval, tolerance: float = PAPER_TOLERANCE
     if gap.n < 2:
         return f"{verdict.value}: one seed, no interval"
     why = WHY[verdict].format(tol=f"{tolerance:.1%}")
-    return (f"{verdict.value}: 95% interval {gap.lo:+.1%} to {gap.hi:+.1%} over {gap.n} paired "
-            f"seeds, {why}")  # fmt: skip
+    return (
+        f"{verdict.value}: 95% interval {gap.lo:+.1%} to {gap.hi:+.1%} over {gap.n} paired "
+        f"seeds, {why}"
+    )
 
 
 # -- seed spreads and seed-paired tables -----------------------------------------------------
@@ -151,9 +153,12 @@ def spread(values: list[float]) -> dict[str, Any]:
     """Mean, sample std, min, max and the values: how a number varies over seeds."""
     arr = np.asarray(values, dtype=float)
     return {
-        "mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
-        "min": float(arr.min()), "max": float(arr.max()), "values": [float(v) for v in arr],
-    }  # fmt: skip
+        "mean": float(arr.mean()),
+        "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+        "min": float(arr.min()),
+        "max": float(arr.max()),
+        "values": [float(v) for v in arr],
+    }
 
 
 def compare_row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
@@ -168,17 +173,23 @@ def compare_row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
     )
     wall, u_wall = np.mean([r["wall"] for r in runs]), np.mean([u["wall"] for u in uni.values()])
     return {
-        "schedule": schedule, "label": paper.recipe_label(schedule), "lr": runs[0]["lr"],
-        "seeds": len(runs), "steps": runs[0]["steps"], "tokens": runs[0]["tokens"],
-        "flops": float(flops), "mean_nll": nll,
+        "schedule": schedule,
+        "label": paper.recipe_label(schedule),
+        "lr": runs[0]["lr"],
+        "seeds": len(runs),
+        "steps": runs[0]["steps"],
+        "tokens": runs[0]["tokens"],
+        "flops": float(flops),
+        "mean_nll": nll,
         "vs_uniform": float(np.mean(paired)) if paired else nll["mean"] / u_nll - 1,
         "vs_uniform_by_seed": spread(paired),
-        "compute_saving": float(1 - flops / u_flops), "wall_saving": float(1 - wall / u_wall),
+        "compute_saving": float(1 - flops / u_flops),
+        "wall_saving": float(1 - wall / u_wall),
         "depths": runs[0]["depths"],
         "token_nll": np.mean([r["token_nll"] for r in runs], axis=0).tolist(),
         "uniform_steps": next(iter(uni.values()))["steps"],
         "uniform_nll": spread([u["mean_nll"] for u in uni.values()]),
-    }  # fmt: skip
+    }
 
 
 def by_seed(rows: list[dict], role: str, schedule: str) -> list[dict]:
@@ -223,13 +234,19 @@ def study_gaps(rows: list[dict]) -> list[dict]:
         if not seeds:
             continue
         gaps = [ff[k]["mean_nll"] / uni[k]["mean_nll"] - 1 for k in seeds]
-        out.append({
-            "d_model": d_model, "params": cell[0]["params"], "steps": steps,
-            "tokens": cell[0]["tokens"], "gap": spread(gaps),
-            "uniform_nll": spread([uni[k]["mean_nll"] for k in seeds]),
-            "uniform_lr": uni[seeds[0]]["lr"], "fixed_first_lr": ff[seeds[0]]["lr"],
-            "fixed_first_nll": spread([ff[k]["mean_nll"] for k in seeds]),
-        })  # fmt: skip
+        out.append(
+            {
+                "d_model": d_model,
+                "params": cell[0]["params"],
+                "steps": steps,
+                "tokens": cell[0]["tokens"],
+                "gap": spread(gaps),
+                "uniform_nll": spread([uni[k]["mean_nll"] for k in seeds]),
+                "uniform_lr": uni[seeds[0]]["lr"],
+                "fixed_first_lr": ff[seeds[0]]["lr"],
+                "fixed_first_nll": spread([ff[k]["mean_nll"] for k in seeds]),
+            }
+        )
     return out
 
 
@@ -238,8 +255,11 @@ def seed_spreads(result: dict) -> dict[str, float]:
     schedule's seeds make a comparison undecided."""
     spans = {}
     for r in result["equal_tokens"]:
-        nll = [x["mean_nll"] for x in result["runs"]
-               if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]  # fmt: skip
+        nll = [
+            x["mean_nll"]
+            for x in result["runs"]
+            if "tokens" in x["roles"] and x["schedule"] == r["schedule"]
+        ]
         if len(nll) > 1:
             spans[r["schedule"]] = max(nll) - min(nll)
     return dict(sorted(spans.items(), key=lambda kv: -kv[1]))
@@ -248,9 +268,13 @@ def seed_spreads(result: dict) -> dict[str, float]:
 def main_at(rows: list[dict], schedule: str, budget: float) -> list[dict]:
     """The bios grid's main runs of one schedule at one budget, in seed order."""
     return sorted(
-        (r for r in rows if r["schedule"] == schedule and r["budget"] == budget
-         and "main" in r["group"]), key=lambda r: r["seed"],
-    )  # fmt: skip
+        (
+            r
+            for r in rows
+            if r["schedule"] == schedule and r["budget"] == budget and "main" in r["group"]
+        ),
+        key=lambda r: r["seed"],
+    )
 
 
 def bios_summary(rows: list[dict], budget: float, tokens: bool = False) -> list[dict]:
@@ -265,8 +289,10 @@ def bios_summary(rows: list[dict], budget: float, tokens: bool = False) -> list[
     table = []
     for schedule in paper.MAIN_SCHEDULES:
         if tokens and schedule != paper.UNIFORM:
-            runs = sorted((r for r in rows if r["schedule"] == schedule
-                           and "tokens" in r["group"]), key=lambda r: r["seed"])  # fmt: skip
+            runs = sorted(
+                (r for r in rows if r["schedule"] == schedule and "tokens" in r["group"]),
+                key=lambda r: r["seed"],
+            )
         else:
             runs = main_at(rows, schedule, budget)
         if not runs:
@@ -275,17 +301,35 @@ def bios_summary(rows: list[dict], budget: float, tokens: bool = False) -> list[
         bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
         nll = spread([float(np.mean(r["fact_nll"])) for r in runs])
         u_nll = float(np.mean([np.mean(r["fact_nll"]) for r in uni]))
-        paired = [float(np.mean(r["fact_nll"]) / np.mean(seeds[r["seed"]]["fact_nll"]) - 1)
-                  for r in runs if r["seed"] in seeds]  # fmt: skip
-        table.append({
-            "schedule": schedule, "label": paper.LABELS[schedule], "seeds": len(runs),
-            "steps": runs[0]["steps"], "lr": runs[0].get("lr"),
-            "compute_vs_uniform": float(np.mean([r["flops"] for r in runs]) / np.mean([r["flops"] for r in uni])),
-            "wall_vs_uniform": float(np.mean([r["wall"] for r in runs]) / np.mean([r["wall"] for r in uni])),
-            "mean_fact_nll": nll["mean"], "fact_nll_vs_uniform": nll["mean"] / u_nll - 1,
-            "fact_nll": nll, "vs_uniform_by_seed": spread(paired),
-            "bits": {str(k): float(bits[depths.index(k)]) for k in (1, 4, 8, 16) if bits is not None and k in depths},
-        })  # fmt: skip
+        paired = [
+            float(np.mean(r["fact_nll"]) / np.mean(seeds[r["seed"]]["fact_nll"]) - 1)
+            for r in runs
+            if r["seed"] in seeds
+        ]
+        table.append(
+            {
+                "schedule": schedule,
+                "label": paper.LABELS[schedule],
+                "seeds": len(runs),
+                "steps": runs[0]["steps"],
+                "lr": runs[0].get("lr"),
+                "compute_vs_uniform": float(
+                    np.mean([r["flops"] for r in runs]) / np.mean([r["flops"] for r in uni])
+                ),
+                "wall_vs_uniform": float(
+                    np.mean([r["wall"] for r in runs]) / np.mean([r["wall"] for r in uni])
+                ),
+                "mean_fact_nll": nll["mean"],
+                "fact_nll_vs_uniform": nll["mean"] / u_nll - 1,
+                "fact_nll": nll,
+                "vs_uniform_by_seed": spread(paired),
+                "bits": {
+                    str(k): float(bits[depths.index(k)])
+                    for k in (1, 4, 8, 16)
+                    if bits is not None and k in depths
+                },
+            }
+        )
     return table
 
 
@@ -375,20 +419,31 @@ def length_cells(rows: list[dict], base: dict, schedules: tuple[str, ...]) -> li
     bigram = base["test"]["bigram"]
     out = []
     for steps in sorted({r["steps"] for r in rows}):
-        at = {s: sorted((r for r in rows if r["steps"] == steps and r["schedule"] == s),
-                        key=lambda r: r["seed"]) for s in schedules}  # fmt: skip
+        at = {
+            s: sorted(
+                (r for r in rows if r["steps"] == steps and r["schedule"] == s),
+                key=lambda r: r["seed"],
+            )
+            for s in schedules
+        }
         uni = [r["mean_nll"] for r in at[paper.UNIFORM]]
         for s in schedules:
             mine = [r["mean_nll"] for r in at[s]]
             first = at[s][0]
             cell = {
-                "steps": steps, "schedule": s, "label": first["label"], "lr": first["lr"],
-                "tokens": first["tokens"], "seeds": len(mine), "mean_nll": float(np.mean(mine)),
-                "seed_nll": mine, "se_windows": float(np.mean([r["se"] for r in at[s]])),
+                "steps": steps,
+                "schedule": s,
+                "label": first["label"],
+                "lr": first["lr"],
+                "tokens": first["tokens"],
+                "seeds": len(mine),
+                "mean_nll": float(np.mean(mine)),
+                "seed_nll": mine,
+                "se_windows": float(np.mean([r["se"] for r in at[s]])),
                 "tokens_per_param": first["tokens"] / first["params"],
                 "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
                 "beats_bigram": bool(max(mine) < bigram),
-            }  # fmt: skip
+            }
             if s != paper.UNIFORM and len(mine) == len(uni) > 1:
                 gap = paired_gap(mine, uni)
                 informative = cell["beats_bigram"] and bool(max(uni) < bigram)
@@ -403,14 +458,21 @@ def gap_trends(table: list[dict]) -> dict[str, dict]:
     with its interval, over the informative lengths; where it points."""
     out = {}
     for s in {c["schedule"] for c in table if "gap" in c}:
-        pts = [(math.log2(c["tokens"]), v) for c in table if c["schedule"] == s and "gap" in c
-               and c["verdict"] != Verdict.NOT_INFORMATIVE.value for v in c["gap"]["values"]]  # fmt: skip
+        pts = [
+            (math.log2(c["tokens"]), v)
+            for c in table
+            if c["schedule"] == s and "gap" in c and c["verdict"] != Verdict.NOT_INFORMATIVE.value
+            for v in c["gap"]["values"]
+        ]
         if len({x for x, _ in pts}) < 2 or len(pts) < 3:
             out[s] = {"lengths": len({x for x, _ in pts}), "slope": None}
             continue
         fit = slope([x for x, _ in pts], [y for _, y in pts])
-        out[s] = {"lengths": len({x for x, _ in pts}), "slope": fit.as_dict(),
-                  "direction": trend_direction(fit)}  # fmt: skip
+        out[s] = {
+            "lengths": len({x for x, _ in pts}),
+            "slope": fit.as_dict(),
+            "direction": trend_direction(fit),
+        }
     return out
 
 

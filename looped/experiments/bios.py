@@ -149,8 +149,13 @@ class _Grid:
     ) -> BiosRun:
         """The run of `schedule` at `budget` (or, with `steps`, of that many steps: "tok"), planned
         once; a run asked for again by another group joins that group."""
-        spec = BiosRun(self.name(schedule, budget, seed), schedule, seed, group=group,
-                       budget=0.0 if steps else float(budget))  # fmt: skip
+        spec = BiosRun(
+            self.name(schedule, budget, seed),
+            schedule,
+            seed,
+            group=group,
+            budget=0.0 if steps else float(budget),
+        )
         if spec.name in self.planner:
             old = self[spec.name]
             if group not in old.group:
@@ -241,14 +246,33 @@ def collect(specs: list[BiosRun], runs_dir: Path, configs: dict[str, TrainConfig
         pre = [m for m in evals if switch and m["step"] == switch]
         pre_switch = eval_row(pre[0]) if pre else None
         final = eval_row(evals[-1])
-        rows.append({
-            "name": spec.name, "schedule": spec.schedule, "label": paper.label(spec.schedule),
-            "budget": spec.budget, "seed": spec.seed, "group": spec.group, "steps": spec.steps,
-            "lr": cfg.optim.lr, "switch_step": summary.get("switch_step"), "wall": wall, "flops_sampled": summary["flops"],
-            "flops": schedule_flops(cfg.model, parse_schedule(spec.schedule, spec.seed), spec.steps, tokens_per_step(cfg), cfg.seq_len),
-            "parent": spec.parent, "branch_step": spec.branch_step or None,
-            **final, "pre_switch": pre_switch, "curve": curve,
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": spec.name,
+                "schedule": spec.schedule,
+                "label": paper.label(spec.schedule),
+                "budget": spec.budget,
+                "seed": spec.seed,
+                "group": spec.group,
+                "steps": spec.steps,
+                "lr": cfg.optim.lr,
+                "switch_step": summary.get("switch_step"),
+                "wall": wall,
+                "flops_sampled": summary["flops"],
+                "flops": schedule_flops(
+                    cfg.model,
+                    parse_schedule(spec.schedule, spec.seed),
+                    spec.steps,
+                    tokens_per_step(cfg),
+                    cfg.seq_len,
+                ),
+                "parent": spec.parent,
+                "branch_step": spec.branch_step or None,
+                **final,
+                "pre_switch": pre_switch,
+                "curve": curve,
+            }
+        )
     return rows
 
 
@@ -340,15 +364,27 @@ def sweep_bios(
     rows = collect(specs, runs_dir, configs)
     top = max(settings.budgets)
     sweep = [
-        {"schedule": r["schedule"], "label": r["label"], "lr": r["lr"],
-         "mean_nll": float(np.mean(r["fact_nll"])), "fact_nll": r["fact_nll"]}
-        for r in rows if r["budget"] == top and "main" in r["group"]
-    ]  # fmt: skip
+        {
+            "schedule": r["schedule"],
+            "label": r["label"],
+            "lr": r["lr"],
+            "mean_nll": float(np.mean(r["fact_nll"])),
+            "fact_nll": r["fact_nll"],
+        }
+        for r in rows
+        if r["budget"] == top and "main" in r["group"]
+    ]
     sweep += [  # an LR at which the full-budget run diverged: a result, never the best
-        {"schedule": s.schedule, "label": LABELS[s.schedule], "lr": configs[s.name].optim.lr,
-         "mean_nll": None, "diverged": True}
-        for s in specs if s.budget == top and "main" in s.group and diverged(runs_dir / s.name)
-    ]  # fmt: skip
+        {
+            "schedule": s.schedule,
+            "label": LABELS[s.schedule],
+            "lr": configs[s.name].optim.lr,
+            "mean_nll": None,
+            "diverged": True,
+        }
+        for s in specs
+        if s.budget == top and "main" in s.group and diverged(runs_dir / s.name)
+    ]
     best = best_lrs([r for r in sweep if r["mean_nll"] is not None])
     return specs, configs, sweep, best, trained
 
@@ -362,11 +398,14 @@ def probe_benefit(specs: list[BiosRun], runs_dir: Path) -> list[dict]:
     return [
         {k: r[k] for k in keys}
         for r in (
-            update_benefit(runs_dir / fixed.name / "checkpoints" / f"step_{s:07d}",
-                           list(range(1, 17)), n_batches=2)
+            update_benefit(
+                runs_dir / fixed.name / "checkpoints" / f"step_{s:07d}",
+                list(range(1, 17)),
+                n_batches=2,
+            )
             for s in _probe_steps(specs)
         )
-    ]  # fmt: skip
+    ]
 
 
 def _fixed_root(specs: list[BiosRun]) -> BiosRun:
@@ -379,10 +418,13 @@ def _fixed_root(specs: list[BiosRun]) -> BiosRun:
 
 
 def _probe_steps(specs: list[BiosRun]) -> list[int]:
-    return sorted({
-        parse_schedule(s.schedule, 0).switch_step(s.steps)
-        for s in specs if s.schedule == FIXED_FIRST and s.seed == 0 and "main" in s.group
-    })  # fmt: skip
+    return sorted(
+        {
+            parse_schedule(s.schedule, 0).switch_step(s.steps)
+            for s in specs
+            if s.schedule == FIXED_FIRST and s.seed == 0 and "main" in s.group
+        }
+    )
 
 
 @dataclass

@@ -40,6 +40,7 @@ import json
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 from looped.config import OverrideParser, load_config, to_yaml
 from looped.errors import UserError
@@ -250,22 +251,29 @@ def _result(bios: BiosTrack, runs_dir: Path, phases: dict, benefit: list, text: 
     top, cfg0 = max(settings.budgets), configs[specs[0].name]
     return {
         "meta": {
-            "settings": asdict(settings), "machine": machine_name(),
+            "settings": asdict(settings),
+            "machine": machine_name(),
             "wall_seconds": 0.0,  # the whole demo (what `make demo` runs), set-up included
             "phase_seconds": phases,
             "catchup_seconds": None,  # the optional --catch-up runs
-            "runs_trained": bios.trained, "model": asdict(cfg0.model),
+            "runs_trained": bios.trained,
+            "model": asdict(cfg0.model),
             "params": LoopedTransformer(cfg0.model).num_params(),
-            "full_budget_flops": cfg0.full_budget_flops, "batch_size": cfg0.batch_size,
-            "seq_len": cfg0.seq_len, "dtype": cfg0.dtype, "persons": cfg0.data.persons,
+            "full_budget_flops": cfg0.full_budget_flops,
+            "batch_size": cfg0.batch_size,
+            "seq_len": cfg0.seq_len,
+            "dtype": cfg0.dtype,
+            "persons": cfg0.data.persons,
             "nll_label": "fact NLL (nats per fact, held-out templates)",
             "text_results": "demo_text.json" if text else None,
         },
-        "runs": rows, "sweep": bios.sweep, "chosen_lr": dict(settings.lr),
+        "runs": rows,
+        "sweep": bios.sweep,
+        "chosen_lr": dict(settings.lr),
         "summary": bios_summary(rows, top),
         "summary_tokens": bios_summary(rows, top, tokens=True),
         "update_benefit": benefit,
-    }  # fmt: skip
+    }
 
 
 def _draw(result: dict, figures: Path) -> list[Path]:
@@ -335,8 +343,12 @@ def _run_demo(
     text_trained = 0
     if settings.text and text is not None:
         started = time.time()
-        text = replace(text, seeds=settings.seeds, workers=settings.workers,
-                       chosen_lr=None if settings.sweep else text.chosen_lr)  # fmt: skip
+        text = replace(
+            text,
+            seeds=settings.seeds,
+            workers=settings.workers,
+            chosen_lr=None if settings.sweep else text.chosen_lr,
+        )
         text_trained = run_fidelity(
             text, runs_dir / "text", out / "demo_text.json", figures, fresh, quiet, prefix="text"
         )["meta"]["runs_trained"]
@@ -381,7 +393,7 @@ def _without_time_to(argv: list[str]) -> list[str]:
     return out
 
 
-def main(argv: list[str]) -> int:
+def _parser() -> OverrideParser:
     parser = OverrideParser(
         prog="looped demo",
         description=__doc__.splitlines()[0],
@@ -436,7 +448,11 @@ def main(argv: list[str]) -> int:
         "--fresh", action="store_true", help="retrain every run instead of reusing finished ones"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _settings(args: Any) -> DemoSettings:
+    """The bios track's settings from the command line (bad values refused, one line each)."""
     settings = QUICK if args.quick else DemoSettings()
     settings = DemoSettings(
         **{**asdict(settings), "overrides": settings.overrides + args.overrides}
@@ -460,6 +476,15 @@ def main(argv: list[str]) -> int:
         if args.workers < 1:
             raise UserError(f"--workers {args.workers} must be >= 1")
         settings.workers = args.workers
+    settings.sweep, settings.text = args.sweep or args.reference, not args.no_text
+    if args.full or args.reference:  # the reference shows Fig. 5 and the chosen LRs' sweeps
+        settings.depth_ks = FULL_DEPTH_KS
+    return settings
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    settings = _settings(args)
     if args.print_config:  # the config every run starts from; seed, schedule and budget vary
         print(to_yaml(load_config(settings.preset, settings.overrides)), end="")
         return 0
@@ -470,9 +495,6 @@ def main(argv: list[str]) -> int:
     else:
         out = Path(args.out or ("runs/demo-quick" if args.quick else "runs/demo"))
         figures = Path(args.figures or out / "figures")
-    settings.sweep, settings.text = args.sweep or args.reference, not args.no_text
-    if args.full or args.reference:  # the reference shows Fig. 5 and the chosen LRs' sweeps
-        settings.depth_ks = FULL_DEPTH_KS
     text = replace(QUICK_TEXT if args.quick else TEXT)
     text.overrides = text.overrides + args.overrides
     result = run_demo(settings, out, figures, fresh=args.fresh, quiet=args.quiet, text=text)

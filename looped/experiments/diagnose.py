@@ -168,20 +168,31 @@ def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path)
         key = "fact_nll" if "fact_nll" in rows[0] else "token_nll"
         means = [float(np.mean(r[key])) for r in rows]
         entry = {
-            "label": LABELS[variant], "schedule": runs[0].schedule, "metric": key,
-            "depths": rows[0]["depths"], "nll": np.mean([r[key] for r in rows], 0).tolist(),
-            "mean_nll": float(np.mean(means)), "seed_mean_nll": means,
-            "grad_norm_by_depth": {str(k): float(np.mean([n[k] for n in norms if k in n]))
-                                   for k in sorted({k for n in norms for k in n})},
-        }  # fmt: skip
+            "label": LABELS[variant],
+            "schedule": runs[0].schedule,
+            "metric": key,
+            "depths": rows[0]["depths"],
+            "nll": np.mean([r[key] for r in rows], 0).tolist(),
+            "mean_nll": float(np.mean(means)),
+            "seed_mean_nll": means,
+            "grad_norm_by_depth": {
+                str(k): float(np.mean([n[k] for n in norms if k in n]))
+                for k in sorted({k for n in norms for k in n})
+            },
+        }
         if variant in PROBED:
             entry["agreement"] = [
-                {k: v for k, v in agreement_at(
-                    runs_dir / runs[0].name / "checkpoints" / f"step_{s:07d}",
-                    list(settings.probe_depths), settings.probe_batches,
-                ).items() if k not in ("per_batch", "checkpoint")}
+                {
+                    k: v
+                    for k, v in agreement_at(
+                        runs_dir / runs[0].name / "checkpoints" / f"step_{s:07d}",
+                        list(settings.probe_depths),
+                        settings.probe_batches,
+                    ).items()
+                    if k not in ("per_batch", "checkpoint")
+                }
                 for s in runs[0].save_steps
-            ]  # fmt: skip
+            ]
         out[variant] = entry
     return out
 
@@ -209,15 +220,19 @@ def _run_diagnose(
     cfg0 = configs[specs[0].name]
     result = {
         "meta": {
-            "settings": asdict(settings), "preset": settings.preset, "dtype": cfg0.dtype,
-            "d_model": cfg0.model.d_model, "tokens_per_step": cfg0.batch_size * cfg0.seq_len
-            * cfg0.grad_accum, "runs_trained": trained, "wall_seconds": time.time() - t0,
+            "settings": asdict(settings),
+            "preset": settings.preset,
+            "dtype": cfg0.dtype,
+            "d_model": cfg0.model.d_model,
+            "tokens_per_step": cfg0.batch_size * cfg0.seq_len * cfg0.grad_accum,
+            "runs_trained": trained,
+            "wall_seconds": time.time() - t0,
             "train_seconds": train_seconds,
             "grad_clip": cfg0.optim.grad_clip,
             "lr": {s.variant: configs[s.name].optim.lr for s in specs if s.seed == 0},
         },
         "variants": variants,
-    }  # fmt: skip
+    }
     results.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(results, json.dumps(result, indent=1))
     paths = draw(result, figures)

@@ -185,9 +185,14 @@ def ensure_corpus(settings: FidelitySettings, out: Path, quiet: bool = False) ->
         if dataset in NAMED_CORPORA:
             named = NAMED_CORPORA[dataset]()[: settings.max_docs]
             meta = prepare_documents(
-                directory, named, settings.tokenizer, settings.held_out, settings.held_out,
-                dataset, overwrite=True,
-            )  # fmt: skip
+                directory,
+                named,
+                settings.tokenizer,
+                settings.held_out,
+                settings.held_out,
+                dataset,
+                overwrite=True,
+            )
         else:
             meta = prepare_text(
                 directory,
@@ -225,14 +230,28 @@ def run_config(
     budget_flops: float = 0.0,
 ) -> TrainConfig:
     """One run's config: the preset, the settings, then the user's overrides (which win)."""
-    overrides = [
-        "data.kind=text", f"data.path={corpus['path']}", f"model.d_model={d_model}",
-        f"model.n_head={settings.n_head}", f"model.seq_len={settings.seq_len}",
-        f"seq_len={settings.seq_len}", f"batch_size={settings.batch_size}",
-        f"optim.warmup_steps={settings.warmup_steps}", f"eval_batches={settings.eval_batches}",
-        "eval_depths=1-16", "eval_interval=0", "log_interval=5", "keep_last=1",
-        f"max_steps={steps}", f"budget_flops={budget_flops}", "paper_schedules=[]",
-    ] + settings.overrides + [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]  # fmt: skip
+    overrides = (
+        [
+            "data.kind=text",
+            f"data.path={corpus['path']}",
+            f"model.d_model={d_model}",
+            f"model.n_head={settings.n_head}",
+            f"model.seq_len={settings.seq_len}",
+            f"seq_len={settings.seq_len}",
+            f"batch_size={settings.batch_size}",
+            f"optim.warmup_steps={settings.warmup_steps}",
+            f"eval_batches={settings.eval_batches}",
+            "eval_depths=1-16",
+            "eval_interval=0",
+            "log_interval=5",
+            "keep_last=1",
+            f"max_steps={steps}",
+            f"budget_flops={budget_flops}",
+            "paper_schedules=[]",
+        ]
+        + settings.overrides
+        + [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]
+    )
     cfg = load_config(settings.preset, overrides)
     cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, corpus["vocab_size"])
     cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))  # as the trainer will
@@ -278,9 +297,14 @@ class Plan:
         the run branches off the parent's checkpoint where the two agree (warmup-stable-decay:
         up to the shorter run's decay), which is exactly the run trained from scratch."""
         cfg = run_config(
-            self.settings, self.corpus, schedule=schedule, lr=lr, seed=seed, d_model=d_model,
+            self.settings,
+            self.corpus,
+            schedule=schedule,
+            lr=lr,
+            seed=seed,
+            d_model=d_model,
             **length,
-        )  # fmt: skip
+        )
         steps = total_steps_for(cfg)  # the trainer's own derivation
         name = run_name(schedule, d_model, lr, steps, seed)
         if name not in self.runs:
@@ -324,10 +348,17 @@ def _flop_partners(plan: Plan, uni: Planned) -> list[Planned]:
             budget = schedule_flops(
                 cfg.model, parse_schedule(schedule), s.steps, tokens_per_step(cfg), cfg.seq_len
             )
-            partners.append(scratch.add(
-                f"flops:{schedule}", UNIFORM, uni.lr, uni.spec.seed, uni.d_model,
-                parent=scratch.runs[uni.spec.name], budget_flops=budget,
-            ))  # fmt: skip
+            partners.append(
+                scratch.add(
+                    f"flops:{schedule}",
+                    UNIFORM,
+                    uni.lr,
+                    uni.spec.seed,
+                    uni.d_model,
+                    parent=scratch.runs[uni.spec.name],
+                    budget_flops=budget,
+                )
+            )
     return partners
 
 
@@ -344,8 +375,15 @@ def plan_comparison(plan: Plan, best: dict[str, float]) -> None:
                 plan.add("tokens", schedule, best[schedule], seed, s.d_model, steps=s.steps)
         for partner in _flop_partners(plan, uni):
             for role in partner.roles:  # two schedules of equal FLOPs share one uniform run
-                plan.add(role, UNIFORM, uni.lr, seed, s.d_model, parent=uni,
-                         budget_flops=partner.cfg.budget_flops)  # fmt: skip
+                plan.add(
+                    role,
+                    UNIFORM,
+                    uni.lr,
+                    seed,
+                    s.d_model,
+                    parent=uni,
+                    budget_flops=partner.cfg.budget_flops,
+                )
 
 
 def plan_study_sweep(plan: Plan) -> None:
@@ -395,19 +433,37 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
         tokens = tokens_per_step(p.cfg)
         if p.d_model not in params:
             params[p.d_model] = LoopedTransformer(p.cfg.model).num_params()
-        rows.append({
-            "name": name, "schedule": p.spec.schedule, "label": label(p.spec.schedule),
-            "roles": sorted(p.roles), "lr": p.lr, "seed": p.spec.seed, "d_model": p.d_model,
-            "params": params[p.d_model], "steps": p.spec.steps, "tokens": p.spec.steps * tokens,
-            "flops": schedule_flops(p.cfg.model, parse_schedule(p.spec.schedule, p.spec.seed), p.spec.steps, tokens, p.cfg.seq_len),
-            "wall": branched_wall(train, parent, p.spec.branch_step), "final_loss": summary["final_loss"],
-            "own_wall": train_wall(train[-1]) if train else 0.0,
-            "depths": depths, "val_token_nll": val, "val_mean_nll": float(np.mean(val)),
-            "token_nll": held["token_nll"] if held else val,
-            "mean_nll": held["mean_nll"] if held else float(np.mean(val)),
-            "se_windows": held["se"] if held else None,
-            "curve": [[m["step"], m["loss"], m["depth"]] for m in parent + train],
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": name,
+                "schedule": p.spec.schedule,
+                "label": label(p.spec.schedule),
+                "roles": sorted(p.roles),
+                "lr": p.lr,
+                "seed": p.spec.seed,
+                "d_model": p.d_model,
+                "params": params[p.d_model],
+                "steps": p.spec.steps,
+                "tokens": p.spec.steps * tokens,
+                "flops": schedule_flops(
+                    p.cfg.model,
+                    parse_schedule(p.spec.schedule, p.spec.seed),
+                    p.spec.steps,
+                    tokens,
+                    p.cfg.seq_len,
+                ),
+                "wall": branched_wall(train, parent, p.spec.branch_step),
+                "final_loss": summary["final_loss"],
+                "own_wall": train_wall(train[-1]) if train else 0.0,
+                "depths": depths,
+                "val_token_nll": val,
+                "val_mean_nll": float(np.mean(val)),
+                "token_nll": held["token_nll"] if held else val,
+                "mean_nll": held["mean_nll"] if held else float(np.mean(val)),
+                "se_windows": held["se"] if held else None,
+                "curve": [[m["step"], m["loss"], m["depth"]] for m in parent + train],
+            }
+        )
     return rows
 
 
@@ -732,9 +788,12 @@ def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]
 def check_settings(settings: FidelitySettings) -> None:
     """Bad settings as one line each, before the corpus is built or anything trains."""
     positive = {
-        "--seeds": settings.seeds, "--workers": settings.workers, "--steps": settings.steps,
-        "--d-model": settings.d_model, "--batch-size": settings.batch_size,
-    }  # fmt: skip
+        "--seeds": settings.seeds,
+        "--workers": settings.workers,
+        "--steps": settings.steps,
+        "--d-model": settings.d_model,
+        "--batch-size": settings.batch_size,
+    }
     for flag, value in positive.items():
         if value < 1:
             raise UserError(f"{flag} {value} must be >= 1")
@@ -794,7 +853,7 @@ def _result(
                 "token_nll": r.get("val_token_nll", r["token_nll"]),
             }
             for r in sweep_rows
-        ],  # fmt: skip
+        ],
         "baselines": held_out_baselines(plan),
         "chosen_lr": best,
         "equal_tokens": compare(rows, "tokens", settings.schedules),
@@ -805,7 +864,7 @@ def _result(
             | {"mean_nll": r["val_mean_nll"]}
             for r in rows
             if "study-sweep" in r["roles"]
-        ],  # fmt: skip
+        ],
         "study_lr": {str(d): lrs for d, lrs in study_best(rows).items()},
     }
     return result
@@ -826,9 +885,14 @@ def run_fidelity(
     for d_model in {settings.d_model, *(settings.study_d_models if settings.study else ())}:
         for schedule in settings.schedules:  # every config checked before the corpus is built
             run_config(
-                settings, {"path": str(out), "vocab_size": 1}, schedule=schedule,
-                lr=settings.lrs[0], seed=0, d_model=d_model, steps=settings.steps,
-            )  # fmt: skip
+                settings,
+                {"path": str(out), "vocab_size": 1},
+                schedule=schedule,
+                lr=settings.lrs[0],
+                seed=0,
+                d_model=d_model,
+                steps=settings.steps,
+            )
     with dir_lock(out, "looped fidelity"):  # one writer: a second one into OUT is refused
         return _run_fidelity(settings, out, results, figures_dir, fresh, quiet, prefix)
 
@@ -866,23 +930,16 @@ def _run_fidelity(
     if settings.chosen_lr is None:
         plan_sweep(plan)
         phase("sweep")
-        sweep_rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
-        sweep_rows += [  # an LR at which a run diverged: a result, never the best
-            {"schedule": p.spec.schedule, "label": label(p.spec.schedule), "lr": p.lr,
-             "mean_nll": None, "token_nll": None, "final_loss": None, "diverged": True}
-            for p in plan.runs.values() if "sweep" in p.roles and diverged(runs_dir / p.spec.name)
-        ]  # fmt: skip
+        sweep_rows = sweep_results(plan, runs_dir)
         best = best_lrs([r for r in sweep_rows if r["mean_nll"] is not None])
     else:  # each schedule's LR given (the reference's sweep chose it): no sweep
         sweep_rows, best = [], dict(settings.chosen_lr)
     plan_comparison(plan, best)
     phase("comparison")
-    study_lr: dict[int, dict[str, float]] = {}
     if settings.study:
         plan_study_sweep(plan)
         phase("study LR sweep")
-        study_lr = study_best(collect(plan, runs_dir))
-        plan_study(plan, study_lr)
+        plan_study(plan, study_best(collect(plan, runs_dir)))  # each width at its own best LRs
         phase("study")
     result = _result(settings, plan, runs_dir, corpus, sweep_rows, best, phases, t0)
     result["meta"]["runs_trained"] = retrained  # by this invocation (reused ones not counted)
@@ -899,6 +956,25 @@ def _run_fidelity(
         + ")"
     )
     return result
+
+
+def sweep_results(plan: Plan, runs_dir: Path) -> list[dict]:
+    """The sweep's rows: each finished sweep run's numbers, and a row for each LR at which a run
+    diverged (a result, never the best)."""
+    rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
+    return rows + [
+        {
+            "schedule": p.spec.schedule,
+            "label": label(p.spec.schedule),
+            "lr": p.lr,
+            "mean_nll": None,
+            "token_nll": None,
+            "final_loss": None,
+            "diverged": True,
+        }
+        for p in plan.runs.values()
+        if "sweep" in p.roles and diverged(runs_dir / p.spec.name)
+    ]
 
 
 def _floats(text: str, flag: str) -> tuple[float, ...]:
@@ -920,7 +996,7 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
 REFERENCE = Path("results") / "fidelity.json"  # the committed reference
 
 
-def main(argv: list[str]) -> int:
+def _parser() -> OverrideParser:
     parser = OverrideParser(
         prog="looped fidelity",
         description=__doc__.splitlines()[0],
@@ -930,8 +1006,11 @@ def main(argv: list[str]) -> int:
     add = parser.add_argument
     add("--quick", action="store_true", help="toy size, about a minute (pydoc corpus)")
     add("--out", default=None, help="corpus, runs, fidelity.json, figures (default runs/fidelity)")
-    add("--reference", action="store_true",
-        help="write results/fidelity.json and figures/fidelity_*.png (runs stay in --out)")  # fmt: skip
+    add(
+        "--reference",
+        action="store_true",
+        help="write results/fidelity.json and figures/fidelity_*.png (runs stay in --out)",
+    )
     add("--dataset", help="stdlib (default) | pydoc | hub name | local file or directory")
     add("--subset", help="hub config name, e.g. sample-10BT")
     add("--max-docs", type=int, help="tokenize at most this many documents")
@@ -949,11 +1028,25 @@ def main(argv: list[str]) -> int:
     add("--held-out", type=float, help="share of documents in each of val and test (default 0.05)")
     add("--fresh", action="store_true", help="retrain every run instead of reusing finished ones")
     add("--quiet", action="store_true", help="no progress bars")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _settings(args: Any) -> FidelitySettings:
+    """The track's settings from the command line (bad values refused, one line each)."""
     settings = replace(QUICK if args.quick else FidelitySettings())
     settings.overrides = settings.overrides + args.overrides
-    for flag in ("dataset", "subset", "max_docs", "tokenizer", "steps", "d_model", "batch_size",
-                 "seeds", "workers", "held_out"):  # fmt: skip
+    for flag in (
+        "dataset",
+        "subset",
+        "max_docs",
+        "tokenizer",
+        "steps",
+        "d_model",
+        "batch_size",
+        "seeds",
+        "workers",
+        "held_out",
+    ):
         if getattr(args, flag) is not None:
             setattr(settings, flag, getattr(args, flag))
     if args.max_docs is not None and args.max_docs < 1:
@@ -968,15 +1061,26 @@ def main(argv: list[str]) -> int:
         settings.study_lrs = _floats(args.study_lrs, "--study-lrs")
     settings.study = args.study
     check_settings(settings)
+    return settings
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    settings = _settings(args)
     if args.reference and args.out and Path(args.out) == REFERENCE.parent:
         raise UserError("--out is where runs go; --reference already writes results/")
     out = Path(args.out or ("runs/fidelity-quick" if args.quick else "runs/fidelity"))
     if args.print_config:  # the config every run starts from; schedule, LR and seed vary
         corpus = {"path": str(corpus_dir(settings, out)), "vocab_size": 0}
         cfg = run_config(
-            settings, corpus, schedule=UNIFORM, lr=settings.lrs[0], seed=0,
-            d_model=settings.d_model, steps=settings.steps,
-        )  # fmt: skip
+            settings,
+            corpus,
+            schedule=UNIFORM,
+            lr=settings.lrs[0],
+            seed=0,
+            d_model=settings.d_model,
+            steps=settings.steps,
+        )
         print(to_yaml(cfg), end="")
         return 0
     if args.reference:

@@ -112,9 +112,12 @@ def full_grid(settings: LengthSettings) -> Grid:
 
 
 def plan(
-    settings: LengthSettings, corpus: dict, seeds: list[int], grid: Grid,
+    settings: LengthSettings,
+    corpus: dict,
+    seeds: list[int],
+    grid: Grid,
     runs_dir: Path | None = None,
-) -> dict[str, Planned]:  # fmt: skip
+) -> dict[str, Planned]:
     """Runs of (schedule, LR, seed) at each of the grid's lengths: the longest is trained, the
     shorter ones branch off it where they agree (exactly the runs trained from scratch).
 
@@ -128,8 +131,15 @@ def plan(
             for seed in seeds:
                 trunk = None
                 for steps in sorted(lengths, reverse=True):
-                    cfg = run_config(settings.setup, corpus, schedule=spec_s, lr=lr, seed=seed,
-                                     steps=steps, extra=extra)  # fmt: skip
+                    cfg = run_config(
+                        settings.setup,
+                        corpus,
+                        schedule=spec_s,
+                        lr=lr,
+                        seed=seed,
+                        steps=steps,
+                        extra=extra,
+                    )
                     if schedule == MICRO:
                         cfg.batch_size //= 4  # the same tokens per step, in 4 micro-batches
                     name = name_of(schedule, lr, seed, steps)
@@ -178,15 +188,21 @@ def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list)
             continue
         train = [m for m in read_metrics(runs_dir / p.spec.name) if m["kind"] == "train"]
         model = LoopedTransformer(p.cfg.model)
-        rows.append({
-            "schedule": p.schedule, "label": LABELS[p.schedule], "steps": p.spec.steps,
-            "seed": p.spec.seed, "lr": p.lr, "tokens": p.spec.steps * p.cfg.batch_size
-            * p.cfg.grad_accum * p.cfg.seq_len, "params": model.num_params(),
-            "params_non_embedding": model.num_params(non_embedding=True),
-            "own_wall": train_wall(train[-1]) if train else 0.0,
-            "val_nll": val_nll(runs_dir / p.spec.name),
-            **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
-        })  # fmt: skip
+        rows.append(
+            {
+                "schedule": p.schedule,
+                "label": LABELS[p.schedule],
+                "steps": p.spec.steps,
+                "seed": p.spec.seed,
+                "lr": p.lr,
+                "tokens": p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len,
+                "params": model.num_params(),
+                "params_non_embedding": model.num_params(non_embedding=True),
+                "own_wall": train_wall(train[-1]) if train else 0.0,
+                "val_nll": val_nll(runs_dir / p.spec.name),
+                **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
+            }
+        )
     return sorted(rows, key=lambda r: (r["steps"], SCHEDULES.index(r["schedule"]), r["seed"]))
 
 
@@ -254,7 +270,7 @@ def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
             "test_tokens": len(split_batches(settings.setup, corpus))
             * settings.setup.batch_size
             * settings.setup.seq_len,
-        },  # fmt: skip
+        },
         "baselines": base,
         "chosen": {s: {str(n): c for n, c in v.items()} for s, v in chosen.items()},
         "rows": rows,
@@ -321,8 +337,11 @@ def fig_gap(result: dict, path: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="looped length", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="toy size, every code path")
-    p.add_argument("--reference", action="store_true",
-                   help="write results/length.json and figures/length_gap.png")  # fmt: skip
+    p.add_argument(
+        "--reference",
+        action="store_true",
+        help="write results/length.json and figures/length_gap.png",
+    )
     p.add_argument("--out", default=None, help="output directory (default runs/length[-quick])")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--lengths", help="training lengths in steps, e.g. 480,960,1920,3840,7680")
