@@ -134,11 +134,17 @@ def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def differences(
-    old: TrainConfig, new: TrainConfig, allowed: tuple[str, ...] = RESUMABLE
+    old: TrainConfig,
+    new: TrainConfig,
+    allowed: tuple[str, ...] = RESUMABLE,
+    only: tuple[str, ...] | None = None,
 ) -> list[tuple[str, Any, Any]]:
-    """(key, old value, new value) for every field that differs, except those in `allowed`."""
+    """(key, old value, new value) for every field that differs, except those in `allowed`; with
+    `only`, among those fields alone (a section such as "model" stands for all of its fields).
+    Resume and branch both refuse through this list, so their errors name the same keys."""
     a, b = flatten(old), flatten(new)
-    return [(k, a.get(k), b.get(k)) for k in b if k not in allowed and a.get(k) != b.get(k)]
+    keys = [k for k in b if only is None or k in only or k.split(".")[0] in only]
+    return [(k, a.get(k), b.get(k)) for k in keys if k not in allowed and a.get(k) != b.get(k)]
 
 
 def preset_names() -> list[str]:
@@ -330,13 +336,16 @@ class OverrideParser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _KeepLineBreaks)
         super().__init__(*args, **kwargs)
         self.add_argument(
-            "overrides", nargs="*", metavar="KEY=VALUE",
+            "overrides",
+            nargs="*",
+            metavar="KEY=VALUE",
             help=f"{overrides_help}, e.g. schedule=fixed:2 model.d_model=128; anywhere among the flags",
-        )  # fmt: skip
+        )
         self.add_argument(
-            "--print-config", action="store_true",
+            "--print-config",
+            action="store_true",
             help="print the resolved config as YAML and exit (nothing runs)",
-        )  # fmt: skip
+        )
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
         return self.parse_intermixed_args(args, namespace)

@@ -1,4 +1,5 @@
-"""Depth schedules: which loop count K the model trains at on each optimizer step.
+"""Depth schedules: which loop count K the model trains at on each optimizer step (and `lr_at`,
+the learning rate at that step: the other function of the step a branch must agree on).
 
     s = parse_schedule("fixed-first:k=4,frac=0.8,then=uniform:1-16", seed=0)
     s.depth(step, total_steps)          # K for this step: same on every rank, after any resume
@@ -74,6 +75,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 from looped.errors import UserError
 
@@ -436,6 +438,32 @@ def _cumulative(probs: tuple[float, ...]) -> tuple[float, ...]:
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+# --------------------------------------------------------------------------- learning rate
+
+
+def lr_at(step: int, total_steps: int, optim: Any) -> float:
+    """Learning rate at `step`: linear warmup, then cosine to min, or warmup-stable-decay.
+
+    WSD keeps the LR constant until the last `decay_frac` of the run, so two runs of different
+    length agree on every LR before that point: that is what lets a fixed-first run branch off a
+    longer fixed-K run exactly. `optim` is a ``looped.config.OptimConfig``.
+    """
+    peak, floor = optim.lr, optim.lr * optim.min_lr_ratio
+    warm = min(optim.warmup_steps, max(total_steps - 1, 0))
+    if step < warm:
+        return peak * (step + 1) / warm
+    if optim.lr_schedule == "cosine":
+        progress = (step - warm) / max(1, total_steps - warm - 1)
+        return floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
+    if optim.lr_schedule == "wsd":
+        decay_start = total_steps - max(1, round(optim.decay_frac * total_steps))
+        if step < max(decay_start, warm):
+            return peak
+        progress = (step - decay_start + 1) / max(1, total_steps - decay_start)
+        return peak - (peak - floor) * min(1.0, progress)
+    raise UserError(f"optim.lr_schedule={optim.lr_schedule!r}: choose cosine or wsd")
 
 
 # --------------------------------------------------------------------------- parsing

@@ -15,8 +15,7 @@ from looped.experiments.bios import QUICK, plan
 from looped.experiments.demo import run_demo
 from looped.paper import FIXED, FIXED_FIRST, UNIFORM
 from looped.report import sections as report
-from looped.schedules import parse_schedule
-from looped.training.trainer import lr_at
+from looped.schedules import lr_at, parse_schedule
 
 LR = f"lr{bios.BIOS_LR[UNIFORM]:g}"  # the default LR in run names
 

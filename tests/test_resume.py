@@ -14,7 +14,9 @@ from looped.config import RESUMABLE, differences, flatten, load_config
 from looped.data.batching import train_generator
 from looped.data.bios import BiosConfig, generate
 from looped.runtime import checkpoint as ckpt_lib
-from looped.training.trainer import _check_branch, train
+from looped.schedules import parse_schedule
+from looped.training.lineage import check_branch
+from looped.training.trainer import train
 
 torch.set_num_threads(1)
 SMALL = ["model.d_model=32", "model.n_head=2", "data.persons=12", "batch_size=4", "seq_len=64",
@@ -142,22 +144,82 @@ def test_a_step_draws_the_same_sequences_on_one_process_or_two():
     assert torch.equal(a, b)
 
 
-def test_branch_on_another_world_size_needs_global_batch(tmp_path):
-    common = [*SMALL, "schedule=fixed:2", "optim.lr_schedule=wsd", "optim.warmup_steps=1"]
-    parent = tmp_path / "p"
-    train(load_config("tiny", [*common, "global_batch=8", "max_steps=10"]), parent, quiet=True,
-          save_steps=(4,))  # fmt: skip
+BRANCH = [*SMALL, "schedule=fixed:4", "optim.lr_schedule=wsd", "optim.warmup_steps=1"]
+
+
+@pytest.fixture(scope="module")
+def parent_ckpt(tmp_path_factory):
+    """A 10-step fixed:4 run (global_batch 8 on one process: 2 micro-batches) and its step-4
+    checkpoint, the branch point of the tests below."""
+    parent = tmp_path_factory.mktemp("branch") / "p"
+    cfg = load_config("tiny", [*BRANCH, "global_batch=8", "max_steps=10"])
+    train(cfg, parent, quiet=True, save_steps=(4,))
     ckpt = parent / "checkpoints" / "step_0000004"
-    state = {**ckpt_lib.load_state(ckpt), "world_size": 2}  # as if trained on 2 processes
-    child = load_config("tiny", [*common, "global_batch=8", "max_steps=8"])
+    return ckpt, ckpt_lib.load_state(ckpt)
+
+
+def test_branch_on_another_world_size_needs_global_batch(parent_ckpt):
+    ckpt, state = parent_ckpt
+    state = {**state, "world_size": 2}  # as if trained on 2 processes
+    child = load_config("tiny", [*BRANCH, "global_batch=8", "max_steps=8"])
     child.grad_accum = 2  # what resolve_batch sets on one process (1 on two)
-    _check_branch(child, _schedule(child), 8, ckpt, state, world=1)  # same data: allowed
-    child = load_config("tiny", [*common, "max_steps=8"])
-    with pytest.raises(ValueError, match="trained on 2 processes, this run has 1"):
-        _check_branch(child, _schedule(child), 8, ckpt, state, world=1)
+    check_branch(child, _schedule(child), 8, ckpt, state, world=1)  # same data: allowed
+    child = load_config("tiny", [*BRANCH, "max_steps=8"])  # no global_batch: other batches
+    with pytest.raises(ValueError) as err:
+        check_branch(child, _schedule(child), 8, ckpt, state, world=1)
+    msg = str(err.value)
+    assert "global_batch 8 -> 0" in msg and "world_size 2 -> 1" in msg
+    assert "branch on 2 processes, or set global_batch in both runs" in msg
+
+
+@pytest.mark.parametrize(
+    "overrides, said, fix",
+    [
+        (  # the peak LR: every LR before the branch step differs
+            ["optim.lr=1e-3"],
+            "optim.lr=0.003, this config says optim.lr=0.001;",
+            "use --init-from",
+        ),
+        (  # another model: each differing field is named, the first in full
+            ["model.n_block=2", "model.max_depth=8", "seed=1"],
+            "model.n_block=1, this config says model.n_block=2 (and 2 more: "
+            "model.max_depth 16 -> 8, seed 0 -> 1);",
+            "use --init-from",
+        ),
+        (  # another depth before the branch step: the first such step and both depths
+            ["schedule=fixed:2"],
+            "K(step 0)=4, this config says K(step 0)=2;",
+            "branch from a checkpoint at or before step 0",
+        ),
+        (  # a run so short that its WSD decay starts before the branch step
+            ["max_steps=4"],
+            "lr(step 3)=0.003, this config says lr(step 3)=0.000299",
+            "branch from a checkpoint at or before step 3",
+        ),
+    ],
+)
+def test_a_refused_branch_names_what_differs_and_the_fix(parent_ckpt, overrides, said, fix):
+    ckpt, state = parent_ckpt
+    child = load_config("tiny", [*BRANCH, "global_batch=8", "max_steps=10", *overrides])
+    child.grad_accum = 2  # as resolve_batch sets it on one process
+    with pytest.raises(ValueError) as err:
+        check_branch(child, _schedule(child), child.max_steps, ckpt, state, world=1)
+    msg = str(err.value)
+    assert len(msg.splitlines()) == 1
+    assert msg.startswith(f"cannot branch from {ckpt}: it was trained with {said}"), msg
+    assert fix in msg
 
 
 def _schedule(cfg):
-    from looped.schedules import parse_schedule
-
     return parse_schedule(cfg.schedule, cfg.seed)
+
+
+def test_a_refused_branch_exits_2_with_one_line_and_writes_nothing(parent_ckpt, tmp_path, capsys):
+    ckpt, _ = parent_ckpt
+    out = tmp_path / "child"
+    argv = ["train", "--config", "tiny", "--out", str(out), "--quiet", "--branch-from", str(ckpt)]
+    code = cli([*argv, *BRANCH, "global_batch=8", "max_steps=10", "optim.lr=1e-3", "seed=2"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "optim.lr=0.003, this config says optim.lr=0.001 (and 1 more: seed 0 -> 2)" in err
+    assert not out.exists()

@@ -217,9 +217,13 @@ def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> 
         y.backward(torch.ones_like(y))
 
     return {
-        "floor qkv": linear(d, 3 * d), "floor proj": linear(d, d), "floor up": linear(d, 2 * f),
-        "floor down": linear(f, d), "floor attention": attention, "floor-head": linear(d, V),
-    }  # fmt: skip
+        "floor qkv": linear(d, 3 * d),
+        "floor proj": linear(d, d),
+        "floor up": linear(d, 2 * f),
+        "floor down": linear(f, d),
+        "floor attention": attention,
+        "floor-head": linear(d, V),
+    }
 
 
 def floor_seconds(times: dict[str, float], depth: int) -> float:
@@ -254,7 +258,7 @@ def _max_depth(spec: str) -> int:
 def make_peer(cfg: BenchConfig, layers: int) -> torch.nn.Module:
     """``LlamaForCausalLM`` with `layers` layers shaped like the looped block (tied embeddings,
     no biases, RoPE base 10000, SDPA attention, no KV cache)."""
-    try:
+    try:  # transformers is an optional extra (bench), needed only for the peer
         from transformers import LlamaConfig, LlamaForCausalLM
     except ImportError:
         raise UserError(
@@ -372,14 +376,19 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
         t = time_min(fns | ceiling_mm | floor_fns, warmup, cfg.reps, device, CLOCKS[cfg.clock])
         achieved = flops_per_token(mc, k, cfg.seq_len) * tokens / t["looped"]
         ceiling = ceiling_rate(t)
-        rows.append({
-            "precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"],
-            "peer_ms": 1e3 * t["peer"] if cfg.peer else None,
-            "peer_over_looped": t["peer"] / t["looped"] if cfg.peer else None,
-            "floor_ms": 1e3 * floor_seconds(t, k),
-            "looped_flops_per_s": achieved, "ceiling_flops_per_s": ceiling,
-            "of_ceiling": achieved / ceiling,
-        })  # fmt: skip
+        rows.append(
+            {
+                "precision": precision,
+                "depth": k,
+                "looped_ms": 1e3 * t["looped"],
+                "peer_ms": 1e3 * t["peer"] if cfg.peer else None,
+                "peer_over_looped": t["peer"] / t["looped"] if cfg.peer else None,
+                "floor_ms": 1e3 * floor_seconds(t, k),
+                "looped_flops_per_s": achieved,
+                "ceiling_flops_per_s": ceiling,
+                "of_ceiling": achieved / ceiling,
+            }
+        )
     return rows
 
 
@@ -404,10 +413,13 @@ def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
     forward_flops = flops_per_token(mc, top, cfg.seq_len, backward=False)
     head = 2 * cfg.d_model * cfg.vocab_size  # the LM head per token (no prelude/coda here)
     return {
-        "precision": precision, "depth": top, "forward_ms": 1e3 * t["forward"],
-        "sweep_ms": 1e3 * t["sweep"], "sweep_over_forward": t["sweep"] / t["forward"],
+        "precision": precision,
+        "depth": top,
+        "forward_ms": 1e3 * t["forward"],
+        "sweep_ms": 1e3 * t["sweep"],
+        "sweep_over_forward": t["sweep"] / t["forward"],
         "modeled_ratio": (forward_flops + (top - 1) * head) / forward_flops,
-    }  # fmt: skip
+    }
 
 
 def _width_rows(cfg, precision, x, y, device) -> list[dict]:
@@ -432,13 +444,20 @@ def _width_rows(cfg, precision, x, y, device) -> list[dict]:
         t, ceiling = times["step"], ceiling_rate(times)
         achieved = flops_per_token(mc, k, cfg.seq_len) * tokens / t
         serve = _serve_row(wcfg, mc, precision, model, x, y, device)
-        rows.append({
-            "precision": precision, "d_model": d, "n_head": mc.n_head, "depth": k,
-            "looped_ms": 1e3 * t, "looped_flops_per_s": achieved, "ceiling_flops_per_s": ceiling,
-            "of_ceiling": achieved / ceiling,
-            "sweep_over_forward": serve["sweep_over_forward"],
-            "sweep_modeled_ratio": serve["modeled_ratio"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "precision": precision,
+                "d_model": d,
+                "n_head": mc.n_head,
+                "depth": k,
+                "looped_ms": 1e3 * t,
+                "looped_flops_per_s": achieved,
+                "ceiling_flops_per_s": ceiling,
+                "of_ceiling": achieved / ceiling,
+                "sweep_over_forward": serve["sweep_over_forward"],
+                "sweep_modeled_ratio": serve["modeled_ratio"],
+            }
+        )
     return rows
 
 
@@ -457,10 +476,15 @@ def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict],
 
     modeled = saving(mc, ours, ref, n, T)
     measured = 1 - weighted(ours) / weighted(ref)
-    rows = [{
-        "kind": "per-K times x exact step counts", "steps": n, "modeled_saving": modeled,
-        "measured_saving": measured, "ratio": measured / modeled if modeled else None,
-    }]  # fmt: skip
+    rows = [
+        {
+            "kind": "per-K times x exact step counts",
+            "steps": n,
+            "modeled_saving": modeled,
+            "measured_saving": measured,
+            "ratio": measured / modeled if modeled else None,
+        }
+    ]
     if cfg.real_steps:
         m = cfg.real_steps
         seqs = [[s.depth(i, m) for i in range(m)] for s in (ours, ref)]
@@ -475,13 +499,18 @@ def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict],
         cost = [sum(flops_per_token(mc, k, T) for k in seq) for seq in seqs]
         table = [sum(per_k[k] for k in seq) for seq in seqs]
         modeled_real = 1 - cost[0] / cost[1]
-        rows.append({
-            "kind": "real run of both schedules", "steps": m, "modeled_saving": modeled_real,
-            "measured_saving": 1 - wall[0] / wall[1],
-            "ratio": (1 - wall[0] / wall[1]) / modeled_real if modeled_real else None,
-            "predicted_saving": 1 - table[0] / table[1], "wall_s": wall,
-            "depths": {str(ours): seqs[0], str(ref): seqs[1]},
-        })  # fmt: skip
+        rows.append(
+            {
+                "kind": "real run of both schedules",
+                "steps": m,
+                "modeled_saving": modeled_real,
+                "measured_saving": 1 - wall[0] / wall[1],
+                "ratio": (1 - wall[0] / wall[1]) / modeled_real if modeled_real else None,
+                "predicted_saving": 1 - table[0] / table[1],
+                "wall_s": wall,
+                "depths": {str(ours): seqs[0], str(ref): seqs[1]},
+            }
+        )
     return rows, per_k
 
 
@@ -499,7 +528,7 @@ def machine_info(device: torch.device) -> dict[str, Any]:
     }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
-    try:
+    try:  # the optional bench extra: its version when installed
         import transformers
 
         info["transformers"] = transformers.__version__

@@ -37,54 +37,94 @@ def targets(cfg: Any, mc: LoopedConfig, train_rows, serve_rows, schedule_rows) -
 
     `cfg` is the ``looped.bench.run.BenchConfig`` the rows were measured with, `mc` its model."""
     out = []
-    lo, hi = min(cfg.depths), max(cfg.depths)
     for precision in cfg.precisions:
         rows = [r for r in train_rows if r["precision"] == precision]
-        if cfg.peer:
-            worst = min(rows, key=lambda r: r["peer_over_looped"])
-            out.append(_target(
-                "train step: peer / looped (worst K)", precision,
-                worst["peer_over_looped"], ">=", TARGETS["peer_ratio"], f"K={worst['depth']}",
-            ))  # fmt: skip
-        deepest = max(rows, key=lambda r: r["depth"])
-        applies = cfg.d_model >= 256
-        out.append(_target(
-            "FLOP/s / matmul ceiling (largest K)", precision, deepest["of_ceiling"], ">=",
-            TARGETS["of_ceiling"], f"K={hi}" + ("" if applies else "; target is for width >= 256"),
-            applies=applies,
-        ))  # fmt: skip
-        if hi > lo:
-            t = {r["depth"]: r["looped_ms"] for r in rows}
-            modeled = flops_per_token(mc, hi, cfg.seq_len) / flops_per_token(mc, lo, cfg.seq_len)
-            measured = t[hi] / t[lo]
-            out.append(_target(
-                f"step time K={hi} / K={lo} over modeled FLOP ratio - 1", precision,
-                measured / modeled - 1, "within ±", TARGETS["linear_in_k"],
-                f"measured {measured:.2f}, modeled {modeled:.2f}",
-            ))  # fmt: skip
+        out += _train_targets(cfg, mc, precision, rows)
         for r in serve_rows:
             if r["precision"] == precision:
-                out.append(_target(
-                    f"forward_depths(1..{r['depth']}) / forward({r['depth']})", precision,
-                    r["sweep_over_forward"], "<=", TARGETS["sweep_ratio"],
-                    f"modeled floor {r['modeled_ratio']:.3f}",
-                ))  # fmt: skip
+                out.append(
+                    _target(
+                        f"forward_depths(1..{r['depth']}) / forward({r['depth']})",
+                        precision,
+                        r["sweep_over_forward"],
+                        "<=",
+                        TARGETS["sweep_ratio"],
+                        f"modeled floor {r['modeled_ratio']:.3f}",
+                    )
+                )
     for r in schedule_rows:
         if r["ratio"] is not None:
-            out.append(_target(
-                f"measured / modeled saving ({r['kind']})", r["precision"], r["ratio"], ">=",
-                TARGETS["saving_ratio"],
-                f"{r['measured_saving']:.1%} measured vs {r['modeled_saving']:.1%} modeled",
-            ))  # fmt: skip
+            out.append(
+                _target(
+                    f"measured / modeled saving ({r['kind']})",
+                    r["precision"],
+                    r["ratio"],
+                    ">=",
+                    TARGETS["saving_ratio"],
+                    f"{r['measured_saving']:.1%} measured vs {r['modeled_saving']:.1%} modeled",
+                )
+            )
+    return out
+
+
+def _train_targets(cfg: Any, mc: LoopedConfig, precision: str, rows: list[dict]) -> list[dict]:
+    """The train-step targets of one precision: against the peer, the matmul ceiling, and
+    step time linear in K."""
+    out = []
+    lo, hi = min(cfg.depths), max(cfg.depths)
+    if cfg.peer:
+        worst = min(rows, key=lambda r: r["peer_over_looped"])
+        out.append(
+            _target(
+                "train step: peer / looped (worst K)",
+                precision,
+                worst["peer_over_looped"],
+                ">=",
+                TARGETS["peer_ratio"],
+                f"K={worst['depth']}",
+            )
+        )
+    deepest = max(rows, key=lambda r: r["depth"])
+    applies = cfg.d_model >= 256
+    out.append(
+        _target(
+            "FLOP/s / matmul ceiling (largest K)",
+            precision,
+            deepest["of_ceiling"],
+            ">=",
+            TARGETS["of_ceiling"],
+            f"K={hi}" + ("" if applies else "; target is for width >= 256"),
+            applies=applies,
+        )
+    )
+    if hi > lo:
+        t = {r["depth"]: r["looped_ms"] for r in rows}
+        modeled = flops_per_token(mc, hi, cfg.seq_len) / flops_per_token(mc, lo, cfg.seq_len)
+        measured = t[hi] / t[lo]
+        out.append(
+            _target(
+                f"step time K={hi} / K={lo} over modeled FLOP ratio - 1",
+                precision,
+                measured / modeled - 1,
+                "within ±",
+                TARGETS["linear_in_k"],
+                f"measured {measured:.2f}, modeled {modeled:.2f}",
+            )
+        )
     return out
 
 
 def _target(name, precision, value, op, bound, note, applies=True) -> dict:
     met = {">=": value >= bound, "<=": value <= bound, "within ±": abs(value) <= bound}[op]
     return {
-        "target": name, "precision": precision, "value": value, "op": op, "bound": bound,
-        "met": met if applies else None, "note": note,
-    }  # fmt: skip
+        "target": name,
+        "precision": precision,
+        "value": value,
+        "op": op,
+        "bound": bound,
+        "met": met if applies else None,
+        "note": note,
+    }
 
 
 # -- markdown --------------------------------------------------------------------------------

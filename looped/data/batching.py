@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from looped.data.bios import BiosConfig, BiosCorpus, generate
+from looped.data.text import TokenShards, load_tokenizer
 from looped.errors import UserError
 
 _MASK = (1 << 64) - 1
@@ -103,8 +105,6 @@ class DataSource:
 def bios_config(data_cfg: Any) -> Any:
     """The BiosConfig a DataConfig describes: the one place the run config's names (`persons`,
     `bios_seed`) meet the generator's (`n_persons`, `seed`)."""
-    from looped.data.bios import BiosConfig
-
     return BiosConfig(
         n_persons=data_cfg.persons,
         seed=data_cfg.bios_seed,
@@ -116,8 +116,6 @@ def bios_config(data_cfg: Any) -> Any:
 def build_source(data_cfg: Any) -> DataSource:
     """The training and evaluation token sources a DataConfig describes."""
     if data_cfg.kind == "bios":
-        from looped.data.bios import BiosCorpus, generate
-
         if data_cfg.path:
             if not Path(data_cfg.path).is_dir():
                 raise UserError(
@@ -138,8 +136,6 @@ def build_source(data_cfg: Any) -> DataSource:
             stream(corpus.train_texts), stream(corpus.eval_texts), tok.vocab_size, corpus, tok
         )
     if data_cfg.kind == "text":
-        from looped.data.text import TokenShards, load_tokenizer
-
         if not data_cfg.path or not Path(data_cfg.path).is_dir():
             raise UserError(
                 f"text corpus {data_cfg.path!r} not found; write one with `looped data text --out DIR` and set data.path=DIR"

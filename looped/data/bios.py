@@ -56,8 +56,17 @@ from looped.data.bios_world import BiosConfig, Person, Pools, make_persons, make
 from looped.errors import UserError
 from looped.runtime.atomic import atomic_path
 
-__all__ = ["ATTRIBUTES", "BiosConfig", "BiosCorpus", "Person", "Pools", "Query", "WordTokenizer",
-           "generate", "main"]  # fmt: skip
+__all__ = [
+    "ATTRIBUTES",
+    "BiosConfig",
+    "BiosCorpus",
+    "Person",
+    "Pools",
+    "Query",
+    "WordTokenizer",
+    "generate",
+    "main",
+]
 
 
 @dataclass
@@ -153,6 +162,7 @@ class BiosCorpus:
 
         Written to a sibling folder first and renamed, so an interrupted save leaves no half corpus.
         """
+        # datasets takes ~2 s to import: a corpus generated in memory for a run never needs it
         from datasets import Dataset, DatasetDict
         from datasets.utils.tqdm import (
             are_progress_bars_disabled,
@@ -190,7 +200,7 @@ class BiosCorpus:
 
     @classmethod
     def load(cls, out_dir: str | Path) -> BiosCorpus:
-        from datasets import load_from_disk
+        from datasets import load_from_disk  # ~2 s to import; see save
 
         out = Path(out_dir)
         if not (out / "bios_config.json").is_file():
@@ -278,8 +288,12 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--out", default="data/bios", help="output folder (default data/bios)")
     args = parser.parse_args(argv)
-    kwargs = dict(n_persons=args.persons, seed=args.seed, bios_per_person=args.bios_per_person,
-                  two_hop=not args.no_two_hop)  # fmt: skip
+    kwargs = dict(
+        n_persons=args.persons,
+        seed=args.seed,
+        bios_per_person=args.bios_per_person,
+        two_hop=not args.no_two_hop,
+    )
     cfg = BiosConfig.bioS(**kwargs) if args.pools == "bioS" else BiosConfig(**kwargs)
     corpus = generate(cfg)
     corpus.save(args.out)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from looped.data.bios_tokenizer import split_words
+
 TEMPLATES: dict[str, tuple[str, ...]] = {
     "birth_date": (
         "{S} was born on {V}.",
@@ -158,8 +160,6 @@ def fill(
 
 def template_words() -> set[str]:
     """Every word the templates and pronouns can write (for the tokenizer's vocabulary)."""
-    from looped.data.bios_tokenizer import split_words
-
     words = {w for pair in PRONOUNS.values() for w in pair}
     for template in [*TWO_HOP, *(t for bank in TEMPLATES.values() for t in bank)]:
         words.update(split_words(PLACEHOLDER_RE.sub(" ", template)))

@@ -210,8 +210,17 @@ def make_pools(cfg: BiosConfig) -> Pools:
     else:
         hq = [rng.choice(cities) for _ in employers]
     years = list(range(cfg.first_year, cfg.first_year + cfg.n_years))
-    return Pools(first, middle, last, years, cities, universities, majors, employers,
-                 employer_city=dict(zip(employers, hq)))  # fmt: skip
+    return Pools(
+        first,
+        middle,
+        last,
+        years,
+        cities,
+        universities,
+        majors,
+        employers,
+        employer_city=dict(zip(employers, hq)),
+    )
 
 
 def make_persons(cfg: BiosConfig, pools: Pools) -> list[Person]:
@@ -227,12 +236,22 @@ def make_persons(cfg: BiosConfig, pools: Pools) -> list[Person]:
         m, last = divmod(rest, len(pools.last))
         employer = rng.choice(pools.employers)
         split = ("train" if i in two_hop_train else "query") if cfg.two_hop else ""
-        persons.append(Person(
-            index=i, first=pools.first[f], middle=pools.middle[m], last=pools.last[last],
-            gender=rng.choice(sorted(PRONOUNS)), birth_day=rng.randint(1, N_DAYS),
-            birth_month=rng.choice(MONTHS), birth_year=rng.choice(pools.years),
-            birth_city=rng.choice(pools.cities), university=rng.choice(pools.universities),
-            major=rng.choice(pools.majors), employer=employer,
-            employer_city=pools.employer_city[employer], two_hop_split=split,
-        ))  # fmt: skip
+        persons.append(
+            Person(
+                index=i,
+                first=pools.first[f],
+                middle=pools.middle[m],
+                last=pools.last[last],
+                gender=rng.choice(sorted(PRONOUNS)),
+                birth_day=rng.randint(1, N_DAYS),
+                birth_month=rng.choice(MONTHS),
+                birth_year=rng.choice(pools.years),
+                birth_city=rng.choice(pools.cities),
+                university=rng.choice(pools.universities),
+                major=rng.choice(pools.majors),
+                employer=employer,
+                employer_city=pools.employer_city[employer],
+                two_hop_split=split,
+            )
+        )
     return persons

@@ -38,14 +38,19 @@ import functools
 import json
 import os
 import sys
+import sysconfig
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from pydoc_data.topics import topics
 from typing import Any
 
 import numpy as np
 import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tqdm import tqdm
 
+from looped.data.splits import assign_splits, near_duplicate_keys, split_of
 from looped.errors import UserError, first_line
 from looped.runtime.atomic import write_text_atomic
 
@@ -77,7 +82,7 @@ class TiktokenTokenizer(TextTokenizer):
     """OpenAI's BPEs through tiktoken (``gpt2`` = GPT-2's 50257-token vocabulary)."""
 
     def __init__(self, name: str = "gpt2") -> None:
-        try:
+        try:  # tiktoken is an optional extra (text)
             import tiktoken
         except ImportError:
             raise UserError(
@@ -116,8 +121,6 @@ class HFTokenizer(TextTokenizer):
 
     @classmethod
     def from_spec(cls, name: str) -> HFTokenizer:
-        from tokenizers import Tokenizer
-
         path = Path(name)
         if path.is_dir():
             path = path / TOKENIZER_FILE
@@ -149,8 +152,6 @@ class HFTokenizer(TextTokenizer):
 def train_bpe(texts: Iterator[str], vocab_size: int) -> HFTokenizer:
     """A GPT-2-style byte-level BPE (any text encodes, nothing is unknown) with one special
     token, ``<|endoftext|>`` = id 0, the document separator."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
     if vocab_size < 257:
         raise UserError(
             f"bpe:{vocab_size} is too small; byte-level BPE needs a vocabulary of at least 257"
@@ -187,8 +188,6 @@ def load_tokenizer(directory: str | Path) -> TextTokenizer:
     spec = meta["tokenizer"]
     if spec == "gpt2" or spec.startswith("tiktoken:"):
         return make_tokenizer(spec)
-    from tokenizers import Tokenizer
-
     tok = Tokenizer.from_file(str(Path(directory) / TOKENIZER_FILE))
     return HFTokenizer(tok, spec, eos_id=meta["eos_id"])
 
@@ -196,8 +195,6 @@ def load_tokenizer(directory: str | Path) -> TextTokenizer:
 # -- documents --------------------------------------------------------------------------------
 def pydoc_documents() -> list[str]:
     """CPython's pydoc topics, sorted by name: one document per topic."""
-    from pydoc_data.topics import topics
-
     return [topics[name] for name in sorted(topics)]
 
 
@@ -213,8 +210,6 @@ def stdlib_documents() -> list[str]:
 def stdlib_named_documents() -> list[tuple[str, str]]:
     """(path relative to the stdlib root, source) of every module `stdlib_documents` reads: the
     names let a split follow the module, not its position in the list."""
-    import sysconfig
-
     root = Path(sysconfig.get_paths()["stdlib"])
     skip = {"site-packages", "dist-packages", "test", "tests", "idlelib"}
     files = sorted(p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts))
@@ -226,8 +221,6 @@ def stdlib_named_documents() -> list[tuple[str, str]]:
 
 def pydoc_named_documents() -> list[tuple[str, str]]:
     """(topic name, text) of every pydoc topic."""
-    from pydoc_data.topics import topics
-
     return [(name, topics[name]) for name in sorted(topics)]
 
 
@@ -274,7 +267,7 @@ def open_documents(
     .txt files are one document per file (``sample_by="document"``); for one document per line
     use .jsonl.
     """
-    import datasets
+    import datasets  # datasets takes ~2 s to import; only reading and writing corpora need it
 
     if dataset in BUILTIN_CORPORA:
         docs = BUILTIN_CORPORA[dataset]()
@@ -317,7 +310,7 @@ def tokenize_chunk(
     texts: list[str], tokenizer: TextTokenizer, num_proc: int = 1, field: str = "text"
 ) -> list[np.ndarray]:
     """Token ids of each non-empty document, EOS appended, through a parallel ``Dataset.map``."""
-    import datasets
+    import datasets  # datasets takes ~2 s to import; only reading and writing corpora need it
 
     ds = datasets.Dataset.from_dict({field: texts})
     fn = functools.partial(_tokenize_batch, tokenizer=tokenizer, text_field=field)
@@ -435,10 +428,7 @@ def prepare_text(
     its text (`data.splits.split_of`): known before tokenizing, so a ``bpe:N`` tokenizer is fit
     on train documents alone, and identical documents always share a split. Without it the
     older token-count rule holds (train and val only), which rebuilds earlier corpora exactly."""
-    if not 0.0 <= val_frac < 1.0 or not 0.0 <= test_frac < 1.0 - val_frac:
-        raise UserError(f"--val-frac {val_frac}, --test-frac {test_frac}: each in [0, 1), sum < 1")
-    if num_proc < 1 or shard_tokens < 1 or chunk_docs < 1:
-        raise UserError("--num-proc, --shard-tokens and --chunk-docs must be positive")
+    _check_args(val_frac, test_frac, num_proc, shard_tokens, chunk_docs)
     out = Path(out)
     _prepare_out(out, overwrite)
 
@@ -449,17 +439,44 @@ def prepare_text(
     n_bpe = bpe_docs if max_docs is None else min(bpe_docs, max_docs)
     fit_on = hashed_rule(val_frac, test_frac) if test_frac > 0 else (lambda t, n: "train")
     tok = _tokenizer_for(
-        tokenizer, lambda: (t for c in documents(n_bpe) for t in c if t and fit_on(t, 0) == "train")
+        tokenizer,
+        lambda: (t for c in documents(n_bpe) for t in c if t and fit_on(t, 0) == "train"),
+        out,
     )
-    if isinstance(tok, HFTokenizer):
-        tok.save(out / TOKENIZER_FILE)
-    if num_proc > 1:
-        # Forked workers cannot use the Rust thread pool the parent already started.
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     dtype = token_dtype(tok.vocab_size)
     names = ("train", "val", "test") if test_frac > 0 else ("train", "val")
     writers = {s: ShardWriter(out, s, dtype, shard_tokens) for s in names}
     splits = _write_splits(documents(max_docs), tok, writers, assign, num_proc, progress)
+    _check_splits(splits, out, dataset, text_field, test_frac)
+    return _write_meta(
+        out,
+        tok,
+        dtype,
+        splits,
+        dataset=dataset,
+        subset=subset,
+        split=split,
+        text_field=text_field,
+        max_docs=max_docs,
+        val_frac=val_frac,
+        test_frac=test_frac,
+    )
+
+
+def _check_args(
+    val_frac: float, test_frac: float, num_proc: int, shard_tokens: int, chunk_docs: int
+) -> None:
+    if not 0.0 <= val_frac < 1.0 or not 0.0 <= test_frac < 1.0 - val_frac:
+        raise UserError(f"--val-frac {val_frac}, --test-frac {test_frac}: each in [0, 1), sum < 1")
+    if num_proc < 1 or shard_tokens < 1 or chunk_docs < 1:
+        raise UserError("--num-proc, --shard-tokens and --chunk-docs must be positive")
+
+
+def _check_splits(
+    splits: dict[str, dict[str, Any]], out: Path, dataset: str, text_field: str, test_frac: float
+) -> None:
+    """Refuse a corpus without training text, or (with a test split) with an empty held-out
+    split: its metadata would describe a corpus no run can use."""
     if splits["train"]["tokens"] == 0:
         raise UserError(
             f"dataset {dataset!r} gave no text in column {text_field!r}; check --text-field and --split"
@@ -470,11 +487,6 @@ def prepare_text(
             f"the {' and '.join(empty)} split of {out} got no documents ({sum(w['docs'] for w in splits.values())} "
             "in all); use more documents or larger --val-frac / --test-frac"
         )
-    meta = _write_meta(
-        out, tok, dtype, splits, dataset=dataset, subset=subset, split=split,
-        text_field=text_field, max_docs=max_docs, val_frac=val_frac, test_frac=test_frac,
-    )  # fmt: skip
-    return meta
 
 
 def _write_meta(
@@ -511,8 +523,6 @@ def prepare_documents(
     (`data.splits`); a ``bpe:N`` tokenizer is fit on the train split alone, so no held-out text
     shapes the vocabulary. The val split is for choosing (learning rates); the test split is for
     reporting. meta.json, written last, records each split's documents and tokens."""
-    from looped.data.splits import assign_splits, near_duplicate_keys
-
     if val_frac <= 0 or test_frac <= 0 or val_frac + test_frac >= 1:
         raise UserError(f"val_frac={val_frac}, test_frac={test_frac}: both > 0, sum < 1")
     out = Path(out)
@@ -529,9 +539,7 @@ def prepare_documents(
             f"{len(texts)} documents leave a split empty ({', '.join(f'{k}: {len(v)}' for k, v in by_split.items())}); "
             "use more documents or larger fractions"
         )
-    tok = _tokenizer_for(tokenizer, lambda: iter(by_split["train"]))
-    if isinstance(tok, HFTokenizer):
-        tok.save(out / TOKENIZER_FILE)
+    tok = _tokenizer_for(tokenizer, lambda: iter(by_split["train"]), out)
     dtype = token_dtype(tok.vocab_size)
     written = {}
     for split, docs in by_split.items():
@@ -540,11 +548,20 @@ def prepare_documents(
         writer.docs = len(docs)
         written[split] = writer.finish()
     held = {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")}
-    meta = _write_meta(
-        out, tok, dtype, written, dataset=dataset, subset=None, split="train", text_field="text",
-        max_docs=None, val_frac=val_frac, test_frac=test_frac, held_out_documents=held,
-    )  # fmt: skip
-    return meta
+    return _write_meta(
+        out,
+        tok,
+        dtype,
+        written,
+        dataset=dataset,
+        subset=None,
+        split="train",
+        text_field="text",
+        max_docs=None,
+        val_frac=val_frac,
+        test_frac=test_frac,
+        held_out_documents=held,
+    )
 
 
 def document_chunks(
@@ -569,18 +586,23 @@ def document_chunks(
         yield batch[text_field]
 
 
-def _tokenizer_for(spec: str, texts: Callable[[], Iterator[str]]) -> TextTokenizer:
+def _tokenizer_for(spec: str, texts: Callable[[], Iterator[str]], out: Path) -> TextTokenizer:
     """``bpe:N`` trains an N-token BPE on `texts()` (called only then: it reads the corpus);
-    any other spec names an existing tokenizer (see ``make_tokenizer``)."""
+    any other spec names an existing tokenizer (see ``make_tokenizer``). A Hugging Face
+    tokenizer is saved into the corpus `out`: its readers load it from there."""
     if not spec.startswith("bpe:"):
-        return make_tokenizer(spec)
-    try:
-        vocab = int(spec.split(":", 1)[1])
-    except ValueError:
-        raise UserError(
-            f"tokenizer spec {spec!r}: the vocabulary must be an integer, e.g. bpe:4096"
-        ) from None
-    return train_bpe(texts(), vocab)
+        tok = make_tokenizer(spec)
+    else:
+        try:
+            vocab = int(spec.split(":", 1)[1])
+        except ValueError:
+            raise UserError(
+                f"tokenizer spec {spec!r}: the vocabulary must be an integer, e.g. bpe:4096"
+            ) from None
+        tok = train_bpe(texts(), vocab)
+    if isinstance(tok, HFTokenizer):
+        tok.save(out / TOKENIZER_FILE)
+    return tok
 
 
 def count_rule(val_frac: float) -> Callable[[str, int], str]:
@@ -600,8 +622,6 @@ def count_rule(val_frac: float) -> Callable[[str, int], str]:
 
 def hashed_rule(val_frac: float, test_frac: float) -> Callable[[str, int], str]:
     """Each document's split from a hash of its text: the same before and after tokenizing."""
-    from looped.data.splits import split_of
-
     return lambda text, n_tokens: split_of(text, val_frac, test_frac)
 
 
@@ -615,6 +635,9 @@ def _write_splits(
 ) -> dict[str, dict[str, Any]]:
     """Tokenize each chunk and append every document to the split `assign(text, n_tokens)`
     names. Returns each writer's summary."""
+    if num_proc > 1:
+        # Forked workers cannot use the Rust thread pool the parent already started.
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     bar = _progress(progress)
     for chunk in chunks:
         parts: dict[str, list[np.ndarray]] = {name: [] for name in writers}
@@ -635,8 +658,6 @@ def _write_splits(
 def _progress(enabled: bool) -> Any:
     if not enabled:
         return None
-    from tqdm import tqdm
-
     return tqdm(unit=" docs", desc="tokenizing", file=sys.stderr)
 
 
@@ -739,7 +760,7 @@ class TokenShards:
 
 
 # -- command line -----------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="looped data text",
         description="Tokenize a text corpus into memory-mapped token shards (train/val) with meta.json.",
@@ -787,7 +808,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--overwrite", action="store_true", help="replace an existing corpus in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
     meta = prepare_text(
         a.out,
         dataset=a.dataset,

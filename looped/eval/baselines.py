@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from looped.data.text import TokenShards
+
 K_GRID = (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0)  # add-k values tried on validation windows
 
 
@@ -85,8 +87,6 @@ def corpus_baselines(
 ) -> dict[str, float]:
     """Both tables fit on a token directory's train split, k chosen on `choose_on` windows,
     scored on `score_on` windows: {"k", "unigram", "bigram", "tokens"}."""
-    from looped.data.text import TokenShards
-
     train = TokenShards(corpus_dir, "train")
     table = NgramBaseline.fit(np.asarray(train.window(0, train.n_tokens)), vocab_size)
     k = choose_k(table, choose_on)

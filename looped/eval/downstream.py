@@ -41,6 +41,7 @@ import argparse
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +50,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from looped.data.text import load_tokenizer, local_data_files
 from looped.errors import UserError, first_line
+from looped.runtime.checkpoint import load_model
 from looped.runtime.device import model_device
+from looped.schedules import parse_depths
 
 
 @dataclass(frozen=True)
@@ -114,14 +118,12 @@ TASKS: dict[str, TaskSpec] = {
 def load_items(task: str, data_file: str | None = None, limit: int | None = None) -> list[MCItem]:
     """The first ``limit`` items of a task (all when None), from the hub split the harness
     uses or from a local .jsonl/.json/.parquet file (or directory) in the same schema."""
-    import datasets
+    import datasets  # ~2 s to import; only loading task items needs it
 
     if task not in TASKS:
         raise UserError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
     spec = TASKS[task]
     if data_file is not None:
-        from looped.data.text import local_data_files
-
         path = Path(data_file)
         if not path.exists():
             raise UserError(
@@ -308,14 +310,6 @@ def evaluate_tasks(
 def load_run(run_dir: str | Path, device: str = "cpu") -> tuple[Any, Any]:
     """(model, tokenizer) of a trained run on web text: the checkpoint, and the tokenizer of
     the token directory it trained on."""
-    try:
-        from looped.runtime.checkpoint import load_model
-    except ImportError:
-        raise UserError(
-            "looped.runtime.checkpoint is not available in this version; load the model yourself"
-        ) from None
-    from looped.data.text import load_tokenizer
-
     model, cfg = load_model(run_dir, device=device)
     if cfg.data.kind != "text" or not cfg.data.path:
         raise UserError(
@@ -342,8 +336,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="write the results as JSON here")
     a = p.parse_args(argv)
     files = dict(kv.split("=", 1) for kv in a.data if "=" in kv)
-    from looped.schedules import parse_depths
-
     model, tokenizer = load_run(a.run, a.device)
     res = evaluate_tasks(
         model,
@@ -364,8 +356,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     try:
         raise SystemExit(main())
     except UserError as err:

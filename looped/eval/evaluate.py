@@ -16,7 +16,12 @@ from typing import Any
 
 import torch
 
+from looped.data.batching import build_source
+from looped.eval.recall import recall_by_depth
 from looped.model import LoopedTransformer
+from looped.runtime.checkpoint import load_model
+from looped.runtime.device import pick_device
+from looped.schedules import parse_depths
 
 
 @torch.no_grad()
@@ -58,8 +63,6 @@ def evaluate(
         )
     }
     if source.bios is not None:
-        from looped.eval.recall import recall_by_depth
-
         result["recall"] = recall_by_depth(
             model, source.bios, depths, batch_size=max(batch_size, 64), device=str(device)
         )
@@ -74,11 +77,6 @@ def token_nll_of(record: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    from looped.data.batching import build_source
-    from looped.runtime.checkpoint import load_model
-    from looped.runtime.device import pick_device
-    from looped.schedules import parse_depths
-
     parser = argparse.ArgumentParser(prog="looped eval", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--run", required=True, help="run directory (latest checkpoint) or a checkpoint directory"

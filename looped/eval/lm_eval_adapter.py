@@ -27,7 +27,11 @@ import torch
 try:
     from lm_eval.api.model import LM
     from lm_eval.api.registry import register_model
-    from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
+    from lm_eval.utils import (
+        get_rolling_token_windows,
+        make_disjoint_window,
+        simple_parse_args_string,
+    )
 except ImportError as err:  # the harness is an optional extra
     raise ImportError(
         "looped.eval.lm_eval_adapter needs lm-evaluation-harness; install it with `pip install 'looped[eval]'`"
@@ -91,8 +95,6 @@ class LoopedLM(LM):
     def create_from_arg_string(
         cls, arg_string: str, additional_config: dict | None = None
     ) -> LoopedLM:
-        from lm_eval.utils import simple_parse_args_string
-
         return cls.create_from_arg_obj(simple_parse_args_string(arg_string), additional_config)
 
     # -- the three request types ----------------------------------------------------------------

@@ -3,7 +3,7 @@
 With a warmup-stable-decay LR, a run agrees with another run of the same seed, batch and LR on
 every depth and learning rate until the first step where their schedules or LRs part (a shorter
 run's decay, a fixed-first run's switch); up to there it is *exactly* a branch of the other run's
-checkpoint (`training.trainer.branch_point` finds the step; the trainer checks it again). The
+checkpoint (`training.lineage.branch_point` finds the step; the trainer checks it again). The
 planner records, for each run a study asks for, which already-planned run it continues and from
 which step, and which checkpoints each parent must keep for its children.
 
@@ -22,7 +22,8 @@ from typing import TypeVar
 from looped.config import TrainConfig
 from looped.experiments.runner import RunSpec
 from looped.runtime.checkpoint import list_checkpoints
-from looped.training.trainer import branch_point, total_steps_for
+from looped.training.lineage import branch_point
+from looped.training.trainer import total_steps_for
 
 Spec = TypeVar("Spec", bound=RunSpec)
 

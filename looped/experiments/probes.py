@@ -30,8 +30,8 @@ from looped.data.batching import batch_generator, build_source
 from looped.eval.evaluate import token_nll_by_depth
 from looped.model import LoopedTransformer
 from looped.runtime import checkpoint as ckpt_lib
-from looped.schedules import parse_depths
-from looped.training.trainer import lr_at, make_optimizer
+from looped.schedules import lr_at, parse_depths
+from looped.training.trainer import make_optimizer
 
 
 def one_update(

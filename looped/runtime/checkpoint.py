@@ -31,7 +31,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
+from looped.config import load_config
 from looped.errors import UserError, first_line
+from looped.model import LoopedTransformer
 from looped.runtime.atomic import atomic_path
 from looped.runtime.faults import failpoint
 
@@ -252,9 +254,6 @@ def _reason(err: BaseException) -> str:
 
 def load_model(path: str | Path, device: str = "cpu"):
     """(LoopedTransformer in eval mode, TrainConfig) from a run or checkpoint directory."""
-    from looped.config import load_config
-    from looped.model import LoopedTransformer
-
     ckpt = resolve_checkpoint(path)
     cfg = load_config(str(ckpt / "config.yaml"), check=False)  # as trained, to evaluate it
     model = LoopedTransformer(cfg.model)

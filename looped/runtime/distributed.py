@@ -14,6 +14,7 @@ from contextlib import nullcontext
 from typing import Any
 
 import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
 
 from looped.model import LoopedTransformer
 from looped.runtime.device import pick_device
@@ -61,6 +62,8 @@ def wrap_distributed(
     if not dist.enabled:
         return model
     if fsdp:
+        # torch.distributed.fsdp takes ~1 s to import (and is missing from builds without
+        # distributed support): only a sharded run imports it
         from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
 
         for stack in (model.prelude, model.block, model.coda):
@@ -70,8 +73,6 @@ def wrap_distributed(
         # Evaluation calls forward_depths, not forward: it must gather the root's shards too.
         register_fsdp_forward_method(model, "forward_depths")
         return model
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
     # The model says whether a step can leave a parameter without a gradient (concat injection
     # at depth 1, truncated backprop past the only loop the prelude feeds): DDP must then search
     # the graph for unused parameters every step, which costs time, so only then.
@@ -100,6 +101,7 @@ def optimizer_state(
     """The optimizer's full state for a checkpoint (gathered from every rank when sharded)."""
     if not sharded:
         return optimizer.state_dict()
+    # torch.distributed.checkpoint: slow to import, and only a sharded run needs it
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
 
     return get_optimizer_state_dict(
@@ -115,7 +117,7 @@ def load_optimizer_state(
     device: torch.device,
 ) -> None:
     """Restore a checkpoint's full optimizer state (scattered to the shards when sharded)."""
-    if sharded:
+    if sharded:  # torch.distributed.checkpoint: slow to import, see optimizer_state
         from torch.distributed.checkpoint.state_dict import (
             StateDictOptions,
             set_optimizer_state_dict,

@@ -9,10 +9,11 @@
 
 Each optimizer step: K = schedule.depth(step) (the same on every rank, no communication), then
 `grad_accum` micro-batches at depth K, each drawn from a generator seeded by (seed, step, micro,
-rank) (with `global_batch`, by the micro-batch's index in the whole step), then AdamW. Because both the depth and the batch are functions of the step, a resumed run
-repeats the uninterrupted one bitwise (fp32, CPU), and a run branched off another at step s is
-exactly the run that would have been trained from scratch, when the two agree on every depth and
-learning rate before s (checked).
+rank) (with `global_batch`, by the micro-batch's index in the whole step), then AdamW with the
+LR `schedules.lr_at(step)`. Because the depth, the batch and the LR are functions of the step, a
+resumed run repeats the uninterrupted one bitwise (fp32, CPU), and a run branched off another at
+step s is exactly the run that would have been trained from scratch, when the two agree on every
+depth and learning rate before s (`training.lineage` checks both before anything is written).
 
 The run stops at `max_steps`, or at the step count whose modeled FLOPs fit `budget_flops` (or
 `budget_frac` of the preset's `full_budget_flops`): fixed, fixed-first and uniform schedules then
@@ -27,7 +28,6 @@ import os
 import re
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -37,15 +37,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from looped.config import (
-    RESUMABLE,
-    OverrideParser,
-    TrainConfig,
-    differences,
-    load_config,
-    to_yaml,
-    validate,
-)
+from looped.config import OverrideParser, TrainConfig, load_config, to_yaml, validate
 from looped.data.batching import DataSource, build_source, train_generator
 from looped.errors import UserError
 from looped.eval.evaluate import evaluate
@@ -65,33 +57,11 @@ from looped.runtime.distributed import (
     wrap_distributed,
 )
 from looped.runtime.lock import dir_lock
-from looped.schedules import Schedule, parse_depths, parse_schedule
+from looped.schedules import Schedule, lr_at, parse_depths, parse_schedule
+from looped.training.lineage import Restored, restore, write_start
 
 
-# -- learning rate ---------------------------------------------------------------------------
-def lr_at(step: int, total_steps: int, optim: Any) -> float:
-    """Learning rate at `step`: linear warmup, then cosine to min, or warmup-stable-decay.
-
-    WSD keeps the LR constant until the last `decay_frac` of the run, so two runs of different
-    length agree on every LR before that point: that is what lets a fixed-first run branch off a
-    longer fixed-K run exactly.
-    """
-    peak, floor = optim.lr, optim.lr * optim.min_lr_ratio
-    warm = min(optim.warmup_steps, max(total_steps - 1, 0))
-    if step < warm:
-        return peak * (step + 1) / warm
-    if optim.lr_schedule == "cosine":
-        progress = (step - warm) / max(1, total_steps - warm - 1)
-        return floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
-    if optim.lr_schedule == "wsd":
-        decay_start = total_steps - max(1, round(optim.decay_frac * total_steps))
-        if step < max(decay_start, warm):
-            return peak
-        progress = (step - decay_start + 1) / max(1, total_steps - decay_start)
-        return peak - (peak - floor) * min(1.0, progress)
-    raise UserError(f"optim.lr_schedule={optim.lr_schedule!r}: choose cosine or wsd")
-
-
+# -- set-up ----------------------------------------------------------------------------------
 def make_optimizer(model: torch.nn.Module, optim: Any, fused: bool = False) -> torch.optim.AdamW:
     """AdamW with weight decay on matrices only: not on norms, not on the embedding (or tied head)."""
     decay, no_decay = [], []
@@ -106,7 +76,6 @@ def make_optimizer(model: torch.nn.Module, optim: Any, fused: bool = False) -> t
     return torch.optim.AdamW(groups, lr=optim.lr, betas=tuple(optim.betas), fused=fused or None)
 
 
-# -- set-up ----------------------------------------------------------------------------------
 def resolve_batch(cfg: TrainConfig, world_size: int = 1) -> None:
     """Set grad_accum so that global_batch sequences make one step at this world size: the
     same preset then trains the same way on 1 GPU or 64."""
@@ -157,6 +126,7 @@ def check_config(cfg: TrainConfig) -> None:
 def full_weights(model: torch.nn.Module, cfg: TrainConfig, dist: Dist) -> dict[str, torch.Tensor]:
     """Unsharded CPU weights for a checkpoint (gathers FSDP2 shards on every rank)."""
     if dist.enabled and cfg.fsdp:
+        # torch.distributed.checkpoint takes over a second to import; one process never needs it
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
         sd = get_model_state_dict(
@@ -199,22 +169,39 @@ class Run:
     source: DataSource  # training batches, evaluation batches, the bios corpus for recall
     schedule: Schedule
     total: int  # optimizer steps of the whole run
-    tokens_per_step: int  # over all processes
     model: LoopedTransformer  # the model itself: evaluation, weights, parameter count
     # what a step calls: DDP(model), or the model itself (one process, or sharded by FSDP2)
     wrapped: torch.nn.Module
     optimizer: torch.optim.Optimizer
-    start_step: int  # 0, or the step resumed or branched from
-    start_flops: float  # modeled FLOPs spent before start_step
-    lineage: dict[str, Any]  # parent checkpoint of a branched or initialised run
+    # where it starts: the step (0, or the one resumed or branched from), the lineage, the run
+    # id of its checkpoints (kept across resumes), the loss of the step before (NaN afresh)
+    start: Restored
     config_yaml: str  # the resolved config, stored in every checkpoint
-    autocast: Any  # bf16 autocast context, or a null context for fp32
-    flops_at: dict[int, float]  # modeled training FLOPs per token at each depth
-    planned: float  # modeled FLOPs of the whole run (expected over the schedule)
-    peak: float | None  # the device's peak FLOP/s for MFU; None when unknown (CPU)
-    board: Any  # TensorBoard writer, or None
-    run_id: str  # this run's id in its checkpoints (kept across resumes)
-    last_loss: float  # the loss of the step before start_step (NaN when starting afresh)
+    # derived from the above
+    tokens_per_step: int = field(init=False)  # over all processes
+    autocast: Any = field(init=False)  # bf16 autocast context, or a null context for fp32
+    flops_at: dict[int, float] = field(init=False)  # modeled training FLOPs/token at each depth
+    planned: float = field(init=False)  # modeled FLOPs of the whole run (expected over K)
+    peak: float | None = field(init=False)  # the device's peak FLOP/s for MFU; None when unknown
+    board: Any = field(init=False)  # TensorBoard writer, or None
+
+    def __post_init__(self) -> None:
+        cfg, device = self.cfg, self.dist.device
+        self.tokens_per_step = tokens_per_step(cfg, self.dist.world)
+        bf16 = cfg.dtype == "bf16"
+        self.autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
+        depths = range(1, self.schedule.max_depth() + 1)
+        self.flops_at = {k: flops_per_token(cfg.model, k, cfg.seq_len) for k in depths}
+        self.planned = schedule_flops(
+            cfg.model, self.schedule, self.total, self.tokens_per_step, cfg.seq_len
+        )
+        self.peak = peak_flops(device_name(device), cfg.dtype)
+        self.board = _tensorboard(self.out) if cfg.tensorboard and self.dist.main else None
+
+    @property
+    def start_flops(self) -> float:
+        """Modeled FLOPs spent before the first step this process trains."""
+        return self.start.flops if self.start.step else 0.0
 
     @property
     def sharded(self) -> bool:
@@ -267,7 +254,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
     run.model.train()
     bar = tqdm(
         total=run.total,
-        initial=run.start_step,
+        initial=run.start.step,
         desc=opts.desc or out.name,
         disable=opts.quiet or opts.on_step is not None or not dist.main,
         dynamic_ncols=True,
@@ -277,10 +264,10 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         f"(mean K {run.schedule.mean_depth(run.total):.2f}), modeled compute {run.planned:.3g} "
         f"FLOPs, {run.model.num_params() / 1e6:.2f}M params"
     )
-    progress = Progress(flops=run.start_flops, flops_last=run.start_flops, last_loss=run.last_loss)
+    progress = Progress(flops=run.start_flops, flops_last=run.start_flops, last_loss=run.start.loss)
     try:
         with StopRequested() as stop:
-            for step in range(run.start_step, run.total):
+            for step in range(run.start.step, run.total):
                 depths = step_depths(run, step)
                 depth = depths[0]
                 lr = lr_at(step, run.total, cfg.optim)
@@ -324,11 +311,7 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
     everything before the first step. None when resuming a run that has already finished."""
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
-    source = build_source(cfg.data)
-    cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, source.vocab_size)
-    if source.bios is not None:  # fail now, not at the first evaluation
-        check_queries_fit(recall_queries(source.bios), cfg.model.seq_len)
-    resolve_batch(cfg, dist.world)
+    source = _data(cfg, dist.world)
     schedule = parse_schedule(cfg.schedule, cfg.seed)
     total = total_steps_for(cfg, dist.world)
     existing = ckpt_lib.list_checkpoints(out)
@@ -339,144 +322,75 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
 
     torch.manual_seed(cfg.seed)
     model = LoopedTransformer(cfg.model)
-    restored = _restore(cfg, out, opts, schedule, total, model, existing, dist)
-    if restored.finished:
+    start = restore(
+        cfg,
+        out,
+        model,
+        schedule,
+        total,
+        existing,
+        dist,
+        resume=opts.resume,
+        branch_from=opts.branch_from,
+        init_from=opts.init_from,
+    )
+    if start.finished:
         if dist.main and not opts.quiet:
             print(f"{out} already finished {total} steps; nothing to resume", file=sys.stderr)
         return None
+    wrapped, optimizer = _place(model, cfg, dist, schedule, total, start.optimizer)
+    config_yaml = to_yaml(cfg)
+    if dist.main:
+        with _writing(out):  # the first write: everything before it only reads
+            out.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(out / "config.yaml", config_yaml)
+            write_start(out, start)
+    return Run(
+        cfg=cfg,
+        out=out,
+        dist=dist,
+        opts=opts,
+        source=source,
+        schedule=schedule,
+        total=total,
+        model=model,
+        wrapped=wrapped,
+        optimizer=optimizer,
+        start=start,
+        config_yaml=config_yaml,
+    )
+
+
+def _data(cfg: TrainConfig, world: int) -> DataSource:
+    """The run's data, and what it settles in the config: the vocabulary (fitted to the
+    corpus) and, with global_batch, grad_accum at this world size."""
+    source = build_source(cfg.data)
+    cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, source.vocab_size)
+    if source.bios is not None:  # fail now, not at the first evaluation
+        check_queries_fit(recall_queries(source.bios), cfg.model.seq_len)
+    resolve_batch(cfg, world)
+    return source
+
+
+def _place(
+    model: LoopedTransformer,
+    cfg: TrainConfig,
+    dist: Dist,
+    schedule: Schedule,
+    total: int,
+    state: dict[str, Any] | None,
+) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    """The model on its device (compiled, wrapped or sharded) and its optimizer, with the
+    restored state when the run continues a checkpoint."""
     model.to(dist.device)
     if cfg.compile:
         model.compile_block()
     depths = [k for k, n in schedule.step_counts(total).items() if n > 0]
     wrapped = wrap_distributed(model, cfg.fsdp, dist, depths)
     optimizer = make_optimizer(model, cfg.optim)  # after sharding: FSDP2 swaps in DTensor params
-    if restored.optimizer is not None:
-        sharded = dist.enabled and cfg.fsdp
-        load_optimizer_state(model, optimizer, restored.optimizer, sharded, dist.device)
-
-    config_yaml = to_yaml(cfg)
-    if dist.main:
-        with _writing(out):  # the first write: everything before it only reads
-            out.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(out / "config.yaml", config_yaml)
-            if restored.lineage:
-                write_text_atomic(out / "lineage.json", json.dumps(restored.lineage, indent=2))
-            _truncate_metrics(out / "metrics.jsonl", restored.step)
-    autocast = (
-        torch.autocast(dist.device.type, dtype=torch.bfloat16)
-        if cfg.dtype == "bf16"
-        else nullcontext()
-    )
-    tokens = tokens_per_step(cfg, dist.world)
-    return Run(
-        cfg, out, dist, opts, source, schedule, total, tokens, model, wrapped, optimizer,
-        start_step=restored.step, start_flops=restored.flops if restored.step else 0.0,
-        lineage=restored.lineage, config_yaml=config_yaml, autocast=autocast,
-        flops_at={k: flops_per_token(cfg.model, k, cfg.seq_len) for k in range(1, schedule.max_depth() + 1)},
-        planned=schedule_flops(cfg.model, schedule, total, tokens, cfg.seq_len),
-        peak=peak_flops(device_name(dist.device), cfg.dtype),
-        board=_tensorboard(out) if cfg.tensorboard and dist.main else None,
-        run_id=restored.run_id, last_loss=restored.loss,
-    )  # fmt: skip
-
-
-@dataclass
-class _Restored:
-    """Where a run starts: from scratch, or from a checkpoint it resumes or branches off."""
-
-    step: int = 0  # the first step to train
-    flops: float = 0.0  # modeled FLOPs spent before it
-    lineage: dict[str, Any] = field(default_factory=dict)
-    optimizer: dict[str, Any] | None = None  # the AdamW state to continue with
-    finished: bool = False  # resuming a run that already wrote its summary
-    # identifies the run in its checkpoints' files: kept by a resume, new for a branch or init
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    loss: float = math.nan  # the loss of the step before it (the summary's final_loss if last)
-
-
-def _restore(
-    cfg: TrainConfig,
-    out: Path,
-    opts: RunOptions,
-    schedule: Schedule,
-    total: int,
-    model: LoopedTransformer,
-    existing: list[tuple[int, Path]],
-    dist: Dist,
-) -> _Restored:
-    """Load the weights a run starts from into `model` and say where it starts. Everything is
-    checked before anything is written: a refused resume leaves the run directory as it was."""
-    if opts.resume and existing:
-        ckpt, state = _newest_intact(existing, dist)
-        _check_resume(cfg, out, ckpt, state, dist.world)
-        if state["total_steps"] != total or state["schedule"] != str(schedule):
-            raise UserError(
-                f"{out} was trained with schedule {state['schedule']} for {state['total_steps']} steps; resume with the same config"
-            )
-        ckpt_lib.load_weights(ckpt, model)
-        step = state["step"]
-        finished = step >= total and (out / "summary.json").is_file()
-        lineage = state.get("lineage", {})
-        run_id = state.get("run_id") or uuid.uuid4().hex
-        loss = state.get("loss", math.nan)
-        return _Restored(step, state["flops"], lineage, state["optimizer"], finished, run_id, loss)
-    if not (opts.branch_from or opts.init_from):
-        return _Restored()
-    ckpt = ckpt_lib.resolve_checkpoint(opts.branch_from or opts.init_from)
-    state = ckpt_lib.load_state(ckpt)
-    ckpt_lib.load_weights(ckpt, model)
-    lineage = {
-        "parent": str(ckpt),
-        "parent_step": state["step"],
-        "mode": "branch" if opts.branch_from else "init",
-    }
-    if not opts.branch_from:
-        return _Restored(lineage=lineage)
-    _check_branch(cfg, schedule, total, ckpt, state, dist.world)
-    return _Restored(state["step"], state["flops"], lineage, state["optimizer"])
-
-
-def _newest_intact(existing: list[tuple[int, Path]], dist: Dist) -> tuple[Path, dict[str, Any]]:
-    """The newest checkpoint whose files are whole and belong together, and its state.
-
-    Falling back past a damaged one is safe: batches and depths are functions of the step, so
-    the run repeats the steps after the older checkpoint bitwise, its metrics are trimmed to
-    that step, and the damaged directory is replaced when the run saves that step again."""
-    first: ckpt_lib.DamagedCheckpoint | None = None
-    for _, ckpt in reversed(existing):
-        try:
-            return ckpt, ckpt_lib.load_state(ckpt)
-        except ckpt_lib.DamagedCheckpoint as err:
-            first = first or err
-            if dist.main:
-                print(f"looped train: warning: {str(err).split('; ')[0]}", file=sys.stderr)
-    assert first is not None
-    raise first
-
-
-def _check_resume(
-    cfg: TrainConfig, out: Path, ckpt: Path, state: dict[str, Any], world: int
-) -> None:
-    """A resume continues the same run or refuses: every config field outside RESUMABLE must
-    equal the checkpoint's, and so must the number of processes unless `global_batch` makes
-    the data independent of it (then grad_accum, derived from both, may differ too)."""
-    old = load_config(str(ckpt / "config.yaml"), check=False)
-    allowed = RESUMABLE + (("grad_accum",) if cfg.global_batch > 0 else ())
-    diffs = differences(old, cfg, allowed)
-    old_world = state.get("world_size", world)  # older checkpoints did not record it
-    other_data = old_world != world and not (cfg.global_batch > 0 and old.global_batch > 0)
-    if other_data:
-        diffs.append(("world_size", old_world, world))
-    if not diffs:
-        return
-    (key, a, b), more = diffs[0], diffs[1:]
-    extra = ", ".join(f"{k} {x} -> {y}" for k, x, y in more)
-    where = f" on {old_world} processes" if other_data else ""
-    raise UserError(
-        f"cannot resume {out}: it was trained with {key}={a}, this config says {key}={b}"
-        + (f" (and {len(more)} more: {extra})" if more else "")
-        + f"; resume with the same config{where} or start a new --out"
-    )
+    if state is not None:
+        load_optimizer_state(model, optimizer, state, dist.enabled and cfg.fsdp, dist.device)
+    return wrapped, optimizer
 
 
 # -- one step --------------------------------------------------------------------------------
@@ -568,14 +482,25 @@ def log_train(
     world = run.dist.world
     mfu = (progress.flops - progress.flops_last) / dt / (run.peak * world) if run.peak else None
     cuda = run.dist.device.type == "cuda"
-    log(run, {
-        "kind": "train", "step": done, "loss": loss, "depth": depths[0], "lr": lr,
-        "grad_norm": _grad_norm(progress),
-        **({"depths": depths} if run.cfg.depth_per_micro else {}),
-        "tokens": done * run.tokens_per_step, "flops": progress.flops, "wall": now - progress.t0,
-        "train_wall": now - progress.t0 - progress.overhead, "tokens_per_s": tps, "mfu": mfu,
-        "mem_gb": torch.cuda.max_memory_allocated(run.dist.device) / 2**30 if cuda else None,
-    })  # fmt: skip
+    log(
+        run,
+        {
+            "kind": "train",
+            "step": done,
+            "loss": loss,
+            "depth": depths[0],
+            "lr": lr,
+            "grad_norm": _grad_norm(progress),
+            **({"depths": depths} if run.cfg.depth_per_micro else {}),
+            "tokens": done * run.tokens_per_step,
+            "flops": progress.flops,
+            "wall": now - progress.t0,
+            "train_wall": now - progress.t0 - progress.overhead,
+            "tokens_per_s": tps,
+            "mfu": mfu,
+            "mem_gb": torch.cuda.max_memory_allocated(run.dist.device) / 2**30 if cuda else None,
+        },
+    )
     progress.tokens_since, progress.t_last, progress.flops_last = 0, now, progress.flops
 
 
@@ -588,8 +513,8 @@ def _grad_norm(progress: Progress) -> float | None:
 
 def _say_eta(run: Run, progress: Progress, done: int) -> None:
     """Once the first steps are measured, the wall time the rest of the run will take."""
-    eta_at = min(run.start_step + 20, run.total - 1)
-    if done != eta_at or done <= run.start_step + 5:
+    eta_at = min(run.start.step + 20, run.total - 1)
+    if done != eta_at or done <= run.start.step + 5:
         return
     rate = (progress.flops - run.start_flops) / max(time.time() - progress.t0, 1e-9)
     left = run.planned - progress.flops
@@ -641,10 +566,10 @@ def save(run: Run, progress: Progress, step: int) -> None:
         "schedule": str(run.schedule),
         "optimizer": opt_state,
         "flops": progress.flops,
-        "lineage": run.lineage,
+        "lineage": run.start.lineage,
         "lr_schedule": [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps],
-        "world_size": run.dist.world,  # checked on resume and branch (see _check_resume)
-        "run_id": run.run_id,  # binds the checkpoint's files together (checkpoint.check)
+        "world_size": run.dist.world,  # checked on resume and branch (lineage.check_resume)
+        "run_id": run.start.run_id,  # binds the checkpoint's files together (checkpoint.check)
         "loss": progress.last_loss,  # the summary's final_loss when resumed at the last step
     }
     ckpt_lib.save_checkpoint(
@@ -662,12 +587,17 @@ def save(run: Run, progress: Progress, step: int) -> None:
 def write_summary(run: Run, progress: Progress) -> dict[str, Any]:
     """The run's summary, returned and written to summary.json."""
     summary = {
-        "steps": run.total, "schedule": str(run.schedule), "flops": progress.flops,
-        "final_loss": progress.last_loss, "wall": time.time() - progress.t0,
-        "params": run.model.num_params(), "tokens": run.total * run.tokens_per_step,
-        "switch_step": run.schedule.switch_step(run.total), "eval": progress.last_eval,
-        "lineage": run.lineage,
-    }  # fmt: skip
+        "steps": run.total,
+        "schedule": str(run.schedule),
+        "flops": progress.flops,
+        "final_loss": progress.last_loss,
+        "wall": time.time() - progress.t0,
+        "params": run.model.num_params(),
+        "tokens": run.total * run.tokens_per_step,
+        "switch_step": run.schedule.switch_step(run.total),
+        "eval": progress.last_eval,
+        "lineage": run.start.lineage,
+    }
     if run.dist.main:
         with _writing(run.out):
             write_text_atomic(run.out / "summary.json", json.dumps(summary, indent=2))
@@ -689,7 +619,7 @@ def _writing(out: Path) -> Iterator[None]:
 
 
 def _tensorboard(out: Path) -> Any:
-    try:
+    try:  # tensorboard is an optional extra, imported only when a run asks for it
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:
         raise UserError(
@@ -716,117 +646,6 @@ def _duration(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
-
-
-def branch_point(
-    child: TrainConfig, child_total: int, parent: TrainConfig, parent_total: int
-) -> int:
-    """The first step at which two runs differ in depth or learning rate (their shared prefix).
-
-    A child run can branch off the parent's checkpoint at any step up to this one and be exactly
-    the run it would have been from scratch (same seed, data and batch; checked by the trainer).
-    """
-    a, b = parse_schedule(child.schedule, child.seed), parse_schedule(parent.schedule, parent.seed)
-    steps = min(child_total, parent_total)
-    first = _divergence(a, child_total, child.optim, b, parent_total, parent.optim, steps)
-    return steps if first is None else first[0]
-
-
-def _divergence(
-    a: Schedule,
-    a_total: int,
-    a_optim: Any,
-    b: Schedule,
-    b_total: int,
-    b_optim: Any,
-    steps: int,
-    micros: int = 1,
-) -> tuple[int, str] | None:
-    """The first step before `steps` at which two runs differ, and in what ("depth" or "lr");
-    None when they agree on all of them. `micros` > 1 compares every micro-batch's depth
-    (depth_per_micro)."""
-    for s in range(steps):
-        if any(a.depth(s, a_total, m) != b.depth(s, b_total, m) for m in range(micros)):
-            return s, "depth"
-        if lr_at(s, a_total, a_optim) != lr_at(s, b_total, b_optim):
-            return s, "lr"
-    return None
-
-
-def _check_branch(
-    cfg: TrainConfig,
-    schedule: Schedule,
-    total: int,
-    ckpt: Path,
-    state: dict[str, Any],
-    world: int = 1,
-) -> None:
-    """A branch must be the run that training from scratch would have produced: same depths,
-    learning rates and data up to the branch step (on another number of processes only when
-    `global_batch` makes the data independent of it)."""
-    parent = load_config(str(ckpt / "config.yaml"))
-    parent_world = state.get("world_size", world)  # older checkpoints did not record it
-    if cfg.global_batch == 0 and parent_world != world:
-        raise UserError(
-            f"cannot branch from {ckpt}: it was trained on {parent_world} processes, this run has "
-            f"{world}, so the batches differ; branch on {parent_world} processes, or set "
-            "global_batch in both runs to make the data independent of the process count"
-        )
-    step = state["step"]
-    if step > total:
-        raise UserError(
-            f"cannot branch from {ckpt}: it is at step {step}, past this run's {total} steps"
-        )
-    parent_schedule = parse_schedule(state["schedule"], parent.seed)
-    same = (
-        parent.seed == cfg.seed
-        and parent.batch_size == cfg.batch_size
-        and parent.global_batch == cfg.global_batch
-        and (cfg.global_batch > 0 or parent.grad_accum == cfg.grad_accum)
-        and parent.seq_len == cfg.seq_len
-        and parent.data == cfg.data
-        and parent.optim == cfg.optim
-        and parent.model == cfg.model
-        and parent.dtype == cfg.dtype
-        and parent.depth_per_micro == cfg.depth_per_micro
-    )
-    if not same:
-        raise UserError(
-            f"cannot branch from {ckpt}: seed, batch, data, model, dtype, depth_per_micro or optimizer settings differ; use --init-from for a new run from its weights"
-        )
-    micros = cfg.grad_accum if cfg.depth_per_micro else 1
-    first = _divergence(
-        parent_schedule,
-        state["total_steps"],
-        parent.optim,
-        schedule,
-        total,
-        cfg.optim,
-        step,
-        micros,
-    )
-    if first is not None and first[1] == "depth":
-        raise UserError(
-            f"cannot branch from {ckpt}: depth at step {first[0]} differs from this schedule; branch at or before the switch"
-        )
-    if first is not None:
-        raise UserError(
-            f"cannot branch from {ckpt}: the LR at step {first[0]} differs (use optim.lr_schedule=wsd so runs of different length agree)"
-        )
-
-
-def _truncate_metrics(path: Path, step: int) -> None:
-    """On resume, drop records written after the checkpoint we resume from."""
-    if not path.exists():
-        return
-    keep = []
-    for line in path.read_text().splitlines():
-        try:
-            if json.loads(line).get("step", 0) <= step:
-                keep.append(line)
-        except json.JSONDecodeError:
-            continue  # a line cut by a crash
-    write_text_atomic(path, "".join(line + "\n" for line in keep))
 
 
 # -- command line ----------------------------------------------------------------------------

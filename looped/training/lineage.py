@@ -1,0 +1,295 @@
+"""Where a run starts: afresh, or resumed, branched or initialised from a checkpoint.
+
+A resume continues the same run, so every field that shapes the weights or the records must be
+the checkpoint's. A branch continues another run's checkpoint under a new config, and is allowed
+only when it is exactly the run that training from scratch would have produced: the same seed,
+data, batch, model and optimizer, and the same depth and learning rate at every step before the
+checkpoint. An init-from takes the weights alone and checks nothing. Both checks refuse through
+one list of differing fields, so each refusal is one line that names what differs and the fix,
+and every check runs before anything is written: a refused start leaves the run directory as it
+was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from looped.config import RESUMABLE, TrainConfig, differences, load_config
+from looped.errors import UserError
+from looped.model import LoopedTransformer
+from looped.runtime import checkpoint as ckpt_lib
+from looped.runtime.atomic import write_text_atomic
+from looped.runtime.distributed import Dist
+from looped.schedules import Schedule, lr_at, parse_schedule
+
+# What a branch must share with its parent (a section name stands for all of its fields); the
+# schedule and the run length may differ, as long as depths and learning rates agree up to the
+# branch step (checked step by step). grad_accum is exempt when global_batch fixes the data.
+BRANCH_FIXED = (
+    "model",
+    "data",
+    "optim",
+    "seed",
+    "batch_size",
+    "grad_accum",
+    "depth_per_micro",
+    "global_batch",
+    "seq_len",
+    "dtype",
+)
+
+
+@dataclass
+class Restored:
+    """Where a run starts: from scratch, or from a checkpoint it resumes or branches off."""
+
+    step: int = 0  # the first step to train
+    flops: float = 0.0  # modeled FLOPs spent before it
+    lineage: dict[str, Any] = field(default_factory=dict)  # the parent of a branch or init
+    optimizer: dict[str, Any] | None = None  # the AdamW state to continue with
+    finished: bool = False  # resuming a run that already wrote its summary
+    # identifies the run in its checkpoints' files: kept by a resume, new for a branch or init
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    loss: float = math.nan  # the loss of the step before it (the summary's final_loss if last)
+
+
+def restore(
+    cfg: TrainConfig,
+    out: Path,
+    model: LoopedTransformer,
+    schedule: Schedule,
+    total: int,
+    existing: list[tuple[int, Path]],
+    dist: Dist,
+    *,
+    resume: bool = False,
+    branch_from: str | None = None,
+    init_from: str | None = None,
+) -> Restored:
+    """Load the weights a run starts from into `model` and say where it starts. Everything is
+    checked before anything is written: a refused resume leaves the run directory as it was."""
+    if resume and existing:
+        return _resume(cfg, out, model, schedule, total, existing, dist)
+    if not (branch_from or init_from):
+        return Restored()
+    ckpt = ckpt_lib.resolve_checkpoint(branch_from or init_from)
+    state = ckpt_lib.load_state(ckpt)
+    ckpt_lib.load_weights(ckpt, model)
+    lineage = {
+        "parent": str(ckpt),
+        "parent_step": state["step"],
+        "mode": "branch" if branch_from else "init",
+    }
+    if not branch_from:
+        return Restored(lineage=lineage)
+    check_branch(cfg, schedule, total, ckpt, state, dist.world)
+    return Restored(state["step"], state["flops"], lineage, state["optimizer"])
+
+
+def _resume(
+    cfg: TrainConfig,
+    out: Path,
+    model: LoopedTransformer,
+    schedule: Schedule,
+    total: int,
+    existing: list[tuple[int, Path]],
+    dist: Dist,
+) -> Restored:
+    ckpt, state = _newest_intact(existing, dist.main)
+    check_resume(cfg, out, ckpt, state, dist.world)
+    if state["total_steps"] != total or state["schedule"] != str(schedule):
+        raise UserError(
+            f"{out} was trained with schedule {state['schedule']} for {state['total_steps']} "
+            "steps; resume with the same config"
+        )
+    ckpt_lib.load_weights(ckpt, model)
+    step = state["step"]
+    return Restored(
+        step=step,
+        flops=state["flops"],
+        lineage=state.get("lineage", {}),
+        optimizer=state["optimizer"],
+        finished=step >= total and (out / "summary.json").is_file(),
+        run_id=state.get("run_id") or uuid.uuid4().hex,
+        loss=state.get("loss", math.nan),
+    )
+
+
+def _newest_intact(existing: list[tuple[int, Path]], say: bool) -> tuple[Path, dict[str, Any]]:
+    """The newest checkpoint whose files are whole and belong together, and its state (`say`:
+    warn about each damaged one passed over).
+
+    Falling back past a damaged one is safe: batches and depths are functions of the step, so
+    the run repeats the steps after the older checkpoint bitwise, its metrics are trimmed to
+    that step, and the damaged directory is replaced when the run saves that step again."""
+    first: ckpt_lib.DamagedCheckpoint | None = None
+    for _, ckpt in reversed(existing):
+        try:
+            return ckpt, ckpt_lib.load_state(ckpt)
+        except ckpt_lib.DamagedCheckpoint as err:
+            first = first or err
+            if say:
+                print(f"looped train: warning: {str(err).split('; ')[0]}", file=sys.stderr)
+    assert first is not None
+    raise first
+
+
+# -- the checks ------------------------------------------------------------------------------
+def _mismatches(
+    old: TrainConfig,
+    new: TrainConfig,
+    old_world: int,
+    world: int,
+    allowed: tuple[str, ...] = (),
+    only: tuple[str, ...] | None = None,
+) -> list[tuple[str, Any, Any]]:
+    """(key, then, now) for each config field that differs (see `config.differences`), and
+    world_size last when the number of processes changes the batches: it does unless both runs
+    set `global_batch`, which also makes grad_accum (derived from both) free to differ."""
+    if new.global_batch > 0:
+        allowed = (*allowed, "grad_accum")
+    diffs = differences(old, new, allowed, only)
+    if old_world != world and not (new.global_batch > 0 and old.global_batch > 0):
+        diffs.append(("world_size", old_world, world))
+    return diffs
+
+
+def _refusal(action: str, diffs: list[tuple[str, Any, Any]], fix: str) -> UserError:
+    """The one-line error of a refused start: the first difference in full, the rest counted
+    and listed, then what to do instead."""
+    (key, a, b), more = diffs[0], diffs[1:]
+    extra = ", ".join(f"{k} {x} -> {y}" for k, x, y in more)
+    return UserError(
+        f"cannot {action}: it was trained with {key}={a}, this config says {key}={b}"
+        + (f" (and {len(more)} more: {extra})" if more else "")
+        + f"; {fix}"
+    )
+
+
+def check_resume(
+    cfg: TrainConfig, out: Path, ckpt: Path, state: dict[str, Any], world: int
+) -> None:
+    """A resume continues the same run or refuses: every config field outside RESUMABLE must
+    equal the checkpoint's, and so must the number of processes unless `global_batch` makes
+    the data independent of it."""
+    old = load_config(str(ckpt / "config.yaml"), check=False)
+    old_world = state.get("world_size", world)  # older checkpoints did not record it
+    diffs = _mismatches(old, cfg, old_world, world, allowed=RESUMABLE)
+    if diffs:
+        where = f" on {old_world} processes" if diffs[-1][0] == "world_size" else ""
+        raise _refusal(
+            f"resume {out}", diffs, f"resume with the same config{where} or start a new --out"
+        )
+
+
+def check_branch(
+    cfg: TrainConfig,
+    schedule: Schedule,
+    total: int,
+    ckpt: Path,
+    state: dict[str, Any],
+    world: int = 1,
+) -> None:
+    """A branch must be the run that training from scratch would have produced: the fields of
+    BRANCH_FIXED, and the depths and learning rates before the branch step, equal to the
+    parent's (on another number of processes only when `global_batch` makes the data
+    independent of it)."""
+    step = state["step"]
+    if step > total:
+        raise UserError(
+            f"cannot branch from {ckpt}: it is at step {step}, past this run's {total} steps"
+        )
+    parent = load_config(str(ckpt / "config.yaml"))
+    parent_world = state.get("world_size", world)  # older checkpoints did not record it
+    diffs = _mismatches(parent, cfg, parent_world, world, only=BRANCH_FIXED)
+    if diffs:
+        fixes = []
+        if diffs[0][0] != "world_size":
+            fixes.append("use --init-from for a new run from its weights")
+        if diffs[-1][0] == "world_size":
+            fixes.append(
+                f"branch on {parent_world} processes, or set global_batch in both runs to make "
+                "the data independent of the process count"
+            )
+        raise _refusal(f"branch from {ckpt}", diffs, "; or ".join(fixes))
+    parent_schedule = parse_schedule(state["schedule"], parent.seed)
+    micros = cfg.grad_accum if cfg.depth_per_micro else 1
+    first = _divergence(
+        parent_schedule,
+        state["total_steps"],
+        parent.optim,
+        schedule,
+        total,
+        cfg.optim,
+        step,
+        micros,
+    )
+    if first is not None:
+        at, key, a, b = first
+        fix = f"branch from a checkpoint at or before step {at}"
+        if key == "lr" and cfg.optim.lr_schedule != "wsd":  # the parent's too (optim is fixed)
+            fix += ", or set optim.lr_schedule=wsd in both runs so runs of different length agree"
+        raise _refusal(f"branch from {ckpt}", [(f"{key}(step {at})", a, b)], fix)
+
+
+def branch_point(
+    child: TrainConfig, child_total: int, parent: TrainConfig, parent_total: int
+) -> int:
+    """The first step at which two runs differ in depth or learning rate (their shared prefix).
+
+    A child run can branch off the parent's checkpoint at any step up to this one and be exactly
+    the run it would have been from scratch (same seed, data and batch; `check_branch` checks).
+    """
+    a, b = parse_schedule(child.schedule, child.seed), parse_schedule(parent.schedule, parent.seed)
+    steps = min(child_total, parent_total)
+    first = _divergence(a, child_total, child.optim, b, parent_total, parent.optim, steps)
+    return steps if first is None else first[0]
+
+
+def _divergence(
+    a: Schedule,
+    a_total: int,
+    a_optim: Any,
+    b: Schedule,
+    b_total: int,
+    b_optim: Any,
+    steps: int,
+    micros: int = 1,
+) -> tuple[int, str, Any, Any] | None:
+    """The first step before `steps` at which two runs differ, in what ("K", the depth of some
+    micro-batch, or "lr"), and the two values; None when they agree on all of them. `micros` > 1
+    compares every micro-batch's depth (depth_per_micro)."""
+    for s in range(steps):
+        for m in range(micros):
+            ka, kb = a.depth(s, a_total, m), b.depth(s, b_total, m)
+            if ka != kb:
+                return s, "K", ka, kb
+        lr_a, lr_b = lr_at(s, a_total, a_optim), lr_at(s, b_total, b_optim)
+        if lr_a != lr_b:
+            return s, "lr", lr_a, lr_b
+    return None
+
+
+def write_start(out: Path, restored: Restored) -> None:
+    """Record where the run starts in its directory: lineage.json for a branch or init, and
+    metrics.jsonl cut back to the start step (a resume trains the later steps again, and they
+    write their records again; a line cut by a crash goes too)."""
+    if restored.lineage:
+        write_text_atomic(out / "lineage.json", json.dumps(restored.lineage, indent=2))
+    path = out / "metrics.jsonl"
+    if not path.exists():
+        return
+    keep = []
+    for line in path.read_text().splitlines():
+        try:
+            if json.loads(line).get("step", 0) <= restored.step:
+                keep.append(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by a crash
+    write_text_atomic(path, "".join(line + "\n" for line in keep))
