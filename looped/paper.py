@@ -51,6 +51,15 @@ def label(schedule: str) -> str:
     return LABELS.get(schedule, schedule.replace("fixed:", "fixed K="))
 
 
+def recipe_label(schedule: str) -> str:
+    """Like `label`, but a fixed-first schedule says its K and fraction: the text track compares
+    several recipes, which the demo's one "fixed-first (80%)" label would not tell apart."""
+    if schedule.startswith("fixed-first"):
+        k, frac = fixed_phase(schedule)
+        return f"fixed-first K={k} ({frac:.0%})"
+    return label(schedule)
+
+
 def color_of(label_or_schedule: str) -> str | None:
     """The paper colour of a main schedule, given its spec or its label (None for others)."""
     by_label = {LABELS[s]: c for s, c in COLORS.items()}

@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from looped.errors import UserError
-from looped.experiments import demo
-from looped.experiments.demo import FIXED, FIXED_FIRST, QUICK, UNIFORM, plan, run_demo
+from looped.experiments import bios, demo
+from looped.experiments.bios import QUICK, plan
+from looped.experiments.demo import run_demo
+from looped.paper import FIXED, FIXED_FIRST, UNIFORM
 from looped.report import sections as report
 from looped.schedules import lr_at, parse_schedule
 
-LR = f"lr{demo.BIOS_LR[UNIFORM]:g}"  # the default LR in run names
+LR = f"lr{bios.BIOS_LR[UNIFORM]:g}"  # the default LR in run names
 
 
 def test_plan_shares_only_exact_prefixes():
@@ -60,8 +62,8 @@ def test_the_plain_grid_is_the_full_grid_without_the_depth_runs():
     plain demo reproduces the reference's tables exactly and reuses its runs."""
     from looped.config import to_yaml
 
-    assert demo.DemoSettings().depth_ks == ()
-    full_specs, full_cfgs = plan(replace(QUICK, depth_ks=demo.FULL_DEPTH_KS))
+    assert bios.DemoSettings().depth_ks == ()
+    full_specs, full_cfgs = plan(replace(QUICK, depth_ks=bios.FULL_DEPTH_KS))
     plain_specs, plain_cfgs = plan(replace(QUICK, depth_ks=()))
     full = {s.name: s for s in full_specs}
     assert {s.schedule for s in full_specs} - {s.schedule for s in plain_specs} == {
@@ -101,11 +103,11 @@ def test_the_sweep_at_the_chosen_lrs_is_the_grids_seed_0():
     parent's checkpoint at the same LR."""
     from looped.config import to_yaml
 
-    specs, configs = demo.sweep_plan(QUICK)
+    specs, configs = bios.sweep_plan(QUICK)
     sweep = {s.name: (s.parent, s.branch_step, list(s.save_steps)) for s in specs}
     chosen = {FIXED: 1e-2, FIXED_FIRST: 3e-3, UNIFORM: 1e-3}  # any mix of the sweep's LRs
     grid, grid_configs = plan(replace(QUICK, lr=chosen))
-    merged = demo.merge_sweep(grid, specs)
+    merged = bios.merge_sweep(grid, specs)
     by = {s.name: s for s in merged}
     seed0 = [s for s in merged if s.seed == 0 and s.group in ("main", "main+depth", "tokens")]
     assert seed0 and all(s.name in sweep for s in seed0)
@@ -333,10 +335,10 @@ def test_the_comparison_names_only_settings_that_change_the_table():
 def test_the_demos_default_lrs_are_what_the_reference_sweeps_chose():
     """A plain demo uses fixed LRs; they must be the committed sweeps' choices, for both tracks."""
     root = Path(__file__).resolve().parents[1] / "results"
-    bios = json.loads((root / "demo.json").read_text())
+    grid = json.loads((root / "demo.json").read_text())
     text = json.loads((root / "demo_text.json").read_text())
-    assert bios["sweep"] and text["sweep"]  # the reference ran both sweeps
-    assert demo.BIOS_LR == bios["chosen_lr"]
+    assert grid["sweep"] and text["sweep"]  # the reference ran both sweeps
+    assert bios.BIOS_LR == grid["chosen_lr"]
     assert demo.TEXT_LR == text["chosen_lr"]
 
 

@@ -28,14 +28,14 @@ def test_grad_norm_by_depth_is_the_median_of_the_steps_of_each_depth_after_warmu
 
 def test_every_variant_sees_the_same_steps_and_tokens_and_the_probed_ones_keep_checkpoints():
     specs, configs = plan(QUICK)
-    assert {s.group for s in specs} == {"uniform", "fixed", "fixed-first", "per-micro", "no-k1"}
+    assert {s.variant for s in specs} == {"uniform", "fixed", "fixed-first", "per-micro", "no-k1"}
     tokens = {n: c.batch_size * c.grad_accum * c.seq_len for n, c in configs.items()}
     assert len(set(tokens.values())) == 1
     assert {c.max_steps for c in configs.values()} == {QUICK.steps}
     micro = configs["per-micro_s0"]
     assert micro.depth_per_micro and micro.grad_accum == 4
     assert not configs["uniform_s0"].depth_per_micro
-    saved = {s.group: s.save_steps for s in specs}
+    saved = {s.variant: s.save_steps for s in specs}
     assert saved["uniform"] == saved["fixed"] == list(QUICK.probe_at)
     assert saved["per-micro"] == saved["no-k1"] == []
 

@@ -10,16 +10,10 @@ from dataclasses import replace
 import pytest
 
 from looped import cli
+from looped.eval import stats
+from looped.eval.stats import STUDY_PAIR, best_lrs
 from looped.experiments import fidelity
-from looped.experiments.fidelity import (
-    QUICK,
-    STUDY_PAIR,
-    Plan,
-    best_lrs,
-    plan_comparison,
-    plan_study,
-    plan_sweep,
-)
+from looped.experiments.fidelity import QUICK, Plan, plan_comparison, plan_study, plan_sweep
 from looped.flops import flops_per_token, schedule_flops, tokens_per_step
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.schedules import parse_schedule
@@ -175,7 +169,7 @@ def test_study_sweeps_every_width_then_pairs_the_200m_recipe_with_uniform_at_its
          "mean_nll": 5.0 - (lr == max(TOY.study_lrs) and d == 16 and s == UNIFORM)}
         for s in STUDY_PAIR for d in TOY.study_d_models for lr in TOY.study_lrs
     ]  # fmt: skip
-    best = fidelity.study_best(rows)
+    best = stats.study_best(rows)
     assert best[16] == {RECIPE_200M: min(TOY.study_lrs), UNIFORM: max(TOY.study_lrs)}
     assert best[24] == dict.fromkeys(STUDY_PAIR, min(TOY.study_lrs))
     plan_study(plan, best)
@@ -208,7 +202,7 @@ def test_compare_and_study_gaps_pair_seeds_exactly():
         row(RECIPE_200M, 0, 4.2, ["tokens", "study"]),
         row(RECIPE_200M, 1, 4.5, ["tokens", "study"]),
     ]
-    table = {r["schedule"]: r for r in fidelity.compare(rows, "tokens", (UNIFORM, RECIPE_200M))}
+    table = {r["schedule"]: r for r in stats.compare(rows, "tokens", (UNIFORM, RECIPE_200M))}
     ff = table[RECIPE_200M]
     assert ff["mean_nll"]["mean"] == pytest.approx(4.35)
     # "vs uniform" is the mean of the paired per-seed differences, never a ratio of seed means
@@ -222,11 +216,11 @@ def test_compare_and_study_gaps_pair_seeds_exactly():
         {**row(UNIFORM, 0, 4.4, [f"flops:{RECIPE_200M}"], steps=6), "flops": 60.0},
         {**row(UNIFORM, 1, 5.0, [f"flops:{RECIPE_200M}"], steps=6), "flops": 60.0},
     ]
-    (eq,) = fidelity.compare(rows, "flops", (UNIFORM, RECIPE_200M))
+    (eq,) = stats.compare(rows, "flops", (UNIFORM, RECIPE_200M))
     assert eq["schedule"] == RECIPE_200M and eq["uniform_steps"] == 6
     assert eq["vs_uniform_by_seed"]["values"] == pytest.approx([4.2 / 4.4 - 1, 4.5 / 5.0 - 1])
     assert eq["compute_saving"] == pytest.approx(0.0)
-    (gap,) = fidelity.study_gaps(rows)
+    (gap,) = stats.study_gaps(rows)
     assert gap["gap"]["values"] == pytest.approx([0.05, -0.1])
     assert (gap["d_model"], gap["steps"]) == (16, 10)
 
@@ -345,6 +339,6 @@ def test_seed_spreads_name_the_schedule_whose_seeds_disagree_most():
                  run(RECIPE_200M, 5.03), run(RECIPE_200M, 5.29), run(RECIPE_200M, 5.01),
                  {"schedule": UNIFORM, "roles": ["sweep"], "mean_nll": 9.0}],  # not a seed
     }  # fmt: skip
-    spans = fidelity.seed_spreads(result)
+    spans = stats.seed_spreads(result)
     assert list(spans) == [UNIFORM, RECIPE_200M]
     assert spans[UNIFORM] == pytest.approx(1.04) and spans[RECIPE_200M] == pytest.approx(0.28)

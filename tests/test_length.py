@@ -235,7 +235,7 @@ def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
 
 def _synthetic_study() -> dict:
     """A length.json as `looped length` writes it, with made-up numbers: 4 lengths, 3 seeds."""
-    from looped.experiments.length import LABELS, SCHEDULES, cells
+    from looped.experiments.length import LABELS, SCHEDULES
 
     rows = []
     for i, steps in enumerate((30, 60, 120, 240)):
@@ -245,20 +245,20 @@ def _synthetic_study() -> dict:
                 rows.append({"schedule": s, "label": LABELS[s], "steps": steps, "seed": seed,
                              "lr": 3e-3, "tokens": steps * 4096, "params": 86_000,
                              "params_non_embedding": 53_000, "mean_nll": nll, "se": 0.01})  # fmt: skip
-    return {"cells": cells(rows, {"test": {"bigram": 4.2}}, SCHEDULES), "rows": rows,
+    return {"cells": stats.length_cells(rows, {"test": {"bigram": 4.2}}, SCHEDULES), "rows": rows,
             "baselines": {"test": {"bigram": 4.2, "unigram": 5.3}}}  # fmt: skip
 
 
 @pytest.mark.slow
 def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigram(tmp_path):
-    from looped.experiments.length import fig_gap, trends
+    from looped.experiments.length import fig_gap
     from looped.report import plots
 
     study = _synthetic_study()
     informative = {c["steps"]: c.get("verdict") for c in study["cells"] if "gap" in c}
     assert informative[30] == informative[60] == Verdict.NOT_INFORMATIVE.value  # 5.0, 4.5 > 4.2
     assert informative[240] != Verdict.NOT_INFORMATIVE.value
-    assert all(t["lengths"] == 2 for t in trends(study["cells"]).values())
+    assert all(t["lengths"] == 2 for t in stats.gap_trends(study["cells"]).values())
     original, seen = plots._check, []
     plots._check = lambda fig: seen.append(plots.readability_problems(fig))
     try:

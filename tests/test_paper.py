@@ -9,7 +9,6 @@ import looped.eval.stats as stats
 from looped import paper
 from looped.config import load_config
 from looped.eval.stats import Verdict
-from looped.experiments import fidelity
 from looped.flops import preset_rows
 from looped.report import sections as report
 
@@ -97,14 +96,14 @@ def _gap(*values: float) -> dict:
     ],
 )  # fmt: skip
 def test_the_headline_verdict_reads_the_95_percent_interval(values, verdict):
-    got, said = fidelity.gap_verdict(_gap(*values), paper.NLL_GAP[0])
+    got, said = stats.gap_verdict(_gap(*values), paper.NLL_GAP[0])
     assert got is verdict and said.startswith(verdict.value)
     iv = stats.interval(list(values))
     assert f"{iv.lo:+.1%} to {iv.hi:+.1%}" in said
 
 
 def test_a_text_row_whose_models_do_not_beat_the_bigram_gets_no_verdict():
-    got, said = fidelity.gap_verdict(_gap(-0.03, -0.01, -0.02), 0.005, informative=False)
+    got, said = stats.gap_verdict(_gap(-0.03, -0.01, -0.02), 0.005, informative=False)
     assert got is Verdict.NOT_INFORMATIVE and "bigram" in said
 
 

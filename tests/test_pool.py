@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from looped.errors import UserError
-from looped.experiments.demo import QUICK, collect, plan
-from looped.experiments.runner import RunSpec, diverged, execute
+from looped.experiments.bios import QUICK, collect, plan
+from looped.experiments.results import diverged
+from looped.experiments.runner import RunSpec, execute
 
 pytestmark = pytest.mark.slow  # every test trains runs in worker processes
 
@@ -76,7 +77,7 @@ def _script(out: Path, failing: bool) -> str:
 import sys
 from dataclasses import replace
 from pathlib import Path
-from looped.experiments.demo import QUICK, plan
+from looped.experiments.bios import QUICK, plan
 from looped.errors import UserError
 from looped.experiments.runner import execute
 specs, configs = plan(replace(QUICK, seeds=1, probe=False))

@@ -18,6 +18,10 @@ The verdict reads the interval against the paper's tolerance (fixed-first within
 
 A comparison whose models do not beat the bigram baseline gets NOT_INFORMATIVE, never one of
 the above (`eval.baselines`).
+
+Below the interval arithmetic: the numbers every study derives from its result rows (seed
+spreads, seed-paired tables, LR choices, trends). They live here, not in the studies, because
+the report layer renders them from results files and may not import the studies.
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from looped import paper
 
 # Student's t, 97.5% quantile, by degrees of freedom (a 95% two-sided interval)
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -129,5 +138,363 @@ def describe(verdict: Verdict, gap: Interval, tolerance: float = PAPER_TOLERANCE
     if gap.n < 2:
         return f"{verdict.value}: one seed, no interval"
     why = WHY[verdict].format(tol=f"{tolerance:.1%}")
-    return (f"{verdict.value}: 95% interval {gap.lo:+.1%} to {gap.hi:+.1%} over {gap.n} paired "
-            f"seeds, {why}")  # fmt: skip
+    return (
+        f"{verdict.value}: 95% interval {gap.lo:+.1%} to {gap.hi:+.1%} over {gap.n} paired "
+        f"seeds, {why}"
+    )
+
+
+# -- seed spreads and seed-paired tables -----------------------------------------------------
+# the scale study's pair: the paper's 200M recipe against uniform
+STUDY_PAIR = (paper.RECIPE_200M, paper.UNIFORM)
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """Mean, sample std, min, max and the values: how a number varies over seeds."""
+    arr = np.asarray(values, dtype=float)
+    return {
+        "mean": float(arr.mean()),
+        "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+        "min": float(arr.min()),
+        "max": float(arr.max()),
+        "values": [float(v) for v in arr],
+    }
+
+
+def compare_row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
+    """One table row of the text track: `runs` (one per seed) against `uni`, uniform's runs by
+    seed, each seed's NLL divided by that of uniform's run of the same seed."""
+    nll = spread([r["mean_nll"] for r in runs])
+    u_nll = float(np.mean([u["mean_nll"] for u in uni.values()]))
+    paired = [r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs if r["seed"] in uni]
+    flops, u_flops = (
+        np.mean([r["flops"] for r in runs]),
+        np.mean([u["flops"] for u in uni.values()]),
+    )
+    wall, u_wall = np.mean([r["wall"] for r in runs]), np.mean([u["wall"] for u in uni.values()])
+    return {
+        "schedule": schedule,
+        "label": paper.recipe_label(schedule),
+        "lr": runs[0]["lr"],
+        "seeds": len(runs),
+        "steps": runs[0]["steps"],
+        "tokens": runs[0]["tokens"],
+        "flops": float(flops),
+        "mean_nll": nll,
+        "vs_uniform": float(np.mean(paired)) if paired else nll["mean"] / u_nll - 1,
+        "vs_uniform_by_seed": spread(paired),
+        "compute_saving": float(1 - flops / u_flops),
+        "wall_saving": float(1 - wall / u_wall),
+        "depths": runs[0]["depths"],
+        "token_nll": np.mean([r["token_nll"] for r in runs], axis=0).tolist(),
+        "uniform_steps": next(iter(uni.values()))["steps"],
+        "uniform_nll": spread([u["mean_nll"] for u in uni.values()]),
+    }
+
+
+def by_seed(rows: list[dict], role: str, schedule: str) -> list[dict]:
+    """The rows of one schedule that serve `role`, in seed order."""
+    return sorted(
+        (r for r in rows if role in r["roles"] and r["schedule"] == schedule),
+        key=lambda r: r["seed"],
+    )
+
+
+def compare(rows: list[dict], role: str, schedules: tuple[str, ...]) -> list[dict]:
+    """One row per schedule, its seeds against uniform's. `role` "tokens": every schedule at the
+    same steps (uniform's row is the reference, 0%). "flops": each other schedule against uniform
+    trained on that schedule's modeled FLOPs (fewer steps); compute saved is then ~0 and the
+    difference is what the schedule buys at equal compute.
+
+    Each row: mean NLL over K=1..16 (seed mean, std, min, max), the relative difference from
+    uniform (of the seed means, and paired per seed), the modeled compute and measured wall-clock
+    saved, and the NLL at each serving depth (seed mean)."""
+    table = []
+    for s in schedules:
+        runs = by_seed(rows, "tokens", s)
+        if not runs or (role == "flops" and s == paper.UNIFORM):
+            continue
+        partner = by_seed(rows, "tokens" if role == "tokens" else f"flops:{s}", paper.UNIFORM)
+        if partner:
+            table.append(compare_row(s, runs, {u["seed"]: u for u in partner}))
+    return table
+
+
+def study_gaps(rows: list[dict]) -> list[dict]:
+    """Per (width, steps): the 200M recipe's relative gap from uniform (mean NLL over depths,
+    equal tokens), one value per seed paired with uniform's run of the same seed."""
+    ff_s, uni_s = STUDY_PAIR
+    study = [r for r in rows if "study" in r["roles"]]
+    out = []
+    for d_model, steps in sorted({(r["d_model"], r["steps"]) for r in study}):
+        cell = [r for r in study if (r["d_model"], r["steps"]) == (d_model, steps)]
+        uni = {r["seed"]: r for r in cell if r["schedule"] == uni_s}
+        ff = {r["seed"]: r for r in cell if r["schedule"] == ff_s}
+        seeds = sorted(set(uni) & set(ff))
+        if not seeds:
+            continue
+        gaps = [ff[k]["mean_nll"] / uni[k]["mean_nll"] - 1 for k in seeds]
+        out.append(
+            {
+                "d_model": d_model,
+                "params": cell[0]["params"],
+                "steps": steps,
+                "tokens": cell[0]["tokens"],
+                "gap": spread(gaps),
+                "uniform_nll": spread([uni[k]["mean_nll"] for k in seeds]),
+                "uniform_lr": uni[seeds[0]]["lr"],
+                "fixed_first_lr": ff[seeds[0]]["lr"],
+                "fixed_first_nll": spread([ff[k]["mean_nll"] for k in seeds]),
+            }
+        )
+    return out
+
+
+def seed_spreads(result: dict) -> dict[str, float]:
+    """Each schedule's max - min of the mean NLL over its equal-token seeds, widest first: which
+    schedule's seeds make a comparison undecided."""
+    spans = {}
+    for r in result["equal_tokens"]:
+        nll = [
+            x["mean_nll"]
+            for x in result["runs"]
+            if "tokens" in x["roles"] and x["schedule"] == r["schedule"]
+        ]
+        if len(nll) > 1:
+            spans[r["schedule"]] = max(nll) - min(nll)
+    return dict(sorted(spans.items(), key=lambda kv: -kv[1]))
+
+
+def main_at(rows: list[dict], schedule: str, budget: float) -> list[dict]:
+    """The bios grid's main runs of one schedule at one budget, in seed order."""
+    return sorted(
+        (
+            r
+            for r in rows
+            if r["schedule"] == schedule and r["budget"] == budget and "main" in r["group"]
+        ),
+        key=lambda r: r["seed"],
+    )
+
+
+def bios_summary(rows: list[dict], budget: float, tokens: bool = False) -> list[dict]:
+    """The bios track's table, seed means against uniform's full-budget runs. Equal FLOPs
+    (default): every main schedule at `budget`. `tokens`: fixed K=4 and fixed-first at uniform's
+    steps (group "tokens"), the paper's framing. Each row carries the seed spread of its mean
+    fact NLL and of its difference from uniform paired seed by seed."""
+    uni = main_at(rows, paper.UNIFORM, budget)
+    if not uni:
+        return []
+    seeds = {r["seed"]: r for r in uni}
+    table = []
+    for schedule in paper.MAIN_SCHEDULES:
+        if tokens and schedule != paper.UNIFORM:
+            runs = sorted(
+                (r for r in rows if r["schedule"] == schedule and "tokens" in r["group"]),
+                key=lambda r: r["seed"],
+            )
+        else:
+            runs = main_at(rows, schedule, budget)
+        if not runs:
+            continue
+        depths = runs[0]["depths"]
+        bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
+        nll = spread([float(np.mean(r["fact_nll"])) for r in runs])
+        u_nll = float(np.mean([np.mean(r["fact_nll"]) for r in uni]))
+        paired = [
+            float(np.mean(r["fact_nll"]) / np.mean(seeds[r["seed"]]["fact_nll"]) - 1)
+            for r in runs
+            if r["seed"] in seeds
+        ]
+        table.append(
+            {
+                "schedule": schedule,
+                "label": paper.LABELS[schedule],
+                "seeds": len(runs),
+                "steps": runs[0]["steps"],
+                "lr": runs[0].get("lr"),
+                "compute_vs_uniform": float(
+                    np.mean([r["flops"] for r in runs]) / np.mean([r["flops"] for r in uni])
+                ),
+                "wall_vs_uniform": float(
+                    np.mean([r["wall"] for r in runs]) / np.mean([r["wall"] for r in uni])
+                ),
+                "mean_fact_nll": nll["mean"],
+                "fact_nll_vs_uniform": nll["mean"] / u_nll - 1,
+                "fact_nll": nll,
+                "vs_uniform_by_seed": spread(paired),
+                "bits": {
+                    str(k): float(bits[depths.index(k)])
+                    for k in (1, 4, 8, 16)
+                    if bits is not None and k in depths
+                },
+            }
+        )
+    return table
+
+
+# -- learning-rate choice --------------------------------------------------------------------
+def best_lrs(sweep: list[dict]) -> dict[str, float]:
+    """Each schedule's LR with the lowest validation NLL (mean over serving depths, then over
+    the sweep's seeds; ties: the smaller LR). Test windows never choose anything."""
+    by: dict[tuple[str, float], list[float]] = {}
+    for r in sweep:
+        by.setdefault((r["schedule"], r["lr"]), []).append(r.get("val_mean_nll", r["mean_nll"]))
+    best: dict[str, tuple[float, float]] = {}
+    for (schedule, lr), vals in sorted(by.items(), key=lambda kv: kv[0][1]):
+        if schedule not in best or np.mean(vals) < best[schedule][0]:
+            best[schedule] = (float(np.mean(vals)), lr)
+    return {s: lr for s, (_, lr) in best.items()}
+
+
+def study_best(rows: list[dict]) -> dict[int, dict[str, float]]:
+    """Per width, each schedule's best LR of the study sweep (lowest mean NLL; ties: smaller)."""
+    widths = sorted({r["d_model"] for r in rows if "study-sweep" in r["roles"]})
+    return {
+        d: best_lrs([r for r in rows if "study-sweep" in r["roles"] and r["d_model"] == d])
+        for d in widths
+    }
+
+
+def sweep_means(rows: list[dict]) -> list[tuple[float, float]]:
+    """(LR, mean validation NLL over the sweep's seeds) of one schedule's sweep rows, by LR."""
+    by: dict[float, list[float]] = {}
+    for r in rows:
+        if r.get("mean_nll") is not None:
+            by.setdefault(r["lr"], []).append(r["mean_nll"])
+    return sorted((lr, float(np.mean(v))) for lr, v in by.items())
+
+
+def at_edge(chosen: dict[str, float], lrs: tuple[float, ...] | list[float]) -> list[str]:
+    """The schedules whose chosen LR is the smallest or largest swept: their optimum may lie
+    beyond the sweep."""
+    return [s for s, lr in chosen.items() if lr in (min(lrs), max(lrs))]
+
+
+def choose_lrs(table: dict[tuple[str, int], dict[float, list[float]]]) -> dict:
+    """Per schedule and length, from each LR's validation NLLs over the sweep's seeds (infinite
+    for a diverged run): the LR with the lowest mean (ties: the smaller LR), every LR's mean, and
+    whether the choice sits at an edge of the LRs tried ("low" or "high"; None inside)."""
+    out: dict[str, dict[int, dict]] = {}
+    for (schedule, steps), by_lr in table.items():
+        means = {lr: float(np.mean(v)) for lr, v in by_lr.items()}
+        finite = {lr: m for lr, m in means.items() if math.isfinite(m)}
+        best = min(sorted(finite), key=lambda lr: finite[lr])
+        edge = "low" if best == min(means) else "high" if best == max(means) else None
+        out.setdefault(schedule, {})[steps] = {"lr": best, "val": means, "edge": edge}
+    return out
+
+
+# -- baselines and verdicts ------------------------------------------------------------------
+def worst_nll(rows: list[dict]) -> float:
+    """The highest mean NLL of any seed of any schedule in these table rows, uniform's included:
+    what has to beat the bigram table for the rows to mean anything."""
+    return max(max(r["mean_nll"]["max"], r["uniform_nll"]["max"]) for r in rows)
+
+
+def beats_bigram(result: dict, baseline: dict | None) -> bool:
+    """Whether every reported model (each schedule's every seed, equal tokens) scores below the
+    bigram table on the same windows: the condition for any verdict on this track."""
+    if not baseline:
+        return False
+    worst = worst_nll(result["equal_tokens"])
+    return worst < baseline["bigram"]
+
+
+def gap_verdict(gap: dict, tolerance: float, informative: bool = True) -> tuple[Verdict, str]:
+    """(verdict, sentence) for "fixed-first is no worse than uniform, within `tolerance`", read
+    from the 95% interval of the per-seed paired differences (negative: fixed-first better).
+    `informative` False (its models do not beat a bigram table) gives no verdict at all."""
+    iv = interval(gap["values"]) if len(gap.get("values", [])) > 1 else None
+    if iv is None:  # one seed: no interval, so nothing can be decided
+        iv = Interval(gap["mean"], -math.inf, math.inf, 1, (gap["mean"],))
+    found = verdict(iv, tolerance, informative)
+    return found, describe(found, iv, tolerance)
+
+
+# -- the length study: cells and trends ------------------------------------------------------
+def length_cells(rows: list[dict], base: dict, schedules: tuple[str, ...]) -> list[dict]:
+    """Per length and schedule: the seed mean and spread, tokens per parameter, whether it beats
+    the bigram, and (against uniform) the paired gap, its interval and its verdict."""
+    bigram = base["test"]["bigram"]
+    out = []
+    for steps in sorted({r["steps"] for r in rows}):
+        at = {
+            s: sorted(
+                (r for r in rows if r["steps"] == steps and r["schedule"] == s),
+                key=lambda r: r["seed"],
+            )
+            for s in schedules
+        }
+        uni = [r["mean_nll"] for r in at[paper.UNIFORM]]
+        for s in schedules:
+            mine = [r["mean_nll"] for r in at[s]]
+            first = at[s][0]
+            cell = {
+                "steps": steps,
+                "schedule": s,
+                "label": first["label"],
+                "lr": first["lr"],
+                "tokens": first["tokens"],
+                "seeds": len(mine),
+                "mean_nll": float(np.mean(mine)),
+                "seed_nll": mine,
+                "se_windows": float(np.mean([r["se"] for r in at[s]])),
+                "tokens_per_param": first["tokens"] / first["params"],
+                "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
+                "beats_bigram": bool(max(mine) < bigram),
+            }
+            if s != paper.UNIFORM and len(mine) == len(uni) > 1:
+                gap = paired_gap(mine, uni)
+                informative = cell["beats_bigram"] and bool(max(uni) < bigram)
+                cell["gap"] = gap.as_dict()
+                cell["verdict"] = verdict(gap, informative=informative).value
+            out.append(cell)
+    return out
+
+
+def gap_trends(table: list[dict]) -> dict[str, dict]:
+    """Per schedule: the slope of the signed gap (every seed's value) against log2(tokens),
+    with its interval, over the informative lengths; where it points."""
+    out = {}
+    for s in {c["schedule"] for c in table if "gap" in c}:
+        pts = [
+            (math.log2(c["tokens"]), v)
+            for c in table
+            if c["schedule"] == s and "gap" in c and c["verdict"] != Verdict.NOT_INFORMATIVE.value
+            for v in c["gap"]["values"]
+        ]
+        if len({x for x, _ in pts}) < 2 or len(pts) < 3:
+            out[s] = {"lengths": len({x for x, _ in pts}), "slope": None}
+            continue
+        fit = slope([x for x, _ in pts], [y for _, y in pts])
+        out[s] = {
+            "lengths": len({x for x, _ in pts}),
+            "slope": fit.as_dict(),
+            "direction": trend_direction(fit),
+        }
+    return out
+
+
+def trend_direction(fit: Interval) -> str:
+    """Where the signed gap moves per doubling of tokens: "falling", "rising" (interval off zero)
+    or "no clear trend"; the sign convention: positive gap = the schedule is behind uniform."""
+    if fit.hi < 0:
+        return "falling"
+    if fit.lo > 0:
+        return "rising"
+    return "no clear trend"
+
+
+# -- the diagnosis: how much of a gap an intervention closes ---------------------------------
+def seed_shares(v: dict, variant: str) -> list[float]:
+    """The share of the uniform-to-fixed-first gap a variant closes, seed by seed."""
+    u, f, x = (v[k]["seed_mean_nll"] for k in ("uniform", "fixed-first", variant))
+    return [(a - c) / (a - b) for a, b, c in zip(u, f, x, strict=True) if abs(a - b) > 1e-12]
+
+
+def closed_share(v: dict, variant: str) -> float:
+    """The share of the uniform-to-fixed-first gap (seed-mean NLL) a variant closes; 0 when
+    the two end level."""
+    u, f = v["uniform"]["mean_nll"], v["fixed-first"]["mean_nll"]
+    return (u - v[variant]["mean_nll"]) / (u - f) if abs(u - f) > 1e-12 else 0.0

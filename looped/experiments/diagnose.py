@@ -41,8 +41,13 @@ import numpy as np
 from looped import paper
 from looped.config import OverrideParser, TrainConfig, to_yaml
 from looped.errors import UserError
-from looped.experiments.demo import BIOS_LR, DemoSettings, base_config, eval_row
-from looped.experiments.runner import RunSpec, execute, read_metrics
+from looped.eval.stats import closed_share as _share  # the name the prose below reads
+from looped.eval.stats import seed_shares
+from looped.experiments.bios import BIOS_LR, DemoSettings, base_config, eval_row, resolve_budget
+from looped.experiments.plan import Planner
+from looped.experiments.probes import agreement_at
+from looped.experiments.results import read_metrics
+from looped.experiments.runner import RunSpec, execute
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.lock import dir_lock
 
@@ -75,6 +80,13 @@ PROBED = ("uniform", "fixed")  # runs whose checkpoints get the gradient-agreeme
 
 
 @dataclass
+class VariantRun(RunSpec):
+    """A run of the diagnosis: which variant it trains."""
+
+    variant: str = ""
+
+
+@dataclass
 class DiagnoseSettings:
     preset: str = "demo"  # training preset (bios, d=64, batch 32x128)
     steps: int = 150  # optimizer steps of every variant (about uniform's at the demo's budget)
@@ -99,13 +111,11 @@ QUICK = DiagnoseSettings(
 )  # fmt: skip
 
 
-def plan(settings: DiagnoseSettings) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
+def plan(settings: DiagnoseSettings) -> tuple[list[VariantRun], dict[str, TrainConfig]]:
     """One run per (variant, seed), all `steps` long, checkpointed at the probe steps."""
-    from looped.experiments.demo import resolve_budget
-
     base = DemoSettings(preset=settings.preset, overrides=list(settings.overrides))
     _, vocab = resolve_budget(base)  # the vocabulary the trainer will fit to the corpus
-    specs, configs = [], {}
+    planner = Planner()
     for seed in range(settings.seeds):
         for variant, (schedule, extra) in VARIANTS.items():
             lr = BIOS_LR.get(schedule, BIOS_LR[paper.UNIFORM])  # the demo's tuned LRs
@@ -125,11 +135,11 @@ def plan(settings: DiagnoseSettings) -> tuple[list[RunSpec], dict[str, TrainConf
             cfg.keep_last, cfg.model.vocab_size = 1, vocab
             name = f"{variant}_s{seed}"
             save = [s for s in settings.probe_at if variant in PROBED and s <= settings.steps]
-            specs.append(
-                RunSpec(name, schedule, 0.0, seed, variant, settings.steps, save_steps=save)
+            spec = VariantRun(
+                name, schedule, seed, settings.steps, save_steps=save, variant=variant
             )
-            configs[name] = cfg
-    return specs, configs
+            planner.add(spec, cfg)
+    return planner.specs()  # type: ignore[return-value]
 
 
 def grad_norm_by_depth(metrics: list[dict], after: int) -> dict[int, float]:
@@ -142,14 +152,12 @@ def grad_norm_by_depth(metrics: list[dict], after: int) -> dict[int, float]:
     return {k: float(np.median(v)) for k, v in sorted(by.items())}
 
 
-def collect(settings: DiagnoseSettings, specs: list[RunSpec], runs_dir: Path) -> dict:
+def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path) -> dict:
     """Per variant: serving-depth NLL at the end (seed mean and spread), gradient norms by depth,
     and gradient agreement at each probed checkpoint (seed 0)."""
-    from looped.experiments.probes import agreement_at
-
     out: dict[str, Any] = {}
     for variant in VARIANTS:
-        runs = [s for s in specs if s.group == variant]
+        runs = [s for s in specs if s.variant == variant]
         rows, norms = [], []
         for spec in runs:
             metrics = read_metrics(runs_dir / spec.name)
@@ -160,20 +168,31 @@ def collect(settings: DiagnoseSettings, specs: list[RunSpec], runs_dir: Path) ->
         key = "fact_nll" if "fact_nll" in rows[0] else "token_nll"
         means = [float(np.mean(r[key])) for r in rows]
         entry = {
-            "label": LABELS[variant], "schedule": runs[0].schedule, "metric": key,
-            "depths": rows[0]["depths"], "nll": np.mean([r[key] for r in rows], 0).tolist(),
-            "mean_nll": float(np.mean(means)), "seed_mean_nll": means,
-            "grad_norm_by_depth": {str(k): float(np.mean([n[k] for n in norms if k in n]))
-                                   for k in sorted({k for n in norms for k in n})},
-        }  # fmt: skip
+            "label": LABELS[variant],
+            "schedule": runs[0].schedule,
+            "metric": key,
+            "depths": rows[0]["depths"],
+            "nll": np.mean([r[key] for r in rows], 0).tolist(),
+            "mean_nll": float(np.mean(means)),
+            "seed_mean_nll": means,
+            "grad_norm_by_depth": {
+                str(k): float(np.mean([n[k] for n in norms if k in n]))
+                for k in sorted({k for n in norms for k in n})
+            },
+        }
         if variant in PROBED:
             entry["agreement"] = [
-                {k: v for k, v in agreement_at(
-                    runs_dir / runs[0].name / "checkpoints" / f"step_{s:07d}",
-                    list(settings.probe_depths), settings.probe_batches,
-                ).items() if k not in ("per_batch", "checkpoint")}
+                {
+                    k: v
+                    for k, v in agreement_at(
+                        runs_dir / runs[0].name / "checkpoints" / f"step_{s:07d}",
+                        list(settings.probe_depths),
+                        settings.probe_batches,
+                    ).items()
+                    if k not in ("per_batch", "checkpoint")
+                }
                 for s in runs[0].save_steps
-            ]  # fmt: skip
+            ]
         out[variant] = entry
     return out
 
@@ -201,15 +220,19 @@ def _run_diagnose(
     cfg0 = configs[specs[0].name]
     result = {
         "meta": {
-            "settings": asdict(settings), "preset": settings.preset, "dtype": cfg0.dtype,
-            "d_model": cfg0.model.d_model, "tokens_per_step": cfg0.batch_size * cfg0.seq_len
-            * cfg0.grad_accum, "runs_trained": trained, "wall_seconds": time.time() - t0,
+            "settings": asdict(settings),
+            "preset": settings.preset,
+            "dtype": cfg0.dtype,
+            "d_model": cfg0.model.d_model,
+            "tokens_per_step": cfg0.batch_size * cfg0.seq_len * cfg0.grad_accum,
+            "runs_trained": trained,
+            "wall_seconds": time.time() - t0,
             "train_seconds": train_seconds,
             "grad_clip": cfg0.optim.grad_clip,
-            "lr": {s.group: configs[s.name].optim.lr for s in specs if s.seed == 0},
+            "lr": {s.variant: configs[s.name].optim.lr for s in specs if s.seed == 0},
         },
         "variants": variants,
-    }  # fmt: skip
+    }
     results.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(results, json.dumps(result, indent=1))
     paths = draw(result, figures)
@@ -234,12 +257,6 @@ def format_summary(result: dict) -> str:
             else f"| {entry['label']} | {entry['mean_nll']:.3f} | {entry['mean_nll'] / base - 1:+.1%} | - | - |"
         )
     return "\n".join(lines)
-
-
-def seed_shares(v: dict, variant: str) -> list[float]:
-    """The share of the uniform-to-fixed-first gap a variant closes, seed by seed."""
-    u, f, x = (v[k]["seed_mean_nll"] for k in ("uniform", "fixed-first", variant))
-    return [(a - c) / (a - b) for a, b, c in zip(u, f, x, strict=True) if abs(a - b) > 1e-12]
 
 
 def _closes(v: dict, variant: str) -> str:
@@ -306,11 +323,6 @@ def section(result: dict) -> str:
         f"- **Reading**: {_reading(v)} {_certainty(v, s['seeds'])}",
     ]
     return "\n".join(lines)
-
-
-def _share(v: dict, variant: str) -> float:
-    u, f = v["uniform"]["mean_nll"], v["fixed-first"]["mean_nll"]
-    return (u - v[variant]["mean_nll"]) / (u - f) if abs(u - f) > 1e-12 else 0.0
 
 
 def _reading(v: dict) -> str:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import re
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -57,28 +56,54 @@ import numpy as np
 import looped.eval.stats as stats
 from looped import paper
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
+from looped.data.text import (
+    META,
+    NAMED_CORPORA,
+    TokenShards,
+    prepare_documents,
+    prepare_text,
+    read_meta,
+)
 from looped.errors import UserError
+from looped.eval.baselines import corpus_baselines
+from looped.eval.evaluate import token_nll_of
 from looped.eval.heldout import heldout_nll
-from looped.experiments.runner import (
-    RunSpec,
+from looped.eval.stats import (
+    STUDY_PAIR,
+    at_edge,
+    beats_bigram,
+    best_lrs,
+    compare,
+    gap_verdict,
+    seed_spreads,
+    study_best,
+    study_gaps,
+    sweep_means,
+    worst_nll,
+)
+from looped.experiments.plan import Planner
+from looped.experiments.results import (
     before_branch,
+    branched_wall,
     diverged,
-    execute,
     keep_earlier_times,
     machine_name,
-    progress_mode,
     read_metrics,
     train_wall,
 )
+from looped.experiments.runner import RunSpec, execute, progress_mode
+from looped.flops import schedule_flops, tokens_per_step
+from looped.model import LoopedTransformer, fit_vocab
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.paper import recipe_label as label
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
 from looped.runtime.lock import dir_lock
+from looped.schedules import parse_schedule
+from looped.training.trainer import total_steps_for
 
 # the schedules compared, in the order tables and legends list them
 SCHEDULES = (UNIFORM, RECIPE_200M, RECIPES_1B[1], FIXED)
-# the study's pair: the paper's 200M recipe against uniform
-STUDY_PAIR = (RECIPE_200M, UNIFORM)
 
 
 @dataclass
@@ -145,8 +170,6 @@ def ensure_corpus(settings: FidelitySettings, out: Path, quiet: bool = False) ->
     Train, val (LR choice) and test (reported numbers), the tokenizer fit on train alone; the
     built-in corpora also keep near-duplicate files in one split (`data.text.prepare_documents`),
     a hub or local corpus splits by a hash of each document (`prepare_text(test_frac=...)`)."""
-    from looped.data.text import META, NAMED_CORPORA, prepare_documents, prepare_text, read_meta
-
     directory = corpus_dir(settings, out)
     dataset = str(Path(settings.dataset).expanduser()) if settings.dataset else ""
     if (directory / META).is_file():
@@ -162,9 +185,14 @@ def ensure_corpus(settings: FidelitySettings, out: Path, quiet: bool = False) ->
         if dataset in NAMED_CORPORA:
             named = NAMED_CORPORA[dataset]()[: settings.max_docs]
             meta = prepare_documents(
-                directory, named, settings.tokenizer, settings.held_out, settings.held_out,
-                dataset, overwrite=True,
-            )  # fmt: skip
+                directory,
+                named,
+                settings.tokenizer,
+                settings.held_out,
+                settings.held_out,
+                dataset,
+                overwrite=True,
+            )
         else:
             meta = prepare_text(
                 directory,
@@ -202,16 +230,28 @@ def run_config(
     budget_flops: float = 0.0,
 ) -> TrainConfig:
     """One run's config: the preset, the settings, then the user's overrides (which win)."""
-    from looped.model import fit_vocab
-
-    overrides = [
-        "data.kind=text", f"data.path={corpus['path']}", f"model.d_model={d_model}",
-        f"model.n_head={settings.n_head}", f"model.seq_len={settings.seq_len}",
-        f"seq_len={settings.seq_len}", f"batch_size={settings.batch_size}",
-        f"optim.warmup_steps={settings.warmup_steps}", f"eval_batches={settings.eval_batches}",
-        "eval_depths=1-16", "eval_interval=0", "log_interval=5", "keep_last=1",
-        f"max_steps={steps}", f"budget_flops={budget_flops}", "paper_schedules=[]",
-    ] + settings.overrides + [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]  # fmt: skip
+    overrides = (
+        [
+            "data.kind=text",
+            f"data.path={corpus['path']}",
+            f"model.d_model={d_model}",
+            f"model.n_head={settings.n_head}",
+            f"model.seq_len={settings.seq_len}",
+            f"seq_len={settings.seq_len}",
+            f"batch_size={settings.batch_size}",
+            f"optim.warmup_steps={settings.warmup_steps}",
+            f"eval_batches={settings.eval_batches}",
+            "eval_depths=1-16",
+            "eval_interval=0",
+            "log_interval=5",
+            "keep_last=1",
+            f"max_steps={steps}",
+            f"budget_flops={budget_flops}",
+            "paper_schedules=[]",
+        ]
+        + settings.overrides
+        + [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]
+    )
     cfg = load_config(settings.preset, overrides)
     cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, corpus["vocab_size"])
     cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))  # as the trainer will
@@ -236,6 +276,12 @@ class Plan:
     def __init__(self, settings: FidelitySettings, corpus: dict[str, Any]) -> None:
         self.settings, self.corpus = settings, corpus
         self.runs: dict[str, Planned] = {}
+        self.planner = Planner()
+
+    def include(self, run: Planned) -> None:
+        """Take `run` (planned elsewhere) into this plan as it is, so that runs can branch off it."""
+        self.runs[run.spec.name] = run
+        self.planner.runs[run.spec.name], self.planner.configs[run.spec.name] = run.spec, run.cfg
 
     def add(
         self,
@@ -250,34 +296,29 @@ class Plan:
         """Add a run of `steps` steps, or of as many steps as fit `budget_flops`; with a `parent`,
         the run branches off the parent's checkpoint where the two agree (warmup-stable-decay:
         up to the shorter run's decay), which is exactly the run trained from scratch."""
-        from looped.training.lineage import branch_point
-        from looped.training.trainer import total_steps_for
-
         cfg = run_config(
-            self.settings, self.corpus, schedule=schedule, lr=lr, seed=seed, d_model=d_model,
+            self.settings,
+            self.corpus,
+            schedule=schedule,
+            lr=lr,
+            seed=seed,
+            d_model=d_model,
             **length,
-        )  # fmt: skip
+        )
         steps = total_steps_for(cfg)  # the trainer's own derivation
         name = run_name(schedule, d_model, lr, steps, seed)
         if name not in self.runs:
-            spec = RunSpec(name, schedule, 0.0, seed, role, steps=steps)
-            if parent is not None and parent.spec.name != name:
-                at = branch_point(cfg, steps, parent.cfg, parent.spec.steps)
-                if at > 0:
-                    spec.parent, spec.branch_step = parent.spec.name, at
-                    if at not in parent.spec.save_steps:
-                        parent.spec.save_steps.append(at)
+            parents = [parent.spec.name] if parent is not None else []
+            spec = self.planner.add(RunSpec(name, schedule, seed, steps), cfg, parents)
             self.runs[name] = Planned(spec, cfg, lr, d_model)
         self.runs[name].roles.add(role)
-        self.runs[name].spec.group = "+".join(sorted(self.runs[name].roles))
         # only a run that serves the sweeps alone may end diverged without stopping the track
         self.runs[name].spec.may_diverge = all("sweep" in r for r in self.runs[name].roles)
         return self.runs[name]
 
     def specs(self, names: set[str] | None = None) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
-        """pool.execute's arguments for the runs named (all by default)."""
-        chosen = [p for n, p in self.runs.items() if names is None or n in names]
-        return [p.spec for p in chosen], {p.spec.name: p.cfg for p in chosen}
+        """runner.execute's arguments for the runs named (all by default)."""
+        return self.planner.specs(names)
 
 
 def plan_sweep(plan: Plan) -> None:
@@ -296,11 +337,8 @@ def plan_sweep(plan: Plan) -> None:
 def _flop_partners(plan: Plan, uni: Planned) -> list[Planned]:
     """Uniform runs (not added to the plan) at each other schedule's modeled FLOPs of `steps`
     steps, branching off `uni`, uniform's `steps`-step run."""
-    from looped.flops import schedule_flops, tokens_per_step
-    from looped.schedules import parse_schedule
-
     s, scratch = plan.settings, Plan(plan.settings, plan.corpus)
-    scratch.runs[uni.spec.name] = replace(uni, spec=replace(uni.spec, save_steps=[]))
+    scratch.include(replace(uni, spec=replace(uni.spec, save_steps=[])))
     partners = []
     for schedule in s.schedules:
         if schedule != UNIFORM:
@@ -310,10 +348,17 @@ def _flop_partners(plan: Plan, uni: Planned) -> list[Planned]:
             budget = schedule_flops(
                 cfg.model, parse_schedule(schedule), s.steps, tokens_per_step(cfg), cfg.seq_len
             )
-            partners.append(scratch.add(
-                f"flops:{schedule}", UNIFORM, uni.lr, uni.spec.seed, uni.d_model,
-                parent=scratch.runs[uni.spec.name], budget_flops=budget,
-            ))  # fmt: skip
+            partners.append(
+                scratch.add(
+                    f"flops:{schedule}",
+                    UNIFORM,
+                    uni.lr,
+                    uni.spec.seed,
+                    uni.d_model,
+                    parent=scratch.runs[uni.spec.name],
+                    budget_flops=budget,
+                )
+            )
     return partners
 
 
@@ -330,8 +375,15 @@ def plan_comparison(plan: Plan, best: dict[str, float]) -> None:
                 plan.add("tokens", schedule, best[schedule], seed, s.d_model, steps=s.steps)
         for partner in _flop_partners(plan, uni):
             for role in partner.roles:  # two schedules of equal FLOPs share one uniform run
-                plan.add(role, UNIFORM, uni.lr, seed, s.d_model, parent=uni,
-                         budget_flops=partner.cfg.budget_flops)  # fmt: skip
+                plan.add(
+                    role,
+                    UNIFORM,
+                    uni.lr,
+                    seed,
+                    s.d_model,
+                    parent=uni,
+                    budget_flops=partner.cfg.budget_flops,
+                )
 
 
 def plan_study_sweep(plan: Plan) -> None:
@@ -342,15 +394,6 @@ def plan_study_sweep(plan: Plan) -> None:
         for schedule in STUDY_PAIR:
             for lr, seed in itertools.product(s.study_lrs, range(s.sweep_seeds)):
                 plan.add("study-sweep", schedule, lr, seed, d_model, steps=min(s.study_steps))
-
-
-def study_best(rows: list[dict]) -> dict[int, dict[str, float]]:
-    """Per width, each schedule's best LR of the study sweep (lowest mean NLL; ties: smaller)."""
-    widths = sorted({r["d_model"] for r in rows if "study-sweep" in r["roles"]})
-    return {
-        d: best_lrs([r for r in rows if "study-sweep" in r["roles"] and r["d_model"] == d])
-        for d in widths
-    }
 
 
 def plan_study(plan: Plan, best: dict[int, dict[str, float]]) -> None:
@@ -369,11 +412,6 @@ def plan_study(plan: Plan, best: dict[int, dict[str, float]]) -> None:
 def collect(plan: Plan, runs_dir: Path) -> list[dict]:
     """One row per run: what it was (schedule, LR, seed, width, steps, tokens, modeled FLOPs)
     and what it measured (train wall seconds, token NLL per serving depth, final loss)."""
-    from looped.eval.evaluate import token_nll_of
-    from looped.flops import schedule_flops, tokens_per_step
-    from looped.model import LoopedTransformer
-    from looped.schedules import parse_schedule
-
     params: dict[int, int] = {}
     rows = []
     windows = test_windows(plan)
@@ -384,7 +422,8 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
         summary = json.loads((runs_dir / name / "summary.json").read_text())
         train = [m for m in metrics if m["kind"] == "train"]
         evals = [m for m in metrics if m["kind"] == "eval"]
-        parent = [m for m in before_branch(runs_dir, p.spec) if m["kind"] == "train"]
+        inherited = before_branch(runs_dir, p.spec.parent, p.spec.branch_step)
+        parent = [m for m in inherited if m["kind"] == "train"]
         nll = token_nll_of(evals[-1])  # the validation windows
         depths = sorted(int(k) for k in nll)
         val = [nll[str(k)] for k in depths]
@@ -394,28 +433,43 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
         tokens = tokens_per_step(p.cfg)
         if p.d_model not in params:
             params[p.d_model] = LoopedTransformer(p.cfg.model).num_params()
-        rows.append({
-            "name": name, "schedule": p.spec.schedule, "label": label(p.spec.schedule),
-            "roles": sorted(p.roles), "lr": p.lr, "seed": p.spec.seed, "d_model": p.d_model,
-            "params": params[p.d_model], "steps": p.spec.steps, "tokens": p.spec.steps * tokens,
-            "flops": schedule_flops(p.cfg.model, parse_schedule(p.spec.schedule, p.spec.seed), p.spec.steps, tokens, p.cfg.seq_len),
-            "wall": _wall(train, parent, p.spec.branch_step), "final_loss": summary["final_loss"],
-            "own_wall": train_wall(train[-1]) if train else 0.0,
-            "depths": depths, "val_token_nll": val, "val_mean_nll": float(np.mean(val)),
-            "token_nll": held["token_nll"] if held else val,
-            "mean_nll": held["mean_nll"] if held else float(np.mean(val)),
-            "se_windows": held["se"] if held else None,
-            "curve": [[m["step"], m["loss"], m["depth"]] for m in parent + train],
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": name,
+                "schedule": p.spec.schedule,
+                "label": label(p.spec.schedule),
+                "roles": sorted(p.roles),
+                "lr": p.lr,
+                "seed": p.spec.seed,
+                "d_model": p.d_model,
+                "params": params[p.d_model],
+                "steps": p.spec.steps,
+                "tokens": p.spec.steps * tokens,
+                "flops": schedule_flops(
+                    p.cfg.model,
+                    parse_schedule(p.spec.schedule, p.spec.seed),
+                    p.spec.steps,
+                    tokens,
+                    p.cfg.seq_len,
+                ),
+                "wall": branched_wall(train, parent, p.spec.branch_step),
+                "final_loss": summary["final_loss"],
+                "own_wall": train_wall(train[-1]) if train else 0.0,
+                "depths": depths,
+                "val_token_nll": val,
+                "val_mean_nll": float(np.mean(val)),
+                "token_nll": held["token_nll"] if held else val,
+                "mean_nll": held["mean_nll"] if held else float(np.mean(val)),
+                "se_windows": held["se"] if held else None,
+                "curve": [[m["step"], m["loss"], m["depth"]] for m in parent + train],
+            }
+        )
     return rows
 
 
 def held_out_baselines(plan: Plan) -> dict[str, Any]:
     """Unigram and bigram count tables fit on train, scored on the windows the reported numbers
     use (test; validation for a corpus without a test split), k chosen on validation."""
-    from looped.data.text import TokenShards
-    from looped.eval.baselines import corpus_baselines
-
     c, path = next(iter(plan.runs.values())).cfg, plan.corpus["path"]  # as the runs evaluate
     val = list(TokenShards(path, "val").iter_eval_batches(c.batch_size, c.seq_len, c.eval_batches))
     scored_on = test_windows(plan)
@@ -426,127 +480,11 @@ def held_out_baselines(plan: Plan) -> dict[str, Any]:
 def test_windows(plan: Plan) -> list | None:
     """The test windows every reported run is scored on (None for a corpus written before
     corpora had a test split: its validation windows are then the only held-out ones)."""
-    from looped.data.text import TokenShards, read_meta
-
     if "test" not in read_meta(plan.corpus["path"])["splits"]:
         return None
     c = next(iter(plan.runs.values())).cfg  # the windows' shape: as the runs' own evaluation
     shards = TokenShards(plan.corpus["path"], "test")
     return list(shards.iter_eval_batches(c.batch_size, c.seq_len, c.eval_batches, "test"))
-
-
-def _wall(train: list[dict], parent: list[dict], branch_step: int) -> float:
-    """A run's training seconds; a branch adds its parent's up to the branch step (`parent`: its
-    train records up to there; the last logged one scaled to the branch step), as if it had
-    trained from scratch."""
-    wall = train_wall(train[-1]) if train else 0.0
-    if parent:
-        wall += train_wall(parent[-1]) * branch_step / parent[-1]["step"]
-    return wall
-
-
-def best_lrs(sweep: list[dict]) -> dict[str, float]:
-    """Each schedule's LR with the lowest validation NLL (mean over serving depths, then over
-    the sweep's seeds; ties: the smaller LR). Test windows never choose anything."""
-    by: dict[tuple[str, float], list[float]] = {}
-    for r in sweep:
-        by.setdefault((r["schedule"], r["lr"]), []).append(r.get("val_mean_nll", r["mean_nll"]))
-    best: dict[str, tuple[float, float]] = {}
-    for (schedule, lr), vals in sorted(by.items(), key=lambda kv: kv[0][1]):
-        if schedule not in best or np.mean(vals) < best[schedule][0]:
-            best[schedule] = (float(np.mean(vals)), lr)
-    return {s: lr for s, (_, lr) in best.items()}
-
-
-def spread(values: list[float]) -> dict[str, Any]:
-    """Mean, sample std, min, max and the values: how a number varies over seeds."""
-    arr = np.asarray(values, dtype=float)
-    return {
-        "mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
-        "min": float(arr.min()), "max": float(arr.max()), "values": [float(v) for v in arr],
-    }  # fmt: skip
-
-
-def _row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
-    """One table row: `runs` (one per seed) against `uni`, uniform's runs by seed."""
-    nll = spread([r["mean_nll"] for r in runs])
-    u_nll = float(np.mean([u["mean_nll"] for u in uni.values()]))
-    paired = [r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs if r["seed"] in uni]
-    flops, u_flops = (
-        np.mean([r["flops"] for r in runs]),
-        np.mean([u["flops"] for u in uni.values()]),
-    )
-    wall, u_wall = np.mean([r["wall"] for r in runs]), np.mean([u["wall"] for u in uni.values()])
-    return {
-        "schedule": schedule, "label": label(schedule), "lr": runs[0]["lr"], "seeds": len(runs),
-        "steps": runs[0]["steps"], "tokens": runs[0]["tokens"], "flops": float(flops),
-        "mean_nll": nll, "vs_uniform": float(np.mean(paired)) if paired else nll["mean"] / u_nll - 1,
-        "vs_uniform_by_seed": spread(paired),
-        "compute_saving": float(1 - flops / u_flops), "wall_saving": float(1 - wall / u_wall),
-        "depths": runs[0]["depths"],
-        "token_nll": np.mean([r["token_nll"] for r in runs], axis=0).tolist(),
-        "uniform_steps": next(iter(uni.values()))["steps"], "uniform_nll": spread(
-            [u["mean_nll"] for u in uni.values()]),
-    }  # fmt: skip
-
-
-def _by_seed(rows: list[dict], role: str, schedule: str) -> list[dict]:
-    return sorted(
-        (r for r in rows if role in r["roles"] and r["schedule"] == schedule),
-        key=lambda r: r["seed"],
-    )
-
-
-def compare(rows: list[dict], role: str, schedules: tuple[str, ...]) -> list[dict]:
-    """One row per schedule, its seeds against uniform's. `role` "tokens": every schedule at the
-    same steps (uniform's row is the reference, 0%). "flops": each other schedule against uniform
-    trained on that schedule's modeled FLOPs (fewer steps); compute saved is then ~0 and the
-    difference is what the schedule buys at equal compute.
-
-    Each row: mean NLL over K=1..16 (seed mean, std, min, max), the relative difference from
-    uniform (of the seed means, and paired per seed), the modeled compute and measured wall-clock
-    saved, and the NLL at each serving depth (seed mean)."""
-    table = []
-    for s in schedules:
-        runs = _by_seed(rows, "tokens", s)
-        if not runs or (role == "flops" and s == UNIFORM):
-            continue
-        partner = _by_seed(rows, "tokens" if role == "tokens" else f"flops:{s}", UNIFORM)
-        if partner:
-            table.append(_row(s, runs, {u["seed"]: u for u in partner}))
-    return table
-
-
-def study_gaps(rows: list[dict]) -> list[dict]:
-    """Per (width, steps): the 200M recipe's relative gap from uniform (mean NLL over depths,
-    equal tokens), one value per seed paired with uniform's run of the same seed."""
-    ff_s, uni_s = STUDY_PAIR
-    study = [r for r in rows if "study" in r["roles"]]
-    out = []
-    for d_model, steps in sorted({(r["d_model"], r["steps"]) for r in study}):
-        cell = [r for r in study if (r["d_model"], r["steps"]) == (d_model, steps)]
-        uni = {r["seed"]: r for r in cell if r["schedule"] == uni_s}
-        ff = {r["seed"]: r for r in cell if r["schedule"] == ff_s}
-        seeds = sorted(set(uni) & set(ff))
-        if not seeds:
-            continue
-        gaps = [ff[k]["mean_nll"] / uni[k]["mean_nll"] - 1 for k in seeds]
-        out.append({
-            "d_model": d_model, "params": cell[0]["params"], "steps": steps,
-            "tokens": cell[0]["tokens"], "gap": spread(gaps),
-            "uniform_nll": spread([uni[k]["mean_nll"] for k in seeds]),
-            "uniform_lr": uni[seeds[0]]["lr"], "fixed_first_lr": ff[seeds[0]]["lr"],
-            "fixed_first_nll": spread([ff[k]["mean_nll"] for k in seeds]),
-        })  # fmt: skip
-    return out
-
-
-def label(schedule: str) -> str:
-    """Table and legend name: fixed-first schedules say their K and fraction."""
-    if schedule.startswith("fixed-first"):
-        k, frac = paper.fixed_phase(schedule)
-        return f"fixed-first K={k} ({frac:.0%})"
-    return paper.label(schedule)
 
 
 def _color(schedule: str, i: int) -> Any:
@@ -591,17 +529,6 @@ def format_table(result: dict) -> str:
             f"gap {g['gap']['mean']:+.2%} (seeds {g['gap']['min']:+.2%} to {g['gap']['max']:+.2%})"
         )
     return "\n".join(lines)
-
-
-def gap_verdict(gap: dict, tolerance: float, informative: bool = True) -> tuple[stats.Verdict, str]:
-    """(verdict, sentence) for "fixed-first is no worse than uniform, within `tolerance`", read
-    from the 95% interval of the per-seed paired differences (negative: fixed-first better).
-    `informative` False (its models do not beat a bigram table) gives no verdict at all."""
-    iv = stats.interval(gap["values"]) if len(gap.get("values", [])) > 1 else None
-    if iv is None:  # one seed: no interval, so nothing can be decided
-        iv = stats.Interval(gap["mean"], -math.inf, math.inf, 1, (gap["mean"],))
-    verdict = stats.verdict(iv, tolerance, informative)
-    return verdict, stats.describe(verdict, iv, tolerance)
 
 
 def _share(x: float) -> str:
@@ -675,21 +602,6 @@ def section(result: dict, command: str = "looped fidelity", baseline: dict | Non
     return "\n".join(lines)
 
 
-def worst_nll(rows: list[dict]) -> float:
-    """The highest mean NLL of any seed of any schedule in these table rows, uniform's included:
-    what has to beat the bigram table for the rows to mean anything."""
-    return max(max(r["mean_nll"]["max"], r["uniform_nll"]["max"]) for r in rows)
-
-
-def beats_bigram(result: dict, baseline: dict | None) -> bool:
-    """Whether every reported model (each schedule's every seed, equal tokens) scores below the
-    bigram table on the same windows: the condition for any verdict on this track."""
-    if not baseline:
-        return False
-    worst = worst_nll(result["equal_tokens"])
-    return worst < baseline["bigram"]
-
-
 def baseline_lines(result: dict, baseline: dict | None) -> list[str]:
     """The count-table baselines beside the models, and what they mean for the verdicts."""
     if not baseline:
@@ -702,24 +614,6 @@ def baseline_lines(result: dict, baseline: dict | None) -> list[str]:
     return [f"Baselines on the same {baseline['tokens']:,} tokens (fit on train): unigram "
             f"{baseline['unigram']:.3f}, add-k bigram {baseline['bigram']:.3f} nats/token; "
             f"{verdicts}.", ""]  # fmt: skip
-
-
-def at_edge(chosen: dict[str, float], lrs: tuple[float, ...] | list[float]) -> list[str]:
-    """The schedules whose chosen LR is the smallest or largest swept: their optimum may lie
-    beyond the sweep."""
-    return [s for s, lr in chosen.items() if lr in (min(lrs), max(lrs))]
-
-
-def seed_spreads(result: dict) -> dict[str, float]:
-    """Each schedule's max - min of the mean NLL over its equal-token seeds, widest first: which
-    schedule's seeds make a comparison undecided."""
-    spans = {}
-    for r in result["equal_tokens"]:
-        nll = [x["mean_nll"] for x in result["runs"]
-               if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]  # fmt: skip
-        if len(nll) > 1:
-            spans[r["schedule"]] = max(nll) - min(nll)
-    return dict(sorted(spans.items(), key=lambda kv: -kv[1]))
 
 
 def _has_curves(result: dict) -> bool:
@@ -811,15 +705,6 @@ def fig_nll_by_depth(result: dict, path: Path) -> Path:
     return plots._save(fig, path)
 
 
-def sweep_means(rows: list[dict]) -> list[tuple[float, float]]:
-    """(LR, mean validation NLL over the sweep's seeds) of one schedule's sweep rows, by LR."""
-    by: dict[float, list[float]] = {}
-    for r in rows:
-        if r.get("mean_nll") is not None:
-            by.setdefault(r["lr"], []).append(r["mean_nll"])
-    return sorted((lr, float(np.mean(v))) for lr, v in by.items())
-
-
 def fig_lr_sweep(
     result: dict,
     path: Path,
@@ -903,9 +788,12 @@ def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]
 def check_settings(settings: FidelitySettings) -> None:
     """Bad settings as one line each, before the corpus is built or anything trains."""
     positive = {
-        "--seeds": settings.seeds, "--workers": settings.workers, "--steps": settings.steps,
-        "--d-model": settings.d_model, "--batch-size": settings.batch_size,
-    }  # fmt: skip
+        "--seeds": settings.seeds,
+        "--workers": settings.workers,
+        "--steps": settings.steps,
+        "--d-model": settings.d_model,
+        "--batch-size": settings.batch_size,
+    }
     for flag, value in positive.items():
         if value < 1:
             raise UserError(f"{flag} {value} must be >= 1")
@@ -965,7 +853,7 @@ def _result(
                 "token_nll": r.get("val_token_nll", r["token_nll"]),
             }
             for r in sweep_rows
-        ],  # fmt: skip
+        ],
         "baselines": held_out_baselines(plan),
         "chosen_lr": best,
         "equal_tokens": compare(rows, "tokens", settings.schedules),
@@ -976,7 +864,7 @@ def _result(
             | {"mean_nll": r["val_mean_nll"]}
             for r in rows
             if "study-sweep" in r["roles"]
-        ],  # fmt: skip
+        ],
         "study_lr": {str(d): lrs for d, lrs in study_best(rows).items()},
     }
     return result
@@ -997,9 +885,14 @@ def run_fidelity(
     for d_model in {settings.d_model, *(settings.study_d_models if settings.study else ())}:
         for schedule in settings.schedules:  # every config checked before the corpus is built
             run_config(
-                settings, {"path": str(out), "vocab_size": 1}, schedule=schedule,
-                lr=settings.lrs[0], seed=0, d_model=d_model, steps=settings.steps,
-            )  # fmt: skip
+                settings,
+                {"path": str(out), "vocab_size": 1},
+                schedule=schedule,
+                lr=settings.lrs[0],
+                seed=0,
+                d_model=d_model,
+                steps=settings.steps,
+            )
     with dir_lock(out, "looped fidelity"):  # one writer: a second one into OUT is refused
         return _run_fidelity(settings, out, results, figures_dir, fresh, quiet, prefix)
 
@@ -1037,23 +930,16 @@ def _run_fidelity(
     if settings.chosen_lr is None:
         plan_sweep(plan)
         phase("sweep")
-        sweep_rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
-        sweep_rows += [  # an LR at which a run diverged: a result, never the best
-            {"schedule": p.spec.schedule, "label": label(p.spec.schedule), "lr": p.lr,
-             "mean_nll": None, "token_nll": None, "final_loss": None, "diverged": True}
-            for p in plan.runs.values() if "sweep" in p.roles and diverged(runs_dir / p.spec.name)
-        ]  # fmt: skip
+        sweep_rows = sweep_results(plan, runs_dir)
         best = best_lrs([r for r in sweep_rows if r["mean_nll"] is not None])
     else:  # each schedule's LR given (the reference's sweep chose it): no sweep
         sweep_rows, best = [], dict(settings.chosen_lr)
     plan_comparison(plan, best)
     phase("comparison")
-    study_lr: dict[int, dict[str, float]] = {}
     if settings.study:
         plan_study_sweep(plan)
         phase("study LR sweep")
-        study_lr = study_best(collect(plan, runs_dir))
-        plan_study(plan, study_lr)
+        plan_study(plan, study_best(collect(plan, runs_dir)))  # each width at its own best LRs
         phase("study")
     result = _result(settings, plan, runs_dir, corpus, sweep_rows, best, phases, t0)
     result["meta"]["runs_trained"] = retrained  # by this invocation (reused ones not counted)
@@ -1070,6 +956,25 @@ def _run_fidelity(
         + ")"
     )
     return result
+
+
+def sweep_results(plan: Plan, runs_dir: Path) -> list[dict]:
+    """The sweep's rows: each finished sweep run's numbers, and a row for each LR at which a run
+    diverged (a result, never the best)."""
+    rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
+    return rows + [
+        {
+            "schedule": p.spec.schedule,
+            "label": label(p.spec.schedule),
+            "lr": p.lr,
+            "mean_nll": None,
+            "token_nll": None,
+            "final_loss": None,
+            "diverged": True,
+        }
+        for p in plan.runs.values()
+        if "sweep" in p.roles and diverged(runs_dir / p.spec.name)
+    ]
 
 
 def _floats(text: str, flag: str) -> tuple[float, ...]:
@@ -1091,7 +996,7 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
 REFERENCE = Path("results") / "fidelity.json"  # the committed reference
 
 
-def main(argv: list[str]) -> int:
+def _parser() -> OverrideParser:
     parser = OverrideParser(
         prog="looped fidelity",
         description=__doc__.splitlines()[0],
@@ -1101,8 +1006,11 @@ def main(argv: list[str]) -> int:
     add = parser.add_argument
     add("--quick", action="store_true", help="toy size, about a minute (pydoc corpus)")
     add("--out", default=None, help="corpus, runs, fidelity.json, figures (default runs/fidelity)")
-    add("--reference", action="store_true",
-        help="write results/fidelity.json and figures/fidelity_*.png (runs stay in --out)")  # fmt: skip
+    add(
+        "--reference",
+        action="store_true",
+        help="write results/fidelity.json and figures/fidelity_*.png (runs stay in --out)",
+    )
     add("--dataset", help="stdlib (default) | pydoc | hub name | local file or directory")
     add("--subset", help="hub config name, e.g. sample-10BT")
     add("--max-docs", type=int, help="tokenize at most this many documents")
@@ -1120,11 +1028,25 @@ def main(argv: list[str]) -> int:
     add("--held-out", type=float, help="share of documents in each of val and test (default 0.05)")
     add("--fresh", action="store_true", help="retrain every run instead of reusing finished ones")
     add("--quiet", action="store_true", help="no progress bars")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _settings(args: Any) -> FidelitySettings:
+    """The track's settings from the command line (bad values refused, one line each)."""
     settings = replace(QUICK if args.quick else FidelitySettings())
     settings.overrides = settings.overrides + args.overrides
-    for flag in ("dataset", "subset", "max_docs", "tokenizer", "steps", "d_model", "batch_size",
-                 "seeds", "workers", "held_out"):  # fmt: skip
+    for flag in (
+        "dataset",
+        "subset",
+        "max_docs",
+        "tokenizer",
+        "steps",
+        "d_model",
+        "batch_size",
+        "seeds",
+        "workers",
+        "held_out",
+    ):
         if getattr(args, flag) is not None:
             setattr(settings, flag, getattr(args, flag))
     if args.max_docs is not None and args.max_docs < 1:
@@ -1139,15 +1061,26 @@ def main(argv: list[str]) -> int:
         settings.study_lrs = _floats(args.study_lrs, "--study-lrs")
     settings.study = args.study
     check_settings(settings)
+    return settings
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    settings = _settings(args)
     if args.reference and args.out and Path(args.out) == REFERENCE.parent:
         raise UserError("--out is where runs go; --reference already writes results/")
     out = Path(args.out or ("runs/fidelity-quick" if args.quick else "runs/fidelity"))
     if args.print_config:  # the config every run starts from; schedule, LR and seed vary
         corpus = {"path": str(corpus_dir(settings, out)), "vocab_size": 0}
         cfg = run_config(
-            settings, corpus, schedule=UNIFORM, lr=settings.lrs[0], seed=0,
-            d_model=settings.d_model, steps=settings.steps,
-        )  # fmt: skip
+            settings,
+            corpus,
+            schedule=UNIFORM,
+            lr=settings.lrs[0],
+            seed=0,
+            d_model=settings.d_model,
+            steps=settings.steps,
+        )
         print(to_yaml(cfg), end="")
         return 0
     if args.reference:

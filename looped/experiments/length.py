@@ -41,16 +41,12 @@ from looped import paper
 from looped.config import TrainConfig
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
-from looped.experiments.runner import (
-    RunSpec,
-    diverged,
-    execute,
-    machine_name,
-    read_metrics,
-    train_wall,
-)
+from looped.experiments.plan import Planner
+from looped.experiments.results import diverged, machine_name, read_metrics, train_wall
+from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import heldout_windows as split_batches
+from looped.model import LoopedTransformer
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.lock import dir_lock
 
@@ -116,42 +112,40 @@ def full_grid(settings: LengthSettings) -> Grid:
 
 
 def plan(
-    settings: LengthSettings, corpus: dict, seeds: list[int], grid: Grid,
+    settings: LengthSettings,
+    corpus: dict,
+    seeds: list[int],
+    grid: Grid,
     runs_dir: Path | None = None,
-) -> dict[str, Planned]:  # fmt: skip
+) -> dict[str, Planned]:
     """Runs of (schedule, LR, seed) at each of the grid's lengths: the longest is trained, the
     shorter ones branch off it where they agree (exactly the runs trained from scratch).
 
     A length added after a trunk has finished branches at the latest checkpoint the trunk
     already holds before the two diverge (found in `runs_dir`), so the trunk is not retrained
     for one more checkpoint: the branch trains a few more steps, and is still the same run."""
-    from looped.runtime.checkpoint import list_checkpoints
-    from looped.training.lineage import branch_point
-
-    runs: dict[str, Planned] = {}
+    planner, runs = Planner(), {}
     for schedule, by_lr in grid.items():
         spec_s, extra = schedule_args(schedule)
         for lr, lengths in by_lr.items():
             for seed in seeds:
                 trunk = None
                 for steps in sorted(lengths, reverse=True):
-                    cfg = run_config(settings.setup, corpus, schedule=spec_s, lr=lr, seed=seed,
-                                     steps=steps, extra=extra)  # fmt: skip
+                    cfg = run_config(
+                        settings.setup,
+                        corpus,
+                        schedule=spec_s,
+                        lr=lr,
+                        seed=seed,
+                        steps=steps,
+                        extra=extra,
+                    )
                     if schedule == MICRO:
                         cfg.batch_size //= 4  # the same tokens per step, in 4 micro-batches
-                    spec = RunSpec(name_of(schedule, lr, seed, steps), spec_s, 0.0, seed, "length",
-                                   steps=steps, may_diverge=True)  # fmt: skip
-                    if trunk is not None:
-                        at = branch_point(cfg, steps, trunk.cfg, trunk.spec.steps)
-                        held = [s for s, _ in list_checkpoints(runs_dir / trunk.spec.name)] if (
-                            runs_dir and (runs_dir / trunk.spec.name / "summary.json").is_file()
-                        ) else []  # fmt: skip
-                        if held and at not in held:
-                            at = max((s for s in held if s <= at), default=0)
-                        if at > 0:
-                            spec.parent, spec.branch_step = trunk.spec.name, at
-                            if at not in trunk.spec.save_steps:
-                                trunk.spec.save_steps.append(at)
+                    name = name_of(schedule, lr, seed, steps)
+                    spec = RunSpec(name, spec_s, seed, steps=steps, may_diverge=True)
+                    parents = [trunk.spec.name] if trunk is not None else []
+                    planner.add(spec, cfg, parents, runs_dir=runs_dir)
                     runs[spec.name] = Planned(spec, cfg, schedule, lr)
                     trunk = trunk or runs[spec.name]
     return runs
@@ -182,20 +176,11 @@ def choose(runs: dict[str, Planned], runs_dir: Path) -> dict:
     for p in runs.values():
         vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
         vals.append(val_nll(runs_dir / p.spec.name))
-    out = {}
-    for (schedule, steps), by_lr in table.items():
-        means = {lr: float(np.mean(v)) for lr, v in by_lr.items()}
-        finite = {lr: m for lr, m in means.items() if math.isfinite(m)}
-        best = min(sorted(finite), key=lambda lr: finite[lr])
-        edge = "low" if best == min(means) else "high" if best == max(means) else None
-        out.setdefault(schedule, {})[steps] = {"lr": best, "val": means, "edge": edge}
-    return out
+    return stats.choose_lrs(table)
 
 
 def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list) -> list[dict]:
     """One row per reported run (each schedule and length at its chosen LR, every seed)."""
-    from looped.model import LoopedTransformer
-
     rows = []
     for p in runs.values():
         pick = chosen[p.schedule][p.spec.steps]
@@ -203,71 +188,22 @@ def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list)
             continue
         train = [m for m in read_metrics(runs_dir / p.spec.name) if m["kind"] == "train"]
         model = LoopedTransformer(p.cfg.model)
-        rows.append({
-            "schedule": p.schedule, "label": LABELS[p.schedule], "steps": p.spec.steps,
-            "seed": p.spec.seed, "lr": p.lr, "tokens": p.spec.steps * p.cfg.batch_size
-            * p.cfg.grad_accum * p.cfg.seq_len, "params": model.num_params(),
-            "params_non_embedding": model.num_params(non_embedding=True),
-            "own_wall": train_wall(train[-1]) if train else 0.0,
-            "val_nll": val_nll(runs_dir / p.spec.name),
-            **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
-        })  # fmt: skip
+        rows.append(
+            {
+                "schedule": p.schedule,
+                "label": LABELS[p.schedule],
+                "steps": p.spec.steps,
+                "seed": p.spec.seed,
+                "lr": p.lr,
+                "tokens": p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len,
+                "params": model.num_params(),
+                "params_non_embedding": model.num_params(non_embedding=True),
+                "own_wall": train_wall(train[-1]) if train else 0.0,
+                "val_nll": val_nll(runs_dir / p.spec.name),
+                **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
+            }
+        )
     return sorted(rows, key=lambda r: (r["steps"], SCHEDULES.index(r["schedule"]), r["seed"]))
-
-
-def cells(rows: list[dict], base: dict, schedules: tuple[str, ...]) -> list[dict]:
-    """Per length and schedule: the seed mean and spread, tokens per parameter, whether it beats
-    the bigram, and (against uniform) the paired gap, its interval and its verdict."""
-    bigram = base["test"]["bigram"]
-    out = []
-    for steps in sorted({r["steps"] for r in rows}):
-        at = {s: sorted((r for r in rows if r["steps"] == steps and r["schedule"] == s),
-                        key=lambda r: r["seed"]) for s in schedules}  # fmt: skip
-        uni = [r["mean_nll"] for r in at[paper.UNIFORM]]
-        for s in schedules:
-            mine = [r["mean_nll"] for r in at[s]]
-            first = at[s][0]
-            cell = {
-                "steps": steps, "schedule": s, "label": LABELS[s], "lr": first["lr"],
-                "tokens": first["tokens"], "seeds": len(mine), "mean_nll": float(np.mean(mine)),
-                "seed_nll": mine, "se_windows": float(np.mean([r["se"] for r in at[s]])),
-                "tokens_per_param": first["tokens"] / first["params"],
-                "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
-                "beats_bigram": bool(max(mine) < bigram),
-            }  # fmt: skip
-            if s != paper.UNIFORM and len(mine) == len(uni) > 1:
-                gap = stats.paired_gap(mine, uni)
-                informative = cell["beats_bigram"] and bool(max(uni) < bigram)
-                cell["gap"] = gap.as_dict()
-                cell["verdict"] = stats.verdict(gap, informative=informative).value
-            out.append(cell)
-    return out
-
-
-def trends(table: list[dict]) -> dict[str, dict]:
-    """Per schedule: the slope of the signed gap (every seed's value) against log2(tokens),
-    with its interval, over the informative lengths; where it points."""
-    out = {}
-    for s in {c["schedule"] for c in table if "gap" in c}:
-        pts = [(math.log2(c["tokens"]), v) for c in table if c["schedule"] == s and "gap" in c
-               and c["verdict"] != stats.Verdict.NOT_INFORMATIVE.value for v in c["gap"]["values"]]  # fmt: skip
-        if len({x for x, _ in pts}) < 2 or len(pts) < 3:
-            out[s] = {"lengths": len({x for x, _ in pts}), "slope": None}
-            continue
-        fit = stats.slope([x for x, _ in pts], [y for _, y in pts])
-        out[s] = {"lengths": len({x for x, _ in pts}), "slope": fit.as_dict(),
-                  "direction": trend_direction(fit)}  # fmt: skip
-    return out
-
-
-def trend_direction(fit: stats.Interval) -> str:
-    """Where the signed gap moves per doubling of tokens: "falling", "rising" (interval off zero) or
-    "flat or unclear"; the sign convention: positive gap = the schedule is behind uniform."""
-    if fit.hi < 0:
-        return "falling"
-    if fit.lo > 0:
-        return "rising"
-    return "no clear trend"
 
 
 def extended(grid: Grid, chosen: dict) -> Grid:
@@ -323,7 +259,7 @@ def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
     extra = plan(settings, corpus, rest, chosen_grid(chosen), runs_dir) if rest else {}
     trained += train_all(extra, runs_dir, settings.workers, quiet)
     rows = score({**sweep, **extra}, chosen, runs_dir, split_batches(settings.setup, corpus))
-    table = cells(rows, base, settings.schedules)
+    table = stats.length_cells(rows, base, settings.schedules)
     return {
         "meta": {
             "settings": asdict(settings),
@@ -334,12 +270,12 @@ def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
             "test_tokens": len(split_batches(settings.setup, corpus))
             * settings.setup.batch_size
             * settings.setup.seq_len,
-        },  # fmt: skip
+        },
         "baselines": base,
         "chosen": {s: {str(n): c for n, c in v.items()} for s, v in chosen.items()},
         "rows": rows,
         "cells": table,
-        "trends": trends(table),
+        "trends": stats.gap_trends(table),
     }
 
 
@@ -401,8 +337,11 @@ def fig_gap(result: dict, path: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="looped length", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="toy size, every code path")
-    p.add_argument("--reference", action="store_true",
-                   help="write results/length.json and figures/length_gap.png")  # fmt: skip
+    p.add_argument(
+        "--reference",
+        action="store_true",
+        help="write results/length.json and figures/length_gap.png",
+    )
     p.add_argument("--out", default=None, help="output directory (default runs/length[-quick])")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--lengths", help="training lengths in steps, e.g. 480,960,1920,3840,7680")

@@ -104,10 +104,17 @@ def update_benefit(
         per_batch.append({d: after[shallow][d] - after[deep][d] for d in depths})
     mean = {d: sum(p[d] for p in per_batch) / n_batches for d in depths}
     return {
-        "checkpoint": str(ckpt), "step": step, "lr": lr, "shallow": shallow, "deep": deep,
-        "depths": depths, "token_nll_before": base, "benefit": mean, "per_batch": per_batch,
+        "checkpoint": str(ckpt),
+        "step": step,
+        "lr": lr,
+        "shallow": shallow,
+        "deep": deep,
+        "depths": depths,
+        "token_nll_before": base,
+        "benefit": mean,
+        "per_batch": per_batch,
         "mean_benefit": sum(mean.values()) / len(mean),
-    }  # fmt: skip
+    }
 
 
 def depth_gradients(
@@ -145,9 +152,11 @@ def gradient_agreement(
     unit = g / norms.clamp_min(1e-30)[:, None]
     cos = unit @ unit.T
     return {
-        "depths": depths, "cosine": cos.tolist(), "norm": dict(zip(depths, norms.tolist())),
+        "depths": depths,
+        "cosine": cos.tolist(),
+        "norm": dict(zip(depths, norms.tolist())),
         "mean_survives": float(g.mean(0).norm() / norms.mean()),
-    }  # fmt: skip
+    }
 
 
 def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict[str, Any]:
@@ -170,11 +179,14 @@ def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict
         [sum(r["cosine"][i][j] for r in per_batch) / n_batches for j in range(n)] for i in range(n)
     ]
     return {
-        "checkpoint": str(ckpt), "step": step, "depths": depths, "cosine": cosine,
+        "checkpoint": str(ckpt),
+        "step": step,
+        "depths": depths,
+        "cosine": cosine,
         "norm": {k: sum(r["norm"][k] for r in per_batch) / n_batches for k in depths},
         "mean_survives": sum(r["mean_survives"] for r in per_batch) / n_batches,
         "per_batch": per_batch,
-    }  # fmt: skip
+    }
 
 
 def plot_benefit(results: list[dict], path: str | Path) -> Path:
@@ -228,7 +240,7 @@ def main(argv: list[str]) -> int:
     depths = parse_depths(args.depths)
     results = [update_benefit(r, depths, args.batches, args.shallow, args.deep) for r in args.run]
     if args.plot:
-        import matplotlib
+        import matplotlib  # only when a plot is asked for: matplotlib is slow to import
 
         matplotlib.use("Agg")  # a file, no window
         plot_benefit(results, args.plot)

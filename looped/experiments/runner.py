@@ -1,9 +1,9 @@
 """Train a set of runs on a pool of single-threaded worker processes, parents before children.
 
-Used by `looped demo`, `looped fidelity` and `looped diagnose`: each plans its runs as `RunSpec`s
-(a run may branch off another run's checkpoint where the two agree exactly), hands them to
-`execute`, then reads what the runs wrote (`read_metrics`, `train_wall`). Two single-threaded
-workers use a 2-core machine better than one two-threaded process; finished runs are reused.
+Used by every study: each plans its runs as `RunSpec`s (`experiments.plan`: a run may branch off
+another run's checkpoint where the two agree exactly), hands them to `execute`, then reads what
+the runs wrote (`experiments.results`). Two single-threaded workers use a 2-core machine better
+than one two-threaded process; finished runs are reused.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import multiprocessing as mp
 import os
 import queue as queue_lib
+import shutil
 import sys
 import threading
 import time
@@ -20,20 +21,28 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
 from tqdm.auto import tqdm
 
 from looped.config import TrainConfig, to_yaml
 from looped.errors import UserError
+from looped.experiments.results import diverged
+from looped.flops import schedule_flops, tokens_per_step
+from looped.runtime.atomic import write_text_atomic
+from looped.runtime.lock import dir_lock
+from looped.schedules import parse_schedule
+from looped.training.trainer import train
 
 
 @dataclass
 class RunSpec:
+    """One run as the pool trains it; a study keeps what a run means to it (budget, role,
+    variant) in its own structure, or in a subclass of this one."""
+
     name: str  # directory name under runs/
     schedule: str  # depth schedule spec
-    budget: float  # fraction of the full budget
     seed: int
-    group: str  # "main" (Fig. 1, 2, 3, 8), "depth" (Fig. 5) or "catchup" (uniform beyond 100%)
-    steps: int = 0  # total optimizer steps (from the budget)
+    steps: int = 0  # total optimizer steps
     parent: str | None = None  # run this one branches off
     branch_step: int = 0  # step of the parent checkpoint it continues
     save_steps: list[int] = field(default_factory=list)  # checkpoints its children need
@@ -48,7 +57,7 @@ def progress_mode() -> str:
     """How to report progress where the output goes: "notebook" (tqdm widgets in a Jupyter
     kernel), "terminal" (tqdm bars when stderr is a terminal) or "lines" (one plain line per
     finished run: a log file or CI gets no escape-code redraws)."""
-    try:
+    try:  # IPython is there only where a notebook runs
         from IPython import get_ipython
 
         shell = get_ipython()
@@ -96,10 +105,6 @@ def _exit_with_parent(parent: int, every: float = 0.5) -> None:
 
 def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None) -> dict:
     """One run in a worker process: single-threaded, progress sent to the parent's queue."""
-    import torch
-
-    from looped.training.trainer import train
-
     torch.set_num_threads(1)
     last = [0.0]
 
@@ -128,20 +133,11 @@ def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None)
 def mark_diverged(run_dir: Path, cfg: TrainConfig, why: str) -> dict:
     """Record a sweep run whose loss diverged: its config and a summary that says so (no
     checkpoints or evaluation are needed from it)."""
-    from looped.runtime.atomic import write_text_atomic
-    from looped.runtime.lock import dir_lock
-
     summary = {"diverged": why, "steps": 0, "wall": 0.0, "final_loss": float("nan")}
     with dir_lock(run_dir, "looped train"):  # a run directory has one writer, this one too
         write_text_atomic(run_dir / "config.yaml", to_yaml(cfg))
         write_text_atomic(run_dir / "summary.json", json.dumps(summary))
     return summary
-
-
-def diverged(run_dir: Path) -> bool:
-    """Whether a (sweep) run ended with a non-finite loss."""
-    path = run_dir / "summary.json"
-    return path.is_file() and "diverged" in json.loads(path.read_text())
 
 
 def _descendants(name: str, todo: dict[str, RunSpec]) -> list[str]:
@@ -168,9 +164,6 @@ def _finished(run_dir: Path, cfg: TrainConfig, spec: RunSpec) -> bool:
 
 def _cost(spec: RunSpec, cfg: TrainConfig) -> float:
     """Modeled FLOPs this run trains itself (a branch leaves its parent's share out)."""
-    from looped.flops import schedule_flops, tokens_per_step
-    from looped.schedules import parse_schedule
-
     schedule, tokens = parse_schedule(spec.schedule, spec.seed), tokens_per_step(cfg)
     total = schedule_flops(cfg.model, schedule, spec.steps, tokens, cfg.seq_len)
     if spec.parent:
@@ -183,8 +176,6 @@ def _to_train(
 ) -> dict[str, RunSpec]:
     """The runs to (re)train, their old directories removed: the unfinished ones and every child
     of one (a retrained parent means its children must be retrained too)."""
-    import shutil
-
     todo = {}
     for spec in specs:
         run_dir = runs_dir / spec.name
@@ -350,45 +341,3 @@ def _drive(
                         print(run_line(child, {"diverged": why}), flush=True)
                     done.add(child)
     bars.drain(progress)
-
-
-# -- reading what runs wrote ----------------------------------------------------------------
-def read_metrics(run_dir: Path) -> list[dict]:
-    """Every record of a run's metrics.jsonl (none when the run has not started); readers take
-    no lock, so a last line a live run is still appending is left out."""
-    path = run_dir / "metrics.jsonl"
-    records = []
-    for line in path.read_text().splitlines() if path.exists() else []:
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # cut short by a live (or crashed) run
-    return records
-
-
-def before_branch(runs_dir: Path, spec: RunSpec) -> list[dict]:
-    """The parent's records up to the step a branch continues from (none for a root run): what
-    the branch inherits when it is read as if it had trained from scratch."""
-    if not spec.parent:
-        return []
-    return [m for m in read_metrics(runs_dir / spec.parent) if m["step"] <= spec.branch_step]
-
-
-def keep_earlier_times(meta: dict, results: Path, keys: tuple[str, ...]) -> None:
-    """When nothing was trained, `meta` takes these timing fields from the results file it
-    replaces: the times are those of the invocation that trained the runs, not of a re-read."""
-    if results.is_file():
-        before = json.loads(results.read_text())["meta"]
-        meta.update({k: before[k] for k in keys if before.get(k) is not None})
-
-
-def train_wall(record: dict) -> float:
-    """Seconds spent training (evaluations and checkpoints excluded where the log has it)."""
-    return record.get("train_wall", record["wall"])
-
-
-def machine_name() -> str:
-    """CPU model and core count, for the record."""
-    from looped.runtime.device import cpu_name
-
-    return f"{cpu_name()} ({os.cpu_count()} cores)"

@@ -88,8 +88,12 @@ def sample_all(study: dict, out: Path) -> dict:
     corpus = ensure_corpus(settings.setup, out)
     tok = load_tokenizer(corpus["path"])
     windows = heldout_windows(settings.setup, corpus)
-    result: dict[str, Any] = {"prompts": list(PROMPTS), "depths": list(DEPTHS), "tokens": TOKENS,
-                              "models": {}}  # fmt: skip
+    result: dict[str, Any] = {
+        "prompts": list(PROMPTS),
+        "depths": list(DEPTHS),
+        "tokens": TOKENS,
+        "models": {},
+    }
     for label, (run_dir, cfg) in models(study, out).items():
         if not list_checkpoints(run_dir):
             raise UserError(f"{run_dir} has no checkpoint; run `looped length` first")
@@ -100,9 +104,10 @@ def sample_all(study: dict, out: Path) -> dict:
         result["models"][label] = {
             "run": run_dir.name,
             "test_nll": {str(k): nll[k - 1] for k in DEPTHS},
-            "samples": {str(k): [continue_greedy(model, tok, p, k, TOKENS) for p in PROMPTS]
-                        for k in DEPTHS},
-        }  # fmt: skip
+            "samples": {
+                str(k): [continue_greedy(model, tok, p, k, TOKENS) for p in PROMPTS] for k in DEPTHS
+            },
+        }
     return result
 
 

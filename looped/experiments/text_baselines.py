@@ -31,9 +31,13 @@ def legacy_corpus(settings: FidelitySettings, out: Path) -> Path:
     path = corpus_dir(settings, out).with_name(corpus_dir(settings, out).name + "-legacy")
     if not (path / META).is_file():
         prepare_text(
-            path, dataset=settings.dataset, tokenizer=settings.tokenizer, subset=settings.subset,
-            max_docs=settings.max_docs, overwrite=True,
-        )  # fmt: skip
+            path,
+            dataset=settings.dataset,
+            tokenizer=settings.tokenizer,
+            subset=settings.subset,
+            max_docs=settings.max_docs,
+            overwrite=True,
+        )
     return path
 
 
@@ -66,15 +70,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default="results", help="directory of the results files")
     p.add_argument("--out", default="runs/baselines", help="where the corpora are tokenized")
     a = p.parse_args(argv)
-    found = {n: json.loads((Path(a.results) / n).read_text()) for n in RESULTS
-             if (Path(a.results) / n).is_file()}  # fmt: skip
+    found = {
+        n: json.loads((Path(a.results) / n).read_text())
+        for n in RESULTS
+        if (Path(a.results) / n).is_file()
+    }
     if not found:
         raise UserError(f"no text results ({', '.join(RESULTS)}) in {a.results}")
     out = {name: for_result(r, Path(a.out)) for name, r in found.items()}
     path = Path(a.results if a.reference else a.out) / "text_baselines.json"
     write_text_atomic(path, json.dumps(out, indent=1) + "\n")
     for name, b in out.items():
-        print(f"{name}: unigram {b['unigram']:.3f}, bigram {b['bigram']:.3f} nats/token "
-              f"({b['tokens']:,} tokens, {b['tokenizer']})")  # fmt: skip
+        print(
+            f"{name}: unigram {b['unigram']:.3f}, bigram {b['bigram']:.3f} nats/token "
+            f"({b['tokens']:,} tokens, {b['tokenizer']})"
+        )
     print(f"wrote {path}")
     return 0

@@ -49,9 +49,14 @@ def ensure_corpus(setup: TextSetup, out: Path) -> dict[str, Any]:
     path = corpus_path(setup, out)
     if not (path / META).is_file():
         prepare_documents(
-            path, stdlib_named_documents(), setup.tokenizer, setup.val_frac, setup.test_frac,
-            dataset="stdlib", overwrite=True,
-        )  # fmt: skip
+            path,
+            stdlib_named_documents(),
+            setup.tokenizer,
+            setup.val_frac,
+            setup.test_frac,
+            dataset="stdlib",
+            overwrite=True,
+        )
     meta = read_meta(path)
     if meta["tokenizer"] != setup.tokenizer or "test" not in meta["splits"]:
         raise UserError(f"{path} holds another corpus; remove it and run again")
@@ -59,20 +64,38 @@ def ensure_corpus(setup: TextSetup, out: Path) -> dict[str, Any]:
 
 
 def run_config(
-    setup: TextSetup, corpus: dict[str, Any], *, schedule: str, lr: float, seed: int, steps: int,
+    setup: TextSetup,
+    corpus: dict[str, Any],
+    *,
+    schedule: str,
+    lr: float,
+    seed: int,
+    steps: int,
     extra: tuple[str, ...] = (),
-) -> TrainConfig:  # fmt: skip
+) -> TrainConfig:
     """One run: the demo preset with this setup's model, data and batch; evaluation on the
     validation windows at the end only (test windows are scored after training)."""
     overrides = [
-        "data.kind=text", f"data.path={corpus['path']}", f"model.d_model={setup.d_model}",
-        f"model.n_head={setup.n_head}", f"model.seq_len={setup.seq_len}",
-        f"seq_len={setup.seq_len}", f"batch_size={setup.batch_size}",
-        f"optim.warmup_steps={setup.warmup_steps}", f"eval_batches={setup.val_batches}",
-        "eval_depths=1-16", "eval_interval=0", "log_interval=10", "keep_last=1",
-        f"max_steps={steps}", "paper_schedules=[]", f"optim.lr={lr}", f"seed={seed}",
-        f"schedule={schedule}", *extra,
-    ]  # fmt: skip
+        "data.kind=text",
+        f"data.path={corpus['path']}",
+        f"model.d_model={setup.d_model}",
+        f"model.n_head={setup.n_head}",
+        f"model.seq_len={setup.seq_len}",
+        f"seq_len={setup.seq_len}",
+        f"batch_size={setup.batch_size}",
+        f"optim.warmup_steps={setup.warmup_steps}",
+        f"eval_batches={setup.val_batches}",
+        "eval_depths=1-16",
+        "eval_interval=0",
+        "log_interval=10",
+        "keep_last=1",
+        f"max_steps={steps}",
+        "paper_schedules=[]",
+        f"optim.lr={lr}",
+        f"seed={seed}",
+        f"schedule={schedule}",
+        *extra,
+    ]
     cfg = load_config("demo", overrides)
     cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, corpus["vocab_size"])
     cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))

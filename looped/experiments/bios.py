@@ -1,0 +1,466 @@
+"""The bios track: small looped models on synthetic biographies, a grid of schedules and budgets.
+
+Per seed: fixed K=4, fixed-first (K=4 for 80%, then uniform 1..16) and uniform 1..16, each at
+15%, 45% and 100% of the full modeled-FLOP budget (equal FLOPs), fixed K=4 and fixed-first at
+uniform's full-budget steps (equal tokens); with `depth_ks` also fixed K=1, 2, 8 at 45% for the
+depth-specialisation figure (seed 0), with `catch_up` uniform beyond the full budget. Every run is
+evaluated at serving depths 1..16 (fact NLL on held-out templates, recalled bits per person,
+two-hop recall). `looped demo` runs this track beside the text track (`experiments.fidelity`).
+
+Sharing without approximation: one fixed-K=4 run at 100% carries the fixed phases of all three
+fixed-first runs and of the shorter fixed-K=4 runs, and one uniform run at 100% carries the
+shorter uniform runs (`experiments.plan`: exactly the runs trained from scratch).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from looped import paper
+from looped.config import TrainConfig, load_config
+from looped.data.batching import build_source
+from looped.eval.evaluate import token_nll_of
+from looped.eval.stats import best_lrs
+from looped.experiments.plan import Planner
+from looped.experiments.probes import update_benefit
+from looped.experiments.results import before_branch, branched_wall, diverged, read_metrics
+from looped.experiments.runner import RunSpec, execute
+from looped.flops import flops_per_token, schedule_flops, tokens_per_step
+from looped.model import fit_vocab
+from looped.paper import FIXED, FIXED_FIRST, LABELS, MAIN_SCHEDULES, UNIFORM
+from looped.runtime.device import pick_device, resolve_dtype
+from looped.schedules import parse_schedule
+
+
+@dataclass
+class BiosRun(RunSpec):
+    """A run of the bios grid: its budget and the groups it serves."""
+
+    budget: float = 0.0  # fraction of the full budget (0 for a run of given steps)
+    # "main" (Fig. 1, 2, 3, 8), "tokens" (equal tokens), "depth" (Fig. 5), "catchup" (uniform
+    # beyond 100%) or "sweep", joined by "+" for a run that serves several
+    group: str = "main"
+
+
+# Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
+# (`looped demo --reference`; tests/test_demo.py checks these against results/demo.json).
+BIOS_LR = {FIXED: 1e-2, FIXED_FIRST: 1e-2, UNIFORM: 1e-2}
+
+
+@dataclass
+class DemoSettings:
+    preset: str = "demo"  # base training preset (looped/configs/demo.yaml)
+    seeds: int = 3  # seeds for the main comparison (bands are min-max across them)
+    budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
+    # fixed depths for the specialisation figure (Fig. 5, seed 0); `--full` sets FULL_DEPTH_KS
+    depth_ks: tuple[int, ...] = ()
+    depth_budget: float = 0.45  # budget of those runs (matched compute)
+    # extra uniform budgets (seed 0) to see when uniform catches up
+    catch_up: tuple[float, ...] = ()
+    # each main schedule's peak LR (the depth runs use fixed K=4's)
+    lr: dict[str, float] = field(default_factory=lambda: dict(BIOS_LR))
+    # LR sweep first (both tracks: every main schedule at every LR, seed 0), then each
+    # schedule's best LR; off, the LRs above and the text track's chosen ones are used
+    sweep: bool = False
+    sweep_lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2)  # the sweep's LRs (about 3x apart)
+    text: bool = True  # the text track (held-out text NLL, the paper's metric) after the grid
+    probe: bool = True  # the paper's Fig. 4 at fixed K=4's checkpoints (seed 0)
+    workers: int = 2  # worker processes (each single-threaded)
+    overrides: list[str] = field(default_factory=list)  # config overrides for every run
+
+
+FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation runs (Fig. 5)
+
+
+QUICK = DemoSettings(  # the full grid at toy size: every code path in well under a minute
+    preset="demo",
+    seeds=2,
+    depth_ks=FULL_DEPTH_KS,
+    overrides=[
+        "model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "batch_size=8",
+        "data.persons=16", "max_steps=60", "optim.warmup_steps=10", "eval_batches=1", "dtype=fp32",
+    ],
+)  # fmt: skip
+
+
+def base_config(
+    settings: DemoSettings, seed: int, schedule: str, budget: float, lr: float | None = None
+) -> TrainConfig:
+    overrides = settings.overrides + [
+        f"seed={seed}",
+        f"schedule={schedule}",
+        f"budget_frac={budget}",
+    ]
+    if lr is not None:
+        overrides.append(f"optim.lr={lr}")
+    cfg = load_config(settings.preset, overrides)
+    cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))  # as the trainer will
+    return cfg
+
+
+def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
+    """(full budget in modeled FLOPs, vocabulary size): the full budget is `full_steps` steps of
+    fixed K=4, with the model's vocabulary set from the corpus the preset describes."""
+    cfg = load_config(settings.preset, settings.overrides)
+    vocab = build_source(cfg.data).vocab_size
+    cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, vocab)
+    if cfg.full_budget_flops > 0:
+        return cfg.full_budget_flops, cfg.model.vocab_size
+    steps = cfg.max_steps or 60
+    return steps * tokens_per_step(cfg) * flops_per_token(
+        cfg.model, 4, cfg.seq_len
+    ), cfg.model.vocab_size
+
+
+def lr_of(settings: DemoSettings, schedule: str) -> float:
+    """A schedule's peak LR: its own for the main schedules, fixed K=4's for other fixed K."""
+    return settings.lr.get(schedule, settings.lr[FIXED])
+
+
+def worth_branching(shared: int, steps: int) -> bool:
+    """Whether a run should wait for a parent to share `shared` of its `steps` steps: a few
+    shared steps are not worth the wait (at least 2, and a tenth of the run)."""
+    return shared >= max(2, steps // 10)
+
+
+class _Grid:
+    """The grid as it is planned: each run's config, and the root run of its seed (one trained
+    from scratch) it branches off, the one with which it shares the longest prefix."""
+
+    def __init__(self, settings: DemoSettings) -> None:
+        self.settings = settings
+        self.full, self.vocab = resolve_budget(settings)
+        self.planner = Planner()
+
+    def name(self, schedule: str, budget: float | str, seed: int) -> str:
+        return _name(schedule, budget, seed, lr_of(self.settings, schedule))
+
+    def __getitem__(self, name: str) -> BiosRun:
+        return self.planner.runs[name]  # type: ignore[return-value]
+
+    def add(
+        self, schedule: str, budget: float | str, seed: int, group: str, steps: int = 0
+    ) -> BiosRun:
+        """The run of `schedule` at `budget` (or, with `steps`, of that many steps: "tok"), planned
+        once; a run asked for again by another group joins that group."""
+        spec = BiosRun(
+            self.name(schedule, budget, seed),
+            schedule,
+            seed,
+            group=group,
+            budget=0.0 if steps else float(budget),
+        )
+        if spec.name in self.planner:
+            old = self[spec.name]
+            if group not in old.group:
+                old.group += "+" + group
+            return old
+        cfg = base_config(
+            self.settings, seed, schedule, spec.budget, lr_of(self.settings, schedule)
+        )
+        cfg.full_budget_flops, cfg.model.vocab_size, cfg.max_steps = self.full, self.vocab, 0
+        if steps:  # a run of given steps (equal tokens), not of a budget
+            cfg.budget_frac, cfg.max_steps = 0.0, steps
+        roots = [r.name for r in self.planner.runs.values() if r.seed == seed and not r.parent]
+        return self.planner.add(spec, cfg, roots, enough=worth_branching)
+
+
+def plan(settings: DemoSettings) -> tuple[list[BiosRun], dict[str, TrainConfig]]:
+    """Every run of the grid, with its step count, parent and branch step.
+
+    Per seed: each main schedule at each budget (equal FLOPs), fixed-first and fixed K=4 at
+    uniform's full-budget steps (equal tokens, group "tokens"); seed 0 also gets the depth
+    runs and the catch-up runs. A run branches off the root run of its seed (one trained from
+    scratch) with which it shares the longest prefix: same LR, depths and batches."""
+    grid = _Grid(settings)
+    for seed in range(settings.seeds):
+        _plan_seed(grid, seed)
+    specs: list[BiosRun] = list(grid.planner.runs.values())  # type: ignore[arg-type]
+    if settings.probe:  # Fig. 4's checkpoints: where each fixed-first run switches
+        grid[grid.name(FIXED, max(settings.budgets), 0)].save_steps += _probe_steps(specs)
+    for spec in specs:
+        spec.eval_steps = sorted(set(spec.eval_steps))
+        spec.save_steps = sorted(set(spec.save_steps))
+    return grid.planner.specs()  # type: ignore[return-value]
+
+
+def _plan_seed(grid: _Grid, seed: int) -> None:
+    """One seed's runs: roots first (the others branch off them), then the grid in order."""
+    settings, top = grid.settings, max(grid.settings.budgets)
+    for s in (FIXED, UNIFORM, FIXED_FIRST):
+        grid.add(s, top, seed, "main")
+    for schedule in MAIN_SCHEDULES:
+        for budget in settings.budgets:
+            spec = grid.add(schedule, budget, seed, "main")
+            if schedule == FIXED_FIRST:  # an evaluation just before the switch
+                switch = parse_schedule(schedule, seed).switch_step(spec.steps)
+                at_switch = spec.parent and spec.branch_step == switch
+                (grid[spec.parent] if at_switch else spec).eval_steps.append(switch)
+    uniform_steps = grid[grid.name(UNIFORM, top, seed)].steps
+    for schedule in (FIXED_FIRST, FIXED):  # equal tokens: uniform's full-budget steps
+        grid.add(schedule, "tok", seed, "tokens", steps=uniform_steps)
+    if seed == 0:
+        for k in settings.depth_ks:
+            grid.add(f"fixed:{k}", settings.depth_budget, seed, "depth")
+        for budget in sorted(b for b in settings.catch_up if b > top):  # after the grid
+            grid.add(UNIFORM, budget, seed, "catchup")
+
+
+def _name(schedule: str, budget: float | str, seed: int, lr: float) -> str:
+    short = {FIXED_FIRST: "fixed_first", UNIFORM: "uniform"}.get(
+        schedule, schedule.replace(":", "").replace("fixed", "fixed_k")
+    )
+    size = budget if isinstance(budget, str) else f"b{round(budget * 100):03d}"
+    return f"{short}_{size}_lr{lr:g}_s{seed}"
+
+
+# -- collecting results ----------------------------------------------------------------------
+def collect(specs: list[BiosRun], runs_dir: Path, configs: dict[str, TrainConfig]) -> list[dict]:
+    """Per run: schedule, budget, seed, modeled FLOPs, wall seconds (a branch counts its parent's
+    time up to the branch), NLL / bits / two-hop per depth, the training curve, pre-switch eval.
+
+    `flops` is the schedule's modeled compute (the exact expectation over sampled depths, which is
+    what budgets match); `flops_sampled` sums the depths this seed actually drew.
+    """
+    rows = []
+    for spec in specs:
+        if diverged(runs_dir / spec.name):  # a sweep run whose LR was too high: no numbers
+            continue
+        cfg = configs[spec.name]
+        metrics = read_metrics(runs_dir / spec.name)
+        summary = json.loads((runs_dir / spec.name / "summary.json").read_text())
+        train = [m for m in metrics if m["kind"] == "train"]
+        evals = [m for m in metrics if m["kind"] == "eval"]
+        parent = before_branch(runs_dir, spec.parent, spec.branch_step)  # none for a root
+        ptrain = [m for m in parent if m["kind"] == "train"]
+        curve = [[m["step"], m["loss"], m["depth"]] for m in ptrain + train]
+        wall = branched_wall(train, ptrain, spec.branch_step)
+        evals = [m for m in parent if m["kind"] == "eval" and m["step"] == spec.branch_step] + evals
+        switch = summary.get("switch_step")
+        pre = [m for m in evals if switch and m["step"] == switch]
+        pre_switch = eval_row(pre[0]) if pre else None
+        final = eval_row(evals[-1])
+        rows.append(
+            {
+                "name": spec.name,
+                "schedule": spec.schedule,
+                "label": paper.label(spec.schedule),
+                "budget": spec.budget,
+                "seed": spec.seed,
+                "group": spec.group,
+                "steps": spec.steps,
+                "lr": cfg.optim.lr,
+                "switch_step": summary.get("switch_step"),
+                "wall": wall,
+                "flops_sampled": summary["flops"],
+                "flops": schedule_flops(
+                    cfg.model,
+                    parse_schedule(spec.schedule, spec.seed),
+                    spec.steps,
+                    tokens_per_step(cfg),
+                    cfg.seq_len,
+                ),
+                "parent": spec.parent,
+                "branch_step": spec.branch_step or None,
+                **final,
+                "pre_switch": pre_switch,
+                "curve": curve,
+            }
+        )
+    return rows
+
+
+def eval_row(record: dict) -> dict:
+    """Per-depth numbers of one evaluation record.
+
+    `fact_nll` (bios data only) is the summed next-token loss on each attribute value in a
+    held-out template sentence, averaged over persons and the six attributes (nats per fact). It
+    tracks knowledge; the `token_nll` of whole held-out-template biographies (nats per token) is
+    dominated by the unseen template words and rises as a small model fits its training templates.
+    """
+    token_nll = token_nll_of(record)
+    depths = sorted(int(k) for k in token_nll)
+    row: dict[str, Any] = {"depths": depths}
+    recall = record.get("recall")
+    if recall:
+        row["fact_nll"] = [
+            float(np.mean([a["nll"] for a in recall[str(k)]["attributes"].values()]))
+            for k in depths
+        ]
+    row["token_nll"] = [token_nll[str(k)] for k in depths]
+    if recall:
+        row["bits"] = [recall[str(k)]["bits_per_person"] for k in depths]
+        row["full_bits"] = recall[str(depths[0])].get("full_bits_per_person")
+        row["exact"] = [
+            float(np.mean([a["acc"] for a in recall[str(k)]["attributes"].values()]))
+            for k in depths
+        ]
+        two_hop = [recall[str(k)].get("two_hop") for k in depths]
+        if all(two_hop):
+            row["two_hop_acc"] = [t["acc"] for t in two_hop]
+            row["two_hop_nll"] = [t["nll"] for t in two_hop]
+        row["attributes"] = {str(k): recall[str(k)].get("attributes") for k in depths}
+    return row
+
+
+# -- the LR sweep -----------------------------------------------------------------------------
+def sweep_plan(settings: DemoSettings) -> tuple[list[BiosRun], dict[str, TrainConfig]]:
+    """The bios LR sweep's runs: seed 0's grid (main schedules, every budget, the equal-token
+    runs, Fig. 4's checkpoints) at each LR of `sweep_lrs`. At the LR a schedule then uses, these
+    are exactly the grid's seed-0 runs (same names, configs and checkpoints), so none is
+    trained twice."""
+    specs: list[BiosRun] = []
+    configs: dict[str, TrainConfig] = {}
+    for lr in settings.sweep_lrs:
+        one = replace(
+            settings, seeds=1, lr=dict.fromkeys(MAIN_SCHEDULES, lr), depth_ks=(), catch_up=()
+        )
+        s, c = plan(one)
+        specs += [x for x in s if x.name not in configs]
+        configs.update(c)
+    for spec in specs:
+        spec.may_diverge = True
+    return specs, configs
+
+
+def merge_sweep(specs: list[BiosRun], sweep: list[BiosRun]) -> list[BiosRun]:
+    """The grid with its seed-0 runs replaced by the sweep's runs of the same name (trained
+    already, maybe branching off another run than the grid would pick: fixed-first off fixed K=4
+    when the two LRs differ but both were swept). A checkpoint a grid run needs is added."""
+    swept = {s.name: s for s in sweep}
+    merged = [swept.get(s.name, s) for s in specs]
+    for old, new in zip(specs, merged, strict=True):
+        if old is not new:
+            new.group = old.group
+            new.eval_steps = sorted(set(new.eval_steps) | set(old.eval_steps))
+    by = {s.name: s for s in merged}
+    for s in list(merged):  # a swept parent outside the grid (another LR) comes along
+        while s.parent and s.parent not in by:
+            parent = swept[s.parent]
+            parent.group, by[parent.name] = "sweep", parent
+            merged.append(parent)
+            s = parent
+    for s in merged:
+        if s.parent and s.branch_step not in by[s.parent].save_steps:
+            by[s.parent].save_steps = sorted({*by[s.parent].save_steps, s.branch_step})
+    return merged
+
+
+def sweep_bios(
+    settings: DemoSettings, runs_dir: Path, fresh: bool, quiet: bool
+) -> tuple[list[BiosRun], dict[str, TrainConfig], list[dict], dict[str, float], int]:
+    """Train the sweep; each main schedule's best LR by mean fact NLL over K=1..16 at the full
+    budget (ties: the smaller LR); the last item is how many runs it trained."""
+    specs, configs = sweep_plan(settings)
+    if not quiet:
+        print(f"looped demo: bios LR sweep: {len(specs)} runs, LRs {settings.sweep_lrs}")
+    trained = execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
+    rows = collect(specs, runs_dir, configs)
+    top = max(settings.budgets)
+    sweep = [
+        {
+            "schedule": r["schedule"],
+            "label": r["label"],
+            "lr": r["lr"],
+            "mean_nll": float(np.mean(r["fact_nll"])),
+            "fact_nll": r["fact_nll"],
+        }
+        for r in rows
+        if r["budget"] == top and "main" in r["group"]
+    ]
+    sweep += [  # an LR at which the full-budget run diverged: a result, never the best
+        {
+            "schedule": s.schedule,
+            "label": LABELS[s.schedule],
+            "lr": configs[s.name].optim.lr,
+            "mean_nll": None,
+            "diverged": True,
+        }
+        for s in specs
+        if s.budget == top and "main" in s.group and diverged(runs_dir / s.name)
+    ]
+    best = best_lrs([r for r in sweep if r["mean_nll"] is not None])
+    return specs, configs, sweep, best, trained
+
+
+def probe_benefit(specs: list[BiosRun], runs_dir: Path) -> list[dict]:
+    """The paper's Fig. 4 at seed 0's full-budget fixed K=4 run: at each checkpoint where a
+    fixed-first run switches, NLL at every serving depth after one K=4 update minus after one
+    K=16 update (`probes.update_benefit`)."""
+    fixed = _fixed_root(specs)
+    keys = ("step", "shallow", "deep", "depths", "benefit", "mean_benefit")
+    return [
+        {k: r[k] for k in keys}
+        for r in (
+            update_benefit(
+                runs_dir / fixed.name / "checkpoints" / f"step_{s:07d}",
+                list(range(1, 17)),
+                n_batches=2,
+            )
+            for s in _probe_steps(specs)
+        )
+    ]
+
+
+def _fixed_root(specs: list[BiosRun]) -> BiosRun:
+    top = max(s.budget for s in specs if "main" in s.group)
+    return next(
+        s
+        for s in specs
+        if s.schedule == FIXED and s.seed == 0 and s.budget == top and "main" in s.group
+    )
+
+
+def _probe_steps(specs: list[BiosRun]) -> list[int]:
+    return sorted(
+        {
+            parse_schedule(s.schedule, 0).switch_step(s.steps)
+            for s in specs
+            if s.schedule == FIXED_FIRST and s.seed == 0 and "main" in s.group
+        }
+    )
+
+
+@dataclass
+class BiosTrack:
+    """What the bios phases leave for the rest of the demo."""
+
+    settings: DemoSettings  # with each schedule's LR (the sweep's choice, with --sweep)
+    specs: list[BiosRun]  # the grid (with the sweep's runs it reuses)
+    configs: dict[str, TrainConfig]
+    sweep_specs: list[BiosRun]  # every run of the sweep
+    sweep: list[dict]  # the sweep's full-budget results, per schedule and LR
+    trained: int  # runs trained (reused ones not counted)
+
+
+def train_bios(
+    settings: DemoSettings, runs_dir: Path, fresh: bool, quiet: bool, phases: dict[str, float]
+) -> BiosTrack:
+    """[The LR sweep, then] the grid at each schedule's LR, catch-up runs left for later."""
+    started = time.time()
+    sweep_specs, sweep_configs, sweep, trained = [], {}, [], 0
+    if settings.sweep:
+        sweep_specs, sweep_configs, sweep, best, trained = sweep_bios(
+            settings, runs_dir, fresh, quiet
+        )
+        settings = replace(settings, lr={**settings.lr, **best})
+        phases["bios LR sweep"] = time.time() - started
+        started = time.time()
+    specs, configs = plan(settings)
+    specs, configs = merge_sweep(specs, sweep_specs), {**sweep_configs, **configs}
+    if not quiet:
+        n_main = sum("main" in s.group for s in specs)
+        print(
+            f"looped demo: bios: {len(specs)} runs ({n_main} in the main grid, {settings.seeds} "
+            f"seeds, LRs {settings.lr}), {settings.workers} workers -> {runs_dir.parent}"
+        )
+    grid = [s for s in specs if s.group != "catchup"]
+    trained += execute(grid, configs, runs_dir, settings.workers, fresh, quiet)
+    phases["bios"] = time.time() - started
+    return BiosTrack(settings, specs, configs, sweep_specs, sweep, trained)

@@ -1,0 +1,71 @@
+"""What finished runs wrote, read the one way every study reads it.
+
+A study reads each run's `metrics.jsonl` (`read_metrics`), and a run that branched off another
+run's checkpoint is read as if it had trained from scratch: its parent's records up to the
+branch step come first (`before_branch`), and its training time adds the parent's share
+(`branched_wall`). The readers take no lock: a live run may be appending as they read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from looped.runtime.device import cpu_name
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    """Every record of a run's metrics.jsonl (none when the run has not started); readers take
+    no lock, so a last line a live run is still appending is left out."""
+    path = run_dir / "metrics.jsonl"
+    records = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # cut short by a live (or crashed) run
+    return records
+
+
+def before_branch(runs_dir: Path, parent: str | None, branch_step: int) -> list[dict]:
+    """The parent's records up to the step a branch continues from (none for a root run): what
+    the branch inherits when it is read as if it had trained from scratch."""
+    if not parent:
+        return []
+    return [m for m in read_metrics(runs_dir / parent) if m["step"] <= branch_step]
+
+
+def train_wall(record: dict) -> float:
+    """Seconds spent training (evaluations and checkpoints excluded where the log has it)."""
+    return record.get("train_wall", record["wall"])
+
+
+def branched_wall(train: list[dict], parent: list[dict], branch_step: int) -> float:
+    """A run's training seconds as if it had trained from scratch: its own, plus (for a branch)
+    its parent's up to the branch step. `parent` holds the parent's train records up to there;
+    the last one is scaled to the branch step, which leaves it as it is when a record was logged
+    at the branch step itself."""
+    wall = train_wall(train[-1]) if train else 0.0
+    if parent:
+        wall += train_wall(parent[-1]) * branch_step / parent[-1]["step"]
+    return wall
+
+
+def diverged(run_dir: Path) -> bool:
+    """Whether a (sweep) run ended with a non-finite loss."""
+    path = run_dir / "summary.json"
+    return path.is_file() and "diverged" in json.loads(path.read_text())
+
+
+def keep_earlier_times(meta: dict, results: Path, keys: tuple[str, ...]) -> None:
+    """When nothing was trained, `meta` takes these timing fields from the results file it
+    replaces: the times are those of the invocation that trained the runs, not of a re-read."""
+    if results.is_file():
+        before = json.loads(results.read_text())["meta"]
+        meta.update({k: before[k] for k in keys if before.get(k) is not None})
+
+
+def machine_name() -> str:
+    """CPU model and core count, for the record."""
+    return f"{cpu_name()} ({os.cpu_count()} cores)"
