@@ -44,7 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "why uniform 1..16 lags at small scale: gradient evidence",
     ),
     "probe": ("looped.experiments.probes", "update-benefit probe: one K=4 vs one K=16 update"),
-    "plot": ("looped.report.plots", "the paper's figures from run directories"),
+    "plot": ("looped.report.runs", "the paper's figures from run directories"),
     "bench": ("looped.bench.run", "speed benchmark against a stacked-layer peer"),
     "length": ("looped.experiments.length", "the gap to uniform as training lengthens (text)"),
     "samples": ("looped.experiments.samples", "continuations at serving depths 1, 2, 4, 16"),
@@ -53,7 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "unigram/bigram NLL on each text result's windows",
     ),
     "report": (
-        "looped.report.sections",
+        "looped.report.render",
         "regenerate the docs and (--figures) the figures from results/",
     ),
 }

@@ -50,7 +50,7 @@ from looped.config import load_config
 from looped.data.batching import build_source
 from looped.flops import count_params, flops_per_token
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.report import plots
+from looped.report import runs, style
 from looped.runtime.checkpoint import load_model
 from looped.training.trainer import train
 
@@ -61,12 +61,12 @@ sns.set_theme(style="whitegrid")
 _ = torch.manual_seed(0)  # the same weights on every run
 
 # %% [markdown]
-# The recurrence as a picture, drawn by `looped.report.plots.fig_architecture` (the paper's Fig. 6):
+# The recurrence as a picture, drawn by `looped.report.runs.fig_architecture` (the paper's Fig. 6):
 # every green box is the *same* block $A$, and the grey arcs are the input injection that
 # feeds $e$ back in from the second loop on.
 
 # %%
-plots.show(plots.fig_architecture(depth=4))
+style.show(runs.fig_architecture(depth=4))
 
 # %% [markdown]
 # ## The formula, in code
@@ -122,7 +122,7 @@ right.set(xlabel="depth K", ylabel="forward MFLOPs per token", title="Compute")
 right.legend()
 fig.suptitle("Weight tying: compute grows with K, parameters do not")
 fig.tight_layout()
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # ## 2. A looped model is an unrolled stack with shared weights
@@ -192,12 +192,12 @@ for mode in ("add", "concat", "none"):
 print("concat equals add at initialisation:", at_init["concat"] == at_init["add"])
 
 fig, ax = plt.subplots(figsize=(6, 3.6))
-for mode, style in (("add", "o-"), ("concat", "x--"), ("none", "s-")):
-    ax.plot(depths, at_init[mode], style, label=f'injection="{mode}"')
+for mode, fmt in (("add", "o-"), ("concat", "x--"), ("none", "s-")):
+    ax.plot(depths, at_init[mode], fmt, label=f'injection="{mode}"')
 ax.set(xlabel="loop k", ylabel="cos(h_k, e)", title="How much of the input the state keeps (init)")
 ax.set_ylim(0, 1.05)
 ax.legend()
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # Without injection the input fades loop by loop; with `"add"` (and `"concat"`, identical at
@@ -262,10 +262,10 @@ untrained = LoopedTransformer(run_cfg.model).eval()
 stats = {"trained at K=4": dynamics(model, x, 16), "untrained": dynamics(untrained, x, 16)}
 
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
-for (name, s), style in zip(stats.items(), ("o-", "s--")):
-    axes[0].plot(depths, s["norm"], style, label=name)
-    axes[1].plot(depths[1:], s["turn"], style, label=name)
-    axes[2].plot(depths, s["to_train_depth"], style, label=name)
+for (name, s), fmt in zip(stats.items(), ("o-", "s--")):
+    axes[0].plot(depths, s["norm"], fmt, label=name)
+    axes[1].plot(depths[1:], s["turn"], fmt, label=name)
+    axes[2].plot(depths, s["to_train_depth"], fmt, label=name)
 axes[0].set(ylabel="mean ||h_k||", title="Size of the state")
 axes[1].set(ylabel="1 - cos(h_k, h_(k-1))", title="How much each loop turns it", yscale="log")
 axes[2].set(ylabel="cos(h_k, h_4)", title="Drift from the training-depth state")
@@ -275,7 +275,7 @@ for ax in axes:
     ax.set_xticks([1, 4, 8, 12, 16])
     ax.legend(fontsize=8)
 fig.tight_layout()
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # Training makes the first loops do real work (large turns), after which each further loop
@@ -314,7 +314,7 @@ ax.set(
     title="One model, every serving depth, one pass",
 )
 ax.legend()
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # A model trained only at $K=4$ serves best near $K=4$, and its loss climbs as it is looped

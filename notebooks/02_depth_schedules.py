@@ -41,7 +41,7 @@ import numpy as np
 import seaborn as sns
 
 from looped.paper import FIXED, FIXED_FIRST, LABELS, UNIFORM
-from looped.report import plots
+from looped.report import style
 from looped.schedules import FixedFirst, parse_schedule, step_bits
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: a longer run to sample
@@ -108,7 +108,7 @@ for ax, (name, ks) in zip(axes, sampled.items()):
 axes[-1].set_xlabel("optimizer step")
 fig.suptitle(f"Training depth K at each step of a {T:,}-step run")
 fig.tight_layout()
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # ## 3. Exact expectations, checked against samples
@@ -171,7 +171,7 @@ for ax, name in zip(axes, (LABELS[UNIFORM], "log-normal Poisson", LABELS[FIXED_F
     ax.legend(fontsize=8)
 axes[0].set_ylabel("probability")
 fig.tight_layout()
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # ## 4. Why K is a pure function of (seed, step)
@@ -217,7 +217,7 @@ ax.set(
     title="Two ranks, same seed: a stateful generator desynchronises them",
 )
 ax.legend(fontsize=8, loc="lower left")
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # `looped.schedules` draws step $s$'s $K$ from 64 bits of a BLAKE2b hash of (seed, $s$)
@@ -267,7 +267,7 @@ for ax, name in zip(axes, (LABELS[UNIFORM], LABELS[FIXED_FIRST])):
 axes[0].set_ylabel("training depth K")
 fig.suptitle("Fig. 7: uniform-depth training and an 80% fixed-first schedule")
 fig.tight_layout()
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # ## 6. What the schedules cost
@@ -292,7 +292,7 @@ ax.set(
     title="Cumulative expected loops (legend: total vs uniform)",
 )
 ax.legend(fontsize=8)
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # ## 7. Move the knobs: K0, the switch, the finish
@@ -334,7 +334,7 @@ def draw_fixed_first(k0: int = 4, frac: float = 0.8, finish: str = "uniform 1..1
     ax.axhline(reference.mean_depth(T), color="C3", ls="--", lw=1, label="uniform 1..16: E[K]")
     ax.set(xlabel="optimizer step", ylabel="training depth K", ylim=(0, 17.5), title=spec)
     ax.legend(fontsize=8, ncol=3)
-    plots.show(fig)
+    style.show(fig)
     loops = 1 - s.mean_depth(T) / reference.mean_depth(T)
     compute = saving(PRESET.model, s, reference, T, PRESET.seq_len)
     print(

@@ -37,7 +37,7 @@ from looped.flops import (
     tokens_per_step,
 )
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.report import plots
+from looped.report import style
 from looped.schedules import parse_schedule
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: more shapes checked, finer heatmap
@@ -122,7 +122,7 @@ ax.set(
     title="200m preset: training FLOPs per token by part",
 )
 ax.legend(loc="upper left", fontsize=8)
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # ## 2. Checked against PyTorch's FLOP counter
@@ -185,7 +185,7 @@ ax.bar(x + 0.2, [r[3] / 1e6 for r in rows], 0.4, label="counted (FlopCounterMode
 ax.set_xticks(x, labels)
 ax.set(ylabel="training MFLOP per token", title="The formula against PyTorch's FLOP counter")
 ax.legend()
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # They agree exactly. Two modeling choices are worth knowing (both in the `looped.flops`
@@ -268,10 +268,10 @@ colors = sns.color_palette("deep", 3)
 for (name, k0, p, s), color in zip(CLAIMS, colors):
     ax.plot(ratios, p * (8.5 - k0) / (ratios + 8.5), color=color, label=name)
     ax.axhspan(s - 0.005, s + 0.005, color=color, alpha=0.25)
-for preset, style in (("200m", ":"), ("1b", "--")):
+for preset, ls in (("200m", ":"), ("1b", "--")):
     c = load_config(preset)
     F, R = fixed_and_loop_cost(c.model, c.seq_len)
-    ax.axvline(F / R, color="k", ls=style, lw=1, label=f"{preset} preset, F/R = {F / R:.2f}")
+    ax.axvline(F / R, color="k", ls=ls, lw=1, label=f"{preset} preset, F/R = {F / R:.2f}")
 ax.set(
     xlabel="fixed cost F/R (in loop passes)",
     ylabel="saving against uniform 1..16",
@@ -279,7 +279,7 @@ ax.set(
 )
 ax.yaxis.set_major_formatter(PercentFormatter(1.0))
 ax.legend(fontsize=8)
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # ## 5. How the saving moves with the switch fraction and $K_0$
@@ -332,7 +332,7 @@ ax.set(
     ylabel="fixed depth K0",
     title=f"200m preset (F/R = {ratio_200m:.2f}): modeled saving of fixed-first",
 )
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # ### Move the knobs: the fixed cost and the schedule
@@ -365,8 +365,8 @@ def draw_savings(ratio: float = 1.18, k0: int = 2, p: float = 0.67) -> None:
     fig, ax = plt.subplots(figsize=(7.5, 4))
     for k in sorted({k for (k, _), _ in CLAIMED} | {k0}):
         curve = [saving_at_ratio(ratio, fixed_first(k, q), UNIFORM, steps) for q in SWITCH]
-        style = dict(lw=2) if k == k0 else dict(lw=1, ls=":", alpha=0.7)
-        ax.plot(SWITCH, curve, color=f"C{k % 10}", label=f"K0={k}, F/R={ratio:.2f}", **style)
+        line = dict(lw=2) if k == k0 else dict(lw=1, ls=":", alpha=0.7)
+        ax.plot(SWITCH, curve, color=f"C{k % 10}", label=f"K0={k}, F/R={ratio:.2f}", **line)
     for (k, q), s in CLAIMED:
         ax.plot(q, s, "o", ms=8, mfc="none", color=f"C{k % 10}", label=f"paper: K0={k}, {q:.0%}")
     chosen = saving_at_ratio(ratio, fixed_first(k0, p), UNIFORM, steps)
@@ -376,7 +376,7 @@ def draw_savings(ratio: float = 1.18, k0: int = 2, p: float = 0.67) -> None:
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.legend(fontsize=8)
-    plots.show(fig)
+    style.show(fig)
     print(f"K0={k0}, switch at {p:.0%}, F/R={ratio:.2f}: {chosen:.1%} less modeled compute")
     for (k, q), s in CLAIMED:
         at = saving_at_ratio(ratio, fixed_first(k, q), UNIFORM, steps)

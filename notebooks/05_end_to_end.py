@@ -52,14 +52,18 @@ from pathlib import Path
 import numpy as np
 from IPython.display import Image, Markdown, display
 
-from looped.experiments import fidelity
-from looped.experiments.demo import FULL_DEPTH_KS, QUICK, DemoSettings, format_summary, run_demo
-from looped.paper import FIXED_FIRST, LABELS, UNIFORM
-from looped.report import plots
-from looped.report.sections import findings, study_rows, study_trend, verdicts_section
+import looped.eval.stats as stats
+import looped.report.text as text_report
+from looped.experiments.demo import FULL_DEPTH_KS, QUICK, DemoSettings, run_demo
+from looped.paper import FIXED_FIRST, LABELS, UNIFORM, recipe_label
+from looped.report import bios
+from looped.report.claims import findings
+from looped.report.probe import plot_benefit
+from looped.report.text import study_rows, study_trend
+from looped.report.verdicts import verdicts_section
 
 # %matplotlib inline
-# (looped.report.plots renders off-screen, to files; the magic above turns inline figures back on)
+# (looped.report renders off-screen, to files; the magic above turns inline figures back on)
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # run the full demo when no results file exists
 ROOT = next(  # the repository root: notebooks run from notebooks/
@@ -89,11 +93,11 @@ print(
 print(f"{len(result['runs'])} runs, {meta['wall_seconds']:.0f}s on {meta['machine']}")
 
 # %% [markdown]
-# The figures are drawn by `looped.report.plots.demo_figures` from this dictionary (the same code
+# The figures are drawn by `looped.report.bios.paper_figures` from this dictionary (the same code
 # `looped demo` uses for `figures/`), and every number below is read from it.
 
 # %%
-figures = {p.stem: p for p in plots.demo_figures(result, workdir / "notebook-figures")}
+figures = {p.stem: p for p in bios.paper_figures(result, workdir / "notebook-figures")}
 runs = result["runs"]
 top = max(r["budget"] for r in runs if "main" in r["group"])  # the full budget (no catch-up)
 catch_up = sorted(r["budget"] for r in runs if r["group"] == "catchup")
@@ -127,11 +131,11 @@ def main_runs(schedule: str, budget: float) -> list[dict]:
 # quality across serving depths stays close to uniform training's.
 
 # %%
-display(Markdown("**Equal FLOPs** (full budget)\n\n" + format_summary(result["summary"])))
+display(Markdown("**Equal FLOPs** (full budget)\n\n" + bios.format_summary(result["summary"])))
 if result.get("summary_tokens"):
     display(
         Markdown(
-            "**Equal tokens** (uniform's steps)\n\n" + format_summary(result["summary_tokens"])
+            "**Equal tokens** (uniform's steps)\n\n" + bios.format_summary(result["summary_tokens"])
         )
     )
 
@@ -268,10 +272,8 @@ if "two_hop_recall" in figures:
 # %%
 benefit = result.get("update_benefit") or []
 if benefit:
-    from looped.experiments.probes import plot_benefit
-
     ints = [dict(b, benefit={int(k): v for k, v in b["benefit"].items()}) for b in benefit]
-    figures["fig4"] = plot_benefit(ints, workdir / "fig4.png")  # drawn through plots._save
+    figures["fig4"] = plot_benefit(ints, workdir / "fig4.png")  # drawn through style.save
     display(Image(figures["fig4"]))
     for b in ints:
         best = max(b["benefit"], key=b["benefit"].get)
@@ -299,9 +301,9 @@ bigram_tables = json.loads((ROOT / "results" / "text_baselines.json").read_text(
 if text_file.is_file():
     text = json.loads(text_file.read_text())
     text_base = text.get("baselines") or bigram_tables["demo_text.json"]
-    display(Markdown(fidelity.baseline_lines(text, text_base)[0]))
-    display(Markdown(fidelity.format_table(text)))
-    text_figures = {p.stem: p for p in fidelity.figures(text, workdir / "text", prefix="text")}
+    display(Markdown(text_report.baseline_lines(text, text_base)[0]))
+    display(Markdown(text_report.format_table(text)))
+    text_figures = {p.stem: p for p in text_report.figures(text, workdir / "text", prefix="text")}
     display(Image(text_figures["text_nll_by_depth"]))
 
 # %% [markdown]
@@ -319,10 +321,10 @@ if text_file.is_file():
 # %%
 if text_file.is_file() and "text_loss_by_seed" in text_figures:
     display(Image(text_figures["text_loss_by_seed"]))
-    spans = fidelity.seed_spreads(text)
+    spans = stats.seed_spreads(text)
     print("max - min of the mean NLL over seeds (nats):")
     for schedule, span in spans.items():
-        print(f"  {fidelity.label(schedule):<24} {span:.2f}")
+        print(f"  {recipe_label(schedule):<24} {span:.2f}")
 
 # %% [markdown]
 # ## 11. Across model sizes: does the gap close toward the paper's 0.5%?
@@ -337,7 +339,7 @@ wide_file = ROOT / "results" / "fidelity.json"
 if wide_file.is_file() and json.loads(wide_file.read_text()).get("study"):
     wide = json.loads(wide_file.read_text())
     display(Markdown("\n".join(study_rows(wide["study"]))))
-    study_figures = [fidelity.fig_study_gap(wide, workdir / "study.png")]
+    study_figures = [text_report.fig_study_gap(wide, workdir / "study.png")]
     display(Image(study_figures[0]))
     wide_base = wide.get("baselines") or bigram_tables["fidelity.json"]
     display(Markdown(study_trend(wide["study"], wide_base)))

@@ -45,13 +45,13 @@ from looped.flops import (
     steps_for_budget,
     tokens_per_step,
 )
-from looped.report import plots
+from looped.report import runs, style
 from looped.runtime.device import peak_flops
 from looped.schedules import parse_schedule
 from looped.training.trainer import train
 
 # %matplotlib inline
-# (looped.report.plots renders off-screen, to files; the magic above turns inline figures back on)
+# (looped.report renders off-screen, to files; the magic above turns inline figures back on)
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: larger BPE, longer tiny runs
 if not FULL:
@@ -177,7 +177,7 @@ for ax, preset in zip(axes, ("200m", "1b")):
     )
     ax.tick_params(axis="y", labelsize=8)
 fig.tight_layout()
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # ## 3. Launching the runs
@@ -347,17 +347,17 @@ right.set(
 for ax in (left, right):
     ax.legend(fontsize=8)
 fig.tight_layout()
-plots.show(fig)
+style.show(fig)
 
 # %% [markdown]
 # `looped plot --runs DIR [DIR ...] --out FIGDIR` searches the directories for runs and draws
 # the analogs of the paper's Fig. 8 (NLL across serving depths, seed bands), Fig. 2 (mean NLL
 # against modeled FLOPs) and Fig. 3 (training loss with the switch marked). It is
-# `looped.report.plots.runs_figures`, called here on the tiny runs; on the full grid the command is
+# `looped.report.runs.figures`, called here on the tiny runs; on the full grid the command is
 # `looped plot --runs runs/200m --out figures/200m`.
 
 # %%
-for path in plots.runs_figures([runs_dir], workdir / "figures"):
+for path in runs.figures([runs_dir], workdir / "figures"):
     print(path.name)
     display(Image(path))
 

@@ -35,10 +35,13 @@ from pathlib import Path
 import torch
 from IPython.display import Image, Markdown, display
 
-from looped.experiments import diagnose, fidelity, length
-from looped.experiments.probes import gradient_agreement, plot_benefit
+import looped.report.text as text_report
+from looped.experiments.diagnose import DiagnoseSettings, run_diagnose
+from looped.experiments.probes import gradient_agreement
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.report.sections import capitalized
+from looped.report import diagnose, length
+from looped.report.probe import plot_benefit
+from looped.report.render import capitalized
 
 FULL = os.environ.get("LOOPED_FULL") == "1"
 ROOT = next(  # the repository root: notebooks run from notebooks/
@@ -81,12 +84,12 @@ print(f"rho = {fresh['mean_survives']:.2f}; gradient norms:",
 # %%
 if FULL:
     out = Path(tempfile.mkdtemp())
-    result = diagnose.run_diagnose(
-        diagnose.DiagnoseSettings(), out, out / "diagnose.json", out / "figures", quiet=True
+    result = run_diagnose(
+        DiagnoseSettings(), out, out / "diagnose.json", out / "figures", quiet=True
     )
 else:
     result = json.loads((ROOT / "results" / "diagnose.json").read_text())
-figures = diagnose.draw(result, Path(tempfile.mkdtemp()))
+figures = diagnose.figures(result, Path(tempfile.mkdtemp()))
 display(Markdown(diagnose.format_summary(result)))
 
 # %%
@@ -120,7 +123,7 @@ if benefit:
 
 # %%
 text = json.loads((ROOT / "results" / "fidelity.json").read_text())
-figures = fidelity.figures(text, Path(tempfile.mkdtemp()))
+figures = text_report.figures(text, Path(tempfile.mkdtemp()))
 display(Image(filename=str(figures[0])))
 
 # %% [markdown]
@@ -133,7 +136,7 @@ display(Image(filename=str(figures[0])))
 # %%
 saved = json.loads((ROOT / "results" / "text_baselines.json").read_text())
 base = text.get("baselines") or saved["fidelity.json"]
-display(Markdown(fidelity.baseline_lines(text, base)[0]))
+display(Markdown(text_report.baseline_lines(text, base)[0]))
 
 # %% [markdown]
 # ## 4. As training lengthens: where the models beat the bigram table
@@ -170,5 +173,7 @@ display(Markdown("\n".join(length.trend_lines(study))))
 # same).
 
 # %%
-display(Markdown(capitalized(fidelity.section(text, "looped fidelity", base).split("\n\n", 1)[-1])))
+display(
+    Markdown(capitalized(text_report.section(text, "looped fidelity", base).split("\n\n", 1)[-1]))
+)
 display(Markdown(capitalized(diagnose.section(result).split("\n\n", 2)[-1])))

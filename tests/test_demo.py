@@ -14,7 +14,8 @@ from looped.experiments import bios, demo
 from looped.experiments.bios import QUICK, plan
 from looped.experiments.demo import run_demo
 from looped.paper import FIXED, FIXED_FIRST, UNIFORM
-from looped.report import sections as report
+from looped.report import bios as bios_report
+from looped.report import render
 from looped.schedules import lr_at, parse_schedule
 
 LR = f"lr{bios.BIOS_LR[UNIFORM]:g}"  # the default LR in run names
@@ -228,12 +229,12 @@ def test_rerun_reuses_finished_runs(quick):
 def test_report_renders_readme_sections_from_results(quick):
     out, _, _ = quick
     result = json.loads((out / "demo.json").read_text())
-    text = report.demo_section(result)
+    text = bios_report.section(result)
     assert "| fixed-first (80%) |" in text and "Fixed K=4 degrades away from K=4" in text
     readme = "intro\n<!-- demo:begin -->\nSTALE-TEXT\n<!-- demo:end -->\nrest\n"
     (out / "results").mkdir(exist_ok=True)
     (out / "results" / "demo.json").write_text((out / "demo.json").read_text())
-    rendered = report.render(readme, out)
+    rendered = render.render(readme, out)
     assert rendered.startswith("intro\n<!-- demo:begin -->\n") and rendered.endswith(
         "<!-- demo:end -->\nrest\n"
     )
@@ -260,13 +261,15 @@ def test_compare_summaries_puts_yours_beside_the_reference_with_the_difference()
            "wall_vs_uniform": 1.0, "mean_fact_nll": 3.0, "fact_nll_vs_uniform": 0.0,
            "bits": {"1": 7.0, "4": 8.0, "8": 9.0, "16": 10.0}}  # fmt: skip
     mine = {**row, "steps": 250, "mean_fact_nll": 2.5, "bits": {**row["bits"], "16": 9.5}}
-    lines = demo.compare_summaries([mine], [row]).splitlines()
-    assert len(lines) == 2 + len(demo.COMPARED)
+    lines = bios_report.compare_summaries([mine], [row]).splitlines()
+    assert len(lines) == 2 + len(bios_report.COMPARED)
     assert "| uniform 1..16 | steps | 250 | 243 | +7 |" in lines
     assert "| uniform 1..16 | mean fact NLL K=1..16 | 2.500 | 3.000 | -0.500 |" in lines
     assert "| uniform 1..16 | bits/person K=16 | 9.5 | 10.0 | -0.5 |" in lines
     # a schedule the reference lacks is shown without a difference
-    missing = demo.compare_summaries([{**mine, "schedule": FIXED, "label": "fixed K=4"}], [row])
+    missing = bios_report.compare_summaries(
+        [{**mine, "schedule": FIXED, "label": "fixed K=4"}], [row]
+    )
     assert "| fixed K=4 | steps | 250 | - | - |" in missing
 
 
@@ -316,18 +319,16 @@ def test_demo_ends_with_its_table_beside_the_reference(quick, monkeypatch, tmp_p
 def test_report_renders_the_readme_from_a_chosen_results_file(quick, tmp_path):
     out, result, _ = quick
     (tmp_path / "README.md").write_text("<!-- demo:begin -->\nold\n<!-- demo:end -->\n")
-    assert report.main(["--root", str(tmp_path), "--results", str(out / "demo.json")]) == 0
-    assert report.demo_section(result).strip() in (tmp_path / "README.md").read_text()
+    assert render.main(["--root", str(tmp_path), "--results", str(out / "demo.json")]) == 0
+    assert bios_report.section(result).strip() in (tmp_path / "README.md").read_text()
     with pytest.raises(UserError, match="no such file"):
-        report.main(["--root", str(tmp_path), "--results", str(tmp_path / "nothing.json")])
+        render.main(["--root", str(tmp_path), "--results", str(tmp_path / "nothing.json")])
 
 
 def test_the_comparison_names_only_settings_that_change_the_table():
-    from looped.experiments.demo import _settings_that_change_the_table
-
     ref = {"seeds": 2, "catch_up": [2.0, 3.0], "workers": 2, "overrides": []}
-    assert _settings_that_change_the_table(dict(ref, catch_up=[], workers=4), ref) == []
-    assert _settings_that_change_the_table(dict(ref, seeds=1, overrides=["x=1"]), ref) == [
+    assert bios_report.changed_settings(dict(ref, catch_up=[], workers=4), ref) == []
+    assert bios_report.changed_settings(dict(ref, seeds=1, overrides=["x=1"]), ref) == [
         "overrides", "seeds",
     ]  # fmt: skip
 

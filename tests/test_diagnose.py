@@ -63,20 +63,20 @@ def test_bad_input_is_one_line_and_exit_2(args, capsys):
 
 
 def test_gap_closed_is_the_share_of_the_uniform_to_fixed_difference():
-    from looped.experiments.diagnose import _closes
+    from looped.report.diagnose import closes
 
     v = {
         "uniform": {"mean_nll": 3.0, "seed_mean_nll": [3.0]},
         "fixed-first": {"mean_nll": 1.0, "seed_mean_nll": [1.0]},
         "x": {"mean_nll": 2.5, "seed_mean_nll": [2.5]},
     }
-    assert _closes(v, "x").endswith("it closes 25% of the gap")
+    assert closes(v, "x").endswith("it closes 25% of the gap")
     v["x"]["mean_nll"] = 3.5  # worse than uniform: a negative share, said as it is
-    assert _closes(v, "x").endswith("it closes -25% of the gap")
+    assert closes(v, "x").endswith("it closes -25% of the gap")
     # with seeds, each seed's share against its own uniform and fixed-first runs
     v = {
         "uniform": {"mean_nll": 3.5, "seed_mean_nll": [3.0, 4.0]},
         "fixed-first": {"mean_nll": 1.5, "seed_mean_nll": [1.0, 2.0]},
         "x": {"mean_nll": 2.5, "seed_mean_nll": [2.5, 2.5]},
     }
-    assert _closes(v, "x").endswith("it closes 50% of the gap (per seed 25% to 75%)")
+    assert closes(v, "x").endswith("it closes 50% of the gap (per seed 25% to 75%)")

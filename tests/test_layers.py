@@ -136,7 +136,8 @@ def _is_table(node: ast.stmt) -> bool:
     if isinstance(node, ast.Expr):
         return False
     if isinstance(value, ast.Call):
-        return any(isinstance(a, ast.Tuple | ast.List | ast.Dict | ast.Set) for a in value.args)
+        arguments = [*value.args, *(k.value for k in value.keywords)]
+        return any(isinstance(a, ast.Tuple | ast.List | ast.Dict | ast.Set) for a in arguments)
     return isinstance(value, ast.Tuple | ast.List | ast.Dict | ast.Set)
 
 

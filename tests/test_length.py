@@ -198,7 +198,7 @@ def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documen
 
 
 def test_the_demo_says_when_its_text_models_lose_to_the_bigram_and_points_to_the_study():
-    from looped.experiments.demo import text_note
+    from looped.report.bios import text_note
 
     result = {"equal_tokens": [{"mean_nll": {"max": 5.0}, "uniform_nll": {"max": 5.2}}],
               "baselines": {"bigram": 4.0}}  # fmt: skip
@@ -212,8 +212,9 @@ def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
     from tokenizers import Tokenizer
 
     from looped.data.text import HFTokenizer
-    from looped.experiments.samples import continue_greedy, section
+    from looped.experiments.samples import continue_greedy
     from looped.model import LoopedConfig, LoopedTransformer
+    from looped.report.samples import section
 
     tok = HFTokenizer(
         Tokenizer.from_file(str(Path(__file__).parent / "fixtures/tokenizer.json")), "t"
@@ -251,20 +252,20 @@ def _synthetic_study() -> dict:
 
 @pytest.mark.slow
 def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigram(tmp_path):
-    from looped.experiments.length import fig_gap
-    from looped.report import plots
+    from looped.report import checks
+    from looped.report.length import fig_gap
 
     study = _synthetic_study()
     informative = {c["steps"]: c.get("verdict") for c in study["cells"] if "gap" in c}
     assert informative[30] == informative[60] == Verdict.NOT_INFORMATIVE.value  # 5.0, 4.5 > 4.2
     assert informative[240] != Verdict.NOT_INFORMATIVE.value
     assert all(t["lengths"] == 2 for t in stats.gap_trends(study["cells"]).values())
-    original, seen = plots._check, []
-    plots._check = lambda fig: seen.append(plots.readability_problems(fig))
+    original, seen = checks.refuse_empty, []
+    checks.refuse_empty = lambda fig: seen.append(checks.readability_problems(fig))
     try:
         fig_gap(study, tmp_path / "gap.png")
     finally:
-        plots._check = original
+        checks.refuse_empty = original
     assert seen == [[]] and (tmp_path / "gap.png").is_file()
 
 

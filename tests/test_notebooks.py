@@ -122,7 +122,7 @@ def test_no_machine_paths_in_outputs(rendered: Path) -> None:
 @pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
 def test_numbers_are_printed_rounded(rendered: Path) -> None:
     """No float noise such as `"lr": 0.0012000000000000001` in what a notebook prints."""
-    from looped.report.plots import FLOAT_NOISE
+    from looped.report.checks import FLOAT_NOISE
 
     for i, _, _, text in _outputs(rendered):
         found = FLOAT_NOISE.search(text)
@@ -145,22 +145,22 @@ def test_no_stray_result_of_a_non_result(rendered: Path) -> None:
 
 @pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
 def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
-    """Every figure a notebook shows passes through `looped.report.plots`, which refuses a panel
-    without data (`plots.empty_panels`, tested in tests/test_plots.py): inline figures through
-    `plots.show(fig)`, saved ones through `plots.demo_figures` or `plots.runs_figures` (then
+    """Every figure a notebook shows passes through `looped.report.style`, which refuses a panel
+    without data (`checks.empty_panels`, tested in tests/test_plots.py): inline figures through
+    `style.show(fig)`, saved ones through a study's figure function of `looped.report` (then
     `display(Image(...))`).
     A bare `plt.show()` could show a blank panel unnoticed, as notebook 05 once did."""
     for i, source, out, _ in _outputs(rendered):
         if "image/png" not in out.get("data", {}):
             continue
         assert "plt.show()" not in source, (
-            f"{rendered.name}: cell {i} shows a figure with plt.show(); use plots.show(fig)"
+            f"{rendered.name}: cell {i} shows a figure with plt.show(); use style.show(fig)"
         )
         from_plots = "display(Image(" in source and any(
-            f in source for f in ("figures[", "plots.runs_figures(", "plots.demo_figures(")
+            f in source for f in ("figures[", "runs.figures(", "bios.paper_figures(")
         )
-        assert "plots.show(" in source or from_plots, (
-            f"{rendered.name}: cell {i} shows a figure that looped.report.plots did not check"
+        assert "style.show(" in source or from_plots, (
+            f"{rendered.name}: cell {i} shows a figure that looped.report.style did not check"
         )
 
 

@@ -10,7 +10,8 @@ from looped import paper
 from looped.config import load_config
 from looped.eval.stats import Verdict
 from looped.flops import preset_rows
-from looped.report import sections as report
+from looped.report import claims, render, text, verdicts
+from looped.report.claims import Shows
 
 
 def test_the_presets_launch_the_recipes_paper_py_names():
@@ -52,16 +53,14 @@ def _result(fixed_nll: list[float]) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("at_16", "verdict"), [(8.0, "shows"), (3.0, "does not show"), (1.0, "reverses")]
+    ("at_16", "verdict"), [(8.0, Shows.SHOWS), (3.0, Shows.DOES_NOT_SHOW), (1.0, Shows.REVERSES)]
 )
 def test_the_fixed_depth_claim_reads_its_verdict_from_the_numbers(at_16, verdict):
     nll = [2.0] * 16
     nll[16 - 1] = at_16
-    found = report.fixed_degrades(report._Data(_result(nll)))
-    assert found.verdict == verdict
-    assert found.claim == "Fixed K=4 degrades away from K=4"
-    assert found.sentence == f"NLL 2.000 at K=4, 2.000 at K=1, {at_16:.3f} at K=16."
-    assert found.markdown().startswith(f"**{found.claim}** ({verdict}")
+    found = claims.fixed_degrades(claims._Data(_result(nll)))
+    assert found.verdict is verdict
+    assert found.numbers == {"k": 4, "at_k": 2.0, "at_1": 2.0, "at_16": at_16}
 
 
 def test_every_claim_of_the_reference_has_a_known_verdict():
@@ -69,11 +68,16 @@ def test_every_claim_of_the_reference_has_a_known_verdict():
     from pathlib import Path
 
     result = json.loads((Path(__file__).resolve().parents[1] / "results/demo.json").read_text())
-    found = report.claims(result)
-    known = {"shows", "does not show", "reverses", ""} | {v.value for v in Verdict}
-    assert {str(f.verdict) for f in found} <= known
-    assert [f.markdown() for f in found] == report.findings(result)
+    found = claims.claims(result)
+    assert all(f.verdict is None or isinstance(f.verdict, (Shows, Verdict)) for f in found)
+    assert all(bool(f.claim) or f.verdict is None for f in found)  # measurements: no verdict
+    assert [f.markdown() for f in found] == claims.findings(result)
     assert sum(bool(f.claim) for f in found) >= 5  # the README's bold claims
+    fixed = next(f for f in found if f.claim.startswith("Fixed K=4 degrades"))
+    at_16 = fixed.numbers["at_16"] / fixed.numbers["at_k"]
+    assert fixed.verdict is (
+        Shows.SHOWS if at_16 > 1.5 else Shows.REVERSES if at_16 < 1 else Shows.DOES_NOT_SHOW
+    )
 
 
 def _gap(*values: float) -> dict:
@@ -108,11 +112,11 @@ def test_a_text_row_whose_models_do_not_beat_the_bigram_gets_no_verdict():
 
 
 def test_the_bottom_line_counts_only_informative_text_verdicts():
-    none = report.bottom_line([Verdict.NOT_INFORMATIVE] * 4)
-    assert none.startswith("none of the 4 text comparisons is informative")
-    some = report.bottom_line([Verdict.BETTER, Verdict.UNDECIDED, Verdict.NOT_INFORMATIVE])
-    assert "of the 2 text comparisons whose models beat a bigram table" in some
-    assert "holds in 1" in some and "uniform lags" in some and "1 shorter" in some
+    none = verdicts.tally([Verdict.NOT_INFORMATIVE] * 4)
+    assert (none.told, none.quiet, none.holds, none.counts) == (0, 4, 0, {})
+    some = verdicts.tally([Verdict.BETTER, Verdict.UNDECIDED, Verdict.NOT_INFORMATIVE])
+    assert (some.told, some.quiet, some.holds) == (2, 1, 1)
+    assert some.counts == {Verdict.BETTER: 1, Verdict.UNDECIDED: 1}
 
 
 def _cell(d: int, params: float, steps: int, *gaps: float) -> dict:
@@ -128,10 +132,12 @@ def test_the_scale_trend_reads_the_signed_gap_and_only_where_models_beat_the_big
     # +3.3% -> -1.9% -> -12.2%: the size of the gap is not monotone, its sign is
     falling = [_study_cell(48, 1e5, 200, 3.9, 0.033, 0.030), _study_cell(96, 1e6, 200, 3.9, -0.019, -0.02),
                _study_cell(192, 1e7, 200, 3.9, -0.122, -0.12)]  # fmt: skip
-    text = report.study_trend(falling, {"bigram": 4.0})
-    assert "per tenfold parameters [-" in text and "not informative" not in text
-    assert "not informative at this size" in report.study_trend(falling, {"bigram": 3.5})
-    assert "not informative at this size" in report.study_trend(falling, None)
+    (trend,) = text.study_trends(falling, {"bigram": 4.0})
+    assert trend["informative"] and trend["worst"] == 3.9
+    assert trend["slope"].hi < 0  # falling, clear of zero
+    for baseline in ({"bigram": 3.5}, None):
+        (quiet,) = text.study_trends(falling, baseline)
+        assert not quiet["informative"] and quiet["slope"] is None
 
 
 def test_the_verdicts_table_reads_every_track_from_its_results_file(tmp_path):
@@ -150,30 +156,21 @@ def test_the_verdicts_table_reads_every_track_from_its_results_file(tmp_path):
     }  # fmt: skip
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "demo_text.json").write_text(json.dumps(text))
-    lines = report.verdicts_section(tmp_path).splitlines()
-    assert lines[2].startswith(
-        "| K=2 for 67% ends within 0.5% of uniform at equal tokens (200M) | text, demo (d=64, "
-        "150 steps) | -2.0% [-2.2%, -1.8%] | better: 95% interval"
-    )
-    assert "| +0.0% [-0.2%, +0.2%] | within tolerance" in lines[3]
-    assert "modeled, not measured: no verdict" in lines[4]
-    assert "wall" not in " ".join(lines[:5])  # per-run times of the track are never compared
-    assert lines[-1].startswith("- **Bottom line at this scale**: of the 2 text comparisons")
+    found = verdicts.text_claims(tmp_path)
+    assert [(c.schedule, c.verdict) for c in found] == [
+        (paper.RECIPE_200M, Verdict.BETTER), (paper.RECIPES_1B[1], Verdict.WITHIN)]  # fmt: skip
+    assert [c.gap["mean"] for c in found] == pytest.approx([-0.02, 0.0])
+    section = verdicts.verdicts_section(tmp_path)
+    assert len(section.split("\n\n")[0].splitlines()) == 2 + 2 + 1  # header, 2 claims, compute
     text["baselines"]["bigram"] = 2.9  # the same rows, models now worse than the bigram
     (tmp_path / "results" / "demo_text.json").write_text(json.dumps(text))
-    lines = report.verdicts_section(tmp_path).splitlines()
-    assert "not informative at this size" in lines[2] and "none of the 2" in lines[-1]
+    assert {c.verdict for c in verdicts.text_claims(tmp_path)} == {Verdict.NOT_INFORMATIVE}
 
 
 def test_the_timing_line_says_each_phase():
     timing = {"command": "looped demo --time-to x.json", "wall_seconds": 690.0, "machine": "CPU",
               "dtype": "fp32", "runs_trained": 36, "text_runs": 21,
               "phase_seconds": {"bios": 480.0, "text": 190.0, "probe": 12.0, "figures": 8.0}}  # fmt: skip
-    assert report.timing_section(timing) == (
-        "Measured: `looped demo --time-to x.json` on a fresh clone took 11.5 minutes on CPU in "
-        "fp32 (36 bios runs and 21 text runs; bios 8.0 min, text 3.2 min, probe 12 s, figures "
-        "8 s), after the one-time set-up of the virtual environment: within the 12-minute "
-        "budget for 2 cores."
-    )
+    assert render.demo_minutes(timing) == (11.5, True)
     slow = {**timing, "wall_seconds": 724.0}  # 12.07 min, printed as 12.1
-    assert report.timing_section(slow).endswith("over the 12-minute budget for 2 cores.")
+    assert render.demo_minutes(slow) == (12.1, False)

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from looped.report import plots  # noqa: E402
+from looped.report import bios, checks, runs, style  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "demo.json"
@@ -23,13 +23,13 @@ def test_a_panel_with_only_a_reference_line_counts_as_empty():
     a.axvline(4)
     a.set_title("only a marker")
     b.plot([1, 2], [3, 4])
-    assert plots.empty_panels(fig) == ["only a marker"]
+    assert checks.empty_panels(fig) == ["only a marker"]
     with pytest.raises(ValueError, match="only a marker"):
-        plots.show(fig)
+        style.show(fig)
     fig, ax = plt.subplots()
     ax.plot([1, 2], [3, 4])
     ax.set_xlim(10, 20)  # data outside the view is no data either
-    assert plots.empty_panels(fig) == ["panel 1"]
+    assert checks.empty_panels(fig) == ["panel 1"]
     plt.close("all")
 
 
@@ -38,14 +38,14 @@ def test_plain_tick_labels_on_a_short_log_axis():
     ax.plot([2e12, 1.3e13], [0.6, 4.0])
     ax.set_xscale("log")
     ax.set_yscale("log")
-    plots._finish(fig)
+    style.finish(fig)
     fig.canvas.draw()
     ys = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     xs = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
     assert ys == ["1", "2", "3"], ys  # 1, 2, 5 x 10^n gives only two: 1, 2, 3, 5 then
     assert all("times" not in y and "^" not in y for y in ys)
     assert len(xs) >= 2 and all(x in {"2e12", "5e12", "1e13"} for x in xs), xs
-    assert plots._plain(0.5) == "0.5" and plots._plain(2e12) == "2e12"
+    assert style.plain(0.5) == "0.5" and style.plain(2e12) == "2e12"
     plt.close(fig)
 
 
@@ -59,7 +59,7 @@ def test_every_demo_figure_of_the_reference_has_data_in_every_panel(tmp_path, mo
     checked = []
 
     def save(fig, path):
-        plots._finish(fig)  # the layout as saved
+        style.finish(fig)  # the layout as saved
         fig.canvas.draw()
         box = fig.get_window_extent()
         for ax in fig.axes:
@@ -73,9 +73,9 @@ def test_every_demo_figure_of_the_reference_has_data_in_every_panel(tmp_path, mo
         checked.append(path.name)
         return original(fig, path)
 
-    original = plots._save
-    monkeypatch.setattr(plots, "_save", save)
-    paths = plots.demo_figures(result, tmp_path)
+    original = style.save
+    monkeypatch.setattr(style, "save", save)
+    paths = bios.paper_figures(result, tmp_path)
     assert {p.name for p in paths} == set(checked) >= {
         "fig1_recall_bits.png", "fig2_nll_vs_flops.png", "fig3_loss_trajectory.png",
         "fig5_depth_specialisation.png", "fig7_schedules.png", "fig8_nll_by_depth.png",
@@ -92,7 +92,7 @@ def test_runs_written_before_the_token_nll_rename_still_plot(tmp_path):
         train = {"kind": "train", "step": 1, "loss": 3.0, "depth": 4, "flops": 1e9}
         evals = {"kind": "eval", "step": 1, key: {"2": 2.5, "1": 3.5}}
         (run / "metrics.jsonl").write_text(json.dumps(train) + "\n" + json.dumps(evals) + "\n")
-    old, new = plots.load_runs([tmp_path / "old", tmp_path / "new"])
+    old, new = runs.load_runs([tmp_path / "old", tmp_path / "new"])
     assert old["depths"] == new["depths"] == [1, 2]
     assert old["token_nll"] == new["token_nll"] == [3.5, 2.5]
     assert old["label"] == "fixed K=4"
@@ -102,17 +102,15 @@ def test_architecture_diagram_has_one_box_per_application_and_the_injections():
     """Fig. 6: P, K boxes of the same block A, H; an injection arc into loops 2..K."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    from looped.report import plots
-
     for depth in (1, 4):
-        fig = plots.fig_architecture(depth)
+        fig = runs.fig_architecture(depth)
         ax = fig.axes[0]
         boxes = [p for p in ax.patches if isinstance(p, FancyBboxPatch)]
         texts = [t.get_text().split("\n")[0] for t in ax.texts]
         assert len(boxes) == depth + 2 and texts.count("A") == depth
         arcs = [p for p in ax.patches if isinstance(p, FancyArrowPatch) and p.get_linewidth() < 1]
         assert len(arcs) == depth - 1
-        assert not plots.empty_panels(fig)
+        assert not checks.empty_panels(fig)
 
 
 # -- readability: every shipped figure, and each check against a figure that breaks it --------
@@ -123,21 +121,21 @@ SHIPPED = sorted(p.name for p in (ROOT / "figures").glob("*.png"))
 def shipped_figures(tmp_path_factory):
     """Every figure of figures/, redrawn from the committed results/*.json by the functions that
     drew it (`report.figures`), as (name, problems found on the Figure as saved)."""
-    from looped.report import sections as report
+    from looped.report import render
 
     found = {}
-    original = plots._save
+    original = style.save
 
     def save(fig, path):
-        plots._finish(fig)  # the layout as saved
-        found[path.name] = plots.readability_problems(fig)
+        style.finish(fig)  # the layout as saved
+        found[path.name] = checks.readability_problems(fig)
         return original(fig, path)
 
-    plots._save = save
+    style.save = save
     try:
-        report.figures(ROOT, tmp_path_factory.mktemp("figures"))
+        render.figures(ROOT, tmp_path_factory.mktemp("figures"))
     finally:
-        plots._save = original
+        style.save = original
     return found
 
 
@@ -168,11 +166,11 @@ def _line_panel(**legend):
 
 def test_a_legend_over_data_or_tick_labels_is_found_and_moved():
     fig, _ = _line_panel(loc="lower right")  # over the flat line
-    assert any("covers" in p and "flat at the bottom" in p for p in plots.legend_problems(fig))
-    plots._finish(fig)
-    assert plots.legend_problems(fig) == []
+    assert any("covers" in p and "flat at the bottom" in p for p in checks.legend_problems(fig))
+    style.finish(fig)
+    assert checks.legend_problems(fig) == []
     fig, ax = _line_panel(loc="upper left", bbox_to_anchor=(-0.15, 0.6))  # over the y labels
-    assert any("covers the text" in p for p in plots.legend_problems(fig))
+    assert any("covers the text" in p for p in checks.legend_problems(fig))
     plt.close("all")
 
 
@@ -182,15 +180,15 @@ def test_too_few_ticks_overlapping_labels_and_float_noise_are_found():
     ax.set_yticks([5.01, 5.02])
     ax.set_title("lr 0.0012000000000000001")
     fig.canvas.draw()
-    assert any("y axis has 2 labelled ticks" in p for p in plots.tick_problems(fig))
-    assert plots.noisy_numbers(fig) == ["float noise in 'lr 0.0012000000000000001'"]
-    plots._finish(fig)
-    assert plots.tick_problems(fig) == []
+    assert any("y axis has 2 labelled ticks" in p for p in checks.tick_problems(fig))
+    assert checks.noisy_numbers(fig) == ["float noise in 'lr 0.0012000000000000001'"]
+    style.finish(fig)
+    assert checks.tick_problems(fig) == []
     fig, ax = plt.subplots(figsize=(2, 2))
     ax.plot([1e11, 9e11], [0, 1])
     ax.set_xticks(np.linspace(1e11, 9e11, 9), [f"{v:.4e}" for v in np.linspace(1e11, 9e11, 9)])
     fig.canvas.draw()
-    assert any("tick labels overlap" in p for p in plots.text_problems(fig))
+    assert any("tick labels overlap" in p for p in checks.text_problems(fig))
     plt.close("all")
 
 
@@ -200,7 +198,7 @@ def test_a_series_under_another_is_hidden_unless_dashed_or_marked_apart():
         ax.plot([1, 2, 3, 4], [1, 2, 2, 3], "o-", label="below")
         ax.plot([1, 2, 3, 4], [1, 2, 2, 3], **{"marker": "o", "ls": "-", **top}, label="above")
         fig.canvas.draw()
-        return plots.hidden_series(fig)
+        return checks.hidden_series(fig)
 
     assert panel() and "'below' is hidden under 'above'" in panel()[0]
     assert panel(ls="--") == []  # the line below shows through the gaps
@@ -212,20 +210,20 @@ def test_the_checks_fail_on_the_figures_as_they_were_drawn(monkeypatch):
     """The figures that failed before the fixes, drawn as they were: Fig. 1's legend sat on
     uniform's curve in the 100% panel, the gradient-agreement legend on the K=8 vs K=16 line,
     and fixed-first's solid training curve covered fixed K=4's until the switch."""
-    from looped.experiments import diagnose
+    from looped.report import diagnose
 
     drawn = {}
-    monkeypatch.setattr(plots, "_place_legends", lambda fig: False)  # legends where coded
-    monkeypatch.setattr(plots, "_dashes", lambda label: {"ls": "-"})  # every curve solid
-    monkeypatch.setattr(plots, "_save", lambda fig, path: drawn.setdefault(path.name, fig))
+    monkeypatch.setattr(style, "place_legends", lambda fig: False)  # legends where coded
+    monkeypatch.setattr(style, "dashes", lambda label: {"ls": "-"})  # every curve solid
+    monkeypatch.setattr(style, "save", lambda fig, path: drawn.setdefault(path.name, fig))
     demo = json.loads(REFERENCE.read_text())
-    plots.fig1_recall(demo, Path("fig1.png"))
-    plots.fig3_loss(demo, Path("fig3.png"))
+    bios.fig1_recall(demo, Path("fig1.png"))
+    bios.fig3_loss(demo, Path("fig3.png"))
     diagnose.fig_agreement(json.loads((ROOT / "results" / "diagnose.json").read_text()),
                            Path("agreement.png"))  # fmt: skip
     for fig in drawn.values():
-        plots._finish(fig)
-    assert any("uniform 1..16" in p for p in plots.legend_problems(drawn["fig1.png"]))
-    assert any("K=8 vs K=16" in p for p in plots.legend_problems(drawn["agreement.png"]))
-    assert any("'fixed K=4' is hidden" in p for p in plots.hidden_series(drawn["fig3.png"]))
+        style.finish(fig)
+    assert any("uniform 1..16" in p for p in checks.legend_problems(drawn["fig1.png"]))
+    assert any("K=8 vs K=16" in p for p in checks.legend_problems(drawn["agreement.png"]))
+    assert any("'fixed K=4' is hidden" in p for p in checks.hidden_series(drawn["fig3.png"]))
     plt.close("all")

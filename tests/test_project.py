@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from looped.report import docs
-from looped.report import sections as report
+from looped.report import docs, render
+from looped.report.verdicts import verdicts_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,13 +49,13 @@ def test_unknown_command_exits_2():
     assert proc.returncode == 2 and "unknown command" in proc.stderr
 
 
-@pytest.mark.parametrize("doc", report.DOCS, ids=str)
+@pytest.mark.parametrize("doc", render.DOCS, ids=str)
 def test_doc_sections_are_generated_from_results(doc):
     """The numbers in the README, docs/RESULTS.md (every track's tables and verdicts),
     docs/USAGE.md and the notebooks' index are exactly what `looped report` renders from
     results/ and the code."""
     text = (ROOT / doc).read_text()
-    assert report.render(text, ROOT, doc=doc) == text, (
+    assert render.render(text, ROOT, doc=doc) == text, (
         f"{doc} is out of date: run `looped report` after `looped demo`/`looped bench`"
     )
 
@@ -65,10 +65,10 @@ def test_report_writes_each_doc_of_a_root_that_has_it(tmp_path):
     committed demo results) and leaves out the ones it lacks."""
     (tmp_path / "README.md").write_text("<!-- demo:begin -->\nold\n<!-- demo:end -->\n")
     demo = ROOT / "results" / "demo.json"
-    assert report.main(["--root", str(tmp_path), "--results", str(demo)]) == 0
+    assert render.main(["--root", str(tmp_path), "--results", str(demo)]) == 0
     text = (tmp_path / "README.md").read_text()
     assert "old" not in text and "Equal FLOPs" in text
-    assert report.main(["--root", str(tmp_path), "--results", str(demo), "--check"]) == 0
+    assert render.main(["--root", str(tmp_path), "--results", str(demo), "--check"]) == 0
 
 
 def _sections(text: str) -> dict[str, str]:
@@ -80,11 +80,11 @@ def test_readme_first_screen_tells_the_story():
     line, one figure, the two commands and the map of the code; the rest links out."""
     head = "\n".join((ROOT / "README.md").read_text().splitlines()[:60])
     verdicts = _sections(head).get("verdicts", "")
-    assert verdicts == report.verdicts_section(ROOT).strip(), "the verdicts are not on screen one"
+    assert verdicts == verdicts_section(ROOT).strip(), "the verdicts are not on screen one"
     assert "**Bottom line" in verdicts
     assert len(re.findall(r"!\[[^]]*\]\(figures/[\w.]+\.png\)", head)) == 1
     assert "make demo" in head and "make test" in head
-    assert len(_sections(head).get("codemap", "").splitlines()) == 5
+    assert len(_sections(head).get("codemap", "").splitlines()) == len(docs.CODE_MAP)
     for doc in ("docs/RESULTS.md", "docs/USAGE.md"):
         assert f"]({doc})" in head, f"the first screen does not link {doc}"
 
@@ -147,3 +147,23 @@ def test_generated_sentences_start_with_a_capital_and_say_each_value_once():
                     assert not first.isalpha() or first.isupper(), f"{path.name} {name}: {line}"
                 said = re.findall(r"[-+]?\d[\d.,]*%? at K=\d+", line)
                 assert len(said) == len(set(said)), f"{path.name} {name} repeats: {line}"
+
+
+def test_the_report_layer_reads_results_not_the_studies():
+    """looped/report/ draws and writes from results dicts: it never imports the studies that
+    compute them (looped.experiments) or the training loop, at module level or in a function."""
+    import ast
+
+    for path in sorted((ROOT / "looped" / "report").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            for name in names:
+                assert not name.startswith(("looped.experiments", "looped.training")), (
+                    f"{path.name} imports {name}"
+                )

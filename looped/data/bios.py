@@ -164,7 +164,7 @@ class BiosCorpus:
         """
         # datasets takes ~2 s to import: a corpus generated in memory for a run never needs it
         from datasets import Dataset, DatasetDict
-        from datasets.utils.tqdm import (
+        from datasets.utils.tqdm import (  # the same lazy import: its progress-bar switches
             are_progress_bars_disabled,
             disable_progress_bars,
             enable_progress_bars,

@@ -108,6 +108,11 @@ class Person:
         return getattr(self, attr)
 
 
+# The pool sizes of the capacity studies' bioS setting: 47.6 bits per person.
+BIOS_S_SIZES = {"n_first": 400, "n_middle": 400, "n_last": 1000, "first_year": 1900, "n_years": 200,
+                "n_cities": 200, "n_universities": 300, "n_majors": 100, "n_employers": 263}  # fmt: skip
+
+
 @dataclass
 class BiosConfig:
     """What to generate. Bits per person with the defaults: 33.90 (bioS pools: 47.60)."""
@@ -134,9 +139,7 @@ class BiosConfig:
     @classmethod
     def bioS(cls, **overrides: object) -> BiosConfig:
         """The pool sizes of the capacity studies (47.6 bits per person)."""
-        sizes = dict(n_first=400, n_middle=400, n_last=1000, first_year=1900, n_years=200,
-                     n_cities=200, n_universities=300, n_majors=100, n_employers=263)  # fmt: skip
-        return cls(**{**sizes, **overrides})
+        return cls(**{**BIOS_S_SIZES, **overrides})
 
     def pool_sizes(self) -> dict[str, int]:
         return {

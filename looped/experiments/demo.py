@@ -44,7 +44,7 @@ from typing import Any
 
 from looped.config import OverrideParser, load_config, to_yaml
 from looped.errors import UserError
-from looped.eval.stats import beats_bigram, bios_summary, worst_nll
+from looped.eval.stats import bios_summary
 from looped.experiments.bios import (
     FULL_DEPTH_KS,
     QUICK,
@@ -59,12 +59,10 @@ from looped.experiments.fidelity import FidelitySettings, run_fidelity
 from looped.experiments.results import keep_earlier_times, machine_name
 from looped.experiments.runner import execute
 from looped.model import LoopedTransformer
-from looped.paper import FIXED, MAIN_SCHEDULES, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.report import bios as bios_report
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.lock import dir_lock
-
-BUDGET_MINUTES = 12  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
-
 
 # The text track at demo size: one looped layer of width 64 on the standard library's source,
 # 150 steps of 16x128 tokens, each schedule at the LR the reference's sweep chose (`looped
@@ -80,117 +78,7 @@ TEXT = FidelitySettings(
 QUICK_TEXT = replace(QUICK_FIDELITY, chosen_lr=dict(TEXT_LR))  # toy size, pydoc corpus
 
 
-def format_summary(table: list[dict]) -> str:
-    """A summary table as markdown: seed means, the seed range of the mean fact NLL and the
-    per-seed range of the difference from uniform (paired by seed)."""
-    lines = [
-        "| schedule | LR | steps | compute vs uniform | wall-clock vs uniform | mean fact NLL K=1..16 (seed range) | vs uniform | per-seed range | bits/person K=1 | K=4 | K=8 | K=16 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in table:
-        bits = [f"{r['bits'].get(str(k), float('nan')):.1f}" for k in (1, 4, 8, 16)]
-        n, v = r.get("fact_nll"), r.get("vs_uniform_by_seed")
-        nll = f"{r['mean_fact_nll']:.3f}" + (f" ({n['min']:.3f}-{n['max']:.3f})" if n else "")
-        per_seed = f"{v['min']:+.1%} to {v['max']:+.1%}" if v else "-"
-        lr = f"{r['lr']:g}" if r.get("lr") else "-"
-        lines.append(
-            f"| {r['label']} | {lr} | {r['steps']} | {r['compute_vs_uniform']:.2f}x | {r['wall_vs_uniform']:.2f}x | {nll} | {r['fact_nll_vs_uniform']:+.1%} | {per_seed} | "
-            + " | ".join(bits)
-            + " |"
-        )
-    return "\n".join(lines)
-
-
 REFERENCE = Path("results") / "demo.json"  # the committed reference, relative to the repository
-COMPARED = (  # (summary key, label, format of a value, format of a difference)
-    ("steps", "steps", "{:.0f}", "{:+.0f}"),
-    ("compute_vs_uniform", "compute vs uniform", "{:.2f}x", "{:+.2f}"),
-    ("wall_vs_uniform", "wall-clock vs uniform", "{:.2f}x", "{:+.2f}"),
-    ("mean_fact_nll", "mean fact NLL K=1..16", "{:.3f}", "{:+.3f}"),
-    ("fact_nll_vs_uniform", "fact NLL vs uniform", "{:+.1%}", "{:+.1%}"),
-    ("bits.1", "bits/person K=1", "{:.1f}", "{:+.1f}"),
-    ("bits.4", "bits/person K=4", "{:.1f}", "{:+.1f}"),
-    ("bits.8", "bits/person K=8", "{:.1f}", "{:+.1f}"),
-    ("bits.16", "bits/person K=16", "{:.1f}", "{:+.1f}"),
-)
-
-
-def _cell(row: dict, key: str) -> float:
-    if key.startswith("bits."):
-        return float(row.get("bits", {}).get(key.split(".")[1], float("nan")))
-    return float(row.get(key, float("nan")))
-
-
-def compare_summaries(yours: list[dict], reference: list[dict]) -> str:
-    """Your full-budget table beside the reference's: one row per schedule and measure, with
-    yours minus the reference's in the last column."""
-    lines = [
-        "| schedule | measure | yours | reference | difference |",
-        "|---|---|---:|---:|---:|",
-    ]
-    ref = {r["schedule"]: r for r in reference}
-    for row in yours:
-        other = ref.get(row["schedule"])
-        for key, label, fmt, diff_fmt in COMPARED:
-            a = _cell(row, key)
-            b = _cell(other, key) if other else float("nan")
-            lines.append(
-                f"| {row['label']} | {label} | {fmt.format(a)} | "
-                + (f"{fmt.format(b)} | {diff_fmt.format(a - b)} |" if other else "- | - |")
-            )
-    return "\n".join(lines)
-
-
-def compare_text(yours: dict, reference: dict) -> str:
-    """Your text track beside the reference's: per basis and schedule, the seed-mean NLL and
-    its difference from uniform, with yours minus the reference's."""
-    lines = [
-        "| basis | schedule | measure | yours | reference | difference |",
-        "|---|---|---|---:|---:|---:|",
-    ]
-    for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
-        ref = {r["schedule"]: r for r in reference.get(key, [])}
-        for row in yours.get(key, []):
-            other = ref.get(row["schedule"])
-            cells = (
-                ("mean NLL K=1..16", row["mean_nll"]["mean"],
-                 other["mean_nll"]["mean"] if other else None, "{:.3f}", "{:+.3f}"),
-                ("vs uniform", row["vs_uniform"], other["vs_uniform"] if other else None,
-                 "{:+.1%}", "{:+.1%}"),
-            )  # fmt: skip
-            for measure, a, b, fmt, diff in cells:
-                theirs = f"{fmt.format(b)} | {diff.format(a - b)}" if b is not None else "- | -"
-                lines.append(
-                    f"| {basis} | {row['label']} | {measure} | {fmt.format(a)} | {theirs} |"
-                )
-    return "\n".join(lines)
-
-
-def text_note(result: dict) -> list[str]:
-    """What the text track can say at the demo's budget: when its models lose to a bigram
-    table on the same windows, nothing about the paper's claim, and where the answer is."""
-    base = result.get("baselines")
-    if not base or beats_bigram(result, base):
-        return []
-    worst = worst_nll(result["equal_tokens"])
-    return [
-        f"(your text models score worse than a bigram count table on the same windows: worst "
-        f"seed {worst:.2f} vs bigram {base['bigram']:.2f} nats/token. At the demo's budget the "
-        "text track cannot speak to the paper's claim; `looped length` trains long enough to, "
-        "and docs/RESULTS.md shows its committed results.)"
-    ]
-
-
-def _settings_that_change_the_table(yours: dict, reference: dict) -> list[str]:
-    """Settings that differ and bear on the full-budget table; the number of workers and the
-    optional catch-up runs (not in the table) do not."""
-    ignored = {"workers", "catch_up", "sweep", "sweep_lrs", "text", "probe", "depth_ks"}
-    yours, reference = json.loads(json.dumps(yours)), json.loads(json.dumps(reference))
-    return [
-        k
-        for k in sorted(set(yours) | set(reference))
-        if k not in ignored and yours.get(k) != reference.get(k)
-    ]
 
 
 def _comparison(result: dict, out: Path, figures: Path) -> str:
@@ -202,7 +90,7 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
     text = [
         f"\nYour demo ({out / 'demo.json'}) beside the reference ({REFERENCE}, measured on "
         f"{reference['meta']['machine']}), full budget, seed means:",
-        compare_summaries(result["summary"], reference["summary"]),
+        bios_report.compare_summaries(result["summary"], reference["summary"]),
     ]
     ours, theirs = result["meta"].get("dtype"), reference["meta"].get("dtype")
     if ours != theirs:
@@ -210,9 +98,7 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
             f"(you trained in {ours}, the reference in {theirs}: dtype=auto picks bf16 only "
             "where the CPU has a bf16 path, so expect small differences from rounding)"
         )
-    differ = _settings_that_change_the_table(
-        result["meta"]["settings"], reference["meta"]["settings"]
-    )
+    differ = bios_report.changed_settings(result["meta"]["settings"], reference["meta"]["settings"])
     if differ:
         text.append(
             f"(your {', '.join(differ)} differ from the reference's: the differences show the "
@@ -223,8 +109,8 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
         yours, theirs = json.loads(yours_text.read_text()), json.loads(ref_text.read_text())
         text += [
             "\nYour text track beside the reference's, seed means:",
-            compare_text(yours, theirs),
-            *text_note(yours),
+            bios_report.compare_text(yours, theirs),
+            *bios_report.text_note(yours),
         ]
         if "test" not in theirs["meta"]["corpus"] and "test" in yours["meta"]["corpus"]:
             text.append(
@@ -276,32 +162,11 @@ def _result(bios: BiosTrack, runs_dir: Path, phases: dict, benefit: list, text: 
     }
 
 
-def _draw(result: dict, figures: Path) -> list[Path]:
-    """The bios figures, the LR sweep's (with --sweep) and Fig. 4."""
-    from looped.experiments.fidelity import fig_lr_sweep
-    from looped.experiments.probes import plot_benefit
-    from looped.report import plots
-
-    paths = plots.demo_figures(result, figures)
-    if result["sweep"]:
-        view = {"meta": {"settings": {"schedules": list(MAIN_SCHEDULES)}},
-                "sweep": result["sweep"], "chosen_lr": result["chosen_lr"]}  # fmt: skip
-        paths.append(fig_lr_sweep(
-            view, figures / "demo_lr_sweep.png", "mean fact NLL, K=1..16",
-            "Bios LR sweep (seed 0, full FLOP budget; circled: chosen)",
-        ))  # fmt: skip
-    if result["update_benefit"]:
-        ints = [dict(r, benefit={int(k): v for k, v in r["benefit"].items()})
-                for r in result["update_benefit"]]  # fmt: skip
-        paths.append(plot_benefit(ints, figures / "fig4_update_benefit.png"))
-    return paths
-
-
 def _print_end(result: dict, out: Path, figures: Path, paths: list[Path]) -> None:
     print("\nBios track, equal FLOPs (full budget):")
-    print(format_summary(result["summary"]))
+    print(bios_report.format_summary(result["summary"]))
     print("\nBios track, equal tokens (uniform's full-budget steps):")
-    print(format_summary(result["summary_tokens"]))
+    print(bios_report.format_summary(result["summary_tokens"]))
     took = result["meta"]["phase_seconds"]
     print(
         f"wrote {out / 'demo.json'} and {len(paths)} figures in {figures} "
@@ -367,7 +232,7 @@ def _run_demo(
     result["meta"]["catchup_seconds"] = catchup_seconds
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    paths = _draw(result, figures)
+    paths = bios_report.figures(result, figures)
     phases["figures"] = time.time() - started
     result["meta"]["wall_seconds"] = time.time() - t0 - (catchup_seconds or 0.0)
     if result["meta"]["runs_trained"] + text_trained == 0:

@@ -53,7 +53,6 @@ from typing import Any
 
 import numpy as np
 
-import looped.eval.stats as stats
 from looped import paper
 from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
 from looped.data.text import (
@@ -70,16 +69,10 @@ from looped.eval.evaluate import token_nll_of
 from looped.eval.heldout import heldout_nll
 from looped.eval.stats import (
     STUDY_PAIR,
-    at_edge,
-    beats_bigram,
     best_lrs,
     compare,
-    gap_verdict,
-    seed_spreads,
     study_best,
     study_gaps,
-    sweep_means,
-    worst_nll,
 )
 from looped.experiments.plan import Planner
 from looped.experiments.results import (
@@ -96,6 +89,7 @@ from looped.flops import schedule_flops, tokens_per_step
 from looped.model import LoopedTransformer, fit_vocab
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.paper import recipe_label as label
+from looped.report import text as report
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
 from looped.runtime.lock import dir_lock
@@ -487,303 +481,6 @@ def test_windows(plan: Plan) -> list | None:
     return list(shards.iter_eval_batches(c.batch_size, c.seq_len, c.eval_batches, "test"))
 
 
-def _color(schedule: str, i: int) -> Any:
-    import seaborn as sns
-
-    extra = {RECIPE_200M: "#e7298a"}  # Dark2, beside paper.COLORS
-    return paper.color_of(schedule) or extra.get(schedule) or sns.color_palette("deep")[i % 10]
-
-
-def _interval(v: dict) -> str:
-    """The paired mean and its 95% interval, in percent ("one seed" when there is no interval)."""
-    if len(v.get("values", [])) < 2:
-        return f"{v['mean']:+.1%} (one seed)"
-    iv = stats.interval(v["values"])
-    return f"{iv.mean:+.1%} [{iv.lo:+.1%}, {iv.hi:+.1%}]"
-
-
-def format_table(result: dict) -> str:
-    """The end-of-run table: both comparisons, one row per schedule. "vs uniform" is the mean of
-    the per-seed paired differences with its 95% interval; compute saved is modeled."""
-    lines = [
-        "| basis | schedule | LR | steps | mean NLL K=1..16 (seed mean, min-max) | vs uniform "
-        "[95% interval] | modeled compute saved |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
-        for r in result[key]:
-            n = r["mean_nll"]
-            steps = f"{r['steps']}" + (
-                f" (uniform {r['uniform_steps']})"
-                if key == "equal_flops" and "uniform_steps" in r
-                else ""
-            )
-            lines.append(
-                f"| {basis} | {r['label']} | {r['lr']:g} | {steps} | {n['mean']:.3f} "
-                f"({n['min']:.3f}-{n['max']:.3f}) | {_interval(r['vs_uniform_by_seed'])} | "
-                f"{_share(r['compute_saving'])} |"
-            )
-    for g in result.get("study", []):
-        lines.append(
-            f"study d={g['d_model']} ({g['params'] / 1e6:.2f}M params), {g['steps']} steps: "
-            f"gap {g['gap']['mean']:+.2%} (seeds {g['gap']['min']:+.2%} to {g['gap']['max']:+.2%})"
-        )
-    return "\n".join(lines)
-
-
-def _share(x: float) -> str:
-    """A whole percentage, "0%" (not "-0%") for what rounds to nothing."""
-    return "0%" if round(x * 100) == 0 else f"{x:.0%}"
-
-
-def _pct(x: float) -> str:
-    """A signed whole percentage, with no "-0%" for a difference that rounds to nothing."""
-    return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
-
-
-def section(result: dict, command: str = "looped fidelity", baseline: dict | None = None) -> str:
-    """The text-track section of docs/RESULTS.md: setting, baselines, table, and one verdict per
-    paper recipe, each from its interval and only where the models beat the bigram table."""
-    from looped.paper import NLL_GAP
-
-    meta, s = result["meta"], result["meta"]["settings"]
-    corpus = meta["corpus"]
-    held = (
-        f"{corpus['val']:,} validation / {corpus['test']:,} test"
-        if "test" in corpus
-        else f"{corpus['val']:,} held-out"
-    )
-    chooser = f"the mean validation NLL of {s['sweep_seeds']} seeds" if "sweep_seeds" in s else (
-        "seed 0, on the same windows as the reported numbers")  # fmt: skip
-    lines = [
-        f"Measured by `{command}` on {meta['machine']}: {len(result['runs'])} runs "
-        f"({sum(r.get('own_wall', r['wall']) for r in result['runs']) / 60:.0f} minutes of training in all, one core "
-        f"each) on `{corpus['dataset']}` ({corpus['train']:,} train / {held} tokens, "
-        f"{corpus['tokenizer']}), d={s['d_model']}, one looped layer, {s['steps']} steps of "
-        f"{meta['tokens_per_step']} tokens, {meta['dtype']}; each schedule at its own best LR of "
-        f"{', '.join(f'{x:g}' for x in s['lrs'])} (chosen on {chooser}), then {s['seeds']} seeds. "
-        f"Metric: {meta['metric']}. At equal tokens every schedule trains the same steps; at equal "
-        "FLOPs each schedule is set against uniform trained on that schedule's modeled FLOPs "
-        "(fewer steps). Compute saved is modeled; the runs' wall-clock times were taken under "
-        "different loads and are not compared (`looped bench` times schedules together).",
-        "",
-        *baseline_lines(result, baseline),
-        format_table({**result, "study": []}),
-        "",
-    ]
-    lrs = s["lrs"]
-    edge = [label(k) for k in at_edge(result["chosen_lr"], lrs)] if result["sweep"] else []
-    if edge:
-        lines.append(
-            f"- The best LR of {', '.join(edge)} lies at the edge of the sweep, so its optimum "
-            "may lie beyond it: its row may understate what it can do."
-        )
-    informative = beats_bigram(result, baseline)
-    for row in result["equal_tokens"]:  # the paper's claim is made at equal tokens
-        if row["schedule"].startswith("fixed-first"):
-            tol = NLL_GAP[1] if row["schedule"] in RECIPES_1B else NLL_GAP[0]
-            said = gap_verdict(row["vs_uniform_by_seed"], tol, informative)[1]
-            lines.append(
-                f"- {row['label']}, equal tokens: {_interval(row['vs_uniform_by_seed'])} against "
-                f"uniform. The paper's claim (within {tol:.1%}): {said}."
-            )
-    widest = seed_spreads(result)
-    if widest:
-        lines.append(
-            "- Spread of the mean NLL over seeds (max - min, equal tokens): "
-            + ", ".join(f"{label(s)} {w:.2f}" for s, w in widest.items())
-            + f" nats; the widest is that of {label(next(iter(widest)))}"
-            + (
-                " (its training loss per seed: the loss-by-seed figure)."
-                if _has_curves(result)
-                else "."
-            )  # fmt: skip
-        )
-    return "\n".join(lines)
-
-
-def baseline_lines(result: dict, baseline: dict | None) -> list[str]:
-    """The count-table baselines beside the models, and what they mean for the verdicts."""
-    if not baseline:
-        return ["No bigram baseline was computed for these windows, so no verdict is given.", ""]
-    worst = worst_nll(result["equal_tokens"])
-    verdicts = ("every model beats it, so the comparisons below are informative"
-                if worst < baseline["bigram"] else
-                f"the worst model scores {worst:.3f}: the rows below are not informative at this "
-                "size and get no verdict")  # fmt: skip
-    return [f"Baselines on the same {baseline['tokens']:,} tokens (fit on train): unigram "
-            f"{baseline['unigram']:.3f}, add-k bigram {baseline['bigram']:.3f} nats/token; "
-            f"{verdicts}.", ""]  # fmt: skip
-
-
-def _has_curves(result: dict) -> bool:
-    """Whether every run carries its training curve (results files written before curves were
-    kept do not)."""
-    return all(r.get("curve") for r in result["runs"])
-
-
-# -- figures ---------------------------------------------------------------------------------
-def fig_loss_by_seed(result: dict, path: Path) -> Path:
-    """Training loss against step, one panel per schedule at equal tokens, one line per seed
-    (a trailing mean over 5 logged steps; uniform's loss also jumps with each step's depth): where
-    seeds part ways, e.g. one that stays longer on the early plateau."""
-    import matplotlib.pyplot as plt
-
-    from looped.report import plots
-
-    plots._style()
-    rows = result["equal_tokens"]
-    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.2), sharey=True,
-                             squeeze=False)  # fmt: skip
-    for ax, r in zip(axes[0], rows, strict=True):
-        runs = sorted((x for x in result["runs"] if "tokens" in x["roles"]
-                       and x["schedule"] == r["schedule"]), key=lambda x: x["seed"])  # fmt: skip
-        for x in runs:
-            steps, loss = np.asarray(x["curve"], dtype=float)[:, :2].T
-            w = min(5, len(loss))  # a trailing mean: the point at a step ends its window
-            smooth = np.convolve(loss, np.ones(w) / w, mode="valid")
-            ax.plot(steps[w - 1 :], smooth, lw=1.2,
-                    color=plots._color(f"seed {x['seed']}", x["seed"]),
-                    label=f"seed {x['seed']}: {x['mean_nll']:.2f}")  # fmt: skip
-        ax.set_title(f"{r['label']}, LR {r['lr']:g}", fontsize=9)
-        ax.set_xlabel("step")
-        ax.legend(fontsize=7, title="seed: mean NLL K=1..16", title_fontsize=7)
-    axes[0][0].set_ylabel("training loss (nats/token)")
-    fig.suptitle("Training loss per seed, equal tokens")
-    return plots._save(fig, path)
-
-
-def fig_nll_by_depth(result: dict, path: Path) -> Path:
-    """Left: held-out NLL by serving depth per schedule at equal tokens, seed bands (the
-    paper's Fig. 8). Right: mean NLL over depths against modeled FLOPs, where uniform's runs at
-    the other schedules' FLOPs trace its compute curve: a schedule below it wins at equal FLOPs."""
-    import matplotlib.pyplot as plt
-
-    from looped.report import plots
-
-    plots._style()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    rows = result["runs"]
-    for i, r in enumerate(result["equal_tokens"]):
-        runs = [x for x in rows if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]
-        plots._band(
-            left, r["depths"], [x["token_nll"] for x in runs], r["label"],
-            _color(r["schedule"], i), marker="o", ms=3,
-        )  # fmt: skip
-    first = result["equal_tokens"][0]
-    left.set_title(f"Equal tokens ({first['steps']} steps, {first['tokens']:,} tokens)")
-    left.set_xlabel("serving depth K")
-    left.set_ylabel("held-out token NLL (nats/token)")
-    lo, hi = left.get_ylim()
-    left.set_ylim(lo, hi + 0.3 * (hi - lo))  # room for the legend above the curves
-    left.legend(fontsize=7, ncol=2, loc="upper center")
-
-    def point(ax: Any, runs: list[dict], **kw: Any) -> tuple[float, float]:
-        y = np.array([x["mean_nll"] for x in runs])
-        x = float(np.mean([r["flops"] for r in runs]))
-        ax.errorbar([x], [y.mean()], yerr=[[y.mean() - y.min()], [y.max() - y.mean()]], **kw)
-        return x, float(y.mean())
-
-    uni = [x for x in rows if x["schedule"] == UNIFORM and any(
-        r == "tokens" or r.startswith("flops:") for r in x["roles"])]  # fmt: skip
-    curve = sorted(
-        point(right, [x for x in uni if x["steps"] == n], fmt="none", capsize=2,
-              color=_color(UNIFORM, 0))
-        for n in sorted({x["steps"] for x in uni})
-    )  # fmt: skip
-    right.plot(*zip(*curve, strict=True), marker="o", color=_color(UNIFORM, 0),
-               label=f"{label(UNIFORM)} (its steps cut to each FLOP budget)")  # fmt: skip
-    for i, r in enumerate(result["equal_tokens"]):
-        if r["schedule"] != UNIFORM:
-            runs = [x for x in rows if "tokens" in x["roles"] and x["schedule"] == r["schedule"]]
-            point(right, runs, fmt="s", ms=7, capsize=2, color=_color(r["schedule"], i),
-                  label=r["label"])  # fmt: skip
-    right.set_title("Equal modeled FLOPs")
-    right.set_xlabel("modeled training FLOPs")
-    right.set_ylabel("mean NLL over K=1..16")
-    right.legend(fontsize=7)
-    return plots._save(fig, path)
-
-
-def fig_lr_sweep(
-    result: dict,
-    path: Path,
-    ylabel: str = "mean NLL over K=1..16",
-    title: str = "LR sweep, validation NLL (circled: chosen)",
-) -> Path:
-    """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
-    import matplotlib.pyplot as plt
-
-    from looped.report import plots
-
-    plots._style()
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    for i, s in enumerate(result["meta"]["settings"]["schedules"]):
-        rows = [r for r in result["sweep"] if r["schedule"] == s]
-        pts = sweep_means(rows)  # an LR's mean over the sweep's seeds
-        if not pts:
-            continue
-        x, y = zip(*pts, strict=True)
-        lost = sorted(r["lr"] for r in rows if r.get("mean_nll") is None)
-        name = label(s) + (f" (diverged at {', '.join(f'{v:g}' for v in lost)})" if lost else "")
-        ax.plot(x, y, marker="o", label=name, color=_color(s, i))
-        best = result["chosen_lr"][s]
-        ax.scatter([best], [dict(pts)[best]], s=120, facecolors="none", edgecolors=_color(s, i))
-    ax.set_xscale("log")
-    ax.set_xlabel("peak learning rate")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    return plots._save(fig, path)
-
-
-def fig_study_gap(result: dict, path: Path) -> Path:
-    """The 200M recipe's gap from uniform against model size, one line per training length,
-    error bars spanning the seeds, the paper's 0.5% dashed."""
-    import matplotlib.pyplot as plt
-
-    from looped.report import plots
-
-    plots._style()
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    study = result["study"]
-    for i, steps in enumerate(sorted({g["steps"] for g in study})):
-        cells = sorted((g for g in study if g["steps"] == steps), key=lambda g: g["params"])
-        x = [g["params"] for g in cells]
-        y = np.array([100 * g["gap"]["mean"] for g in cells])
-        lo = y - [100 * g["gap"]["min"] for g in cells]
-        hi = np.array([100 * g["gap"]["max"] for g in cells]) - y
-        ax.errorbar(
-            x, y, yerr=[lo, hi], marker="o", capsize=3, label=f"{steps} steps",
-            color=plots._color(str(steps), i),
-        )  # fmt: skip
-    ax.axhline(100 * paper.NLL_GAP[0], ls="--", color="0.3", lw=1, label="paper: within 0.5%")
-    ax.axhline(0, color="0.6", lw=0.8)
-    ax.set_xscale(
-        "function", functions=(lambda x: np.log(np.clip(x, 1e-12, None)), np.exp)
-    )  # log, with the ticks set here
-    sizes = sorted({(g["params"], g["d_model"]) for g in study})
-    ax.set_xticks([p for p, _ in sizes], [f"d={d}\n{p / 1e6:.2g}M" for p, d in sizes])
-    ax.minorticks_off()
-    ax.set_xlabel("model size (width, parameters)")
-    ax.set_ylabel("NLL gap vs uniform (%)\n(+: fixed-first worse)")
-    ax.set_title(f"{label(STUDY_PAIR[0])} vs uniform, equal tokens")
-    ax.legend(fontsize=8)
-    return plots._save(fig, path)
-
-
-def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]:
-    """The track's figures as OUT_DIR/PREFIX_*.png (the LR sweep's only when it ran)."""
-    paths = [fig_nll_by_depth(result, out_dir / f"{prefix}_nll_by_depth.png")]
-    if result["equal_tokens"] and _has_curves(result):
-        paths.append(fig_loss_by_seed(result, out_dir / f"{prefix}_loss_by_seed.png"))
-    if result["sweep"]:
-        paths.append(fig_lr_sweep(result, out_dir / f"{prefix}_lr_sweep.png"))
-    if result.get("study"):
-        paths.append(fig_study_gap(result, out_dir / f"{prefix}_study_gap.png"))
-    return paths
-
-
 # -- entry point -----------------------------------------------------------------------------
 def check_settings(settings: FidelitySettings) -> None:
     """Bad settings as one line each, before the corpus is built or anything trains."""
@@ -947,8 +644,8 @@ def _run_fidelity(
         keep_earlier_times(result["meta"], results, ("wall_seconds", "phase_seconds"))
     results.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(results, json.dumps(result, indent=1))
-    paths = figures(result, figures_dir, prefix)
-    print(format_table(result))  # the result, even with --quiet (which silences the bars)
+    paths = report.figures(result, figures_dir, prefix)
+    print(report.format_table(result))  # the result, even with --quiet (which silences the bars)
     print(
         f"wrote {results} and {len(paths)} figures in {figures_dir} "
         f"({result['meta']['wall_seconds']:.0f}s; phases: "

@@ -29,6 +29,7 @@ from looped.config import load_config
 from looped.data.batching import batch_generator, build_source
 from looped.eval.evaluate import token_nll_by_depth
 from looped.model import LoopedTransformer
+from looped.report.probe import plot_benefit
 from looped.runtime import checkpoint as ckpt_lib
 from looped.schedules import lr_at, parse_depths
 from looped.training.trainer import make_optimizer
@@ -187,27 +188,6 @@ def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict
         "mean_survives": sum(r["mean_survives"] for r in per_batch) / n_batches,
         "per_batch": per_batch,
     }
-
-
-def plot_benefit(results: list[dict], path: str | Path) -> Path:
-    """Benefit across serving depths, one line per checkpoint (paper Fig. 4, left)."""
-    import matplotlib.pyplot as plt
-
-    from looped.report import plots
-
-    plots._style()
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    for r in results:
-        ax.plot(r["depths"], [r["benefit"][d] for d in r["depths"]], marker="o", ms=3,
-                label=f"step {r['step']}")  # fmt: skip
-    ax.axhline(0, color="k", lw=0.8)
-    ax.set_xlabel("serving depth K")
-    ax.set_ylabel(
-        f"NLL after a K={results[0]['shallow']} update\nminus after K={results[0]['deep']}"
-    )
-    ax.set_title("Update benefit (above 0: the deep update helps more)")
-    ax.legend(fontsize=8)
-    return plots._save(fig, Path(path))
 
 
 def main(argv: list[str]) -> int:

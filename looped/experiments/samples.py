@@ -23,10 +23,12 @@ from looped import paper
 from looped.data.text import load_tokenizer
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
-from looped.experiments.length import LABELS, LengthSettings, name_of
+from looped.experiments.length import LengthSettings, name_of
 from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import ensure_corpus, heldout_windows, run_config
 from looped.model import LoopedTransformer
+from looped.report import samples as report
+from looped.report.length import LABELS
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.checkpoint import list_checkpoints, load_weights
 
@@ -111,20 +113,6 @@ def sample_all(study: dict, out: Path) -> dict:
     return result
 
 
-def section(result: dict) -> str:
-    """The samples as the docs show them: per prompt, each model at each depth, one line each
-    (newlines shown as ⏎), with the model's test NLL at that depth."""
-    lines = []
-    for i, prompt in enumerate(result["prompts"]):
-        lines += [f"Prompt `{prompt.replace(chr(10), '⏎')}`:", "", "```text"]
-        for label, m in result["models"].items():
-            for k in result["depths"]:
-                text = m["samples"][str(k)][i].replace("\n", "⏎")
-                lines.append(f"{label:<22} K={k:<2} (NLL {m['test_nll'][str(k)]:.2f})  {text}")
-        lines += ["```", ""]
-    return "\n".join(lines).rstrip()
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="looped samples", description=__doc__.split("\n")[0])
     p.add_argument("--study", default="results/length.json", help="the length study's results")
@@ -136,6 +124,6 @@ def main(argv: list[str] | None = None) -> int:
     result = sample_all(json.loads(Path(a.study).read_text()), Path(a.out))
     path = Path("results/samples.json") if a.reference else Path(a.out) / "samples.json"
     write_text_atomic(path, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    print(section(result))
+    print(report.section(result))
     print(f"wrote {path}")
     return 0

@@ -14,25 +14,25 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# the README's map of the package: one line per layer, (name, modules, what they hold); a
-# module or subpackage not named here joins the last line, so the map never leaves one out
+# the README's map of the package: one line per group of layers, lowest first (the import order
+# of docs/ARCHITECTURE.md), (name, modules and subpackages, what they hold); a module or
+# subpackage not named here joins the last line, so the map never leaves one out
 CODE_MAP = (
-    ("The model", ("model", "kernels"),
-     "P, one block A applied K times with input injection, H; RMSNorm and RoPE with "
-     "hand-written backward passes"),
-    ("Depth and compute", ("schedules", "flops", "paper"),
-     "which K each step trains at, what that costs in modeled FLOPs, the paper's recipes and "
-     "reported numbers"),
-    ("Training", ("config", "data", "train", "checkpoint", "distributed", "pool", "device",
-                  "atomic", "faults", "errors"),
-     "configs, data, the training loop, atomic checkpoints and exact resume, DDP / FSDP2, a "
-     "pool of worker processes"),
-    ("Evaluation", ("evaluate", "recall", "probes", "downstream", "lm_eval_adapter"),
-     "token and fact NLL, recalled bits, probes and downstream tasks at every serving depth"),
-    ("Experiments and reports", ("demo", "fidelity", "diagnose", "bench", "bench_report",
-                                 "plots", "report", "docs", "cli"),
-     "the demo, the text track, the diagnosis, the benchmark; their figures, the generated "
-     "docs and the command line"),
+    ("The paper's concepts", ("model", "kernels", "schedules", "flops", "paper", "config", "errors"),
+     "P, one block A applied K times with input injection, H (hand-written RMSNorm and RoPE "
+     "backward passes); which K each step trains at and what it costs in modeled FLOPs; the "
+     "paper's recipes and reported numbers; configs"),
+    ("Disk and devices", ("runtime",),
+     "atomic writes, locks, checkpoints, the device and dtype, DDP / FSDP2, injected faults"),
+    ("Data and evaluation", ("data", "eval"),
+     "synthetic biographies and text corpora; token and fact NLL, recalled bits, baselines, "
+     "downstream tasks at every serving depth, and the statistics that judge them"),
+    ("Training and studies", ("training", "experiments", "bench"),
+     "the training loop with exact resume and branching; the demo, the text track, the length "
+     "study and the diagnosis on a pool of worker processes; the benchmark"),
+    ("Reports and the command line", ("report", "cli"),
+     "every figure, table and generated doc section, from the results files; one entry point "
+     "routing to a module per subcommand"),
 )  # fmt: skip
 
 _NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -77,9 +77,7 @@ def read_notebook(path: Path) -> Notebook:
     """A notebook's title (`# 02 · Title`) and numbered sections (`## 1. Heading`)."""
     prose = _markdown_lines(path.read_text())
     title = next(line[2:] for line in prose if line.startswith("# "))
-    sections = tuple(
-        m.group(1) for line in prose if (m := re.match(r"## \d+\. (.+)", line))
-    )  # fmt: skip
+    sections = tuple(m.group(1) for line in prose if (m := re.match(r"## \d+\. (.+)", line)))
     return Notebook(path.stem, re.sub(r"^\d+\s*·\s*", "", title).strip(), sections)
 
 
@@ -120,7 +118,7 @@ def package_parts(root: Path) -> list[str]:
 
 
 def code_map(root: Path, doc: Path = Path("README.md")) -> str:
-    """The package in five lines, one per layer, each module linked."""
+    """The package in five lines, one per group of layers, each module and subpackage linked."""
     parts = package_parts(root)
     named = {m for _, modules, _ in CODE_MAP for m in modules}
     rows = [list(modules) for _, modules, _ in CODE_MAP]

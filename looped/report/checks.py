@@ -1,0 +1,374 @@
+"""What a reader must be able to see in a figure, checked on the matplotlib Figure in display
+coordinates: every panel holds data, no legend covers a plotted point or a label, every numeric
+axis has three labelled ticks, no text is cut or overlaps, no series hides under another, no
+number shows float noise. tests/test_plots.py runs these on every shipped figure; `style.show`
+and `style.save` refuse a figure that fails them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+
+
+def empty_panels(fig: Any) -> list[str]:
+    """Titles of the panels that show no data: no line in data coordinates with a finite point
+    inside the view, no scatter, band, bar or image. Reference lines (axhline, axvline) do not
+    count, so a panel holding only its "K=4" marker is empty."""
+    empty = []
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible() or getattr(ax, "_colorbar", None) or ax.get_label() == "<colorbar>":
+            continue
+        x0, x1 = sorted(ax.get_xlim())
+        y0, y1 = sorted(ax.get_ylim())
+        has = bool(ax.images) or any(
+            len(getattr(c, "get_offsets", lambda: [])()) or len(c.get_paths())
+            for c in ax.collections
+        )
+        has |= any(p.get_height() != 0 for p in ax.patches if hasattr(p, "get_height"))
+        for line in ax.lines:
+            if line.get_transform() != ax.transData:
+                continue  # axhline / axvline: a reference, not data
+            x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+            inside = np.isfinite(x) & np.isfinite(y) & (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
+            has |= bool(inside.any())
+        if not has:
+            empty.append(ax.get_title() or f"panel {i + 1}")
+    return empty
+
+
+def refuse_empty(fig: Any) -> None:
+    empty = empty_panels(fig)
+    if empty:
+        plt.close(fig)
+        raise ValueError(f"figure has panels without data: {', '.join(map(repr, empty))}")
+
+
+# a number as a tick label writes it: 0.5, -2, 1e12, 40%, or matplotlib's mathtext 10^{3}
+_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?%?$")
+
+
+_MATHTEXT_POWER = re.compile(r"^\$\\mathdefault\{(\d+(\.\d+)?\\times)?\d*\^\{-?\d+\}\}\$$")
+
+
+# float noise: ten or more decimals holding a run of 0s or 9s before another digit, what binary
+# floats print as (0.0012000000000000001, 0.30000000000000004), not a chosen format (1.000000)
+FLOAT_NOISE = re.compile(r"\.(?=\d{10})\d*?(0{5,}[1-9]|9{6,})")
+
+
+def _is_number(text: str) -> bool:
+    t = text.strip().replace("\u2212", "-")
+    return bool(_NUMBER.match(t) or _MATHTEXT_POWER.match(t))
+
+
+def _panel(ax: Any, i: int) -> str:
+    return repr(ax.get_title() or ax.get_title(loc="left") or f"panel {i + 1}")
+
+
+def _is_data_line(ax: Any, line: Any) -> bool:
+    """A line in data coordinates (not axhline / axvline, not a legend handle)."""
+    return line.get_visible() and line.get_transform() == ax.transData
+
+
+def _has_marker(line: Any) -> bool:
+    return line.get_marker() not in ("None", "", " ", None)
+
+
+def _has_stroke(line: Any) -> bool:
+    return line.get_linestyle() not in ("None", "", " ")
+
+
+def _along(points: np.ndarray, step: float = 2.0) -> np.ndarray:
+    """Points every `step` display pixels along a polyline (its vertices included)."""
+    out = [points[:1]]
+    for a, b in zip(points[:-1], points[1:]):
+        n = max(1, int(np.ceil(np.hypot(*(b - a)) / step)))
+        out.append(a + (b - a) * (np.arange(1, n + 1)[:, None] / n))
+    return np.concatenate(out)
+
+
+def _inside(ax: Any, px: np.ndarray) -> np.ndarray:
+    """The display points that fall inside a panel."""
+    box = ax.get_window_extent()
+    keep = (px[:, 0] >= box.x0 - 0.5) & (px[:, 0] <= box.x1 + 0.5)
+    keep &= (px[:, 1] >= box.y0 - 0.5) & (px[:, 1] <= box.y1 + 0.5)
+    return px[keep]
+
+
+def _line_pixels(ax: Any, line: Any) -> np.ndarray:
+    """A data line in display pixels: every vertex, and points along the segments it draws,
+    kept where they fall inside the panel."""
+    xy = np.asarray(line.get_xydata(), dtype=float)
+    xy = xy[np.isfinite(xy).all(axis=1)]
+    if not len(xy):
+        return np.empty((0, 2))
+    px = ax.transData.transform(xy)
+    if _has_stroke(line) and len(px) > 1:
+        px = _along(px)
+    return _inside(ax, px)
+
+
+def _data_pixels(ax: Any) -> list[tuple[str, np.ndarray]]:
+    """(name, display points) of everything a panel plots: lines, markers, scatter points,
+    error bars and bars. Bands (fill_between) are shading, not points."""
+    found = [(ln.get_label(), _line_pixels(ax, ln)) for ln in ax.lines if _is_data_line(ax, ln)]
+    for c in ax.collections:
+        if not c.get_visible():
+            continue
+        if isinstance(c, PathCollection) and len(c.get_offsets()):
+            px = c.get_offset_transform().transform(np.asarray(c.get_offsets(), dtype=float))
+            found.append((c.get_label(), _inside(ax, px)))
+        elif isinstance(c, LineCollection) and c.get_transform() == ax.transData:
+            segs = [ax.transData.transform(np.asarray(s, dtype=float)) for s in c.get_segments()]
+            pts = [_along(s) for s in segs if len(s) > 1 and np.isfinite(s).all()]
+            if pts:
+                found.append((c.get_label(), _inside(ax, np.concatenate(pts))))
+    for p in ax.patches:
+        if p.get_visible() and hasattr(p, "get_height") and p.get_data_transform() == ax.transData:
+            e = p.get_window_extent()
+            edge = np.array([[e.x0, e.y0], [e.x1, e.y0], [e.x1, e.y1], [e.x0, e.y1], [e.x0, e.y0]])
+            found.append(("bar", _inside(ax, _along(edge))))
+    return found
+
+
+def _texts(fig: Any) -> list[Any]:
+    """Every piece of text a legend must leave readable: tick labels, axis labels, titles."""
+    texts = [t for t in fig.texts if t.get_visible() and t.get_text()]
+    if getattr(fig, "_suptitle", None) is not None:
+        texts.append(fig._suptitle)
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            texts += tick_labels(axis)
+            texts += [
+                t for t in (axis.label, axis.get_offset_text()) if t.get_visible() and t.get_text()
+            ]
+        texts += [t for t in (ax.title, ax._left_title, ax._right_title) if t.get_text()]
+    return texts
+
+
+def legends(fig: Any) -> list[tuple[Any, Any]]:
+    """(legend, the panel it belongs to or None) for every legend of the figure."""
+    found = [(ax.get_legend(), ax) for ax in fig.axes if ax.get_legend() is not None]
+    return found + [(leg, None) for leg in fig.legends]
+
+
+def inside_panel(legend: Any, ax: Any) -> bool:
+    """Whether a legend is anchored to its panel (not placed outside it)."""
+    return bool(np.allclose(legend.get_bbox_to_anchor().bounds, ax.bbox.bounds))
+
+
+def legend_clashes(fig: Any, legend: Any, renderer: Any) -> list[str]:
+    """What a legend's box covers: plotted points of any panel, tick labels, titles; and
+    whether a legend meant to sit inside its panel sticks out of it."""
+    box = legend.get_window_extent(renderer).padded(-1)
+    clashes = []
+    owner = legend.axes
+    if owner is not None and inside_panel(legend, owner):
+        frame = owner.bbox
+        if box.x0 < frame.x0 or box.x1 > frame.x1 or box.y0 < frame.y0 or box.y1 > frame.y1:
+            clashes.append("sticks out of its panel")
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible():
+            continue
+        for name, px in _data_pixels(ax):
+            covered = (px[:, 0] > box.x0) & (px[:, 0] < box.x1)
+            covered &= (px[:, 1] > box.y0) & (px[:, 1] < box.y1)
+            if covered.any():
+                clashes.append(f"covers {int(covered.sum())} points of {name!r} in {_panel(ax, i)}")
+    for t in _texts(fig):
+        if box.overlaps(t.get_window_extent(renderer)):
+            clashes.append(f"covers the text {t.get_text()!r}")
+    return clashes
+
+
+def legend_problems(fig: Any) -> list[str]:
+    """A legend must cover no plotted point, tick label or title (in display coordinates)."""
+    renderer = fig.canvas.get_renderer()
+    return [
+        f"legend of {_panel(ax, fig.axes.index(ax)) if ax else 'the figure'} {clash}"
+        for legend, ax in legends(fig)
+        for clash in legend_clashes(fig, legend, renderer)
+    ]
+
+
+def tick_labels(axis: Any) -> list[Any]:
+    """The major tick labels an axis draws: visible, not empty, at a tick inside the view."""
+    lo, hi = sorted(axis.get_view_interval())
+    slack = 1e-9 * max(abs(hi - lo), 1e-300)
+    locs = axis.get_majorticklocs()
+    return [
+        label
+        for loc, tick in zip(locs, axis.get_major_ticks(len(locs)))
+        if lo - slack <= loc <= hi + slack
+        for label in (tick.label1, tick.label2)
+        if label.get_visible() and label.get_text().strip()
+    ]
+
+
+def _shown_labels(axis: Any) -> list[str]:
+    return [t.get_text() for t in tick_labels(axis)]
+
+
+def _shares_labels(ax: Any, which: str) -> bool:
+    """Whether a panel's axis is shared with a panel that labels it (sharey's inner panels)."""
+    group = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
+    return any(
+        sib is not ax and _shown_labels(sib.xaxis if which == "x" else sib.yaxis)
+        for sib in group.get_siblings(ax)
+    )
+
+
+def needs_ticks(ax: Any) -> list[tuple[str, Any, list[str]]]:
+    """(x or y, axis, its labels) for each numeric axis of a panel that shows fewer than three
+    labelled ticks. Category labels (K=1, d=48) are not numeric; an axis whose labels another
+    panel shows (sharey's inner panels) is exempt."""
+    if not ax.get_visible() or not ax.axison or getattr(ax, "_colorbar", None):
+        return []
+    found = []
+    for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+        labels = _shown_labels(axis)
+        if len(labels) >= 3 or (labels and not all(_is_number(t) for t in labels)):
+            continue
+        if not labels and _shares_labels(ax, which):
+            continue
+        found.append((which, axis, labels))
+    return found
+
+
+def tick_problems(fig: Any) -> list[str]:
+    """Every numeric axis shows at least three labelled ticks."""
+    return [
+        f"{_panel(ax, i)}: the {which} axis has {len(labels)} labelled ticks "
+        f"({', '.join(labels) or 'none'}); a reader needs at least 3"
+        for i, ax in enumerate(fig.axes)
+        for which, _, labels in needs_ticks(ax)
+    ]
+
+
+def _distances(points: np.ndarray, polyline: np.ndarray) -> np.ndarray:
+    """Each point's distance (pixels) to the nearest segment of a polyline."""
+    if len(polyline) == 1:
+        return np.hypot(*(points - polyline[0]).T)
+    a, ab = polyline[:-1], np.diff(polyline, axis=0)
+    t = np.einsum("pmk,mk->pm", points[:, None, :] - a[None], ab) / np.maximum(
+        np.einsum("mk,mk->m", ab, ab), 1e-12
+    )
+    nearest = a[None] + np.clip(t, 0, 1)[..., None] * ab[None]
+    return np.hypot(*(points[:, None, :] - nearest).transpose(2, 0, 1)).min(axis=1)
+
+
+def _thin(px: np.ndarray, step: float = 1.0) -> np.ndarray:
+    """A polyline without consecutive points closer than `step` pixels (fewer segments)."""
+    keep = [0]
+    for k in range(1, len(px)):
+        if np.hypot(*(px[k] - px[keep[-1]])) >= step:
+            keep.append(k)
+    return px[keep]
+
+
+def _hides(below: Any, above: Any) -> bool:
+    """Whether a line drawn on top would hide one it runs along: each part of the lower line
+    (its stroke, its markers) is covered by a solid stroke at least as wide or by the same
+    marker at least as large. Dashes, dots and a different marker let it show through."""
+    solid = above.get_linestyle() in ("-", "solid")
+    if _has_stroke(below) and not (solid and above.get_linewidth() >= 0.8 * below.get_linewidth()):
+        return False
+    if _has_marker(below):
+        same = _has_marker(above) and above.get_marker() == below.get_marker()
+        if not (same and above.get_markersize() >= 0.8 * below.get_markersize()) and not (
+            solid and above.get_linewidth() >= below.get_markersize()
+        ):
+            return False
+    return True
+
+
+def _under(ax: Any, above: Any, px: np.ndarray, top: np.ndarray) -> float:
+    """The share of a line's pixels that lie under another line's stroke or markers."""
+    if _has_stroke(above):
+        tol = max(1.0, above.get_linewidth() * ax.figure.dpi / 72 / 2)
+        return float(np.mean(_distances(px, _thin(top)) <= tol))
+    return float(np.mean([np.hypot(*(top - p).T).min() <= 1.0 for p in px]))
+
+
+def hidden_series(fig: Any, share: float = 0.5) -> list[str]:
+    """A series is hidden when at least `share` of its length lies under a line drawn on top
+    of it that hides it (`_hides`); a scatter series when as many of its points sit on
+    another's."""
+    problems = []
+    for i, ax in enumerate(fig.axes):
+        lines = sorted((ln for ln in ax.lines if _is_data_line(ax, ln)), key=Line2D.get_zorder)
+        pixels = {id(ln): _line_pixels(ax, ln) for ln in lines}
+        for j, low in enumerate(lines):
+            for high in lines[j + 1 :]:
+                px, top = pixels[id(low)], pixels[id(high)]
+                if len(px) < 2 or not len(top) or not _hides(low, high):
+                    continue
+                under = _under(ax, high, px, top)
+                if under >= share:
+                    problems.append(
+                        f"{_panel(ax, i)}: {low.get_label()!r} is hidden under "
+                        f"{high.get_label()!r} along {under:.0%} of its length"
+                    )
+        dots = [c for c in ax.collections if isinstance(c, PathCollection) and len(c.get_offsets())]
+        for j, low in enumerate(dots):
+            for high in dots[j + 1 :]:
+                a, b = (c.get_offset_transform().transform(c.get_offsets()) for c in (low, high))
+                near = np.array([np.hypot(*(b - p).T).min() for p in a]) <= 1.0
+                if near.mean() >= share:
+                    problems.append(
+                        f"{_panel(ax, i)}: scatter {low.get_label()!r} is hidden under "
+                        f"{high.get_label()!r} ({near.mean():.0%} of its points)"
+                    )
+    return problems
+
+
+def noisy_numbers(fig: Any) -> list[str]:
+    """Numbers printed with float noise (0.30000000000000004) in any text of the figure."""
+    return [
+        f"float noise in {t.get_text()!r}"
+        for t in fig.findobj(Text)
+        if t.get_visible() and FLOAT_NOISE.search(t.get_text())
+    ]
+
+
+def text_problems(fig: Any) -> list[str]:
+    """Text a reader cannot read: tick labels of one axis drawn over each other, and any tick
+    label, axis label or title cut by the figure's edge."""
+    renderer = fig.canvas.get_renderer()
+    edge = fig.bbox.padded(1)
+    problems = []
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            boxes = [t.get_window_extent(renderer) for t in tick_labels(axis)]
+            if any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])):
+                problems.append(f"{_panel(ax, i)}: the {which} tick labels overlap each other")
+    for t in _texts(fig):
+        e = t.get_window_extent(renderer)
+        if e.x0 < edge.x0 or e.x1 > edge.x1 or e.y0 < edge.y0 or e.y1 > edge.y1:
+            problems.append(f"the text {t.get_text()!r} is cut by the figure's edge")
+    return problems
+
+
+def readability_problems(fig: Any) -> list[str]:
+    """Everything that keeps a reader from reading a figure: a legend over data or labels, a
+    numeric axis with fewer than three labelled ticks, tick labels over each other or text cut
+    by the edge, a series hidden under another, float noise. Empty for a readable figure; tests/test_plots.py runs it on every shipped figure,
+    and `show` on every notebook figure."""
+    fig.canvas.draw()
+    return (
+        legend_problems(fig)
+        + tick_problems(fig)
+        + text_problems(fig)
+        + hidden_series(fig)
+        + noisy_numbers(fig)
+    )

@@ -1,0 +1,187 @@
+"""The paper's figures from run directories, and its architecture diagram.
+
+    looped plot --runs runs/           # Fig. 2, 3, 8 analogs from any run directories
+    looped plot --runs runs/ --out figures/full
+    looped plot --runs results/demo.json --demo-json   # redraw the demo's figures
+
+`figures(run_dirs, dir)` draws from metrics.jsonl files, so full-scale runs turn into the same
+figures as the demo's (`bios.paper_figures`) without a notebook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from omegaconf import OmegaConf
+
+from looped import paper
+from looped.errors import UserError
+from looped.eval.evaluate import token_nll_of
+from looped.report import bios, style
+
+
+def load_runs(paths: Iterable[str | Path]) -> list[dict]:
+    """Rows like the demo's from run directories (searched recursively for metrics.jsonl)."""
+    rows = []
+    for root in paths:
+        root = Path(root)
+        found = (
+            [root]
+            if (root / "metrics.jsonl").is_file()
+            else sorted(p.parent for p in root.rglob("metrics.jsonl"))
+        )
+        for run in found:
+            rows.append(_run_row(run))
+    if not rows:
+        raise UserError(
+            f"no metrics.jsonl under {', '.join(map(str, paths))}; pass run directories written by `looped train`"
+        )
+    return rows
+
+
+def _run_row(run: Path) -> dict:
+    cfg = OmegaConf.load(run / "config.yaml")
+    records = []
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut short by a live or crashed run
+    train = [r for r in records if r["kind"] == "train"]
+    evals = [r for r in records if r["kind"] == "eval"]
+    row: dict[str, Any] = {
+        "name": run.name,
+        "schedule": str(cfg.schedule),
+        "label": paper.label(str(cfg.schedule)),
+        "seed": int(cfg.seed),
+        "budget": float(cfg.budget_frac or 1.0),
+        "group": "main",
+        "curve": [[r["step"], r["loss"], r["depth"]] for r in train],
+        "flops": train[-1]["flops"] if train else 0.0,
+    }
+    summary = run / "summary.json"
+    if summary.is_file():
+        row["switch_step"] = json.loads(summary.read_text()).get("switch_step")
+    if evals:
+        last = evals[-1]
+        token_nll = token_nll_of(last)
+        depths = sorted(int(k) for k in token_nll)
+        row["depths"], row["token_nll"] = depths, [token_nll[str(k)] for k in depths]
+    return row
+
+
+def figures(run_dirs: Iterable[str | Path], out_dir: str | Path) -> list[Path]:
+    """Fig. 2, 3 and 8 analogs from run directories (their last evaluation and training curves)."""
+    style.use_theme()
+    rows = [r for r in load_runs(run_dirs) if "token_nll" in r]
+    if not rows:
+        raise UserError(
+            "the runs have no evaluation records yet; let them reach an eval_interval or finish"
+        )
+    out = Path(out_dir)
+    result = {"runs": rows}
+    paths = [bios.fig8_nll_by_depth(result, out / "fig8_nll_by_depth.png")]
+    paths.append(bios.fig2_nll_vs_flops(result, out / "fig2_nll_vs_flops.png"))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, r in enumerate(rows):
+        curve = np.asarray(r["curve"], dtype=float)
+        if len(curve):
+            ax.plot(
+                curve[:, 0],
+                bios.smooth(curve[:, 1]),
+                label=f"{r['label']} s{r['seed']}",
+                color=style.color(r["label"], i),
+                lw=1,
+                **style.dashes(r["label"]),
+            )
+        if r.get("switch_step"):
+            ax.axvline(r["switch_step"], color=style.color(r["label"], i), ls="--", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("training loss (smoothed)")
+    ax.set_title("Training NLL; vertical lines mark switches")
+    ax.legend(fontsize=7)
+    paths.append(style.save(fig, out / "fig3_loss_trajectory.png"))
+    return paths
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="looped plot", description="the paper's figures from run directories"
+    )
+    parser.add_argument(
+        "--runs", nargs="+", required=True, help="run directories, or folders holding them"
+    )
+    parser.add_argument(
+        "--out", default="figures/runs", help="where to write PNGs (default figures/runs)"
+    )
+    parser.add_argument(
+        "--demo-json",
+        action="store_true",
+        help="--runs is a demo.json file: redraw the demo figures",
+    )
+    args = parser.parse_args(argv)
+    matplotlib.use(
+        "Agg"
+    )  # files only; importing this module leaves notebooks' inline backend alone
+    if args.demo_json:
+        paths = bios.paper_figures(json.loads(Path(args.runs[0]).read_text()), args.out)
+    else:
+        paths = figures(args.runs, args.out)
+    for p in paths:
+        print(p)
+    return 0
+
+
+def fig_architecture(depth: int = 4) -> Any:
+    """The paper's Fig. 6 as code draws it: P once, the same block A applied `depth` times with
+    the embedding injected from the second loop on, H once. Every A box is the same weights."""
+    style.use_theme()
+    boxes = ["P"] + ["A"] * depth + ["H"]
+    fig, ax = plt.subplots(figsize=(1.25 * len(boxes) + 1.2, 2.4))
+    colors = {"P": "#8da0cb", "A": "#66c2a5", "H": "#fc8d62"}
+    for i, name in enumerate(boxes):
+        box = FancyBboxPatch(
+            (i + 0.2, 0.15), 0.6, 0.7, boxstyle="round,pad=0.02", fc=colors[name], ec="k", lw=0.8
+        )
+        ax.add_patch(box)
+        ax.text(i + 0.5, 0.5, name if name != "A" else f"A\n(k={i})", ha="center", va="center")
+        ax.add_patch(_arrow((i - 0.2, 0.5), (i + 0.2, 0.5)))
+    for k in range(2, depth + 1):  # input injection: e = P(x) re-enters loops 2..K
+        ax.add_patch(
+            FancyArrowPatch(
+                (0.5, 0.85),
+                (k + 0.5, 0.85),
+                connectionstyle="arc3,rad=-0.25",
+                arrowstyle="-|>",
+                mutation_scale=8,
+                lw=0.6,
+                color="0.4",
+            )
+        )
+    ax.add_patch(_arrow((len(boxes) - 0.2, 0.5), (len(boxes) + 0.2, 0.5)))
+    ax.text(-0.25, 0.5, "tokens", ha="right", va="center")
+    ax.text(len(boxes) + 0.25, 0.5, "logits", ha="left", va="center")
+    ax.set_xlim(-1.3, len(boxes) + 0.9)
+    ax.set_ylim(-0.1, 1.9)
+    ax.axis("off")
+    ax.set_title(
+        f"$P \\to A^{{{depth}}} \\to H$: one block's weights, applied {depth} times "
+        "(grey: the embedding e injected)"
+    )
+    return fig
+
+
+def _arrow(start: tuple[float, float], end: tuple[float, float]) -> Any:
+    """A straight black arrow of the diagram's main path."""
+    return FancyArrowPatch(
+        start, end, arrowstyle="-|>", mutation_scale=12, lw=1.2, color="k", shrinkA=0, shrinkB=0
+    )

@@ -1,0 +1,300 @@
+"""How every figure looks and is finished: the theme, each schedule's colour, marker and dashes,
+seed bands, ticks a reader can read, legends placed where they cover nothing, and `save` /
+`show`, which refuse a figure that fails the readability checks (`looped.report.checks`).
+Every figure of the package and of the notebooks goes through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import matplotlib.pyplot as plt
+import matplotlib.ticker
+import matplotlib.transforms
+import numpy as np
+import seaborn as sns
+
+from looped import paper
+from looped.paper import FIXED_FIRST, LABELS, UNIFORM
+from looped.report import checks
+
+
+def use_theme() -> None:
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.95)
+
+
+def color(label: str, i: int = 0) -> Any:
+    return paper.color_of(label) or sns.color_palette("deep")[i % 10]
+
+
+# one marker per schedule, so that two schedules whose curves coincide (fixed-first and fixed
+# K=4 share a run until the switch) both stay visible
+MARKERS = {paper.FIXED: "s", FIXED_FIRST: "^", UNIFORM: "o"}
+
+
+def marker(label: str, i: int = 0) -> str:
+    """The marker of a schedule, given its spec or its label; others take one in turn."""
+    by_label = {LABELS[s]: m for s, m in MARKERS.items()}
+    return MARKERS.get(label) or by_label.get(label) or ("D", "v", "P", "X")[i % 4]
+
+
+def dashes(label: str) -> dict[str, Any]:
+    """Fixed-first is dashed and drawn on top: until its switch its training curve is fixed
+    K=4's, which shows through the gaps."""
+    if label.startswith("fixed-first"):
+        return {"ls": "--", "zorder": 2.5}
+    return {"ls": "-"}
+
+
+def band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **kw: Any) -> None:
+    """Seed mean as a line, min-max across seeds as a band; fixed-first dashed (`dashes`)."""
+    arr = np.asarray(ys, dtype=float)
+    x = list(x)
+    ax.plot(
+        x,
+        arr.mean(0),
+        label=f"{label} (n={len(arr)})" if len(arr) > 1 else label,
+        color=color,
+        **{**dashes(label), **kw},
+    )
+    if len(arr) > 1:
+        ax.fill_between(x, arr.min(0), arr.max(0), color=color, alpha=0.2, lw=0)
+
+
+def show(fig: Any) -> None:
+    """Show a notebook's figure after checking that every panel holds data and that a reader
+    can read it (`readability_problems`): a blank panel or a legend over the data is a bug in
+    the figure (notebook 05 once drew one), never something to publish."""
+    finish(fig)
+    checks.refuse_empty(fig)
+    problems = checks.readability_problems(fig)
+    if problems:
+        plt.close(fig)
+        raise ValueError("figure is hard to read: " + "; ".join(problems))
+    plt.show()
+
+
+DEPTH_TICKS = [1, 2, 4, 6, 8, 10, 12, 14, 16]
+
+
+def depth_ticks(ax: Any, axis: str = "x") -> None:
+    """Serving and training depths are integers: tick them as such (on a vertical axis 1, 4,
+    8, 12, 16, whose labels do not touch on a short panel)."""
+    lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
+    ticks = DEPTH_TICKS if axis == "x" else [1, 4, 8, 12, 16]
+    (ax.set_xticks if axis == "x" else ax.set_yticks)([t for t in ticks if lo <= t <= hi])
+
+
+def _plain_log_ticks(ax: Any, axis: str = "y") -> None:
+    """A log axis spanning less than a few decades gets at least three ticks labelled as plain
+    numbers (0.5, 2, 1e13), not matplotlib's `6.1022x10^0` or no label at all: 1, 2, 5 x 10^n,
+    else every integer mantissa, else evenly spaced round numbers."""
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    lo, hi = sorted((lo, hi))
+    if lo <= 0 or hi / lo > 1e3:
+        return
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_locator(matplotlib.ticker.FixedLocator(_log_ticks(lo, hi)))
+    target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: plain(v)))
+    target.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """At least three round ticks between lo and hi on a log axis."""
+    decades = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+    for mantissas in ((1, 2, 5), (1, 2, 3, 5), (1, 1.5, 2, 3, 4, 5, 7), range(1, 10)):
+        ticks = [m * 10.0**e for e in decades for m in mantissas]
+        ticks = [t for t in ticks if lo <= t <= hi]
+        if len(ticks) >= 3:
+            return ticks
+    return _linear_ticks(lo, hi)
+
+
+def _linear_ticks(lo: float, hi: float) -> list[float]:
+    """Three to six round ticks between lo and hi."""
+    locator = matplotlib.ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3)
+    return [float(f"{t:.6g}") for t in locator.tick_values(lo, hi) if lo <= t <= hi]
+
+
+def plain(v: float) -> str:
+    """0.5, 2, 30 as written; large numbers as 2e12 or 7.5e11 (no '+', no padding zeros)."""
+    if v == 0:
+        return "0"
+    if 1e-3 <= abs(v) < 1e4:
+        return f"{v:g}"
+    mantissa, exponent = f"{v:.2e}".split("e")
+    return f"{float(mantissa):g}e{int(exponent)}"
+
+
+def _plain_large(ax: Any, axis: str) -> None:
+    """A linear axis of large numbers (FLOPs) labels each tick in full (7.5e11, 1e12) rather
+    than with an offset written apart in the corner ('1e12')."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    if not isinstance(target.get_major_formatter(), matplotlib.ticker.ScalarFormatter):
+        return
+    lo, hi = target.get_view_interval()
+    if max(abs(lo), abs(hi)) >= 1e5:
+        target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: plain(v)))
+
+
+def _enough_ticks(fig: Any) -> bool:
+    """Give every numeric axis that shows fewer than three labelled ticks round ones (the
+    check is `tick_problems`); returns whether any axis changed."""
+    fig.canvas.draw()
+    changed = False
+    for ax in fig.axes:
+        for which, axis, _ in checks.needs_ticks(ax):
+            scale = ax.get_xscale() if which == "x" else ax.get_yscale()
+            lo, hi = sorted(axis.get_view_interval())
+            if scale == "log" and lo > 0:
+                ticks = _log_ticks(lo, hi)
+            elif scale == "linear":
+                ticks = _linear_ticks(lo, hi)
+            else:
+                continue
+            axis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+            axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: plain(v)))
+            changed = True
+    return changed
+
+
+def _crowded(axis: Any, renderer: Any) -> bool:
+    boxes = [t.get_window_extent(renderer) for t in checks.tick_labels(axis)]
+    return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+
+
+def _uncrowd_ticks(fig: Any) -> bool:
+    """Fewer ticks on an axis whose labels touch (long labels such as 2.6e12 on a narrow
+    panel): fewer bins on a linear axis, every other tick on a fixed one, keeping at least
+    three. Returns whether any axis changed."""
+    renderer = fig.canvas.get_renderer()
+    changed = False
+    for ax in fig.axes:
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            for bins in (5, 4, 3):
+                if not _crowded(axis, renderer):
+                    break
+                scale = ax.get_xscale() if which == "x" else ax.get_yscale()
+                locs = [float(t) for t in axis.get_majorticklocs()]
+                if scale == "linear" and not isinstance(
+                    axis.get_major_locator(), matplotlib.ticker.FixedLocator
+                ):
+                    axis.set_major_locator(
+                        matplotlib.ticker.MaxNLocator(nbins=bins, steps=[1, 2, 2.5, 5, 10])
+                    )
+                elif len(locs) >= 5:
+                    axis.set_major_locator(matplotlib.ticker.FixedLocator(locs[::2]))
+                else:
+                    break
+                changed = True
+                fig.canvas.draw()
+    return changed
+
+
+# where a legend may go inside its panel, tried in this order after matplotlib's "best"
+LEGEND_SPOTS = ("best", "upper right", "upper left", "lower left", "lower right", "center right",
+                "center left", "upper center", "lower center", "center")  # fmt: skip
+
+
+def _first_clear_spot(fig: Any, legend: Any, spots: tuple[str, ...], renderer: Any) -> bool:
+    for loc in spots:
+        legend.set_loc(loc)
+        if not checks.legend_clashes(fig, legend, renderer):
+            return True
+    return False
+
+
+def _headroom(ax: Any, legend: Any, renderer: Any) -> None:
+    """Raise the top of a panel's y-range so that a legend fits above everything it plots."""
+    share = legend.get_window_extent(renderer).height / ax.bbox.height + 0.04
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        top = np.log10(lo) + (np.log10(hi) - np.log10(lo)) / (1 - share)
+        ax.set_ylim(lo, 10**top)
+    else:
+        ax.set_ylim(lo, lo + (hi - lo) / (1 - share))
+
+
+def place_legends(fig: Any) -> bool:
+    """Move each legend that covers a plotted point, a tick label or a title, or sticks out of
+    its panel, to the first spot of `LEGEND_SPOTS` where it covers nothing; failing that, make
+    room above the data for it; failing that, put it outside its panel on the right. Returns
+    whether the layout must be redone."""
+    renderer = fig.canvas.get_renderer()
+    relayout = False
+    for legend, ax in checks.legends(fig):
+        if ax is None or not checks.inside_panel(legend, ax):
+            continue
+        if not checks.legend_clashes(fig, legend, renderer):
+            continue
+        if _first_clear_spot(fig, legend, LEGEND_SPOTS, renderer):
+            continue
+        relayout = True
+        if legend.get_window_extent(renderer).height < 0.45 * ax.bbox.height:
+            _headroom(ax, legend, renderer)
+            fig.canvas.draw()
+            if _first_clear_spot(
+                fig, legend, ("upper right", "upper left", "upper center"), renderer
+            ):
+                continue
+        _outside(legend, ax, renderer)
+    return relayout
+
+
+def _outside(legend: Any, ax: Any, renderer: Any) -> None:
+    """Put a legend outside its panel: below it when it is wider than half the panel (beside it
+    would squeeze the panel), else on its right."""
+    if legend.get_window_extent(renderer).width > 0.5 * ax.bbox.width:
+        legend.set_loc("upper center")
+        axis = ax.xaxis.get_tightbbox(renderer)  # tick labels and the axis label
+        drop = (ax.bbox.y0 - axis.y0 + 4) * 72 / ax.figure.dpi  # in points: layout-proof
+        below = matplotlib.transforms.offset_copy(ax.transAxes, ax.figure, y=-drop, units="points")
+        legend.set_bbox_to_anchor((0.5, 0.0), transform=below)
+    else:
+        legend.set_loc("upper left")
+        legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
+
+
+def _ticks(fig: Any) -> None:
+    """Integer depth ticks, plain labels on short log axes and on axes of large numbers."""
+    for ax in fig.axes:
+        if ax.get_xlabel().startswith("serving depth"):
+            depth_ticks(ax)
+        if ax.get_ylabel().startswith("training depth"):
+            depth_ticks(ax, "y")
+        for axis in ("x", "y"):
+            scale = ax.get_xscale() if axis == "x" else ax.get_yscale()
+            if scale == "log":
+                _plain_log_ticks(ax, axis)
+            elif scale == "linear":
+                _plain_large(ax, axis)
+
+
+def finish(fig: Any) -> None:
+    """Ticks a reader can read, then a layout in which no legend covers data or labels."""
+    _ticks(fig)
+    fig.tight_layout()
+    if _enough_ticks(fig):
+        fig.tight_layout()
+    for _ in range(3):  # a legend moved changes the layout: place the others again
+        fig.canvas.draw()
+        if not place_legends(fig):
+            break
+        _ticks(fig)
+        fig.tight_layout()
+        _enough_ticks(fig)
+    fig.canvas.draw()
+    if _uncrowd_ticks(fig):
+        fig.tight_layout()
+
+
+def save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    finish(fig)
+    checks.refuse_empty(fig)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path

@@ -1,0 +1,443 @@
+"""The text track (`looped fidelity`, the demo's text runs, the scale study) as a reader sees it:
+its table, baselines, verdicts per paper recipe, the scale study's rows and trend, and its
+figures. Pure functions of fidelity.json / demo_text.json's dict.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+
+import looped.eval.stats as stats
+from looped import paper
+from looped.paper import NLL_GAP, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.paper import recipe_label as label
+from looped.report import style
+
+
+def schedule_color(schedule: str, i: int) -> Any:
+    extra = {RECIPE_200M: "#e7298a"}  # Dark2, beside paper.COLORS
+    return paper.color_of(schedule) or extra.get(schedule) or sns.color_palette("deep")[i % 10]
+
+
+def interval_cell(v: dict) -> str:
+    """The paired mean and its 95% interval, in percent ("one seed" when there is no interval)."""
+    if len(v.get("values", [])) < 2:
+        return f"{v['mean']:+.1%} (one seed)"
+    iv = stats.interval(v["values"])
+    return f"{iv.mean:+.1%} [{iv.lo:+.1%}, {iv.hi:+.1%}]"
+
+
+def format_table(result: dict) -> str:
+    """The end-of-run table: both comparisons, one row per schedule. "vs uniform" is the mean of
+    the per-seed paired differences with its 95% interval; compute saved is modeled."""
+    lines = [
+        "| basis | schedule | LR | steps | mean NLL K=1..16 (seed mean, min-max) | vs uniform "
+        "[95% interval] | modeled compute saved |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
+        for r in result[key]:
+            n = r["mean_nll"]
+            steps = f"{r['steps']}" + (
+                f" (uniform {r['uniform_steps']})"
+                if key == "equal_flops" and "uniform_steps" in r
+                else ""
+            )
+            lines.append(
+                f"| {basis} | {r['label']} | {r['lr']:g} | {steps} | {n['mean']:.3f} "
+                f"({n['min']:.3f}-{n['max']:.3f}) | {interval_cell(r['vs_uniform_by_seed'])} | "
+                f"{_share(r['compute_saving'])} |"
+            )
+    for g in result.get("study", []):
+        lines.append(
+            f"study d={g['d_model']} ({g['params'] / 1e6:.2f}M params), {g['steps']} steps: "
+            f"gap {g['gap']['mean']:+.2%} (seeds {g['gap']['min']:+.2%} to {g['gap']['max']:+.2%})"
+        )
+    return "\n".join(lines)
+
+
+def _share(x: float) -> str:
+    """A whole percentage, "0%" (not "-0%") for what rounds to nothing."""
+    return "0%" if round(x * 100) == 0 else f"{x:.0%}"
+
+
+def _pct(x: float) -> str:
+    """A signed whole percentage, with no "-0%" for a difference that rounds to nothing."""
+    return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
+
+
+def section(result: dict, command: str = "looped fidelity", baseline: dict | None = None) -> str:
+    """The text-track section of docs/RESULTS.md: setting, baselines, table, and one verdict per
+    paper recipe, each from its interval and only where the models beat the bigram table."""
+    meta, s = result["meta"], result["meta"]["settings"]
+    corpus = meta["corpus"]
+    held = (
+        f"{corpus['val']:,} validation / {corpus['test']:,} test"
+        if "test" in corpus
+        else f"{corpus['val']:,} held-out"
+    )
+    chooser = (
+        f"the mean validation NLL of {s['sweep_seeds']} seeds"
+        if "sweep_seeds" in s
+        else ("seed 0, on the same windows as the reported numbers")
+    )
+    lines = [
+        f"Measured by `{command}` on {meta['machine']}: {len(result['runs'])} runs "
+        f"({sum(r.get('own_wall', r['wall']) for r in result['runs']) / 60:.0f} minutes of training in all, one core "
+        f"each) on `{corpus['dataset']}` ({corpus['train']:,} train / {held} tokens, "
+        f"{corpus['tokenizer']}), d={s['d_model']}, one looped layer, {s['steps']} steps of "
+        f"{meta['tokens_per_step']} tokens, {meta['dtype']}; each schedule at its own best LR of "
+        f"{', '.join(f'{x:g}' for x in s['lrs'])} (chosen on {chooser}), then {s['seeds']} seeds. "
+        f"Metric: {meta['metric']}. At equal tokens every schedule trains the same steps; at equal "
+        "FLOPs each schedule is set against uniform trained on that schedule's modeled FLOPs "
+        "(fewer steps). Compute saved is modeled; the runs' wall-clock times were taken under "
+        "different loads and are not compared (`looped bench` times schedules together).",
+        "",
+        *baseline_lines(result, baseline),
+        format_table({**result, "study": []}),
+        "",
+    ]
+    lrs = s["lrs"]
+    edge = [label(k) for k in stats.at_edge(result["chosen_lr"], lrs)] if result["sweep"] else []
+    if edge:
+        lines.append(
+            f"- The best LR of {', '.join(edge)} lies at the edge of the sweep, so its optimum "
+            "may lie beyond it: its row may understate what it can do."
+        )
+    informative = stats.beats_bigram(result, baseline)
+    for row in result["equal_tokens"]:  # the paper's claim is made at equal tokens
+        if row["schedule"].startswith("fixed-first"):
+            tol = NLL_GAP[1] if row["schedule"] in RECIPES_1B else NLL_GAP[0]
+            said = stats.gap_verdict(row["vs_uniform_by_seed"], tol, informative)[1]
+            lines.append(
+                f"- {row['label']}, equal tokens: {interval_cell(row['vs_uniform_by_seed'])} against "
+                f"uniform. The paper's claim (within {tol:.1%}): {said}."
+            )
+    widest = stats.seed_spreads(result)
+    if widest:
+        lines.append(
+            "- Spread of the mean NLL over seeds (max - min, equal tokens): "
+            + ", ".join(f"{label(s)} {w:.2f}" for s, w in widest.items())
+            + f" nats; the widest is that of {label(next(iter(widest)))}"
+            + (
+                " (its training loss per seed: the loss-by-seed figure)."
+                if has_curves(result)
+                else "."
+            )
+        )
+    return "\n".join(lines)
+
+
+def baseline_lines(result: dict, baseline: dict | None) -> list[str]:
+    """The count-table baselines beside the models, and what they mean for the verdicts."""
+    if not baseline:
+        return ["No bigram baseline was computed for these windows, so no verdict is given.", ""]
+    worst = stats.worst_nll(result["equal_tokens"])
+    verdicts = (
+        "every model beats it, so the comparisons below are informative"
+        if worst < baseline["bigram"]
+        else f"the worst model scores {worst:.3f}: the rows below are not informative at this "
+        "size and get no verdict"
+    )
+    return [
+        f"Baselines on the same {baseline['tokens']:,} tokens (fit on train): unigram "
+        f"{baseline['unigram']:.3f}, add-k bigram {baseline['bigram']:.3f} nats/token; "
+        f"{verdicts}.",
+        "",
+    ]
+
+
+def has_curves(result: dict) -> bool:
+    """Whether every run carries its training curve (results files written before curves were
+    kept do not)."""
+    return all(r.get("curve") for r in result["runs"])
+
+
+def fig_loss_by_seed(result: dict, path: Path) -> Path:
+    """Training loss against step, one panel per schedule at equal tokens, one line per seed
+    (a trailing mean over 5 logged steps; uniform's loss also jumps with each step's depth): where
+    seeds part ways, e.g. one that stays longer on the early plateau."""
+    style.use_theme()
+    rows = result["equal_tokens"]
+    fig, axes = plt.subplots(
+        1, len(rows), figsize=(3.2 * len(rows), 3.2), sharey=True, squeeze=False
+    )
+    for ax, r in zip(axes[0], rows, strict=True):
+        runs = sorted(
+            (
+                x
+                for x in result["runs"]
+                if "tokens" in x["roles"] and x["schedule"] == r["schedule"]
+            ),
+            key=lambda x: x["seed"],
+        )
+        for x in runs:
+            steps, loss = np.asarray(x["curve"], dtype=float)[:, :2].T
+            w = min(5, len(loss))  # a trailing mean: the point at a step ends its window
+            smooth = np.convolve(loss, np.ones(w) / w, mode="valid")
+            ax.plot(
+                steps[w - 1 :],
+                smooth,
+                lw=1.2,
+                color=style.color(f"seed {x['seed']}", x["seed"]),
+                label=f"seed {x['seed']}: {x['mean_nll']:.2f}",
+            )
+        ax.set_title(f"{r['label']}, LR {r['lr']:g}", fontsize=9)
+        ax.set_xlabel("step")
+        ax.legend(fontsize=7, title="seed: mean NLL K=1..16", title_fontsize=7)
+    axes[0][0].set_ylabel("training loss (nats/token)")
+    fig.suptitle("Training loss per seed, equal tokens")
+    return style.save(fig, path)
+
+
+def fig_nll_by_depth(result: dict, path: Path) -> Path:
+    """Left: held-out NLL by serving depth per schedule at equal tokens, seed bands (the
+    paper's Fig. 8). Right: mean NLL over depths against modeled FLOPs, where uniform's runs at
+    the other schedules' FLOPs trace its compute curve: a schedule below it wins at equal FLOPs."""
+    style.use_theme()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    _by_depth_panel(left, result)
+    _by_flops_panel(right, result)
+    return style.save(fig, path)
+
+
+def _equal_token_runs(result: dict, schedule: str) -> list[dict]:
+    return [x for x in result["runs"] if "tokens" in x["roles"] and x["schedule"] == schedule]
+
+
+def _by_depth_panel(ax: Any, result: dict) -> None:
+    for i, r in enumerate(result["equal_tokens"]):
+        nll = [x["token_nll"] for x in _equal_token_runs(result, r["schedule"])]
+        color = schedule_color(r["schedule"], i)
+        style.band(ax, r["depths"], nll, r["label"], color, marker="o", ms=3)
+    first = result["equal_tokens"][0]
+    ax.set_title(f"Equal tokens ({first['steps']} steps, {first['tokens']:,} tokens)")
+    ax.set_xlabel("serving depth K")
+    ax.set_ylabel("held-out token NLL (nats/token)")
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi + 0.3 * (hi - lo))  # room for the legend above the curves
+    ax.legend(fontsize=7, ncol=2, loc="upper center")
+
+
+def _flops_point(ax: Any, runs: list[dict], **kw: Any) -> tuple[float, float]:
+    """The seed mean at the runs' mean FLOPs, with a bar over the seeds' range."""
+    y = np.array([x["mean_nll"] for x in runs])
+    x = float(np.mean([r["flops"] for r in runs]))
+    ax.errorbar([x], [y.mean()], yerr=[[y.mean() - y.min()], [y.max() - y.mean()]], **kw)
+    return x, float(y.mean())
+
+
+def _on_a_budget(run: dict) -> bool:
+    """Whether a uniform run is the equal-token reference or cut to another schedule's FLOPs."""
+    return any(r == "tokens" or r.startswith("flops:") for r in run["roles"])
+
+
+def _by_flops_panel(ax: Any, result: dict) -> None:
+    uni = [x for x in result["runs"] if x["schedule"] == UNIFORM and _on_a_budget(x)]
+    color = schedule_color(UNIFORM, 0)
+    curve = sorted(
+        _flops_point(ax, [x for x in uni if x["steps"] == n], fmt="none", capsize=2, color=color)
+        for n in sorted({x["steps"] for x in uni})
+    )
+    cut = f"{label(UNIFORM)} (its steps cut to each FLOP budget)"
+    ax.plot(*zip(*curve, strict=True), marker="o", color=color, label=cut)
+    for i, r in enumerate(result["equal_tokens"]):
+        if r["schedule"] != UNIFORM:
+            runs = _equal_token_runs(result, r["schedule"])
+            color = schedule_color(r["schedule"], i)
+            _flops_point(ax, runs, fmt="s", ms=7, capsize=2, color=color, label=r["label"])
+    ax.set_title("Equal modeled FLOPs")
+    ax.set_xlabel("modeled training FLOPs")
+    ax.set_ylabel("mean NLL over K=1..16")
+    ax.legend(fontsize=7)
+
+
+def fig_lr_sweep(
+    result: dict,
+    path: Path,
+    ylabel: str = "mean NLL over K=1..16",
+    title: str = "LR sweep, validation NLL (circled: chosen)",
+) -> Path:
+    """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
+    style.use_theme()
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for i, s in enumerate(result["meta"]["settings"]["schedules"]):
+        rows = [r for r in result["sweep"] if r["schedule"] == s]
+        pts = stats.sweep_means(rows)  # an LR's mean over the sweep's seeds
+        if not pts:
+            continue
+        x, y = zip(*pts, strict=True)
+        lost = sorted(r["lr"] for r in rows if r.get("mean_nll") is None)
+        name = label(s) + (f" (diverged at {', '.join(f'{v:g}' for v in lost)})" if lost else "")
+        ax.plot(x, y, marker="o", label=name, color=schedule_color(s, i))
+        best = result["chosen_lr"][s]
+        ax.scatter(
+            [best], [dict(pts)[best]], s=120, facecolors="none", edgecolors=schedule_color(s, i)
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("peak learning rate")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return style.save(fig, path)
+
+
+def fig_study_gap(result: dict, path: Path) -> Path:
+    """The 200M recipe's gap from uniform against model size, one line per training length,
+    error bars spanning the seeds, the paper's 0.5% dashed."""
+    style.use_theme()
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    study = result["study"]
+    for i, steps in enumerate(sorted({g["steps"] for g in study})):
+        cells = sorted((g for g in study if g["steps"] == steps), key=lambda g: g["params"])
+        x = [g["params"] for g in cells]
+        y = np.array([100 * g["gap"]["mean"] for g in cells])
+        lo = y - [100 * g["gap"]["min"] for g in cells]
+        hi = np.array([100 * g["gap"]["max"] for g in cells]) - y
+        ax.errorbar(
+            x,
+            y,
+            yerr=[lo, hi],
+            marker="o",
+            capsize=3,
+            label=f"{steps} steps",
+            color=style.color(str(steps), i),
+        )
+    ax.axhline(100 * paper.NLL_GAP[0], ls="--", color="0.3", lw=1, label="paper: within 0.5%")
+    ax.axhline(0, color="0.6", lw=0.8)
+    ax.set_xscale(
+        "function", functions=(lambda x: np.log(np.clip(x, 1e-12, None)), np.exp)
+    )  # log, with the ticks set here
+    sizes = sorted({(g["params"], g["d_model"]) for g in study})
+    ax.set_xticks([p for p, _ in sizes], [f"d={d}\n{p / 1e6:.2g}M" for p, d in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("model size (width, parameters)")
+    ax.set_ylabel("NLL gap vs uniform (%)\n(+: fixed-first worse)")
+    ax.set_title(f"{label(RECIPE_200M)} vs uniform, equal tokens")
+    ax.legend(fontsize=8)
+    return style.save(fig, path)
+
+
+def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]:
+    """The track's figures as OUT_DIR/PREFIX_*.png (the LR sweep's only when it ran)."""
+    paths = [fig_nll_by_depth(result, out_dir / f"{prefix}_nll_by_depth.png")]
+    if result["equal_tokens"] and has_curves(result):
+        paths.append(fig_loss_by_seed(result, out_dir / f"{prefix}_loss_by_seed.png"))
+    if result["sweep"]:
+        paths.append(fig_lr_sweep(result, out_dir / f"{prefix}_lr_sweep.png"))
+    if result.get("study"):
+        paths.append(fig_study_gap(result, out_dir / f"{prefix}_study_gap.png"))
+    return paths
+
+
+# -- the scale study (`looped fidelity --study`) ---------------------------------------------
+def study_rows(study: list[dict]) -> list[str]:
+    """The scale study as a table: one row per (width, steps), gap with its seed range."""
+    rows = [
+        "| width | parameters | steps | tokens | LR uniform / fixed-first | uniform NLL | fixed-first NLL | gap (seed mean) | per-seed range |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for g in sorted(study, key=lambda g: (g["steps"], g["params"])):
+        v = g["gap"]
+        rows.append(
+            f"| {g['d_model']} | {g['params'] / 1e6:.2f}M | {g['steps']} | {g['tokens']:,} | "
+            f"{g.get('uniform_lr', float('nan')):g} / {g.get('fixed_first_lr', float('nan')):g} | "
+            f"{g['uniform_nll']['mean']:.3f} | {g['fixed_first_nll']['mean']:.3f} | "
+            f"{v['mean']:+.2%} | {v['min']:+.2%} to {v['max']:+.2%} |"
+        )
+    return rows
+
+
+def study_trends(study: list[dict], baseline: dict | None = None) -> list[dict]:
+    """Per training length of the scale study: the cells by size, the worst model's NLL, whether
+    every model beats the bigram table, and (only then) the least-squares slope of every seed's
+    gap on log10(parameters) with its interval."""
+    out = []
+    for steps in sorted({g["steps"] for g in study}):
+        cells = sorted((g for g in study if g["steps"] == steps), key=lambda g: g["params"])
+        worst = max(max(g["uniform_nll"]["max"], g["fixed_first_nll"]["max"]) for g in cells)
+        informative = baseline is not None and worst < baseline["bigram"]
+        fit = None
+        if informative:
+            xs = [np.log10(g["params"]) for g in cells for _ in g["gap"]["values"]]
+            fit = stats.slope(xs, [v for g in cells for v in g["gap"]["values"]])
+        out.append(
+            {
+                "steps": steps,
+                "cells": cells,
+                "worst": worst,
+                "informative": informative,
+                "slope": fit,
+            }
+        )
+    return out
+
+
+def study_trend(study: list[dict], baseline: dict | None = None) -> str:
+    """What the signed gap does as the model grows, at each training length, judged like every
+    other text cell (`study_trends`). A crossing of the paper's 0.5% is never extrapolated."""
+    parts = []
+    for t in study_trends(study, baseline):
+        cells = t["cells"]
+        sizes = ", ".join(f"{g['gap']['mean']:+.1%}" for g in cells)
+        span = (
+            f"at {t['steps']} steps the gap is {sizes} from d={cells[0]['d_model']} to "
+            f"d={cells[-1]['d_model']}"
+        )
+        if not t["informative"]:
+            bigram = f"{baseline['bigram']:.2f}" if baseline else "unknown"
+            parts.append(
+                f"{span}: not informative at this size (worst model {t['worst']:.2f} "
+                f"nats, bigram table {bigram})"
+            )
+            continue
+        fit = t["slope"]
+        parts.append(
+            f"{span}: {fit.mean:+.1%} per tenfold parameters [{fit.lo:+.1%}, {fit.hi:+.1%}]"
+        )
+    text = "; ".join(parts) + "."
+    return (
+        text[0].upper() + text[1:] + " The data do not support extrapolating to the paper's scale."
+    )
+
+
+def study_section(result: dict, baseline: dict | None = None) -> str:
+    """The README's scale-study section, from fidelity.json."""
+    meta = result["meta"]
+    return "\n".join(
+        [
+            f"Measured by `looped fidelity --study` on {meta['machine']}: fixed-first K=2 for 67% "
+            "against uniform 1..16 at equal tokens, each schedule at its best LR for that width (of "
+            + ", ".join(f"{x:g}" for x in meta["settings"]["study_lrs"])
+            + f", swept at every width with seed 0 at the shorter length), "
+            f"{meta['settings']['seeds']} seeds per cell, {meta['corpus']['dataset']} corpus. Gap: "
+            "fixed-first's mean held-out NLL over K=1..16 relative to uniform's (negative: "
+            "fixed-first better).",
+            "",
+            *study_rows(result["study"]),
+            "",
+            f"- {study_trend(result['study'], baseline)}",
+            *_study_edges(result),
+        ]
+    )
+
+
+def _study_edges(result: dict) -> list[str]:
+    """A line naming each width whose chosen LR sits at the edge of the study's sweep."""
+    lrs = result["meta"]["settings"]["study_lrs"]
+    edges = [
+        f"{label(schedule)} at d={d}"
+        for d, chosen in result.get("study_lr", {}).items()
+        for schedule in stats.at_edge(chosen, lrs)
+    ]
+    if not edges:
+        return []
+    return [
+        f"- The best LR of {', '.join(edges)} lies at the edge of the study's sweep, so "
+        "its optimum may lie beyond it and that cell's gap may be off."
+    ]
