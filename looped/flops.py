@@ -1,5 +1,6 @@
-"""Modeled training compute of a looped transformer: FLOPs per token at depth K, a schedule's
-total, its saving against uniform-depth training, the steps a FLOP budget buys, and MFU.
+"""Modeled training compute of a looped transformer: FLOPs per token, per schedule, per budget.
+
+FLOPs per token at depth K, a schedule's total, its saving against uniform-depth training, the steps a FLOP budget buys, and MFU.
 
     looped flops                     # table per preset and paper schedule
     looped flops --json              # the same as a JSON list of objects

@@ -1,5 +1,7 @@
-"""Depth schedules: which loop count K the model trains at on each optimizer step (and `lr_at`,
-the learning rate at that step: the other function of the step a branch must agree on).
+"""Depth schedules: which loop count K the model trains at on each optimizer step.
+
+Also `lr_at`, the learning rate at that step: the other function of the step a branch must agree
+on.
 
     s = parse_schedule("fixed-first:k=4,frac=0.8,then=uniform:1-16", seed=0)
     s.depth(step, total_steps)          # K for this step: same on every rank, after any resume

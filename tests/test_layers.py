@@ -2,7 +2,8 @@
 reaches into another's private names, and the shape rules of the code hold (short functions,
 `# fmt: skip` only on aligned tables, function-level imports only with a stated reason).
 
-The layers, lowest first, are the table below; docs/ARCHITECTURE.md draws the same tower."""
+The layers, lowest first, are `looped.report.docs.LAYERS`, the table docs/ARCHITECTURE.md's module
+map is drawn from."""
 
 from __future__ import annotations
 
@@ -13,30 +14,9 @@ from pathlib import Path
 
 from test_imports import PACKAGE, import_graph, module_name
 
-LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("library", ("looped.errors", "looped.kernels", "looped.model", "looped.schedules",
-                 "looped.paper", "looped.config", "looped.flops")),
-    ("runtime", ("looped.runtime",)),
-    ("data", ("looped.data",)),
-    ("eval", ("looped.eval",)),
-    ("training", ("looped.training",)),
-    ("report", ("looped.report",)),
-    ("experiments", ("looped.experiments",)),
-    ("bench", ("looped.bench",)),
-    ("commands", ("looped.cli", "looped.__main__", "looped")),
-)  # fmt: skip
+from looped.report.docs import LAYERS, layer_of
 
 MAX_FUNCTION_LINES = 60
-
-
-def layer_of(module: str) -> int:
-    """The index of the layer a module belongs to (the longest matching prefix wins)."""
-    best, length = -1, -1
-    for i, (_, prefixes) in enumerate(LAYERS):
-        for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > length:
-                best, length = i, len(p)
-    return best
 
 
 def _sources() -> dict[str, Path]:

@@ -1,5 +1,6 @@
-"""Reporting for ``looped bench``: the targets each measurement is judged against, and the
-record rendered as ``bench.json`` and the markdown tables of ``bench.md`` (which docs/USAGE.md
+"""Reporting for ``looped bench``: the targets, the record and its markdown tables.
+
+The targets each measurement is judged against, and the record rendered as ``bench.json`` and the markdown tables of ``bench.md`` (which docs/USAGE.md
 quotes between its ``bench`` markers).
 
 Kept apart from the measuring in ``looped/bench/run.py`` so that a record can be re-read and

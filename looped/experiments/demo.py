@@ -54,6 +54,7 @@ from looped.experiments.bios import (
     probe_benefit,
     train_bios,
 )
+from looped.experiments.command import study_parser
 from looped.experiments.fidelity import QUICK as QUICK_FIDELITY
 from looped.experiments.fidelity import FidelitySettings, run_fidelity
 from looped.experiments.results import keep_earlier_times, machine_name
@@ -259,29 +260,18 @@ def _without_time_to(argv: list[str]) -> list[str]:
 
 
 def _parser() -> OverrideParser:
-    parser = OverrideParser(
-        prog="looped demo",
-        description=__doc__.splitlines()[0],
-        overrides_help="config overrides for every run",
-        epilog="example: looped demo --quick --out runs/q model.d_model=48 --fresh",
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="toy size, under a minute (what the tests run)"
-    )
-    parser.add_argument(
-        "--out",
-        default=None,
-        help="results directory: runs, demo.json, figures (default: runs/demo, or "
+    parser = study_parser(
+        "looped demo",
+        __doc__,
+        out="results directory: runs, demo.json, figures (default: runs/demo, or "
         "runs/demo-quick with --quick)",
+        reference="the committed reference: results/demo.json and figures/, with the LR sweeps "
+        "and the depth runs (--sweep --full) as the README shows them; then run `looped report`",
+        quick="toy size, under a minute (what the tests run)",
+        overrides=True,
+        example="looped demo --quick --out runs/q model.d_model=48 --fresh",
     )
     parser.add_argument("--figures", default=None, help="figures directory (default: OUT/figures)")
-    parser.add_argument(
-        "--reference",
-        action="store_true",
-        help="regenerate the committed reference: results/demo.json and figures/, with the LR "
-        "sweeps and the depth runs (--sweep --full) as the README shows them; then run "
-        "`looped report`",
-    )
     parser.add_argument("--seeds", type=int, help="seeds of both tracks (default 3)")
     parser.add_argument(
         "--sweep",
@@ -302,7 +292,6 @@ def _parser() -> OverrideParser:
         help="also write how long this demo took, phase by phase, to this JSON file (the "
         "README's timing line reads results/demo_time.json, written from a fresh clone)",
     )
-    parser.add_argument("--workers", type=int, help="worker processes (default 2)")
     parser.add_argument(
         "--catch-up",
         default="",

@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.config import OverrideParser, TrainConfig, to_yaml
+from looped.config import TrainConfig, to_yaml
 from looped.errors import UserError
 from looped.experiments.bios import BIOS_LR, DemoSettings, base_config, eval_row, resolve_budget
+from looped.experiments.command import study_parser
 from looped.experiments.plan import Planner
 from looped.experiments.probes import agreement_at
 from looped.experiments.results import read_metrics
@@ -231,20 +232,17 @@ REFERENCE = Path("results") / "diagnose.json"
 
 
 def main(argv: list[str]) -> int:
-    parser = OverrideParser(
-        prog="looped diagnose",
-        description=__doc__.splitlines()[0],
-        overrides_help="config overrides for every run",
-        epilog="example: looped diagnose --quick --out runs/dq model.d_model=48",
+    parser = study_parser(
+        "looped diagnose",
+        __doc__,
+        out="runs and results (default runs/diagnose)",
+        reference="results/diagnose.json and figures/",
+        quick="toy size, under a minute",
+        overrides=True,
+        example="looped diagnose --quick --out runs/dq model.d_model=48",
     )
-    parser.add_argument("--quick", action="store_true", help="toy size, under a minute")
     parser.add_argument("--steps", type=int, help="optimizer steps per run (default 150)")
     parser.add_argument("--seeds", type=int, help="seeds per variant (default 3)")
-    parser.add_argument("--workers", type=int, help="worker processes (default 2)")
-    parser.add_argument("--out", help="runs and results (default runs/diagnose)")
-    parser.add_argument(
-        "--reference", action="store_true", help="write results/diagnose.json and figures/"
-    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     settings = replace(QUICK if args.quick else DiagnoseSettings())

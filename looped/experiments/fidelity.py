@@ -74,6 +74,7 @@ from looped.eval.stats import (
     study_best,
     study_gaps,
 )
+from looped.experiments.command import study_parser
 from looped.experiments.plan import Planner
 from looped.experiments.results import (
     before_branch,
@@ -694,20 +695,16 @@ REFERENCE = Path("results") / "fidelity.json"  # the committed reference
 
 
 def _parser() -> OverrideParser:
-    parser = OverrideParser(
-        prog="looped fidelity",
-        description=__doc__.splitlines()[0],
-        overrides_help="config overrides for every run",
-        epilog="example: looped fidelity --quick --study --out runs/fq",
+    parser = study_parser(
+        "looped fidelity",
+        __doc__,
+        out="corpus, runs, fidelity.json, figures (default runs/fidelity)",
+        reference="results/fidelity.json and figures/fidelity_*.png (runs stay in --out)",
+        quick="toy size, about a minute (pydoc corpus)",
+        overrides=True,
+        example="looped fidelity --quick --study --out runs/fq",
     )
     add = parser.add_argument
-    add("--quick", action="store_true", help="toy size, about a minute (pydoc corpus)")
-    add("--out", default=None, help="corpus, runs, fidelity.json, figures (default runs/fidelity)")
-    add(
-        "--reference",
-        action="store_true",
-        help="write results/fidelity.json and figures/fidelity_*.png (runs stay in --out)",
-    )
     add("--dataset", help="stdlib (default) | pydoc | hub name | local file or directory")
     add("--subset", help="hub config name, e.g. sample-10BT")
     add("--max-docs", type=int, help="tokenize at most this many documents")
@@ -721,7 +718,6 @@ def _parser() -> OverrideParser:
     add("--study-sizes", help="the study's widths, e.g. 64,128,256")
     add("--study-steps", help="the study's training lengths, e.g. 200,400")
     add("--study-lrs", help="the LRs swept at every study width, e.g. 3e-4,1e-3,3e-3")
-    add("--workers", type=int, help="worker processes (default 2)")
     add("--held-out", type=float, help="share of documents in each of val and test (default 0.05)")
     add("--fresh", action="store_true", help="retrain every run instead of reusing finished ones")
     add("--quiet", action="store_true", help="no progress bars")

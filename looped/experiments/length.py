@@ -27,8 +27,6 @@ Resumable: a rerun reuses every finished run and retrains only what is missing.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -41,15 +39,21 @@ from looped import paper
 from looped.config import TrainConfig
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
+from looped.experiments.command import study_parser
 from looped.experiments.plan import Planner
-from looped.experiments.results import diverged, machine_name, read_metrics, train_wall
+from looped.experiments.results import (
+    diverged,
+    machine_name,
+    read_metrics,
+    train_wall,
+    write_result,
+)
 from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import heldout_windows as split_batches
 from looped.model import LoopedTransformer
 from looped.report import length as report
 from looped.report.length import LABELS, MICRO
-from looped.runtime.atomic import write_text_atomic
 from looped.runtime.lock import dir_lock
 
 SCHEDULES = (paper.UNIFORM, MICRO, paper.RECIPE_200M, paper.RECIPES_1B[1])
@@ -279,22 +283,21 @@ def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="looped length", description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="toy size, every code path")
-    p.add_argument(
-        "--reference",
-        action="store_true",
-        help="write results/length.json and figures/length_gap.png",
+    p = study_parser(
+        "looped length",
+        __doc__,
+        out="output directory (default runs/length[-quick])",
+        reference="results/length.json and figures/length_gap.png",
+        quick="toy size, every code path",
     )
-    p.add_argument("--out", default=None, help="output directory (default runs/length[-quick])")
-    p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--lengths", help="training lengths in steps, e.g. 480,960,1920,3840,7680")
     p.add_argument("--lrs", help="the sweep's learning rates, e.g. 1e-3,3e-3,1e-2")
     p.add_argument("--d-model", type=int, help="width of the looped layer (default 64)")
     a = p.parse_args(argv)
     if a.quick and a.reference:
         raise UserError("--reference writes the committed results; it cannot be --quick")
-    settings = replace(QUICK if a.quick else LengthSettings(), workers=a.workers)
+    settings = QUICK if a.quick else LengthSettings()
+    settings = replace(settings, workers=a.workers or settings.workers)
     try:
         if a.lengths:
             settings.lengths = tuple(int(x) for x in a.lengths.split(","))
@@ -311,7 +314,6 @@ def main(argv: list[str] | None = None) -> int:
         result = run_study(settings, out)
     json_path = Path("results/length.json") if a.reference else out / "length.json"
     fig_path = Path("figures/length_gap.png") if a.reference else out / "length_gap.png"
-    write_text_atomic(json_path, json.dumps(result, indent=1) + "\n")
-    report.fig_gap(result, fig_path)
-    print(f"wrote {json_path} and {fig_path}")
+    write_result(json_path, result)
+    print(f"wrote {report.fig_gap(result, fig_path)}")
     return 0

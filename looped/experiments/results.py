@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import cpu_name
 
 
@@ -64,6 +65,14 @@ def keep_earlier_times(meta: dict, results: Path, keys: tuple[str, ...]) -> None
     if results.is_file():
         before = json.loads(results.read_text())["meta"]
         meta.update({k: before[k] for k in keys if before.get(k) is not None})
+
+
+def write_result(path: Path, result: dict) -> Path:
+    """A study's results file, written whole or not at all (JSON, one space of indent, non-ASCII
+    text as itself, a final newline), and said so."""
+    write_text_atomic(path, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {path}")
+    return path
 
 
 def machine_name() -> str:

@@ -12,7 +12,6 @@ three differ only in their depth schedule. Beside each depth: that model's test 
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,14 @@ from looped import paper
 from looped.data.text import load_tokenizer
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
+from looped.experiments.command import study_parser
 from looped.experiments.length import LengthSettings, name_of
+from looped.experiments.results import write_result
 from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import ensure_corpus, heldout_windows, run_config
 from looped.model import LoopedTransformer
 from looped.report import samples as report
 from looped.report.length import LABELS
-from looped.runtime.atomic import write_text_atomic
 from looped.runtime.checkpoint import list_checkpoints, load_weights
 
 PROMPTS = (
@@ -114,16 +114,19 @@ def sample_all(study: dict, out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="looped samples", description=__doc__.split("\n")[0])
-    p.add_argument("--study", default="results/length.json", help="the length study's results")
-    p.add_argument("--out", default="runs/length", help="the length study's output directory")
-    p.add_argument("--reference", action="store_true", help="write results/samples.json")
-    a = p.parse_args(argv)
-    if not Path(a.study).is_file():
-        raise UserError(f"{a.study} not found; run `looped length` first")
-    result = sample_all(json.loads(Path(a.study).read_text()), Path(a.out))
-    path = Path("results/samples.json") if a.reference else Path(a.out) / "samples.json"
-    write_text_atomic(path, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    a = study_parser(
+        "looped samples",
+        __doc__,
+        out="the length study's output directory, whose runs are sampled (default runs/length)",
+        reference="results/samples.json",
+        workers=False,
+        default_out="runs/length",
+        reads=True,
+    ).parse_args(argv)
+    study = Path(a.results) / "length.json"
+    if not study.is_file():
+        raise UserError(f"{study} not found; run `looped length` first")
+    result = sample_all(json.loads(study.read_text()), Path(a.out))
     print(report.section(result))
-    print(f"wrote {path}")
+    write_result(Path("results" if a.reference else a.out) / "samples.json", result)
     return 0

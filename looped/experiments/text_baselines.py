@@ -12,15 +12,15 @@ reported as not informative at this size, never with a verdict (`looped report`)
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 from looped.data.text import META, TokenShards, prepare_text, read_meta
 from looped.errors import UserError
 from looped.eval.baselines import corpus_baselines
+from looped.experiments.command import study_parser
 from looped.experiments.fidelity import FidelitySettings, corpus_dir
-from looped.runtime.atomic import write_text_atomic
+from looped.experiments.results import write_result
 
 RESULTS = ("fidelity.json", "demo_text.json")  # the text results this applies to
 
@@ -65,11 +65,15 @@ def for_result(result: dict, out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="looped baselines", description=__doc__.split("\n")[0])
-    p.add_argument("--reference", action="store_true", help="write results/text_baselines.json")
-    p.add_argument("--results", default="results", help="directory of the results files")
-    p.add_argument("--out", default="runs/baselines", help="where the corpora are tokenized")
-    a = p.parse_args(argv)
+    a = study_parser(
+        "looped baselines",
+        __doc__,
+        out="where the corpora are tokenized (default runs/baselines)",
+        reference="results/text_baselines.json (in --results)",
+        workers=False,
+        default_out="runs/baselines",
+        reads=True,
+    ).parse_args(argv)
     found = {
         n: json.loads((Path(a.results) / n).read_text())
         for n in RESULTS
@@ -78,12 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     if not found:
         raise UserError(f"no text results ({', '.join(RESULTS)}) in {a.results}")
     out = {name: for_result(r, Path(a.out)) for name, r in found.items()}
-    path = Path(a.results if a.reference else a.out) / "text_baselines.json"
-    write_text_atomic(path, json.dumps(out, indent=1) + "\n")
     for name, b in out.items():
         print(
             f"{name}: unigram {b['unigram']:.3f}, bigram {b['bigram']:.3f} nats/token "
             f"({b['tokens']:,} tokens, {b['tokenizer']})"
         )
-    print(f"wrote {path}")
+    write_result(Path(a.results if a.reference else a.out) / "text_baselines.json", out)
     return 0

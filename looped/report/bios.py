@@ -1,4 +1,6 @@
-"""The bios track (the demo's synthetic biographies) as a reader sees it: the paper's figures,
+"""The bios track (the demo's synthetic biographies) as a reader sees it.
+
+The paper's figures,
 the summary tables, the comparison with the committed reference, and each of the paper's claims
 with the verdict its numbers give. Pure functions of demo.json's dict.
 

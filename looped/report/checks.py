@@ -1,5 +1,6 @@
-"""What a reader must be able to see in a figure, checked on the matplotlib Figure in display
-coordinates: every panel holds data, no legend covers a plotted point or a label, every numeric
+"""What a reader must be able to see in a figure, checked in display coordinates.
+
+Checked on the matplotlib Figure: every panel holds data, no legend covers a plotted point or a label, every numeric
 axis has three labelled ticks, no text is cut or overlaps, no series hides under another, no
 number shows float noise. tests/test_plots.py runs these on every shipped figure; `style.show`
 and `style.save` refuse a figure that fails them.

@@ -1,5 +1,6 @@
-"""The paper's claims on the bios track (the README's demo findings): each claim function reads
-demo.json and returns a `Finding` holding the verdict and the numbers it was decided from; the
+"""The paper's claims on the bios track, each decided from demo.json as a `Finding`.
+
+Each claim function reads demo.json and returns a `Finding` holding the verdict and the numbers it was decided from; the
 sentence the docs print is rendered from those numbers separately (`Finding.markdown`), so a
 test checks the decision and the values, and the docs check the wording.
 """

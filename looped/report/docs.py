@@ -1,5 +1,8 @@
-"""What the docs list that the code already knows, written by `looped report` so it cannot drift:
-the notebooks (how many, their titles and sections) and the map of the package.
+"""What the docs list that the code already knows, written by `looped report` so it cannot drift.
+
+That is the notebooks (how many, their titles and sections), the map of the package, and the module map
+of docs/ARCHITECTURE.md (every module in its layer, what it imports, its docstring's first
+sentence).
 
 README.md once said "six notebooks" when there were seven and left three modules out of its
 map of the package; hand-typed lists drift. Here the notebooks are read from their jupytext
@@ -9,6 +12,7 @@ measured ones (`<!-- notebooks:begin -->`, `<!-- codemap:begin -->`).
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from dataclasses import dataclass
@@ -33,6 +37,22 @@ CODE_MAP = (
     ("Reports and the command line", ("report", "cli"),
      "every figure, table and generated doc section, from the results files; one entry point "
      "routing to a module per subcommand"),
+)  # fmt: skip
+
+# The tower of layers, lowest first: a module imports only from its own layer and those below it
+# (tests/test_layers.py enforces it; the module map is drawn in this order). A module belongs to
+# the layer of the longest prefix that names it.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("library", ("looped.errors", "looped.kernels", "looped.model", "looped.schedules",
+                 "looped.paper", "looped.config", "looped.flops")),
+    ("runtime", ("looped.runtime",)),
+    ("data", ("looped.data",)),
+    ("eval", ("looped.eval",)),
+    ("training", ("looped.training",)),
+    ("report", ("looped.report",)),
+    ("experiments", ("looped.experiments",)),
+    ("bench", ("looped.bench",)),
+    ("commands", ("looped.cli", "looped.__main__", "looped")),
 )  # fmt: skip
 
 _NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -134,4 +154,101 @@ def code_map(root: Path, doc: Path = Path("README.md")) -> str:
             shown = f"{m}/" if is_package else m
             links.append(f"[`{shown}`]({_link(doc, root, target)})")
         lines.append(f"- **{name}** ({', '.join(links)}): {what}.")
+    return "\n".join(lines)
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of a module's layer (-1: none); the longest matching prefix wins."""
+    best, length = -1, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > length:
+                best, length = i, len(p)
+    return best
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    """Every module of the package by dotted name; a package's __init__ under the package's."""
+    out = {}
+    for path in sorted((root / "looped").rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _runtime_imports(tree: ast.AST, package: str) -> set[str]:
+    """The dotted names a module imports, anywhere but under `if TYPE_CHECKING:` (those never
+    run); `from looped import x` yields both looped and looped.x."""
+    found: set[str] = set()
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo += node.orelse
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found |= {base} | {f"{base}.{a.name}" for a in node.names}
+        todo += ast.iter_child_nodes(node)
+    return found
+
+
+def package_imports(root: Path) -> dict[str, set[str]]:
+    """The package's own import graph: each module and the package modules it imports. The
+    subpackages' __init__ files hold only a docstring, so importing from a subpackage is an
+    arrow to the module imported, not to the subpackage."""
+    modules = _modules(root)
+    packages = {m for m, path in modules.items() if path.name == "__init__.py"}
+    graph = {}
+    for name, path in modules.items():
+        package = name if name in packages else name.rpartition(".")[0]
+        found = _runtime_imports(ast.parse(path.read_text()), package)
+        graph[name] = {m for m in found if m in modules and m not in packages and m != name}
+    return graph
+
+
+def _first_sentence(path: Path) -> str:
+    """A module docstring's first sentence, on one line, with its closing period dropped."""
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    paragraph = " ".join(doc.split("\n\n")[0].split()).replace("Fig. ", "Fig.\u00a0")
+    first = re.split(r"(?<=[.?!])\s", paragraph)[0].rstrip(".")
+    return first.replace("\u00a0", " ").replace("|", "/")
+
+
+def tower_order(graph: dict[str, set[str]]) -> list[str]:
+    """Modules lowest layer first, each after everything it imports (ties: by name)."""
+    done: list[str] = []
+    left = dict(graph)
+    while left:
+        ready = [m for m, deps in left.items() if deps <= set(done)]
+        if not ready:
+            raise ValueError(f"an import cycle among {sorted(left)}")
+        first = min(ready, key=lambda m: (layer_of(m), m))
+        done.append(first)
+        del left[first]
+    return done
+
+
+def module_map(root: Path) -> str:
+    """docs/ARCHITECTURE.md's module map: a row per module (package __init__ files left out), in
+    tower order, naming the layer, the package modules it imports and what its docstring says
+    it is for."""
+    modules = _modules(root)
+    graph = package_imports(root)
+    lines = [
+        "| layer | module | imports from the package | what it is for |",
+        "|---|---|---|---|",
+    ]
+    for name in tower_order(graph):
+        if modules[name].name == "__init__.py":
+            continue
+        deps = ", ".join(sorted(d.removeprefix("looped.") for d in graph[name])) or "-"
+        layer = LAYERS[layer_of(name)][0]
+        path = modules[name].relative_to(root).as_posix()
+        lines.append(f"| {layer} | `{path}` | {deps} | {_first_sentence(modules[name])} |")
     return "\n".join(lines)

@@ -103,6 +103,8 @@ def render(
         readme = _replace(readme, "notebooks", docs.notebooks_section(root, doc))
     if "<!-- codemap:begin -->" in readme:
         readme = _replace(readme, "codemap", docs.code_map(root, doc))
+    if "<!-- modules:begin -->" in readme:
+        readme = _replace(readme, "modules", docs.module_map(root))
     readme = _replace(readme, "flops", flops_section())
     demo = results or root / "results" / "demo.json"
     if demo.is_file():
@@ -151,11 +153,12 @@ def render(
 
 
 # the files `looped report` writes, relative to the root: the README's first screen, every
-# track's results, the usage guide, the notebooks' index (a file that is absent is skipped)
+# track's results, the usage guide, the module map, the notebooks' index (a file that is absent is skipped)
 DOCS = (
     Path("README.md"),
     Path("docs/RESULTS.md"),
     Path("docs/USAGE.md"),
+    Path("docs/ARCHITECTURE.md"),
     Path("notebooks/README.md"),
 )
 

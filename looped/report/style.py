@@ -1,4 +1,6 @@
-"""How every figure looks and is finished: the theme, each schedule's colour, marker and dashes,
+"""How every figure looks and is finished, and the refusal of one a reader cannot read.
+
+The theme, each schedule's colour, marker and dashes,
 seed bands, ticks a reader can read, legends placed where they cover nothing, and `save` /
 `show`, which refuse a figure that fails the readability checks (`looped.report.checks`).
 Every figure of the package and of the notebooks goes through here.

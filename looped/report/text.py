@@ -1,5 +1,6 @@
-"""The text track (`looped fidelity`, the demo's text runs, the scale study) as a reader sees it:
-its table, baselines, verdicts per paper recipe, the scale study's rows and trend, and its
+"""The text track (`looped fidelity`, the demo's text runs, the scale study) as a reader sees it.
+
+Its table, baselines, verdicts per paper recipe, the scale study's rows and trend, and its
 figures. Pure functions of fidelity.json / demo_text.json's dict.
 """
 

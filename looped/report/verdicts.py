@@ -1,4 +1,6 @@
-"""The README's first screen: each of the paper's claims, one row per track that measures it,
+"""The README's first screen: each of the paper's claims with the verdict its numbers give.
+
+Each claim, one row per track that measures it,
 with the verdict its 95% interval gives (and, on text, only where the models beat a bigram
 table), the costs, the trends in one line each, and the bottom line. Read from results/*.json.
 """

@@ -1,4 +1,6 @@
-"""What changes when the trainer runs under torchrun: the process group, the wrapped model, the
+"""What changes when the trainer runs under torchrun (DDP or FSDP2).
+
+The process group, the wrapped model, the
 gradient sync of micro-batches, optimizer state of sharded parameters, and stop requests.
 
 One process (no torchrun) takes the plain path of each helper, so the trainer reads the same

@@ -1,0 +1,58 @@
+"""The command line every study shares: `--quick`, `--out`, `--reference` and `--workers`.
+
+Each study (`looped demo`, `fidelity`, `length`, `diagnose`, `samples`, `baselines`) trains or
+reads runs into an output directory, can write the committed reference under results/ instead,
+and most have a toy size for the tests. Building those flags here keeps their names, meanings
+and wording the same across studies; a study adds only its own flags::
+
+    parser = study_parser("looped length", __doc__, out="output directory (default runs/length)",
+                          reference="results/length.json and figures/length_gap.png",
+                          quick="toy size, every code path")
+    parser.add_argument("--lengths", help="training lengths in steps")
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from looped.config import OverrideParser
+
+
+def study_parser(
+    prog: str,
+    doc: str,
+    *,
+    out: str,
+    reference: str,
+    quick: str | None = None,
+    workers: bool = True,
+    overrides: bool = False,
+    example: str | None = None,
+    default_out: str | None = None,
+    reads: bool = False,
+) -> argparse.ArgumentParser:
+    """A parser holding the shared flags: `--out` (help `out`, default `default_out`: None
+    where the default depends on other flags), `--reference` (writes
+    `reference`), `--quick` (when `quick` says what it is), `--workers` (default None: the
+    study's own default), with `reads` `--results` (the directory of results files a study
+    reads, default results/), and with `overrides` the `key=value` config overrides and
+    `--print-config` of every command that resolves a TrainConfig."""
+    kwargs = {"prog": prog, "description": doc.splitlines()[0]}
+    if example:
+        kwargs["epilog"] = f"example: {example}"
+    parser = (
+        OverrideParser(overrides_help="config overrides for every run", **kwargs)
+        if overrides
+        else argparse.ArgumentParser(**kwargs)
+    )
+    if quick:
+        parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--out", default=default_out, help=out)
+    parser.add_argument("--reference", action="store_true", help=f"write {reference}")
+    if workers:
+        parser.add_argument("--workers", type=int, help="worker processes (default 2)")
+    if reads:
+        parser.add_argument(
+            "--results", default="results", help="where the results files it reads are"
+        )
+    return parser
