@@ -2,6 +2,7 @@
 
     looped samples                      # runs/length/samples.json, from the length study's runs
     looped samples --reference          # results/samples.json (rendered in docs/RESULTS.md)
+    looped samples --quick              # runs/length-quick/samples.json, after `looped length --quick`
 
 A mean NLL per depth is the paper's metric; a continuation is what a reader sees. Each model of
 the length study's longest length (seed 0, at its chosen LR) continues a few fixed prompts,
@@ -23,7 +24,7 @@ from looped.data.text import load_tokenizer
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
 from looped.experiments.command import study_parser
-from looped.experiments.length import LengthSettings, name_of
+from looped.experiments.length import QUICK, LengthSettings, name_of
 from looped.experiments.results import write_result
 from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import ensure_corpus, heldout_windows, run_config
@@ -57,10 +58,9 @@ def continue_greedy(model: LoopedTransformer, tok: Any, prompt: str, depth: int,
     return tok.decode(x[0, start:].tolist())
 
 
-def models(study: dict, out: Path) -> dict[str, tuple[Path, Any]]:
+def models(study: dict, out: Path, settings: LengthSettings) -> dict[str, tuple[Path, Any]]:
     """label -> (run directory, config) of the three models, training the fixed-K one if
     it is missing (one run, a few minutes on a CPU)."""
-    settings = LengthSettings()
     corpus = ensure_corpus(settings.setup, out)
     steps = max(settings.lengths)
     chosen = study["chosen"]
@@ -73,7 +73,7 @@ def models(study: dict, out: Path) -> dict[str, tuple[Path, Any]]:
     cfg = run_config(settings.setup, corpus, schedule=FIXED, lr=lr, seed=0, steps=steps)
     name = f"fixed4_lr{lr:g}_s0_n{steps}"
     execute(
-        [RunSpec(name, FIXED, 0.0, 0, "samples", steps=steps)],
+        [RunSpec(name, FIXED, seed=0, steps=steps)],
         {name: cfg},
         out / "runs",
         1,
@@ -84,9 +84,10 @@ def models(study: dict, out: Path) -> dict[str, tuple[Path, Any]]:
     return picked
 
 
-def sample_all(study: dict, out: Path) -> dict:
-    """Every model's continuations of every prompt at every depth, and its test NLL there."""
-    settings = LengthSettings()
+def sample_all(study: dict, out: Path, settings: LengthSettings | None = None) -> dict:
+    """Every model's continuations of every prompt at every depth, and its test NLL there, from
+    the length study run with `settings` (default: the committed study's) into `out`."""
+    settings = settings or LengthSettings()
     corpus = ensure_corpus(settings.setup, out)
     tok = load_tokenizer(corpus["path"])
     windows = heldout_windows(settings.setup, corpus)
@@ -96,7 +97,7 @@ def sample_all(study: dict, out: Path) -> dict:
         "tokens": TOKENS,
         "models": {},
     }
-    for label, (run_dir, cfg) in models(study, out).items():
+    for label, (run_dir, cfg) in models(study, out, settings).items():
         if not list_checkpoints(run_dir):
             raise UserError(f"{run_dir} has no checkpoint; run `looped length` first")
         model = LoopedTransformer(cfg.model)
@@ -117,16 +118,23 @@ def main(argv: list[str] | None = None) -> int:
     a = study_parser(
         "looped samples",
         __doc__,
-        out="the length study's output directory, whose runs are sampled (default runs/length)",
+        out="the length study's output directory, whose runs are sampled (default runs/length, "
+        "or runs/length-quick with --quick)",
         reference="results/samples.json",
+        quick="the models of `looped length --quick` (read from OUT/length.json)",
         workers=False,
-        default_out="runs/length",
         reads=True,
     ).parse_args(argv)
-    study = Path(a.results) / "length.json"
+    if a.reference and a.quick:
+        raise UserError("--reference writes the committed samples; it cannot be --quick")
+    out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
+    study = out / "length.json" if a.quick else Path(a.results) / "length.json"
     if not study.is_file():
-        raise UserError(f"{study} not found; run `looped length` first")
-    result = sample_all(json.loads(study.read_text()), Path(a.out))
+        raise UserError(
+            f"{study} not found; run `looped length{' --quick' if a.quick else ''}` first"
+        )
+    settings = QUICK if a.quick else LengthSettings()
+    result = sample_all(json.loads(study.read_text()), out, settings)
     print(report.section(result))
-    write_result(Path("results" if a.reference else a.out) / "samples.json", result)
+    write_result(Path(a.results if a.reference else out) / "samples.json", result)
     return 0
