@@ -292,3 +292,67 @@ def test_a_length_added_after_the_trunks_ran_branches_at_a_checkpoint_they_hold(
     assert sorted(again.spec.save_steps) == sorted(trunk.spec.save_steps)  # nothing to retrain
     fresh = plan(QUICK, corpus, [0], {paper.UNIFORM: {1e-2: (16, 48, 64)}})
     assert next(p for p in fresh.values() if p.spec.steps == 48).spec.branch_step > 13
+
+
+@pytest.mark.slow
+def test_samples_continue_the_length_studys_models_at_every_serving_depth(tmp_path: Path):
+    """`looped samples` reads the study's chosen LRs, trains the fixed K=4 twin beside its
+    models (once: a second call reuses it) and continues every prompt at every depth."""
+    from dataclasses import replace
+
+    from looped.experiments import samples
+    from looped.experiments.length import QUICK, name_of
+    from looped.experiments.runner import RunSpec, execute
+    from looped.experiments.textsetup import ensure_corpus, run_config
+
+    settings = replace(QUICK, setup=replace(QUICK.setup, d_model=16), lengths=(4, 6))
+    corpus = ensure_corpus(settings.setup, tmp_path)
+    ff, uni, ff4 = paper.RECIPE_200M, paper.UNIFORM, paper.RECIPES_1B[1]
+    study = {"chosen": {s: {"6": {"lr": 1e-2}} for s in (ff, uni, ff4)}}
+    specs = [RunSpec(name_of(s, 1e-2, 0, 6), s, seed=0, steps=6) for s in (ff, uni)]
+    configs = {
+        spec.name: run_config(
+            settings.setup, corpus, schedule=spec.schedule, lr=1e-2, seed=0, steps=6
+        )
+        for spec in specs
+    }
+    execute(specs, configs, tmp_path / "runs", 2, False, True)
+    first = samples.sample_all(study, tmp_path, settings)
+    assert sorted(first["models"]) == sorted(["fixed K=4", samples.LABELS[ff], samples.LABELS[uni]])
+    for model in first["models"].values():
+        assert sorted(model["test_nll"]) == sorted(str(k) for k in samples.DEPTHS)
+        assert all(len(model["samples"][str(k)]) == len(samples.PROMPTS) for k in samples.DEPTHS)
+    twin = tmp_path / "runs" / first["models"]["fixed K=4"]["run"] / "summary.json"
+    before = twin.stat().st_mtime_ns
+    assert samples.sample_all(study, tmp_path, settings) == first  # greedy, and the twin reused
+    assert twin.stat().st_mtime_ns == before
+
+
+def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
+    """A results file is byte for byte the same from the same runs: the trends follow the
+    table's schedule order, not the order of a set (which changes with PYTHONHASHSEED)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from looped.experiments.length import SCHEDULES
+
+    code = (
+        "import json, sys; sys.path.insert(0, 'tests'); from test_length import _synthetic_study; "
+        "from looped.eval import stats; print(json.dumps(list(stats.gap_trends("
+        "_synthetic_study()['cells']))))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    orders = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(4)
+    }
+    assert [json.loads(o) for o in orders] == [[s for s in SCHEDULES if s != paper.UNIFORM]]

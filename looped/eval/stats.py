@@ -455,9 +455,11 @@ def length_cells(rows: list[dict], base: dict, schedules: tuple[str, ...]) -> li
 
 def gap_trends(table: list[dict]) -> dict[str, dict]:
     """Per schedule: the slope of the signed gap (every seed's value) against log2(tokens),
-    with its interval, over the informative lengths; where it points."""
+    with its interval, over the informative lengths; where it points. Schedules in the table's
+    order: a set's order follows the string hash, which changes with every process, and a
+    results file must come out byte for byte the same from the same runs."""
     out = {}
-    for s in {c["schedule"] for c in table if "gap" in c}:
+    for s in dict.fromkeys(c["schedule"] for c in table if "gap" in c):
         pts = [
             (math.log2(c["tokens"]), v)
             for c in table
