@@ -29,6 +29,7 @@ from looped.paper import (
 from looped.report import style
 from looped.report.claims import findings
 from looped.report.probe import plot_benefit
+from looped.report.prose import aside
 from looped.report.text import fig_lr_sweep
 
 
@@ -508,12 +509,9 @@ def section(result: dict) -> str:
         f"Measured by `looped demo{' --sweep' if s.get('sweep') else ''}"
         f"{' --full' if s.get('depth_ks') else ''}` on {meta['machine']} in "
         f"{meta['wall_seconds'] / 60:.1f} minutes"
-        + (
-            " ("
-            + ", ".join(f"{k} {v / 60:.1f} min" for k, v in meta["phase_seconds"].items())
-            + "; runs that overlapped other work read slower)"
-            if meta.get("phase_seconds")
-            else ""
+        + aside(
+            (f"{k} {v / 60:.1f} min" for k, v in (meta.get("phase_seconds") or {}).items()),
+            after="; runs that overlapped other work read slower)",
         )
         + ": "
         f"{len(result['runs'])} runs, {s['seeds']} seeds, a {meta['params'] / 1e6:.2f}M-parameter model "

@@ -13,6 +13,7 @@ import numpy as np
 import looped.eval.stats as stats
 from looped import paper
 from looped.report import style
+from looped.report.prose import aside
 
 LABELS = {
     "uniform": "uniform 1..16",
@@ -89,12 +90,9 @@ def section(result: dict) -> str:
         f"{s['steps']} steps of {meta['tokens_per_step']} tokens for every variant, {s['seeds']} "
         f"seed{'s' if s['seeds'] > 1 else ''}, {meta['dtype']}; the runs trained for "
         f"{meta.get('train_seconds', meta['wall_seconds']) / 60:.0f} minutes in all, one core each)"
-        + (
-            ", each at the demo's tuned LR ("
-            + ", ".join(f"{LABELS[k]} {v:g}" for k, v in meta["lr"].items())
-            + ")"
-            if meta.get("lr")
-            else ""
+        + aside(
+            (f"{LABELS[k]} {v:g}" for k, v in (meta.get("lr") or {}).items()),
+            before=", each at the demo's tuned LR (",
         )
         + ". Mean NLL is over "
         "serving depths 1..16; gradient norms are pre-clip, the median over the steps at each "
