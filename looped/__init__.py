@@ -1,18 +1,15 @@
 """looped: looped (weight-tied) transformers trained with fixed-first depth schedules.
 
-The package map (one concept per module):
+The paper's concepts sit at the top level, one module each:
 
-- ``looped.model``      LoopedConfig, LoopedTransformer (P, block A applied K times, H)
-- ``looped.schedules``  depth schedules: depth(step) -> K, parsed from short specs
-- ``looped.flops``      modeled training FLOPs per token, schedule totals, savings, MFU
-- ``looped.data``       synthetic biographies, text corpora, batching
-- ``looped.training.trainer``      the training loop; ``looped.runtime.distributed`` what torchrun changes
-- ``looped.runtime.device``     device choice, CPU name, GPU peak FLOP/s
-- ``looped.eval.evaluate``   serving-depth sweeps: token NLL and recalled bits (fact NLL, bits)
-- ``looped.eval.downstream`` multiple-choice benchmarks (HellaSwag, PIQA, ARC-Easy) per depth
-- ``looped.paper``      the paper's schedules, labels, colours and reported numbers
-- ``looped.report.plots``      the paper's figures from results files
-- ``looped.cli``        ``looped demo | train | eval | flops | data ...``
+- ``looped.model``       LoopedConfig, LoopedTransformer (P, block A applied K times, H)
+- ``looped.schedules``   depth schedules: depth(step) -> K, parsed from short specs
+- ``looped.flops``       modeled training FLOPs per token, schedule totals, savings, MFU
+- ``looped.paper``       the paper's schedules, labels, colours and reported numbers
+
+and everything built on them in one subpackage per layer, lowest first: ``runtime`` (disk and
+device), ``data``, ``eval``, ``training``, ``report``, ``experiments``, ``bench``; ``looped.cli``
+routes ``looped demo | train | eval | flops | data ...``. docs/ARCHITECTURE.md maps every module.
 """
 
 __version__ = "0.1.0"

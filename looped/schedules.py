@@ -105,11 +105,6 @@ def draw_bits(seed: int, step: int, micro: int = 0) -> int:
     )
 
 
-def _step_uniform(seed: int, step: int) -> float:
-    """A float in [0, 1) with 53 random bits."""
-    return (step_bits(seed, step) >> 11) * 2.0**-53
-
-
 def _check_step(step: int, total_steps: int) -> tuple[int, int]:
     step, total_steps = operator.index(step), operator.index(total_steps)
     if total_steps < 1:

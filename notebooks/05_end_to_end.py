@@ -348,7 +348,7 @@ if wide_file.is_file() and json.loads(wide_file.read_text()).get("study"):
 # ## What we saw
 #
 # The sentences below are generated from the numbers loaded above by
-# `looped.report.sections.findings`, the same code that writes the findings in `docs/RESULTS.md`, so
+# `looped.report.claims.findings`, the same code that writes the findings in `docs/RESULTS.md`, so
 # they always describe the results this notebook shows: each of the paper's claims, the
 # measured numbers, and whether it shows at this scale.
 

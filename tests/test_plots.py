@@ -120,7 +120,7 @@ SHIPPED = sorted(p.name for p in (ROOT / "figures").glob("*.png"))
 @pytest.fixture(scope="module")
 def shipped_figures(tmp_path_factory):
     """Every figure of figures/, redrawn from the committed results/*.json by the functions that
-    drew it (`report.figures`), as (name, problems found on the Figure as saved)."""
+    drew it (`render.figures`), as (name, problems found on the Figure as saved)."""
     from looped.report import render
 
     found = {}

@@ -14,8 +14,31 @@ and wording the same across studies; a study adds only its own flags::
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from looped.config import OverrideParser
+from looped.errors import UserError
+
+
+class _Refusals:
+    """What no study accepts, refused while parsing: `--reference` with `--quick` would write a
+    toy result over the committed one."""
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
+        parsed = super().parse_args(args, namespace)  # type: ignore[misc]
+        if getattr(parsed, "reference", False) and getattr(parsed, "quick", False):
+            raise UserError(
+                "--reference writes the committed results; leave out --quick (toy size)"
+            )
+        return parsed
+
+
+class _StudyParser(_Refusals, argparse.ArgumentParser):
+    pass
+
+
+class _StudyOverrideParser(_Refusals, OverrideParser):
+    pass
 
 
 def study_parser(
@@ -36,14 +59,15 @@ def study_parser(
     `reference`), `--quick` (when `quick` says what it is), `--workers` (default None: the
     study's own default), with `reads` `--results` (the directory of results files a study
     reads, default results/), and with `overrides` the `key=value` config overrides and
-    `--print-config` of every command that resolves a TrainConfig."""
+    `--print-config` of every command that resolves a TrainConfig. Parsing refuses
+    `--reference` with `--quick`, in one line."""
     kwargs = {"prog": prog, "description": doc.splitlines()[0]}
     if example:
         kwargs["epilog"] = f"example: {example}"
     parser = (
-        OverrideParser(overrides_help="config overrides for every run", **kwargs)
+        _StudyOverrideParser(overrides_help="config overrides for every run", **kwargs)
         if overrides
-        else argparse.ArgumentParser(**kwargs)
+        else _StudyParser(**kwargs)
     )
     if quick:
         parser.add_argument("--quick", action="store_true", help=quick)

@@ -5,7 +5,7 @@
     looped diagnose --reference        # the committed evidence: results/diagnose.json, figures/
     looped diagnose --steps 240 --seeds 1 model.d_model=128    # flags and overrides anywhere
 
-Trains, at equal steps (so equal tokens), each at the demo's tuned LR (`demo.BIOS_LR`; the
+Trains, at equal steps (so equal tokens), each at the demo's tuned LR (`bios.BIOS_LR`; the
 variants of uniform at uniform's), the variants that separate the candidate causes:
 
 - ``uniform``: uniform 1..16, one K per optimizer step (the baseline that lags);
@@ -259,8 +259,8 @@ def main(argv: list[str]) -> int:
     if args.print_config:
         print(to_yaml(plan(settings)[1][f"uniform_s{0}"]), end="")
         return 0
-    if args.reference and (args.out or args.quick):
-        raise UserError("--reference writes results/ and figures/; leave out --out and --quick")
+    if args.reference and args.out:
+        raise UserError("--reference writes results/ and figures/; leave out --out")
     out = Path(args.out or ("runs/diagnose-quick" if args.quick else "runs/diagnose"))
     results, figures = (
         (REFERENCE, Path("figures")) if args.reference else (out / "diagnose.json", out / "figures")

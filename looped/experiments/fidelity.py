@@ -206,7 +206,7 @@ def ensure_corpus(settings: FidelitySettings, out: Path, quiet: bool = False) ->
 # -- plan ------------------------------------------------------------------------------------
 @dataclass
 class Planned:
-    spec: RunSpec  # what pool.execute trains (name, schedule, seed, steps)
+    spec: RunSpec  # what runner.execute trains (name, schedule, seed, steps)
     cfg: TrainConfig  # the run's resolved config
     lr: float  # its peak learning rate
     d_model: int  # its width

@@ -13,7 +13,7 @@ micro-batch (so each step's gradient averages over depths) removes it:
 1. Every schedule (uniform, uniform per micro-batch, fixed-first K=2 for 67%, K=4 for 80%) at
    every LR in the sweep, seeds 0 and 1, at every length. Warmup-stable-decay lets one run per
    (schedule, LR, seed) carry every shorter run: a shorter uniform run branches off at its decay,
-   a shorter fixed-first run at its switch (`train.branch_point` checks both), so six lengths
+   a shorter fixed-first run at its switch (`training.lineage.branch_point` checks both), so six lengths
    cost about 1.3 long runs.
 2. Each (schedule, length) takes the LR with the lowest mean NLL over depths 1..16 on the
    validation windows, averaged over seeds 0 and 1; a choice at the sweep's edge is flagged.
@@ -294,8 +294,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lrs", help="the sweep's learning rates, e.g. 1e-3,3e-3,1e-2")
     p.add_argument("--d-model", type=int, help="width of the looped layer (default 64)")
     a = p.parse_args(argv)
-    if a.quick and a.reference:
-        raise UserError("--reference writes the committed results; it cannot be --quick")
     settings = QUICK if a.quick else LengthSettings()
     settings = replace(settings, workers=a.workers or settings.workers)
     try:

@@ -216,7 +216,7 @@ def _first_sentence(path: Path) -> str:
     """A module docstring's first sentence, on one line, with its closing period dropped."""
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     paragraph = " ".join(doc.split("\n\n")[0].split()).replace("Fig. ", "Fig.\u00a0")
-    first = re.split(r"(?<=[.?!])\s", paragraph)[0].rstrip(".")
+    first = re.split(r"(?<=[.?!]) ", paragraph)[0].rstrip(".")
     return first.replace("\u00a0", " ").replace("|", "/")
 
 

@@ -74,11 +74,6 @@ def timing_section(timing: dict) -> str:
     )
 
 
-def _capital(sentence: str) -> str:
-    """A generated sentence starts with a capital letter, whatever its first word."""
-    return sentence[:1].upper() + sentence[1:]
-
-
 def capitalized(markdown: str) -> str:
     """Generated markdown whose every bullet starts with a capital letter ("- fixed-first K=2
     ..." becomes "- Fixed-first K=2 ...")."""
