@@ -29,12 +29,14 @@ from looped.eval.evaluate import token_nll_of
 from looped.eval.stats import best_lrs
 from looped.experiments.plan import Planner
 from looped.experiments.probes import update_benefit
-from looped.experiments.results import before_branch, branched_wall, diverged, read_metrics
+from looped.experiments.results import before_branch, branched_wall, diverged
 from looped.experiments.runner import RunSpec, execute
 from looped.flops import flops_per_token, schedule_flops, tokens_per_step
 from looped.model import fit_vocab
 from looped.paper import FIXED, FIXED_FIRST, LABELS, MAIN_SCHEDULES, UNIFORM
+from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.device import pick_device, resolve_dtype
+from looped.runtime.metrics import read_metrics
 from looped.schedules import parse_schedule
 
 
@@ -399,7 +401,7 @@ def probe_benefit(specs: list[BiosRun], runs_dir: Path) -> list[dict]:
         {k: r[k] for k in keys}
         for r in (
             update_benefit(
-                runs_dir / fixed.name / "checkpoints" / f"step_{s:07d}",
+                checkpoint_dir(runs_dir / fixed.name, s),
                 list(range(1, 17)),
                 n_batches=2,
             )

@@ -57,12 +57,11 @@ from looped.experiments.bios import (
 from looped.experiments.command import study_parser
 from looped.experiments.fidelity import QUICK as QUICK_FIDELITY
 from looped.experiments.fidelity import FidelitySettings, run_fidelity
-from looped.experiments.results import keep_earlier_times, machine_name
+from looped.experiments.results import keep_earlier_times, machine_name, write_result
 from looped.experiments.runner import execute
 from looped.model import LoopedTransformer
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.report import bios as bios_report
-from looped.runtime.atomic import write_text_atomic
 from looped.runtime.lock import dir_lock
 
 # The text track at demo size: one looped layer of width 64 on the standard library's source,
@@ -240,7 +239,7 @@ def _run_demo(
         keep_earlier_times(
             result["meta"], out / "demo.json", ("wall_seconds", "phase_seconds", "catchup_seconds")
         )
-    write_text_atomic(out / "demo.json", json.dumps(result, indent=1))
+    write_result(out / "demo.json", result, say=False)
     if not quiet:
         _print_end(result, out, figures, paths)
     return result
@@ -360,5 +359,5 @@ def main(argv: list[str]) -> int:
             if settings.text
             else 0,
         }
-        write_text_atomic(Path(args.time_to), json.dumps(timing, indent=1))
+        write_result(Path(args.time_to), timing, say=False)
     return 0

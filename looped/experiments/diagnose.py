@@ -45,12 +45,13 @@ from looped.experiments.bios import BIOS_LR, DemoSettings, base_config, eval_row
 from looped.experiments.command import study_parser
 from looped.experiments.plan import Planner
 from looped.experiments.probes import agreement_at
-from looped.experiments.results import read_metrics
+from looped.experiments.results import own_wall, write_result
 from looped.experiments.runner import RunSpec, execute
 from looped.report import diagnose as report
 from looped.report.diagnose import LABELS
-from looped.runtime.atomic import write_text_atomic
+from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.lock import dir_lock
+from looped.runtime.metrics import read_metrics
 
 # variant -> (schedule, extra overrides); equal steps and tokens per step for all
 VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -169,7 +170,7 @@ def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path)
                 {
                     k: v
                     for k, v in agreement_at(
-                        runs_dir / runs[0].name / "checkpoints" / f"step_{s:07d}",
+                        checkpoint_dir(runs_dir / runs[0].name, s),
                         list(settings.probe_depths),
                         settings.probe_batches,
                     ).items()
@@ -199,7 +200,8 @@ def _run_diagnose(
     trained = execute(specs, configs, runs_dir, settings.workers, False, quiet)
     variants = collect(settings, specs, runs_dir)
     train_seconds = sum(  # every run's own training time (one core each), reused ones included
-        json.loads((runs_dir / s.name / "summary.json").read_text())["wall"] for s in specs
+        own_wall([m for m in read_metrics(runs_dir / s.name) if m["kind"] == "train"])
+        for s in specs
     )
     cfg0 = configs[specs[0].name]
     result = {
@@ -217,8 +219,7 @@ def _run_diagnose(
         },
         "variants": variants,
     }
-    results.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(results, json.dumps(result, indent=1))
+    write_result(results, result, say=False)
     paths = report.figures(result, figures)
     print(report.format_summary(result))  # the result, even with --quiet (which silences the bars)
     print(f"wrote {results} and {len(paths)} figures in {figures}/")

@@ -82,8 +82,8 @@ from looped.experiments.results import (
     diverged,
     keep_earlier_times,
     machine_name,
-    read_metrics,
-    train_wall,
+    own_wall,
+    write_result,
 )
 from looped.experiments.runner import RunSpec, execute, progress_mode
 from looped.flops import schedule_flops, tokens_per_step
@@ -91,9 +91,9 @@ from looped.model import LoopedTransformer, fit_vocab
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.paper import recipe_label as label
 from looped.report import text as report
-from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
 from looped.runtime.lock import dir_lock
+from looped.runtime.metrics import read_metrics
 from looped.schedules import parse_schedule
 from looped.training.trainer import total_steps_for
 
@@ -449,7 +449,7 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
                 ),
                 "wall": branched_wall(train, parent, p.spec.branch_step),
                 "final_loss": summary["final_loss"],
-                "own_wall": train_wall(train[-1]) if train else 0.0,
+                "own_wall": own_wall(train),
                 "depths": depths,
                 "val_token_nll": val,
                 "val_mean_nll": float(np.mean(val)),
@@ -643,8 +643,7 @@ def _run_fidelity(
     result["meta"]["runs_trained"] = retrained  # by this invocation (reused ones not counted)
     if retrained == 0:
         keep_earlier_times(result["meta"], results, ("wall_seconds", "phase_seconds"))
-    results.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(results, json.dumps(result, indent=1))
+    write_result(results, result, say=False)
     paths = report.figures(result, figures_dir, prefix)
     print(report.format_table(result))  # the result, even with --quiet (which silences the bars)
     print(

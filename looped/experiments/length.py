@@ -44,8 +44,7 @@ from looped.experiments.plan import Planner
 from looped.experiments.results import (
     diverged,
     machine_name,
-    read_metrics,
-    train_wall,
+    own_wall,
     write_result,
 )
 from looped.experiments.runner import RunSpec, execute
@@ -55,6 +54,7 @@ from looped.model import LoopedTransformer
 from looped.report import length as report
 from looped.report.length import LABELS, MICRO
 from looped.runtime.lock import dir_lock
+from looped.runtime.metrics import read_metrics
 
 SCHEDULES = (paper.UNIFORM, MICRO, paper.RECIPE_200M, paper.RECIPES_1B[1])
 
@@ -201,7 +201,7 @@ def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list)
                 "tokens": p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len,
                 "params": model.num_params(),
                 "params_non_embedding": model.num_params(non_embedding=True),
-                "own_wall": train_wall(train[-1]) if train else 0.0,
+                "own_wall": own_wall(train),
                 "val_nll": val_nll(runs_dir / p.spec.name),
                 **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
             }

@@ -1,6 +1,6 @@
 """What finished runs wrote, read the one way every study reads it.
 
-A study reads each run's `metrics.jsonl` (`read_metrics`), and a run that branched off another
+A study reads each run's `metrics.jsonl` (`runtime.metrics.read_metrics`), and a run that branched off another
 run's checkpoint is read as if it had trained from scratch: its parent's records up to the
 branch step come first (`before_branch`), and its training time adds the parent's share
 (`branched_wall`). The readers take no lock: a live run may be appending as they read.
@@ -14,19 +14,7 @@ from pathlib import Path
 
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import cpu_name
-
-
-def read_metrics(run_dir: Path) -> list[dict]:
-    """Every record of a run's metrics.jsonl (none when the run has not started); readers take
-    no lock, so a last line a live run is still appending is left out."""
-    path = run_dir / "metrics.jsonl"
-    records = []
-    for line in path.read_text().splitlines() if path.exists() else []:
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # cut short by a live (or crashed) run
-    return records
+from looped.runtime.metrics import read_metrics
 
 
 def before_branch(runs_dir: Path, parent: str | None, branch_step: int) -> list[dict]:
@@ -42,12 +30,17 @@ def train_wall(record: dict) -> float:
     return record.get("train_wall", record["wall"])
 
 
+def own_wall(train: list[dict]) -> float:
+    """The seconds a run itself spent training, from its train records (0 before the first)."""
+    return train_wall(train[-1]) if train else 0.0
+
+
 def branched_wall(train: list[dict], parent: list[dict], branch_step: int) -> float:
     """A run's training seconds as if it had trained from scratch: its own, plus (for a branch)
     its parent's up to the branch step. `parent` holds the parent's train records up to there;
     the last one is scaled to the branch step, which leaves it as it is when a record was logged
     at the branch step itself."""
-    wall = train_wall(train[-1]) if train else 0.0
+    wall = own_wall(train)
     if parent:
         wall += train_wall(parent[-1]) * branch_step / parent[-1]["step"]
     return wall
@@ -67,11 +60,14 @@ def keep_earlier_times(meta: dict, results: Path, keys: tuple[str, ...]) -> None
         meta.update({k: before[k] for k in keys if before.get(k) is not None})
 
 
-def write_result(path: Path, result: dict) -> Path:
-    """A study's results file, written whole or not at all (JSON, one space of indent, non-ASCII
-    text as itself, a final newline), and said so."""
+def write_result(path: Path, result: dict, say: bool = True) -> Path:
+    """A study's results file, written whole or not at all, in the one format every results
+    file has (JSON, one space of indent, non-ASCII text as itself, a final newline); with `say`,
+    a line says where (studies that name their figures too say it themselves)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    print(f"wrote {path}")
+    if say:
+        print(f"wrote {path}")
     return path
 
 

@@ -29,6 +29,7 @@ from looped.errors import UserError
 from looped.experiments.results import diverged
 from looped.flops import schedule_flops, tokens_per_step
 from looped.runtime.atomic import write_text_atomic
+from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.lock import dir_lock
 from looped.schedules import parse_schedule
 from looped.training.trainer import train
@@ -159,7 +160,7 @@ def _finished(run_dir: Path, cfg: TrainConfig, spec: RunSpec) -> bool:
         return False
     if diverged(run_dir):
         return spec.may_diverge
-    return all((run_dir / "checkpoints" / f"step_{s:07d}").is_dir() for s in spec.save_steps)
+    return all(checkpoint_dir(run_dir, s).is_dir() for s in spec.save_steps)
 
 
 def _cost(spec: RunSpec, cfg: TrainConfig) -> float:
@@ -315,7 +316,7 @@ def _drive(
         while len(running) < workers and ready():
             spec = ready()[0]
             branch = (
-                str(runs_dir / spec.parent / "checkpoints" / f"step_{spec.branch_step:07d}")
+                str(checkpoint_dir(runs_dir / spec.parent, spec.branch_step))
                 if spec.parent
                 else None
             )

@@ -23,6 +23,7 @@ from looped.data.text import META, TokenShards, prepare_documents, read_meta, st
 from looped.errors import UserError
 from looped.eval.baselines import corpus_baselines
 from looped.model import fit_vocab
+from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
 
 
@@ -119,5 +120,5 @@ def baselines(setup: TextSetup, corpus: dict[str, Any], cache: Path) -> dict[str
     test = corpus_baselines(path, vocab, val, heldout_windows(setup, corpus))
     out = {"k": test.pop("k"), "test": test, "val": corpus_baselines(path, vocab, val, val)}
     out["val"].pop("k")
-    cache.write_text(json.dumps(out, indent=1))
+    write_text_atomic(cache, json.dumps(out, indent=1))  # a killed run leaves no half cache
     return out

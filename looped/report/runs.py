@@ -26,6 +26,7 @@ from looped import paper
 from looped.errors import UserError
 from looped.eval.evaluate import token_nll_of
 from looped.report import bios, style
+from looped.runtime.metrics import read_metrics
 
 
 def load_runs(paths: Iterable[str | Path]) -> list[dict]:
@@ -49,12 +50,7 @@ def load_runs(paths: Iterable[str | Path]) -> list[dict]:
 
 def _run_row(run: Path) -> dict:
     cfg = OmegaConf.load(run / "config.yaml")
-    records = []
-    for line in (run / "metrics.jsonl").read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a line cut short by a live or crashed run
+    records = read_metrics(run)
     train = [r for r in records if r["kind"] == "train"]
     evals = [r for r in records if r["kind"] == "eval"]
     row: dict[str, Any] = {

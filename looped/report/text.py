@@ -72,6 +72,12 @@ def _pct(x: float) -> str:
     return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
 
 
+def training_minutes(result: dict) -> float:
+    """The runs' own training time, summed; results written before runs carried `own_wall` hold
+    only each run's branched `wall` (its parent's share counted in)."""
+    return sum(r.get("own_wall", r["wall"]) for r in result["runs"]) / 60
+
+
 def section(result: dict, command: str = "looped fidelity", baseline: dict | None = None) -> str:
     """The text-track section of docs/RESULTS.md: setting, baselines, table, and one verdict per
     paper recipe, each from its interval and only where the models beat the bigram table."""
@@ -89,7 +95,7 @@ def section(result: dict, command: str = "looped fidelity", baseline: dict | Non
     )
     lines = [
         f"Measured by `{command}` on {meta['machine']}: {len(result['runs'])} runs "
-        f"({sum(r.get('own_wall', r['wall']) for r in result['runs']) / 60:.0f} minutes of training in all, one core "
+        f"({training_minutes(result):.0f} minutes of training in all, one core "
         f"each) on `{corpus['dataset']}` ({corpus['train']:,} train / {held} tokens, "
         f"{corpus['tokenizer']}), d={s['d_model']}, one looped layer, {s['steps']} steps of "
         f"{meta['tokens_per_step']} tokens, {meta['dtype']}; each schedule at its own best LR of "

@@ -53,6 +53,11 @@ def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
+def checkpoint_dir(run_dir: str | Path, step: int) -> Path:
+    """Where a run's checkpoint of step `step` lives (whether or not it exists yet)."""
+    return Path(run_dir) / CKPT_DIR / f"step_{step:07d}"
+
+
 def save_checkpoint(
     run_dir: str | Path,
     step: int,
@@ -64,7 +69,7 @@ def save_checkpoint(
 ) -> Path:
     """Atomically write checkpoint `step` and prune old ones (never those in `keep`)."""
     root = Path(run_dir) / CKPT_DIR
-    final = root / f"step_{step:07d}"
+    final = checkpoint_dir(run_dir, step)
     # The three files name each other: the weights carry the run id and step, the state also
     # the config's hash, so a file copied in from another run or step is caught on loading.
     state = {**state, "config_sha256": _sha256(config_yaml)}
