@@ -29,6 +29,10 @@ RECIPES_1B = (
     "fixed-first:k=4,frac=0.67,then=uniform:1-16",
     "fixed-first:k=4,frac=0.8,then=uniform:1-16",
 )
+# uniform 1..16 with its own K for each of a step's micro-batches: not the paper's, the variant
+# the diagnosis and the length study set beside uniform (a name, run as uniform:1-16 with
+# depth_per_micro=true)
+UNIFORM_PER_MICRO = "uniform:1-16 per micro-batch"
 # the three schedules of the demo's main grid, in the order tables and legends list them
 MAIN_SCHEDULES = (FIXED, FIXED_FIRST, UNIFORM)
 

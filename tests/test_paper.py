@@ -10,7 +10,7 @@ from looped import paper
 from looped.config import load_config
 from looped.eval.stats import Verdict
 from looped.flops import preset_rows
-from looped.report import claims, render, text, verdicts
+from looped.report import claims, render, verdicts
 from looped.report.claims import Shows
 
 
@@ -132,11 +132,11 @@ def test_the_scale_trend_reads_the_signed_gap_and_only_where_models_beat_the_big
     # +3.3% -> -1.9% -> -12.2%: the size of the gap is not monotone, its sign is
     falling = [_study_cell(48, 1e5, 200, 3.9, 0.033, 0.030), _study_cell(96, 1e6, 200, 3.9, -0.019, -0.02),
                _study_cell(192, 1e7, 200, 3.9, -0.122, -0.12)]  # fmt: skip
-    (trend,) = text.study_trends(falling, {"bigram": 4.0})
+    (trend,) = stats.study_trends(falling, {"bigram": 4.0})
     assert trend["informative"] and trend["worst"] == 3.9
     assert trend["slope"].hi < 0  # falling, clear of zero
     for baseline in ({"bigram": 3.5}, None):
-        (quiet,) = text.study_trends(falling, baseline)
+        (quiet,) = stats.study_trends(falling, baseline)
         assert not quiet["informative"] and quiet["slope"] is None
 
 

@@ -392,13 +392,41 @@ def worst_nll(rows: list[dict]) -> float:
     return max(max(r["mean_nll"]["max"], r["uniform_nll"]["max"]) for r in rows)
 
 
+def below_bigram(worst: float, baseline: dict | None) -> bool:
+    """Whether the worst model's NLL beats the bigram table scored on the same windows: the one
+    rule behind every text verdict (no baseline: nothing is informative)."""
+    return baseline is not None and worst < baseline["bigram"]
+
+
 def beats_bigram(result: dict, baseline: dict | None) -> bool:
     """Whether every reported model (each schedule's every seed, equal tokens) scores below the
     bigram table on the same windows: the condition for any verdict on this track."""
-    if not baseline:
-        return False
-    worst = worst_nll(result["equal_tokens"])
-    return worst < baseline["bigram"]
+    return bool(baseline) and below_bigram(worst_nll(result["equal_tokens"]), baseline)
+
+
+def study_trends(study: list[dict], baseline: dict | None = None) -> list[dict]:
+    """Per training length of the scale study: the cells by size, the worst model's NLL, whether
+    every model beats the bigram table, and (only then) the least-squares slope of every seed's
+    gap on log10(parameters) with its interval."""
+    out = []
+    for steps in sorted({g["steps"] for g in study}):
+        cells = sorted((g for g in study if g["steps"] == steps), key=lambda g: g["params"])
+        worst = max(max(g["uniform_nll"]["max"], g["fixed_first_nll"]["max"]) for g in cells)
+        informative = below_bigram(worst, baseline)
+        fit = None
+        if informative:
+            xs = [np.log10(g["params"]) for g in cells for _ in g["gap"]["values"]]
+            fit = slope(xs, [v for g in cells for v in g["gap"]["values"]])
+        out.append(
+            {
+                "steps": steps,
+                "cells": cells,
+                "worst": worst,
+                "informative": informative,
+                "slope": fit,
+            }
+        )
+    return out
 
 
 def gap_verdict(gap: dict, tolerance: float, informative: bool = True) -> tuple[Verdict, str]:

@@ -52,10 +52,11 @@ from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, ru
 from looped.experiments.textsetup import heldout_windows as split_batches
 from looped.model import LoopedTransformer
 from looped.report import length as report
-from looped.report.length import LABELS, MICRO
+from looped.report.length import LABELS
 from looped.runtime.lock import dir_lock
 from looped.runtime.metrics import read_metrics
 
+MICRO = paper.UNIFORM_PER_MICRO  # uniform with a K per micro-batch (4 micro-batches)
 SCHEDULES = (paper.UNIFORM, MICRO, paper.RECIPE_200M, paper.RECIPES_1B[1])
 
 

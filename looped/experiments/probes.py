@@ -27,8 +27,10 @@ import torch
 
 from looped.config import load_config
 from looped.data.batching import batch_generator, build_source
+from looped.errors import UserError
 from looped.eval.evaluate import token_nll_by_depth
 from looped.model import LoopedTransformer
+from looped.report import style
 from looped.report.probe import plot_benefit
 from looped.runtime import checkpoint as ckpt_lib
 from looped.schedules import lr_at, parse_depths
@@ -214,15 +216,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     if args.batches < 1:
-        raise ValueError(f"--batches {args.batches} must be >= 1")
+        raise UserError(f"--batches {args.batches} must be >= 1")
     if args.grad_cosine:
         return _print_agreement(args.run, parse_depths(args.grad_cosine), args.batches, args.json)
     depths = parse_depths(args.depths)
     results = [update_benefit(r, depths, args.batches, args.shallow, args.deep) for r in args.run]
     if args.plot:
-        import matplotlib  # only when a plot is asked for: matplotlib is slow to import
-
-        matplotlib.use("Agg")  # a file, no window
+        style.files_only()
         plot_benefit(results, args.plot)
     if args.json:
         print(json.dumps(results, indent=2))

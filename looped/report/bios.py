@@ -32,6 +32,8 @@ from looped.report.probe import plot_benefit
 from looped.report.prose import aside
 from looped.report.text import fig_lr_sweep
 
+SMOOTHING = 9  # steps in the trailing mean of a plotted training loss
+
 
 # -- figures ---------------------------------------------------------------------------------
 def by_label(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
@@ -151,7 +153,7 @@ def fig3_loss(result: dict, path: Path) -> Path:
     switch = None
     for i, (label, group) in enumerate(full.items()):
         curve = np.asarray(group[0]["curve"], dtype=float)
-        smoothed = smooth(curve[:, 1])
+        smoothed = style.trailing_mean(curve[:, 1], SMOOTHING)
         for ax in (left, right):
             ax.plot(
                 curve[:, 0],
@@ -175,14 +177,6 @@ def fig3_loss(result: dict, path: Path) -> Path:
     left.set_ylabel("training loss (nats/token, smoothed)")
     left.legend(fontsize=8)
     return style.save(fig, path)
-
-
-def smooth(y: np.ndarray, window: int = 9) -> np.ndarray:
-    if len(y) < window:
-        return y
-    kernel = np.ones(window) / window  # trailing mean: a spike shows after the switch, not before
-    padded = np.pad(y, (window - 1, 0), mode="edge")
-    return np.convolve(padded, kernel, mode="valid")
 
 
 def fig5_specialisation(result: dict, path: Path) -> Path:

@@ -15,9 +15,8 @@ import looped.eval.stats as stats
 from looped import paper
 from looped.report import style
 
-MICRO = "uniform:1-16 per micro-batch"  # uniform with a K per micro-batch (4 micro-batches)
 # display names, in the order the tables and figures show the schedules
-LABELS = {paper.UNIFORM: "uniform 1..16", MICRO: "uniform, K per micro-batch",
+LABELS = {paper.UNIFORM: "uniform 1..16", paper.UNIFORM_PER_MICRO: "uniform, K per micro-batch",
           paper.RECIPE_200M: "fixed-first K=2 (67%)", paper.RECIPES_1B[1]: "fixed-first K=4 (80%)"}  # fmt: skip
 
 

@@ -21,13 +21,11 @@ import re
 import sys
 from pathlib import Path
 
-import matplotlib
-
 from looped.config import load_config
 from looped.errors import UserError
 from looped.flops import preset_rows
 from looped.model import LoopedConfig
-from looped.report import bios, diagnose, docs, length, samples, text
+from looped.report import bios, diagnose, docs, length, samples, style, text
 from looped.report.verdicts import load_result, verdicts_section
 
 BUDGET_MINUTES = 12  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
@@ -197,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             f"--results {results}: no such file; `looped demo` writes runs/demo/demo.json"
         )
     if args.figures:
-        matplotlib.use("Agg")  # files only
+        style.files_only()
         for path in figures(root):
             print(path)
         return 0

@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
@@ -92,7 +91,7 @@ def figures(run_dirs: Iterable[str | Path], out_dir: str | Path) -> list[Path]:
         if len(curve):
             ax.plot(
                 curve[:, 0],
-                bios.smooth(curve[:, 1]),
+                style.trailing_mean(curve[:, 1], bios.SMOOTHING),
                 label=f"{r['label']} s{r['seed']}",
                 color=style.color(r["label"], i),
                 lw=1,
@@ -125,9 +124,7 @@ def main(argv: list[str]) -> int:
         help="--runs is a demo.json file: redraw the demo figures",
     )
     args = parser.parse_args(argv)
-    matplotlib.use(
-        "Agg"
-    )  # files only; importing this module leaves notebooks' inline backend alone
+    style.files_only()
     if args.demo_json:
         paths = bios.paper_figures(json.loads(Path(args.runs[0]).read_text()), args.out)
     else:

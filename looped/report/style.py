@@ -1,7 +1,7 @@
 """How every figure looks and is finished, and the refusal of one a reader cannot read.
 
-The theme, each schedule's colour, marker and dashes,
-seed bands, ticks a reader can read, legends placed where they cover nothing, and `save` /
+The theme, each schedule's colour, marker and dashes, seed bands, the smoothing of loss curves,
+ticks a reader can read, legends placed where they cover nothing, and `save` /
 `show`, which refuse a figure that fails the readability checks (`looped.report.checks`).
 Every figure of the package and of the notebooks goes through here.
 """
@@ -22,6 +22,24 @@ import seaborn as sns
 from looped import paper
 from looped.paper import FIXED_FIRST, LABELS, UNIFORM
 from looped.report import checks
+
+
+def files_only() -> None:
+    """Draw into files, never a window: what the commands that write figures call first (a
+    notebook importing this package keeps its inline backend)."""
+    matplotlib.use("Agg")
+
+
+def trailing_mean(y: np.ndarray, window: int, keep_length: bool = True) -> np.ndarray:
+    """The mean of each point and the `window - 1` before it, so a spike shows after the step
+    that caused it, not before. With `keep_length` the first points average what there is
+    (the first value repeated) and a curve shorter than one window is left as it is; without
+    it the curve starts at the first full window (`window` at most the curve's length)."""
+    if keep_length and len(y) < window:
+        return y
+    kernel = np.ones(window) / window
+    padded = np.pad(y, (window - 1, 0), mode="edge") if keep_length else y
+    return np.convolve(padded, kernel, mode="valid")
 
 
 def use_theme() -> None:

@@ -147,7 +147,7 @@ def baseline_lines(result: dict, baseline: dict | None) -> list[str]:
     worst = stats.worst_nll(result["equal_tokens"])
     verdicts = (
         "every model beats it, so the comparisons below are informative"
-        if worst < baseline["bigram"]
+        if stats.below_bigram(worst, baseline)
         else f"the worst model scores {worst:.3f}: the rows below are not informative at this "
         "size and get no verdict"
     )
@@ -186,7 +186,7 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
         for x in runs:
             steps, loss = np.asarray(x["curve"], dtype=float)[:, :2].T
             w = min(5, len(loss))  # a trailing mean: the point at a step ends its window
-            smooth = np.convolve(loss, np.ones(w) / w, mode="valid")
+            smooth = style.trailing_mean(loss, w, keep_length=False)
             ax.plot(
                 steps[w - 1 :],
                 smooth,
@@ -360,36 +360,11 @@ def study_rows(study: list[dict]) -> list[str]:
     return rows
 
 
-def study_trends(study: list[dict], baseline: dict | None = None) -> list[dict]:
-    """Per training length of the scale study: the cells by size, the worst model's NLL, whether
-    every model beats the bigram table, and (only then) the least-squares slope of every seed's
-    gap on log10(parameters) with its interval."""
-    out = []
-    for steps in sorted({g["steps"] for g in study}):
-        cells = sorted((g for g in study if g["steps"] == steps), key=lambda g: g["params"])
-        worst = max(max(g["uniform_nll"]["max"], g["fixed_first_nll"]["max"]) for g in cells)
-        informative = baseline is not None and worst < baseline["bigram"]
-        fit = None
-        if informative:
-            xs = [np.log10(g["params"]) for g in cells for _ in g["gap"]["values"]]
-            fit = stats.slope(xs, [v for g in cells for v in g["gap"]["values"]])
-        out.append(
-            {
-                "steps": steps,
-                "cells": cells,
-                "worst": worst,
-                "informative": informative,
-                "slope": fit,
-            }
-        )
-    return out
-
-
 def study_trend(study: list[dict], baseline: dict | None = None) -> str:
     """What the signed gap does as the model grows, at each training length, judged like every
-    other text cell (`study_trends`). A crossing of the paper's 0.5% is never extrapolated."""
+    other text cell (`stats.study_trends`). A crossing of the paper's 0.5% is never extrapolated."""
     parts = []
-    for t in study_trends(study, baseline):
+    for t in stats.study_trends(study, baseline):
         cells = t["cells"]
         sizes = ", ".join(f"{g['gap']['mean']:+.1%}" for g in cells)
         span = (

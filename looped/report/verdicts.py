@@ -23,9 +23,9 @@ def text_informative(row: dict, baseline: dict | None) -> tuple[bool, str]:
     if not baseline:
         return False, "no bigram baseline for these windows"
     worst = stats.worst_nll([row])
-    return worst < baseline[
-        "bigram"
-    ], f"worst seed {worst:.2f} vs bigram {baseline['bigram']:.2f} nats"
+    return stats.below_bigram(worst, baseline), (
+        f"worst seed {worst:.2f} vs bigram {baseline['bigram']:.2f} nats"
+    )
 
 
 def load_result(root: Path, name: str) -> dict | None:
