@@ -86,43 +86,12 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
     figures are. Nothing when the reference is missing or is what this run wrote."""
     if not REFERENCE.is_file() or (out / "demo.json").resolve() == REFERENCE.resolve():
         return ""
-    reference = json.loads(REFERENCE.read_text())
-    text = [
-        f"\nYour demo ({out / 'demo.json'}) beside the reference ({REFERENCE}, measured on "
-        f"{reference['meta']['machine']}), full budget, seed means:",
-        bios_report.compare_summaries(result["summary"], reference["summary"]),
-    ]
-    ours, theirs = result["meta"].get("dtype"), reference["meta"].get("dtype")
-    if ours != theirs:
-        text.append(
-            f"(you trained in {ours}, the reference in {theirs}: dtype=auto picks bf16 only "
-            "where the CPU has a bf16 path, so expect small differences from rounding)"
-        )
-    differ = bios_report.changed_settings(result["meta"]["settings"], reference["meta"]["settings"])
-    if differ:
-        text.append(
-            f"(your {', '.join(differ)} differ from the reference's: the differences show the "
-            "change, not a reproduction check)"
-        )
     yours_text, ref_text = out / "demo_text.json", REFERENCE.parent / "demo_text.json"
+    text = None
     if result["meta"].get("text_results") and yours_text.is_file() and ref_text.is_file():
-        yours, theirs = json.loads(yours_text.read_text()), json.loads(ref_text.read_text())
-        text += [
-            "\nYour text track beside the reference's, seed means:",
-            bios_report.compare_text(yours, theirs),
-            *bios_report.text_note(yours),
-        ]
-        if "test" not in theirs["meta"]["corpus"] and "test" in yours["meta"]["corpus"]:
-            text.append(
-                "(the reference's text track was measured on the older train/val split, scored "
-                "on the windows that chose its LRs; yours on test windows of the leak-free "
-                "split: the differences show that change, not a reproduction check)"
-            )
-    text.append(
-        f"Your figures: {figures}/ (the reference's: figures/). "
-        f"README sections from your numbers: looped report --results {out / 'demo.json'}"
-    )
-    return "\n".join(text)
+        text = (json.loads(yours_text.read_text()), json.loads(ref_text.read_text()))
+    reference = json.loads(REFERENCE.read_text())
+    return bios_report.comparison(result, reference, (out / "demo.json", REFERENCE), figures, text)
 
 
 def _result(bios: BiosTrack, runs_dir: Path, phases: dict, benefit: list, text: bool) -> dict:

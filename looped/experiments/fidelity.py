@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.config import OverrideParser, TrainConfig, load_config, to_yaml
+from looped.config import OverrideParser, TrainConfig, to_yaml
 from looped.data.text import (
     META,
     NAMED_CORPORA,
@@ -86,12 +86,13 @@ from looped.experiments.results import (
     write_result,
 )
 from looped.experiments.runner import RunSpec, execute, progress_mode
+from looped.experiments.textsetup import TextSetup
+from looped.experiments.textsetup import run_config as text_run_config
 from looped.flops import schedule_flops, tokens_per_step
-from looped.model import LoopedTransformer, fit_vocab
+from looped.model import LoopedTransformer
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.paper import recipe_label as label
 from looped.report import text as report
-from looped.runtime.device import pick_device, resolve_dtype
 from looped.runtime.lock import dir_lock
 from looped.runtime.metrics import read_metrics
 from looped.schedules import parse_schedule
@@ -224,33 +225,28 @@ def run_config(
     steps: int = 0,
     budget_flops: float = 0.0,
 ) -> TrainConfig:
-    """One run's config: the preset, the settings, then the user's overrides (which win)."""
-    overrides = (
-        [
-            "data.kind=text",
-            f"data.path={corpus['path']}",
-            f"model.d_model={d_model}",
-            f"model.n_head={settings.n_head}",
-            f"model.seq_len={settings.seq_len}",
-            f"seq_len={settings.seq_len}",
-            f"batch_size={settings.batch_size}",
-            f"optim.warmup_steps={settings.warmup_steps}",
-            f"eval_batches={settings.eval_batches}",
-            "eval_depths=1-16",
-            "eval_interval=0",
-            "log_interval=5",
-            "keep_last=1",
-            f"max_steps={steps}",
-            f"budget_flops={budget_flops}",
-            "paper_schedules=[]",
-        ]
-        + settings.overrides
-        + [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]
+    """One run's config: the preset, the settings, then the user's overrides (the run's LR, seed
+    and schedule win over them), built by the one text-run builder (`textsetup.run_config`)."""
+    setup = TextSetup(
+        tokenizer=settings.tokenizer,
+        d_model=d_model,
+        n_head=settings.n_head,
+        batch_size=settings.batch_size,
+        seq_len=settings.seq_len,
+        warmup_steps=settings.warmup_steps,
+        val_batches=settings.eval_batches,
     )
-    cfg = load_config(settings.preset, overrides)
-    cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, corpus["vocab_size"])
-    cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))  # as the trainer will
-    return cfg
+    return text_run_config(
+        setup,
+        corpus,
+        schedule=schedule,
+        lr=lr,
+        seed=seed,
+        steps=steps,
+        preset=settings.preset,
+        log_interval=5,
+        before=[f"budget_flops={budget_flops}", *settings.overrides],
+    )
 
 
 def run_name(schedule: str, d_model: int, lr: float, steps: int, seed: int) -> str:

@@ -73,9 +73,15 @@ def run_config(
     seed: int,
     steps: int,
     extra: tuple[str, ...] = (),
+    preset: str = "demo",
+    log_interval: int = 10,
+    before: tuple[str, ...] | list[str] = (),
 ) -> TrainConfig:
-    """One run: the demo preset with this setup's model, data and batch; evaluation on the
-    validation windows at the end only (test windows are scored after training)."""
+    """One text run: the preset with this setup's model, data and batch; evaluation on the
+    validation windows at the end only (test windows are scored after training). `before`
+    (a user's overrides) is applied before the run's LR, seed and schedule, which win over it;
+    `extra` after them. Every text study builds its runs here (`looped length`, `looped
+    fidelity` and the demo's text track)."""
     overrides = [
         "data.kind=text",
         f"data.path={corpus['path']}",
@@ -88,16 +94,17 @@ def run_config(
         f"eval_batches={setup.val_batches}",
         "eval_depths=1-16",
         "eval_interval=0",
-        "log_interval=10",
+        f"log_interval={log_interval}",
         "keep_last=1",
         f"max_steps={steps}",
         "paper_schedules=[]",
+        *before,
         f"optim.lr={lr}",
         f"seed={seed}",
         f"schedule={schedule}",
         *extra,
     ]
-    cfg = load_config("demo", overrides)
+    cfg = load_config(preset, overrides)
     cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, corpus["vocab_size"])
     cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))
     return cfg

@@ -544,3 +544,50 @@ def section(result: dict) -> str:
         ]
     lines += [f"- {f}" for f in findings(result)]
     return "\n".join(lines)
+
+
+def comparison(
+    result: dict,
+    reference: dict,
+    paths: tuple[Path, Path],
+    figures: Path,
+    text_pair: tuple[dict, dict] | None = None,
+) -> str:
+    """Your demo's table beside the reference's (`paths`: yours, the reference's), what differs
+    in how they were made, the text tracks side by side (`text_pair`: yours, the reference's),
+    and where your figures are: what `looped demo` prints at its end."""
+    text = [
+        f"\nYour demo ({paths[0]}) beside the reference ({paths[1]}, measured on "
+        f"{reference['meta']['machine']}), full budget, seed means:",
+        compare_summaries(result["summary"], reference["summary"]),
+    ]
+    ours, theirs = result["meta"].get("dtype"), reference["meta"].get("dtype")
+    if ours != theirs:
+        text.append(
+            f"(you trained in {ours}, the reference in {theirs}: dtype=auto picks bf16 only "
+            "where the CPU has a bf16 path, so expect small differences from rounding)"
+        )
+    differ = changed_settings(result["meta"]["settings"], reference["meta"]["settings"])
+    if differ:
+        text.append(
+            f"(your {', '.join(differ)} differ from the reference's: the differences show the "
+            "change, not a reproduction check)"
+        )
+    if text_pair is not None:
+        yours, theirs = text_pair
+        text += [
+            "\nYour text track beside the reference's, seed means:",
+            compare_text(yours, theirs),
+            *text_note(yours),
+        ]
+        if "test" not in theirs["meta"]["corpus"] and "test" in yours["meta"]["corpus"]:
+            text.append(
+                "(the reference's text track was measured on the older train/val split, scored "
+                "on the windows that chose its LRs; yours on test windows of the leak-free "
+                "split: the differences show that change, not a reproduction check)"
+            )
+    text.append(
+        f"Your figures: {figures}/ (the reference's: figures/). "
+        f"README sections from your numbers: looped report --results {paths[0]}"
+    )
+    return "\n".join(text)
