@@ -116,8 +116,7 @@ def _is_table(node: ast.stmt) -> bool:
     if isinstance(node, ast.Expr):
         return False
     if isinstance(value, ast.Call):
-        arguments = [*value.args, *(k.value for k in value.keywords)]
-        return any(isinstance(a, ast.Tuple | ast.List | ast.Dict | ast.Set) for a in arguments)
+        return any(isinstance(a, ast.Tuple | ast.List | ast.Dict | ast.Set) for a in value.args)
     return isinstance(value, ast.Tuple | ast.List | ast.Dict | ast.Set)
 
 

@@ -146,7 +146,7 @@ def test_no_stray_result_of_a_non_result(rendered: Path) -> None:
 @pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
 def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
     """Every figure a notebook shows passes through `looped.report.style`, which refuses a panel
-    without data (`checks.empty_panels`, tested in tests/test_plots.py): inline figures through
+    without data (`checks.empty_panels`, tested in tests/test_figures.py): inline figures through
     `style.show(fig)`, saved ones through a study's figure function of `looped.report` (then
     `display(Image(...))`).
     A bare `plt.show()` could show a blank panel unnoticed, as notebook 05 once did."""

@@ -85,10 +85,18 @@ QUICK = DemoSettings(  # the full grid at toy size: every code path in well unde
     seeds=2,
     depth_ks=FULL_DEPTH_KS,
     overrides=[
-        "model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "batch_size=8",
-        "data.persons=16", "max_steps=60", "optim.warmup_steps=10", "eval_batches=1", "dtype=fp32",
+        "model.d_model=32",
+        "model.n_head=2",
+        "model.seq_len=64",
+        "seq_len=64",
+        "batch_size=8",
+        "data.persons=16",
+        "max_steps=60",
+        "optim.warmup_steps=10",
+        "eval_batches=1",
+        "dtype=fp32",
     ],
-)  # fmt: skip
+)
 
 
 def base_config(

@@ -72,9 +72,15 @@ from looped.runtime.lock import dir_lock
 # The LRs the reference's sweep chose on the leak-free split (validation NLL, mean of 2 seeds):
 TEXT_LR = {UNIFORM: 3e-3, RECIPE_200M: 3e-3, RECIPES_1B[1]: 3e-3, FIXED: 3e-3}
 TEXT = FidelitySettings(
-    tokenizer="bpe:2048", d_model=64, steps=150, batch_size=16, eval_batches=12, seeds=3,
-    lrs=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2), chosen_lr=dict(TEXT_LR),
-)  # fmt: skip
+    tokenizer="bpe:2048",
+    d_model=64,
+    steps=150,
+    batch_size=16,
+    eval_batches=12,
+    seeds=3,
+    lrs=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2),
+    chosen_lr=dict(TEXT_LR),
+)
 QUICK_TEXT = replace(QUICK_FIDELITY, chosen_lr=dict(TEXT_LR))  # toy size, pydoc corpus
 
 

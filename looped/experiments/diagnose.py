@@ -90,10 +90,17 @@ QUICK = DiagnoseSettings(
     probe_at=(6, 12),
     probe_batches=1,
     overrides=[
-        "model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "batch_size=8",
-        "data.persons=16", "optim.warmup_steps=2", "eval_batches=1", "dtype=fp32",
+        "model.d_model=32",
+        "model.n_head=2",
+        "model.seq_len=64",
+        "seq_len=64",
+        "batch_size=8",
+        "data.persons=16",
+        "optim.warmup_steps=2",
+        "eval_batches=1",
+        "dtype=fp32",
     ],
-)  # fmt: skip
+)
 
 
 def plan(settings: DiagnoseSettings) -> tuple[list[VariantRun], dict[str, TrainConfig]]:

@@ -135,10 +135,20 @@ class FidelitySettings:
 
 
 QUICK = FidelitySettings(  # every code path at toy size, about a minute with --study
-    dataset="pydoc", tokenizer="bpe:512", d_model=32, n_head=2, steps=40, batch_size=8,
-    seq_len=64, warmup_steps=5, eval_batches=2, seeds=2, study_d_models=(16, 32, 48),
-    study_steps=(20, 40), study_lrs=(1e-3, 1e-2),
-)  # fmt: skip
+    dataset="pydoc",
+    tokenizer="bpe:512",
+    d_model=32,
+    n_head=2,
+    steps=40,
+    batch_size=8,
+    seq_len=64,
+    warmup_steps=5,
+    eval_batches=2,
+    seeds=2,
+    study_d_models=(16, 32, 48),
+    study_steps=(20, 40),
+    study_lrs=(1e-3, 1e-2),
+)
 
 
 # -- corpus ----------------------------------------------------------------------------------

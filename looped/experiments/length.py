@@ -72,10 +72,20 @@ class LengthSettings:
 
 
 QUICK = LengthSettings(
-    setup=TextSetup(d_model=32, n_head=2, batch_size=8, seq_len=64, warmup_steps=4,
-                    val_batches=2, test_batches=2),
-    lengths=(8, 16, 32, 64), lrs=(3e-3, 1e-2, 3e-2), sweep_seeds=2, seeds=3,
-)  # fmt: skip
+    setup=TextSetup(
+        d_model=32,
+        n_head=2,
+        batch_size=8,
+        seq_len=64,
+        warmup_steps=4,
+        val_batches=2,
+        test_batches=2,
+    ),
+    lengths=(8, 16, 32, 64),
+    lrs=(3e-3, 1e-2, 3e-2),
+    sweep_seeds=2,
+    seeds=3,
+)
 
 
 def schedule_args(schedule: str) -> tuple[str, tuple[str, ...]]:

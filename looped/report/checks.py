@@ -2,7 +2,7 @@
 
 Checked on the matplotlib Figure: every panel holds data, no legend covers a plotted point or a label, every numeric
 axis has three labelled ticks, no text is cut or overlaps, no series hides under another, no
-number shows float noise. tests/test_plots.py runs these on every shipped figure; `style.show`
+number shows float noise. tests/test_figures.py runs these on every shipped figure; `style.show`
 and `style.save` refuse a figure that fails them.
 """
 
@@ -363,7 +363,7 @@ def text_problems(fig: Any) -> list[str]:
 def readability_problems(fig: Any) -> list[str]:
     """Everything that keeps a reader from reading a figure: a legend over data or labels, a
     numeric axis with fewer than three labelled ticks, tick labels over each other or text cut
-    by the edge, a series hidden under another, float noise. Empty for a readable figure; tests/test_plots.py runs it on every shipped figure,
+    by the edge, a series hidden under another, float noise. Empty for a readable figure; tests/test_figures.py runs it on every shipped figure,
     and `show` on every notebook figure."""
     fig.canvas.draw()
     return (

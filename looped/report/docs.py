@@ -18,25 +18,27 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# the README's map of the package: one line per group of layers, lowest first (the import order
-# of docs/ARCHITECTURE.md), (name, modules and subpackages, what they hold); a module or
-# subpackage not named here joins the last line, so the map never leaves one out
+# the README's map of the package: one line per group of layers, lowest first (LAYERS' order),
+# (name, modules and subpackages, what they hold); a module or subpackage not named here joins
+# the last line, so the map never leaves one out
 CODE_MAP = (
     ("The paper's concepts", ("model", "kernels", "schedules", "flops", "paper", "config", "errors"),
      "P, one block A applied K times with input injection, H (hand-written RMSNorm and RoPE "
      "backward passes); which K each step trains at and what it costs in modeled FLOPs; the "
      "paper's recipes and reported numbers; configs"),
     ("Disk and devices", ("runtime",),
-     "atomic writes, locks, checkpoints, the device and dtype, DDP / FSDP2, injected faults"),
-    ("Data and evaluation", ("data", "eval"),
+     "atomic writes, locks, checkpoints, metrics files, the device and dtype, DDP / FSDP2, "
+     "injected faults"),
+    ("Data, evaluation and training", ("data", "eval", "training"),
      "synthetic biographies and text corpora; token and fact NLL, recalled bits, baselines, "
-     "downstream tasks at every serving depth, and the statistics that judge them"),
-    ("Training and studies", ("training", "experiments", "bench"),
-     "the training loop with exact resume and branching; the demo, the text track, the length "
-     "study and the diagnosis on a pool of worker processes; the benchmark"),
-    ("Reports and the command line", ("report", "cli"),
-     "every figure, table and generated doc section, from the results files; one entry point "
-     "routing to a module per subcommand"),
+     "downstream tasks at every serving depth, and the statistics that judge them; the training "
+     "loop with exact resume and branching"),
+    ("Reports", ("report",),
+     "every figure, table and generated doc section, drawn and worded from the results files"),
+    ("Studies and the command line", ("experiments", "bench", "cli"),
+     "the demo, the text track, the length study, the diagnosis and the samples, planned and run "
+     "on a pool of worker processes; the benchmark; one entry point routing to a module per "
+     "subcommand"),
 )  # fmt: skip
 
 # The tower of layers, lowest first: a module imports only from its own layer and those below it
