@@ -46,8 +46,14 @@ def use_theme() -> None:
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.95)
 
 
+# colours of schedules the paper's palette leaves out (ColorBrewer Dark2, beside paper.COLORS)
+EXTRA_COLORS = {paper.RECIPE_200M: "#e7298a"}
+
+
 def color(label: str, i: int = 0) -> Any:
-    return paper.color_of(label) or sns.color_palette("deep")[i % 10]
+    """A schedule's colour (by label or spec): the paper's, ours for the 200M recipe, else the
+    i-th of seaborn's palette."""
+    return paper.color_of(label) or EXTRA_COLORS.get(label) or sns.color_palette("deep")[i % 10]
 
 
 # one marker per schedule, so that two schedules whose curves coincide (fixed-first and fixed

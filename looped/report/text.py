@@ -11,18 +11,12 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 
 import looped.eval.stats as stats
 from looped import paper
 from looped.paper import NLL_GAP, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.paper import recipe_label as label
 from looped.report import style
-
-
-def schedule_color(schedule: str, i: int) -> Any:
-    extra = {RECIPE_200M: "#e7298a"}  # Dark2, beside paper.COLORS
-    return paper.color_of(schedule) or extra.get(schedule) or sns.color_palette("deep")[i % 10]
 
 
 def interval_cell(v: dict) -> str:
@@ -220,7 +214,7 @@ def _equal_token_runs(result: dict, schedule: str) -> list[dict]:
 def _by_depth_panel(ax: Any, result: dict) -> None:
     for i, r in enumerate(result["equal_tokens"]):
         nll = [x["token_nll"] for x in _equal_token_runs(result, r["schedule"])]
-        color = schedule_color(r["schedule"], i)
+        color = style.color(r["schedule"], i)
         style.band(ax, r["depths"], nll, r["label"], color, marker="o", ms=3)
     first = result["equal_tokens"][0]
     ax.set_title(f"Equal tokens ({first['steps']} steps, {first['tokens']:,} tokens)")
@@ -246,7 +240,7 @@ def _on_a_budget(run: dict) -> bool:
 
 def _by_flops_panel(ax: Any, result: dict) -> None:
     uni = [x for x in result["runs"] if x["schedule"] == UNIFORM and _on_a_budget(x)]
-    color = schedule_color(UNIFORM, 0)
+    color = style.color(UNIFORM, 0)
     curve = sorted(
         _flops_point(ax, [x for x in uni if x["steps"] == n], fmt="none", capsize=2, color=color)
         for n in sorted({x["steps"] for x in uni})
@@ -256,7 +250,7 @@ def _by_flops_panel(ax: Any, result: dict) -> None:
     for i, r in enumerate(result["equal_tokens"]):
         if r["schedule"] != UNIFORM:
             runs = _equal_token_runs(result, r["schedule"])
-            color = schedule_color(r["schedule"], i)
+            color = style.color(r["schedule"], i)
             _flops_point(ax, runs, fmt="s", ms=7, capsize=2, color=color, label=r["label"])
     ax.set_title("Equal modeled FLOPs")
     ax.set_xlabel("modeled training FLOPs")
@@ -281,10 +275,10 @@ def fig_lr_sweep(
         x, y = zip(*pts, strict=True)
         lost = sorted(r["lr"] for r in rows if r.get("mean_nll") is None)
         name = label(s) + (f" (diverged at {', '.join(f'{v:g}' for v in lost)})" if lost else "")
-        ax.plot(x, y, marker="o", label=name, color=schedule_color(s, i))
+        ax.plot(x, y, marker="o", label=name, color=style.color(s, i))
         best = result["chosen_lr"][s]
         ax.scatter(
-            [best], [dict(pts)[best]], s=120, facecolors="none", edgecolors=schedule_color(s, i)
+            [best], [dict(pts)[best]], s=120, facecolors="none", edgecolors=style.color(s, i)
         )
     ax.set_xscale("log")
     ax.set_xlabel("peak learning rate")
