@@ -80,22 +80,15 @@ class DemoSettings:
 FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation runs (Fig. 5)
 
 
+# the bios model at toy size (what every --quick bios study trains): seconds per run
+TOY = ["model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "batch_size=8",
+       "data.persons=16", "eval_batches=1", "dtype=fp32"]  # fmt: skip
+
 QUICK = DemoSettings(  # the full grid at toy size: every code path in well under a minute
     preset="demo",
     seeds=2,
     depth_ks=FULL_DEPTH_KS,
-    overrides=[
-        "model.d_model=32",
-        "model.n_head=2",
-        "model.seq_len=64",
-        "seq_len=64",
-        "batch_size=8",
-        "data.persons=16",
-        "max_steps=60",
-        "optim.warmup_steps=10",
-        "eval_batches=1",
-        "dtype=fp32",
-    ],
+    overrides=[*TOY, "max_steps=60", "optim.warmup_steps=10"],
 )
 
 

@@ -41,7 +41,14 @@ import numpy as np
 from looped import paper
 from looped.config import TrainConfig, to_yaml
 from looped.errors import UserError
-from looped.experiments.bios import BIOS_LR, DemoSettings, base_config, eval_row, resolve_budget
+from looped.experiments.bios import (
+    BIOS_LR,
+    TOY,
+    DemoSettings,
+    base_config,
+    eval_row,
+    resolve_budget,
+)
 from looped.experiments.command import study_parser
 from looped.experiments.plan import Planner
 from looped.experiments.probes import agreement_at
@@ -89,17 +96,7 @@ QUICK = DiagnoseSettings(
     seeds=1,
     probe_at=(6, 12),
     probe_batches=1,
-    overrides=[
-        "model.d_model=32",
-        "model.n_head=2",
-        "model.seq_len=64",
-        "seq_len=64",
-        "batch_size=8",
-        "data.persons=16",
-        "optim.warmup_steps=2",
-        "eval_batches=1",
-        "dtype=fp32",
-    ],
+    overrides=[*TOY, "optim.warmup_steps=2"],
 )
 
 
