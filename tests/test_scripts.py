@@ -59,3 +59,42 @@ def test_launch_runs_torchrun_with_the_schedule(tmp_path):
     assert "saving" in proc.stdout  # the FLOP table printed before the run
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["depth"] for r in rows if r["kind"] == "train"] == [2, 2, 2]
+
+
+def _side(root: Path, run_id: str, wall: float, weight: float = 1.0) -> Path:
+    """A study output directory as a training run leaves it (weights, state, metrics, results)."""
+    from safetensors.torch import save_file
+
+    ckpt = root / "runs" / "r" / "checkpoints" / "step_0000002"
+    ckpt.mkdir(parents=True)
+    w = {"w": torch.full((2, 3), weight)}
+    save_file(w, ckpt / "model.safetensors", metadata={"run_id": run_id, "step": "2"})
+    state = {"step": 2, "run_id": run_id, "optimizer": {"state": {0: {"exp_avg": w["w"] * 0.5}}}}
+    torch.save(state, ckpt / "state.pt")
+    (ckpt / "config.yaml").write_text(f"data:\n  path: {root}/corpus\nseed: 0\n")
+    (root / "runs" / "r" / "metrics.jsonl").write_text(
+        json.dumps({"kind": "train", "step": 2, "loss": 3.5, "wall": wall, "tokens_per_s": 9e3})
+        + "\n"
+    )
+    (root / "demo.json").write_text(json.dumps({"meta": {"wall_seconds": wall}, "nll": [3.5]}))
+    return root
+
+
+def test_same_runs_tells_the_same_runs_from_different_ones(tmp_path: Path):
+    """The refactor check: equal when only timing, run ids and the directory differ; a changed
+    weight is named, exit 1."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("same_runs", ROOT / "scripts" / "same_runs.py")
+    same_runs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(same_runs)
+    a = _side(tmp_path / "a", "1f" * 16, wall=1.0)
+    b = _side(tmp_path / "b", "2e" * 16, wall=7.0)
+    assert same_runs.main([str(a), str(b)]) == 0
+    c = _side(tmp_path / "c", "3d" * 16, wall=1.0, weight=1.0 + 2**-20)
+    n, problems = same_runs.compare(a, c)
+    assert n == 5 and problems == [
+        "differs: runs/r/checkpoints/step_0000002/model.safetensors",
+        "differs: runs/r/checkpoints/step_0000002/state.pt",
+    ]
+    assert same_runs.main([str(a), str(c)]) == 1
