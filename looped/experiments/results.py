@@ -1,9 +1,9 @@
 """What finished runs wrote, read the one way every study reads it.
 
-A study reads each run's `metrics.jsonl` (`runtime.metrics.read_metrics`), and a run that branched off another
-run's checkpoint is read as if it had trained from scratch: its parent's records up to the
-branch step come first (`before_branch`), and its training time adds the parent's share
-(`branched_wall`). The readers take no lock: a live run may be appending as they read.
+A study reads each run's `metrics.jsonl` (`runtime.metrics.read_metrics`), and a run that
+branched off another run's checkpoint is read as if it had trained from scratch: its parent's
+records up to the branch step come first (`before_branch`), and its training time adds the
+parent's share (`branched_wall`). The readers take no lock: a live run may be appending as they read.
 """
 
 from __future__ import annotations

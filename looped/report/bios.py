@@ -76,15 +76,7 @@ def fig1_recall(result: dict, path: Path) -> Path:
     )
     for ax, budget in zip(axes[0], budgets):
         for i, (label, group) in enumerate(by_label(runs, budget=budget).items()):
-            style.band(
-                ax,
-                group[0]["depths"],
-                [r["bits"] for r in group],
-                label,
-                style.color(label, i),
-                marker=style.marker(label, i),
-                ms=3,
-            )
+            style.schedule_band(ax, group[0]["depths"], [r["bits"] for r in group], label, i)
         ax.set_title(f"{budget:.0%} of the full FLOP budget")
         ax.set_xlabel("serving depth K")
     axes[0][0].set_ylabel("recalled bits per person")
@@ -127,14 +119,8 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         for i, (label, group) in enumerate(full.items()):
             if label == LABELS[UNIFORM]:
                 continue
-            style.band(
-                right,
-                group[0]["depths"],
-                [np.asarray(nll(r)) - base for r in group],
-                label,
-                style.color(label, i),
-                marker=style.marker(label, i),
-                ms=3,
+            style.schedule_band(
+                right, group[0]["depths"], [np.asarray(nll(r)) - base for r in group], label, i
             )
         right.axhline(0, color="k", lw=0.8)
         right.set_xlabel("serving depth K")
@@ -234,19 +220,10 @@ def fig8_nll_by_depth(result: dict, path: Path) -> Path:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for i, (label, group) in enumerate(at_full_budget(result).items()):
         depths = group[0]["depths"]
-        marker = style.marker(label, i)
-        style.band(
-            left, depths, [nll(r) for r in group], label, style.color(label, i), marker=marker, ms=3
-        )
+        style.schedule_band(left, depths, [nll(r) for r in group], label, i)
         keep = [j for j, k in enumerate(depths) if k >= 4]
-        style.band(
-            right,
-            [depths[j] for j in keep],
-            [[nll(r)[j] for j in keep] for r in group],
-            label,
-            style.color(label, i),
-            marker=marker,
-            ms=3,
+        style.schedule_band(
+            right, [depths[j] for j in keep], [[nll(r)[j] for j in keep] for r in group], label, i
         )
     left.set_yscale("log")
     left.set_title("All serving depths")
@@ -306,15 +283,7 @@ def fig_two_hop(result: dict, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for i, (label, group) in enumerate(at_full_budget(result).items()):
         if "two_hop_acc" in group[0]:
-            style.band(
-                ax,
-                group[0]["depths"],
-                [r["two_hop_acc"] for r in group],
-                label,
-                style.color(label, i),
-                marker=style.marker(label, i),
-                ms=3,
-            )
+            style.schedule_band(ax, group[0]["depths"], [r["two_hop_acc"] for r in group], label, i)
     for r in (r for r in result["runs"] if r["group"] == "depth" and "two_hop_acc" in r):
         ax.plot(r["depths"], r["two_hop_acc"], ls=":", lw=1, label=r["label"])
     ax.set_xlabel("serving depth K")

@@ -90,6 +90,11 @@ def band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **
         ax.fill_between(x, arr.min(0), arr.max(0), color=color, alpha=0.2, lw=0)
 
 
+def schedule_band(ax: Any, x: Iterable, ys: list[list[float]], label: str, i: int) -> None:
+    """`band` in the schedule's own colour and marker (small markers: one per serving depth)."""
+    band(ax, x, ys, label, color(label, i), marker=marker(label, i), ms=3)
+
+
 def show(fig: Any) -> None:
     """Show a notebook's figure after checking that every panel holds data and that a reader
     can read it (`readability_problems`): a blank panel or a legend over the data is a bug in
