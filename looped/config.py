@@ -77,6 +77,9 @@ class TrainConfig:
     depth_per_micro: bool = False
     # sequences per optimizer step over all processes; 0 = batch_size*grad_accum*world
     global_batch: int = 0
+    # draw a step's batch_size x grad_accum sequences at once and split them into the
+    # micro-batches: a K-per-micro-batch run then trains on exactly its K-per-step partner's data
+    split_step_batch: bool = False
     # tokens per training sequence; at most model.seq_len (the RoPE tables' length, checked),
     # which may be longer for evaluation queries
     seq_len: int = 128

@@ -26,6 +26,7 @@ the report layer renders them from results files and may not import the studies.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from enum import Enum
@@ -528,3 +529,159 @@ def closed_share(v: dict, variant: str) -> float:
     the two end level."""
     u, f = v["uniform"]["mean_nll"], v["fixed-first"]["mean_nll"]
     return (u - v[variant]["mean_nll"]) / (u - f) if abs(u - f) > 1e-12 else 0.0
+
+
+# -- seeds in rounds: a group-sequential interval --------------------------------------------
+@functools.lru_cache(maxsize=16)
+def sequential_critical(looks: tuple[int, ...], alpha: float = 0.05, sims: int = 200_000) -> float:
+    """The constant c such that mean ± c·sd/√n covers the true mean at every look at once with
+    probability 1 - alpha, for normal per-seed values of unknown spread looked at after
+    `looks` seeds (a Pocock-type repeated confidence interval). Found by simulating the
+    largest |t| over the looks under a true gap of 0 (the t statistic's law does not depend on
+    the gap or the spread), with a fixed generator, so every study gets the same c."""
+    rng = np.random.default_rng(20261202)
+    x = rng.standard_normal((sims, max(looks)))
+    worst = np.zeros(sims)
+    for n in looks:
+        m, sd = x[:, :n].mean(1), x[:, :n].std(1, ddof=1)
+        worst = np.maximum(worst, np.abs(m) * math.sqrt(n) / sd)
+    return float(np.quantile(worst, 1 - alpha))
+
+
+def sequential_interval(values: list[float], looks: tuple[int, ...]) -> Interval:
+    """The group-sequential 95% interval of paired differences after len(values) seeds: wider
+    than the one-look t-interval, so that stopping at the first look whose interval decides
+    keeps the chance of a wrong verdict at 5% or less over the whole study."""
+    n = len(values)
+    if n < 2:
+        return Interval(
+            float(np.mean(values)) if n else math.nan, -math.inf, math.inf, n, tuple(values)
+        )
+    mean, sd = float(np.mean(values)), float(np.std(values, ddof=1))
+    half = sequential_critical(tuple(sorted({*looks, n}))) * sd / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, n, tuple(values))
+
+
+def _cell_base(mine: list[dict], bigram: float) -> dict:
+    first = mine[0]
+    return {
+        "steps": first["steps"],
+        "schedule": first["schedule"],
+        "label": first["label"],
+        "lr": first["lr"],
+        "tokens": first["tokens"],
+        "seeds": len(mine),
+        "seed_ids": [r["seed"] for r in mine],
+        "mean_nll": float(np.mean([r["mean_nll"] for r in mine])),
+        "seed_nll": [r["mean_nll"] for r in mine],
+        "se_windows": float(np.mean([r["se"] for r in mine])),
+        "tokens_per_param": first["tokens"] / first["params"],
+        "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
+        "beats_bigram": bool(max(r["mean_nll"] for r in mine) < bigram),
+    }
+
+
+DEPTHS_SHOWN = (1, 4, 16)  # the per-depth gaps beside the mean: a mean can hide opposite moves
+
+
+def judged_cell(
+    mine: list[dict], uni: list[dict], bigram: float, looks: tuple[int, ...], tol: float
+) -> dict:
+    """One schedule at one length against uniform's runs of the same seeds: the paired gap
+    with its group-sequential interval, the verdict at `tol`, the gap at K=1, 4 and 16, and
+    whether the cell stays open for the next round (undecided, and its models beat the bigram)."""
+    by_seed = {r["seed"]: r for r in uni}
+    mine = [r for r in mine if r["seed"] in by_seed]
+    ref = [by_seed[r["seed"]] for r in mine]
+    cell = _cell_base(mine, bigram)
+    values = [(a["mean_nll"] - b["mean_nll"]) / b["mean_nll"] for a, b in zip(mine, ref)]
+    gap = sequential_interval(values, looks)
+    informative = cell["beats_bigram"] and max(r["mean_nll"] for r in ref) < bigram
+    found = verdict(gap, tol, informative) if gap.n > 1 else Verdict.UNDECIDED
+    by_depth = {
+        str(k): sequential_interval(
+            [a["token_nll"][k - 1] / b["token_nll"][k - 1] - 1 for a, b in zip(mine, ref)], looks
+        ).as_dict()
+        for k in DEPTHS_SHOWN
+        if len(mine[0]["token_nll"]) >= k
+    }
+    return cell | {
+        "gap": gap.as_dict(),
+        "tolerance": tol,
+        "verdict": found.value,
+        "planned_look": gap.n in looks,
+        "open": found is Verdict.UNDECIDED,
+        "gap_by_depth": by_depth,
+    }
+
+
+def sequential_cells(
+    rows: list[dict],
+    bigram: float,
+    schedules: tuple[str, ...],
+    looks: tuple[int, ...],
+    tolerance: dict[str, float],
+    previous: list[dict] = (),
+) -> list[dict]:
+    """Per length: uniform's cell, then each other schedule's judged cell. A cell decided at an
+    earlier look keeps that look's verdict (its seeds stopped there); an open one is judged
+    again on every seed it now has."""
+    done = {(c["schedule"], c["steps"]): c for c in previous if not c.get("open", True)}
+    out = []
+    for steps in sorted({r["steps"] for r in rows}):
+        at = {s: [r for r in rows if r["steps"] == steps and r["schedule"] == s] for s in schedules}
+        uni = at.get(paper.UNIFORM, [])
+        if not uni:
+            continue
+        out.append(_cell_base(uni, bigram))
+        for s in schedules:
+            if s == paper.UNIFORM or not at[s]:
+                continue
+            old = done.get((s, steps))
+            out.append(old or judged_cell(at[s], uni, bigram, looks, tolerance[s]))
+    return out
+
+
+def seed_trends(cells: list[dict]) -> dict[str, dict]:
+    """Per schedule: each seed's least-squares slope of its gap against log2(tokens) over the
+    informative lengths that seed has, then the 95% t-interval over seeds. A trend is read
+    only where that interval excludes zero; seeds are the unit, not seed x length points."""
+    out = {}
+    for s in dict.fromkeys(c["schedule"] for c in cells if "gap" in c):
+        mine = [c for c in cells if c["schedule"] == s and "gap" in c]
+        mine = [c for c in mine if c["verdict"] != Verdict.NOT_INFORMATIVE.value]
+        per_seed: dict[int, list[tuple[float, float]]] = {}
+        for c in mine:
+            for seed, v in zip(c["seed_ids"], c["gap"]["values"]):
+                per_seed.setdefault(seed, []).append((math.log2(c["tokens"]), v))
+        need = len(mine)
+        slopes = {
+            seed: float(np.polyfit(*zip(*pts), 1)[0])
+            for seed, pts in sorted(per_seed.items())
+            if len(pts) == need and need >= 3
+        }
+        entry: dict[str, Any] = {"lengths": need, "per_seed": slopes, "slope": None}
+        if len(slopes) >= 2:
+            fit = interval(list(slopes.values()))
+            entry |= {"slope": fit.as_dict(), "direction": trend_direction(fit)}
+        out[s] = entry
+    return out
+
+
+def tuned_cells(rows: list[dict], own: dict[str, float], tolerance: dict[str, float]) -> list[dict]:
+    """The robustness check: each schedule at its own LR against uniform at the shared LR, the
+    same seeds, a plain 95% t-interval (one look)."""
+    uni = [r for r in rows if r["schedule"] == paper.UNIFORM]
+    out = []
+    for s, lr in own.items():
+        mine = [r for r in rows if r["schedule"] == s and r["lr"] == lr]
+        by_seed = {r["seed"]: r for r in uni}
+        pairs = [(r, by_seed[r["seed"]]) for r in mine if r["seed"] in by_seed]
+        if len(pairs) < 2:
+            continue
+        gap = paired_gap([a["mean_nll"] for a, _ in pairs], [b["mean_nll"] for _, b in pairs])
+        out.append(
+            {"schedule": s, "label": mine[0]["label"], "lr": lr, "shared_lr": pairs[0][1]["lr"],
+             "gap": gap.as_dict(), "verdict": verdict(gap, tolerance[s]).value}
+        )  # fmt: skip
+    return out

@@ -1,26 +1,33 @@
 """The bridge: fixed-first's gap to uniform 1..16 as training lengthens, at equal tokens.
 
-    looped length                     # runs/length/: 6 lengths x 4 schedules x 3 seeds (~1.7 h)
-    looped length --quick             # every code path at toy size, about two minutes
+    looped length                     # runs/length/: 5 lengths to 1,920 steps, seeds in rounds
+    looped length --quick             # every code path at toy size, a few minutes
     looped length --reference         # write results/length.json and figures/length_gap.png
-    looped length --workers 1         # leave a core free; finished runs are reused on a rerun
+    looped length --collect           # no training: the results of the runs finished so far
+    looped length --corpus DIR        # the same study on your text (see below)
+    looped length --d-model 128 --lengths 120,240,480 --max-seeds 4   # a second width
 
-The paper measures fixed-first within 0.5% of uniform at 200M-1B parameters and billions of
-tokens; a laptop sees a 90k-parameter model and a few million tokens, where uniform 1..16 lags.
-This study asks whether that lag shrinks as training lengthens, and whether drawing a K per
-micro-batch (so each step's gradient averages over depths) removes it:
+One recipe for every schedule; only the depth schedule changes:
 
-1. Every schedule (uniform, uniform per micro-batch, fixed-first K=2 for 67%, K=4 for 80%) at
-   every LR in the sweep, seeds 0 and 1, at every length. Warmup-stable-decay lets one run per
-   (schedule, LR, seed) carry every shorter run: a shorter uniform run branches off at its decay,
-   a shorter fixed-first run at its switch (`training.lineage.branch_point` checks both), so six lengths
-   cost about 1.3 long runs.
-2. Each (schedule, length) takes the LR with the lowest mean NLL over depths 1..16 on the
-   validation windows, averaged over seeds 0 and 1; a choice at the sweep's edge is flagged.
-3. Seed 2 at each chosen LR; then every chosen run is scored on the test windows, beside the
-   unigram and bigram count tables on the same windows (`eval.baselines`).
-4. Per length: each schedule's paired gap to uniform with its 95% interval and verdict
-   (`eval.stats`); the trend of the signed gap against log2(tokens).
+1. The shared LR. Uniform 1..16 at every LR of the sweep on the LR seeds (100, ...), which are
+   never reported, at the `lr_lengths`; each length takes the LR with the lowest validation NLL
+   (mean over depths 1..16); lengths beyond the longest swept one take its choice. A choice at
+   the sweep's edge extends the sweep on that side.
+2. Seeds in rounds (4, 8, 12, 16 by default). Every schedule at the shared LR, seeds 0..n-1,
+   one warmup-stable-decay trunk per (schedule, seed) that every shorter length branches off
+   (`training.lineage.branch_point`). After each round, each (schedule, length) gets its paired
+   gap to uniform with a group-sequential 95% interval (`eval.stats.sequential_interval`: it
+   covers the true gap at every round at once), and a cell stops when its interval decides at
+   its schedule's tolerance (K=2: 0.5%, K=4: 0.8%, the paper's). Whole seeds finish before new
+   ones start, so a study stopped early has complete pairs.
+3. Every reported run scored on the test windows, beside unigram and bigram count tables on the
+   same windows; per seed, the gap's slope against log2(tokens); the gap at K=1, 4 and 16.
+4. Robustness: at `tuned_at` steps each schedule at its own LR (chosen on the LR seeds), the
+   first round's seeds. Not the headline.
+
+`--corpus` takes a directory from `looped data text ... --test-frac 0.05` or any `datasets`
+source (a .txt/.jsonl/.parquet file or folder; a hub name with the network), split here by
+near-duplicate family and tokenized with a BPE fit on train alone.
 
 Resumable: a rerun reuses every finished run and retrains only what is missing.
 """
@@ -28,11 +35,13 @@ Resumable: a rerun reuses every finished run and retrains only what is missing.
 from __future__ import annotations
 
 import math
+import platform
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import torch
 
 import looped.eval.stats as stats
 from looped import paper
@@ -41,12 +50,7 @@ from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
 from looped.experiments.command import study_parser
 from looped.experiments.plan import Planner
-from looped.experiments.results import (
-    diverged,
-    machine_name,
-    own_wall,
-    write_result,
-)
+from looped.experiments.results import diverged, machine_name, own_wall, write_result
 from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import heldout_windows as split_batches
@@ -57,18 +61,24 @@ from looped.runtime.lock import dir_lock
 from looped.runtime.metrics import read_metrics
 
 MICRO = paper.UNIFORM_PER_MICRO  # uniform with a K per micro-batch (4 micro-batches)
-SCHEDULES = (paper.UNIFORM, MICRO, paper.RECIPE_200M, paper.RECIPES_1B[1])
+# in the order the pool starts them within a seed: the reference first, the cheap arms next
+SCHEDULES = (paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M, MICRO)
+TOLERANCE = {paper.RECIPE_200M: 0.005, paper.RECIPES_1B[1]: 0.008, MICRO: 0.005}  # the paper's
 
 
 @dataclass
 class LengthSettings:
     setup: TextSetup = field(default_factory=TextSetup)  # corpus, model, batch
-    lengths: tuple[int, ...] = (30, 60, 120, 240, 360, 480)  # training lengths in steps (16x)
-    lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the sweep, at every length (an edge extends it)
-    sweep_seeds: int = 2  # seeds each LR is chosen on (their mean validation NLL)
-    seeds: int = 3  # seeds of every reported cell
+    lengths: tuple[int, ...] = (120, 240, 480, 960, 1920)  # training lengths in steps (16x)
+    lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the shared LR's sweep (an edge extends it)
+    lr_seeds: tuple[int, ...] = (100,)  # seeds that choose the LR; never reported
+    lr_lengths: tuple[int, ...] = (120, 240, 480)  # swept lengths; longer ones take the last's LR
+    rounds: tuple[int, ...] = (4, 8, 12, 16)  # reported seeds 0..n-1 after each round
+    max_seeds: int = 16  # stop adding rounds past this many seeds (the budget)
     schedules: tuple[str, ...] = SCHEDULES
+    tuned_at: int = 480  # robustness: each schedule at its own LR at this length (0: off)
     workers: int = 2  # single-threaded worker processes
+    corpus: str | None = None  # None: the standard library; else a `--corpus` source
 
 
 QUICK = LengthSettings(
@@ -83,15 +93,17 @@ QUICK = LengthSettings(
     ),
     lengths=(8, 16, 32, 64),
     lrs=(3e-3, 1e-2, 3e-2),
-    sweep_seeds=2,
-    seeds=3,
+    lr_lengths=(8, 16, 32),
+    rounds=(3, 5),
+    tuned_at=16,
 )
 
 
 def schedule_args(schedule: str) -> tuple[str, tuple[str, ...]]:
-    """The trainer's schedule spec and extra overrides of a studied schedule."""
+    """The trainer's schedule spec and extra overrides of a studied schedule: the per-micro-batch
+    arm draws its partner's 32 sequences once and splits them into 4 micro-batches."""
     if schedule == MICRO:
-        return paper.UNIFORM, ("depth_per_micro=true", "grad_accum=4")
+        return paper.UNIFORM, ("depth_per_micro=true", "grad_accum=4", "split_step_batch=true")
     return schedule, ()
 
 
@@ -119,21 +131,16 @@ class Planned:
 Grid = dict[str, dict[float, tuple[int, ...]]]  # schedule -> LR -> the lengths trained at it
 
 
-def full_grid(settings: LengthSettings) -> Grid:
-    """Every schedule at every LR of the sweep, at every length."""
-    lengths = tuple(sorted(settings.lengths))
-    return {s: dict.fromkeys(settings.lrs, lengths) for s in settings.schedules}
-
-
 def plan(
     settings: LengthSettings,
     corpus: dict,
-    seeds: list[int],
+    seeds: list[int] | tuple[int, ...],
     grid: Grid,
     runs_dir: Path | None = None,
 ) -> dict[str, Planned]:
     """Runs of (schedule, LR, seed) at each of the grid's lengths: the longest is trained, the
-    shorter ones branch off it where they agree (exactly the runs trained from scratch).
+    shorter ones branch off it where they agree (exactly the runs trained from scratch). The
+    pool starts seed by seed (LR seeds first), so a study stopped early has whole seeds.
 
     A length added after a trunk has finished branches at the latest checkpoint the trunk
     already holds before the two diverge (found in `runs_dir`), so the trunk is not retrained
@@ -146,18 +153,15 @@ def plan(
                 trunk = None
                 for steps in sorted(lengths, reverse=True):
                     cfg = run_config(
-                        settings.setup,
-                        corpus,
-                        schedule=spec_s,
-                        lr=lr,
-                        seed=seed,
-                        steps=steps,
+                        settings.setup, corpus, schedule=spec_s, lr=lr, seed=seed, steps=steps,
                         extra=extra,
-                    )
+                    )  # fmt: skip
                     if schedule == MICRO:
                         cfg.batch_size //= 4  # the same tokens per step, in 4 micro-batches
                     name = name_of(schedule, lr, seed, steps)
-                    spec = RunSpec(name, spec_s, seed, steps=steps, may_diverge=True)
+                    priority = 0 if seed in settings.lr_seeds else 1 + seed
+                    priority += 50 if schedule == MICRO else 0  # the diagnostic arm last
+                    spec = RunSpec(name, spec_s, seed, steps, may_diverge=True, priority=priority)
                     parents = [trunk.spec.name] if trunk is not None else []
                     planner.add(spec, cfg, parents, runs_dir=runs_dir)
                     runs[spec.name] = Planned(spec, cfg, schedule, lr)
@@ -172,6 +176,10 @@ def train_all(runs: dict[str, Planned], runs_dir: Path, workers: int, quiet: boo
     )
 
 
+def finished(runs_dir: Path, name: str) -> bool:
+    return (runs_dir / name / "summary.json").is_file()
+
+
 def val_nll(run_dir: Path) -> float:
     """Mean NLL over serving depths 1..16 on the validation windows (the run's final eval);
     infinite for a run whose LR made it diverge."""
@@ -183,22 +191,80 @@ def val_nll(run_dir: Path) -> float:
 
 
 def choose(runs: dict[str, Planned], runs_dir: Path) -> dict:
-    """Per schedule and length: the LR with the lowest validation NLL averaged over the sweep's
-    seeds (ties: the smaller LR), every LR's mean, and whether the choice sits at an edge of
-    the LRs tried at that length ("low" or "high"; None inside)."""
+    """Per schedule and length: the LR with the lowest validation NLL averaged over the LR seeds
+    (ties: the smaller LR), every LR's mean, and whether the choice sits at an edge of the LRs
+    tried at that length ("low" or "high"; None inside)."""
     table: dict[tuple[str, int], dict[float, list[float]]] = {}
     for p in runs.values():
-        vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
-        vals.append(val_nll(runs_dir / p.spec.name))
+        if finished(runs_dir, p.spec.name):
+            vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
+            vals.append(val_nll(runs_dir / p.spec.name))
     return stats.choose_lrs(table)
 
 
-def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list) -> list[dict]:
-    """One row per reported run (each schedule and length at its chosen LR, every seed)."""
+def extended(grid: Grid, chosen: dict) -> Grid:
+    """The grid with one more LR (/3 or x3) beyond each edge a length chose, at that length only
+    (a short run that wants a larger LR does not make the long runs train at it)."""
+    out = {s: dict(by_lr) for s, by_lr in grid.items()}
+    for s, by_len in chosen.items():
+        for n, c in by_len.items():
+            if c["edge"]:
+                lr = float(f"{c['lr'] / 3 if c['edge'] == 'low' else c['lr'] * 3:.3g}")
+                out[s][lr] = tuple(sorted({*out[s].get(lr, ()), int(n)}))
+    return out
+
+
+def sweep(
+    settings: LengthSettings,
+    corpus: dict,
+    runs_dir: Path,
+    grid: Grid,
+    train: bool,
+    rounds: int = 2,
+) -> tuple[dict[str, Planned], dict]:
+    """The sweep of `grid` on the LR seeds and each (schedule, length)'s LR; a choice at an edge
+    extends the LRs tried at that length on that side and chooses again (at most `rounds`
+    times; a choice still at an edge is flagged in the results)."""
+    for _ in range(rounds + 1):
+        runs = plan(settings, corpus, settings.lr_seeds, grid, runs_dir)
+        if train:
+            train_all(runs, runs_dir, settings.workers, quiet=False)
+        chosen = choose(runs, runs_dir)
+        wider = extended(grid, chosen)
+        if wider == grid or not train:
+            break
+        grid = wider
+    return runs, chosen
+
+
+def shared_lrs(settings: LengthSettings, chosen: dict) -> dict[int, float]:
+    """Each length's shared LR: uniform's choice there, or at the longest swept length."""
+    by_len = chosen.get(paper.UNIFORM, {})
+    if not by_len:
+        raise UserError(
+            "no finished LR sweep to choose from; run `looped length` without --collect"
+        )
+    last = max(by_len)
+    return {n: by_len.get(n, by_len[last])["lr"] for n in settings.lengths}
+
+
+def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set) -> Grid:
+    """The runs a round needs: each schedule at the lengths where it is still undecided, and
+    uniform at every length any schedule needs, each length at its shared LR."""
+    grid: Grid = {}
+    for s in settings.schedules:
+        need = {n for (t, n) in open_cells if t == s or (s == paper.UNIFORM)}
+        for n in sorted(need):
+            grid.setdefault(s, {})
+            grid[s][lrs[n]] = tuple(sorted({*grid[s].get(lrs[n], ()), n}))
+    return grid
+
+
+def score(runs: dict[str, Planned], runs_dir: Path, batches: list) -> list[dict]:
+    """One row per finished reported run, scored on the test windows."""
     rows = []
     for p in runs.values():
-        pick = chosen[p.schedule][p.spec.steps]
-        if p.lr != pick["lr"]:
+        if not finished(runs_dir, p.spec.name) or diverged(runs_dir / p.spec.name):
             continue
         train = [m for m in read_metrics(runs_dir / p.spec.name) if m["kind"] == "train"]
         model = LoopedTransformer(p.cfg.model)
@@ -217,80 +283,143 @@ def score(runs: dict[str, Planned], chosen: dict, runs_dir: Path, batches: list)
                 **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
             }
         )
-    return sorted(rows, key=lambda r: (r["steps"], SCHEDULES.index(r["schedule"]), r["seed"]))
+    order = {s: i for i, s in enumerate(SCHEDULES)}
+    return sorted(rows, key=lambda r: (r["steps"], order[r["schedule"]], r["seed"], r["lr"]))
 
 
-def extended(grid: Grid, chosen: dict) -> Grid:
-    """The grid with one more LR (/3 or x3) beyond each edge a length chose, at that length only
-    (a short run that wants a larger LR does not make the long runs train at it)."""
-    out = {s: dict(by_lr) for s, by_lr in grid.items()}
-    for s, by_len in chosen.items():
-        for n, c in by_len.items():
-            if c["edge"]:
-                lr = float(f"{c['lr'] / 3 if c['edge'] == 'low' else c['lr'] * 3:.3g}")
-                out[s][lr] = tuple(sorted({*out[s].get(lr, ()), int(n)}))
-    return out
+def environment(setup_dtype: str) -> dict:
+    """What a number depends on beyond the code: dtype, torch, Python, the machine."""
+    return {
+        "dtype": setup_dtype,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": machine_name(),
+    }
 
 
-def sweep_and_choose(
-    settings: LengthSettings, corpus: dict, runs_dir: Path, quiet: bool, rounds: int = 2
-) -> tuple[dict[str, Planned], dict, int]:
-    """The sweep on the sweep seeds and each (schedule, length)'s LR; a choice at an edge of
-    the LRs tried at that length extends them on that side and chooses again (at most
-    `rounds` times; a choice still at an edge is flagged in the results)."""
-    grid = full_grid(settings)
-    trained = 0
-    for _ in range(rounds + 1):
-        sweep = plan(settings, corpus, list(range(settings.sweep_seeds)), grid, runs_dir)
-        trained += train_all(sweep, runs_dir, settings.workers, quiet)
-        chosen = choose(sweep, runs_dir)
-        wider = extended(grid, chosen)
-        if wider == grid:
+def run_rounds(
+    settings: LengthSettings,
+    corpus: dict,
+    runs_dir: Path,
+    lrs: dict[int, float],
+    train: bool,
+    bigram: float,
+) -> tuple[dict[str, Planned], list[dict], list[dict], dict]:
+    """Seeds in rounds until every cell decides or the seeds run out; returns the runs, the
+    reported rows, the cells at the last look and why the study stopped."""
+    batches = split_batches(settings.setup, corpus)
+    rounds = [n for n in settings.rounds if n <= settings.max_seeds] or [settings.rounds[0]]
+    open_cells = {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
+    runs: dict[str, Planned] = {}
+    cells: list[dict] = []
+    stop = {"reason": "no cell open: each decided, or its models miss the bigram", "seeds": 0}
+    for n in rounds:
+        grid = round_grid(settings, lrs, open_cells)
+        runs.update(plan(settings, corpus, list(range(n)), grid, runs_dir))
+        if train:
+            train_all(runs, runs_dir, settings.workers, quiet=False)
+        rows = score(runs, runs_dir, batches)
+        cells = stats.sequential_cells(
+            rows, bigram, settings.schedules, tuple(rounds), TOLERANCE, cells
+        )
+        open_cells = {(c["schedule"], c["steps"]) for c in cells if c.get("open")}
+        stop["seeds"] = n
+        if not all(finished(runs_dir, p.spec.name) for p in runs.values()):
+            stop["reason"] = f"budget: round of {n} seeds unfinished when collected"
             break
-        grid = wider
-    return sweep, chosen, trained
+        if not open_cells:
+            break
+    else:
+        if open_cells:
+            stop["reason"] = f"budget: {len(open_cells)} cells undecided at {rounds[-1]} seeds"
+    return runs, rows, cells, stop
 
 
-def chosen_grid(chosen: dict) -> Grid:
-    """Each schedule's chosen LRs, each with the lengths that chose it."""
-    grid: Grid = {}
-    for s, by_len in chosen.items():
-        for n, c in by_len.items():
-            grid.setdefault(s, {})
-            grid[s][c["lr"]] = tuple(sorted({*grid[s].get(c["lr"], ()), int(n)}))
-    return grid
+def tuned(
+    settings: LengthSettings, corpus: dict, runs_dir: Path, lrs: dict[int, float], train: bool
+) -> dict:
+    """Robustness: at `tuned_at` steps, each schedule at its own LR (chosen on the LR seeds), the
+    first round's seeds, against uniform at its own (the shared) LR."""
+    n = settings.tuned_at
+    if not n or n not in lrs:
+        return {}
+    others = [s for s in settings.schedules if s != paper.UNIFORM]
+    _, chosen = sweep(settings, corpus, runs_dir, {s: dict.fromkeys(settings.lrs, (n,)) for s in others}, train)  # fmt: skip
+    own = {s: chosen[s][n]["lr"] for s in others if s in chosen and n in chosen[s]}
+    grid = {s: {lr: (n,)} for s, lr in own.items()} | {paper.UNIFORM: {lrs[n]: (n,)}}
+    runs = plan(settings, corpus, list(range(settings.rounds[0])), grid, runs_dir)
+    if train:
+        train_all(runs, runs_dir, settings.workers, quiet=False)
+    rows = score(runs, runs_dir, split_batches(settings.setup, corpus))
+    return {"steps": n, "lrs": own, "chosen": chosen, "cells": stats.tuned_cells(rows, own, TOLERANCE)}  # fmt: skip
 
 
-def run_study(settings: LengthSettings, out: Path, quiet: bool = False) -> dict:
-    """Sweep (seeds 0..sweep_seeds-1), choose, the remaining seeds at the chosen LRs, score."""
+def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
+    """The shared LR, then seeds in rounds, then the robustness check; `train` False collects
+    what has finished (nothing is trained)."""
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
     runs_dir = out / "runs"
-    corpus = ensure_corpus(settings.setup, out)
+    corpus = ensure_corpus(settings.setup, out, settings.corpus)
     base = baselines(settings.setup, corpus, out / "baselines.json")
-    sweep, chosen, trained = sweep_and_choose(settings, corpus, runs_dir, quiet)
-    rest = list(range(settings.sweep_seeds, settings.seeds))
-    extra = plan(settings, corpus, rest, chosen_grid(chosen), runs_dir) if rest else {}
-    trained += train_all(extra, runs_dir, settings.workers, quiet)
-    rows = score({**sweep, **extra}, chosen, runs_dir, split_batches(settings.setup, corpus))
-    table = stats.length_cells(rows, base, settings.schedules)
+    grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
+    _, chosen = sweep(settings, corpus, runs_dir, grid, train)
+    lrs = shared_lrs(settings, chosen)
+    _, rows, cells, stop = run_rounds(
+        settings, corpus, runs_dir, lrs, train, base["test"]["bigram"]
+    )
+    robust = tuned(settings, corpus, runs_dir, lrs, train) if stop["reason"][:6] != "budget" else {}
+    cfg = run_config(settings.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
     return {
         "meta": {
             "settings": asdict(settings),
-            "machine": machine_name(),
-            "runs_trained": trained,
+            "environment": environment(cfg.dtype),
             "wall_s": round(time.time() - t0, 1),
-            "corpus": {k: corpus[k] for k in ("tokenizer", "vocab_size", "splits")},
+            "worker_s": round(sum(r["own_wall"] for r in rows), 1),
+            "stopped": stop,
+            "corpus": {
+                k: corpus[k]
+                for k in ("tokenizer", "vocab_size", "splits", "dataset")
+                if k in corpus
+            },  # fmt: skip
             "test_tokens": len(split_batches(settings.setup, corpus))
             * settings.setup.batch_size
             * settings.setup.seq_len,
         },
         "baselines": base,
         "chosen": {s: {str(n): c for n, c in v.items()} for s, v in chosen.items()},
+        "shared_lr": {str(n): lr for n, lr in lrs.items()},
         "rows": rows,
-        "cells": table,
-        "trends": stats.gap_trends(table),
+        "cells": cells,
+        "trends": stats.seed_trends(cells),
+        "tuned": robust,
     }
+
+
+def settings_from(a: object) -> LengthSettings:
+    """The settings the command line asks for, each problem refused in one line."""
+    settings = QUICK if a.quick else LengthSettings()
+    settings = replace(settings, workers=a.workers or settings.workers, corpus=a.corpus)
+    try:
+        if a.lengths:
+            settings.lengths = tuple(int(x) for x in a.lengths.split(","))
+            settings.lr_lengths = tuple(n for n in settings.lr_lengths if n in settings.lengths)
+            settings.lr_lengths = settings.lr_lengths or settings.lengths[:1]
+        if a.lrs:
+            settings.lrs = tuple(float(x) for x in a.lrs.split(","))
+    except ValueError:
+        raise UserError("--lengths takes integers and --lrs numbers, comma-separated") from None
+    if len(settings.lengths) < 2 or min(settings.lengths) < 4 or len(settings.lrs) < 1:
+        raise UserError("--lengths needs two or more lengths of at least 4 steps, --lrs one LR")
+    if settings.tuned_at not in settings.lengths:
+        settings.tuned_at = 0
+    if a.max_seeds is not None:
+        if a.max_seeds < 2:
+            raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
+        settings.max_seeds = a.max_seeds
+    if a.d_model:
+        settings.setup = replace(settings.setup, d_model=a.d_model)
+    return settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -298,31 +427,24 @@ def main(argv: list[str] | None = None) -> int:
         "looped length",
         __doc__,
         out="output directory (default runs/length[-quick])",
-        reference="results/length.json and figures/length_gap.png",
+        reference="results/length.json and figures/length_gap.png (another width: length_dW)",
         quick="toy size, every code path",
     )
-    p.add_argument("--lengths", help="training lengths in steps, e.g. 480,960,1920,3840,7680")
-    p.add_argument("--lrs", help="the sweep's learning rates, e.g. 1e-3,3e-3,1e-2")
+    p.add_argument("--lengths", help="training lengths in steps, e.g. 120,240,480,960,1920")
+    p.add_argument("--lrs", help="the shared LR's sweep, e.g. 1e-3,3e-3,1e-2")
     p.add_argument("--d-model", type=int, help="width of the looped layer (default 64)")
+    p.add_argument("--max-seeds", type=int, help="stop adding seed rounds past this many (16)")
+    p.add_argument("--corpus", help="a `looped data text` directory or a `datasets` source")
+    p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
     a = p.parse_args(argv)
-    settings = QUICK if a.quick else LengthSettings()
-    settings = replace(settings, workers=a.workers or settings.workers)
-    try:
-        if a.lengths:
-            settings.lengths = tuple(int(x) for x in a.lengths.split(","))
-        if a.lrs:
-            settings.lrs = tuple(float(x) for x in a.lrs.split(","))
-    except ValueError:
-        raise UserError("--lengths takes integers and --lrs numbers, comma-separated") from None
-    if len(settings.lengths) < 2 or min(settings.lengths) < 4 or len(settings.lrs) < 1:
-        raise UserError("--lengths needs two or more lengths of at least 4 steps, --lrs one LR")
-    if a.d_model:
-        settings.setup = replace(settings.setup, d_model=a.d_model)
+    settings = settings_from(a)
     out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
     with dir_lock(out, "looped length"):  # one writer: a second one into OUT is refused
-        result = run_study(settings, out)
-    json_path = Path("results/length.json") if a.reference else out / "length.json"
-    fig_path = Path("figures/length_gap.png") if a.reference else out / "length_gap.png"
+        result = run_study(settings, out, train=not a.collect)
+    d = settings.setup.d_model
+    stem = "length" if d == TextSetup().d_model or a.quick else f"length_d{d}"
+    json_path = Path(f"results/{stem}.json") if a.reference else out / f"{stem}.json"
+    fig_path = Path(f"figures/{stem}_gap.png") if a.reference else out / f"{stem}_gap.png"
     write_result(json_path, result)
     print(f"wrote {report.fig_gap(result, fig_path)}")
     return 0

@@ -51,6 +51,9 @@ class RunSpec:
     # a sweep run: a non-finite loss ends it as "diverged" (an LR too high is a result there)
     # instead of stopping everything; its children are marked diverged too
     may_diverge: bool = False
+    # the pool starts lower numbers first (then the costliest): a study that may be stopped
+    # early, like the length study's seed rounds, finishes whole seeds before starting new ones
+    priority: int = 0
 
 
 # -- execution -------------------------------------------------------------------------------
@@ -297,7 +300,7 @@ def _drive(
     bars: _Bars,
     lines: bool,
 ) -> None:
-    """Submit runs as their parents finish, costliest first, until every run in `todo` is done;
+    """Submit runs as their parents finish, by priority then costliest first, until every run in `todo` is done;
     a worker's error is re-raised here."""
     running: dict[Any, str] = {}
     done: set[str] = set()
@@ -310,7 +313,7 @@ def _drive(
             and s.name not in running.values()
             and (s.parent is None or s.parent not in todo or s.parent in done)
         ]
-        return sorted(ok, key=lambda s: -bars.costs[s.name])
+        return sorted(ok, key=lambda s: (s.priority, -bars.costs[s.name]))
 
     while len(done) < len(todo):
         while len(running) < workers and ready():

@@ -14,6 +14,7 @@ same test windows as the models.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,21 +42,43 @@ class TextSetup:
     test_frac: float = 0.05  # and for test
 
 
-def corpus_path(setup: TextSetup, out: Path) -> Path:
-    return out / f"corpus-stdlib-{setup.tokenizer.replace(':', '')}-split"
+def corpus_path(setup: TextSetup, out: Path, source: str | None = None) -> Path:
+    name = "stdlib" if not source else re.sub(r"[^A-Za-z0-9]+", "_", source).strip("_")[-40:]
+    return out / f"corpus-{name}-{setup.tokenizer.replace(':', '')}-split"
 
 
-def ensure_corpus(setup: TextSetup, out: Path) -> dict[str, Any]:
-    """The corpus's meta.json (with its path), tokenizing the standard library the first time."""
-    path = corpus_path(setup, out)
+def source_documents(source: str) -> list[tuple[str, str]]:
+    """(name, text) of every document of a `datasets` source: a local .txt/.jsonl/.parquet
+    file or folder, a saved dataset, or a hub name (needs the network)."""
+    from looped.data.text import open_documents  # imports datasets (~2 s): only --corpus needs it
+
+    docs = [(f"doc{i:07d}", str(row["text"])) for i, row in enumerate(open_documents(source))]
+    if not docs:
+        raise UserError(f"--corpus {source} holds no documents; point it at text files or a dataset")
+    return docs
+
+
+def ensure_corpus(setup: TextSetup, out: Path, source: str | None = None) -> dict[str, Any]:
+    """The corpus's meta.json (with its path). Default: the standard library's source, tokenized
+    the first time. `source`: a directory `looped data text` prepared (used as it is; it must
+    have a test split), or any `datasets` source, split and tokenized here the same way as the
+    standard library (near-duplicate families in one split, the tokenizer fit on train)."""
+    if source and (Path(source) / META).is_file():
+        meta = read_meta(source)
+        if "test" not in meta["splits"]:
+            raise UserError(
+                f"{source} has no test split; prepare it with `looped data text ... --test-frac 0.05`"
+            )
+        return {**meta, "path": str(Path(source).resolve())}
+    path = corpus_path(setup, out, source)
     if not (path / META).is_file():
         prepare_documents(
             path,
-            stdlib_named_documents(),
+            source_documents(source) if source else stdlib_named_documents(),
             setup.tokenizer,
             setup.val_frac,
             setup.test_frac,
-            dataset="stdlib",
+            dataset=source or "stdlib",
             overwrite=True,
         )
     meta = read_meta(path)

@@ -411,6 +411,21 @@ def step_flops(run: Run, depths: list[int]) -> float:
     return sum(run.flops_at[k] * per_micro for k in depths)
 
 
+def micro_batches(run: Run, step: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """The step's micro-batches, each drawn from its own generator; with `split_step_batch`, the
+    step's whole batch drawn once (as a one-micro-batch run draws it) and cut into pieces, so
+    that K per micro-batch and K per step train on the same sequences."""
+    cfg, rank = run.cfg, run.dist.rank
+    if cfg.split_step_batch:
+        gen = train_generator(cfg.seed, step, 0, rank, 1, cfg.global_batch)
+        x, y = run.source.train.sample_batch(cfg.batch_size * cfg.grad_accum, cfg.seq_len, gen)
+        yield from zip(x.split(cfg.batch_size), y.split(cfg.batch_size))
+        return
+    for micro in range(cfg.grad_accum):
+        gen = train_generator(cfg.seed, step, micro, rank, cfg.grad_accum, cfg.global_batch)
+        yield run.source.train.sample_batch(cfg.batch_size, cfg.seq_len, gen)
+
+
 def train_step(
     run: Run,
     step: int,
@@ -428,9 +443,7 @@ def train_step(
     for group in run.optimizer.param_groups:
         group["lr"] = lr
     loss_acc = torch.zeros((), device=dist.device)  # summed on device: one sync per step
-    for micro in range(cfg.grad_accum):
-        gen = train_generator(cfg.seed, step, micro, dist.rank, cfg.grad_accum, cfg.global_batch)
-        x, y = run.source.train.sample_batch(cfg.batch_size, cfg.seq_len, gen)
+    for micro, (x, y) in enumerate(micro_batches(run, step)):
         x, y = x.to(dist.device), y.to(dist.device)
         last = micro == cfg.grad_accum - 1
         with no_sync(run.wrapped, cfg.fsdp, dist, last), run.autocast:
