@@ -164,7 +164,7 @@ def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
 
 
 def test_an_edge_choice_extends_the_sweep_on_that_side_at_that_length_only():
-    from looped.experiments.length import chosen_grid, extended
+    from looped.experiments.length import extended
 
     grid = {"a": dict.fromkeys((1e-3, 3e-3, 1e-2), (30, 60)), "b": {1e-3: (30,), 3e-3: (30,)}}
     chosen = {"a": {30: {"lr": 1e-2, "edge": "high"}, 60: {"lr": 3e-3, "edge": None}},
@@ -173,7 +173,6 @@ def test_an_edge_choice_extends_the_sweep_on_that_side_at_that_length_only():
     assert wider["a"][3e-2] == (30,) and set(wider["a"]) == {1e-3, 3e-3, 1e-2, 3e-2}
     assert wider["b"][3.33e-4] == (30,)
     assert extended(grid, {"a": {30: {"lr": 3e-3, "edge": None}}}) == grid
-    assert chosen_grid(chosen) == {"a": {1e-2: (30,), 3e-3: (60,)}, "b": {1e-3: (30,)}}
 
 
 def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documents_alone(
@@ -235,18 +234,20 @@ def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
 
 
 def _synthetic_study() -> dict:
-    """A length.json as `looped length` writes it, with made-up numbers: 4 lengths, 3 seeds."""
-    from looped.experiments.length import LABELS, SCHEDULES
+    """A length.json as `looped length` writes it, with made-up numbers: 4 lengths, 4 seeds."""
+    from looped.experiments.length import LABELS, SCHEDULES, TOLERANCE
 
     rows = []
     for i, steps in enumerate((30, 60, 120, 240)):
         for j, s in enumerate(SCHEDULES):
-            for seed in range(3):
+            for seed in range(4):
                 nll = 5.0 - 0.5 * i + 0.02 * j + 0.01 * seed * (j + 1)
                 rows.append({"schedule": s, "label": LABELS[s], "steps": steps, "seed": seed,
                              "lr": 3e-3, "tokens": steps * 4096, "params": 86_000,
-                             "params_non_embedding": 53_000, "mean_nll": nll, "se": 0.01})  # fmt: skip
-    return {"cells": stats.length_cells(rows, {"test": {"bigram": 4.2}}, SCHEDULES), "rows": rows,
+                             "params_non_embedding": 53_000, "mean_nll": nll, "se": 0.01,
+                             "token_nll": [nll + 0.1 * (16 - k) / 16 for k in range(16)]})  # fmt: skip
+    cells = stats.sequential_cells(rows, 4.2, SCHEDULES, (4, 8), TOLERANCE)
+    return {"cells": cells, "rows": rows, "trends": stats.seed_trends(cells),
             "baselines": {"test": {"bigram": 4.2, "unigram": 5.3}}}  # fmt: skip
 
 
@@ -259,7 +260,7 @@ def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigr
     informative = {c["steps"]: c.get("verdict") for c in study["cells"] if "gap" in c}
     assert informative[30] == informative[60] == Verdict.NOT_INFORMATIVE.value  # 5.0, 4.5 > 4.2
     assert informative[240] != Verdict.NOT_INFORMATIVE.value
-    assert all(t["lengths"] == 2 for t in stats.gap_trends(study["cells"]).values())
+    assert all(t["lengths"] == 2 and t["slope"] is None for t in study["trends"].values())
     original, seen = checks.refuse_empty, []
     checks.refuse_empty = lambda fig: seen.append(checks.readability_problems(fig))
     try:
@@ -307,8 +308,8 @@ def test_samples_continue_the_length_studys_models_at_every_serving_depth(tmp_pa
 
     settings = replace(QUICK, setup=replace(QUICK.setup, d_model=16), lengths=(4, 6))
     corpus = ensure_corpus(settings.setup, tmp_path)
-    ff, uni, ff4 = paper.RECIPE_200M, paper.UNIFORM, paper.RECIPES_1B[1]
-    study = {"chosen": {s: {"6": {"lr": 1e-2}} for s in (ff, uni, ff4)}}
+    ff, uni = paper.RECIPE_200M, paper.UNIFORM
+    study = {"shared_lr": {"6": 1e-2}}
     specs = [RunSpec(name_of(s, 1e-2, 0, 6), s, seed=0, steps=6) for s in (ff, uni)]
     configs = {
         spec.name: run_config(
@@ -338,13 +339,14 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
 
     schedules = ["uniform per micro", "fixed-first K=2", "fixed-first K=4", "another"]
     cells = [
-        {"schedule": s, "tokens": 2**n, "verdict": "undecided", "gap": {"values": [n * i, -i]}}
+        {"schedule": s, "tokens": 2**n, "verdict": "undecided", "seed_ids": [0, 1],
+         "gap": {"values": [n * i, -i]}}
         for n in (10, 11, 12)
         for i, s in enumerate(schedules)
-    ]
+    ]  # fmt: skip
     code = (
         "import json, sys; from looped.eval import stats; "
-        "print(json.dumps(list(stats.gap_trends(json.loads(sys.argv[1])))))"
+        "print(json.dumps(list(stats.seed_trends(json.loads(sys.argv[1])))))"
     )
     orders = {
         subprocess.run(

@@ -441,72 +441,7 @@ def gap_verdict(gap: dict, tolerance: float, informative: bool = True) -> tuple[
     return found, describe(found, iv, tolerance)
 
 
-# -- the length study: cells and trends ------------------------------------------------------
-def length_cells(rows: list[dict], base: dict, schedules: tuple[str, ...]) -> list[dict]:
-    """Per length and schedule: the seed mean and spread, tokens per parameter, whether it beats
-    the bigram, and (against uniform) the paired gap, its interval and its verdict."""
-    bigram = base["test"]["bigram"]
-    out = []
-    for steps in sorted({r["steps"] for r in rows}):
-        at = {
-            s: sorted(
-                (r for r in rows if r["steps"] == steps and r["schedule"] == s),
-                key=lambda r: r["seed"],
-            )
-            for s in schedules
-        }
-        uni = [r["mean_nll"] for r in at[paper.UNIFORM]]
-        for s in schedules:
-            mine = [r["mean_nll"] for r in at[s]]
-            first = at[s][0]
-            cell = {
-                "steps": steps,
-                "schedule": s,
-                "label": first["label"],
-                "lr": first["lr"],
-                "tokens": first["tokens"],
-                "seeds": len(mine),
-                "mean_nll": float(np.mean(mine)),
-                "seed_nll": mine,
-                "se_windows": float(np.mean([r["se"] for r in at[s]])),
-                "tokens_per_param": first["tokens"] / first["params"],
-                "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
-                "beats_bigram": bool(max(mine) < bigram),
-            }
-            if s != paper.UNIFORM and len(mine) == len(uni) > 1:
-                gap = paired_gap(mine, uni)
-                informative = cell["beats_bigram"] and bool(max(uni) < bigram)
-                cell["gap"] = gap.as_dict()
-                cell["verdict"] = verdict(gap, informative=informative).value
-            out.append(cell)
-    return out
-
-
-def gap_trends(table: list[dict]) -> dict[str, dict]:
-    """Per schedule: the slope of the signed gap (every seed's value) against log2(tokens),
-    with its interval, over the informative lengths; where it points. Schedules in the table's
-    order: a set's order follows the string hash, which changes with every process, and a
-    results file must come out byte for byte the same from the same runs."""
-    out = {}
-    for s in dict.fromkeys(c["schedule"] for c in table if "gap" in c):
-        pts = [
-            (math.log2(c["tokens"]), v)
-            for c in table
-            if c["schedule"] == s and "gap" in c and c["verdict"] != Verdict.NOT_INFORMATIVE.value
-            for v in c["gap"]["values"]
-        ]
-        if len({x for x, _ in pts}) < 2 or len(pts) < 3:
-            out[s] = {"lengths": len({x for x, _ in pts}), "slope": None}
-            continue
-        fit = slope([x for x, _ in pts], [y for _, y in pts])
-        out[s] = {
-            "lengths": len({x for x, _ in pts}),
-            "slope": fit.as_dict(),
-            "direction": trend_direction(fit),
-        }
-    return out
-
-
+# -- the length study: trends ---------------------------------------------------------------
 def trend_direction(fit: Interval) -> str:
     """Where the signed gap moves per doubling of tokens: "falling", "rising" (interval off zero)
     or "no clear trend"; the sign convention: positive gap = the schedule is behind uniform."""
@@ -584,6 +519,12 @@ def _cell_base(mine: list[dict], bigram: float) -> dict:
 DEPTHS_SHOWN = (1, 4, 16)  # the per-depth gaps beside the mean: a mean can hide opposite moves
 
 
+def keeps_going(found: Verdict) -> bool:
+    """Whether a cell takes the next round of seeds: undecided, or "no worse" (more seeds may
+    narrow it to "within"; a study that ends there reports "no worse")."""
+    return found in (Verdict.UNDECIDED, Verdict.NO_WORSE)
+
+
 def judged_cell(
     mine: list[dict], uni: list[dict], bigram: float, looks: tuple[int, ...], tol: float
 ) -> dict:
@@ -610,7 +551,7 @@ def judged_cell(
         "tolerance": tol,
         "verdict": found.value,
         "planned_look": gap.n in looks,
-        "open": found is Verdict.UNDECIDED,
+        "open": keeps_going(found),
         "gap_by_depth": by_depth,
     }
 

@@ -15,11 +15,11 @@ One recipe for every schedule; only the depth schedule changes:
    the sweep's edge extends the sweep on that side.
 2. Seeds in rounds (4, 8, 12, 16 by default). Every schedule at the shared LR, seeds 0..n-1,
    one warmup-stable-decay trunk per (schedule, seed) that every shorter length branches off
-   (`training.lineage.branch_point`). After each round, each (schedule, length) gets its paired
+   (`training.lineage.branch_point`); the pool runs uniform's and K=4's seeds first, then
+   K=2's, then the per-micro-batch arm's, so a study stopped early has whole pairs. After each round, each (schedule, length) gets its paired
    gap to uniform with a group-sequential 95% interval (`eval.stats.sequential_interval`: it
    covers the true gap at every round at once), and a cell stops when its interval decides at
-   its schedule's tolerance (K=2: 0.5%, K=4: 0.8%, the paper's). Whole seeds finish before new
-   ones start, so a study stopped early has complete pairs.
+   its schedule's tolerance (K=2: 0.5%, K=4: 0.8%, the paper's).
 3. Every reported run scored on the test windows, beside unigram and bigram count tables on the
    same windows; per seed, the gap's slope against log2(tokens); the gap at K=1, 4 and 16.
 4. Robustness: at `tuned_at` steps each schedule at its own LR (chosen on the LR seeds), the
@@ -63,6 +63,9 @@ from looped.runtime.metrics import read_metrics
 MICRO = paper.UNIFORM_PER_MICRO  # uniform with a K per micro-batch (4 micro-batches)
 # in the order the pool starts them within a seed: the reference first, the cheap arms next
 SCHEDULES = (paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M, MICRO)
+# when the pool starts each schedule's seeds: uniform and the 1B recipe first, seed by seed;
+# the 200M recipe's seeds after them, the diagnostic per-micro-batch arm last
+LATER = {paper.UNIFORM: 0, paper.RECIPES_1B[1]: 0, paper.RECIPE_200M: 20, MICRO: 40}
 TOLERANCE = {paper.RECIPE_200M: 0.005, paper.RECIPES_1B[1]: 0.008, MICRO: 0.005}  # the paper's
 
 
@@ -159,8 +162,7 @@ def plan(
                     if schedule == MICRO:
                         cfg.batch_size //= 4  # the same tokens per step, in 4 micro-batches
                     name = name_of(schedule, lr, seed, steps)
-                    priority = 0 if seed in settings.lr_seeds else 1 + seed
-                    priority += 50 if schedule == MICRO else 0  # the diagnostic arm last
+                    priority = 0 if seed in settings.lr_seeds else 1 + seed + LATER[schedule]
                     spec = RunSpec(name, spec_s, seed, steps, may_diverge=True, priority=priority)
                     parents = [trunk.spec.name] if trunk is not None else []
                     planner.add(spec, cfg, parents, runs_dir=runs_dir)
@@ -404,13 +406,19 @@ def settings_from(a: object) -> LengthSettings:
         if a.lengths:
             settings.lengths = tuple(int(x) for x in a.lengths.split(","))
             settings.lr_lengths = tuple(n for n in settings.lr_lengths if n in settings.lengths)
-            settings.lr_lengths = settings.lr_lengths or settings.lengths[:1]
+            settings.lr_lengths = settings.lr_lengths or settings.lengths
+        if a.lr_lengths:
+            settings.lr_lengths = tuple(int(x) for x in a.lr_lengths.split(","))
         if a.lrs:
             settings.lrs = tuple(float(x) for x in a.lrs.split(","))
     except ValueError:
-        raise UserError("--lengths takes integers and --lrs numbers, comma-separated") from None
+        raise UserError(
+            "--lengths and --lr-lengths take integers, --lrs numbers, comma-separated"
+        ) from None
     if len(settings.lengths) < 2 or min(settings.lengths) < 4 or len(settings.lrs) < 1:
         raise UserError("--lengths needs two or more lengths of at least 4 steps, --lrs one LR")
+    if not set(settings.lr_lengths) <= set(settings.lengths):
+        raise UserError("--lr-lengths must be among --lengths")
     if settings.tuned_at not in settings.lengths:
         settings.tuned_at = 0
     if a.max_seeds is not None:
@@ -432,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--lengths", help="training lengths in steps, e.g. 120,240,480,960,1920")
     p.add_argument("--lrs", help="the shared LR's sweep, e.g. 1e-3,3e-3,1e-2")
+    p.add_argument("--lr-lengths", help="lengths the LR is chosen at (longer: the last's LR)")
     p.add_argument("--d-model", type=int, help="width of the looped layer (default 64)")
     p.add_argument("--max-seeds", type=int, help="stop adding seed rounds past this many (16)")
     p.add_argument("--corpus", help="a `looped data text` directory or a `datasets` source")

@@ -63,13 +63,11 @@ def models(study: dict, out: Path, settings: LengthSettings) -> dict[str, tuple[
     it is missing (one run, a few minutes on a CPU)."""
     corpus = ensure_corpus(settings.setup, out)
     steps = max(settings.lengths)
-    chosen = study["chosen"]
+    lr = study["shared_lr"][str(steps)]  # every schedule trains at the shared LR
     picked = {}
     for schedule in (paper.RECIPE_200M, paper.UNIFORM):
-        lr = chosen[schedule][str(steps)]["lr"]
         cfg = run_config(settings.setup, corpus, schedule=schedule, lr=lr, seed=0, steps=steps)
         picked[LABELS[schedule]] = (out / "runs" / name_of(schedule, lr, 0, steps), cfg)
-    lr = chosen[paper.RECIPES_1B[1]][str(steps)]["lr"]  # fixed-first K=4's LR: the same K=4 phase
     cfg = run_config(settings.setup, corpus, schedule=FIXED, lr=lr, seed=0, steps=steps)
     name = f"fixed4_lr{lr:g}_s0_n{steps}"
     execute(

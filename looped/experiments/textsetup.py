@@ -54,7 +54,9 @@ def source_documents(source: str) -> list[tuple[str, str]]:
 
     docs = [(f"doc{i:07d}", str(row["text"])) for i, row in enumerate(open_documents(source))]
     if not docs:
-        raise UserError(f"--corpus {source} holds no documents; point it at text files or a dataset")
+        raise UserError(
+            f"--corpus {source} holds no documents; point it at text files or a dataset"
+        )
     return docs
 
 
