@@ -1,6 +1,5 @@
-"""The length study (`looped length`) as a reader sees it: the gap to uniform per training
-length with its interval and verdict, the trend per doubling of tokens, and the gap figure. Pure
-functions of length.json's dict; the schedules' display names live here.
+"""The length study (`looped length`) as a reader sees it: tables of numbers and one figure, pure
+functions of length.json's dict. The sentences around them are written by hand in the docs.
 """
 
 from __future__ import annotations
@@ -11,199 +10,245 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
-import looped.eval.stats as stats
 from looped import paper
 from looped.report import style
 
 # display names, in the order the tables and figures show the schedules
-LABELS = {paper.UNIFORM: "uniform 1..16", paper.UNIFORM_PER_MICRO: "uniform, K per micro-batch",
-          paper.RECIPE_200M: "fixed-first K=2 (67%)", paper.RECIPES_1B[1]: "fixed-first K=4 (80%)"}  # fmt: skip
+LABELS = {paper.UNIFORM: "uniform 1..16", paper.RECIPES_1B[1]: "fixed-first K=4 (80%)",
+          paper.RECIPE_200M: "fixed-first K=2 (67%)",
+          paper.UNIFORM_PER_MICRO: "uniform, K per micro-batch"}  # fmt: skip
+
+
+def compared(result: dict) -> list[str]:
+    """The schedules set against uniform, in display order."""
+    return [s for s in LABELS if any(c["schedule"] == s and "gap" in c for c in result["cells"])]
+
+
+def longest(result: dict, schedule: str) -> dict | None:
+    """A schedule's cell at the longest length it was judged at."""
+    cells = [c for c in result["cells"] if c["schedule"] == schedule and "gap" in c]
+    return max(cells, key=lambda c: c["steps"]) if cells else None
 
 
 def fig_gap(result: dict, path: Path) -> Path:
-    """One panel per schedule: its signed gap to uniform (seed mean with the 95% interval, each
-    seed a small dot) against training tokens, the paper's tolerance shaded; and a last panel
-    with every schedule's test NLL beside the bigram table's."""
+    """Left: each fixed-first schedule's paired gap to uniform against training tokens (seed
+    mean and group-sequential 95% interval; each seed a dot; its tolerance dashed). Right: the
+    same gap at every serving depth at the longest length, where the deficit sits."""
     style.use_theme()
-    table = result["cells"]
-    compared = [s for s in LABELS if any(c["schedule"] == s and "gap" in c for c in table)]
-    fig, axes = plt.subplots(1, len(compared) + 1, figsize=(4.0 * (len(compared) + 1), 3.6))
-    for ax, s in zip(axes, compared):
-        _gap_panel(ax, [c for c in table if c["schedule"] == s])
-        ax.set_title(f"{LABELS[s]} vs uniform", fontsize=9)
-    _nll_panel(axes[-1], table, result["baselines"]["test"]["bigram"])
-    for a in axes[: len(compared)]:  # headroom above the intervals for the shared key
-        lo, hi = a.get_ylim()
-        a.set_ylim(lo, hi + 0.5 * (hi - lo))
-    axes[0].legend(fontsize=7, loc="upper left")  # the gap panels share one key
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    shown = compared(result)
+    for i, s in enumerate(shown):
+        _gap_line(left, [c for c in result["cells"] if c.get("gap") and c["schedule"] == s], s, i)
+    left.axhline(0, color="0.3", lw=0.8)
+    left.set_xscale("log", base=2)
+    left.set_xlabel("training tokens (millions)")
+    left.set_ylabel("NLL gap to uniform, % (+: behind)")
+    left.legend(fontsize=8)
+    for i, s in enumerate(shown):
+        _depth_line(right, result, s, i)
+    right.axhline(0, color="0.3", lw=0.8)
+    right.set_xlabel("serving depth K")
+    right.set_ylabel("gap at depth K, %")
+    style.depth_ticks(right)
+    right.legend(fontsize=8)
     return style.save(fig, path)
 
 
-def _gap_panel(ax: Any, mine: list[dict]) -> None:
-    """One schedule's gap to uniform per length: seeds as dots, the mean with its interval,
-    hollow where the models do not beat the bigram table."""
-    x = np.array([c["tokens"] for c in mine], dtype=float)
+def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
+    """One schedule's gap per length; lengths whose models miss the bigram are hollow."""
+    colour = style.color(s, i)
+    x = np.array([c["tokens"] / 1e6 for c in mine]) * 2 ** (0.06 * (i - 1))  # side by side
     mean = np.array([100 * c["gap"]["mean"] for c in mine])
     lo = np.array([100 * c["gap"]["lo"] for c in mine])
     hi = np.array([100 * c["gap"]["hi"] for c in mine])
-    tol = 100 * stats.PAPER_TOLERANCE
-    ax.axhspan(-tol, tol, color="0.85", label="the paper's 0.5% tolerance")
-    ax.axhline(0, color="0.4", lw=0.8)
-    for c in mine:
-        seeds = [100 * v for v in c["gap"]["values"]]
-        ax.scatter([c["tokens"]] * len(seeds), seeds, s=9, color="0.55", zorder=2)
-    ax.errorbar(
-        x,
-        mean,
-        yerr=[mean - lo, hi - mean],
-        marker="o",
-        capsize=3,
-        color="#1b9e77",
-        zorder=3,
-        label="seed mean, 95% interval",
-    )
-    quiet = [i for i, c in enumerate(mine) if c["verdict"] == stats.Verdict.NOT_INFORMATIVE.value]
-    if quiet:  # lengths whose models do not all beat the bigram table: no verdict there
-        hollow = {"s": 60, "facecolors": "white", "edgecolors": "#1b9e77", "zorder": 4}
-        ax.scatter(x[quiet], mean[quiet], label="models above the bigram: no verdict", **hollow)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("training tokens")
-    ax.set_ylabel("gap in mean NLL, % (+: behind)")
+    ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], marker="o", capsize=3, color=colour,
+                label=LABELS[s], zorder=3)  # fmt: skip
+    for xi, c in zip(x, mine):
+        ax.scatter([xi] * c["seeds"], [100 * v for v in c["gap"]["values"]], s=7, color=colour,
+                   alpha=0.45, zorder=2)  # fmt: skip
+    quiet = [k for k, c in enumerate(mine) if c["verdict"] == "not informative at this size"]
+    ax.scatter(x[quiet], mean[quiet], s=50, facecolors="white", edgecolors=colour, zorder=4)
+    if s != paper.UNIFORM_PER_MICRO:  # the paper's tolerance is a claim about its recipes only
+        tol = 100 * mine[0]["tolerance"]
+        ax.axhline(tol, color=colour, ls="--", lw=1, label=f"its tolerance, +{tol:.1f}%")
 
 
-def _nll_panel(ax: Any, table: list[dict], bigram: float) -> None:
-    """Every schedule's test NLL per length beside the bigram table's."""
-    for i, s in enumerate(LABELS):
-        mine = [c for c in table if c["schedule"] == s]
-        xy = [c["tokens"] for c in mine], [c["mean_nll"] for c in mine]
-        ax.plot(*xy, label=LABELS[s], marker="osD^"[i], color=style.color(LABELS[s], i))
-    ax.axhline(bigram, color="k", ls="--", lw=1, label="bigram table")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("training tokens")
-    ax.set_ylabel("test NLL, mean over K=1..16")
-    ax.legend(fontsize=7)
+def _depth_line(ax: Any, result: dict, s: str, i: int) -> None:
+    """One schedule's per-seed gap at each serving depth, at its longest length."""
+    cell = longest(result, s)
+    mine = [rows_of(result, s, cell["steps"])[k] for k in cell["seed_ids"]]
+    ref = [rows_of(result, paper.UNIFORM, cell["steps"])[k] for k in cell["seed_ids"]]
+    gaps = [100 * (np.array(a["token_nll"]) / np.array(b["token_nll"]) - 1) for a, b in zip(mine, ref)]  # fmt: skip
+    depths = range(1, len(gaps[0]) + 1)
+    style.band(ax, depths, gaps, f"{LABELS[s]}, {cell['steps']} steps", style.color(s, i))
+
+
+def rows_of(result: dict, schedule: str, steps: int) -> dict[int, dict]:
+    """A schedule's reported runs at one length, by seed."""
+    return {
+        r["seed"]: r for r in result["rows"] if r["schedule"] == schedule and r["steps"] == steps
+    }
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:+.1f}%"
+    return f"{100 * x:+.2f}%"
 
 
 def gap_cell(cell: dict) -> str:
-    """ "+2.1% [-0.4, +4.6], worse": the paired mean gap, its 95% interval and the verdict."""
+    """ "+2.10% [+1.40, +2.80], n=4, worse": the paired mean gap, its interval and the verdict."""
     g = cell["gap"]
-    return f"{_pct(g['mean'])} [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}], {cell['verdict']}"
+    return f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}], n={g['n']}, {cell['verdict']}"  # fmt: skip
 
 
 def table_rows(result: dict) -> list[str]:
-    """One row per training length: tokens, tokens per parameter, uniform's NLL, each other
-    schedule's paired gap to uniform with its interval and verdict."""
-    others = [s for s in LABELS if s != paper.UNIFORM]
+    """One row per length: tokens, tokens per parameter, the shared LR, uniform's test NLL, and
+    each schedule's paired gap to uniform with its interval, seeds and verdict."""
+    others = compared(result)
     rows = [
-        "| steps | tokens | tokens / param | uniform NLL (± window SE) | "
+        "| steps | tokens | tokens / param | LR | uniform NLL (± window SE) | "
         + " | ".join(f"{LABELS[s]} vs uniform" for s in others)
         + " |",
-        "|---|---|---|---|" + "---|" * len(others),
+        "|---|---|---|---|---|" + "---|" * len(others),
     ]
     for steps in sorted({c["steps"] for c in result["cells"]}):
         at = {c["schedule"]: c for c in result["cells"] if c["steps"] == steps}
         uni = at[paper.UNIFORM]
         rows.append(
-            f"| {steps} | {uni['tokens'] / 1e6:.2f}M | {uni['tokens_per_param']:.1f} | "
-            f"{uni['mean_nll']:.3f} ± {uni['se_windows']:.3f} | "
+            f"| {steps} | {uni['tokens'] / 1e6:.2f}M | {uni['tokens_per_param']:.0f} | "
+            f"{uni['lr']:g} | {uni['mean_nll']:.3f} ± {uni['se_windows']:.3f} | "
             + " | ".join(gap_cell(at[s]) if s in at and "gap" in at[s] else "-" for s in others)
             + " |"
         )
     return rows
 
 
-def trend_lines(result: dict) -> list[str]:
-    """Per schedule, the slope of its signed gap per doubling of tokens, and where it points."""
-    lines = []
-    for s in LABELS:
+def depth_rows(result: dict) -> list[str]:
+    """At each schedule's longest length: the gap at serving depths 1, 4 and 16 beside the mean
+    over 1..16, each with its interval."""
+    rows = [
+        "| schedule | steps | mean over K=1..16 | K=1 | K=4 | K=16 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in compared(result):
+        c = longest(result, s)
+        by = c.get("gap_by_depth", {})
+        cols = [
+            f"{_pct(by[k]['mean'])} [{100 * by[k]['lo']:+.2f}, {100 * by[k]['hi']:+.2f}]"
+            if k in by
+            else "-"
+            for k in ("1", "4", "16")
+        ]
+        rows.append(f"| {LABELS[s]} | {c['steps']} | {gap_cell(c)} | " + " | ".join(cols) + " |")
+    return rows
+
+
+def trend_rows(result: dict) -> list[str]:
+    """Per schedule: each seed's slope of the gap per doubling of tokens, and the 95% interval
+    over seeds with the direction it supports."""
+    rows = [
+        "| schedule | lengths | seeds | slope per doubling of tokens [95% interval] | direction | per seed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in compared(result):
         t = result["trends"].get(s)
         if not t:
             continue
+        per = ", ".join(f"{100 * v:+.2f}" for v in t["per_seed"].values()) or "-"
         if t["slope"] is None:
-            lines.append(f"- {LABELS[s]}: fewer than two informative lengths, no trend read.")
+            rows.append(f"| {LABELS[s]} | {t['lengths']} | {len(t['per_seed'])} | - | too few | {per} |")  # fmt: skip
             continue
         sl = t["slope"]
-        lines.append(
-            f"- {LABELS[s]}: the gap moves {_pct(sl['mean'])} per doubling of tokens "
-            f"(95% interval {100 * sl['lo']:+.1f} to {100 * sl['hi']:+.1f} points) over "
-            f"{t['lengths']} informative lengths: {t['direction']}."
+        rows.append(
+            f"| {LABELS[s]} | {t['lengths']} | {sl['n']} | {_pct(sl['mean'])} "
+            f"[{100 * sl['lo']:+.2f}, {100 * sl['hi']:+.2f}] | {t['direction']} | {per} |"
         )
-    return lines
+    return rows
 
 
-def trend_summary(result: dict) -> str:
-    """The trends in one sentence, for the first screen: each schedule's slope per doubling of
-    tokens with its interval, and where it points."""
-    parts = []
-    for s in LABELS:
-        t = result["trends"].get(s)
-        if t and t["slope"] is not None:
-            sl = t["slope"]
-            parts.append(
-                f"{LABELS[s]} {_pct(sl['mean'])} [{100 * sl['lo']:+.1f}, "
-                f"{100 * sl['hi']:+.1f}] ({t['direction']})"
-            )
-        elif t:
-            parts.append(f"{LABELS[s]}: too few informative lengths")
-    return "; ".join(parts)
+def tuned_rows(result: dict) -> list[str]:
+    """The robustness check: each schedule at its own LR (chosen on the LR seeds) at one length."""
+    tuned = result.get("tuned") or {}
+    if not tuned.get("cells"):
+        return ["Not run: " + result["meta"]["stopped"]["reason"] + "."]
+    rows = ["| schedule | steps | own LR | shared LR | gap [95% interval] | verdict |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
+    for c in tuned["cells"]:
+        g = c["gap"]
+        rows.append(
+            f"| {LABELS[c['schedule']]} | {tuned['steps']} | {c['lr']:g} | {c['shared_lr']:g} | "
+            f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}], n={g['n']} | {c['verdict']} |"
+        )  # fmt: skip
+    return rows
+
+
+def facts_rows(result: dict) -> list[str]:
+    """What was run, where, and at what cost: the setup, the baselines and the stop."""
+    meta, base, st = result["meta"], result["baselines"], result["meta"]["settings"]
+    sp, env, first = meta["corpus"]["splits"], meta["environment"], result["rows"][0]
+    sweep = result["chosen"][paper.UNIFORM]
+    return [
+        "| | |",
+        "|---|---|",
+        f"| corpus | {meta['corpus'].get('dataset', 'stdlib')}: {sp['train']['tokens'] / 1e6:.1f}M train / "
+        f"{sp['val']['tokens'] / 1e3:.0f}k val / {sp['test']['tokens'] / 1e3:.0f}k test tokens, "
+        f"{meta['corpus']['tokenizer']} |",
+        f"| model | d={st['setup']['d_model']}, one looped layer, {first['params']:,} parameters "
+        f"({first['params_non_embedding']:,} outside the embedding) |",
+        f"| batch | {st['setup']['batch_size']}x{st['setup']['seq_len']} tokens per step |",
+        f"| LR sweep (uniform, seeds {', '.join(map(str, st['lr_seeds']))}) | "
+        + "; ".join(
+            f"{n} steps: " + ", ".join(f"{float(lr):g}→{v:.3f}" for lr, v in sorted(c['val'].items(), key=lambda kv: float(kv[0])))
+            for n, c in sorted(sweep.items(), key=lambda kv: int(kv[0]))
+        ) + " |",
+        f"| baselines (test windows) | unigram {base['test']['unigram']:.3f}, bigram "
+        f"{base['test']['bigram']:.3f} nats/token |",
+        f"| rounds | {', '.join(map(str, st['rounds']))} seeds; stopped: {meta['stopped']['reason']} |",
+        f"| cost | {meta['worker_s'] / 3600:.1f} worker-hours of reported runs |",
+        f"| environment | {env['machine']}, {env['dtype']}, torch {env['torch']}, Python {env['python']} |",
+    ]  # fmt: skip
 
 
 def section(result: dict) -> str:
-    """The study's README section, every number read from length.json."""
-    meta, base = result["meta"], result["baselines"]
-    st = meta["settings"]
-    sp = meta["corpus"]["splits"]
-    first = result["rows"][0]
-    lines = [
-        f"Measured by `looped length` on {meta['machine']} ({len(result['rows'])} reported runs; "
-        "finished runs are reused, so a rerun trains only what is missing): the standard "
-        "library's source, split by "
-        f"near-duplicate family into {sp['train']['tokens'] / 1e6:.1f}M train / "
-        f"{sp['val']['tokens'] / 1e3:.0f}k validation / {sp['test']['tokens'] / 1e3:.0f}k test "
-        f"tokens ({meta['corpus']['tokenizer']}, fit on train alone); d={st['setup']['d_model']}, "
-        f"one looped layer, {first['params']:,} parameters ({first['params_non_embedding']:,} "
-        f"outside the embedding), {st['setup']['batch_size']}x{st['setup']['seq_len']} tokens "
-        f"per step. Every schedule at every LR of {', '.join(f'{x:g}' for x in st['lrs'])}; each "
-        f"(schedule, length) takes the LR with the lowest validation NLL over {st['sweep_seeds']} "
-        f"seeds, then {st['seeds']} seeds are scored on {meta['test_tokens']:,} test tokens. "
-        "Metric: mean NLL over serving depths K=1..16. Gap: paired per seed, relative to "
-        "uniform (+ = behind uniform), with its 95% t-interval and the verdict it supports at "
-        f"the paper's {stats.PAPER_TOLERANCE:.1%} tolerance.",
-        "",
-        f"Baselines on the same test windows: unigram {base['test']['unigram']:.3f}, add-k "
-        f"bigram {base['test']['bigram']:.3f} nats/token (fit on train, k={base['k']:g} chosen "
-        "on validation). A length whose models do not all beat the bigram gets no verdict.",
-        "",
-        *table_rows(result),
-        "",
-        *trend_lines(result),
-        *edge_lines(result),
-    ]
-    return "\n".join(lines)
-
-
-def edge_lines(result: dict) -> list[str]:
-    """A line naming each (schedule, length) whose chosen LR lies at the edge of the sweep."""
-    edges = [
-        f"{LABELS[s]} at {n} steps"
-        for s, by in result["chosen"].items()
-        for n, c in by.items()
-        if c["edge"]
-    ]
-    if not edges:
-        return []
-    return [
-        f"- The chosen LR lies at the edge of the sweep for {', '.join(edges)}: the optimum "
-        "may lie beyond it."
-    ]
+    """The study's tables for docs/RESULTS.md, every number read from length.json."""
+    return "\n".join(
+        [
+            *facts_rows(result),
+            "",
+            *table_rows(result),
+            "",
+            *depth_rows(result),
+            "",
+            *trend_rows(result),
+            "",
+            *tuned_rows(result),
+        ]
+    )
 
 
 def length_section(result: dict) -> str:
-    """The length study's section and its figure, from length.json."""
+    """The length study's tables and its figure, from length.json."""
     return section(result) + (
-        "\n\n![The signed gap to uniform against training tokens](../figures/length_gap.png)"
+        "\n\n![The gap to uniform against training tokens, and by serving depth]"
+        "(../figures/length_gap.png)"
+    )
+
+
+def finding(result: dict) -> str:
+    """The README's finding line: each fixed-first recipe at the longest length, its interval
+    and verdict, and the regime (width, tokens per parameter)."""
+    st = result["meta"]["settings"]["setup"]
+    parts = []
+    for s in compared(result):
+        if s == paper.UNIFORM_PER_MICRO:
+            continue
+        c = longest(result, s)
+        parts.append(
+            f"**{LABELS[s]}**: {_pct(c['gap']['mean'])} [{100 * c['gap']['lo']:+.2f}, "
+            f"{100 * c['gap']['hi']:+.2f}] over {c['gap']['n']} seeds, **{c['verdict']}** "
+            f"(tolerance {100 * c['tolerance']:.1f}%)"
+        )
+    c = longest(result, compared(result)[0])
+    return (
+        f"d={st['d_model']}, {c['steps']} steps, {c['tokens_per_param']:.0f} tokens per parameter, "
+        "gap to uniform in mean test NLL over K=1..16: " + "; ".join(parts) + "."
     )

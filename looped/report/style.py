@@ -47,7 +47,7 @@ def use_theme() -> None:
 
 
 # colours of schedules the paper's palette leaves out (ColorBrewer Dark2, beside paper.COLORS)
-EXTRA_COLORS = {paper.RECIPE_200M: "#e7298a"}
+EXTRA_COLORS = {paper.RECIPE_200M: "#e7298a", paper.UNIFORM_PER_MICRO: "#666666"}
 
 
 def color(label: str, i: int = 0) -> Any:
