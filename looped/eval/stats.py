@@ -93,6 +93,17 @@ def paired_gap(ours: list[float], ref: list[float]) -> Interval:
     return interval([(a - b) / b for a, b in zip(ours, ref)])
 
 
+def ratio_interval(values: list[float]) -> Interval:
+    """The paired gap of one NLL to another, from per-seed relative gaps (ours / ref - 1): the
+    mean and 95% interval taken over log ratios, then turned back into relative gaps. The one
+    definition every table, verdict and sentence uses; it never goes below -100%, which no NLL
+    ratio can reach (a plain interval over large relative gaps can)."""
+    logs = interval([math.log1p(v) for v in values])
+    return Interval(
+        math.expm1(logs.mean), math.expm1(logs.lo), math.expm1(logs.hi), logs.n, tuple(values)
+    )
+
+
 def verdict(gap: Interval, tolerance: float = PAPER_TOLERANCE, informative: bool = True) -> Verdict:
     """What the interval says about "ours is no worse than ref, within `tolerance`"."""
     if not informative:
@@ -432,9 +443,10 @@ def study_trends(study: list[dict], baseline: dict | None = None) -> list[dict]:
 
 def gap_verdict(gap: dict, tolerance: float, informative: bool = True) -> tuple[Verdict, str]:
     """(verdict, sentence) for "fixed-first is no worse than uniform, within `tolerance`", read
-    from the 95% interval of the per-seed paired differences (negative: fixed-first better).
+    from the 95% interval of the per-seed paired gaps (`ratio_interval`; negative: fixed-first
+    better).
     `informative` False (its models do not beat a bigram table) gives no verdict at all."""
-    iv = interval(gap["values"]) if len(gap.get("values", [])) > 1 else None
+    iv = ratio_interval(gap["values"]) if len(gap.get("values", [])) > 1 else None
     if iv is None:  # one seed: no interval, so nothing can be decided
         iv = Interval(gap["mean"], -math.inf, math.inf, 1, (gap["mean"],))
     found = verdict(iv, tolerance, informative)

@@ -23,7 +23,7 @@ def interval_cell(v: dict) -> str:
     """The paired mean and its 95% interval, in percent ("one seed" when there is no interval)."""
     if len(v.get("values", [])) < 2:
         return f"{v['mean']:+.1%} (one seed)"
-    iv = stats.interval(v["values"])
+    iv = stats.ratio_interval(v["values"])
     return f"{iv.mean:+.1%} [{iv.lo:+.1%}, {iv.hi:+.1%}]"
 
 

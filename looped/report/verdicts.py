@@ -14,7 +14,7 @@ from pathlib import Path
 import looped.eval.stats as stats
 from looped.paper import FIXED_FIRST, NLL_GAP, RECIPE_200M, RECIPES_1B, SAVINGS, fixed_phase
 from looped.report import diagnose, length
-from looped.report.text import interval_cell, study_trend
+from looped.report.text import interval_cell
 
 
 def text_informative(row: dict, baseline: dict | None) -> tuple[bool, str]:
@@ -48,43 +48,30 @@ class TextClaim:
     said: str
 
 
-def _length_claim(study: dict | None, schedule: str, tol: float) -> TextClaim | None:
-    """The length study's longest length, where its models beat the bigram."""
-    cells = [c for c in (study or {}).get("cells", []) if c["schedule"] == schedule and "gap" in c]
-    if not cells:
+def _length_claim(study: dict | None, schedule: str) -> TextClaim | None:
+    """The length study at the longest length it judged this schedule at: its group-sequential
+    interval and the verdict the study reached there (or why it stopped short of one)."""
+    if not study or not (c := length.longest(study, schedule)):
         return None
-    c = max(cells, key=lambda c: c["steps"])
-    informative = c["verdict"] != stats.Verdict.NOT_INFORMATIVE.value
-    verdict, said = stats.gap_verdict(c["gap"], tol, informative)
+    verdict = stats.Verdict(c["verdict"])
+    g = c["gap"]
+    said = f"{verdict.value}: group-sequential 95% interval over {g['n']} paired seeds"
+    if verdict is stats.Verdict.UNDECIDED:
+        said += f" ({study['meta']['stopped']['reason']})"
     track = (
         f"text, `looped length` (d={study['meta']['settings']['setup']['d_model']}, "
-        f"{c['steps']} steps, {c['tokens_per_param']:.0f} tokens/param)"
+        f"{c['steps']} steps, {c['tokens_per_param']:.0f} tokens/param, one shared LR)"
     )
-    return TextClaim(schedule, tol, track, c["gap"], verdict, said)
+    return TextClaim(schedule, c["tolerance"], track, g, verdict, said)
 
 
 def text_claims(root: Path) -> list[TextClaim]:
-    """The headline claims on text: the length study at its longest length (where the models
-    beat the bigram), then the demo's and `looped fidelity`'s shorter runs."""
-    saved = load_result(root, "text_baselines") or {}
-    tracks = (
-        ("text, demo", load_result(root, "demo_text"), "demo_text"),
-        ("text, `looped fidelity`", load_result(root, "fidelity"), "fidelity"),
-    )
+    """The headline claims on text: the length study at its longest length. (The demo's text
+    runs are too short to beat a bigram table; they are reported with the demo, not here.)"""
     found = []
-    for schedule, tol in ((RECIPE_200M, NLL_GAP[0]), (RECIPES_1B[1], NLL_GAP[1])):
-        if claim := _length_claim(load_result(root, "length"), schedule, tol):
+    for schedule in (RECIPE_200M, RECIPES_1B[1]):
+        if claim := _length_claim(load_result(root, "length"), schedule):
             found.append(claim)
-        for name, result, key in tracks:
-            row = {r["schedule"]: r for r in (result or {}).get("equal_tokens", [])}.get(schedule)
-            if not row:
-                continue
-            baseline = result.get("baselines") or saved.get(f"{key}.json")
-            informative, numbers = text_informative(row, baseline)
-            verdict, said = stats.gap_verdict(row["vs_uniform_by_seed"], tol, informative)
-            said += "" if informative else f" ({numbers})"
-            track = f"{name} (d={result['meta']['settings']['d_model']}, {row['steps']} steps)"
-            found.append(TextClaim(schedule, tol, track, row["vs_uniform_by_seed"], verdict, said))
     return found
 
 
@@ -95,8 +82,11 @@ def _text_rows(claims: list[TextClaim]) -> list[str]:
         k, frac = fixed_phase(c.schedule)
         scale = "200M" if c.schedule == RECIPE_200M else "1B"
         claim = f"K={k} for {frac:.0%} ends within {c.tolerance:.1%} of uniform at equal tokens ({scale})"
-        shown = claim if c.schedule != last else '"'  # ditto under the recipe's first row
-        rows.append(f"| {shown} | {c.track} | {interval_cell(c.gap)} | {c.said} |")
+        shown = claim if c.schedule != last else ""  # the recipe's claim on its first row only
+        g = c.gap
+        rows.append(
+            f"| {shown} | {c.track} | {g['mean']:+.2%} [{g['lo']:+.2%}, {g['hi']:+.2%}] | {c.said} |"
+        )
         last = c.schedule
     return rows
 
@@ -139,11 +129,7 @@ def verdicts_section(root: Path) -> str:
     results/*.json: the headline on text (each row judged from its 95% interval, and only where
     its models beat a bigram table), the same on the bios facts (a memorisation task, kept out
     of the bottom line), the costs, the gap across model sizes and the diagnosis."""
-    bios, diag, wide = (
-        load_result(root, "demo"),
-        load_result(root, "diagnose"),
-        load_result(root, "fidelity"),
-    )
+    bios, diag = load_result(root, "demo"), load_result(root, "diagnose")
     rows = [
         "| paper claim | measured on | fixed-first vs uniform: paired mean [95% interval] | verdict |",
         "|---|---|---|---|",
@@ -155,7 +141,7 @@ def verdicts_section(root: Path) -> str:
     if tok and "vs_uniform_by_seed" in tok:
         verdict, said = stats.gap_verdict(tok["vs_uniform_by_seed"], NLL_GAP[1])
         rows.append(
-            f"| the same, K=4 for 80%, on memorised facts (mean fact NLL; not the paper's metric) | "
+            f"| K=4 for 80%, on memorised facts (mean fact NLL; not the paper's metric) | "
             f"bios, demo (d={bios['meta']['model']['d_model']}, {tok['steps']} steps) | "
             f"{interval_cell(tok['vs_uniform_by_seed'])} | {said} |"
         )
@@ -164,23 +150,36 @@ def verdicts_section(root: Path) -> str:
     study = load_result(root, "length")
     if study:
         lines.append(
-            "- **As training lengthens** (`looped length`; the gap's slope per doubling "
-            f"of tokens, 95% interval): {length.trend_summary(study)}."
-        )
-    if wide and wide.get("study"):
-        lines.append(
-            f"- **Across model sizes** (`looped fidelity --study`): {study_trend(wide['study'], (load_result(root, 'text_baselines') or {}).get('fidelity.json'))}"
+            "- **As training lengthens** (`looped length`; each seed's slope of the gap per "
+            f"doubling of tokens, 95% interval over seeds): {trend_summary(study)}."
         )
     if diag:
         v, seeds = diag["variants"], diag["meta"]["settings"]["seeds"]
         closes = diagnose.closes(v, "per-micro").split(": it ", 1)[-1]
         lines.append(
-            f"- **Why uniform lags at this scale** (`looped diagnose`, {seeds} seeds): drawing a "
+            f"- **Why uniform lags at this scale** (`looped diagnose`, on the bios task, {seeds} "
+            "seeds): drawing a "
             f"K per micro-batch instead of per step {closes}; {diagnose.reading(v)} {diagnose.certainty(v, seeds)}"
         )
     if verdicts:
         lines.append("- **Bottom line at this scale**: " + bottom_line(verdicts))
     return "\n".join(lines)
+
+
+def trend_summary(study: dict) -> str:
+    """Each schedule's per-seed slope of its gap per doubling of tokens, in one line."""
+    parts = []
+    for s in length.compared(study):
+        t = study["trends"].get(s)
+        if t and t["slope"]:
+            sl = t["slope"]
+            parts.append(
+                f"{length.LABELS[s]} {sl['mean']:+.2%} [{sl['lo']:+.2%}, {sl['hi']:+.2%}] "
+                f"({t['direction']}, {sl['n']} seeds)"
+            )
+        elif t:
+            parts.append(f"{length.LABELS[s]}: too few lengths or seeds for a trend")
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -219,11 +218,10 @@ def bottom_line(verdicts: list[stats.Verdict]) -> str:
     )
     if t.counts.get(stats.Verdict.BETTER):
         text += "; here uniform lags, while the paper's claim is only that fixed-first is no worse"
+    if t.counts.get(stats.Verdict.WORSE):
+        text += "; here fixed-first ends behind uniform by more than the paper's tolerance"
     if t.counts.get(stats.Verdict.UNDECIDED):
-        text += (
-            "; an undecided interval spans both signs and the tolerance: at this size three "
-            "seeds cannot tell which schedule is ahead, let alone within the tolerance"
-        )
+        text += "; an undecided interval still straddles a boundary: more seeds would settle it"
     if t.quiet:
         text += f"; {t.quiet} shorter text comparisons are not informative at this size"
     return text + "."
