@@ -233,22 +233,43 @@ def length_section(result: dict) -> str:
     )
 
 
-def finding(result: dict) -> str:
-    """The README's finding line: each fixed-first recipe at the longest length, its interval
-    and verdict, and the regime (width, tokens per parameter)."""
-    st = result["meta"]["settings"]["setup"]
-    parts = []
-    for s in compared(result):
-        if s == paper.UNIFORM_PER_MICRO:
-            continue
-        c = longest(result, s)
-        parts.append(
-            f"**{LABELS[s]}**: {_pct(c['gap']['mean'])} [{100 * c['gap']['lo']:+.2f}, "
-            f"{100 * c['gap']['hi']:+.2f}] over {c['gap']['n']} seeds, **{c['verdict']}** "
-            f"(tolerance {100 * c['tolerance']:.1f}%)"
-        )
-    c = longest(result, compared(result)[0])
+def _where(c: dict) -> str:
+    """A gap in words: ahead, behind or level, with the verdict at the schedule's tolerance."""
+    g = c["gap"]
+    side = "behind" if g["mean"] > 0 else "ahead of"
     return (
-        f"d={st['d_model']}, {c['steps']} steps, {c['tokens_per_param']:.0f} tokens per parameter, "
-        "gap to uniform in mean test NLL over K=1..16: " + "; ".join(parts) + "."
+        f"{LABELS[c['schedule']]} ends {abs(100 * g['mean']):.1f}% {side} uniform "
+        f"(95% interval {100 * g['lo']:+.1f}% to {100 * g['hi']:+.1f}%, {g['n']} seeds: "
+        f"{c['verdict']} at the paper's {100 * c['tolerance']:.1f}% tolerance)"
+    )
+
+
+def finding(result: dict) -> str:
+    """The README's finding: each fixed-first recipe at the longest length, in its regime
+    (width, steps, tokens per parameter), and how its gap moved as training lengthened."""
+    recipes = [s for s in compared(result) if s != paper.UNIFORM_PER_MICRO]
+    if not recipes:
+        return "No fixed-first schedule was compared yet."
+    first = longest(result, recipes[0])
+    moves = []
+    for s in recipes:
+        t = result["trends"].get(s) or {}
+        if t.get("slope"):
+            sl = t["slope"]
+            moves.append(
+                f"{LABELS[s].split(' (')[0]}'s gap moved {100 * sl['mean']:+.1f} points per "
+                f"doubling of tokens ([{100 * sl['lo']:+.1f}, {100 * sl['hi']:+.1f}], "
+                f"{t['direction']})"
+            )
+    return (
+        f"On text, with a d={result['meta']['settings']['setup']['d_model']} model trained "
+        f"{first['steps']:,} steps ({first['tokens_per_param']:.0f} tokens per parameter) at one "
+        "shared learning rate, "
+        + " and ".join(_where(longest(result, s)) for s in recipes)
+        + (
+            f"; from {min(c['steps'] for c in result['cells'])} steps on, " + " and ".join(moves)
+            if moves
+            else ""
+        )
+        + "."
     )

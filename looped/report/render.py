@@ -136,6 +136,8 @@ def render(
         if path.is_file():
             readme = _replace(readme, marker, section(json.loads(path.read_text())))
     readme = _replace(readme, "verdicts", verdicts_section(root))
+    if (study := load_result(root, "length")) is not None:
+        readme = _replace(readme, "finding", length.finding(study))
     timing = root / "results" / "demo_time.json"
     if timing.is_file():
         readme = _replace(readme, "timing", timing_section(json.loads(timing.read_text())))
