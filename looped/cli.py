@@ -1,7 +1,7 @@
 """The ``looped`` command line: one entry point, one module per subcommand.
 
     looped demo [--quick] [--out DIR]           # the scaled-down reproduction (figures + tables)
-    looped fidelity [--quick] [--study]         # the paper's headline on text (held-out NLL)
+    looped fidelity [--quick]                   # the paper's headline on text (held-out NLL)
     looped train --config tiny --out runs/r     # train one run (also under torchrun)
     looped eval --run runs/r --depths 1-16      # NLL / recall at serving depths
     looped flops [--json]                       # modeled compute per preset and schedule
@@ -48,10 +48,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("looped.bench.run", "speed benchmark against a stacked-layer peer"),
     "length": ("looped.experiments.length", "the gap to uniform as training lengthens (text)"),
     "samples": ("looped.experiments.samples", "continuations at serving depths 1, 2, 4, 16"),
-    "baselines": (
-        "looped.experiments.text_baselines",
-        "unigram/bigram NLL on each text result's windows",
-    ),
     "report": (
         "looped.report.render",
         "regenerate the docs and (--figures) the figures from results/",

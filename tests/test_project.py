@@ -3,6 +3,7 @@ points, and docs whose generated sections match the results files and the code: 
 first screen tells the story, every count and list is written from what it counts, every link
 and figure resolves."""
 
+import json
 import re
 import subprocess
 import sys
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from looped.report import docs, render
+from looped.report import docs, length, render
+from looped.report.render import capitalized
 from looped.report.verdicts import verdicts_section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,17 +78,20 @@ def _sections(text: str) -> dict[str, str]:
 
 
 def test_readme_first_screen_tells_the_story():
-    """In its first 60 lines: what the project is, the generated verdicts ending in the bottom
-    line, one figure, the two commands and the map of the code; the rest links out."""
-    head = "\n".join((ROOT / "README.md").read_text().splitlines()[:60])
-    verdicts = _sections(head).get("verdicts", "")
-    assert verdicts == verdicts_section(ROOT).strip(), "the verdicts are not on screen one"
-    assert "**Bottom line" in verdicts
+    """In its first 25 lines: what a looped model and fixed-first are, the finding generated
+    from the length study, one figure and the two commands; the verdicts follow, the rest
+    links out."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    head = "\n".join(lines[:25])
+    study = json.loads((ROOT / "results" / "length.json").read_text())
+    assert _sections(head).get("finding") == capitalized(length.finding(study))
+    assert "weight-tied" in head and "fixed-first" in head
     assert len(re.findall(r"!\[[^]]*\]\(figures/[\w.]+\.png\)", head)) == 1
-    assert "make demo" in head and "make test" in head
-    assert len(_sections(head).get("codemap", "").splitlines()) == len(docs.CODE_MAP)
-    for doc in ("docs/RESULTS.md", "docs/USAGE.md"):
-        assert f"]({doc})" in head, f"the first screen does not link {doc}"
+    assert "make demo" in head and "make test" in head and "](docs/RESULTS.md)" in head
+    rest = "\n".join(lines)
+    assert _sections(rest).get("verdicts", "") == verdicts_section(ROOT).strip()
+    assert len(_sections(rest).get("codemap", "").splitlines()) == len(docs.CODE_MAP)
+    assert "](docs/USAGE.md)" in rest
 
 
 def _prose(text: str) -> str:

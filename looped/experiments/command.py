@@ -1,8 +1,8 @@
 """The command line every study shares: `--quick`, `--out`, `--reference` and `--workers`.
 
-Each study (`looped demo`, `fidelity`, `length`, `diagnose`, `samples`, `baselines`) trains or
-reads runs into an output directory, can write the committed reference under results/ instead,
-and most have a toy size for the tests. Building those flags here keeps their names, meanings
+Each study (`looped demo`, `fidelity`, `length`, `diagnose`, `samples`) trains or reads runs
+into an output directory, most can write the committed reference under results/ instead (all
+but `fidelity`, which has none), and most have a toy size for the tests. Building those flags here keeps their names, meanings
 and wording the same across studies; a study adds only its own flags::
 
     parser = study_parser("looped length", __doc__, out="output directory (default runs/length)",
@@ -46,7 +46,7 @@ def study_parser(
     doc: str,
     *,
     out: str,
-    reference: str,
+    reference: str | None,
     quick: str | None = None,
     workers: bool = True,
     overrides: bool = False,
@@ -56,7 +56,7 @@ def study_parser(
 ) -> argparse.ArgumentParser:
     """A parser holding the shared flags: `--out` (help `out`, default `default_out`: None
     where the default depends on other flags), `--reference` (writes
-    `reference`), `--quick` (when `quick` says what it is), `--workers` (default None: the
+    `reference`; no such flag where it is None: a study with no committed result), `--quick` (when `quick` says what it is), `--workers` (default None: the
     study's own default), with `reads` `--results` (the directory of results files a study
     reads, default results/), and with `overrides` the `key=value` config overrides and
     `--print-config` of every command that resolves a TrainConfig. Parsing refuses
@@ -72,7 +72,8 @@ def study_parser(
     if quick:
         parser.add_argument("--quick", action="store_true", help=quick)
     parser.add_argument("--out", default=default_out, help=out)
-    parser.add_argument("--reference", action="store_true", help=f"write {reference}")
+    if reference is not None:
+        parser.add_argument("--reference", action="store_true", help=f"write {reference}")
     if workers:
         parser.add_argument("--workers", type=int, help="worker processes (default 2)")
     if reads:
