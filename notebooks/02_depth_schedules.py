@@ -304,12 +304,11 @@ style.show(fig)
 # by `looped.flops.saving` on the 200m preset (whose embedding and head cost about 1.2 loop
 # passes, which is why the compute saved is smaller than the loops saved; notebook 04).
 #
-# The figure and numbers printed first are the default setting, the paper's 80% schedule, so
-# they show without a running kernel; with one, moving a slider redraws below the sliders.
+# The figure and numbers are the default setting, the paper's 80% schedule, so they show
+# without a running kernel; with one, moving a slider redraws them in place.
 
 # %%
 import ipywidgets as widgets
-from IPython.display import display
 
 from looped.config import load_config
 from looped.flops import saving
@@ -324,8 +323,9 @@ FINISHES = {  # what the finishing phase draws K from, as a spec
 }
 
 
-def draw_fixed_first(k0: int = 4, frac: float = 0.8, finish: str = "uniform 1..16") -> None:
-    """The schedule these knobs give: K at each step, E[K], and what it saves against uniform."""
+def draw_fixed_first(k0: int = 4, frac: float = 0.8, finish: str = "uniform 1..16") -> tuple:
+    """The schedule these knobs give: K at each step, E[K], and what it saves against uniform
+    (the figure and a line of text)."""
     spec = f"fixed-first:k={k0},frac={frac:.2f},then={FINISHES[finish]}"
     s, reference = parse_schedule(spec, seed=0), schedules[LABELS[UNIFORM]]
     fig, ax = plt.subplots(figsize=(10, 3.2))
@@ -334,35 +334,27 @@ def draw_fixed_first(k0: int = 4, frac: float = 0.8, finish: str = "uniform 1..1
     ax.axhline(reference.mean_depth(T), color="C3", ls="--", lw=1, label="uniform 1..16: E[K]")
     ax.set(xlabel="optimizer step", ylabel="training depth K", ylim=(0, 17.5), title=spec)
     ax.legend(fontsize=8, ncol=3)
-    style.show(fig)
     loops = 1 - s.mean_depth(T) / reference.mean_depth(T)
     compute = saving(PRESET.model, s, reference, T, PRESET.seq_len)
-    print(
+    return fig, (
         f"mean depth {s.mean_depth(T):.2f} against uniform's {reference.mean_depth(T):.2f}: "
         f"{abs(loops):.1%} {'fewer' if loops >= 0 else 'more'} loops, {abs(compute):.1%} "
         f"{'less' if compute >= 0 else 'more'} modeled compute (200m preset)"
     )
 
 
-draw_fixed_first()  # the default setting, drawn as a plain output
-
-knobs = {
-    "k0": widgets.IntSlider(value=4, min=1, max=16, description="K0"),
-    "frac": widgets.FloatSlider(value=0.8, min=0.05, max=0.95, step=0.05, description="switch at"),
-    "finish": widgets.Dropdown(options=list(FINISHES), value="uniform 1..16", description="finish"),
-}
-redrawn = widgets.Output()
-
-
-def redraw(_change: object = None) -> None:
-    with redrawn:
-        redrawn.clear_output(wait=True)
-        draw_fixed_first(**{name: w.value for name, w in knobs.items()})
-
-
-for knob in knobs.values():
-    knob.observe(redraw, names="value")
-display(widgets.VBox([widgets.HBox(list(knobs.values())), redrawn]))
+style.with_knobs(  # the default drawn as plain outputs; a knob redraws them in place
+    draw_fixed_first,
+    {
+        "k0": widgets.IntSlider(value=4, min=1, max=16, description="K0"),
+        "frac": widgets.FloatSlider(
+            value=0.8, min=0.05, max=0.95, step=0.05, description="switch at"
+        ),
+        "finish": widgets.Dropdown(
+            options=list(FINISHES), value="uniform 1..16", description="finish"
+        ),
+    },
+)
 
 # %% [markdown]
 # ## What we saw

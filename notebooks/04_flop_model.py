@@ -340,13 +340,13 @@ style.show(fig)
 # The sliders set the fixed cost $F/R$ (in loop passes), $K_0$ and the switch fraction $p$;
 # the curve is the saving against uniform 1..16 at every switch fraction for that $K_0$ and
 # $F/R$, computed by `looped.flops.saving_at_ratio` from the schedules' exact mean depths, and
-# the points are the paper's three numbers (`looped.paper.SAVINGS`), each beside its own
-# $K_0$'s curve. The default is the 200m preset's $F/R$ with the 200M recipe; its rendering
-# shows without a running kernel, and with one, moving a slider redraws below the sliders.
+# the rings are the paper's three numbers (`looped.paper.SAVINGS`), each beside its own
+# $K_0$'s curve; the dot is the setting of the sliders. The default is the 200m preset's $F/R$
+# with the 200M recipe; it shows without a running kernel, and with one, moving a slider
+# redraws it in place.
 
 # %%
 import ipywidgets as widgets
-from IPython.display import display
 
 from looped import paper
 from looped.flops import saving_at_ratio
@@ -359,8 +359,9 @@ def fixed_first(k0: int, p: float) -> object:
     return parse_schedule(f"fixed-first:k={k0},frac={p:.2f},then=uniform:1-16")
 
 
-def draw_savings(ratio: float = 1.18, k0: int = 2, p: float = 0.67) -> None:
-    """The saving at every switch fraction for one K0 and F/R, beside the paper's numbers."""
+def draw_savings(ratio: float = 1.18, k0: int = 2, p: float = 0.67) -> tuple:
+    """The saving at every switch fraction for one K0 and F/R, beside the paper's numbers (the
+    figure and its lines of text)."""
     steps = cfg200.max_steps
     fig, ax = plt.subplots(figsize=(7.5, 4))
     for k in sorted({k for (k, _), _ in CLAIMED} | {k0}):
@@ -368,41 +369,36 @@ def draw_savings(ratio: float = 1.18, k0: int = 2, p: float = 0.67) -> None:
         line = dict(lw=2) if k == k0 else dict(lw=1, ls=":", alpha=0.7)
         ax.plot(SWITCH, curve, color=f"C{k % 10}", label=f"K0={k}, F/R={ratio:.2f}", **line)
     for (k, q), s in CLAIMED:
-        ax.plot(q, s, "o", ms=8, mfc="none", color=f"C{k % 10}", label=f"paper: K0={k}, {q:.0%}")
+        ax.plot(q, s, "o", ms=11, mfc="none", mew=1.5, color=f"C{k % 10}",
+                label=f"paper: K0={k}, {q:.0%}")  # fmt: skip
     chosen = saving_at_ratio(ratio, fixed_first(k0, p), UNIFORM, steps)
-    ax.plot(p, chosen, "*", ms=14, color="k", label=f"this setting: {chosen:.1%}")
+    ax.plot(p, chosen, "o", ms=4, color="k", label=f"this setting: {chosen:.1%}")  # inside a ring
     ax.set(xlabel="switch fraction p", ylabel="saving against uniform 1..16",
            title="Modeled saving of fixed-first")  # fmt: skip
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.legend(fontsize=8)
-    style.show(fig)
-    print(f"K0={k0}, switch at {p:.0%}, F/R={ratio:.2f}: {chosen:.1%} less modeled compute")
+    lines = [f"K0={k0}, switch at {p:.0%}, F/R={ratio:.2f}: {chosen:.1%} less modeled compute"]
     for (k, q), s in CLAIMED:
         at = saving_at_ratio(ratio, fixed_first(k, q), UNIFORM, steps)
-        print(f"  paper, K0={k} for {q:.0%}: {s:.0%} reported; {at:.1%} at this F/R")
+        lines.append(f"  paper, K0={k} for {q:.0%}: {s:.0%} reported; {at:.1%} at this F/R")
+    return fig, "\n".join(lines)
 
 
-draw_savings(round(ratio_200m, 2))  # the default setting, drawn as a plain output
-
-knobs = {
-    "ratio": widgets.FloatSlider(value=round(ratio_200m, 2), min=0, max=3, step=0.05,
-                                 description="F/R"),
-    "k0": widgets.IntSlider(value=2, min=1, max=8, description="K0"),
-    "p": widgets.FloatSlider(value=0.67, min=0.05, max=0.95, step=0.01, description="switch at"),
-}  # fmt: skip
-redrawn = widgets.Output()
-
-
-def redraw(_change: object = None) -> None:
-    with redrawn:
-        redrawn.clear_output(wait=True)
-        draw_savings(**{name: w.value for name, w in knobs.items()})
-
-
-for knob in knobs.values():
-    knob.observe(redraw, names="value")
-display(widgets.VBox([widgets.HBox(list(knobs.values())), redrawn]))
+style.with_knobs(  # the default drawn as plain outputs; a knob redraws them in place
+    draw_savings,
+    {
+        # step 0.01: the default F/R (the 200m preset's, to two places) lies on a step, so the
+        # slider does not snap it and redraw at once
+        "ratio": widgets.FloatSlider(
+            value=round(ratio_200m, 2), min=0, max=3, step=0.01, description="F/R"
+        ),
+        "k0": widgets.IntSlider(value=2, min=1, max=8, description="K0"),
+        "p": widgets.FloatSlider(
+            value=0.67, min=0.05, max=0.95, step=0.01, description="switch at"
+        ),
+    },
+)
 
 # %% [markdown]
 # ## 6. Matched budgets: cheaper steps buy more of them

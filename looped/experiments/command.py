@@ -1,9 +1,10 @@
 """The command line every study shares: `--quick`, `--out`, `--reference` and `--workers`.
 
 Each study (`looped demo`, `fidelity`, `length`, `diagnose`, `samples`) trains or reads runs
-into an output directory, most can write the committed reference under results/ instead (all
-but `fidelity`, which has none), and most have a toy size for the tests. Building those flags here keeps their names, meanings
-and wording the same across studies; a study adds only its own flags::
+into an output directory, each but `fidelity` (which has no committed result) can write its
+committed reference under results/ instead, and most have a toy size for the tests. Building
+those flags here keeps their names, meanings and wording the same across studies; a study adds
+only its own flags::
 
     parser = study_parser("looped length", __doc__, out="output directory (default runs/length)",
                           reference="results/length.json and figures/length_gap.png",
@@ -55,12 +56,12 @@ def study_parser(
     reads: bool = False,
 ) -> argparse.ArgumentParser:
     """A parser holding the shared flags: `--out` (help `out`, default `default_out`: None
-    where the default depends on other flags), `--reference` (writes
-    `reference`; no such flag where it is None: a study with no committed result), `--quick` (when `quick` says what it is), `--workers` (default None: the
-    study's own default), with `reads` `--results` (the directory of results files a study
-    reads, default results/), and with `overrides` the `key=value` config overrides and
-    `--print-config` of every command that resolves a TrainConfig. Parsing refuses
-    `--reference` with `--quick`, in one line."""
+    where the default depends on other flags), `--reference` (writes `reference`; no such flag
+    where it is None, for a study with no committed result), `--quick` (when `quick` says what
+    it is), `--workers` (default None: the study's own default), with `reads` `--results` (the
+    directory of results files a study reads, default results/), and with `overrides` the
+    `key=value` config overrides and `--print-config` of every command that resolves a
+    TrainConfig. Parsing refuses `--reference` with `--quick`, in one line."""
     kwargs = {"prog": prog, "description": doc.splitlines()[0]}
     if example:
         kwargs["epilog"] = f"example: {example}"

@@ -66,7 +66,7 @@ from looped.runtime.lock import dir_lock
 
 # The text track at demo size: one looped layer of width 64 on the standard library's source,
 # 150 steps of 16x128 tokens, each schedule at the LR the reference's sweep chose (`looped
-# fidelity` is the same track at a chosen size, with the scale study). bpe:2048, not 4096: in so
+# fidelity` is the same track at a chosen size). bpe:2048, not 4096: in so
 # narrow a model a 4096-token head costs as much as ~4 loops per token, far more than the head's
 # share in the paper's models, and made the demo ~90 s slower.
 # The LRs the reference's sweep chose on the leak-free split (validation NLL, mean of 2 seeds):

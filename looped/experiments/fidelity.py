@@ -2,10 +2,7 @@
 
     looped fidelity                        # stdlib corpus, d=128, 400 steps of 16x128 tokens,
                                            # LR sweep + 3 seeds: runs/fidelity/ (json, figures)
-    looped fidelity --study                # also the gap at 3 model sizes x 2 training lengths,
-                                           # each width with its own LR sweep
     looped fidelity --quick                # the same code path at toy size: runs/fidelity-quick/
-    looped fidelity --reference --study    # write results/fidelity.json and figures/fidelity_*.png
     looped fidelity --dataset roneneldan/TinyStories --max-docs 200000      # a hub corpus
     looped fidelity --dataset HuggingFaceFW/fineweb-edu --subset sample-10BT --max-docs 50000
     looped fidelity --dataset ~/my_texts/ --tokenizer bpe:2048              # local .txt/.jsonl
@@ -17,14 +14,16 @@ same number of tokens (fixed-first spends fewer FLOPs per step). This command me
 that on a text corpus, for uniform 1..16, the 200M recipe (K=2, 67%), the 1B recipe (K=4, 80%)
 and fixed K=4:
 
-1. LR sweep: every schedule at every learning rate, seed 0, the same number of steps.
-2. Each schedule's best LR: the lowest mean held-out token NLL over serving depths 1..16.
+1. LR sweep: every schedule at every learning rate and sweep seed, the same number of steps.
+2. Each schedule's best LR: the lowest validation NLL (mean over serving depths 1..16 and the
+   sweep seeds); the reported numbers come from test windows that chose nothing.
 3. The comparison at each schedule's best LR, every seed, at *equal tokens* (the same steps for
    all: the paper's framing) and at *equal modeled FLOPs* (each schedule takes as many steps as
    fit uniform's modeled FLOPs at that step count, derived by the trainer's `budget_flops`).
-4. `--study`: the relative gap (K=2 67% against uniform, equal tokens) at several model sizes and
-   training lengths, every seed, each schedule at its best LR for that width (`study_lrs` swept
-   at every width, seed 0, the shortest length).
+
+It writes to its --out directory only: no committed result comes from it (the demo's text track,
+`looped demo`, is this track at demo size; `looped length` measures the gap as training
+lengthens, `looped length --d-model 128` at a second width).
 
 The default corpus is the Python standard library's own source (`looped data text --dataset
 stdlib`): it is on every machine that has Python, so the track runs offline, and at ~3.1M train
@@ -37,8 +36,7 @@ Runs train on the worker pool (`looped.experiments.runner`); uniform's equal-FLO
 full-length run at their decay (exactly: the same steps until then), every other run is trained
 from scratch, and finished runs are reused when the command is run again (`--fresh` retrains).
 The results JSON holds every run (with its training curve), the whole sweep, the chosen LRs, both
-comparisons with the seed spread, the study's gaps and the time of each phase; the figures are
-drawn from it.
+comparisons with the seed spread and the time of each phase; the figures are drawn from it.
 """
 
 from __future__ import annotations
@@ -67,13 +65,7 @@ from looped.errors import UserError
 from looped.eval.baselines import corpus_baselines
 from looped.eval.evaluate import token_nll_of
 from looped.eval.heldout import heldout_nll
-from looped.eval.stats import (
-    STUDY_PAIR,
-    best_lrs,
-    compare,
-    study_best,
-    study_gaps,
-)
+from looped.eval.stats import best_lrs, compare
 from looped.experiments.command import study_parser
 from looped.experiments.plan import Planner
 from looped.experiments.results import (
@@ -117,24 +109,18 @@ class FidelitySettings:
     seq_len: int = 128  # tokens per sequence
     warmup_steps: int = 20  # linear LR warmup (then the preset's WSD schedule)
     eval_batches: int = 8  # held-out batches per evaluation (x batch_size x seq_len tokens)
-    seeds: int = 3  # seeds of the main comparison (and of the study)
+    seeds: int = 3  # seeds of the comparison
     sweep_seeds: int = 2  # seeds each LR is chosen on: the lowest mean validation NLL over them
     held_out: float = 0.05  # share of the corpus's documents in each of the val and test splits
     lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the sweep's peak learning rates
     # each schedule's LR when the sweep is skipped (None: sweep `lrs` and take each one's best)
     chosen_lr: dict[str, float] | None = None
     schedules: tuple[str, ...] = SCHEDULES  # depth schedules compared
-    study: bool = False  # also measure the gap across model sizes and training lengths
-    study_d_models: tuple[int, ...] = (64, 128, 256)  # the study's widths
-    study_steps: tuple[int, ...] = (200, 400)  # the study's training lengths (steps)
-    # the LRs swept at every study width (seed 0, the shortest length): each width and
-    # schedule then trains at its own best, as a fair comparison needs
-    study_lrs: tuple[float, ...] = (3e-4, 1e-3, 3e-3)
     workers: int = 2  # worker processes (each single-threaded)
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
 
-QUICK = FidelitySettings(  # every code path at toy size, about a minute with --study
+QUICK = FidelitySettings(  # every code path at toy size, under a minute
     dataset="pydoc",
     tokenizer="bpe:512",
     d_model=32,
@@ -145,9 +131,6 @@ QUICK = FidelitySettings(  # every code path at toy size, about a minute with --
     warmup_steps=5,
     eval_batches=2,
     seeds=2,
-    study_d_models=(16, 32, 48),
-    study_steps=(20, 40),
-    study_lrs=(1e-3, 1e-2),
 )
 
 
@@ -221,7 +204,7 @@ class Planned:
     cfg: TrainConfig  # the run's resolved config
     lr: float  # its peak learning rate
     d_model: int  # its width
-    roles: set[str] = field(default_factory=set)  # sweep, tokens, flops, study
+    roles: set[str] = field(default_factory=set)  # sweep, tokens, flops:SCHEDULE
 
 
 def run_config(
@@ -313,8 +296,8 @@ class Plan:
             spec = self.planner.add(RunSpec(name, schedule, seed, steps), cfg, parents)
             self.runs[name] = Planned(spec, cfg, lr, d_model)
         self.runs[name].roles.add(role)
-        # only a run that serves the sweeps alone may end diverged without stopping the track
-        self.runs[name].spec.may_diverge = all("sweep" in r for r in self.runs[name].roles)
+        # only a run that serves the sweep alone may end diverged without stopping the track
+        self.runs[name].spec.may_diverge = self.runs[name].roles == {"sweep"}
         return self.runs[name]
 
     def specs(self, names: set[str] | None = None) -> tuple[list[RunSpec], dict[str, TrainConfig]]:
@@ -387,28 +370,6 @@ def plan_comparison(plan: Plan, best: dict[str, float]) -> None:
                 )
 
 
-def plan_study_sweep(plan: Plan) -> None:
-    """The study's LR sweep: both schedules at every width and study LR, seed 0, the shortest
-    study length (an LR tuned at one width need not suit another)."""
-    s = plan.settings
-    for d_model in s.study_d_models:
-        for schedule in STUDY_PAIR:
-            for lr, seed in itertools.product(s.study_lrs, range(s.sweep_seeds)):
-                plan.add("study-sweep", schedule, lr, seed, d_model, steps=min(s.study_steps))
-
-
-def plan_study(plan: Plan, best: dict[int, dict[str, float]]) -> None:
-    """The 200M recipe and uniform at every (width, length, seed), equal tokens, each at its
-    best LR for that width."""
-    s = plan.settings
-    for d_model in s.study_d_models:
-        for steps in s.study_steps:
-            for seed in range(s.seeds):
-                for schedule in STUDY_PAIR:
-                    lr = best[d_model][schedule]
-                    plan.add("study", schedule, lr, seed, d_model, steps=steps)
-
-
 # -- results ---------------------------------------------------------------------------------
 def collect(plan: Plan, runs_dir: Path) -> list[dict]:
     """One row per run: what it was (schedule, LR, seed, width, steps, tokens, modeled FLOPs)
@@ -429,7 +390,7 @@ def collect(plan: Plan, runs_dir: Path) -> list[dict]:
         depths = sorted(int(k) for k in nll)
         val = [nll[str(k)] for k in depths]
         # a reported run is scored on the test windows; a sweep-only run needs no test score
-        reported = windows is not None and bool(p.roles - {"sweep", "study-sweep"})
+        reported = windows is not None and bool(p.roles - {"sweep"})
         held = heldout_nll(runs_dir / name, p.cfg, windows) if reported else None
         tokens = tokens_per_step(p.cfg)
         if p.d_model not in params:
@@ -501,24 +462,13 @@ def check_settings(settings: FidelitySettings) -> None:
     for flag, value in positive.items():
         if value < 1:
             raise UserError(f"{flag} {value} must be >= 1")
-    for flag, lrs in (("--lrs", settings.lrs), ("--study-lrs", settings.study_lrs)):
-        if not lrs or any(lr <= 0 for lr in lrs):
-            raise UserError(f"{flag} {lrs}: give positive learning rates such as 1e-3,3e-3")
+    if not settings.lrs or any(lr <= 0 for lr in settings.lrs):
+        raise UserError(f"--lrs {settings.lrs}: give positive learning rates such as 1e-3,3e-3")
     if settings.chosen_lr is not None and set(settings.schedules) - set(settings.chosen_lr):
         missing = sorted(set(settings.schedules) - set(settings.chosen_lr))
         raise UserError(f"no learning rate given for {', '.join(missing)}: add it or run the sweep")
     if UNIFORM not in settings.schedules:
         raise UserError(f"the schedules must include {UNIFORM}: every comparison is against it")
-    if settings.study and (
-        not set(STUDY_PAIR) <= set(settings.schedules)
-        or not settings.study_d_models
-        or not settings.study_steps
-        or min(settings.study_d_models + settings.study_steps) < 1
-    ):
-        raise UserError(
-            "--study needs the 200M recipe and uniform among the schedules and positive "
-            "--study-sizes and --study-steps"
-        )
 
 
 def _result(
@@ -546,8 +496,6 @@ def _result(
             "phase_seconds": phases,
             "wall_seconds": time.time() - t0,
             "metric": "mean held-out token NLL over serving depths 1..16 (nats/token)",
-            "study_lr_note": "the study sweeps study_lrs at every width (seed 0, the shortest "
-            "length) and trains each schedule at its best LR for that width",
         },
         "runs": rows,
         "sweep": [  # what chose the LRs: validation NLL, per sweep seed
@@ -562,14 +510,6 @@ def _result(
         "chosen_lr": best,
         "equal_tokens": compare(rows, "tokens", settings.schedules),
         "equal_flops": compare(rows, "flops", settings.schedules),
-        "study": study_gaps(rows) if settings.study else [],
-        "study_sweep": [  # validation NLL: what chose each width's LRs
-            {k: r[k] for k in ("schedule", "label", "d_model", "lr", "steps", "seed")}
-            | {"mean_nll": r["val_mean_nll"]}
-            for r in rows
-            if "study-sweep" in r["roles"]
-        ],
-        "study_lr": {str(d): lrs for d, lrs in study_best(rows).items()},
     }
     return result
 
@@ -583,20 +523,19 @@ def run_fidelity(
     quiet: bool = False,
     prefix: str = "fidelity",
 ) -> dict:
-    """Corpus, sweep, comparison (and study): train what is missing, write `results`, draw the
-    figures (FIGURES_DIR/PREFIX_*.png), print the table; returns the result dict."""
+    """Corpus, sweep, comparison: train what is missing, write `results`, draw the figures
+    (FIGURES_DIR/PREFIX_*.png), print the table; returns the result dict."""
     check_settings(settings)
-    for d_model in {settings.d_model, *(settings.study_d_models if settings.study else ())}:
-        for schedule in settings.schedules:  # every config checked before the corpus is built
-            run_config(
-                settings,
-                {"path": str(out), "vocab_size": 1},
-                schedule=schedule,
-                lr=settings.lrs[0],
-                seed=0,
-                d_model=d_model,
-                steps=settings.steps,
-            )
+    for schedule in settings.schedules:  # every config checked before the corpus is built
+        run_config(
+            settings,
+            {"path": str(out), "vocab_size": 1},
+            schedule=schedule,
+            lr=settings.lrs[0],
+            seed=0,
+            d_model=settings.d_model,
+            steps=settings.steps,
+        )
     with dir_lock(out, "looped fidelity"):  # one writer: a second one into OUT is refused
         return _run_fidelity(settings, out, results, figures_dir, fresh, quiet, prefix)
 
@@ -636,15 +575,10 @@ def _run_fidelity(
         phase("sweep")
         sweep_rows = sweep_results(plan, runs_dir)
         best = best_lrs([r for r in sweep_rows if r["mean_nll"] is not None])
-    else:  # each schedule's LR given (the reference's sweep chose it): no sweep
+    else:  # each schedule's LR given (e.g. the demo's, chosen by its reference's sweep): no sweep
         sweep_rows, best = [], dict(settings.chosen_lr)
     plan_comparison(plan, best)
     phase("comparison")
-    if settings.study:
-        plan_study_sweep(plan)
-        phase("study LR sweep")
-        plan_study(plan, study_best(collect(plan, runs_dir)))  # each width at its own best LRs
-        phase("study")
     result = _result(settings, plan, runs_dir, corpus, sweep_rows, best, phases, t0)
     result["meta"]["runs_trained"] = retrained  # by this invocation (reused ones not counted)
     if retrained == 0:
@@ -689,25 +623,15 @@ def _floats(text: str, flag: str) -> tuple[float, ...]:
         ) from None
 
 
-def _ints(text: str, flag: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise UserError(f"{flag} {text!r}: give comma-separated integers such as 64,128") from None
-
-
-REFERENCE = Path("results") / "fidelity.json"  # the committed reference
-
-
 def _parser() -> OverrideParser:
     parser = study_parser(
         "looped fidelity",
         __doc__,
         out="corpus, runs, fidelity.json, figures (default runs/fidelity)",
-        reference="results/fidelity.json and figures/fidelity_*.png (runs stay in --out)",
-        quick="toy size, about a minute (pydoc corpus)",
+        reference=None,  # no committed result: `looped length` is the text study of record
+        quick="toy size, under a minute (pydoc corpus)",
         overrides=True,
-        example="looped fidelity --quick --study --out runs/fq",
+        example="looped fidelity --quick --out runs/fq",
     )
     add = parser.add_argument
     add("--dataset", help="stdlib (default) | pydoc | hub name | local file or directory")
@@ -717,12 +641,8 @@ def _parser() -> OverrideParser:
     add("--steps", type=int, help="steps of the sweep and the equal-token comparison")
     add("--d-model", type=int, help="width of the main comparison")
     add("--batch-size", type=int, help="sequences per step")
-    add("--seeds", type=int, help="seeds of the comparison and the study (default 3)")
+    add("--seeds", type=int, help="seeds of the comparison (default 3)")
     add("--lrs", help="the sweep's learning rates, e.g. 1e-3,3e-3,1e-2")
-    add("--study", action="store_true", help="also the gap across model sizes and lengths")
-    add("--study-sizes", help="the study's widths, e.g. 64,128,256")
-    add("--study-steps", help="the study's training lengths, e.g. 200,400")
-    add("--study-lrs", help="the LRs swept at every study width, e.g. 3e-4,1e-3,3e-3")
     add("--held-out", type=float, help="share of documents in each of val and test (default 0.05)")
     add("--fresh", action="store_true", help="retrain every run instead of reusing finished ones")
     add("--quiet", action="store_true", help="no progress bars")
@@ -751,13 +671,6 @@ def _settings(args: Any) -> FidelitySettings:
         raise UserError(f"--max-docs {args.max_docs} must be >= 1")
     if args.lrs:
         settings.lrs = _floats(args.lrs, "--lrs")
-    if args.study_sizes:
-        settings.study_d_models = _ints(args.study_sizes, "--study-sizes")
-    if args.study_steps:
-        settings.study_steps = _ints(args.study_steps, "--study-steps")
-    if args.study_lrs:
-        settings.study_lrs = _floats(args.study_lrs, "--study-lrs")
-    settings.study = args.study
     check_settings(settings)
     return settings
 
@@ -765,8 +678,6 @@ def _settings(args: Any) -> FidelitySettings:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     settings = _settings(args)
-    if args.reference and args.out and Path(args.out) == REFERENCE.parent:
-        raise UserError("--out is where runs go; --reference already writes results/")
     out = Path(args.out or ("runs/fidelity-quick" if args.quick else "runs/fidelity"))
     if args.print_config:  # the config every run starts from; schedule, LR and seed vary
         corpus = {"path": str(corpus_dir(settings, out)), "vocab_size": 0}
@@ -781,9 +692,6 @@ def main(argv: list[str]) -> int:
         )
         print(to_yaml(cfg), end="")
         return 0
-    if args.reference:
-        results, figures_dir = REFERENCE, Path("figures")
-    else:
-        results, figures_dir = out / "fidelity.json", out / "figures"
+    results, figures_dir = out / "fidelity.json", out / "figures"
     run_fidelity(settings, out, results, figures_dir, fresh=args.fresh, quiet=args.quiet)
     return 0

@@ -1,8 +1,9 @@
 """Generated docs: every number in them is read from a results file, every list from the code.
 
     looped report            # rewrite the generated sections of README.md, docs/RESULTS.md,
-                             # docs/USAGE.md and notebooks/README.md from results/demo.json,
-                             # bench.md, fidelity.json, diagnose.json and the notebooks
+                             # docs/USAGE.md and notebooks/README.md from results/ (demo.json,
+                             # demo_text.json, length.json, samples.json, diagnose.json, bench.md)
+                             # and the notebooks
     looped report --results runs/demo/demo.json   # ... from another demo's results (yours)
     looped report --check    # exit 1 if a doc differs from what the files say (CI runs this)
     looped report --figures  # redraw every figure in figures/ from results/ (no training)
@@ -102,30 +103,11 @@ def render(
     demo = results or root / "results" / "demo.json"
     if demo.is_file():
         readme = _replace(readme, "demo", bios.section(json.loads(demo.read_text())))
-    saved = load_result(root, "text_baselines") or {}
     sections = (
         (
             "text",
             "demo_text",
-            lambda r: text.section(
-                r, "looped demo (its text track)", r.get("baselines") or saved.get("demo_text.json")
-            ),
-        ),
-        (
-            "fidelity",
-            "fidelity",
-            lambda r: text.section(
-                r, "looped fidelity", r.get("baselines") or saved.get("fidelity.json")
-            ),
-        ),
-        (
-            "study",
-            "fidelity",
-            lambda r: (
-                text.study_section(r, r.get("baselines") or saved.get("fidelity.json"))
-                if r.get("study")
-                else ""
-            ),
+            lambda r: text.section(r, "looped demo (its text track)", r.get("baselines")),
         ),
         ("length", "length", length.length_section),
         ("samples", "samples", samples.section),
@@ -161,15 +143,13 @@ DOCS = (
 def figures(root: Path, out: Path | None = None) -> list[Path]:
     """Every figure of figures/ redrawn from root/results/*.json, without training: the bios
     figures, the bios LR sweep and Fig. 4 from demo.json, the text track's from demo_text.json,
-    the wider text track's from fidelity.json, the diagnosis from diagnose.json."""
+    the diagnosis from diagnose.json, the length study's from length.json."""
     out = out or root / "figures"
     paths = []
     if (result := load_result(root, "demo")) is not None:
         paths += bios.figures(result, out)
     if (result := load_result(root, "demo_text")) is not None:
         paths += text.figures(result, out, prefix="text")
-    if (result := load_result(root, "fidelity")) is not None:
-        paths += text.figures(result, out)
     if (result := load_result(root, "diagnose")) is not None:
         paths += diagnose.figures(result, out)
     if (result := load_result(root, "length")) is not None:

@@ -108,6 +108,43 @@ def show(fig: Any) -> None:
     plt.show()
 
 
+def checked(fig: Any) -> Any:
+    """`show`'s finishing and checks without showing: the figure, ready to display."""
+    finish(fig)
+    checks.refuse_empty(fig)
+    if problems := checks.readability_problems(fig):
+        plt.close(fig)
+        raise ValueError("figure is hard to read: " + "; ".join(problems))
+    return fig
+
+
+def with_knobs(draw: Any, knobs: dict[str, Any]) -> None:
+    """A notebook's figure with knobs: `draw(**values)` returns (figure, text). The default is
+    shown as plain outputs, so a notebook opened without a kernel shows it; the knobs follow,
+    and moving one redraws the figure and its text in place of the ones shown (one display id
+    each), so no stale figure stays behind. Without a kernel the knobs show a one-line note,
+    not their repr."""
+    from IPython.display import Pretty, display  # only notebooks call this; IPython is heavy
+
+    fig, text = draw(**{name: w.value for name, w in knobs.items()})
+    shown = display(checked(fig), display_id=True), display(Pretty(text), display_id=True)
+    plt.close(fig)
+
+    def redraw(_change: object = None) -> None:
+        fig, text = draw(**{name: w.value for name, w in knobs.items()})
+        shown[0].update(checked(fig))
+        shown[1].update(Pretty(text))
+        plt.close(fig)
+
+    for knob in knobs.values():
+        knob.observe(redraw, names="value")
+    from ipywidgets import HBox  # ipywidgets loads a comm layer; only notebooks need it
+
+    bundle = HBox(list(knobs.values()))._repr_mimebundle_()
+    bundle["text/plain"] = "(the knobs move with a running kernel)"
+    display(bundle, raw=True)
+
+
 DEPTH_TICKS = [1, 2, 4, 6, 8, 10, 12, 14, 16]
 
 

@@ -1,7 +1,7 @@
-"""The text track (`looped fidelity`, the demo's text runs, the scale study) as a reader sees it.
+"""The text track (`looped fidelity`, the demo's text runs) as a reader sees it.
 
-Its table, baselines, verdicts per paper recipe, the scale study's rows and trend, and its
-figures. Pure functions of fidelity.json / demo_text.json's dict.
+Its table, baselines, verdicts per paper recipe and its figures. Pure functions of the dict in
+demo_text.json (or a `looped fidelity` run's fidelity.json).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import looped.eval.stats as stats
-from looped import paper
-from looped.paper import NLL_GAP, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.paper import NLL_GAP, RECIPES_1B, UNIFORM
 from looped.paper import recipe_label as label
 from looped.report import style
 
@@ -48,11 +47,6 @@ def format_table(result: dict) -> str:
                 f"({n['min']:.3f}-{n['max']:.3f}) | {interval_cell(r['vs_uniform_by_seed'])} | "
                 f"{_share(r['compute_saving'])} |"
             )
-    for g in result.get("study", []):
-        lines.append(
-            f"study d={g['d_model']} ({g['params'] / 1e6:.2f}M params), {g['steps']} steps: "
-            f"gap {g['gap']['mean']:+.2%} (seeds {g['gap']['min']:+.2%} to {g['gap']['max']:+.2%})"
-        )
     return "\n".join(lines)
 
 
@@ -100,7 +94,7 @@ def section(result: dict, command: str = "looped fidelity", baseline: dict | Non
         "different loads and are not compared (`looped bench` times schedules together).",
         "",
         *baseline_lines(result, baseline),
-        format_table({**result, "study": []}),
+        format_table(result),
         "",
     ]
     lrs = s["lrs"]
@@ -288,42 +282,6 @@ def fig_lr_sweep(
     return style.save(fig, path)
 
 
-def fig_study_gap(result: dict, path: Path) -> Path:
-    """The 200M recipe's gap from uniform against model size, one line per training length,
-    error bars spanning the seeds, the paper's 0.5% dashed."""
-    style.use_theme()
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    study = result["study"]
-    for i, steps in enumerate(sorted({g["steps"] for g in study})):
-        cells = sorted((g for g in study if g["steps"] == steps), key=lambda g: g["params"])
-        x = [g["params"] for g in cells]
-        y = np.array([100 * g["gap"]["mean"] for g in cells])
-        lo = y - [100 * g["gap"]["min"] for g in cells]
-        hi = np.array([100 * g["gap"]["max"] for g in cells]) - y
-        ax.errorbar(
-            x,
-            y,
-            yerr=[lo, hi],
-            marker="o",
-            capsize=3,
-            label=f"{steps} steps",
-            color=style.color(str(steps), i),
-        )
-    ax.axhline(100 * paper.NLL_GAP[0], ls="--", color="0.3", lw=1, label="paper: within 0.5%")
-    ax.axhline(0, color="0.6", lw=0.8)
-    ax.set_xscale(
-        "function", functions=(lambda x: np.log(np.clip(x, 1e-12, None)), np.exp)
-    )  # log, with the ticks set here
-    sizes = sorted({(g["params"], g["d_model"]) for g in study})
-    ax.set_xticks([p for p, _ in sizes], [f"d={d}\n{p / 1e6:.2g}M" for p, d in sizes])
-    ax.minorticks_off()
-    ax.set_xlabel("model size (width, parameters)")
-    ax.set_ylabel("NLL gap vs uniform (%)\n(+: fixed-first worse)")
-    ax.set_title(f"{label(RECIPE_200M)} vs uniform, equal tokens")
-    ax.legend(fontsize=8)
-    return style.save(fig, path)
-
-
 def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]:
     """The track's figures as OUT_DIR/PREFIX_*.png (the LR sweep's only when it ran)."""
     paths = [fig_nll_by_depth(result, out_dir / f"{prefix}_nll_by_depth.png")]
@@ -331,89 +289,5 @@ def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]
         paths.append(fig_loss_by_seed(result, out_dir / f"{prefix}_loss_by_seed.png"))
     if result["sweep"]:
         paths.append(fig_lr_sweep(result, out_dir / f"{prefix}_lr_sweep.png"))
-    if result.get("study"):
-        paths.append(fig_study_gap(result, out_dir / f"{prefix}_study_gap.png"))
     return paths
 
-
-# -- the scale study (`looped fidelity --study`) ---------------------------------------------
-def study_rows(study: list[dict]) -> list[str]:
-    """The scale study as a table: one row per (width, steps), gap with its seed range."""
-    rows = [
-        "| width | parameters | steps | tokens | LR uniform / fixed-first | uniform NLL | fixed-first NLL | gap (seed mean) | per-seed range |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for g in sorted(study, key=lambda g: (g["steps"], g["params"])):
-        v = g["gap"]
-        rows.append(
-            f"| {g['d_model']} | {g['params'] / 1e6:.2f}M | {g['steps']} | {g['tokens']:,} | "
-            f"{g.get('uniform_lr', float('nan')):g} / {g.get('fixed_first_lr', float('nan')):g} | "
-            f"{g['uniform_nll']['mean']:.3f} | {g['fixed_first_nll']['mean']:.3f} | "
-            f"{v['mean']:+.2%} | {v['min']:+.2%} to {v['max']:+.2%} |"
-        )
-    return rows
-
-
-def study_trend(study: list[dict], baseline: dict | None = None) -> str:
-    """What the signed gap does as the model grows, at each training length, judged like every
-    other text cell (`stats.study_trends`). A crossing of the paper's 0.5% is never extrapolated."""
-    parts = []
-    for t in stats.study_trends(study, baseline):
-        cells = t["cells"]
-        sizes = ", ".join(f"{g['gap']['mean']:+.1%}" for g in cells)
-        span = (
-            f"at {t['steps']} steps the gap is {sizes} from d={cells[0]['d_model']} to "
-            f"d={cells[-1]['d_model']}"
-        )
-        if not t["informative"]:
-            bigram = f"{baseline['bigram']:.2f}" if baseline else "unknown"
-            parts.append(
-                f"{span}: not informative at this size (worst model {t['worst']:.2f} "
-                f"nats, bigram table {bigram})"
-            )
-            continue
-        fit = t["slope"]
-        parts.append(
-            f"{span}: {fit.mean:+.1%} per tenfold parameters [{fit.lo:+.1%}, {fit.hi:+.1%}]"
-        )
-    text = "; ".join(parts) + "."
-    return (
-        text[0].upper() + text[1:] + " The data do not support extrapolating to the paper's scale."
-    )
-
-
-def study_section(result: dict, baseline: dict | None = None) -> str:
-    """The README's scale-study section, from fidelity.json."""
-    meta = result["meta"]
-    return "\n".join(
-        [
-            f"Measured by `looped fidelity --study` on {meta['machine']}: fixed-first K=2 for 67% "
-            "against uniform 1..16 at equal tokens, each schedule at its best LR for that width (of "
-            + ", ".join(f"{x:g}" for x in meta["settings"]["study_lrs"])
-            + f", swept at every width with seed 0 at the shorter length), "
-            f"{meta['settings']['seeds']} seeds per cell, {meta['corpus']['dataset']} corpus. Gap: "
-            "fixed-first's mean held-out NLL over K=1..16 relative to uniform's (negative: "
-            "fixed-first better).",
-            "",
-            *study_rows(result["study"]),
-            "",
-            f"- {study_trend(result['study'], baseline)}",
-            *_study_edges(result),
-        ]
-    )
-
-
-def _study_edges(result: dict) -> list[str]:
-    """A line naming each width whose chosen LR sits at the edge of the study's sweep."""
-    lrs = result["meta"]["settings"]["study_lrs"]
-    edges = [
-        f"{label(schedule)} at d={d}"
-        for d, chosen in result.get("study_lr", {}).items()
-        for schedule in stats.at_edge(chosen, lrs)
-    ]
-    if not edges:
-        return []
-    return [
-        f"- The best LR of {', '.join(edges)} lies at the edge of the study's sweep, so "
-        "its optimum may lie beyond it and that cell's gap may be off."
-    ]
