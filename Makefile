@@ -50,7 +50,7 @@ notebooks: $(STAMP)
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 lab: $(STAMP) $(LAB_OVERRIDES)
-	$(BIN)/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 $(LAB_OVERRIDES): notebooks/jupyterlab-overrides.json $(STAMP)
 	@mkdir -p $(dir $@)
