@@ -14,14 +14,14 @@
 # behind. This notebook puts the two side by side and looks for the cause with measurements,
 # not guesses. It reads committed results files:
 #
-# - `results/fidelity.json` from `looped fidelity`: the paper's own metric, held-out token NLL
-#   on text (the Python standard library's source) at serving depths 1..16, every schedule at
-#   its own best learning rate, several seeds, at equal tokens and at equal modeled FLOPs;
 # - `results/diagnose.json` from `looped diagnose`: gradient evidence from uniform, fixed
 #   $K=4$, uniform with a $K$ per micro-batch, and uniform $2..16$, trained for the same steps;
+# - `results/demo_text.json` from `looped demo` (its text track): the paper's own metric,
+#   held-out token NLL on text (the Python standard library's source) at serving depths 1..16,
+#   every schedule at its own best learning rate, 3 seeds, at equal tokens and at equal modeled
+#   FLOPs, beside a bigram table scored on the same windows;
 # - `results/length.json` from `looped length`: the gap at six training lengths, where the
-#   models beat a bigram table (`results/text_baselines.json` has the table's score for the
-#   shorter runs above).
+#   models beat that bigram table.
 #
 # Set `LOOPED_FULL=1` to rerun the diagnosis here (about twenty minutes on two cores)
 # instead of reading the committed file.
@@ -117,26 +117,26 @@ if benefit:
 # %% [markdown]
 # ## 3. The paper's metric on text
 #
-# The same schedules on held-out text, each at its own best learning rate (the sweep is in
-# the results file), at equal tokens (the paper's framing: the same data, cheaper steps for
-# fixed-first) and at equal modeled FLOPs (uniform cut to each schedule's FLOPs, fewer steps).
+# The same schedules on held-out text: the demo's text track (notebook 05), each schedule at
+# its own best learning rate (chosen on validation windows; the sweep is in the results file),
+# scored on test windows at equal tokens (the paper's framing: the same data, cheaper steps
+# for fixed-first) and at equal modeled FLOPs (uniform cut to each schedule's FLOPs, fewer
+# steps).
 
 # %%
-text = json.loads((ROOT / "results" / "fidelity.json").read_text())
-figures = text_report.figures(text, Path(tempfile.mkdtemp()))
-display(Image(filename=str(figures[0])))
+text = json.loads((ROOT / "results" / "demo_text.json").read_text())
+text_figures = [text_report.fig_nll_by_depth(text, Path(tempfile.mkdtemp()) / "text.png")]
+display(Image(filename=str(text_figures[0])))
 
 # %% [markdown]
 # Before reading any gap off this figure, set it beside the simplest model of text there is: a
 # table of how often each token follows each other token (a bigram table, fit on the training
 # split). A looped transformer that scores worse than that table has not yet learned much more
 # than "which token tends to come next"; comparing two such models compares how fast each left
-# its early plateau. `looped baselines` scored the table on the very windows of this run:
+# its early plateau. The demo scored the table on the very windows of these runs:
 
 # %%
-saved = json.loads((ROOT / "results" / "text_baselines.json").read_text())
-base = text.get("baselines") or saved["fidelity.json"]
-display(Markdown(text_report.baseline_lines(text, base)[0]))
+display(Markdown(text_report.baseline_lines(text, text["baselines"])[0]))
 
 # %% [markdown]
 # ## 4. As training lengthens: where the models beat the bigram table
@@ -173,7 +173,4 @@ display(Markdown("\n".join(length.trend_lines(study))))
 # same).
 
 # %%
-display(
-    Markdown(capitalized(text_report.section(text, "looped fidelity", base).split("\n\n", 1)[-1]))
-)
 display(Markdown(capitalized(diagnose.section(result).split("\n\n", 2)[-1])))

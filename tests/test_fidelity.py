@@ -11,9 +11,9 @@ import pytest
 
 from looped import cli
 from looped.eval import stats
-from looped.eval.stats import STUDY_PAIR, best_lrs
+from looped.eval.stats import best_lrs
 from looped.experiments import fidelity
-from looped.experiments.fidelity import QUICK, Plan, plan_comparison, plan_study, plan_sweep
+from looped.experiments.fidelity import QUICK, Plan, plan_comparison, plan_sweep
 from looped.flops import flops_per_token, schedule_flops, tokens_per_step
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.schedules import parse_schedule
@@ -36,8 +36,7 @@ def _write_corpus(directory, n_files=12, words=700):
 
 TOY = replace(
     QUICK, tokenizer="bpe:300", d_model=16, n_head=2, steps=6, batch_size=4, seq_len=32,
-    warmup_steps=1, eval_batches=1, seeds=2, lrs=(1e-3, 1e-2), study_d_models=(16, 24, 32),
-    study_steps=(3, 6), workers=2,
+    warmup_steps=1, eval_batches=1, seeds=2, lrs=(1e-3, 1e-2), workers=2,
 )  # fmt: skip
 CORPUS = {"path": "unused-by-planning", "vocab_size": 300}
 
@@ -154,40 +153,7 @@ def test_equal_flop_uniform_runs_spend_each_schedules_flops_and_branch_at_their_
     assert steps[FIXED] <= steps[RECIPE_200M] < steps[RECIPES_1B[1]] < 40
 
 
-@pytest.mark.slow
-def test_study_sweeps_every_width_then_pairs_the_200m_recipe_with_uniform_at_its_best_lrs():
-    plan = _plan(_best())
-    fidelity.plan_study_sweep(plan)
-    sweep = [p for p in plan.runs.values() if "study-sweep" in p.roles]
-    assert {(p.spec.schedule, p.d_model, p.lr, p.spec.steps, p.spec.seed) for p in sweep} == {
-        (s, d, lr, min(TOY.study_steps), seed)
-        for s in STUDY_PAIR for d in TOY.study_d_models for lr in TOY.study_lrs
-        for seed in range(TOY.sweep_seeds)
-    }  # fmt: skip
-    rows = [  # width 16 prefers the larger LR for uniform only; the others the smaller
-        {"roles": ["study-sweep"], "d_model": d, "schedule": s, "lr": lr,
-         "mean_nll": 5.0 - (lr == max(TOY.study_lrs) and d == 16 and s == UNIFORM)}
-        for s in STUDY_PAIR for d in TOY.study_d_models for lr in TOY.study_lrs
-    ]  # fmt: skip
-    best = stats.study_best(rows)
-    assert best[16] == {RECIPE_200M: min(TOY.study_lrs), UNIFORM: max(TOY.study_lrs)}
-    assert best[24] == dict.fromkeys(STUDY_PAIR, min(TOY.study_lrs))
-    plan_study(plan, best)
-    study = [p for p in plan.runs.values() if "study" in p.roles]
-    assert {(p.spec.schedule, p.d_model, p.spec.steps, p.spec.seed) for p in study} == {
-        (s, d, n, seed)
-        for s in STUDY_PAIR
-        for d in TOY.study_d_models
-        for n in TOY.study_steps
-        for seed in range(TOY.seeds)
-    }
-    assert all(p.lr == best[p.d_model][p.spec.schedule] for p in study)
-    assert all(p.cfg.model.d_model == p.d_model for p in study)
-    # the sweep's seed-0 run at the best LR and shortest length is a study run, trained once
-    assert all("study" in p.roles for p in sweep if p.lr == best[p.d_model][p.spec.schedule])
-
-
-def test_compare_and_study_gaps_pair_seeds_exactly():
+def test_compare_pairs_seeds_exactly():
     def row(schedule, seed, nll, roles, steps=10, d=16):
         return {
             "schedule": schedule, "seed": seed, "mean_nll": nll, "roles": roles, "lr": 1e-3,
@@ -197,10 +163,10 @@ def test_compare_and_study_gaps_pair_seeds_exactly():
         }  # fmt: skip
 
     rows = [
-        row(UNIFORM, 0, 4.0, ["tokens", "study"]),
-        row(UNIFORM, 1, 5.0, ["tokens", "study"]),
-        row(RECIPE_200M, 0, 4.2, ["tokens", "study"]),
-        row(RECIPE_200M, 1, 4.5, ["tokens", "study"]),
+        row(UNIFORM, 0, 4.0, ["tokens"]),
+        row(UNIFORM, 1, 5.0, ["tokens"]),
+        row(RECIPE_200M, 0, 4.2, ["tokens"]),
+        row(RECIPE_200M, 1, 4.5, ["tokens"]),
     ]
     table = {r["schedule"]: r for r in stats.compare(rows, "tokens", (UNIFORM, RECIPE_200M))}
     ff = table[RECIPE_200M]
@@ -220,9 +186,6 @@ def test_compare_and_study_gaps_pair_seeds_exactly():
     assert eq["schedule"] == RECIPE_200M and eq["uniform_steps"] == 6
     assert eq["vs_uniform_by_seed"]["values"] == pytest.approx([4.2 / 4.4 - 1, 4.5 / 5.0 - 1])
     assert eq["compute_saving"] == pytest.approx(0.0)
-    (gap,) = stats.study_gaps(rows)
-    assert gap["gap"]["values"] == pytest.approx([0.05, -0.1])
-    assert (gap["d_model"], gap["steps"]) == (16, 10)
 
 
 @pytest.fixture(scope="module")
@@ -233,8 +196,7 @@ def toy_run(tmp_path_factory):
     argv = [
         "fidelity", "--dataset", str(corpus), "--tokenizer", "bpe:300", "--out", str(out),
         "--quick", "--held-out", "0.25", "--steps", "6", "--d-model", "16", "--batch-size", "4", "--seeds", "2",
-        "--lrs", "1e-3,1e-2", "--study", "--study-sizes", "16,24", "--study-steps", "6",
-        "seq_len=32", "model.seq_len=32", "optim.warmup_steps=1", "eval_batches=1",
+        "--lrs", "1e-3,1e-2", "seq_len=32", "model.seq_len=32", "optim.warmup_steps=1", "eval_batches=1",
     ]  # fmt: skip
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
@@ -248,14 +210,13 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
     assert rc == 0, text
     result = json.loads((out / "fidelity.json").read_text())
     assert {p.name for p in (out / "figures").iterdir()} == {
-        "fidelity_nll_by_depth.png", "fidelity_lr_sweep.png", "fidelity_study_gap.png",
-        "fidelity_loss_by_seed.png",
+        "fidelity_nll_by_depth.png", "fidelity_lr_sweep.png", "fidelity_loss_by_seed.png",
     }  # fmt: skip
     assert len(result["sweep"]) == 4 * 2 * 2  # schedules x LRs x sweep seeds
     # LRs are chosen on validation windows, numbers reported on test windows beside baselines
     assert result["baselines"]["windows"] == "test" and result["meta"]["corpus"]["test"] > 0
     assert result["baselines"]["bigram"] < result["baselines"]["unigram"]
-    reported = [r for r in result["runs"] if set(r["roles"]) - {"sweep", "study-sweep"}]
+    reported = [r for r in result["runs"] if set(r["roles"]) - {"sweep"}]
     assert reported and all(r["se_windows"] > 0 for r in reported)
     assert all(r["mean_nll"] != r["val_mean_nll"] for r in reported)
     for run in result["runs"]:
@@ -279,12 +240,12 @@ def test_text_track_end_to_end_writes_json_figures_and_table(toy_run):
     assert all(
         r["compute_saving"] <= 1e-9 and r["uniform_steps"] < r["steps"] for r in flops.values()
     )
-    # the study at its two widths, each gap paired over both seeds
-    assert [(g["d_model"], len(g["gap"]["values"])) for g in result["study"]] == [(16, 2), (24, 2)]
-    assert set(result["meta"]["phase_seconds"]) == {
-        "corpus", "sweep", "comparison", "study LR sweep", "study",
+    # one width (the comparison's), these keys and phases only
+    assert {r["d_model"] for r in result["runs"]} == {16}
+    assert set(result) == {
+        "meta", "runs", "sweep", "baselines", "chosen_lr", "equal_tokens", "equal_flops",
     }  # fmt: skip
-    assert set(result["study_lr"]) == {"16", "24"} and len(result["study_sweep"]) == 2 * 2 * 2 * 2
+    assert set(result["meta"]["phase_seconds"]) == {"corpus", "sweep", "comparison"}
     # off a terminal: one plain line per trained run, and the table at the end
     n_runs = len(result["runs"])
     assert text.count("finished ") == n_runs
@@ -315,7 +276,7 @@ def test_rerun_reuses_the_corpus_and_every_finished_run(toy_run):
         (["--seeds", "0"], "--seeds 0 must be >= 1"),
         (["--lrs", "1e-3,fast"], "--lrs '1e-3,fast'"),
         (["--lrs", "1e-3,-1"], "positive learning rates"),
-        (["--study-sizes", "64,x"], "--study-sizes"),
+        (["--max-docs", "0"], "--max-docs 0 must be >= 1"),
         (["--dataset", "/nonexistent/texts"], "does not exist"),
         (["model.d_model=-5"], "must be positive"),
         (["--workers", "0"], "--workers 0 must be >= 1"),

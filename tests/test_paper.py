@@ -119,27 +119,6 @@ def test_the_bottom_line_counts_only_informative_text_verdicts():
     assert some.counts == {Verdict.BETTER: 1, Verdict.UNDECIDED: 1}
 
 
-def _cell(d: int, params: float, steps: int, *gaps: float) -> dict:
-    return {"d_model": d, "params": params, "steps": steps, "gap": _gap(*gaps)}
-
-
-def _study_cell(d: int, params: float, steps: int, nll: float, *gaps: float) -> dict:
-    spread = {"max": nll}
-    return {**_cell(d, params, steps, *gaps), "uniform_nll": spread, "fixed_first_nll": spread}
-
-
-def test_the_scale_trend_reads_the_signed_gap_and_only_where_models_beat_the_bigram():
-    # +3.3% -> -1.9% -> -12.2%: the size of the gap is not monotone, its sign is
-    falling = [_study_cell(48, 1e5, 200, 3.9, 0.033, 0.030), _study_cell(96, 1e6, 200, 3.9, -0.019, -0.02),
-               _study_cell(192, 1e7, 200, 3.9, -0.122, -0.12)]  # fmt: skip
-    (trend,) = stats.study_trends(falling, {"bigram": 4.0})
-    assert trend["informative"] and trend["worst"] == 3.9
-    assert trend["slope"].hi < 0  # falling, clear of zero
-    for baseline in ({"bigram": 3.5}, None):
-        (quiet,) = stats.study_trends(falling, baseline)
-        assert not quiet["informative"] and quiet["slope"] is None
-
-
 def test_the_verdicts_table_reads_every_track_from_its_results_file(tmp_path):
     import json
 

@@ -157,7 +157,7 @@ def test_length_runs_end_to_end_on_a_users_corpus_and_never_reports_an_lr_seed(t
     (tmp_path / "mine.jsonl").write_text("\n".join(lines) + "\n")
     out = tmp_path / "study"
     length.main(["--quick", "--out", str(out), "--workers", "2", "--corpus",
-                 str(tmp_path / "mine.jsonl"), "--lengths", "4,6,8", "--lr-lengths", "4,6", "--max-seeds", "3"])  # fmt: skip
+                 str(tmp_path / "mine.jsonl"), "--lengths", "4,6,8", "--lr-lengths", "4,6", "--max-seeds", "2"])  # fmt: skip
     result = json.loads((out / "length.json").read_text())
     assert result["meta"]["corpus"]["dataset"].endswith("mine.jsonl")
     assert [p.name for p in out.glob("corpus-*mine_jsonl-bpe512-split/meta.json")]
@@ -169,3 +169,11 @@ def test_length_runs_end_to_end_on_a_users_corpus_and_never_reports_an_lr_seed(t
     assert shared["8"] == result["chosen"][paper.UNIFORM]["6"]["lr"]  # beyond the swept lengths
     assert {"dtype", "torch", "python"} <= set(result["meta"]["environment"])
     assert (out / "length_gap.png").is_file()
+    # on a fresh machine (another --out), --resume-from reuses every scored run: nothing trains
+    again = tmp_path / "again"
+    length.main(["--quick", "--out", str(again), "--workers", "2", "--corpus",
+                 str(tmp_path / "mine.jsonl"), "--lengths", "4,6,8", "--lr-lengths", "4,6",
+                 "--max-seeds", "2", "--resume-from", str(out / "length.json")])  # fmt: skip
+    assert not list((again / "runs").glob("*/summary.json"))
+    second = json.loads((again / "length.json").read_text())
+    assert second["rows"] == result["rows"] and second["cells"] == result["cells"]

@@ -5,6 +5,7 @@
     looped length --reference         # write results/length.json and figures/length_gap.png
     looped length --collect           # no training: the results of the runs finished so far
     looped length --corpus DIR        # the same study on your text (see below)
+    looped length --resume-from results/length.json   # on a fresh machine: reuse its scored runs
     looped length --d-model 128 --lengths 120,240,480 --max-seeds 4   # a second width
 
 One recipe for every schedule; only the depth schedule changes:
@@ -34,6 +35,8 @@ Resumable: a rerun reuses every finished run and retrains only what is missing.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import platform
 import time
@@ -45,7 +48,7 @@ import torch
 
 import looped.eval.stats as stats
 from looped import paper
-from looped.config import TrainConfig
+from looped.config import TrainConfig, to_yaml
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
 from looped.experiments.command import study_parser
@@ -82,6 +85,7 @@ class LengthSettings:
     tuned_at: int = 480  # robustness: each schedule at its own LR at this length (0: off)
     workers: int = 2  # single-threaded worker processes
     corpus: str | None = None  # None: the standard library; else a `--corpus` source
+    resume_from: str | None = None  # an earlier length*.json whose scored runs are reused
 
 
 QUICK = LengthSettings(
@@ -97,7 +101,7 @@ QUICK = LengthSettings(
     lengths=(8, 16, 32, 64),
     lrs=(3e-3, 1e-2, 3e-2),
     lr_lengths=(8, 16, 32),
-    rounds=(3, 5),
+    rounds=(2, 3),
     tuned_at=16,
 )
 
@@ -132,6 +136,63 @@ class Planned:
 
 
 Grid = dict[str, dict[float, tuple[int, ...]]]  # schedule -> LR -> the lengths trained at it
+
+
+def fingerprint(cfg: TrainConfig) -> str:
+    """A run's config in 16 hex digits, where its corpus lies left out (the corpus itself is
+    checked once, `cached_rows`): a cached row stands for a run only if they agree."""
+    blank = replace(cfg, data=replace(cfg.data, path=""))
+    return hashlib.sha256(to_yaml(blank).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Store:
+    """Where the study's runs are: their directories, and the rows an earlier results file
+    holds for runs this disk does not have (`--resume-from`), matched by name and config. A
+    study moved to a fresh machine then trains only the seeds and lengths it does not have."""
+
+    runs_dir: Path
+    cached: dict[str, dict] = field(default_factory=dict)  # run name -> its scored row
+
+    def row(self, p: Planned) -> dict | None:
+        r = self.cached.get(p.spec.name)
+        return r if r is not None and r.get("config_sha") == fingerprint(p.cfg) else None
+
+    def finished(self, p: Planned) -> bool:
+        return self.row(p) is not None or finished(self.runs_dir, p.spec.name)
+
+    def val_nll(self, p: Planned) -> float:
+        r = self.row(p)
+        return r["val_nll"] if r is not None else val_nll(self.runs_dir / p.spec.name)
+
+    def to_train(self, runs: dict[str, Planned]) -> dict[str, Planned]:
+        """The runs to hand the pool: every trunk family (a trunk and its branches) with a run
+        that is neither cached nor on disk, whole (its branches need the trunk's checkpoints)."""
+        family = {n: n for n in runs}
+        for n, p in runs.items():
+            while p.spec.parent in runs:
+                family[n], p = p.spec.parent, runs[p.spec.parent]
+        cached = {n for n, p in runs.items() if self.row(p) is not None}
+        missing = {family[n] for n in runs if n not in cached}
+        return {n: p for n, p in runs.items() if family[n] in missing}
+
+
+CORPUS_KEYS = ("tokenizer", "vocab_size", "splits", "dataset")  # what a results file says of it
+
+
+def cached_rows(path: str | None, corpus: dict) -> dict[str, dict]:
+    """The scored rows (reported and sweep) of an earlier results file, by run name; refused
+    if it was measured on another corpus (other documents, split or tokenizer)."""
+    if not path:
+        return {}
+    if not Path(path).is_file():
+        raise UserError(f"--resume-from {path}: no such results file; give a length*.json")
+    old = json.loads(Path(path).read_text())
+    if old.get("meta", {}).get("corpus") != {k: corpus[k] for k in CORPUS_KEYS if k in corpus}:
+        raise UserError(f"--resume-from {path} was measured on another corpus; drop the flag")
+    tuned = old.get("tuned") or {}
+    runs = [*old.get("rows", []), *old.get("sweep", []), *tuned.get("rows", []), *tuned.get("sweep", [])]  # fmt: skip
+    return {r["run"]: r for r in runs if "run" in r}
 
 
 def plan(
@@ -171,11 +232,11 @@ def plan(
     return runs
 
 
-def train_all(runs: dict[str, Planned], runs_dir: Path, workers: int, quiet: bool) -> int:
+def train_all(runs: dict[str, Planned], store: Store, workers: int, quiet: bool) -> int:
+    runs = store.to_train(runs)
     specs = [p.spec for p in runs.values()]
-    return execute(
-        specs, {p.spec.name: p.cfg for p in runs.values()}, runs_dir, workers, False, quiet
-    )
+    cfgs = {p.spec.name: p.cfg for p in runs.values()}
+    return execute(specs, cfgs, store.runs_dir, workers, False, quiet)
 
 
 def finished(runs_dir: Path, name: str) -> bool:
@@ -192,16 +253,27 @@ def val_nll(run_dir: Path) -> float:
     return float(np.mean(list(nll.values())))
 
 
-def choose(runs: dict[str, Planned], runs_dir: Path) -> dict:
+def choose(runs: dict[str, Planned], store: Store) -> dict:
     """Per schedule and length: the LR with the lowest validation NLL averaged over the LR seeds
     (ties: the smaller LR), every LR's mean, and whether the choice sits at an edge of the LRs
     tried at that length ("low" or "high"; None inside)."""
     table: dict[tuple[str, int], dict[float, list[float]]] = {}
     for p in runs.values():
-        if finished(runs_dir, p.spec.name):
+        if store.finished(p):
             vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
-            vals.append(val_nll(runs_dir / p.spec.name))
+            vals.append(store.val_nll(p))
     return stats.choose_lrs(table)
+
+
+def sweep_rows(runs: dict[str, Planned], store: Store) -> list[dict]:
+    """The LR seeds' runs as the results file keeps them: what chose the LR, and enough to
+    reuse them (`--resume-from`)."""
+    return [
+        {"run": n, "config_sha": fingerprint(p.cfg), "schedule": p.schedule, "lr": p.lr,
+         "seed": p.spec.seed, "steps": p.spec.steps, "val_nll": store.val_nll(p)}
+        for n, p in sorted(runs.items())
+        if store.finished(p)
+    ]  # fmt: skip
 
 
 def extended(grid: Grid, chosen: dict) -> Grid:
@@ -219,7 +291,7 @@ def extended(grid: Grid, chosen: dict) -> Grid:
 def sweep(
     settings: LengthSettings,
     corpus: dict,
-    runs_dir: Path,
+    store: Store,
     grid: Grid,
     train: bool,
     rounds: int = 2,
@@ -228,10 +300,10 @@ def sweep(
     extends the LRs tried at that length on that side and chooses again (at most `rounds`
     times; a choice still at an edge is flagged in the results)."""
     for _ in range(rounds + 1):
-        runs = plan(settings, corpus, settings.lr_seeds, grid, runs_dir)
+        runs = plan(settings, corpus, settings.lr_seeds, grid, store.runs_dir)
         if train:
-            train_all(runs, runs_dir, settings.workers, quiet=False)
-        chosen = choose(runs, runs_dir)
+            train_all(runs, store, settings.workers, quiet=False)
+        chosen = choose(runs, store)
         wider = extended(grid, chosen)
         if wider == grid or not train:
             break
@@ -262,16 +334,22 @@ def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set)
     return grid
 
 
-def score(runs: dict[str, Planned], runs_dir: Path, batches: list) -> list[dict]:
-    """One row per finished reported run, scored on the test windows."""
-    rows = []
+def score(runs: dict[str, Planned], store: Store, batches: list) -> list[dict]:
+    """One row per finished reported run, scored on the test windows (or taken from the
+    earlier results file that scored it)."""
+    rows, runs_dir = [], store.runs_dir
     for p in runs.values():
+        if (cached := store.row(p)) is not None:
+            rows.append(cached)
+            continue
         if not finished(runs_dir, p.spec.name) or diverged(runs_dir / p.spec.name):
             continue
         train = [m for m in read_metrics(runs_dir / p.spec.name) if m["kind"] == "train"]
         model = LoopedTransformer(p.cfg.model)
         rows.append(
             {
+                "run": p.spec.name,
+                "config_sha": fingerprint(p.cfg),
                 "schedule": p.schedule,
                 "label": LABELS[p.schedule],
                 "steps": p.spec.steps,
@@ -302,7 +380,7 @@ def environment(setup_dtype: str) -> dict:
 def run_rounds(
     settings: LengthSettings,
     corpus: dict,
-    runs_dir: Path,
+    store: Store,
     lrs: dict[int, float],
     train: bool,
     bigram: float,
@@ -317,16 +395,16 @@ def run_rounds(
     stop = {"reason": "no cell open: each decided, or its models miss the bigram", "seeds": 0}
     for n in rounds:
         grid = round_grid(settings, lrs, open_cells)
-        runs.update(plan(settings, corpus, list(range(n)), grid, runs_dir))
+        runs.update(plan(settings, corpus, list(range(n)), grid, store.runs_dir))
         if train:
-            train_all(runs, runs_dir, settings.workers, quiet=False)
-        rows = score(runs, runs_dir, batches)
+            train_all(runs, store, settings.workers, quiet=False)
+        rows = score(runs, store, batches)
         cells = stats.sequential_cells(
             rows, bigram, settings.schedules, tuple(rounds), TOLERANCE, cells
         )
         open_cells = {(c["schedule"], c["steps"]) for c in cells if c.get("open")}
         stop["seeds"] = n
-        if not all(finished(runs_dir, p.spec.name) for p in runs.values()):
+        if not all(store.finished(p) for p in runs.values()):
             stop["reason"] = f"budget: round of {n} seeds unfinished when collected"
             break
         if not open_cells:
@@ -338,7 +416,7 @@ def run_rounds(
 
 
 def tuned(
-    settings: LengthSettings, corpus: dict, runs_dir: Path, lrs: dict[int, float], train: bool
+    settings: LengthSettings, corpus: dict, store: Store, lrs: dict[int, float], train: bool
 ) -> dict:
     """Robustness: at `tuned_at` steps, each schedule at its own LR (chosen on the LR seeds), the
     first round's seeds, against uniform at its own (the shared) LR."""
@@ -346,14 +424,15 @@ def tuned(
     if not n or n not in lrs:
         return {}
     others = [s for s in settings.schedules if s != paper.UNIFORM]
-    _, chosen = sweep(settings, corpus, runs_dir, {s: dict.fromkeys(settings.lrs, (n,)) for s in others}, train)  # fmt: skip
+    swept, chosen = sweep(settings, corpus, store, {s: dict.fromkeys(settings.lrs, (n,)) for s in others}, train)  # fmt: skip
     own = {s: chosen[s][n]["lr"] for s in others if s in chosen and n in chosen[s]}
     grid = {s: {lr: (n,)} for s, lr in own.items()} | {paper.UNIFORM: {lrs[n]: (n,)}}
-    runs = plan(settings, corpus, list(range(settings.rounds[0])), grid, runs_dir)
+    runs = plan(settings, corpus, list(range(settings.rounds[0])), grid, store.runs_dir)
     if train:
-        train_all(runs, runs_dir, settings.workers, quiet=False)
-    rows = score(runs, runs_dir, split_batches(settings.setup, corpus))
-    return {"steps": n, "lrs": own, "chosen": chosen, "cells": stats.tuned_cells(rows, own, TOLERANCE)}  # fmt: skip
+        train_all(runs, store, settings.workers, quiet=False)
+    rows = score(runs, store, split_batches(settings.setup, corpus))
+    return {"steps": n, "lrs": own, "chosen": chosen, "sweep": sweep_rows(swept, store),
+            "rows": rows, "cells": stats.tuned_cells(rows, own, TOLERANCE)}  # fmt: skip
 
 
 def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
@@ -361,16 +440,14 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
     what has finished (nothing is trained)."""
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
-    runs_dir = out / "runs"
     corpus = ensure_corpus(settings.setup, out, settings.corpus)
+    store = Store(out / "runs", cached_rows(settings.resume_from, corpus))
     base = baselines(settings.setup, corpus, out / "baselines.json")
     grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
-    _, chosen = sweep(settings, corpus, runs_dir, grid, train)
+    swept, chosen = sweep(settings, corpus, store, grid, train)
     lrs = shared_lrs(settings, chosen)
-    _, rows, cells, stop = run_rounds(
-        settings, corpus, runs_dir, lrs, train, base["test"]["bigram"]
-    )
-    robust = tuned(settings, corpus, runs_dir, lrs, train) if stop["reason"][:6] != "budget" else {}
+    _, rows, cells, stop = run_rounds(settings, corpus, store, lrs, train, base["test"]["bigram"])
+    robust = tuned(settings, corpus, store, lrs, train) if stop["reason"][:6] != "budget" else {}
     cfg = run_config(settings.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
     return {
         "meta": {
@@ -379,17 +456,14 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
             "wall_s": round(time.time() - t0, 1),
             "worker_s": round(sum(r["own_wall"] for r in rows), 1),
             "stopped": stop,
-            "corpus": {
-                k: corpus[k]
-                for k in ("tokenizer", "vocab_size", "splits", "dataset")
-                if k in corpus
-            },  # fmt: skip
+            "corpus": {k: corpus[k] for k in CORPUS_KEYS if k in corpus},  # fmt: skip
             "test_tokens": len(split_batches(settings.setup, corpus))
             * settings.setup.batch_size
             * settings.setup.seq_len,
         },
         "baselines": base,
         "chosen": {s: {str(n): c for n, c in v.items()} for s, v in chosen.items()},
+        "sweep": sweep_rows(swept, store),
         "shared_lr": {str(n): lr for n, lr in lrs.items()},
         "rows": rows,
         "cells": cells,
@@ -401,7 +475,9 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
 def settings_from(a: object) -> LengthSettings:
     """The settings the command line asks for, each problem refused in one line."""
     settings = QUICK if a.quick else LengthSettings()
-    settings = replace(settings, workers=a.workers or settings.workers, corpus=a.corpus)
+    settings = replace(
+        settings, workers=a.workers or settings.workers, corpus=a.corpus, resume_from=a.resume_from
+    )
     try:
         if a.lengths:
             settings.lengths = tuple(int(x) for x in a.lengths.split(","))
@@ -445,6 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-seeds", type=int, help="stop adding seed rounds past this many (16)")
     p.add_argument("--corpus", help="a `looped data text` directory or a `datasets` source")
     p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
+    p.add_argument(
+        "--resume-from", help="an earlier length*.json: its scored runs are not retrained"
+    )
     a = p.parse_args(argv)
     settings = settings_from(a)
     out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))

@@ -290,4 +290,3 @@ def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]
     if result["sweep"]:
         paths.append(fig_lr_sweep(result, out_dir / f"{prefix}_lr_sweep.png"))
     return paths
-
