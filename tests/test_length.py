@@ -132,14 +132,6 @@ def test_each_verdict_from_a_constructed_interval(lo, hi, expected):
     assert stats.verdict(gap, informative=False) is Verdict.NOT_INFORMATIVE
 
 
-def test_slope_reads_the_signed_gap():
-    # +3.3% -> -1.9% -> -12.2%: a monotone fall, whatever the size of each gap
-    fit = stats.slope([1, 2, 3], [0.033, -0.019, -0.122])
-    assert fit.mean < 0
-    flat = stats.slope([1, 2, 3, 1, 2, 3], [0.01, -0.01, 0.01, -0.01, 0.01, -0.01])
-    assert flat.lo < 0 < flat.hi
-
-
 # -- the planner -------------------------------------------------------------------------------
 def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
     from looped.experiments.length import QUICK, plan

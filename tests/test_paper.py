@@ -102,7 +102,7 @@ def _gap(*values: float) -> dict:
 def test_the_headline_verdict_reads_the_95_percent_interval(values, verdict):
     got, said = stats.gap_verdict(_gap(*values), paper.NLL_GAP[0])
     assert got is verdict and said.startswith(verdict.value)
-    iv = stats.interval(list(values))
+    iv = stats.ratio_interval(list(values))  # paired by seed, over log ratios
     assert f"{iv.lo:+.1%} to {iv.hi:+.1%}" in said
 
 
@@ -119,31 +119,34 @@ def test_the_bottom_line_counts_only_informative_text_verdicts():
     assert some.counts == {Verdict.BETTER: 1, Verdict.UNDECIDED: 1}
 
 
-def test_the_verdicts_table_reads_every_track_from_its_results_file(tmp_path):
+def test_the_verdicts_table_reads_the_length_studys_longest_cells(tmp_path):
+    """Each recipe's row is the length study's cell at its longest length, with the verdict
+    and group-sequential interval the study reached; a bios-only root has no text rows."""
     import json
 
-    def row(schedule, gap, saving):
-        return {"schedule": schedule, "steps": 150, "vs_uniform": gap,
-                "vs_uniform_by_seed": _gap(gap - 0.001, gap, gap + 0.001),
-                "mean_nll": {"max": 3.0}, "uniform_nll": {"max": 3.1},
-                "compute_saving": saving, "wall_saving": 0.9}  # fmt: skip
+    from looped.experiments.length import LABELS, TOLERANCE
 
-    text = {
-        "meta": {"settings": {"d_model": 64}},
-        "equal_tokens": [row(paper.RECIPE_200M, -0.02, 0.30), row(paper.RECIPES_1B[1], 0.0, 0.25)],
-        "baselines": {"bigram": 3.5, "unigram": 5.0, "tokens": 100},
-    }  # fmt: skip
+    uni, k4, k2 = paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M
+
+    def row(s, steps, seed, nll):
+        return {"schedule": s, "label": LABELS[s], "steps": steps, "seed": seed, "lr": 3e-3,
+                "tokens": steps * 4096, "params": 86_000, "params_non_embedding": 53_000,
+                "mean_nll": nll, "se": 0.01, "token_nll": [nll] * 16}  # fmt: skip
+
+    rows = [row(s, n, k, 3.0 + d + 0.001 * k) for n in (100, 400) for k in range(4)
+            for s, d in ((uni, 0.0), (k4, 0.2 if n == 400 else 0.0), (k2, 0.0))]  # fmt: skip
+    cells = stats.sequential_cells(rows, 4.0, (uni, k4, k2), (4, 8), TOLERANCE)
+    study = {"meta": {"settings": {"setup": {"d_model": 64}}, "stopped": {"reason": "x"}},
+             "cells": cells, "rows": rows, "trends": stats.seed_trends(cells)}  # fmt: skip
     (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "demo_text.json").write_text(json.dumps(text))
-    found = verdicts.text_claims(tmp_path)
-    assert [(c.schedule, c.verdict) for c in found] == [
-        (paper.RECIPE_200M, Verdict.BETTER), (paper.RECIPES_1B[1], Verdict.WITHIN)]  # fmt: skip
-    assert [c.gap["mean"] for c in found] == pytest.approx([-0.02, 0.0])
-    section = verdicts.verdicts_section(tmp_path)
-    assert len(section.split("\n\n")[0].splitlines()) == 2 + 2 + 1  # header, 2 claims, compute
-    text["baselines"]["bigram"] = 2.9  # the same rows, models now worse than the bigram
-    (tmp_path / "results" / "demo_text.json").write_text(json.dumps(text))
-    assert {c.verdict for c in verdicts.text_claims(tmp_path)} == {Verdict.NOT_INFORMATIVE}
+    assert verdicts.text_claims(tmp_path) == []
+    (tmp_path / "results" / "length.json").write_text(json.dumps(study))
+    found = {c.schedule: c for c in verdicts.text_claims(tmp_path)}
+    assert found[k4].verdict is Verdict.WORSE and found[k2].verdict is Verdict.WITHIN
+    cell = next(c for c in cells if c["schedule"] == k4 and c["steps"] == 400)
+    assert found[k4].gap["lo"] == cell["gap"]["lo"] and found[k4].gap["n"] == 4
+    assert "400 steps" in found[k4].track and found[k2].tolerance == 0.005
+    assert "| K=4 for 80% ends within 0.8%" in verdicts.verdicts_section(tmp_path)
 
 
 def test_the_timing_line_says_each_phase():

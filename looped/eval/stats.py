@@ -119,21 +119,6 @@ def verdict(gap: Interval, tolerance: float = PAPER_TOLERANCE, informative: bool
     return Verdict.UNDECIDED
 
 
-def slope(xs: list[float], ys: list[float]) -> Interval:
-    """Least-squares slope of ys on xs with its 95% interval (t with n-2 df): a trend is read
-    from the signed values, so a gap that changes sign still counts as moving."""
-    n = len(xs)
-    if n < 3:
-        raise ValueError("a slope with an interval needs at least three points")
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    resid = sum((y - my - b * (x - mx)) ** 2 for x, y in zip(xs, ys))
-    se = math.sqrt(resid / (n - 2) / sxx)
-    half = t975(n - 2) * se
-    return Interval(b, b - half, b + half, n, ())
-
-
 WHY = {
     Verdict.WITHIN: "inside ±{tol}",
     Verdict.BETTER: "wholly below zero: fixed-first has the lower NLL",
@@ -157,8 +142,6 @@ def describe(verdict: Verdict, gap: Interval, tolerance: float = PAPER_TOLERANCE
 
 
 # -- seed spreads and seed-paired tables -----------------------------------------------------
-# the scale study's pair: the paper's 200M recipe against uniform
-STUDY_PAIR = (paper.RECIPE_200M, paper.UNIFORM)
 
 
 def spread(values: list[float]) -> dict[str, Any]:
@@ -230,36 +213,6 @@ def compare(rows: list[dict], role: str, schedules: tuple[str, ...]) -> list[dic
         if partner:
             table.append(compare_row(s, runs, {u["seed"]: u for u in partner}))
     return table
-
-
-def study_gaps(rows: list[dict]) -> list[dict]:
-    """Per (width, steps): the 200M recipe's relative gap from uniform (mean NLL over depths,
-    equal tokens), one value per seed paired with uniform's run of the same seed."""
-    ff_s, uni_s = STUDY_PAIR
-    study = [r for r in rows if "study" in r["roles"]]
-    out = []
-    for d_model, steps in sorted({(r["d_model"], r["steps"]) for r in study}):
-        cell = [r for r in study if (r["d_model"], r["steps"]) == (d_model, steps)]
-        uni = {r["seed"]: r for r in cell if r["schedule"] == uni_s}
-        ff = {r["seed"]: r for r in cell if r["schedule"] == ff_s}
-        seeds = sorted(set(uni) & set(ff))
-        if not seeds:
-            continue
-        gaps = [ff[k]["mean_nll"] / uni[k]["mean_nll"] - 1 for k in seeds]
-        out.append(
-            {
-                "d_model": d_model,
-                "params": cell[0]["params"],
-                "steps": steps,
-                "tokens": cell[0]["tokens"],
-                "gap": spread(gaps),
-                "uniform_nll": spread([uni[k]["mean_nll"] for k in seeds]),
-                "uniform_lr": uni[seeds[0]]["lr"],
-                "fixed_first_lr": ff[seeds[0]]["lr"],
-                "fixed_first_nll": spread([ff[k]["mean_nll"] for k in seeds]),
-            }
-        )
-    return out
 
 
 def seed_spreads(result: dict) -> dict[str, float]:
@@ -359,15 +312,6 @@ def best_lrs(sweep: list[dict]) -> dict[str, float]:
     return {s: lr for s, (_, lr) in best.items()}
 
 
-def study_best(rows: list[dict]) -> dict[int, dict[str, float]]:
-    """Per width, each schedule's best LR of the study sweep (lowest mean NLL; ties: smaller)."""
-    widths = sorted({r["d_model"] for r in rows if "study-sweep" in r["roles"]})
-    return {
-        d: best_lrs([r for r in rows if "study-sweep" in r["roles"] and r["d_model"] == d])
-        for d in widths
-    }
-
-
 def sweep_means(rows: list[dict]) -> list[tuple[float, float]]:
     """(LR, mean validation NLL over the sweep's seeds) of one schedule's sweep rows, by LR."""
     by: dict[float, list[float]] = {}
@@ -414,31 +358,6 @@ def beats_bigram(result: dict, baseline: dict | None) -> bool:
     """Whether every reported model (each schedule's every seed, equal tokens) scores below the
     bigram table on the same windows: the condition for any verdict on this track."""
     return bool(baseline) and below_bigram(worst_nll(result["equal_tokens"]), baseline)
-
-
-def study_trends(study: list[dict], baseline: dict | None = None) -> list[dict]:
-    """Per training length of the scale study: the cells by size, the worst model's NLL, whether
-    every model beats the bigram table, and (only then) the least-squares slope of every seed's
-    gap on log10(parameters) with its interval."""
-    out = []
-    for steps in sorted({g["steps"] for g in study}):
-        cells = sorted((g for g in study if g["steps"] == steps), key=lambda g: g["params"])
-        worst = max(max(g["uniform_nll"]["max"], g["fixed_first_nll"]["max"]) for g in cells)
-        informative = below_bigram(worst, baseline)
-        fit = None
-        if informative:
-            xs = [np.log10(g["params"]) for g in cells for _ in g["gap"]["values"]]
-            fit = slope(xs, [v for g in cells for v in g["gap"]["values"]])
-        out.append(
-            {
-                "steps": steps,
-                "cells": cells,
-                "worst": worst,
-                "informative": informative,
-                "slope": fit,
-            }
-        )
-    return out
 
 
 def gap_verdict(gap: dict, tolerance: float, informative: bool = True) -> tuple[Verdict, str]:
@@ -634,7 +553,13 @@ def tuned_cells(rows: list[dict], own: dict[str, float], tolerance: dict[str, fl
             continue
         gap = paired_gap([a["mean_nll"] for a, _ in pairs], [b["mean_nll"] for _, b in pairs])
         out.append(
-            {"schedule": s, "label": mine[0]["label"], "lr": lr, "shared_lr": pairs[0][1]["lr"],
-             "gap": gap.as_dict(), "verdict": verdict(gap, tolerance[s]).value}
-        )  # fmt: skip
+            {
+                "schedule": s,
+                "label": mine[0]["label"],
+                "lr": lr,
+                "shared_lr": pairs[0][1]["lr"],
+                "gap": gap.as_dict(),
+                "verdict": verdict(gap, tolerance[s]).value,
+            }
+        )
     return out

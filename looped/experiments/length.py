@@ -191,7 +191,12 @@ def cached_rows(path: str | None, corpus: dict) -> dict[str, dict]:
     if old.get("meta", {}).get("corpus") != {k: corpus[k] for k in CORPUS_KEYS if k in corpus}:
         raise UserError(f"--resume-from {path} was measured on another corpus; drop the flag")
     tuned = old.get("tuned") or {}
-    runs = [*old.get("rows", []), *old.get("sweep", []), *tuned.get("rows", []), *tuned.get("sweep", [])]  # fmt: skip
+    runs = [
+        *old.get("rows", []),
+        *old.get("sweep", []),
+        *tuned.get("rows", []),
+        *tuned.get("sweep", []),
+    ]
     return {r["run"]: r for r in runs if "run" in r}
 
 
@@ -217,9 +222,14 @@ def plan(
                 trunk = None
                 for steps in sorted(lengths, reverse=True):
                     cfg = run_config(
-                        settings.setup, corpus, schedule=spec_s, lr=lr, seed=seed, steps=steps,
+                        settings.setup,
+                        corpus,
+                        schedule=spec_s,
+                        lr=lr,
+                        seed=seed,
+                        steps=steps,
                         extra=extra,
-                    )  # fmt: skip
+                    )
                     if schedule == MICRO:
                         cfg.batch_size //= 4  # the same tokens per step, in 4 micro-batches
                     name = name_of(schedule, lr, seed, steps)
@@ -269,11 +279,18 @@ def sweep_rows(runs: dict[str, Planned], store: Store) -> list[dict]:
     """The LR seeds' runs as the results file keeps them: what chose the LR, and enough to
     reuse them (`--resume-from`)."""
     return [
-        {"run": n, "config_sha": fingerprint(p.cfg), "schedule": p.schedule, "lr": p.lr,
-         "seed": p.spec.seed, "steps": p.spec.steps, "val_nll": store.val_nll(p)}
+        {
+            "run": n,
+            "config_sha": fingerprint(p.cfg),
+            "schedule": p.schedule,
+            "lr": p.lr,
+            "seed": p.spec.seed,
+            "steps": p.spec.steps,
+            "val_nll": store.val_nll(p),
+        }
         for n, p in sorted(runs.items())
         if store.finished(p)
-    ]  # fmt: skip
+    ]
 
 
 def extended(grid: Grid, chosen: dict) -> Grid:
@@ -424,15 +441,23 @@ def tuned(
     if not n or n not in lrs:
         return {}
     others = [s for s in settings.schedules if s != paper.UNIFORM]
-    swept, chosen = sweep(settings, corpus, store, {s: dict.fromkeys(settings.lrs, (n,)) for s in others}, train)  # fmt: skip
+    swept, chosen = sweep(
+        settings, corpus, store, {s: dict.fromkeys(settings.lrs, (n,)) for s in others}, train
+    )
     own = {s: chosen[s][n]["lr"] for s in others if s in chosen and n in chosen[s]}
     grid = {s: {lr: (n,)} for s, lr in own.items()} | {paper.UNIFORM: {lrs[n]: (n,)}}
     runs = plan(settings, corpus, list(range(settings.rounds[0])), grid, store.runs_dir)
     if train:
         train_all(runs, store, settings.workers, quiet=False)
     rows = score(runs, store, split_batches(settings.setup, corpus))
-    return {"steps": n, "lrs": own, "chosen": chosen, "sweep": sweep_rows(swept, store),
-            "rows": rows, "cells": stats.tuned_cells(rows, own, TOLERANCE)}  # fmt: skip
+    return {
+        "steps": n,
+        "lrs": own,
+        "chosen": chosen,
+        "sweep": sweep_rows(swept, store),
+        "rows": rows,
+        "cells": stats.tuned_cells(rows, own, TOLERANCE),
+    }
 
 
 def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
@@ -456,7 +481,7 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
             "wall_s": round(time.time() - t0, 1),
             "worker_s": round(sum(r["own_wall"] for r in rows), 1),
             "stopped": stop,
-            "corpus": {k: corpus[k] for k in CORPUS_KEYS if k in corpus},  # fmt: skip
+            "corpus": {k: corpus[k] for k in CORPUS_KEYS if k in corpus},
             "test_tokens": len(split_batches(settings.setup, corpus))
             * settings.setup.batch_size
             * settings.setup.seq_len,

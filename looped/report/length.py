@@ -61,11 +61,25 @@ def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
     mean = np.array([100 * c["gap"]["mean"] for c in mine])
     lo = np.array([100 * c["gap"]["lo"] for c in mine])
     hi = np.array([100 * c["gap"]["hi"] for c in mine])
-    ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], marker="o", capsize=3, color=colour,
-                label=LABELS[s], zorder=3)  # fmt: skip
+    ax.errorbar(
+        x,
+        mean,
+        yerr=[mean - lo, hi - mean],
+        marker="o",
+        capsize=3,
+        color=colour,
+        label=LABELS[s],
+        zorder=3,
+    )
     for xi, c in zip(x, mine):
-        ax.scatter([xi] * c["seeds"], [100 * v for v in c["gap"]["values"]], s=7, color=colour,
-                   alpha=0.45, zorder=2)  # fmt: skip
+        ax.scatter(
+            [xi] * c["seeds"],
+            [100 * v for v in c["gap"]["values"]],
+            s=7,
+            color=colour,
+            alpha=0.45,
+            zorder=2,
+        )
     quiet = [k for k, c in enumerate(mine) if c["verdict"] == "not informative at this size"]
     ax.scatter(x[quiet], mean[quiet], s=50, facecolors="white", edgecolors=colour, zorder=4)
     if s != paper.UNIFORM_PER_MICRO:  # the paper's tolerance is a claim about its recipes only
@@ -78,7 +92,9 @@ def _depth_line(ax: Any, result: dict, s: str, i: int) -> None:
     cell = longest(result, s)
     mine = [rows_of(result, s, cell["steps"])[k] for k in cell["seed_ids"]]
     ref = [rows_of(result, paper.UNIFORM, cell["steps"])[k] for k in cell["seed_ids"]]
-    gaps = [100 * (np.array(a["token_nll"]) / np.array(b["token_nll"]) - 1) for a, b in zip(mine, ref)]  # fmt: skip
+    gaps = [
+        100 * (np.array(a["token_nll"]) / np.array(b["token_nll"]) - 1) for a, b in zip(mine, ref)
+    ]
     depths = range(1, len(gaps[0]) + 1)
     style.band(ax, depths, gaps, f"{LABELS[s]}, {cell['steps']} steps", style.color(s, i))
 
@@ -97,7 +113,7 @@ def _pct(x: float) -> str:
 def gap_cell(cell: dict) -> str:
     """ "+2.10% [+1.40, +2.80], n=4, worse": the paired mean gap, its interval and the verdict."""
     g = cell["gap"]
-    return f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}], n={g['n']}, {cell['verdict']}"  # fmt: skip
+    return f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}], n={g['n']}, {cell['verdict']}"
 
 
 def table_rows(result: dict) -> list[str]:
@@ -155,7 +171,9 @@ def trend_rows(result: dict) -> list[str]:
             continue
         per = ", ".join(f"{100 * v:+.2f}" for v in t["per_seed"].values()) or "-"
         if t["slope"] is None:
-            rows.append(f"| {LABELS[s]} | {t['lengths']} | {len(t['per_seed'])} | - | too few | {per} |")  # fmt: skip
+            rows.append(
+                f"| {LABELS[s]} | {t['lengths']} | {len(t['per_seed'])} | - | too few | {per} |"
+            )
             continue
         sl = t["slope"]
         rows.append(
@@ -170,14 +188,16 @@ def tuned_rows(result: dict) -> list[str]:
     tuned = result.get("tuned") or {}
     if not tuned.get("cells"):
         return ["Not run: " + result["meta"]["stopped"]["reason"] + "."]
-    rows = ["| schedule | steps | own LR | shared LR | gap [95% interval] | verdict |",
-            "|---|---|---|---|---|---|"]  # fmt: skip
+    rows = [
+        "| schedule | steps | own LR | shared LR | gap [95% interval] | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in tuned["cells"]:
         g = c["gap"]
         rows.append(
             f"| {LABELS[c['schedule']]} | {tuned['steps']} | {c['lr']:g} | {c['shared_lr']:g} | "
             f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}], n={g['n']} | {c['verdict']} |"
-        )  # fmt: skip
+        )
     return rows
 
 
@@ -197,15 +217,20 @@ def facts_rows(result: dict) -> list[str]:
         f"| batch | {st['setup']['batch_size']}x{st['setup']['seq_len']} tokens per step |",
         f"| LR sweep (uniform, seeds {', '.join(map(str, st['lr_seeds']))}) | "
         + "; ".join(
-            f"{n} steps: " + ", ".join(f"{float(lr):g}→{v:.3f}" for lr, v in sorted(c['val'].items(), key=lambda kv: float(kv[0])))
+            f"{n} steps: "
+            + ", ".join(
+                f"{float(lr):g}→{v:.3f}"
+                for lr, v in sorted(c["val"].items(), key=lambda kv: float(kv[0]))
+            )
             for n, c in sorted(sweep.items(), key=lambda kv: int(kv[0]))
-        ) + " |",
+        )
+        + " |",
         f"| baselines (test windows) | unigram {base['test']['unigram']:.3f}, bigram "
         f"{base['test']['bigram']:.3f} nats/token |",
         f"| rounds | {', '.join(map(str, st['rounds']))} seeds; stopped: {meta['stopped']['reason']} |",
         f"| cost | {meta['worker_s'] / 3600:.1f} worker-hours of reported runs |",
         f"| environment | {env['machine']}, {env['dtype']}, torch {env['torch']}, Python {env['python']} |",
-    ]  # fmt: skip
+    ]
 
 
 def section(result: dict) -> str:
