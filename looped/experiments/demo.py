@@ -310,6 +310,20 @@ def _settings(args: Any) -> DemoSettings:
     return settings
 
 
+def expected_time(quick: bool, timing: Path = Path("results/demo_time.json")) -> str:
+    """The demo's first line: how long the committed reference run took, and on what machine
+    (finished runs are reused, so a rerun is quicker)."""
+    if quick:
+        return "looped demo --quick: every code path at toy size (a smoke test, not a result)"
+    if not timing.is_file():
+        return "looped demo: about ten minutes on a 2-core laptop CPU"
+    t = json.loads(timing.read_text())
+    return (
+        f"looped demo: the reference took {t['wall_seconds'] / 60:.0f} minutes on "
+        f"{t['machine']} ({t['dtype']}); finished runs in the output folder are reused"
+    )
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     settings = _settings(args)
@@ -325,6 +339,8 @@ def main(argv: list[str]) -> int:
         figures = Path(args.figures or out / "figures")
     text = replace(QUICK_TEXT if args.quick else TEXT)
     text.overrides = text.overrides + args.overrides
+    if not args.quiet:
+        print(expected_time(args.quick), flush=True)
     result = run_demo(settings, out, figures, fresh=args.fresh, quiet=args.quiet, text=text)
     if args.time_to:
         keys = ("machine", "dtype", "wall_seconds", "phase_seconds", "runs_trained")
