@@ -160,9 +160,9 @@ display(Markdown(text_report.baseline_lines(text, text["baselines"])[0]))
 # %% [markdown]
 # ## 4. As training lengthens, at one shared recipe
 #
-# `looped length` trains long enough that every model ends below the bigram line (a
-# 512-token BPE, so the embedding does not dominate a $d=64$ model), at five lengths spanning
-# 16x in tokens. Only the depth schedule changes between the runs compared: one learning rate
+# `looped length` trains long enough that the models end below the bigram line at the longer
+# lengths (a 512-token BPE, so the embedding does not dominate a $d=64$ model), at five
+# lengths spanning 16x in tokens; a length whose models do not beat it gets no verdict. Only the depth schedule changes between the runs compared: one learning rate
 # per length, chosen on uniform's validation NLL by seeds that are then never reported, and
 # the same data, model and warmup-stable-decay schedule for every run. For each length and
 # seed $s$ the gap is paired,
@@ -172,7 +172,7 @@ display(Markdown(text_report.baseline_lines(text, text["baselines"])[0]))
 #
 # where seeds come in rounds of four and $c$ is chosen so that the interval covers the true
 # gap at every round at once (a group-sequential interval): a cell can stop as soon as its
-# interval decides without raising the chance of a wrong verdict above 5%. Each recipe is
+# interval decides without raising its chance of a wrong verdict above 5%. Each recipe is
 # judged at its own tolerance from the paper (K=2 at 0.5%, K=4 at 0.8%).
 
 # %%

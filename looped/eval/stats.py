@@ -5,8 +5,10 @@
 
 A schedule comparison is a paired design: seed s of fixed-first and seed s of uniform share the
 initialisation, the data order and the evaluation windows, so the per-seed difference cancels
-what the two runs share. The interval is Student's t over those differences; with 3 seeds its
-half-width is 4.3 standard errors, which is why a 2% mean gap over 3 seeds often decides nothing.
+what the two runs share. Gaps are taken over log ratios (`ratio_interval`), and the interval is
+Student's t over the seeds; when seeds come in rounds and a comparison stops once it decides
+(the length study), the interval is the wider group-sequential one (`sequential_interval`),
+which keeps the chance of a wrong verdict at 5% over all the rounds.
 
 The verdict reads the interval against the paper's tolerance (fixed-first within 0.5% of uniform):
 
@@ -416,8 +418,10 @@ def sequential_critical(looks: tuple[int, ...], alpha: float = 0.05, sims: int =
 
 def sequential_interval(values: list[float], looks: tuple[int, ...]) -> Interval:
     """The group-sequential 95% interval of paired differences after len(values) seeds: wider
-    than the one-look t-interval, so that stopping at the first look whose interval decides
-    keeps the chance of a wrong verdict at 5% or less over the whole study."""
+    than the one-look t-interval, so that stopping a cell at the first look whose interval
+    decides keeps that cell's chance of a wrong verdict at 5% or less over all its looks (per
+    cell: the study's several cells are not corrected for their number). A look outside the
+    plan (a round collected unfinished) joins the looks, which widens its interval further."""
     n = len(values)
     if n < 2:
         return Interval(
@@ -461,17 +465,17 @@ def judged_cell(
 ) -> dict:
     """One schedule at one length against uniform's runs of the same seeds: the paired gap
     with its group-sequential interval, the verdict at `tol`, the gap at K=1, 4 and 16, and
-    whether the cell stays open for the next round (undecided, and its models beat the bigram)."""
+    whether the cell stays open for the next round (undecided or "no worse", and its models
+    beat the bigram)."""
     by_seed = {r["seed"]: r for r in uni}
     mine = [r for r in mine if r["seed"] in by_seed]
     ref = [by_seed[r["seed"]] for r in mine]
     cell = _cell_base(mine, bigram)
-    values = [(a["mean_nll"] - b["mean_nll"]) / b["mean_nll"] for a, b in zip(mine, ref)]
-    gap = sequential_interval(values, looks)
+    gap = sequential_ratio([a["mean_nll"] / b["mean_nll"] - 1 for a, b in zip(mine, ref)], looks)
     informative = cell["beats_bigram"] and max(r["mean_nll"] for r in ref) < bigram
     found = verdict(gap, tol, informative) if gap.n > 1 else Verdict.UNDECIDED
     by_depth = {
-        str(k): sequential_interval(
+        str(k): sequential_ratio(
             [a["token_nll"][k - 1] / b["token_nll"][k - 1] - 1 for a, b in zip(mine, ref)], looks
         ).as_dict()
         for k in DEPTHS_SHOWN
@@ -481,10 +485,18 @@ def judged_cell(
         "gap": gap.as_dict(),
         "tolerance": tol,
         "verdict": found.value,
-        "planned_look": gap.n in looks,
+        "planned_look": gap.n in looks,  # False: an interim look (a round collected unfinished)
         "open": keeps_going(found),
         "gap_by_depth": by_depth,
     }
+
+
+def sequential_ratio(values: list[float], looks: tuple[int, ...]) -> Interval:
+    """`sequential_interval` over log ratios, turned back into relative gaps (as
+    `ratio_interval` does for one look): the one gap definition, with the rounds' interval."""
+    logs = sequential_interval([math.log1p(v) for v in values], looks)
+    back = [math.expm1(x) if math.isfinite(x) else x for x in (logs.mean, logs.lo, logs.hi)]
+    return Interval(*back, logs.n, tuple(values))
 
 
 def sequential_cells(
@@ -509,8 +521,11 @@ def sequential_cells(
         for s in schedules:
             if s == paper.UNIFORM or not at[s]:
                 continue
-            old = done.get((s, steps))
-            out.append(old or judged_cell(at[s], uni, bigram, looks, tolerance[s]))
+            paired = {r["seed"] for r in uni} & {r["seed"] for r in at[s]}
+            if (s, steps) in done or paired:  # no common seed yet (one side unfinished): no cell
+                out.append(
+                    done.get((s, steps)) or judged_cell(at[s], uni, bigram, looks, tolerance[s])
+                )
     return out
 
 
@@ -551,7 +566,7 @@ def tuned_cells(rows: list[dict], own: dict[str, float], tolerance: dict[str, fl
         pairs = [(r, by_seed[r["seed"]]) for r in mine if r["seed"] in by_seed]
         if len(pairs) < 2:
             continue
-        gap = paired_gap([a["mean_nll"] for a, _ in pairs], [b["mean_nll"] for _, b in pairs])
+        gap = ratio_interval([a["mean_nll"] / b["mean_nll"] - 1 for a, b in pairs])
         out.append(
             {
                 "schedule": s,

@@ -40,6 +40,7 @@ import json
 import math
 import platform
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -140,7 +141,9 @@ Grid = dict[str, dict[float, tuple[int, ...]]]  # schedule -> LR -> the lengths 
 
 def fingerprint(cfg: TrainConfig) -> str:
     """A run's config in 16 hex digits, where its corpus lies left out (the corpus itself is
-    checked once, `cached_rows`): a cached row stands for a run only if they agree."""
+    checked once, `cached_rows`): a cached row stands for a run only if they agree. Every other
+    field counts, the resolved dtype and device included: rows from a GPU are not reused on a
+    CPU, and a new config field makes older rows stale (they are retrained, not misread)."""
     blank = replace(cfg, data=replace(cfg.data, path=""))
     return hashlib.sha256(to_yaml(blank).encode()).hexdigest()[:16]
 
@@ -167,7 +170,8 @@ class Store:
 
     def to_train(self, runs: dict[str, Planned]) -> dict[str, Planned]:
         """The runs to hand the pool: every trunk family (a trunk and its branches) with a run
-        that is neither cached nor on disk, whole (its branches need the trunk's checkpoints)."""
+        that is not cached, whole (its branches need the trunk's checkpoints); the pool itself
+        skips what is finished on disk."""
         family = {n: n for n in runs}
         for n, p in runs.items():
             while p.spec.parent in runs:
@@ -230,8 +234,9 @@ def plan(
                         steps=steps,
                         extra=extra,
                     )
-                    if schedule == MICRO:
-                        cfg.batch_size //= 4  # the same tokens per step, in 4 micro-batches
+                    if schedule == MICRO:  # the same tokens per step, in 4 micro-batches,
+                        cfg.batch_size //= 4  # and the same validation windows as the others
+                        cfg.eval_batches *= 4
                     name = name_of(schedule, lr, seed, steps)
                     priority = 0 if seed in settings.lr_seeds else 1 + seed + LATER[schedule]
                     spec = RunSpec(name, spec_s, seed, steps, may_diverge=True, priority=priority)
@@ -322,8 +327,12 @@ def sweep(
             train_all(runs, store, settings.workers, quiet=False)
         chosen = choose(runs, store)
         wider = extended(grid, chosen)
-        if wider == grid or not train:
+        if wider == grid:
             break
+        if not train:  # collecting: follow an extension only as far as training went
+            more = plan(settings, corpus, settings.lr_seeds, wider, store.runs_dir)
+            if not any(store.finished(p) for n, p in more.items() if n not in runs):
+                break
         grid = wider
     return runs, chosen
 
@@ -405,11 +414,15 @@ def run_rounds(
     """Seeds in rounds until every cell decides or the seeds run out; returns the runs, the
     reported rows, the cells at the last look and why the study stopped."""
     batches = split_batches(settings.setup, corpus)
-    rounds = [n for n in settings.rounds if n <= settings.max_seeds] or [settings.rounds[0]]
+    rounds = [n for n in settings.rounds if n <= settings.max_seeds] or [settings.max_seeds]
     open_cells = {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
     runs: dict[str, Planned] = {}
     cells: list[dict] = []
-    stop = {"reason": "no cell open: each decided, or its models miss the bigram", "seeds": 0}
+    stop = {
+        "reason": "no cell open: each decided, or its models miss the bigram",
+        "seeds": 0,
+        "complete": True,
+    }
     for n in rounds:
         grid = round_grid(settings, lrs, open_cells)
         runs.update(plan(settings, corpus, list(range(n)), grid, store.runs_dir))
@@ -420,9 +433,12 @@ def run_rounds(
             rows, bigram, settings.schedules, tuple(rounds), TOLERANCE, cells
         )
         open_cells = {(c["schedule"], c["steps"]) for c in cells if c.get("open")}
-        stop["seeds"] = n
+        stop["seeds"] = max((len(c["seed_ids"]) for c in cells), default=0)
         if not all(store.finished(p) for p in runs.values()):
-            stop["reason"] = f"budget: round of {n} seeds unfinished when collected"
+            stop |= {
+                "reason": f"budget: the round of {n} seeds unfinished when collected",
+                "complete": False,
+            }
             break
         if not open_cells:
             break
@@ -472,7 +488,7 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
     swept, chosen = sweep(settings, corpus, store, grid, train)
     lrs = shared_lrs(settings, chosen)
     _, rows, cells, stop = run_rounds(settings, corpus, store, lrs, train, base["test"]["bigram"])
-    robust = tuned(settings, corpus, store, lrs, train) if stop["reason"][:6] != "budget" else {}
+    robust = tuned(settings, corpus, store, lrs, train) if stop["complete"] else {}
     cfg = run_config(settings.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
     return {
         "meta": {
@@ -552,7 +568,9 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     settings = settings_from(a)
     out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
-    with dir_lock(out, "looped length"):  # one writer: a second one into OUT is refused
+    # one writer: a second study into OUT is refused; --collect only reads finished runs, so it
+    # may look at a study that is still training
+    with nullcontext() if a.collect else dir_lock(out, "looped length"):
         result = run_study(settings, out, train=not a.collect)
     d = settings.setup.d_model
     stem = "length" if d == TextSetup().d_model or a.quick else f"length_d{d}"

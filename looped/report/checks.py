@@ -360,6 +360,32 @@ def text_problems(fig: Any) -> list[str]:
     return problems
 
 
+SHOWN_WIDTH_PX = 900  # how wide the docs and JupyterLab show a figure (narrower ones at their size)
+SMALLEST_TEXT_PX = 9  # the smallest text a reader can read there, in screen pixels
+SAVED_DPI = 130  # the resolution `style.save` writes
+
+
+def small_text(
+    fig: Any, shown: float = SHOWN_WIDTH_PX, least: float = SMALLEST_TEXT_PX
+) -> list[str]:
+    """Text smaller than `least` pixels once the saved figure is scaled to `shown` pixels wide
+    (a wide multi-panel figure shrinks, and its text with it)."""
+    width_px = fig.get_figwidth() * SAVED_DPI
+    scale = min(1.0, shown / width_px) * SAVED_DPI / 72  # screen pixels per point
+    texts = _texts(fig) + [t for ax in fig.axes for t in ax.texts if t.get_visible()]
+    for legend, _ in legends(fig):
+        texts += [*legend.get_texts(), legend.get_title()]
+    small = {
+        t.get_text(): t.get_fontsize() * scale
+        for t in texts
+        if t.get_text().strip() and t.get_fontsize() * scale < least
+    }
+    return [
+        f"the text {text!r} is {px:.1f} px at {shown:.0f} px wide (under {least:g})"
+        for text, px in list(small.items())[:3]
+    ]
+
+
 def readability_problems(fig: Any) -> list[str]:
     """Everything that keeps a reader from reading a figure: a legend over data or labels, a
     numeric axis with fewer than three labelled ticks, tick labels over each other or text cut
@@ -372,4 +398,5 @@ def readability_problems(fig: Any) -> list[str]:
         + text_problems(fig)
         + hidden_series(fig)
         + noisy_numbers(fig)
+        + small_text(fig)
     )

@@ -27,6 +27,7 @@ def compared(result: dict) -> list[str]:
 def longest(result: dict, schedule: str) -> dict | None:
     """A schedule's cell at the longest length it was judged at."""
     cells = [c for c in result["cells"] if c["schedule"] == schedule and "gap" in c]
+    cells = [c for c in cells if c["gap"]["n"] > 1] or cells  # one seed has no interval
     return max(cells, key=lambda c: c["steps"]) if cells else None
 
 
@@ -113,7 +114,8 @@ def _pct(x: float) -> str:
 def gap_cell(cell: dict) -> str:
     """ "+2.10% [+1.40, +2.80], n=4, worse": the paired mean gap, its interval and the verdict."""
     g = cell["gap"]
-    return f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}], n={g['n']}, {cell['verdict']}"
+    interim = "" if cell.get("planned_look", True) else " (interim look)"
+    return f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}], n={g['n']}, {cell['verdict']}{interim}"
 
 
 def table_rows(result: dict) -> list[str]:
@@ -265,7 +267,9 @@ def _where(c: dict) -> str:
     return (
         f"{LABELS[c['schedule']]} ends {abs(100 * g['mean']):.1f}% {side} uniform "
         f"(95% interval {100 * g['lo']:+.1f}% to {100 * g['hi']:+.1f}%, {g['n']} seeds: "
-        f"{c['verdict']} at the paper's {100 * c['tolerance']:.1f}% tolerance)"
+        f"{c['verdict']} at the paper's {100 * c['tolerance']:.1f}% tolerance"
+        + ("" if c.get("planned_look", True) else ", an interim look: the round was unfinished")
+        + ")"
     )
 
 
@@ -276,6 +280,13 @@ def finding(result: dict) -> str:
     if not recipes:
         return "No fixed-first schedule was compared yet."
     first = longest(result, recipes[0])
+    informative = [
+        c["steps"]
+        for c in result["cells"]
+        if "gap" in c
+        and c["schedule"] in recipes
+        and c["verdict"] != "not informative at this size"
+    ] or [first["steps"]]
     moves = []
     for s in recipes:
         t = result["trends"].get(s) or {}
@@ -291,10 +302,6 @@ def finding(result: dict) -> str:
         f"{first['steps']:,} steps ({first['tokens_per_param']:.0f} tokens per parameter) at one "
         "shared learning rate, "
         + " and ".join(_where(longest(result, s)) for s in recipes)
-        + (
-            f"; from {min(c['steps'] for c in result['cells'])} steps on, " + " and ".join(moves)
-            if moves
-            else ""
-        )
+        + (f"; from {min(informative)} steps on, " + " and ".join(moves) if moves else "")
         + "."
     )

@@ -363,6 +363,6 @@ def save(fig: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     finish(fig)
     checks.refuse_empty(fig)
-    fig.savefig(path, dpi=130)
+    fig.savefig(path, dpi=checks.SAVED_DPI)
     plt.close(fig)
     return path
