@@ -227,3 +227,16 @@ def test_the_checks_fail_on_the_figures_as_they_were_drawn(monkeypatch):
     assert any("K=8 vs K=16" in p for p in checks.legend_problems(drawn["agreement.png"]))
     assert any("'fixed K=4' is hidden" in p for p in checks.hidden_series(drawn["fig3.png"]))
     plt.close("all")
+
+
+def test_text_too_small_at_the_width_the_docs_show_a_figure_is_found():
+    """A legend readable in a 9-inch figure becomes unreadable when four panels make the figure
+    16 inches wide and the docs shrink it to 900 px."""
+    for width, small in ((9.0, False), (16.0, True)):
+        fig, ax = plt.subplots(figsize=(width, 3.5))
+        ax.plot([0, 1, 2], [0, 1, 4], label="rising")
+        ax.legend(fontsize=8)
+        fig.canvas.draw()
+        found = checks.small_text(fig)
+        assert bool(found) is small and (not found or "'rising'" in found[0])
+        plt.close(fig)

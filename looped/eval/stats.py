@@ -473,7 +473,7 @@ def judged_cell(
     cell = _cell_base(mine, bigram)
     gap = sequential_ratio([a["mean_nll"] / b["mean_nll"] - 1 for a, b in zip(mine, ref)], looks)
     informative = cell["beats_bigram"] and max(r["mean_nll"] for r in ref) < bigram
-    found = verdict(gap, tol, informative) if gap.n > 1 else Verdict.UNDECIDED
+    found = verdict(gap, tol, informative) if gap.n > 1 or not informative else Verdict.UNDECIDED
     by_depth = {
         str(k): sequential_ratio(
             [a["token_nll"][k - 1] / b["token_nll"][k - 1] - 1 for a, b in zip(mine, ref)], looks

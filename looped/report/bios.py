@@ -72,7 +72,7 @@ def fig1_recall(result: dict, path: Path) -> Path:
     runs = main_runs(result)
     budgets = sorted({r["budget"] for r in runs})
     fig, axes = plt.subplots(
-        1, len(budgets), figsize=(4.2 * len(budgets), 3.6), sharey=True, squeeze=False
+        1, len(budgets), figsize=(3.4 * len(budgets), 3.6), sharey=True, squeeze=False
     )
     for ax, budget in zip(axes[0], budgets):
         for i, (label, group) in enumerate(by_label(runs, budget=budget).items()):
@@ -80,7 +80,7 @@ def fig1_recall(result: dict, path: Path) -> Path:
         ax.set_title(f"{budget:.0%} of the full FLOP budget")
         ax.set_xlabel("serving depth K")
     axes[0][0].set_ylabel("recalled bits per person")
-    axes[0][-1].legend(fontsize=8, loc="lower right")
+    axes[0][-1].legend(fontsize=9, loc="lower right")
     fig.suptitle("Recall across serving depths at matched training compute", y=1.0)
     return style.save(fig, path)
 

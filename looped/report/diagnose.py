@@ -208,7 +208,7 @@ def fig_agreement(result: dict, path: Path) -> Path:
         ax.set_xlabel("training step of the checkpoint")
         ax.set_title(result["variants"][variant]["label"])
     axes[0].set_ylabel("gradient cosine (same batch)")
-    axes[-1].legend(fontsize=7, ncol=2)
+    axes[-1].legend(fontsize=8, ncol=2)
     return style.save(fig, path)
 
 

@@ -159,10 +159,14 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
     seeds part ways, e.g. one that stays longer on the early plateau."""
     style.use_theme()
     rows = result["equal_tokens"]
+    cols = min(2, len(rows))  # two panels a row: four side by side shrink their text unreadably
+    grid = -(-len(rows) // cols)
     fig, axes = plt.subplots(
-        1, len(rows), figsize=(3.2 * len(rows), 3.2), sharey=True, squeeze=False
+        grid, cols, figsize=(4.2 * cols, 3.0 * grid), sharey=True, sharex=True, squeeze=False
     )
-    for ax, r in zip(axes[0], rows, strict=True):
+    for ax in axes.flat[len(rows) :]:
+        ax.set_visible(False)
+    for ax, r in zip(axes.flat, rows):
         runs = sorted(
             (
                 x
@@ -183,9 +187,11 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
                 label=f"seed {x['seed']}: {x['mean_nll']:.2f}",
             )
         ax.set_title(f"{r['label']}, LR {r['lr']:g}", fontsize=9)
+        ax.legend(fontsize=8, title="seed: mean NLL K=1..16", title_fontsize=8)
+    for ax in axes[-1]:
         ax.set_xlabel("step")
-        ax.legend(fontsize=7, title="seed: mean NLL K=1..16", title_fontsize=7)
-    axes[0][0].set_ylabel("training loss (nats/token)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("training loss (nats/token)")
     fig.suptitle("Training loss per seed, equal tokens")
     return style.save(fig, path)
 
@@ -216,7 +222,7 @@ def _by_depth_panel(ax: Any, result: dict) -> None:
     ax.set_ylabel("held-out token NLL (nats/token)")
     lo, hi = ax.get_ylim()
     ax.set_ylim(lo, hi + 0.3 * (hi - lo))  # room for the legend above the curves
-    ax.legend(fontsize=7, ncol=2, loc="upper center")
+    ax.legend(fontsize=8, ncol=2, loc="upper center")
 
 
 def _flops_point(ax: Any, runs: list[dict], **kw: Any) -> tuple[float, float]:
@@ -249,7 +255,7 @@ def _by_flops_panel(ax: Any, result: dict) -> None:
     ax.set_title("Equal modeled FLOPs")
     ax.set_xlabel("modeled training FLOPs")
     ax.set_ylabel("mean NLL over K=1..16")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
 
 
 def fig_lr_sweep(
