@@ -238,5 +238,5 @@ def test_text_too_small_at_the_width_the_docs_show_a_figure_is_found():
         ax.legend(fontsize=8)
         fig.canvas.draw()
         found = checks.small_text(fig)
-        assert bool(found) is small and (not found or "'rising'" in found[0])
+        assert bool(found) is small and (not found or "px at 900 px wide" in found[0])
         plt.close(fig)
