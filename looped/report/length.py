@@ -297,11 +297,18 @@ def finding(result: dict) -> str:
                 f"doubling of tokens ([{100 * sl['lo']:+.1f}, {100 * sl['hi']:+.1f}], "
                 f"{t['direction']})"
             )
+    missing = [LABELS[s] for s in (paper.RECIPES_1B[1], paper.RECIPE_200M) if s not in recipes]
+    later = (
+        f" ({', '.join(missing)}: not measured yet, {result['meta']['stopped']['reason']})"
+        if missing
+        else ""
+    )
     return (
         f"On text, with a d={result['meta']['settings']['setup']['d_model']} model trained "
         f"{first['steps']:,} steps ({first['tokens_per_param']:.0f} tokens per parameter) at one "
         "shared learning rate, "
         + " and ".join(_where(longest(result, s)) for s in recipes)
         + (f"; from {min(informative)} steps on, " + " and ".join(moves) if moves else "")
+        + later
         + "."
     )

@@ -95,7 +95,7 @@ def _cost_rows(root: Path) -> list[str]:
     """Compute saved is modeled (true by construction: stated, not judged); wall-clock saved
     only where both schedules were timed together (`looped bench`)."""
     rows = []
-    wide = load_result(root, "fidelity") or load_result(root, "demo_text")
+    wide = load_result(root, "demo_text")
     row = {r["schedule"]: r for r in (wide or {}).get("equal_tokens", [])}
     if RECIPE_200M in row and RECIPES_1B[1] in row:
         a, b = row[RECIPE_200M], row[RECIPES_1B[1]]
@@ -128,7 +128,7 @@ def verdicts_section(root: Path) -> str:
     """The paper's claims, one row each, with the verdict each track's numbers give, read from
     results/*.json: the headline on text (each row judged from its 95% interval, and only where
     its models beat a bigram table), the same on the bios facts (a memorisation task, kept out
-    of the bottom line), the costs, the gap across model sizes and the diagnosis."""
+    of the bottom line), the costs, the trend with training length and the diagnosis."""
     bios, diag = load_result(root, "demo"), load_result(root, "diagnose")
     rows = [
         "| paper claim | measured on | fixed-first vs uniform: paired mean [95% interval] | verdict |",
@@ -137,6 +137,14 @@ def verdicts_section(root: Path) -> str:
     text = text_claims(root)
     verdicts = [c.verdict for c in text]
     rows += _text_rows(text)
+    if study := load_result(root, "length"):
+        for schedule in {RECIPE_200M, RECIPES_1B[1]} - {c.schedule for c in text}:
+            k, frac = fixed_phase(schedule)
+            rows.append(
+                f"| K={k} for {frac:.0%} ends within {NLL_GAP[schedule == RECIPES_1B[1]]:.1%} of "
+                f"uniform at equal tokens | text, `looped length` | - | not measured yet: "
+                f"{study['meta']['stopped']['reason']} (its seeds come after the other recipe's) |"
+            )
     tok = {r["schedule"]: r for r in (bios or {}).get("summary_tokens", [])}.get(FIXED_FIRST)
     if tok and "vs_uniform_by_seed" in tok:
         verdict, said = stats.gap_verdict(tok["vs_uniform_by_seed"], NLL_GAP[1])
