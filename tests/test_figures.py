@@ -128,7 +128,7 @@ def shipped_figures(tmp_path_factory):
 
     def save(fig, path):
         style.finish(fig)  # the layout as saved
-        found[path.name] = checks.readability_problems(fig)
+        found[path.name] = checks.readability_problems(fig) + checks.small_text(fig)
         return original(fig, path)
 
     style.save = save

@@ -159,7 +159,8 @@ def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
         from_plots = "display(Image(" in source and any(
             f in source for f in ("figures[", "runs.figures(", "bios.paper_figures(")
         )
-        assert "style.show(" in source or from_plots, (
+        checked = "style.show(" in source or "style.with_knobs(" in source  # both check first
+        assert checked or from_plots, (
             f"{rendered.name}: cell {i} shows a figure that looped.report.style did not check"
         )
 
@@ -179,6 +180,17 @@ def test_every_widget_has_a_static_rendering(rendered: Path) -> None:
                 f"{rendered.name}: cell {i} shows a widget without a static figure of its "
                 "default setting"
             )
+
+
+@pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
+def test_a_widget_opened_without_a_kernel_shows_a_note_not_its_repr(rendered: Path) -> None:
+    """JupyterLab without a kernel (and without saved widget state) falls back to a widget's
+    text/plain: that must be a sentence, never `HBox(children=(...`."""
+    for i, _, out, _ in _outputs(rendered):
+        data = out.get("data", {})
+        if WIDGET in data:
+            text = "".join(data.get("text/plain", ""))
+            assert "children=" not in text and "knobs" in text, f"{rendered.name}: cell {i}"
 
 
 def test_the_knobs_notebooks_have_knobs() -> None:
