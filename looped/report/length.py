@@ -111,11 +111,16 @@ def _pct(x: float) -> str:
     return f"{100 * x:+.2f}%"
 
 
+def _iv(g: dict) -> str:
+    """ "+2.10% [+1.40, +2.80]": a mean with its interval, in percent."""
+    return f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}]"
+
+
 def gap_cell(cell: dict) -> str:
     """ "+2.10% [+1.40, +2.80], n=4, worse": the paired mean gap, its interval and the verdict."""
     g = cell["gap"]
     interim = "" if cell.get("planned_look", True) else " (interim look)"
-    return f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}], n={g['n']}, {cell['verdict']}{interim}"
+    return f"{_iv(g)}, n={g['n']}, {cell['verdict']}{interim}"
 
 
 def table_rows(result: dict) -> list[str]:
@@ -150,12 +155,7 @@ def depth_rows(result: dict) -> list[str]:
     for s in compared(result):
         c = longest(result, s)
         by = c.get("gap_by_depth", {})
-        cols = [
-            f"{_pct(by[k]['mean'])} [{100 * by[k]['lo']:+.2f}, {100 * by[k]['hi']:+.2f}]"
-            if k in by
-            else "-"
-            for k in ("1", "4", "16")
-        ]
+        cols = [_iv(by[k]) if k in by else "-" for k in ("1", "4", "16")]
         rows.append(f"| {LABELS[s]} | {c['steps']} | {gap_cell(c)} | " + " | ".join(cols) + " |")
     return rows
 
@@ -179,8 +179,7 @@ def trend_rows(result: dict) -> list[str]:
             continue
         sl = t["slope"]
         rows.append(
-            f"| {LABELS[s]} | {t['lengths']} | {sl['n']} | {_pct(sl['mean'])} "
-            f"[{100 * sl['lo']:+.2f}, {100 * sl['hi']:+.2f}] | {t['direction']} | {per} |"
+            f"| {LABELS[s]} | {t['lengths']} | {sl['n']} | {_iv(sl)} | {t['direction']} | {per} |"
         )
     return rows
 
@@ -198,7 +197,7 @@ def tuned_rows(result: dict) -> list[str]:
         g = c["gap"]
         rows.append(
             f"| {LABELS[c['schedule']]} | {tuned['steps']} | {c['lr']:g} | {c['shared_lr']:g} | "
-            f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}], n={g['n']} | {c['verdict']} |"
+            f"{_iv(g)}, n={g['n']} | {c['verdict']} |"
         )
     return rows
 
