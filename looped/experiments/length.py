@@ -362,7 +362,8 @@ def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set)
 
 def score(runs: dict[str, Planned], store: Store, batches: list) -> list[dict]:
     """One row per finished reported run, scored on the test windows (or taken from the
-    earlier results file that scored it)."""
+    earlier results file that scored it); a scored row is kept in the store, so a later round
+    does not score the same run again."""
     rows, runs_dir = [], store.runs_dir
     for p in runs.values():
         if (cached := store.row(p)) is not None:
@@ -372,23 +373,22 @@ def score(runs: dict[str, Planned], store: Store, batches: list) -> list[dict]:
             continue
         train = [m for m in read_metrics(runs_dir / p.spec.name) if m["kind"] == "train"]
         model = LoopedTransformer(p.cfg.model)
-        rows.append(
-            {
-                "run": p.spec.name,
-                "config_sha": fingerprint(p.cfg),
-                "schedule": p.schedule,
-                "label": LABELS[p.schedule],
-                "steps": p.spec.steps,
-                "seed": p.spec.seed,
-                "lr": p.lr,
-                "tokens": p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len,
-                "params": model.num_params(),
-                "params_non_embedding": model.num_params(non_embedding=True),
-                "own_wall": own_wall(train),
-                "val_nll": val_nll(runs_dir / p.spec.name),
-                **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
-            }
-        )
+        store.cached[p.spec.name] = row = {
+            "run": p.spec.name,
+            "config_sha": fingerprint(p.cfg),
+            "schedule": p.schedule,
+            "label": LABELS[p.schedule],
+            "steps": p.spec.steps,
+            "seed": p.spec.seed,
+            "lr": p.lr,
+            "tokens": p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len,
+            "params": model.num_params(),
+            "params_non_embedding": model.num_params(non_embedding=True),
+            "own_wall": own_wall(train),
+            "val_nll": val_nll(runs_dir / p.spec.name),
+            **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
+        }
+        rows.append(row)
     order = {s: i for i, s in enumerate(SCHEDULES)}
     return sorted(rows, key=lambda r: (r["steps"], order[r["schedule"]], r["seed"], r["lr"]))
 
