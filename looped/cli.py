@@ -24,32 +24,32 @@ from looped.errors import UserError
 # subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": (
-        "looped.experiments.demo",
+        "looped.commands.demo",
         "train and evaluate the small schedule grid, write figures/results",
     ),
     "fidelity": (
-        "looped.experiments.fidelity",
+        "looped.commands.fidelity",
         "text track: held-out NLL across depths, equal tokens",
     ),
-    "train": ("looped.training.trainer", "train one run from a preset or YAML config"),
-    "eval": ("looped.eval.evaluate", "evaluate a run at serving depths (NLL, recalled bits)"),
-    "flops": ("looped.flops", "modeled training compute per preset and schedule"),
-    "data": ("looped.data.cli", "write a corpus: `looped data bios` or `looped data text`"),
+    "train": ("looped.commands.train", "train one run from a preset or YAML config"),
+    "eval": ("looped.commands.eval", "evaluate a run at serving depths (NLL, recalled bits)"),
+    "flops": ("looped.commands.flops", "modeled training compute per preset and schedule"),
+    "data": ("looped.commands.data", "write a corpus: `looped data bios` or `looped data text`"),
     "downstream": (
-        "looped.eval.downstream",
+        "looped.commands.downstream",
         "HellaSwag / PIQA / ARC-Easy accuracy at serving depths",
     ),
     "diagnose": (
-        "looped.experiments.diagnose",
+        "looped.commands.diagnose",
         "why uniform 1..16 lags at small scale: gradient evidence",
     ),
-    "probe": ("looped.experiments.probes", "update-benefit probe: one K=4 vs one K=16 update"),
-    "plot": ("looped.report.runs", "the paper's figures from run directories"),
-    "bench": ("looped.bench.run", "speed benchmark against a stacked-layer peer"),
-    "length": ("looped.experiments.length", "the gap to uniform as training lengthens (text)"),
-    "samples": ("looped.experiments.samples", "continuations at serving depths 1, 2, 4, 16"),
+    "probe": ("looped.commands.probe", "update-benefit probe: one K=4 vs one K=16 update"),
+    "plot": ("looped.commands.plot", "the paper's figures from run directories"),
+    "bench": ("looped.commands.bench", "speed benchmark against a stacked-layer peer"),
+    "length": ("looped.commands.length", "the gap to uniform as training lengthens (text)"),
+    "samples": ("looped.commands.samples", "continuations at serving depths 1, 2, 4, 16"),
     "report": (
-        "looped.report.render",
+        "looped.commands.report",
         "regenerate the docs and (--figures) the figures from results/",
     ),
 }

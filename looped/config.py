@@ -18,7 +18,6 @@ overrides may then come in any order, and ``--print-config`` prints the resolved
 
 from __future__ import annotations
 
-import argparse
 import functools
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -320,44 +319,3 @@ def _check_shapes(cfg: Any) -> None:
 
 def _get(cfg: Any, key: str) -> Any:
     return functools.reduce(getattr, key.split("."), cfg)
-
-
-# -- command line ----------------------------------------------------------------------------
-class OverrideParser(argparse.ArgumentParser):
-    """An argument parser for a command that resolves a TrainConfig: it adds the `key=value`
-    overrides and ``--print-config``, and accepts flags and overrides in any order.
-
-    Plain ``parse_args`` takes positionals in one run only, so ``--out r max_steps=4 --quiet
-    eval_depths=1-2`` fails on the second override; intermixed parsing collects every
-    positional wherever it stands. A new command gets all of this by building its parser here::
-
-        parser = OverrideParser(prog="looped x", description="...", epilog="examples: ...")
-        args = parser.parse_args(argv)      # args.overrides, args.print_config
-    """
-
-    def __init__(self, *args: Any, overrides_help: str = "config overrides", **kwargs: Any):
-        kwargs.setdefault("formatter_class", _KeepLineBreaks)
-        super().__init__(*args, **kwargs)
-        self.add_argument(
-            "overrides",
-            nargs="*",
-            metavar="KEY=VALUE",
-            help=f"{overrides_help}, e.g. schedule=fixed:2 model.d_model=128; anywhere among the flags",
-        )
-        self.add_argument(
-            "--print-config",
-            action="store_true",
-            help="print the resolved config as YAML and exit (nothing runs)",
-        )
-
-    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
-        return self.parse_intermixed_args(args, namespace)
-
-
-class _KeepLineBreaks(argparse.HelpFormatter):
-    """Wraps a one-paragraph description; keeps text with line breaks (examples) as written."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if "\n" not in text:
-            return super()._fill_text(text, width, indent)
-        return "".join(indent + line for line in text.splitlines(keepends=True))

@@ -4,7 +4,7 @@ them, and the numbers it reports.
 *Adaptive-Depth Is a Finishing Stage* (arXiv 2610.14252) compares a looped transformer trained
 at a fixed loop count, one trained with a uniformly drawn count from the start, and fixed-first
 schedules that switch to the uniform draw for a short finish. The demo, the figures, the README
-report and the notebooks import these names, so a schedule's label or colour is typed once and
+report and the notebooks import these names, so a schedule's label, colour and marker are typed once and
 a sentence such as "K=4 for 80%" is computed from the spec it describes.
 
 This module imports nothing from the rest of the package but `schedules`, so every layer above
@@ -36,11 +36,25 @@ UNIFORM_PER_MICRO = "uniform:1-16 per micro-batch"
 # the three schedules of the demo's main grid, in the order tables and legends list them
 MAIN_SCHEDULES = (FIXED, FIXED_FIRST, UNIFORM)
 
-# -- names and colours -----------------------------------------------------------------------
-# legend and table label of each main schedule
-LABELS = {FIXED: "fixed K=4", FIXED_FIRST: "fixed-first (80%)", UNIFORM: "uniform 1..16"}
-# plot colour of each main schedule (ColorBrewer Dark2), keyed by its spec
-COLORS = {FIXED: "#d95f02", FIXED_FIRST: "#1b9e77", UNIFORM: "#7570b3"}
+# uniform 2..16: uniform without K=1, the diagnosis's second intervention (not the paper's)
+NO_K1 = "uniform:2-16"
+
+# -- how figures and tables show a schedule --------------------------------------------------
+# The one home of every schedule's label, colour (ColorBrewer Dark2) and marker, keyed by spec;
+# tests/test_layers.py fails on a label, colour or marker table defined anywhere else. A marker
+# of its own keeps two schedules whose curves coincide (fixed-first and fixed K=4 share a run
+# until the switch) both visible.
+SHOWN: dict[str, tuple[str, str, str]] = {
+    FIXED: ("fixed K=4", "#d95f02", "s"),
+    FIXED_FIRST: ("fixed-first K=4 (80%)", "#1b9e77", "^"),
+    RECIPES_1B[0]: ("fixed-first K=4 (67%)", "#66a61e", "P"),
+    RECIPE_200M: ("fixed-first K=2 (67%)", "#e7298a", "X"),
+    UNIFORM: ("uniform 1..16", "#7570b3", "o"),
+    UNIFORM_PER_MICRO: ("uniform 1..16, K per micro-batch", "#666666", "D"),
+    NO_K1: ("uniform 2..16", "#a6761d", "v"),
+}
+# label -> spec, so that a figure given either finds the same entry
+_BY_LABEL = {label: spec for spec, (label, _, _) in SHOWN.items()}
 
 # -- the paper's reported numbers ------------------------------------------------------------
 # modeled training compute saved against uniform 1..16, as the abstract states it
@@ -49,25 +63,31 @@ SAVINGS = {RECIPE_200M: 0.45, RECIPES_1B[0]: 0.31, RECIPES_1B[1]: 0.37}
 NLL_GAP = (0.005, 0.008)
 
 
+def _entry(label_or_spec: str) -> tuple[str, str, str] | None:
+    return SHOWN.get(label_or_spec) or SHOWN.get(_BY_LABEL.get(label_or_spec, ""))
+
+
 def label(schedule: str) -> str:
-    """The name a figure or table gives a schedule: the paper's label for the main three, the
-    spec with `fixed:8` written as `fixed K=8` otherwise."""
-    return LABELS.get(schedule, schedule.replace("fixed:", "fixed K="))
-
-
-def recipe_label(schedule: str) -> str:
-    """Like `label`, but a fixed-first schedule says its K and fraction: the text track compares
-    several recipes, which the demo's one "fixed-first (80%)" label would not tell apart."""
+    """The name a figure or table gives a schedule: its entry in SHOWN, else the spec with
+    `fixed:8` written as `fixed K=8` and a fixed-first spec as its K and fraction."""
+    if entry := _entry(schedule):
+        return entry[0]
     if schedule.startswith("fixed-first"):
         k, frac = fixed_phase(schedule)
         return f"fixed-first K={k} ({frac:.0%})"
-    return label(schedule)
+    return schedule.replace("fixed:", "fixed K=")
 
 
 def color_of(label_or_schedule: str) -> str | None:
-    """The paper colour of a main schedule, given its spec or its label (None for others)."""
-    by_label = {LABELS[s]: c for s, c in COLORS.items()}
-    return COLORS.get(label_or_schedule) or by_label.get(label_or_schedule)
+    """A schedule's colour, given its spec or its label (None for one SHOWN leaves out)."""
+    entry = _entry(label_or_schedule)
+    return entry[1] if entry else None
+
+
+def marker_of(label_or_schedule: str) -> str | None:
+    """A schedule's marker, given its spec or its label (None for one SHOWN leaves out)."""
+    entry = _entry(label_or_schedule)
+    return entry[2] if entry else None
 
 
 def fixed_phase(schedule: str = FIXED_FIRST) -> tuple[int, float]:

@@ -40,7 +40,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from looped.paper import FIXED, FIXED_FIRST, LABELS, UNIFORM
+from looped.paper import FIXED, FIXED_FIRST, UNIFORM, label
 from looped.report import style
 from looped.schedules import FixedFirst, parse_schedule, step_bits
 
@@ -57,9 +57,9 @@ sns.set_theme(style="whitegrid")
 
 # %%
 SPECS = {  # the paper's three schedules (looped.paper), then the two baselines
-    LABELS[FIXED]: FIXED,
-    LABELS[UNIFORM]: UNIFORM,
-    LABELS[FIXED_FIRST]: FIXED_FIRST,
+    label(FIXED): FIXED,
+    label(UNIFORM): UNIFORM,
+    label(FIXED_FIRST): FIXED_FIRST,
     "log-normal Poisson": "lognormal-poisson:mean=7.5,sigma=0.5,max=16",
     "curriculum": "curriculum:start=1,end=16,frac=0.5",
 }
@@ -130,11 +130,11 @@ style.show(fig)
 # little less after it.
 
 # %%
-switch = schedules[LABELS[FIXED_FIRST]].switch_step(T)
+switch = schedules[label(FIXED_FIRST)].switch_step(T)
 closed_form = {
-    LABELS[FIXED]: 4.0,
-    LABELS[UNIFORM]: 8.5,
-    LABELS[FIXED_FIRST]: switch / T * 4 + (1 - switch / T) * 8.5,
+    label(FIXED): 4.0,
+    label(UNIFORM): 8.5,
+    label(FIXED_FIRST): switch / T * 4 + (1 - switch / T) * 8.5,
 }
 print(f"{'schedule':<20} {'exact E[K]':>10} {'closed form':>12} {'sampled mean':>13}")
 for name, s in schedules.items():
@@ -150,10 +150,10 @@ for name, s in schedules.items():
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), sharey=True)
-for ax, name in zip(axes, (LABELS[UNIFORM], "log-normal Poisson", LABELS[FIXED_FIRST])):
+for ax, name in zip(axes, (label(UNIFORM), "log-normal Poisson", label(FIXED_FIRST))):
     s = schedules[name]
     exact = s.probs(T - 1, T)  # for fixed-first: the finishing phase
-    ks = sampled[name] if name != LABELS[FIXED_FIRST] else sampled[name][switch:]
+    ks = sampled[name] if name != label(FIXED_FIRST) else sampled[name][switch:]
     counts = Counter(ks.tolist())
     depth_axis = np.arange(1, 17)
     ax.bar(depth_axis, [exact.get(int(k), 0.0) for k in depth_axis], alpha=0.5, label="exact")
@@ -165,7 +165,7 @@ for ax, name in zip(axes, (LABELS[UNIFORM], "log-normal Poisson", LABELS[FIXED_F
         label=f"sampled ({len(ks):,} steps)",
     )
     ax.set(
-        title=name if name != LABELS[FIXED_FIRST] else "fixed-first, after the switch", xlabel="K"
+        title=name if name != label(FIXED_FIRST) else "fixed-first, after the switch", xlabel="K"
     )
     ax.set_xticks([1, 4, 8, 12, 16])
     ax.legend(fontsize=8)
@@ -201,7 +201,7 @@ def stateful_depths(seed: int, n: int, extra_draw_at: int | None) -> np.ndarray:
 n = 400
 rank0 = stateful_depths(0, n, extra_draw_at=None)
 rank1 = stateful_depths(0, n, extra_draw_at=100)
-uniform = schedules[LABELS[UNIFORM]]
+uniform = schedules[label(UNIFORM)]
 pure0 = np.array([uniform.depth(s, T) for s in range(n)])
 pure1 = np.array([parse_schedule("uniform:1-16", seed=0).depth(s, T) for s in range(n)])
 print(f"stateful generator: ranks disagree on {(rank0 != rank1).sum()} of {n} steps")
@@ -228,8 +228,8 @@ style.show(fig)
 # %%
 resumed = [uniform.depth(s, T) for s in range(1200, T)]  # a run resumed at step 1200
 backwards = [uniform.depth(s, T) for s in reversed(range(T))][::-1]
-assert resumed == sampled[LABELS[UNIFORM]][1200:].tolist()
-assert backwards == sampled[LABELS[UNIFORM]].tolist()
+assert resumed == sampled[label(UNIFORM)][1200:].tolist()
+assert backwards == sampled[label(UNIFORM)].tolist()
 print("resume at step 1200 and evaluation in reverse order give the same K sequence")
 
 # %% [markdown]
@@ -258,7 +258,7 @@ print("this process:       step_bits =", step_bits(0, 7))
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
-for ax, name in zip(axes, (LABELS[UNIFORM], LABELS[FIXED_FIRST])):
+for ax, name in zip(axes, (label(UNIFORM), label(FIXED_FIRST))):
     s = schedules[name]
     ax.scatter(steps, sampled[name], s=1.5, alpha=0.4, label="sampled K")
     ax.plot(steps, [s.expected_depth(int(i), T) for i in steps], "k-", lw=1.5, label="E[K]")
@@ -279,10 +279,10 @@ style.show(fig)
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.8))
-uniform_total = schedules[LABELS[UNIFORM]].mean_depth(T) * T
+uniform_total = schedules[label(UNIFORM)].mean_depth(T) * T
 for name, s in schedules.items():
     cumulative = np.cumsum([s.expected_depth(int(i), T) for i in steps])
-    dashes = "--" if name == LABELS[FIXED_FIRST] else "-"  # fixed K=4's line until the switch
+    dashes = "--" if name == label(FIXED_FIRST) else "-"  # fixed K=4's line until the switch
     ax.plot(
         steps, cumulative / uniform_total, dashes, label=f"{name} ({s.mean_depth(T) / 8.5:.0%})"
     )
@@ -327,7 +327,7 @@ def draw_fixed_first(k0: int = 4, frac: float = 0.8, finish: str = "uniform 1..1
     """The schedule these knobs give: K at each step, E[K], and what it saves against uniform
     (the figure and a line of text)."""
     spec = f"fixed-first:k={k0},frac={frac:.2f},then={FINISHES[finish]}"
-    s, reference = parse_schedule(spec, seed=0), schedules[LABELS[UNIFORM]]
+    s, reference = parse_schedule(spec, seed=0), schedules[label(UNIFORM)]
     fig, ax = plt.subplots(figsize=(10, 3.2))
     ax.scatter(steps, [s.depth(int(i), T) for i in steps], s=1.5, alpha=0.4, label="sampled K")
     ax.plot(steps, [s.expected_depth(int(i), T) for i in steps], "k-", lw=1.5, label="E[K]")
@@ -362,7 +362,7 @@ style.with_knobs(  # the default drawn as plain outputs; a knob redraws them in 
 # The numbers behind the closing paragraph, from the schedules above:
 
 # %%
-uniform_mean = schedules[LABELS[UNIFORM]].mean_depth(T)
+uniform_mean = schedules[label(UNIFORM)].mean_depth(T)
 for name, s in schedules.items():
     print(
         f"{name:<20} mean depth {s.mean_depth(T):5.2f} "

@@ -55,7 +55,8 @@ from IPython.display import Image, Markdown, display
 import looped.eval.stats as stats
 import looped.report.text as text_report
 from looped.experiments.demo import FULL_DEPTH_KS, QUICK, DemoSettings, run_demo
-from looped.paper import FIXED_FIRST, LABELS, UNIFORM, recipe_label
+from looped.paper import FIXED_FIRST, MAIN_SCHEDULES, UNIFORM
+from looped.paper import label as paper_label
 from looped.report import bios
 from looped.report.claims import findings
 from looped.report.probe import plot_benefit
@@ -188,11 +189,12 @@ display(Image(figures["fig2_nll_vs_flops"]))
 budgets = sorted({r["budget"] for r in runs if "main" in r["group"]})
 mean_fact_nll = {
     (s, b): np.mean([np.mean(r["fact_nll"]) for r in main_runs(s, b)])
-    for s in LABELS
+    for s in MAIN_SCHEDULES
     for b in budgets
 }
 print(f"{'schedule':<20}" + "".join(f"{b:>14.0%}" for b in budgets))
-for s, label in LABELS.items():
+for s in MAIN_SCHEDULES:
+    label = paper_label(s)
     cells = [
         f"{mean_fact_nll[s, b]:7.3f} ({mean_fact_nll[s, b] / mean_fact_nll[UNIFORM, b] - 1:+5.1%})"
         for b in budgets
@@ -229,7 +231,8 @@ for r in ff:
 # %%
 display(Image(figures["fig1_recall_bits"]))
 print(f"{'mean bits over K=1..16':<24}" + "".join(f"{b:>8.0%}" for b in budgets))
-for s, label in LABELS.items():
+for s in MAIN_SCHEDULES:
+    label = paper_label(s)
     vals = [np.mean([np.mean(r["bits"]) for r in main_runs(s, b)]) for b in budgets]
     print(f"{label:<24}" + "".join(f"{v:8.2f}" for v in vals))
 
@@ -322,7 +325,7 @@ if text_file.is_file() and "text_loss_by_seed" in text_figures:
     spans = stats.seed_spreads(text)
     print("max - min of the mean NLL over seeds (nats):")
     for schedule, span in spans.items():
-        print(f"  {recipe_label(schedule):<24} {span:.2f}")
+        print(f"  {paper_label(schedule):<24} {span:.2f}")
 
 # %% [markdown]
 # ## What we saw

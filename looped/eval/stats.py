@@ -171,7 +171,7 @@ def compare_row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
     wall, u_wall = np.mean([r["wall"] for r in runs]), np.mean([u["wall"] for u in uni.values()])
     return {
         "schedule": schedule,
-        "label": paper.recipe_label(schedule),
+        "label": paper.label(schedule),
         "lr": runs[0]["lr"],
         "seeds": len(runs),
         "steps": runs[0]["steps"],
@@ -276,7 +276,7 @@ def bios_summary(rows: list[dict], budget: float, tokens: bool = False) -> list[
         table.append(
             {
                 "schedule": schedule,
-                "label": paper.LABELS[schedule],
+                "label": paper.label(schedule),
                 "seeds": len(runs),
                 "steps": runs[0]["steps"],
                 "lr": runs[0].get("lr"),

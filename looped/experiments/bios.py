@@ -33,7 +33,7 @@ from looped.experiments.results import before_branch, branched_wall, diverged
 from looped.experiments.runner import RunSpec, execute
 from looped.flops import flops_per_token, schedule_flops, tokens_per_step
 from looped.model import fit_vocab
-from looped.paper import FIXED, FIXED_FIRST, LABELS, MAIN_SCHEDULES, UNIFORM
+from looped.paper import FIXED, FIXED_FIRST, MAIN_SCHEDULES, UNIFORM, label
 from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.device import pick_device, resolve_dtype
 from looped.runtime.metrics import read_metrics
@@ -380,7 +380,7 @@ def sweep_bios(
     sweep += [  # an LR at which the full-budget run diverged: a result, never the best
         {
             "schedule": s.schedule,
-            "label": LABELS[s.schedule],
+            "label": label(s.schedule),
             "lr": configs[s.name].optim.lr,
             "mean_nll": None,
             "diverged": True,

@@ -42,7 +42,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from looped.config import OverrideParser, load_config, to_yaml
+from looped.commands.common import OverrideParser, study_parser
+from looped.config import load_config, to_yaml
 from looped.errors import UserError
 from looped.eval.stats import bios_summary
 from looped.experiments.bios import (
@@ -54,7 +55,6 @@ from looped.experiments.bios import (
     probe_benefit,
     train_bios,
 )
-from looped.experiments.command import study_parser
 from looped.experiments.fidelity import QUICK as QUICK_FIDELITY
 from looped.experiments.fidelity import FidelitySettings, run_fidelity
 from looped.experiments.results import keep_earlier_times, machine_name, write_result

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from looped import paper
+from looped.commands.common import study_parser
 from looped.config import TrainConfig, to_yaml
 from looped.errors import UserError
 from looped.experiments.bios import (
@@ -49,13 +50,11 @@ from looped.experiments.bios import (
     eval_row,
     resolve_budget,
 )
-from looped.experiments.command import study_parser
 from looped.experiments.plan import Planner
 from looped.experiments.probes import agreement_at
 from looped.experiments.results import own_wall, write_result
 from looped.experiments.runner import RunSpec, execute
 from looped.report import diagnose as report
-from looped.report.diagnose import LABELS
 from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.lock import dir_lock
 from looped.runtime.metrics import read_metrics
@@ -157,7 +156,7 @@ def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path)
         key = "fact_nll" if "fact_nll" in rows[0] else "token_nll"
         means = [float(np.mean(r[key])) for r in rows]
         entry = {
-            "label": LABELS[variant],
+            "label": report.label(variant),
             "schedule": runs[0].schedule,
             "metric": key,
             "depths": rows[0]["depths"],

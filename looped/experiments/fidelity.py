@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.config import OverrideParser, TrainConfig, to_yaml
+from looped.commands.common import OverrideParser, study_parser
+from looped.config import TrainConfig, to_yaml
 from looped.data.text import (
     META,
     NAMED_CORPORA,
@@ -66,7 +67,6 @@ from looped.eval.baselines import corpus_baselines
 from looped.eval.evaluate import token_nll_of
 from looped.eval.heldout import heldout_nll
 from looped.eval.stats import best_lrs, compare
-from looped.experiments.command import study_parser
 from looped.experiments.plan import Planner
 from looped.experiments.results import (
     before_branch,
@@ -82,8 +82,7 @@ from looped.experiments.textsetup import TextSetup
 from looped.experiments.textsetup import run_config as text_run_config
 from looped.flops import schedule_flops, tokens_per_step
 from looped.model import LoopedTransformer
-from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
-from looped.paper import recipe_label as label
+from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM, label
 from looped.report import text as report
 from looped.runtime.lock import dir_lock
 from looped.runtime.metrics import read_metrics

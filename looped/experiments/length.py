@@ -49,10 +49,10 @@ import torch
 
 import looped.eval.stats as stats
 from looped import paper
+from looped.commands.common import study_parser
 from looped.config import TrainConfig, to_yaml
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
-from looped.experiments.command import study_parser
 from looped.experiments.plan import Planner
 from looped.experiments.results import diverged, machine_name, own_wall, write_result
 from looped.experiments.runner import RunSpec, execute

@@ -20,10 +20,10 @@ from typing import Any
 import torch
 
 from looped import paper
+from looped.commands.common import study_parser
 from looped.data.text import load_tokenizer
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
-from looped.experiments.command import study_parser
 from looped.experiments.length import QUICK, LengthSettings, name_of
 from looped.experiments.results import write_result
 from looped.experiments.runner import RunSpec, execute

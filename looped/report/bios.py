@@ -20,9 +20,9 @@ import numpy as np
 import seaborn as sns
 
 import looped.eval.stats as stats
+from looped import paper
 from looped.paper import (
     FIXED_FIRST,
-    LABELS,
     MAIN_SCHEDULES,
     UNIFORM,
 )
@@ -113,11 +113,11 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     left.set_title("Serving quality against training compute")
     left.legend(fontsize=8)
     full = by_label(runs, budget=top)
-    uniform = full.get(LABELS[UNIFORM])
+    uniform = full.get(paper.label(UNIFORM))
     if uniform:
         base = np.mean([nll(r) for r in uniform], axis=0)
         for i, (label, group) in enumerate(full.items()):
-            if label == LABELS[UNIFORM]:
+            if label == paper.label(UNIFORM):
                 continue
             style.schedule_band(
                 right, group[0]["depths"], [np.asarray(nll(r)) - base for r in group], label, i
@@ -202,7 +202,7 @@ def fig7_schedules(result: dict, path: Path) -> Path:
     """The depth each step trains at: uniform vs fixed-first (paper Fig. 7)."""
     full = at_full_budget(result, seed=0)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharey=True)
-    for ax, label in zip(axes, (LABELS[UNIFORM], LABELS[FIXED_FIRST])):
+    for ax, label in zip(axes, (paper.label(UNIFORM), paper.label(FIXED_FIRST))):
         if label not in full:
             continue
         curve = np.asarray(full[label][0]["curve"], dtype=float)
@@ -239,7 +239,7 @@ def fig_finish(result: dict, path: Path) -> Path:
     """Fixed-first before its switch and after its uniform finish, beside uniform (seed 0)."""
     full = at_full_budget(result, seed=0)
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    ff = full.get(LABELS[FIXED_FIRST], [])
+    ff = full.get(paper.label(FIXED_FIRST), [])
     if ff and ff[0].get("pre_switch"):
         r, pre = ff[0], ff[0]["pre_switch"]
         color = style.color(FIXED_FIRST)
@@ -260,14 +260,14 @@ def fig_finish(result: dict, path: Path) -> Path:
             ms=3,
             label=f"fixed-first, after the finish (step {r['steps']})",
         )
-    for r in full.get(LABELS[UNIFORM], [])[:1]:
+    for r in full.get(paper.label(UNIFORM), [])[:1]:
         ax.plot(
             r["depths"],
             nll(r),
             "s:",
             color=style.color(UNIFORM),
             ms=3,
-            label=f"{LABELS[UNIFORM]}, end (step {r['steps']})",
+            label=f"{paper.label(UNIFORM)}, end (step {r['steps']})",
         )
     ax.axvline(4, color="k", ls=":", lw=0.8)
     ax.set_yscale("log")
@@ -503,7 +503,7 @@ def section(result: dict) -> str:
             if result.get("sweep")
             else "its LR: "
         )
-        + ", ".join(f"{LABELS.get(k, k)} {v:g}" for k, v in result.get("chosen_lr", {}).items())
+        + ", ".join(f"{paper.label(k)} {v:g}" for k, v in result.get("chosen_lr", {}).items())
         + ".",
         "",
         "Equal FLOPs (every schedule at the full modeled-FLOP budget; seed means, the range of "

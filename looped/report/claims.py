@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 import looped.eval.stats as stats
-from looped.paper import FIXED, FIXED_FIRST, LABELS, NLL_GAP, UNIFORM, fixed_depth, fixed_phase
+from looped.paper import FIXED, FIXED_FIRST, NLL_GAP, UNIFORM, fixed_depth, fixed_phase, label
 
 
 class Shows(str, Enum):
@@ -304,7 +304,7 @@ def exact_recall(d: _Data) -> Finding | None:
     """Greedy answers right, which has no floor from knowing the pool (no claim)."""
     if not (d.ff and d.uni and "exact" in d.ff[0]):
         return None
-    rows = (("fixed-first", d.ff), ("uniform", d.uni), (LABELS[FIXED], d.fx))
+    rows = (("fixed-first", d.ff), ("uniform", d.uni), (label(FIXED), d.fx))
     return Finding(
         "", None, {name: d.per_depth(_mean(runs, "exact")) for name, runs in rows}, _render_exact
     )

@@ -15,27 +15,18 @@ from looped import paper
 from looped.report import style
 from looped.report.prose import aside
 
-LABELS = {
-    "uniform": "uniform 1..16",
-    "fixed": "fixed K=4",
-    "fixed-first": paper.LABELS[paper.FIXED_FIRST],
-    "per-micro": "uniform 1..16, K per micro-batch",
-    "no-k1": "uniform 2..16",
+# each variant's schedule, whose label, colour and marker `paper.SHOWN` holds
+SPECS = {
+    "uniform": paper.UNIFORM,
+    "fixed": paper.FIXED,
+    "fixed-first": paper.FIXED_FIRST,
+    "per-micro": paper.UNIFORM_PER_MICRO,
+    "no-k1": paper.NO_K1,
 }
 
 
-COLORS = {  # the paper's colours for its schedules; the two interventions apart from them
-    "uniform": paper.COLORS[paper.UNIFORM],
-    "fixed": paper.COLORS[paper.FIXED],
-    "fixed-first": paper.COLORS[paper.FIXED_FIRST],
-    "per-micro": "#e7298a",
-    "no-k1": "#666666",
-}
-
-
-# one marker per variant: the two interventions end close together, and a marker of their own
-# keeps the one drawn first visible under the other
-MARKERS = {"uniform": "o", "fixed": "s", "fixed-first": "^", "per-micro": "D", "no-k1": "v"}
+def label(variant: str) -> str:
+    return paper.label(SPECS[variant])
 
 
 def format_summary(result: dict) -> str:
@@ -91,7 +82,7 @@ def section(result: dict) -> str:
         f"seed{'s' if s['seeds'] > 1 else ''}, {meta['dtype']}; the runs trained for "
         f"{meta.get('train_seconds', meta['wall_seconds']) / 60:.0f} minutes in all, one core each)"
         + aside(
-            (f"{LABELS[k]} {v:g}" for k, v in (meta.get("lr") or {}).items()),
+            (f"{label(k)} {v:g}" for k, v in (meta.get("lr") or {}).items()),
             before=", each at the demo's tuned LR (",
         )
         + ". Mean NLL is over "
@@ -166,10 +157,10 @@ def fig_grad_norms(result: dict, path: Path) -> Path:
         ax.plot(
             ks,
             list(norms.values()),
-            marker=MARKERS[variant],
+            marker=paper.marker_of(SPECS[variant]),
             ms=4,
             label=entry["label"],
-            color=COLORS[variant],
+            color=paper.color_of(SPECS[variant]),
         )
     clip = result["meta"]["grad_clip"]
     if clip:
@@ -220,10 +211,10 @@ def fig_nll(result: dict, path: Path) -> Path:
         ax.plot(
             entry["depths"],
             entry["nll"],
-            marker=MARKERS[variant],
+            marker=paper.marker_of(SPECS[variant]),
             ms=4,
             label=entry["label"],
-            color=COLORS[variant],
+            color=paper.color_of(SPECS[variant]),
         )
     metric = next(iter(result["variants"].values()))["metric"]
     ax.set_xlabel("serving depth K")

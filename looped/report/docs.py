@@ -54,7 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("report", ("looped.report",)),
     ("experiments", ("looped.experiments",)),
     ("bench", ("looped.bench",)),
-    ("commands", ("looped.cli", "looped.__main__", "looped")),
+    ("commands", ("looped.commands", "looped.cli", "looped.__main__", "looped")),
 )  # fmt: skip
 
 _NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",

@@ -20,7 +20,6 @@ import numpy as np
 import seaborn as sns
 
 from looped import paper
-from looped.paper import FIXED_FIRST, LABELS, UNIFORM
 from looped.report import checks
 
 
@@ -46,25 +45,15 @@ def use_theme() -> None:
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.95)
 
 
-# colours of schedules the paper's palette leaves out (ColorBrewer Dark2, beside paper.COLORS)
-EXTRA_COLORS = {paper.RECIPE_200M: "#e7298a", paper.UNIFORM_PER_MICRO: "#666666"}
-
-
 def color(label: str, i: int = 0) -> Any:
-    """A schedule's colour (by label or spec): the paper's, ours for the 200M recipe, else the
-    i-th of seaborn's palette."""
-    return paper.color_of(label) or EXTRA_COLORS.get(label) or sns.color_palette("deep")[i % 10]
-
-
-# one marker per schedule, so that two schedules whose curves coincide (fixed-first and fixed
-# K=4 share a run until the switch) both stay visible
-MARKERS = {paper.FIXED: "s", FIXED_FIRST: "^", UNIFORM: "o"}
+    """A schedule's colour (by label or spec): its own in `paper.SHOWN`, else the i-th of
+    seaborn's palette."""
+    return paper.color_of(label) or sns.color_palette("deep")[i % 10]
 
 
 def marker(label: str, i: int = 0) -> str:
     """The marker of a schedule, given its spec or its label; others take one in turn."""
-    by_label = {LABELS[s]: m for s, m in MARKERS.items()}
-    return MARKERS.get(label) or by_label.get(label) or ("D", "v", "P", "X")[i % 4]
+    return paper.marker_of(label) or ("D", "v", "P", "X")[i % 4]
 
 
 def dashes(label: str) -> dict[str, Any]:

@@ -13,8 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import looped.eval.stats as stats
-from looped.paper import NLL_GAP, RECIPES_1B, UNIFORM
-from looped.paper import recipe_label as label
+from looped.paper import NLL_GAP, RECIPES_1B, UNIFORM, label
 from looped.report import style
 
 

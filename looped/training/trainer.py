@@ -37,7 +37,8 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from looped.config import OverrideParser, TrainConfig, load_config, to_yaml, validate
+from looped.commands.common import OverrideParser
+from looped.config import TrainConfig, load_config, to_yaml, validate
 from looped.data.batching import DataSource, build_source, train_generator
 from looped.errors import UserError
 from looped.eval.evaluate import evaluate
