@@ -45,8 +45,8 @@ format: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/jupytext --sync notebooks/*.py
 
-# JupyterLab reads settings overrides from <sys.prefix>/share/jupyter/lab/settings/: ours make
-# a double-click open the paired .py notebooks as notebooks (jupytext's "Jupytext Notebook").
+# JupyterLab reads settings overrides from <sys.prefix>/share/jupyter/lab/settings/: ours open
+# README.md and docs/ as rendered Markdown, and the paired .py notebooks as notebooks (jupytext).
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 lab: $(STAMP) $(LAB_OVERRIDES)

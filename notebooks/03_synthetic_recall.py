@@ -260,9 +260,12 @@ if "two_hop" in recall[best]:
     print(f"  two-hop (employer -> city) exact recall {recall[best]['two_hop']['acc']:.0%}")
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
-stack = np.zeros(len(depths))
+stack, unrecalled = np.zeros(len(depths)), []
 for a in ATTRIBUTES:
     values = np.array([recall[k]["attributes"][a]["bits"] for k in depths])
+    if values.max() < 0.05:  # no visible bar: a legend entry would name a series not drawn
+        unrecalled.append(a)
+        continue
     left.bar(depths, values, bottom=stack, label=a)
     stack += values
 left.axvline(TRAIN_K, color="k", ls=":", lw=1, label="training depth")
@@ -273,7 +276,16 @@ left.set(
     ylabel="recalled bits per person",
     title=f"Recall across serving depths ({PERSONS} persons)",
 )
-left.legend(fontsize=7, ncol=2)
+left.legend(fontsize=8, ncol=2)
+if unrecalled:
+    left.text(
+        0.02,
+        0.97,
+        "under 0.05 bits at every depth: " + ", ".join(unrecalled),
+        transform=left.transAxes,
+        va="top",
+        fontsize=8,
+    )
 
 records = [
     json.loads(line) for line in (workdir / "run" / "metrics.jsonl").read_text().splitlines()

@@ -38,7 +38,7 @@ from looped.flops import (
 )
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.report import style
-from looped.schedules import parse_schedule
+from looped.schedule_spec import parse_schedule
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: more shapes checked, finer heatmap
 if not FULL:
@@ -320,7 +320,7 @@ sns.heatmap(
     cmap="RdYlGn",
     center=0,
     ax=ax,
-    annot_kws={"size": 7},
+    annot_kws={"size": 8 if FULL else 10},  # the full grid has twice the columns
     xticklabels=[f"{p:.0%}" for p in fracs],
     yticklabels=k0s,
     cbar_kws={"label": "saving against uniform 1..16", "format": PercentFormatter(1.0)},
