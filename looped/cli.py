@@ -1,17 +1,16 @@
-"""The ``looped`` command line: one entry point, one module per subcommand.
+"""The ``looped`` command line: one entry point routing to one module per subcommand.
 
     looped demo [--quick] [--out DIR]           # the scaled-down reproduction (figures + tables)
-    looped fidelity [--quick]                   # the paper's headline on text (held-out NLL)
+    looped fidelity | length | diagnose | samples [--quick]   # the studies (text and bios)
     looped train --config tiny --out runs/r     # train one run (also under torchrun)
     looped eval --run runs/r --depths 1-16      # NLL / recall at serving depths
-    looped flops [--json]                       # modeled compute per preset and schedule
-    looped data bios|text ...                   # write a corpus
     looped downstream --run runs/r --tasks piqa # zero-shot multiple choice at serving depths
-    looped probe | plot | bench ...
+    looped data bios|text ...                   # write a corpus
+    looped flops | probe | plot | bench | report ...
 
-Each subcommand lives in its own module with a ``main(argv) -> int``; this file only routes,
-so adding a command never touches the others. A ``UserError`` (or ``ValueError`` from a
-config or spec) becomes one line on stderr and exit status 2.
+Each subcommand is ``looped/commands/<name>.py``: its argparse parser and a ``main(argv) ->
+int`` that calls the library. This file only routes (``COMMANDS``); a ``UserError`` (or
+``ValueError`` from a config or spec) becomes one line on stderr and exit status 2.
 """
 
 from __future__ import annotations

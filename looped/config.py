@@ -2,18 +2,9 @@
 
     cfg = load_config("tiny", ["schedule=fixed:2", "model.d_model=64", "optim.lr=1e-3"])
 
-OmegaConf merges the preset over the dataclass defaults and the overrides over that, and checks
-every key and type against the dataclasses: an unknown key or a string where a number belongs
-fails with one line that names it. Presets live in ``looped/configs/NAME.yaml``; a path to any
-YAML file works too. ``validate`` then checks every value against its real constraint
-(positive sizes, fractions in range, known names, a schedule that parses), before any model is
-built, so ``model.d_model=-5`` says "must be positive" and a YAML syntax error names the file,
-line and column.
-
-Commands that take overrides build their parser with ``OverrideParser``: flags and ``key=value``
-overrides may then come in any order, and ``--print-config`` prints the resolved config::
-
-    looped train --config tiny --out runs/a max_steps=4 --quiet eval_depths=1-2 --print-config
+OmegaConf merges the preset (``looped/configs/NAME.yaml`` or any YAML path) over the defaults and
+the overrides over that, checking every key and type; ``validate`` then checks every value
+against its real constraint before any model is built. Each failure is one line naming the key.
 """
 
 from __future__ import annotations
@@ -30,20 +21,17 @@ from omegaconf.errors import OmegaConfBaseException
 
 from looped.errors import UserError, first_line
 from looped.model import INJECTIONS, LoopedConfig
-from looped.schedules import parse_depths, parse_schedule
+from looped.schedule_spec import parse_depths, parse_schedule
 
 PRESET_DIR = Path(__file__).parent / "configs"
 
 
 @dataclass
 class DataConfig:
-    # bios (synthetic biographies) | text (token shards from `looped data text`)
-    kind: str = "bios"
-    # corpus directory; empty with kind=bios generates one in memory from the fields below, which
-    # a saved corpus ignores (its bios_config.json holds them)
+    kind: str = "bios"  # bios (synthetic biographies) | text (shards from `looped data text`)
+    # corpus directory; empty with kind=bios generates one in memory from the fields below (a
+    # saved corpus keeps them in its bios_config.json); batching.bios_config maps them
     path: str = ""
-    # The bios fields are BiosConfig's under the names `looped data bios` takes on the command
-    # line (--persons, --seed): batching.bios_config is the one place that maps them.
     persons: int = 100  # bios: number of persons (BiosConfig.n_persons)
     bios_seed: int = 0  # bios: generator seed, independent of the training seed (BiosConfig.seed)
     bios_per_person: int = 4  # bios: biographies per person in the training text
@@ -117,10 +105,8 @@ RESUMABLE = (
     "compile",  # torch.compile of the block: the same maths, fused (not bitwise)
     "paper_schedules",  # documentation for `looped flops`, never read by the trainer
 )
-# Not in it, on purpose: dtype (bf16 changes every number), eval_depths and eval_batches (the
-# evaluation records of one run would measure different things before and after the resume),
-# fsdp (resumable in principle, but untested across the switch), and every model, data,
-# optimizer, schedule, seed, batch and length field.
+# Not in it: dtype, eval_depths, eval_batches (the records would change meaning mid-run), fsdp
+# (untested across the switch), and every model, data, optimizer, schedule, batch, length field.
 
 
 def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
@@ -173,10 +159,8 @@ def load_config(
     preset: str = "tiny", overrides: list[str] | None = None, check: bool = True
 ) -> TrainConfig:
     """Preset (name or YAML path) + `key=value` overrides -> a checked TrainConfig.
-
-    ``check=False`` skips ``validate`` (keys, types and the model's own shape checks remain):
-    for reading a saved run's config to evaluate it, which must not fail on a training-time
-    rule (say, eval_depths within max_depth) added after the run was trained."""
+    ``check=False`` skips ``validate``: for reading a saved run's config, which must not fail on
+    a training-time rule added after the run was trained."""
     schema = OmegaConf.structured(TrainConfig)
     path = _preset_path(preset)
     try:
@@ -268,12 +252,9 @@ DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 
 
 def validate(cfg: Any) -> None:
-    """Check every value a user can type against its real constraint; raise UserError with one
-    line naming the key, the value and what is allowed.
-
-    Works on a TrainConfig and on the merged OmegaConf tree before it becomes one, so a size
-    below 1 is reported as such rather than as whatever arithmetic LoopedConfig would try on it.
-    The schedule is parsed once, here."""
+    """Check every value a user can type; raise UserError with one line naming the key, the
+    value and what is allowed. Works on a TrainConfig and on the merged OmegaConf tree before it
+    becomes one (so a bad size is reported before LoopedConfig does arithmetic on it)."""
     get = functools.partial(_get, cfg)
     for key in POSITIVE:
         if not get(key) > 0:

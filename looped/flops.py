@@ -1,93 +1,41 @@
-"""Modeled training compute of a looped transformer: FLOPs per token, per schedule, per budget.
+"""Modeled training compute of a looped transformer: FLOPs per token at depth K, a schedule's
+total, its saving against uniform depth, the steps a budget buys, and MFU (`looped flops` prints
+them per preset). The paper's savings are modeled compute, so every budget in the package is
+counted here: the trainer stops on it, matched-budget runs are sized by it.
 
-FLOPs per token at depth K, a schedule's total, its saving against uniform-depth training, the steps a FLOP budget buys, and MFU.
+Per token (d = d_model, f = SwiGLU width, V = vocabulary, T = seq_len), forward:
 
-    looped flops                     # table per preset and paper schedule
-    looped flops --json              # the same as a JSON list of objects
-    looped flops --preset 1b         # one preset (repeat --preset for more)
-
-The paper's savings are *modeled* compute, so this module is the reference for every budget in
-the package: the trainer stops on it, matched-budget runs are sized by it, MFU divides by it.
-
-The formula (per token, d = d_model, f = SwiGLU hidden width, V = vocabulary, T = seq_len)
-----------------------------------------------------------------------------------------------
-A matmul of an (n x a) activation by an (a x b) weight costs 2*n*a*b FLOPs (one multiply, one
-add), so a linear layer costs 2 * (its weights) per token. Forward, per token:
-
-    layer   L = 2 * (3d*d + d*d + d*2f + f*d)      qkv, out-proj, SwiGLU gate+up, down
-              + 2*T*d + 2*T*d                       scores Q K^T, then weights @ V
-    inject  I = 2 * (2d * d)  for injection="concat" (the map W [h; e]); 0 for add / none
-    head    E = 2 * d * V                           LM head (tied or not: same matmul)
-
+    layer   L = 2 * (3d*d + d*d + d*2f + f*d) + 2*T*d + 2*T*d   qkv, out, gate+up, down, QK^T, AV
+    inject  I = 2 * (2d * d)  for injection="concat"; 0 for add / none
+    head    E = 2 * d * V
     forward(K) = (n_prelude + n_coda) * L  +  K * n_block * L  +  (K - 1) * I  +  E
 
-Training costs forward + backward = 3 * forward: the backward pass does two matmuls of the same
-size per forward matmul, one for the input gradient and one for the weight gradient (Kaplan et
-al. 2020, Sec. 2.1: C = 6N per token; Hoffmann et al. 2022 (Chinchilla), App. F: backward =
-2 x forward; Chowdhery et al. 2022 (PaLM), App. B: 6N + 12*L*H*Q*T, whose attention term is our
-3 * 4*T*d per layer). Hence the affine form the paper's savings rest on:
+Training is 3x forward (the backward does two matmuls per forward one: Kaplan et al. 2020,
+Chinchilla App. F, PaLM App. B), so C(K) = F + K * R with R = 3 (n_block L + I) and
+F = 3 ((n_prelude + n_coda) L + E - I). Truncated backprop (bptt = n) runs the first K - n loops
+forward only (1x), and with injection none the prelude too. Attention counts the full T x T
+matmuls (what the math kernel and FlopCounterMode count); elementwise work (norms, RoPE,
+softmax, residuals, the "add" injection, the loss, the optimizer) is not counted. The tests hold
+the formula exactly to FlopCounterMode on the real model.
 
-    C(K) = F + K * R,   R = 3 * (n_block * L + I),   F = 3 * ((n_prelude + n_coda) * L + E - I)
-
-Truncated backprop (``bptt`` = n > 0): the first K - n loops run under no_grad, so they (and
-their injections) cost forward only, 1x instead of 3x. With injection="none" the prelude then
-gets no gradient either (its output only feeds the frozen first loop), so it costs 1x too.
-
-Choices, and what ``torch.utils.flop_counter.FlopCounterMode`` counts
--------------------------------------------------------------------
-- Attention counts the full T x T score and value matmuls, not the causal half. That is what
-  the math kernel computes (it masks after the matmul), what FlopCounterMode's formulas for the
-  fused SDPA kernels assume (they ignore ``is_causal``), and what Chinchilla and PaLM count.
-  Flash kernels skip fully masked blocks and do about half, so hardware does a little less
-  work than modeled. Kaplan et al. count 2*n_ctx*d_attn per layer, half of ours.
-- Not counted, here and by the counter: the embedding lookup (a gather), RMSNorm, RoPE,
-  softmax, SiLU and the gating product, residual adds, the "add" injection, cross-entropy, the
-  optimizer. These are elementwise, O(d) per token against O(d^2) for the matmuls.
-- The counter counts matmuls (mm, addmm, bmm, ...) and the CUDA SDPA kernels; on CPU the fused
-  ``_scaled_dot_product_flash_attention_for_cpu`` has no formula and counts 0, so the tests run
-  SDPA through the math backend, whose bmm calls it does count. The tests compare this formula
-  with the counter on the real model (forward + backward of the loss, several shapes, depths and
-  truncations): the issue asks for 5%, they agree exactly, and the tests hold them to that.
-
-The presets: F/R near 1.2, and the paper's three savings
--------------------------------------------------------
-Against uniform K in 1..16 (mean 8.5) at the same number of steps, fixed K0 for a fraction p
-of the run saves p * (8.5 - K0) / (F/R + 8.5). The abstract's 45% (K0=2, p=0.67) and 31-37%
-(K0=4, p=0.67 and 0.8) all fit F/R = 1.2 (44.9%, 31.1%, 37.1%); F = 0 would give 51/36/42%.
-The paper gives no architecture, so the presets are plausible shapes of the stated sizes
-(GPT-2 vocabulary 50304, Llama-style layers, one loop block between a few unshared layers)
-whose modeled F/R lands there. F/R = ((n_prelude + n_coda) + E/L) / n_block: the head is worth
-E/L layers, so wide models (E/L small) need more unshared layers per block layer. L and E are
-forward FLOPs per token:
-
-    preset  d     heads  d_ff  P+A+H  T     params  L       E       E/L   F/R   saving
-    200m    1024  16     4096  1+4+1  1024  204M    37.7M   103M    2.73  1.18  K=2 67%: 45.0%
-    1b      2048  16     8192  3+6+3  2048  1.01B   151M    206M    1.36  1.23  K=4 67%: 31.0%
-                                                                                K=4 80%: 37.0%
-
-200m: L = 2(4*1024^2 + 3*1024*4096) + 4*1024*1024 = 37.7M, E = 2*1024*50304 = 103M, so
-F/R = (1 + 1 + 2.73) / 4 = 1.18 and 0.67 * 6.5 / (1.18 + 8.5) = 45.0%. 1b: at twice the width
-the head is worth only 1.36 layers, so it takes 3 + 3 unshared layers around a 6-layer block:
-F/R = (6 + 1.36) / 6 = 1.23, giving 0.67 * 4.5 / 9.73 = 31.0% and 0.8 * 4.5 / 9.73 = 37.0%.
-Both use untied heads and a 4d SwiGLU width; ``looped flops`` prints the exact values, which
-include the rounding of the switch step. ``looped flops`` lists every preset, ``tiny`` too
-(F/R = 0.47, so 48% / 33% / 40%): small models' savings are not the paper's, and seeing them
-side by side shows how the savings move with F/R.
+Against uniform K in 1..16 (mean 8.5), fixed K0 for a fraction p of the run saves
+p (8.5 - K0) / (F/R + 8.5): the abstract's 45% (K0=2, p=0.67) and 31-37% (K0=4, p=0.67 and 0.8)
+all fit F/R = 1.2, which the 200m (1+4+1 layers, F/R 1.18) and 1b (3+6+3, F/R 1.23) presets
+reproduce; tiny's F/R is 0.47.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-from looped.config import TrainConfig, load_config, preset_names
+from looped.config import TrainConfig, load_config
 from looped.errors import UserError
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.schedules import Schedule, parse_schedule
+from looped.schedule_spec import parse_schedule
+from looped.schedules import Schedule
 
 REFERENCE = "uniform:1-16"  # the adaptive-from-the-start baseline every saving is measured against
 
@@ -135,12 +83,8 @@ def flops_per_token(
 
 
 def fixed_and_loop_cost(config: LoopedConfig, seq_len: int) -> tuple[float, float]:
-    """(F, R) with training cost C(K) = F + K * R per token, full backprop.
-
-    F is the depth-independent part (prelude, coda, head, minus one injection since K loops
-    inject K - 1 times); R is one more loop. Truncated backprop is not affine in K: use
-    `flops_per_token` with `bptt` for it.
-    """
+    """(F, R) with training cost C(K) = F + K * R per token, full backprop (F: prelude, coda,
+    head, minus one injection; R: one more loop). Truncated backprop is not affine in K."""
     p = _parts(config, seq_len)
     loop = 3 * (config.n_block * p.layer + p.inject)
     fixed = 3 * ((config.n_prelude + config.n_coda) * p.layer + p.head - p.inject)
@@ -212,12 +156,8 @@ def steps_for_budget(
     tokens_per_step: int,
     seq_len: int,
 ) -> int:
-    """The largest number of steps whose run costs at most `budget_flops`.
-
-    A fixed-first run's switch step moves with its length, so the cost is not steps times a
-    constant: search. Every step costs between C(1) and C(max) per token, which brackets the
-    answer; the cost grows with the number of steps, so bisect in the bracket.
-    """
+    """The largest number of steps whose run costs at most `budget_flops`: bisection, since a
+    fixed-first run's switch step moves with its length (the cost grows with the steps)."""
     cost = _cost_fn(config, schedule, seq_len)
 
     def run(n: int) -> float:
@@ -241,11 +181,8 @@ def steps_for_budget(
 
 # -- throughput ----------------------------------------------------------------------------------
 def mfu(tokens_per_s: float, flops_per_token: float, peak_flops: float) -> float:
-    """Model FLOPs utilization: modeled FLOP/s achieved as a fraction of the device peak.
-
-    `flops_per_token` is this module's count, attention included (PaLM's definition, App. B),
-    at the depth actually run; recomputation or padding does not raise it.
-    """
+    """Model FLOPs utilization: modeled FLOP/s (this module's count at the depth run, attention
+    included, as PaLM App. B) as a fraction of the device peak."""
     if peak_flops <= 0:
         raise ValueError(f"peak_flops={peak_flops} must be > 0")
     return tokens_per_s * flops_per_token / peak_flops
@@ -323,87 +260,3 @@ def preset_rows(name: str) -> list[dict]:
             )
         rows.append(row)
     return rows
-
-
-def _count(n: float) -> str:
-    for unit, scale in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.3g}{unit}"
-    return f"{n:.0f}"
-
-
-def format_table(rows: list[dict]) -> str:
-    """Plain-text tables, one per preset, from `preset_rows` records."""
-    out: list[str] = []
-    for name in dict.fromkeys(r["preset"] for r in rows):
-        group = [r for r in rows if r["preset"] == name]
-        r0 = group[0]
-        out.append(
-            f"{name}: {_count(r0['params'])} params ({_count(r0['non_embedding_params'])} "
-            f"non-embedding), seq_len {r0['seq_len']}, {r0['tokens_per_step']:,} tokens/step, "
-            f"{r0['steps']:,} steps"
-        )
-        by_depth = r0["flops_per_token_by_depth"]
-        unit, scale = ("GFLOP", 1e9) if by_depth[-1] >= 1e9 else ("MFLOP", 1e6)
-        out.append(
-            f"  C(K) = F + K*R: F = {r0['fixed_cost'] / scale:.3g}, "
-            f"R = {r0['loop_cost'] / scale:.3g} {unit}/token, F/R = {r0['fixed_over_loop']:.2f}"
-        )
-        cols = " ".join(f"{c / scale:.3g}" for c in by_depth)
-        out.append(f"  {unit}/token at K=1..{len(by_depth)}: {cols}")
-        budget = bool(r0["full_budget_flops"])
-        header = f"  {'schedule':<44} {'mean K':>6} {'total FLOPs':>11} {'saving':>7}"
-        header += f" {'steps @100% budget':>18}" if budget else ""
-        out += [header, "  " + "-" * (len(header) - 2)]
-        for r in group:
-            line = (
-                f"  {r['schedule']:<44} {r['mean_depth']:>6.2f} {r['total_flops']:>11.3g}"
-                f" {r['saving_vs_uniform']:>7.1%}"
-            )
-            out.append(line + (f" {r['steps_for_full_budget']:>18,}" if budget else ""))
-        out.append("")
-    out.append(f"saving: modeled training compute saved against {REFERENCE} at the same steps.")
-    return "\n".join(out)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="looped flops", description="Modeled training compute per preset and schedule."
-    )
-    parser.add_argument("--json", action="store_true", help="print a JSON list of records")
-    parser.add_argument(
-        "--preset",
-        action="append",
-        metavar="NAME",
-        help=f"preset name or YAML path (repeatable; default: all of {', '.join(preset_names())})",
-    )
-    parser.add_argument(
-        "--tflops",
-        type=float,
-        help="sustained modeled TFLOP/s of your cluster (e.g. tokens/s x FLOPs/token from "
-        "scripts/gpu_smoke.sh, times the GPU count): adds the expected wall time of each run",
-    )
-    args = parser.parse_args(argv)
-    if args.tflops is not None and args.tflops <= 0:
-        raise UserError(f"--tflops {args.tflops} must be > 0")
-    if args.preset:
-        groups = [preset_rows(name) for name in args.preset]
-    else:  # every preset, smallest first
-        groups = sorted((preset_rows(n) for n in preset_names()), key=lambda g: g[0]["params"])
-    rows = [row for group in groups for row in group]
-    if args.tflops:
-        for row in rows:
-            row["hours_at_tflops"] = row["total_flops"] / (args.tflops * 1e12) / 3600
-    if args.json:
-        print(json.dumps(rows, indent=1))
-        return 0
-    print(format_table(rows))
-    if args.tflops:
-        print(f"\nexpected wall time at a sustained {args.tflops:g} modeled TFLOP/s:")
-        for row in rows:
-            print(f"  {row['preset']:<6} {row['schedule']:<44} {row['hours_at_tflops']:>9.1f} h")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

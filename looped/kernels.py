@@ -1,18 +1,11 @@
-"""Two layer pieces with hand-written backward passes: RMSNorm, and RoPE on the fused q/k/v
-projection.
+"""Speed paths of the layers: RMSNorm and RoPE (on the fused q/k/v projection) with hand-written
+backward passes, and the choice of attention kernel by measured speed.
 
-Why: on a CPU in eager mode a train step spends about a quarter of its time outside the matmuls
-and the attention kernel, in elementwise passes over memory. Autograd's generic backward of the
-textbook formulas makes more passes than the maths needs: the concatenations that undo the split
-of the fused q/k/v projection and rotate-half RoPE's ``chunk``, RMSNorm's seven-op chain. Each
-function here makes the fewest passes it can in plain PyTorch and writes input gradients
-straight into one buffer, so the fused projection gets its gradient without a concatenation.
-
-The maths is unchanged: ``tests/test_kernels.py`` checks every function and its gradient
-against the textbook formula (float64 ``gradcheck`` and fp32 comparison). ``looped bench``
-measures the effect against a stacked Hugging Face Llama. They are for eager mode: under
-``torch.compile`` (``LoopedTransformer.compile_block``) each function traces its plain formula
-instead, which the compiler fuses into fewer passes still.
+On a CPU in eager mode a quarter of a train step goes to elementwise passes over memory, and
+autograd's generic backward of the textbook formulas makes more passes than the maths needs.
+Each function here makes the fewest it can in plain PyTorch; the maths is unchanged
+(``tests/test_kernels.py`` checks values and gradients against the formulas, ``looped bench``
+measures the effect). Under ``torch.compile`` each traces its plain formula instead.
 """
 
 from __future__ import annotations
@@ -57,11 +50,7 @@ class _RMSNorm(torch.autograd.Function):
 
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
-    """RMSNorm over the last dimension: 9 passes over x forward and backward, not 16.
-
-    Under ``torch.compile`` the plain formula is traced instead: the compiler fuses it better
-    than any hand-written backward, and the function here would be an opaque call to it.
-    """
+    """RMSNorm over the last dimension: 9 passes over x forward and backward, not 16."""
     if torch.compiler.is_compiling():
         return F.rms_norm(x.to(_compute_dtype(x, weight)), (x.shape[-1],), weight, eps)
     return _RMSNorm.apply(x, weight, eps)
@@ -114,14 +103,9 @@ class _RopeQKV(torch.autograd.Function):
 
 
 def rope_qkv(qkv: Tensor, cos: Tensor, sin: Tensor, n_head: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Split the fused projection into heads and rotate q and k (rotate-half RoPE).
-
-    The gradient of q, k and v lands in one (B, T, 3 H D) buffer, which is what the fused
-    projection's backward reads; autograd would build it with concatenations. Everything stays
-    in qkv's dtype, the tables included (bf16 under autocast, the dtype the attention matmuls
-    read). Under ``torch.compile`` the plain formula is traced instead, for the compiler to fuse
-    (the in-place writes into strided views above would break its graph).
-    """
+    """Split the fused projection into heads and rotate q and k (rotate-half RoPE), in qkv's
+    dtype. The gradient of q, k and v lands in one (B, T, 3 H D) buffer, which the fused
+    projection's backward reads (autograd would concatenate)."""
     if torch.compiler.is_compiling():
         return _rope_qkv_formula(qkv, cos, sin, n_head)
     return _RopeQKV.apply(qkv, cos, sin, n_head)
@@ -138,3 +122,38 @@ def _rope_qkv_formula(qkv: Tensor, cos: Tensor, sin: Tensor, n_head: int) -> tup
         return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 
     return rotate(q), rotate(k), v
+
+
+def attention_path(q: Tensor) -> str:
+    """Which attention kernel is fastest for these queries: "sdpa", "fp32" or "matmul".
+
+    Speed decides. Under CPU bf16 autocast (head dim <= 64), PyTorch's flash kernel is slower in
+    bf16 than in fp32 at short sequences (1.6x at T=128, torch 2.13), and plain bf16 matmuls
+    with a causal mask beat both up to T=256 (1.3-1.5x); they keep the T x T scores, hence the
+    limit. From T=1024 or head dim 128, bf16 flash wins. The price of the matmul path: bf16
+    scores and softmax (as Hugging Face's eager attention), output error ~0.1 at large logits.
+    """
+    cpu_bf16 = (
+        q.device.type == "cpu"
+        and torch.is_autocast_enabled("cpu")
+        and torch.get_autocast_dtype("cpu") == torch.bfloat16
+        and q.shape[-1] <= 64
+    )
+    if not cpu_bf16 or q.shape[-2] > 512:
+        return "sdpa"
+    return "matmul" if q.shape[-2] <= 256 else "fp32"
+
+
+def causal_attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """softmax(q k^T / sqrt(d) + causal mask) v over (B, H, T, d), by the fastest path above
+    (the matmul path in bf16 throughout, the fp32 path casting all three up)."""
+    path = attention_path(q)
+    if path == "matmul":
+        t = q.shape[-2]
+        scores = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5
+        future = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
+        return scores.masked_fill(future, float("-inf")).softmax(-1) @ v
+    if path == "fp32":
+        with torch.autocast("cpu", enabled=False):
+            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)

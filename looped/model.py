@@ -5,23 +5,13 @@
                                                                    h_k = A(inject(h_{k-1}, e))
         -> H (optional coda layers, final RMSNorm, LM head)        logits
 
-Parameters do not grow with K; compute does (see ``looped.flops``). Each layer is a pre-norm
-Llama-style layer: RMSNorm, causal attention with RoPE (``F.scaled_dot_product_attention``, or
-masked matmuls where those are faster), RMSNorm, SwiGLU MLP, no biases. RMSNorm and RoPE use the
-hand-written backward passes of ``looped.kernels`` (same maths, fewer passes over memory).
+Parameters do not grow with K; compute does (``looped.flops``). Each layer is a pre-norm
+Llama-style layer (RMSNorm, causal attention with RoPE, RMSNorm, SwiGLU, no biases) whose speed
+paths live in ``looped.kernels``. Injection feeds the embedding back in before every loop after
+the first: "add" (h + e, the default: free, and depth 1 is a plain one-block transformer),
+"concat" (a learned W [h; e]) or "none".
 
-Input injection feeds the embedding back in before every loop after the first:
-
-- ``"add"`` (default): ``h + e``. It costs nothing, adds no parameters, and keeps the token
-  identity visible at every depth, so a model trained at K=4 does not lose the input when it is
-  served at K=16. With it, depth 1 is exactly a plain one-block transformer.
-- ``"concat"``: ``W [h; e]``, a learned linear map of the concatenation (recurrent-depth models).
-- ``"none"``: ``h`` alone; the loop must carry the input in its state.
-
-Usage::
-
-    cfg = LoopedConfig(vocab_size=512, d_model=128, n_head=4)
-    model = LoopedTransformer(cfg)
+    model = LoopedTransformer(LoopedConfig(vocab_size=512, d_model=128, n_head=4))
     logits, loss = model(idx, depth=4, targets=targets)
     per_depth = model.forward_depths(idx, range(1, 17), targets)   # one pass of 16 loops
 """
@@ -39,7 +29,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
-from looped.kernels import rms_norm, rope_qkv
+from looped.kernels import causal_attention, rms_norm, rope_qkv
 
 INJECTIONS = ("add", "concat", "none")
 
@@ -117,51 +107,6 @@ def rope_tables(seq_len: int, head_dim: int, base: float) -> tuple[Tensor, Tenso
     angles = torch.outer(torch.arange(seq_len, dtype=torch.float32), inv_freq)
     angles = torch.cat([angles, angles], dim=-1)
     return angles.cos(), angles.sin()
-
-
-def attention_path(q: Tensor) -> str:
-    """Which attention kernel is fastest for these queries: "sdpa", "fp32" or "matmul".
-
-    Speed, not accuracy, decides. Under CPU bf16 autocast PyTorch's flash kernel is slower in bf16
-    than in fp32 at the short sequences and small heads a CPU trains (forward + backward, torch
-    2.13, head dim 64: 1.6x slower at T=128, 1.1x at T=256 and 512), and plain bf16 matmuls with
-    a causal mask beat both up to T=256 (1.5x faster than the fp32 kernel at T=128, 1.3x at
-    T=256). The matmul path keeps the T x T scores for backward, which is why it stops at T=256.
-    From T=1024 or head dim 128 on, bf16 flash wins and is used as is. ``looped bench`` measures
-    the effect (its kernel floor uses the same choice).
-
-    Precision, the price of the matmul path: its scores and softmax are bf16, as in Hugging
-    Face's eager attention under bf16, while the flash kernels keep scores in fp32. With large
-    logits (std ~9) the output error grows to ~0.1 against ~0.01 for bf16 flash; computing the
-    scores in fp32 instead costs more than the fp32 kernel, so that path would not pay.
-    """
-    cpu_bf16 = (
-        q.device.type == "cpu"
-        and torch.is_autocast_enabled("cpu")
-        and torch.get_autocast_dtype("cpu") == torch.bfloat16
-        and q.shape[-1] <= 64
-    )
-    if not cpu_bf16 or q.shape[-2] > 512:
-        return "sdpa"
-    return "matmul" if q.shape[-2] <= 256 else "fp32"
-
-
-def causal_attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
-    """softmax(q k^T / sqrt(d) + causal mask) v over (B, H, T, d), by the fastest path above.
-
-    Under bf16 autocast q, k and v arrive in bf16 (``looped.kernels.rope_qkv``); the matmul path
-    runs in bf16 throughout, the fp32 path casts all three up.
-    """
-    path = attention_path(q)
-    if path == "matmul":
-        t = q.shape[-2]
-        scores = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5
-        future = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
-        return scores.masked_fill(future, float("-inf")).softmax(-1) @ v
-    if path == "fp32":
-        with torch.autocast("cpu", enabled=False):
-            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 class Attention(nn.Module):
@@ -246,25 +191,6 @@ class LoopedTransformer(nn.Module):
             with torch.no_grad():
                 self.inject.weight.copy_(torch.cat([eye, eye], dim=1))
 
-    def may_leave_unused(self, depths: Iterable[int]) -> bool:
-        """Whether a training step at one of `depths` can leave some parameter without a gradient
-        (DDP must then look for unused parameters, or it fails at the next step's reduction).
-
-        - concat injection at depth 1: the injection map is not applied;
-        - truncated backprop with injection none at a depth beyond `bptt`: the embedding enters
-          only the first loop, which runs under no_grad, so the prelude gets no gradient (nor the
-          embedding, unless the tied head gives it one).
-        """
-        cfg, depths = self.config, set(depths)
-        if cfg.injection == "concat" and 1 in depths:
-            return True
-        frozen_first = cfg.bptt > 0 and any(d > cfg.bptt for d in depths)
-        return (
-            frozen_first
-            and cfg.injection == "none"
-            and bool(cfg.n_prelude or not cfg.tie_embeddings)
-        )
-
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear | nn.Embedding):
             nn.init.normal_(module.weight, std=self.config.init_std)
@@ -291,12 +217,9 @@ class LoopedTransformer(nn.Module):
         return self.prelude(self.embed(idx), cos, sin)
 
     def loops(self, e: Tensor, depth: int, bptt: int | None = None) -> Iterator[Tensor]:
-        """Yield the hidden state after each of `depth` applications of A.
-
-        With truncated backprop (`bptt` > 0, from the config unless given), the first
-        depth - bptt loops run under no_grad when gradients are on, as recurrent-depth models
-        train; the values are identical, only the graph is shorter.
-        """
+        """Yield the hidden state after each of `depth` applications of A. With truncated backprop
+        (`bptt` > 0, from the config unless given) the first depth - bptt loops run under no_grad
+        when gradients are on: the same values, a shorter graph."""
         cos, sin = self._rope(e.shape[1])
         bptt = self.config.bptt if bptt is None else bptt
         n_frozen = max(0, depth - bptt) if bptt > 0 and torch.is_grad_enabled() else 0
@@ -317,10 +240,8 @@ class LoopedTransformer(nn.Module):
     def output(
         self, h: Tensor, targets: Tensor | None = None, reduction: str = "mean"
     ) -> tuple[Tensor, Tensor | None]:
-        """H: coda layers, final norm, LM head; cross-entropy when targets are given.
-
-        `reduction="none"` returns the per-token loss of shape (B, T) (0 where target is -100).
-        """
+        """H: coda layers, final norm, LM head; cross-entropy when targets are given
+        (`reduction="none"`: per-token loss (B, T), 0 where the target is -100)."""
         cos, sin = self._rope(h.shape[1])
         logits = self.head(self.norm(self.coda(h, cos, sin)))
         if targets is None:
@@ -351,11 +272,8 @@ class LoopedTransformer(nn.Module):
         reduction: str = "mean",
         return_logits: bool = True,
     ) -> dict[int, tuple[Tensor | None, Tensor | None]]:
-        """{depth: (logits, loss)} for every requested depth from ONE pass of max(depths) loops.
-
-        Serving K=1..16 this way costs 16 loop applications plus 16 heads, not 136 loops.
-        Set `return_logits=False` to keep only the losses (saves memory on long sweeps).
-        """
+        """{depth: (logits, loss)} for every requested depth from ONE pass of max(depths) loops
+        (16 loops and 16 heads for K=1..16, not 136 loops); `return_logits=False` keeps only losses."""
         wanted = sorted({check_depth(d, self.config.max_depth) for d in depths})
         if not wanted:
             raise ValueError("depths is empty; ask for at least one serving depth, e.g. 1-16")

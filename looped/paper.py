@@ -13,7 +13,8 @@ it (demo, plots, report) can use it without importing each other.
 
 from __future__ import annotations
 
-from looped.schedules import FixedFirst, parse_schedule
+from looped.schedule_spec import parse_schedule
+from looped.schedules import FixedFirst
 
 # -- schedules -------------------------------------------------------------------------------
 # the adaptive-from-the-start baseline every saving and every NLL is measured against

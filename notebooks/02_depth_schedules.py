@@ -42,7 +42,8 @@ import seaborn as sns
 
 from looped.paper import FIXED, FIXED_FIRST, UNIFORM, label
 from looped.report import style
-from looped.schedules import FixedFirst, parse_schedule, step_bits
+from looped.schedule_spec import parse_schedule
+from looped.schedules import FixedFirst, step_bits
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: a longer run to sample
 T = 20_000 if FULL else 2_000  # optimizer steps of the run we look at
@@ -239,7 +240,7 @@ print("resume at step 1200 and evaluation in reverse order give the same K seque
 
 # %%
 code = (
-    "from looped.schedules import parse_schedule, step_bits; "
+    "from looped.schedule_spec import parse_schedule; from looped.schedules import step_bits; "
     "s = parse_schedule('uniform:1-16', seed=0); "
     "print(hash('step 7') % 1000, step_bits(0, 7), [s.depth(i, 100) for i in range(8)])"
 )

@@ -54,11 +54,11 @@ from IPython.display import Image, Markdown, display
 
 import looped.eval.stats as stats
 import looped.report.text as text_report
-from looped.experiments.demo import FULL_DEPTH_KS, QUICK, DemoSettings, run_demo
+from looped.experiments.bios import FULL_DEPTH_KS, QUICK, DemoSettings
+from looped.experiments.demo import run_demo
 from looped.paper import FIXED_FIRST, MAIN_SCHEDULES, UNIFORM
 from looped.paper import label as paper_label
 from looped.report import bios
-from looped.report.claims import findings
 from looped.report.probe import plot_benefit
 from looped.report.verdicts import verdicts_section
 
@@ -248,7 +248,7 @@ display(Image(figures["fig5_depth_specialisation"]))
 for r in sorted((r for r in runs if "depth" in r["group"]), key=lambda r: r["schedule"]):
     peak = r["depths"][int(np.argmax(r["bits"]))] if max(r["bits"]) > 0 else None
     best_nll = r["depths"][int(np.argmin(r["fact_nll"]))]
-    print(f"{r['label']:<12} most bits at K={peak}, lowest NLL at K={best_nll}")
+    print(f"{paper_label(r['schedule']):<12} most bits at K={peak}, lowest NLL at K={best_nll}")
 
 # %% [markdown]
 # ## 8. Two-hop recall
@@ -301,7 +301,7 @@ if benefit:
 text_file = ROOT / "results" / "demo_text.json"
 if text_file.is_file():
     text = json.loads(text_file.read_text())
-    display(Markdown(text_report.baseline_lines(text, text["baselines"])[0]))
+    display(Markdown(text_report.baselines_table(text, text["baselines"])))
     display(Markdown(text_report.format_table(text)))
     text_figures = {p.stem: p for p in text_report.figures(text, workdir / "text", prefix="text")}
     display(Image(text_figures["text_nll_by_depth"]))
@@ -330,24 +330,27 @@ if text_file.is_file() and "text_loss_by_seed" in text_figures:
 # %% [markdown]
 # ## What we saw
 #
-# The sentences below are generated from the numbers loaded above by
-# `looped.report.claims.findings`, the same code that writes the findings in `docs/RESULTS.md`, so
-# they always describe the results this notebook shows: each of the paper's claims, the
-# measured numbers, and whether it shows at this scale.
+# The tables below are written from the numbers loaded above by `looped.report.bios.section`
+# and `looped.report.verdicts.verdicts_section`, the same code that writes `docs/RESULTS.md`
+# and the README's verdicts. What they show, read against the paper: at this size uniform
+# training is still on its memorisation plateau when the budget ends, so fixed-first and fixed
+# K=4 end far ahead of it on the bios facts; fixed K=4 serves best near its training depth and
+# fixed-first holds its recall across the deeper serving depths after its short uniform finish;
+# each fixed-depth model serves best at its own depth; two-hop recall stays near chance. The
+# text comparisons carry the verdicts on the paper's own metric.
 
 # %%
 print(origin)
-display(Markdown("\n".join(f"- {line}" for line in findings(result))))
+display(Markdown(bios.section(result)))
 if (ROOT / "results" / "demo_text.json").is_file():
     display(Markdown(verdicts_section(ROOT)))
 
 # %% [markdown]
-# With the reference results these are the findings in `docs/RESULTS.md` and the verdicts on
-# the README's first screen. At toy size (no `results/demo.json`) the models train for a few
-# dozen steps and recall next to nothing:
-# the figures then show the shapes of the code path, not the paper's results. Notebook 06
-# shows how to run the paper's 200M and 1B scales and draw the same figures from their run
-# directories.
+# With the reference results these are the tables of `docs/RESULTS.md` and the verdicts on the
+# README. At toy size (no `results/demo.json`) the models train for a few dozen steps and recall
+# next to nothing: the tables and figures then show the shapes of the code path, not the
+# paper's results. Notebook 06 shows how to run the paper's 200M and 1B scales and draw the
+# same figures from their run directories.
 
 # %%
 shutil.rmtree(workdir, ignore_errors=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+import looped.training.records as records_mod
 import looped.training.trainer as train_mod
 from looped.config import load_config
 from looped.model import LoopedTransformer
@@ -23,7 +24,7 @@ def recording_forward(self, idx, depth, *args, **kwargs):
     return forward(self, idx, depth, *args, **kwargs)
 
 
-full = train_mod.full_weights
+full = records_mod.full_weights
 
 
 def recording_full(*args, **kwargs):
@@ -32,7 +33,7 @@ def recording_full(*args, **kwargs):
 
 
 LoopedTransformer.forward = recording_forward
-train_mod.full_weights = recording_full
+records_mod.full_weights = recording_full
 cfg = load_config(
     "tiny",
     [

@@ -11,6 +11,7 @@ import torch
 
 from looped.bench import run as bench
 from looped.bench import tables as bench_report
+from looped.commands import bench as bench_cli
 from looped.errors import UserError
 from looped.flops import flops_per_token
 
@@ -72,7 +73,7 @@ def test_bad_arguments_are_user_errors():
 
 def test_cli_quick_no_peer_json(tmp_path, capsys):
     argv = ["--quick", "--no-peer", "--threads", "1", "--precisions", "fp32", "--clock", "process"]
-    assert bench.main([*argv, "--real-steps", "0", "--json", "--out", str(tmp_path)]) == 0
+    assert bench_cli.main([*argv, "--real-steps", "0", "--json", "--out", str(tmp_path)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads((tmp_path / "bench.json").read_text())
     assert len(printed["schedule"]) == 1  # --real-steps 0 skips the real run

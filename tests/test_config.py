@@ -9,7 +9,6 @@ import pytest
 from looped.cli import main as cli
 from looped.config import load_config, preset_names, validate
 from looped.errors import UserError
-from looped.training.trainer import check_config
 
 
 def _printed(capsys, argv: list[str]) -> str:
@@ -66,12 +65,12 @@ def test_every_preset_passes_validation():
         validate(load_config(name))
 
 
-def test_check_config_validates_a_config_built_in_code():
+def test_validate_checks_a_config_built_in_code():
     cfg = load_config("tiny")
-    check_config(cfg)
+    validate(cfg)
     cfg.optim.lr_schedule = "linear"
     with pytest.raises(UserError, match=r"optim.lr_schedule='linear' is not known; choose"):
-        check_config(cfg)
+        validate(cfg)
 
 
 BAD_OVERRIDES = [

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from looped.commands import demo as demo_command
+from looped.commands import report as report_command
 from looped.errors import UserError
 from looped.experiments import bios, demo
 from looped.experiments.bios import QUICK, plan
@@ -16,7 +18,8 @@ from looped.experiments.demo import run_demo
 from looped.paper import FIXED, FIXED_FIRST, UNIFORM
 from looped.report import bios as bios_report
 from looped.report import render
-from looped.schedules import lr_at, parse_schedule
+from looped.schedule_spec import parse_schedule
+from looped.training.optimizer import lr_at
 
 LR = f"lr{bios.BIOS_LR[UNIFORM]:g}"  # the default LR in run names
 
@@ -230,7 +233,7 @@ def test_report_renders_readme_sections_from_results(quick):
     out, _, _ = quick
     result = json.loads((out / "demo.json").read_text())
     text = bios_report.section(result)
-    assert "| fixed-first (80%) |" in text and "Fixed K=4 degrades away from K=4" in text
+    assert "| fixed-first K=4 (80%) |" in text and "| fixed K=4 | fact NLL |" in text
     readme = "intro\n<!-- demo:begin -->\nSTALE-TEXT\n<!-- demo:end -->\nrest\n"
     (out / "results").mkdir(exist_ok=True)
     (out / "results" / "demo.json").write_text((out / "demo.json").read_text())
@@ -276,9 +279,11 @@ def test_compare_summaries_puts_yours_beside_the_reference_with_the_difference()
 def _paths(monkeypatch, argv: list[str]) -> tuple[Path, Path]:
     seen = {}
     monkeypatch.setattr(
-        demo, "run_demo", lambda settings, out, figures, **kw: seen.update(out=out, fig=figures)
+        demo_command,
+        "run_demo",
+        lambda settings, out, figures, **kw: seen.update(out=out, fig=figures),
     )
-    assert demo.main(argv) == 0
+    assert demo_command.main(argv) == 0
     return seen["out"], seen["fig"]
 
 
@@ -291,7 +296,7 @@ def test_a_plain_demo_writes_no_tracked_file(monkeypatch):
     )
     assert _paths(monkeypatch, ["--reference"]) == (Path("results"), Path("figures"))
     with pytest.raises(UserError, match="--reference"):
-        demo.main(["--reference", "--quick"])
+        demo_command.main(["--reference", "--quick"])
 
 
 @pytest.mark.slow
@@ -304,7 +309,7 @@ def test_demo_ends_with_its_table_beside_the_reference(quick, monkeypatch, tmp_p
     monkeypatch.chdir(tmp_path)
     text = demo._comparison(result, out, out / "figures")
     assert f"Your figures: {out / 'figures'}/" in text
-    assert "| fixed-first (80%) | steps |" in text
+    assert "| fixed-first K=4 (80%) | steps |" in text
     assert "| equal tokens | fixed-first K=2 (67%) | mean NLL K=1..16 |" in text  # the text track
     assert "| equal FLOPs | fixed K=4 | vs uniform |" in text
     assert "| - | - |" not in text  # every row found its reference row
@@ -319,10 +324,11 @@ def test_demo_ends_with_its_table_beside_the_reference(quick, monkeypatch, tmp_p
 def test_report_renders_the_readme_from_a_chosen_results_file(quick, tmp_path):
     out, result, _ = quick
     (tmp_path / "README.md").write_text("<!-- demo:begin -->\nold\n<!-- demo:end -->\n")
-    assert render.main(["--root", str(tmp_path), "--results", str(out / "demo.json")]) == 0
+    argv = ["--root", str(tmp_path), "--results", str(out / "demo.json")]
+    assert report_command.main(argv) == 0
     assert bios_report.section(result).strip() in (tmp_path / "README.md").read_text()
     with pytest.raises(UserError, match="no such file"):
-        render.main(["--root", str(tmp_path), "--results", str(tmp_path / "nothing.json")])
+        report_command.main(["--root", str(tmp_path), "--results", str(tmp_path / "nothing.json")])
 
 
 def test_the_comparison_names_only_settings_that_change_the_table():
@@ -348,7 +354,8 @@ def test_time_to_records_each_phase_of_the_run(quick, tmp_path):
     out = quick[0]
     timing_file = tmp_path / "timing.json"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        assert demo.main(["--quick", "--out", str(out), "--time-to", str(timing_file)]) == 0
+        argv = ["--quick", "--out", str(out), "--time-to", str(timing_file)]
+        assert demo_command.main(argv) == 0
     timing = json.loads(timing_file.read_text())
     assert timing["command"] == f"looped demo --quick --out {out}"  # its own path left out
     assert set(timing["phase_seconds"]) == {"bios", "text", "probe", "figures"}

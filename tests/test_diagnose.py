@@ -1,8 +1,5 @@
 """`looped diagnose`: the variants it compares are paired fairly, and the evidence it reads is
-what the trainer and the probe wrote.
-
-.venv/bin/pytest tests/test_diagnose.py
-"""
+what the trainer and the probe wrote."""
 
 from __future__ import annotations
 
@@ -63,20 +60,21 @@ def test_bad_input_is_one_line_and_exit_2(args, capsys):
 
 
 def test_gap_closed_is_the_share_of_the_uniform_to_fixed_difference():
-    from looped.report.diagnose import closes
+    from looped.report.diagnose import closed_share, seed_shares
 
     v = {
         "uniform": {"mean_nll": 3.0, "seed_mean_nll": [3.0]},
         "fixed-first": {"mean_nll": 1.0, "seed_mean_nll": [1.0]},
         "x": {"mean_nll": 2.5, "seed_mean_nll": [2.5]},
     }
-    assert closes(v, "x").endswith("it closes 25% of the gap")
-    v["x"]["mean_nll"] = 3.5  # worse than uniform: a negative share, said as it is
-    assert closes(v, "x").endswith("it closes -25% of the gap")
+    assert closed_share(v, "x") == pytest.approx(0.25)
+    v["x"]["mean_nll"] = 3.5  # worse than uniform: a negative share, kept as it is
+    assert closed_share(v, "x") == pytest.approx(-0.25)
     # with seeds, each seed's share against its own uniform and fixed-first runs
     v = {
         "uniform": {"mean_nll": 3.5, "seed_mean_nll": [3.0, 4.0]},
         "fixed-first": {"mean_nll": 1.5, "seed_mean_nll": [1.0, 2.0]},
         "x": {"mean_nll": 2.5, "seed_mean_nll": [2.5, 2.5]},
     }
-    assert closes(v, "x").endswith("it closes 50% of the gap (per seed 25% to 75%)")
+    assert closed_share(v, "x") == pytest.approx(0.5)
+    assert seed_shares(v, "x") == pytest.approx([0.25, 0.75])

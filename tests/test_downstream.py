@@ -10,9 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from looped.commands import downstream as downstream_cli
 from looped.data.text import HFTokenizer
 from looped.errors import UserError
-from looped.eval import downstream
 from looped.eval.downstream import MCItem, encode_pair, evaluate_tasks, load_items, score_items
 from looped.model import LoopedConfig, LoopedTransformer
 
@@ -360,7 +360,7 @@ def test_run_directory_cli_and_adapter(model: LoopedTransformer, tmp_path: Path)
         "--out",
         str(out),
     ]
-    assert downstream.main(args) == 0
+    assert downstream_cli.main(args) == 0
     tok = HFTokenizer.from_spec(str(FIXTURES / "tokenizer.json"))
     expected = evaluate_tasks(model, tok, ["piqa", "arc_easy"], [1, 3], data_files=DATA)
     assert json.loads(out.read_text()) == json.loads(json.dumps(expected))

@@ -13,10 +13,11 @@ from looped import cli
 from looped.eval import stats
 from looped.eval.stats import best_lrs
 from looped.experiments import fidelity
-from looped.experiments.fidelity import QUICK, Plan, plan_comparison, plan_sweep
+from looped.experiments.fidelity import QUICK, Plan, compare, plan_comparison, plan_sweep
+from looped.experiments.textsetup import TextSetup
 from looped.flops import flops_per_token, schedule_flops, tokens_per_step
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
-from looped.schedules import parse_schedule
+from looped.schedule_spec import parse_schedule
 
 WORDS = (
     "the loop applies one block again and again so that depth costs compute but no parameters "
@@ -35,8 +36,8 @@ def _write_corpus(directory, n_files=12, words=700):
 
 
 TOY = replace(
-    QUICK, tokenizer="bpe:300", d_model=16, n_head=2, steps=6, batch_size=4, seq_len=32,
-    warmup_steps=1, eval_batches=1, seeds=2, lrs=(1e-3, 1e-2), workers=2,
+    QUICK, setup=TextSetup("bpe:300", 16, 2, 4, 32, 1, val_batches=1, test_batches=1),
+    steps=6, seeds=2, lrs=(1e-3, 1e-2), workers=2,
 )  # fmt: skip
 CORPUS = {"path": "unused-by-planning", "vocab_size": 300}
 
@@ -116,12 +117,12 @@ def test_equal_token_runs_share_steps_and_tokens():
     runs = [p for p in plan.runs.values() if "tokens" in p.roles]
     assert {p.spec.steps for p in runs} == {TOY.steps}
     assert {p.spec.steps * tokens_per_step(p.cfg) for p in runs} == {
-        TOY.steps * TOY.batch_size * TOY.seq_len
+        TOY.steps * TOY.setup.batch_size * TOY.setup.seq_len
     }
 
 
 def test_equal_flop_uniform_runs_spend_each_schedules_flops_and_branch_at_their_decay():
-    from looped.schedules import lr_at
+    from looped.training.optimizer import lr_at
 
     plan = _plan(_best(), steps=40)
     tokens = {p.spec.name: p for p in plan.runs.values() if "tokens" in p.roles}
@@ -168,7 +169,7 @@ def test_compare_pairs_seeds_exactly():
         row(RECIPE_200M, 0, 4.2, ["tokens"]),
         row(RECIPE_200M, 1, 4.5, ["tokens"]),
     ]
-    table = {r["schedule"]: r for r in stats.compare(rows, "tokens", (UNIFORM, RECIPE_200M))}
+    table = {r["schedule"]: r for r in compare(rows, "tokens", (UNIFORM, RECIPE_200M))}
     ff = table[RECIPE_200M]
     assert ff["mean_nll"]["mean"] == pytest.approx(4.35)
     # "vs uniform" is the mean of the paired per-seed differences, never a ratio of seed means
@@ -182,7 +183,7 @@ def test_compare_pairs_seeds_exactly():
         {**row(UNIFORM, 0, 4.4, [f"flops:{RECIPE_200M}"], steps=6), "flops": 60.0},
         {**row(UNIFORM, 1, 5.0, [f"flops:{RECIPE_200M}"], steps=6), "flops": 60.0},
     ]
-    (eq,) = stats.compare(rows, "flops", (UNIFORM, RECIPE_200M))
+    (eq,) = compare(rows, "flops", (UNIFORM, RECIPE_200M))
     assert eq["schedule"] == RECIPE_200M and eq["uniform_steps"] == 6
     assert eq["vs_uniform_by_seed"]["values"] == pytest.approx([4.2 / 4.4 - 1, 4.5 / 5.0 - 1])
     assert eq["compute_saving"] == pytest.approx(0.0)
@@ -303,3 +304,19 @@ def test_seed_spreads_name_the_schedule_whose_seeds_disagree_most():
     spans = stats.seed_spreads(result)
     assert list(spans) == [UNIFORM, RECIPE_200M]
     assert spans[UNIFORM] == pytest.approx(1.04) and spans[RECIPE_200M] == pytest.approx(0.28)
+
+
+def test_results_hold_the_settings_flat_as_before():
+    """FidelitySettings holds a TextSetup; its results file keeps the flat record it always had."""
+    r = fidelity.record(QUICK)
+    assert list(r) == [
+        "dataset", "subset", "max_docs", "tokenizer", "preset", "d_model", "n_head", "steps",
+        "batch_size", "seq_len", "warmup_steps", "eval_batches", "seeds", "sweep_seeds",
+        "held_out", "lrs", "chosen_lr", "schedules", "workers", "overrides",
+    ]  # fmt: skip
+    assert (r["tokenizer"], r["d_model"], r["eval_batches"], r["held_out"]) == (
+        "bpe:512",
+        32,
+        2,
+        0.05,
+    )

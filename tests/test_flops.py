@@ -28,7 +28,7 @@ from looped.flops import (
 )
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.runtime.device import peak_flops
-from looped.schedules import parse_schedule
+from looped.schedule_spec import parse_schedule
 
 T = 32  # sequence length of the counter checks
 SMALL = dict(vocab_size=96, seq_len=T, d_model=64, n_head=4)

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from looped.kernels import _rope_qkv_formula, rms_norm, rope_qkv
+from looped.kernels import _rope_qkv_formula, attention_path, causal_attention, rms_norm, rope_qkv
 from looped.model import rope_tables
 
 torch.set_num_threads(1)
@@ -119,3 +119,40 @@ def test_rope_scores_depend_only_on_relative_position():
     for m, n, s in [(3, 1, 4), (5, 5, 6), (2, 7, 3)]:
         torch.testing.assert_close(scores[m, n], scores[m + s, n + s], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(q[0, 0].norm(dim=-1), qv.norm().expand(t), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("seq", "head_dim", "autocast", "expected"),
+    [
+        (128, 64, True, "matmul"),
+        (256, 16, True, "matmul"),
+        (384, 64, True, "fp32"),
+        (1024, 64, True, "sdpa"),
+        (128, 128, True, "sdpa"),
+        (128, 64, False, "sdpa"),
+    ],
+)
+def test_attention_path_follows_the_measured_speeds(seq, head_dim, autocast, expected):
+    """CPU bf16 autocast: masked matmuls up to T=256, the fp32 kernel to T=512, then bf16 SDPA;
+    without autocast (fp32 training) always SDPA."""
+    q = torch.zeros(1, 1, seq, head_dim)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        assert attention_path(q) == expected
+
+
+@pytest.mark.parametrize("seq", [64, 384])
+def test_cpu_bf16_attention_paths_match_sdpa_and_are_causal(seq):
+    """Both CPU bf16 fast paths compute the same attention as fp32 SDPA (to bf16 precision), and
+    no position sees a later one: changing the last key and value leaves earlier outputs alone."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, seq, 32, generator=g) for _ in range(3))
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert attention_path(q) in ("matmul", "fp32")
+        got = causal_attention(q, k, v)
+        k2, v2 = k.clone(), v.clone()
+        k2[:, :, -1], v2[:, :, -1] = 5.0, -5.0
+        got2 = causal_attention(q, k2, v2)
+    torch.testing.assert_close(got.float(), want, atol=3e-2, rtol=0)
+    torch.testing.assert_close(got2[:, :, :-1], got[:, :, :-1], atol=0, rtol=0)
+    assert not torch.equal(got2[:, :, -1], got[:, :, -1])

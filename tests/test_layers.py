@@ -219,7 +219,7 @@ def schedule_names_outside_paper(path: Path) -> list[str]:
     home (`paper.SHOWN`), so a legend, a table and a results file never disagree on a name."""
     if module_name(path) == "looped.paper":
         return []
-    names = {n for label, color, _ in SHOWN.values() for n in (label, color.lower())}
+    names = {n.lower() for label, color, _ in SHOWN.values() for n in (label, color)}
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -256,3 +256,12 @@ def test_the_one_home_rules_catch_what_they_claim(tmp_path, monkeypatch):
         "looped/lib.py:4 'fixed K=4'",
         "looped/lib.py:5 marker table",
     ]
+
+
+def test_every_command_module_holds_its_parser_and_main():
+    """A command module that only re-exports a main from below would leave the parser there."""
+    from looped.cli import COMMANDS  # here, not at the top: this test alone routes commands
+
+    for module, _ in COMMANDS.values():
+        tree = ast.parse((PACKAGE.parent / (module.replace(".", "/") + ".py")).read_text())
+        assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), module

@@ -227,19 +227,19 @@ def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
 
 def _synthetic_study() -> dict:
     """A length.json as `looped length` writes it, with made-up numbers: 4 lengths, 4 seeds."""
-    from looped.experiments.length import LABELS, SCHEDULES, TOLERANCE
+    from looped.experiments.length import SCHEDULES, TOLERANCE, seed_trends, sequential_cells
 
     rows = []
     for i, steps in enumerate((30, 60, 120, 240)):
         for j, s in enumerate(SCHEDULES):
             for seed in range(4):
                 nll = 5.0 - 0.5 * i + 0.02 * j + 0.01 * seed * (j + 1)
-                rows.append({"schedule": s, "label": LABELS[s], "steps": steps, "seed": seed,
+                rows.append({"schedule": s, "label": paper.label(s), "steps": steps, "seed": seed,
                              "lr": 3e-3, "tokens": steps * 4096, "params": 86_000,
                              "params_non_embedding": 53_000, "mean_nll": nll, "se": 0.01,
                              "token_nll": [nll + 0.1 * (16 - k) / 16 for k in range(16)]})  # fmt: skip
-    cells = stats.sequential_cells(rows, 4.2, SCHEDULES, (4, 8), TOLERANCE)
-    return {"cells": cells, "rows": rows, "trends": stats.seed_trends(cells),
+    cells = sequential_cells(rows, 4.2, SCHEDULES, (4, 8), TOLERANCE)
+    return {"cells": cells, "rows": rows, "trends": seed_trends(cells),
             "baselines": {"test": {"bigram": 4.2, "unigram": 5.3}}}  # fmt: skip
 
 
@@ -311,7 +311,7 @@ def test_samples_continue_the_length_studys_models_at_every_serving_depth(tmp_pa
     }
     execute(specs, configs, tmp_path / "runs", 2, False, True)
     first = samples.sample_all(study, tmp_path, settings)
-    assert sorted(first["models"]) == sorted(["fixed K=4", samples.LABELS[ff], samples.LABELS[uni]])
+    assert sorted(first["models"]) == sorted(["fixed K=4", paper.label(ff), paper.label(uni)])
     for model in first["models"].values():
         assert sorted(model["test_nll"]) == sorted(str(k) for k in samples.DEPTHS)
         assert all(len(model["samples"][str(k)]) == len(samples.PROMPTS) for k in samples.DEPTHS)
@@ -337,8 +337,8 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
         for i, s in enumerate(schedules)
     ]  # fmt: skip
     code = (
-        "import json, sys; from looped.eval import stats; "
-        "print(json.dumps(list(stats.seed_trends(json.loads(sys.argv[1])))))"
+        "import json, sys; from looped.experiments.length import seed_trends; "
+        "print(json.dumps(list(seed_trends(json.loads(sys.argv[1])))))"
     )
     orders = {
         subprocess.run(
@@ -351,3 +351,18 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
         for seed in range(4)
     }
     assert [json.loads(o) for o in orders] == [schedules]
+
+
+def test_the_finding_is_a_table_of_each_recipes_longest_cell():
+    from looped.report.length import finding
+
+    study = _synthetic_study() | {"meta": {"settings": {"setup": {"d_model": 32}}}}
+    lines = finding(study).splitlines()
+    assert lines[0].startswith("| comparison | regime |") and len(lines) == 4
+    for s, line in zip((paper.RECIPES_1B[1], paper.RECIPE_200M), lines[2:]):
+        cell = max((c for c in study["cells"] if c["schedule"] == s and "gap" in c),
+                   key=lambda c: c["steps"])  # fmt: skip
+        g = cell["gap"]
+        assert line.startswith(f"| {paper.label(s)} vs uniform | d=32, {cell['steps']:,} steps")
+        assert f"{100 * g['mean']:+.2f}% [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}]" in line
+        assert cell["verdict"] in line

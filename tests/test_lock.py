@@ -193,7 +193,7 @@ def test_a_second_quick_demo_into_one_directory_is_refused(tmp_path):
 def test_every_writer_takes_the_lock_before_writing(tmp_path):
     """train, mark_diverged (the pool's other write), and the demo, fidelity and diagnose
     output directories: each refuses a directory another writer holds, before any write."""
-    from looped.experiments.demo import QUICK as DEMO
+    from looped.experiments.bios import QUICK as DEMO
     from looped.experiments.demo import run_demo
     from looped.experiments.diagnose import QUICK as DIAGNOSE
     from looped.experiments.diagnose import run_diagnose

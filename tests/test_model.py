@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from looped.model import LoopedConfig, LoopedTransformer
+from looped.runtime.distributed import may_leave_unused
 
 torch.set_num_threads(1)
 
@@ -147,47 +148,6 @@ def test_sequence_longer_than_rope_table_fails_clearly():
         m(torch.zeros(1, 33, dtype=torch.long), 1)
 
 
-@pytest.mark.parametrize(
-    ("seq", "head_dim", "autocast", "expected"),
-    [
-        (128, 64, True, "matmul"),
-        (256, 16, True, "matmul"),
-        (384, 64, True, "fp32"),
-        (1024, 64, True, "sdpa"),
-        (128, 128, True, "sdpa"),
-        (128, 64, False, "sdpa"),
-    ],
-)
-def test_attention_path_follows_the_measured_speeds(seq, head_dim, autocast, expected):
-    """CPU bf16 autocast: masked matmuls up to T=256, the fp32 kernel to T=512, then bf16 SDPA;
-    without autocast (fp32 training) always SDPA."""
-    from looped.model import attention_path
-
-    q = torch.zeros(1, 1, seq, head_dim)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        assert attention_path(q) == expected
-
-
-@pytest.mark.parametrize("seq", [64, 384])
-def test_cpu_bf16_attention_paths_match_sdpa_and_are_causal(seq):
-    """Both CPU bf16 fast paths compute the same attention as fp32 SDPA (to bf16 precision), and
-    no position sees a later one: changing the last key and value leaves earlier outputs alone."""
-    from looped.model import attention_path, causal_attention
-
-    g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(2, 2, seq, 32, generator=g) for _ in range(3))
-    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert attention_path(q) in ("matmul", "fp32")
-        got = causal_attention(q, k, v)
-        k2, v2 = k.clone(), v.clone()
-        k2[:, :, -1], v2[:, :, -1] = 5.0, -5.0
-        got2 = causal_attention(q, k2, v2)
-    torch.testing.assert_close(got.float(), want, atol=3e-2, rtol=0)
-    torch.testing.assert_close(got2[:, :, :-1], got[:, :, :-1], atol=0, rtol=0)
-    assert not torch.equal(got2[:, :, -1], got[:, :, -1])
-
-
 @pytest.mark.slow
 def test_compiled_block_matches_eager(idx):
     """The presets that compile (``compile: true``) trace the block as one graph (looped.kernels
@@ -241,4 +201,4 @@ def test_may_leave_unused_says_exactly_when_a_parameter_gets_no_gradient(
         model.zero_grad(set_to_none=True)
         model(idx, depth=depth, targets=idx)[1].backward()
         unused = [n for n, p in model.named_parameters() if p.grad is None]
-        assert model.may_leave_unused([depth]) == bool(unused), (depth, unused)
+        assert may_leave_unused(model, [depth]) == bool(unused), (depth, unused)

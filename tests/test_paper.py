@@ -3,6 +3,10 @@ tests tie it to the presets that launch the paper's runs and to the report that 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 import looped.eval.stats as stats
@@ -10,8 +14,9 @@ from looped import paper
 from looped.config import load_config
 from looped.eval.stats import Verdict
 from looped.flops import preset_rows
-from looped.report import claims, render, verdicts
-from looped.report.claims import Shows
+from looped.report import bios, length, render, verdicts
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_presets_launch_the_recipes_paper_py_names():
@@ -34,50 +39,16 @@ def test_the_presets_reproduce_the_abstracts_savings(preset):
 def test_labels_colours_and_fixed_first_facts():
     assert [paper.label(s) for s in paper.MAIN_SCHEDULES] == [
         "fixed K=4",
-        "fixed-first (80%)",
+        "fixed-first K=4 (80%)",
         "uniform 1..16",
     ]
     assert paper.label("fixed:8") == "fixed K=8"
-    assert paper.color_of(paper.FIXED_FIRST) == paper.color_of("fixed-first (80%)") is not None
+    assert paper.color_of(paper.FIXED_FIRST) == paper.color_of("fixed-first K=4 (80%)") is not None
     assert paper.color_of("fixed K=8") is None
     assert paper.fixed_phase() == (4, 0.8) and paper.fixed_phase(paper.RECIPE_200M) == (2, 0.67)
     assert paper.fixed_depth("fixed:8") == 8
     with pytest.raises(ValueError, match="not a fixed-first"):
         paper.fixed_phase(paper.UNIFORM)
-
-
-def _result(fixed_nll: list[float]) -> dict:
-    """A demo.json with one fixed K=4 run at the full budget, served at depths 1..16."""
-    run = {"schedule": paper.FIXED, "budget": 1.0, "group": "main", "depths": list(range(1, 17))}
-    return {"runs": [{**run, "fact_nll": fixed_nll}]}
-
-
-@pytest.mark.parametrize(
-    ("at_16", "verdict"), [(8.0, Shows.SHOWS), (3.0, Shows.DOES_NOT_SHOW), (1.0, Shows.REVERSES)]
-)
-def test_the_fixed_depth_claim_reads_its_verdict_from_the_numbers(at_16, verdict):
-    nll = [2.0] * 16
-    nll[16 - 1] = at_16
-    found = claims.fixed_degrades(claims._Data(_result(nll)))
-    assert found.verdict is verdict
-    assert found.numbers == {"k": 4, "at_k": 2.0, "at_1": 2.0, "at_16": at_16}
-
-
-def test_every_claim_of_the_reference_has_a_known_verdict():
-    import json
-    from pathlib import Path
-
-    result = json.loads((Path(__file__).resolve().parents[1] / "results/demo.json").read_text())
-    found = claims.claims(result)
-    assert all(f.verdict is None or isinstance(f.verdict, (Shows, Verdict)) for f in found)
-    assert all(bool(f.claim) or f.verdict is None for f in found)  # measurements: no verdict
-    assert [f.markdown() for f in found] == claims.findings(result)
-    assert sum(bool(f.claim) for f in found) >= 5  # the README's bold claims
-    fixed = next(f for f in found if f.claim.startswith("Fixed K=4 degrades"))
-    at_16 = fixed.numbers["at_16"] / fixed.numbers["at_k"]
-    assert fixed.verdict is (
-        Shows.SHOWS if at_16 > 1.5 else Shows.REVERSES if at_16 < 1 else Shows.DOES_NOT_SHOW
-    )
 
 
 def _gap(*values: float) -> dict:
@@ -111,42 +82,99 @@ def test_a_text_row_whose_models_do_not_beat_the_bigram_gets_no_verdict():
     assert got is Verdict.NOT_INFORMATIVE and "bigram" in said
 
 
-def test_the_bottom_line_counts_only_informative_text_verdicts():
-    none = verdicts.tally([Verdict.NOT_INFORMATIVE] * 4)
-    assert (none.told, none.quiet, none.holds, none.counts) == (0, 4, 0, {})
-    some = verdicts.tally([Verdict.BETTER, Verdict.UNDECIDED, Verdict.NOT_INFORMATIVE])
-    assert (some.told, some.quiet, some.holds) == (2, 1, 1)
-    assert some.counts == {Verdict.BETTER: 1, Verdict.UNDECIDED: 1}
+def _cells(table: str) -> list[list[str]]:
+    """A markdown table's body rows, cell by cell."""
+    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
 
 
-def test_the_verdicts_table_reads_the_length_studys_longest_cells(tmp_path):
-    """Each recipe's row is the length study's cell at its longest length, with the verdict
-    and group-sequential interval the study reached; a bios-only root has no text rows."""
-    import json
+def _num(cell: str) -> float:
+    """A table cell's first number; percentages as fractions."""
+    head = cell.split(" ")[0].rstrip("x")
+    return float(head.rstrip("%")) / 100 if head.endswith("%") else float(head)
 
-    from looped.experiments.length import LABELS, TOLERANCE
 
-    uni, k4, k2 = paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M
+SPEC = {paper.label(s): s for s in paper.MAIN_SCHEDULES}
 
-    def row(s, steps, seed, nll):
-        return {"schedule": s, "label": LABELS[s], "steps": steps, "seed": seed, "lr": 3e-3,
-                "tokens": steps * 4096, "params": 86_000, "params_non_embedding": 53_000,
-                "mean_nll": nll, "se": 0.01, "token_nll": [nll] * 16}  # fmt: skip
 
-    rows = [row(s, n, k, 3.0 + d + 0.001 * k) for n in (100, 400) for k in range(4)
-            for s, d in ((uni, 0.0), (k4, 0.2 if n == 400 else 0.0), (k2, 0.0))]  # fmt: skip
-    cells = stats.sequential_cells(rows, 4.0, (uni, k4, k2), (4, 8), TOLERANCE)
-    study = {"meta": {"settings": {"setup": {"d_model": 64}}, "stopped": {"reason": "x"}},
-             "cells": cells, "rows": rows, "trends": stats.seed_trends(cells)}  # fmt: skip
+def test_every_number_of_the_bios_tables_is_demo_jsons():
+    """Each cell of the bios section, recomputed here from the runs in results/demo.json: the
+    per-depth table, the depth specialisation, the switch and both summary tables."""
+    result = json.loads((ROOT / "results" / "demo.json").read_text())
+    runs, top = result["runs"], max(r["budget"] for r in result["runs"] if "main" in r["group"])
+    at = {k: result["runs"][0]["depths"].index(k) for k in (1, 4, 8, 16)}
+    keys = {"fact NLL": "fact_nll", "exact recall": "exact", "two-hop accuracy": "two_hop_acc"}
+    rows = _cells(bios.depth_table(result))
+    assert len(rows) == 9
+    for name, measure, *cells in rows:
+        mine = [r for r in runs if r["schedule"] == SPEC[name] and r["budget"] == top
+                and "main" in r["group"]]  # fmt: skip
+        for k, cell in zip((1, 4, 8, 16), cells):
+            want = np.mean([r[keys[measure]][at[k]] for r in mine])
+            assert _num(cell) == pytest.approx(want, abs=0.006), (name, measure, k)
+    for k, best, there, at_16 in _cells(bios.specialisation_table(result)):
+        r = next(r for r in runs if r["schedule"] == f"fixed:{k}" and "depth" in r["group"])
+        assert int(best) == r["depths"][int(np.argmin(r["fact_nll"]))]
+        assert _num(there) == pytest.approx(min(r["fact_nll"]), abs=5e-4)
+        assert _num(at_16) == pytest.approx(r["fact_nll"][at[16]], abs=5e-4)
+    ff = [r for r in runs if r["schedule"] == paper.FIXED_FIRST and r["budget"] == top
+          and "main" in r["group"]]  # fmt: skip
+    switch = dict(_cells(bios.section(result).split("The switch:")[1].split("\n\n")[1]))
+    pre = np.mean([np.mean(r["pre_switch"]["fact_nll"]) for r in ff])
+    assert _num(switch["mean fact NLL before the switch"]) == pytest.approx(pre, abs=5e-4)
+    for key in ("summary", "summary_tokens"):
+        for row, cells in zip(result[key], _cells(bios.format_summary(result[key]))):
+            assert SPEC[cells[0]] == row["schedule"] and int(cells[2]) == row["steps"]
+            assert _num(cells[5]) == pytest.approx(row["mean_fact_nll"], abs=5e-4)
+            assert _num(cells[6]) == pytest.approx(bios.paired_mean(row), abs=5e-4)
+
+
+def test_every_number_of_the_verdicts_is_its_results_files():
+    """The claims table's text rows are the length study's longest cells, its bios rows the
+    demo's paired gaps; the costs are demo_text.json's and bench.json's."""
+    study = json.loads((ROOT / "results" / "length.json").read_text())
+    demo = json.loads((ROOT / "results" / "demo.json").read_text())
+    claims, costs, *_ = (_cells(t) for t in verdicts.verdicts_section(ROOT).split("\n\n"))
+    for row, schedule in zip(claims, verdicts.RECIPES):
+        if (c := length.longest(study, schedule)) is None:
+            assert row[-1] == verdicts.NOT_MEASURED
+            continue
+        assert int(row[2]) == c["steps"] and int(row[4]) == c["gap"]["n"]
+        assert _num(row[5]) == pytest.approx(c["gap"]["mean"], abs=5e-5) and row[7] == c["verdict"]
+    tok = next(r for r in demo["summary_tokens"] if r["schedule"] == paper.FIXED_FIRST)
+    bios_row = claims[len(verdicts.RECIPES)]
+    iv = stats.ratio_interval(tok["vs_uniform_by_seed"]["values"])
+    assert (
+        _num(bios_row[5]) == pytest.approx(iv.mean, abs=5e-4) and int(bios_row[2]) == tok["steps"]
+    )
+    assert bios_row[7] == stats.verdict(iv, paper.NLL_GAP[1]).value
+    text = json.loads((ROOT / "results" / "demo_text.json").read_text())
+    saved = {r["schedule"]: r["compute_saving"] for r in text["equal_tokens"]}
+    for row in costs[:2]:
+        schedule = next(s for s in verdicts.RECIPES if paper.label(s) in row[0])
+        assert _num(row[1]) == pytest.approx(paper.SAVINGS[schedule])
+        assert _num(row[2]) == pytest.approx(saved[schedule], abs=0.005)
+
+
+def test_the_claims_table_reads_the_length_studys_longest_cells(tmp_path):
+    """Each recipe's row is the length study's cell at its longest length with more than one
+    seed; a recipe the study has no cell of is "not measured"; a bios-only root has no text."""
+    k4 = paper.RECIPES_1B[1]
+
+    def cell(steps, n, verdict):
+        gap = {"mean": 0.01 * steps, "lo": 0.0, "hi": 0.02 * steps, "n": n}
+        return {"schedule": k4, "steps": steps, "tokens_per_param": steps / 10, "gap": gap,
+                "verdict": verdict, "tolerance": 0.008}  # fmt: skip
+
+    cells = [cell(100, 4, "within tolerance"), cell(400, 4, "worse"), cell(800, 1, "undecided")]
+    study = {"meta": {"settings": {"setup": {"d_model": 64}}}, "cells": cells, "trends": {}}
+    rows = {r[0]: r for r in verdicts.text_rows(study)}
+    k4_row = next(r for r in rows.values() if r[0].startswith("K=4"))
+    assert k4_row[2] == 400 and k4_row[7] == "worse" and k4_row[6] == "0.8%"
+    k2_row = next(r for r in rows.values() if r[0].startswith("K=2"))
+    assert k2_row[7] == verdicts.NOT_MEASURED and k2_row[6] == "0.5%"
     (tmp_path / "results").mkdir()
-    assert verdicts.text_claims(tmp_path) == []
-    (tmp_path / "results" / "length.json").write_text(json.dumps(study))
-    found = {c.schedule: c for c in verdicts.text_claims(tmp_path)}
-    assert found[k4].verdict is Verdict.WORSE and found[k2].verdict is Verdict.WITHIN
-    cell = next(c for c in cells if c["schedule"] == k4 and c["steps"] == 400)
-    assert found[k4].gap["lo"] == cell["gap"]["lo"] and found[k4].gap["n"] == 4
-    assert "400 steps" in found[k4].track and found[k2].tolerance == 0.005
-    assert "| K=4 for 80% ends within 0.8%" in verdicts.verdicts_section(tmp_path)
+    assert verdicts.text_rows(None)[0][7] == verdicts.NOT_MEASURED
+    assert "| K=4 for 80% ends within" in verdicts.verdicts_section(tmp_path)
 
 
 def test_the_timing_line_says_each_phase():

@@ -47,26 +47,8 @@ def test_update_benefit_is_shallow_minus_deep_nll(run):
 
 
 def test_probe_and_plot_commands(run, tmp_path, capsys):
-    assert (
-        cli(
-            [
-                "probe",
-                "--run",
-                str(run / "ff"),
-                "--depths",
-                "1-2",
-                "--batches",
-                "1",
-                "--shallow",
-                "1",
-                "--deep",
-                "2",
-                "--plot",
-                str(tmp_path / "p.png"),
-            ]
-        )
-        == 0
-    )
+    probe = ["probe", "--run", str(run / "ff"), "--depths", "1-2", "--batches", "1"]
+    assert cli([*probe, "--shallow", "1", "--deep", "2", "--plot", str(tmp_path / "p.png")]) == 0
     assert (tmp_path / "p.png").stat().st_size > 1000
     assert cli(["plot", "--runs", str(run), "--out", str(tmp_path / "figs")]) == 0
     names = sorted(p.name for p in (tmp_path / "figs").glob("*.png"))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from looped.commands import report as report_command
 from looped.report import docs, length, render
 from looped.report.render import capitalized
 from looped.report.verdicts import verdicts_section
@@ -67,10 +68,10 @@ def test_report_writes_each_doc_of_a_root_that_has_it(tmp_path):
     committed demo results) and leaves out the ones it lacks."""
     (tmp_path / "README.md").write_text("<!-- demo:begin -->\nold\n<!-- demo:end -->\n")
     demo = ROOT / "results" / "demo.json"
-    assert render.main(["--root", str(tmp_path), "--results", str(demo)]) == 0
+    assert report_command.main(["--root", str(tmp_path), "--results", str(demo)]) == 0
     text = (tmp_path / "README.md").read_text()
     assert "old" not in text and "Equal FLOPs" in text
-    assert render.main(["--root", str(tmp_path), "--results", str(demo), "--check"]) == 0
+    assert report_command.main(["--root", str(tmp_path), "--results", str(demo), "--check"]) == 0
 
 
 def _sections(text: str) -> dict[str, str]:

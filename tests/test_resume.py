@@ -14,7 +14,7 @@ from looped.config import RESUMABLE, differences, flatten, load_config
 from looped.data.batching import train_generator
 from looped.data.bios import BiosConfig, generate
 from looped.runtime import checkpoint as ckpt_lib
-from looped.schedules import parse_schedule
+from looped.schedule_spec import parse_schedule
 from looped.training.lineage import check_branch
 from looped.training.trainer import train
 

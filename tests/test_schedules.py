@@ -17,15 +17,9 @@ from pathlib import Path
 import pytest
 
 from looped.errors import UserError
-from looped.schedules import (
-    Curriculum,
-    Fixed,
-    FixedFirst,
-    LogNormalPoisson,
-    Uniform,
-    parse_depths,
-    parse_schedule,
-)
+from looped.schedule_spec import parse_depths, parse_schedule
+from looped.schedules import Fixed, FixedFirst, Uniform
+from looped.schedules_more import Curriculum, LogNormalPoisson
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = [
@@ -56,7 +50,7 @@ def test_depths_identical_in_a_fresh_process():
     """A second process (another rank, a resumed run) computes the same K for every step."""
     specs = ["uniform:1-16", "fixed-first:k=4,frac=0.8,then=uniform:1-16", SPECS[5]]
     code = (
-        "import json, sys; from looped.schedules import parse_schedule\n"
+        "import json, sys; from looped.schedule_spec import parse_schedule\n"
         "specs = json.loads(sys.argv[1])\n"
         "print(json.dumps([[parse_schedule(s, seed=7).depth(i, 200) for i in range(200)]"
         " for s in specs]))"

@@ -9,6 +9,7 @@ import pytest
 from looped import paper
 from looped.eval import stats
 from looped.eval.stats import Verdict
+from looped.experiments.length import keeps_going, seed_trends, sequential_cells
 
 LOOKS = (4, 8, 12, 16)
 TOL = 0.008  # fixed-first K=4's tolerance
@@ -23,7 +24,7 @@ def simulate(true_gap: float, spread: float, studies: int, seed: int) -> dict[st
         gaps = rng.normal(true_gap, spread, max(LOOKS))
         for n in LOOKS:
             found = stats.verdict(stats.sequential_interval(list(gaps[:n]), LOOKS), TOL)
-            if not stats.keeps_going(found):
+            if not keeps_going(found):
                 break
         ends[found.value] = ends.get(found.value, 0) + 1
     return {k: v / studies for k, v in ends.items()}
@@ -77,16 +78,16 @@ def _cells(slopes: dict[int, float], lengths=(10, 11, 12, 13)) -> list[dict]:
 
 
 def test_per_seed_trends_fit_each_seed_then_an_interval_over_seeds():
-    rising = stats.seed_trends(_cells({0: 0.010, 1: 0.012, 2: 0.011, 3: 0.013}))["ff"]
+    rising = seed_trends(_cells({0: 0.010, 1: 0.012, 2: 0.011, 3: 0.013}))["ff"]
     assert rising["per_seed"] == pytest.approx({0: 0.010, 1: 0.012, 2: 0.011, 3: 0.013})
     assert rising["slope"]["mean"] == pytest.approx(0.0115) and rising["direction"] == "rising"
     # opposite moves in different seeds: no trend is claimed, however many points there are
-    mixed = stats.seed_trends(_cells({0: 0.01, 1: -0.012, 2: 0.011, 3: -0.009}))["ff"]
+    mixed = seed_trends(_cells({0: 0.01, 1: -0.012, 2: 0.011, 3: -0.009}))["ff"]
     assert mixed["direction"] == "no clear trend"
     # a seed missing a length is left out of the fit rather than fitted on fewer points
     cells = _cells({0: 0.01, 1: 0.012, 2: 0.011})
     cells[0] = {**cells[0], "seed_ids": [0, 1], "gap": {"values": cells[0]["gap"]["values"][:2]}}
-    assert sorted(stats.seed_trends(cells)["ff"]["per_seed"]) == [0, 1]
+    assert sorted(seed_trends(cells)["ff"]["per_seed"]) == [0, 1]
 
 
 def _row(schedule: str, seed: int, nll: float, steps: int = 100) -> dict:
@@ -99,14 +100,14 @@ def test_a_decided_cell_keeps_its_verdict_and_an_open_one_is_judged_on_every_see
     ff, uni = paper.RECIPES_1B[1], paper.UNIFORM
     tol = {ff: TOL}
     rows = [_row(uni, s, 3.0) for s in range(8)] + [_row(ff, s, 3.3 + 0.001 * s) for s in range(4)]
-    first = stats.sequential_cells(rows, 4.0, (uni, ff), LOOKS, tol)
+    first = sequential_cells(rows, 4.0, (uni, ff), LOOKS, tol)
     cell = next(c for c in first if c["schedule"] == ff)
     assert cell["verdict"] == Verdict.WORSE.value and not cell["open"] and cell["planned_look"]
     assert set(cell["gap_by_depth"]) == {"1", "4", "16"}
     more = rows + [_row(ff, s, 3.0) for s in range(4, 8)]  # later seeds would not change it
-    again = stats.sequential_cells(more, 4.0, (uni, ff), LOOKS, tol, first)
+    again = sequential_cells(more, 4.0, (uni, ff), LOOKS, tol, first)
     assert next(c for c in again if c["schedule"] == ff) == cell
-    above = stats.sequential_cells(rows, 3.1, (uni, ff), LOOKS, tol)  # 3.3 > bigram 3.1
+    above = sequential_cells(rows, 3.1, (uni, ff), LOOKS, tol)  # 3.3 > bigram 3.1
     shut = next(c for c in above if c["schedule"] == ff)
     assert shut["verdict"] == Verdict.NOT_INFORMATIVE.value and not shut["open"]
 
@@ -150,7 +151,7 @@ def test_length_runs_end_to_end_on_a_users_corpus_and_never_reports_an_lr_seed(t
     from a seed that chose it."""
     import json
 
-    from looped.experiments import length
+    from looped.commands import length
 
     lines = [json.dumps({"text": f"def g{i}(a, b):\n    return a * {i} - b // {i + 1}\n" * 8})
              for i in range(120)]  # fmt: skip

@@ -14,7 +14,7 @@ import torch
 
 from looped.cli import main as cli_main
 from looped.data import text
-from looped.data.text import TokenShards, load_tokenizer, prepare_text, pydoc_documents
+from looped.data.text import TokenShards, load_tokenizer, prepare_text, pydoc_named_documents
 from looped.errors import UserError
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -61,7 +61,7 @@ def test_shards_decode_back_to_the_documents(corpus: Path) -> None:
         meta["splits"]["train"]["docs"],
         meta["splits"]["val"]["docs"],
     )
-    originals = pydoc_documents()[:N_DOCS]
+    originals = [t for _, t in pydoc_named_documents()[:N_DOCS]]
     decoded_train = [tok.decode(d.tolist()) for d in train]
     decoded_val = [tok.decode(d.tolist()) for d in val]
     assert sorted(decoded_train + decoded_val) == sorted(originals)  # nothing lost, nothing twice
@@ -121,7 +121,7 @@ def test_bpe_is_trained_and_saved_with_the_corpus(tmp_path: Path) -> None:
     meta = prepare_text(tmp_path, tokenizer="bpe:300", max_docs=5, val_frac=0.0)
     assert (meta["tokenizer"], meta["vocab_size"], meta["eos_id"]) == ("bpe:300", 300, 0)
     tok = load_tokenizer(tmp_path)  # offline, from DIR/tokenizer.json
-    doc = pydoc_documents()[0]
+    doc = pydoc_named_documents()[0][1]
     assert tok.decode(tok.encode(doc)) == doc
     assert stream(tmp_path, "train")[: len(tok.encode(doc)) + 1].tolist() == tok.encode(doc) + [0]
 
@@ -209,9 +209,9 @@ def test_overwrite_replaces_the_old_shards(tmp_path: Path) -> None:
 def test_stdlib_corpus_is_the_standard_library_source_without_tests():
     """The offline text-track corpus: every stdlib module's source once, no test suites, in a
     fixed order, and big enough (millions of characters) that a demo run sees it about once."""
-    from looped.data.text import open_documents, stdlib_documents
+    from looped.data.text import open_documents, stdlib_named_documents
 
-    docs = stdlib_documents()
+    docs = [text for _, text in stdlib_named_documents()]
     assert sum(map(len, docs)) > 5_000_000
     import inspect
     import json as json_module

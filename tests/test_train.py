@@ -17,8 +17,10 @@ from looped.cli import main as cli
 from looped.config import load_config
 from looped.flops import flops_per_token, schedule_flops
 from looped.runtime import checkpoint as ckpt_lib
-from looped.schedules import lr_at, parse_schedule
-from looped.training.trainer import total_steps_for, train
+from looped.schedule_spec import parse_schedule
+from looped.training.optimizer import lr_at
+from looped.training.run import total_steps_for
+from looped.training.trainer import train
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
@@ -297,7 +299,7 @@ def test_two_gloo_ranks_agree_ddp_and_fsdp2_match(tmp_path):
 def test_ddp_with_a_prelude_that_truncated_backprop_leaves_without_gradient(tmp_path):
     """bptt=1, injection none, one prelude layer: at depth > 1 the prelude and the untied
     embedding get no gradient; DDP fails at the next reduction unless it looks for unused
-    parameters, which the model asks for (LoopedTransformer.may_leave_unused)."""
+    parameters, which runtime.distributed.may_leave_unused asks for."""
     ranks = _torchrun(tmp_path / "bptt", "bptt")
     assert ranks[0]["depths"] == ranks[1]["depths"] and max(ranks[0]["depths"]) > 1
     for k in ranks[0]["weights"]:

@@ -1,57 +1,24 @@
 """Speed benchmark: the looped model against a stacked-layer peer, the matmul ceiling, and the
-paper's modeled savings against measured time, all side by side in one process.
+paper's modeled savings against measured time, all in one process (``looped bench``).
 
-    looped bench                        # default sizes: about 7 minutes on 2 idle CPU cores
-    looped bench --widths 0             # skip the width scan (half the time)
-    looped bench --quick                # toy sizes, seconds (what the tests run)
-    looped bench --json                 # print the JSON record instead of the markdown tables
-    looped bench --no-peer              # skip the Hugging Face peer (no `transformers` needed)
-    looped bench --compile              # compile the repeated layer, of both models
-    looped bench --threads 1 --clock process   # on a shared machine: CPU time, one thread
-    looped bench --out results          # where bench.json and bench.md go (the default)
-
-Why each measurement, and what it is compared with:
-
-1. Train step (forward, backward, AdamW) of ``LoopedTransformer`` at depth K against
-   ``transformers.LlamaForCausalLM`` with K layers of the same width, heads, MLP width,
-   vocabulary, sequence length and batch, in the same precision (fp32, bf16 autocast), with the
-   same loss and the same optimizer (``looped.training.trainer.make_optimizer``). The peer gets its best
-   settings: SDPA attention, no KV cache. Ratio peer/looped; target >= 1.10. Next to it, the
-   kernel floor: the looped step's matmuls and attention kernel timed alone. In fp32 the peer
-   runs the very same kernels, so peer / floor is the most any implementation on them could
-   gain; in bf16 the peer's attention runs in bf16, slower on CPU (see ``looped.model``).
-2. Achieved FLOP/s (modeled FLOPs from ``looped.flops`` over the step time) against the matmul
-   ceiling of the same precision (best square GEMM rate), timed in turn with the steps of each
-   row so that load changes cancel out. Target: >= 85% at width >= 256.
-3. Cost linear in K: step time at the largest K over the smallest against the modeled FLOP
-   ratio; target within 10%.
-4. Time saved by fixed-first over uniform-depth training for the same number of steps, against
-   the modeled saving (``looped.flops.saving``); target ratio >= 0.95. The step time at every K
-   in 1..16 is measured and weighted by the schedules' exact ``step_counts``; a short real run
-   that follows both schedules step by step checks that the weighting holds.
+1. Train step (forward, backward, AdamW) at depth K against ``LlamaForCausalLM`` with K layers of
+   the same shapes, precision, loss and optimizer (SDPA, no KV cache); beside it the kernel
+   floor: the step's matmuls and attention timed alone. Target: peer / looped >= 1.10.
+2. Achieved FLOP/s (``looped.flops`` over step time) against the best square-GEMM rate of the
+   same precision. Target: >= 85% at width >= 256 (also over a width scan, head dim 64).
+3. Step time linear in K: the largest K over the smallest against the modeled ratio, within 10%.
+4. Time fixed-first saves over uniform: per-K step times weighted by the schedules' exact step
+   counts, checked by a short real run of both, against ``flops.saving``. Target: >= 0.95.
 5. Serving sweep: ``forward_depths`` over K=1..16 against one depth-16 forward; target <= 1.10.
-   Every depth needs its own head and loss, so the modeled floor is (16 L + 16 E) / (16 L + E);
-   the table prints it next to the measurement.
 
-Measurements 2 and 5 are repeated over a width scan (256, 512, 1024 by default; head dim 64),
-looped model only: both ratios depend on how much of the work is in the block's matmuls, which
-grows with width, so the scan shows where on this machine each target is and is not met.
-
-Every time is the minimum over ``reps`` steps after ``warmup`` untimed ones, and the models
-compared are timed in turn within each repetition, so background load hits them alike. Other
-processes still slow wall-clock down: take numbers on a quiet machine (the record keeps the load
-average at the start and the end), or use ``--clock process --threads 1``, the CPU time of this
-process, which other processes barely touch. The targets are reported, never asserted.
-
-This module measures and holds the command line; ``looped/bench/tables.py`` judges the record
-against the targets and renders ``bench.json`` and ``bench.md``, so a record can be re-rendered
-without timing anything again.
+Every time is the minimum over ``reps`` steps after ``warmup``, the compared functions taking
+turns in each repetition so that background load hits them alike (``--clock process --threads
+1`` on a shared machine). Targets are reported, never asserted; ``bench.tables`` judges and
+renders the record.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import platform
@@ -65,14 +32,15 @@ from typing import Any, TypeVar
 import torch
 import torch.nn.functional as F
 
-from looped.bench.tables import markdown, targets, write
+from looped.bench.tables import targets
 from looped.config import OptimConfig
 from looped.errors import UserError
 from looped.flops import flops_per_token, saving
-from looped.model import LoopedConfig, LoopedTransformer, causal_attention
+from looped.kernels import causal_attention
+from looped.model import LoopedConfig, LoopedTransformer
 from looped.runtime.device import cpu_name
-from looped.schedules import parse_schedule
-from looped.training.trainer import make_optimizer
+from looped.schedule_spec import parse_schedule
+from looped.training.optimizer import make_optimizer
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -102,8 +70,7 @@ class BenchConfig:
     compile: bool = False  # compile the repeated layer: compile_block() here, each peer layer
     peer: bool = True  # time the Hugging Face peer (needs `transformers`)
     seed: int = 0  # init and data
-    clock: str = "wall"  # wall | process (CPU time of this process: immune to other processes'
-    # load, and equal to wall time on an idle machine when threads=1)
+    clock: str = "wall"  # wall | process (this process's CPU time: immune to others' load)
 
 
 QUICK = BenchConfig(
@@ -165,9 +132,17 @@ def time_min(
     return best
 
 
+def _timed(cfg: BenchConfig, fns: dict, device: torch.device, warmup: int) -> dict:
+    return time_min(fns, warmup, cfg.reps, device, CLOCKS[cfg.clock])
+
+
+def _dtype(precision: str) -> torch.dtype:
+    return torch.bfloat16 if precision == "bf16" else torch.float32
+
+
 def ceiling_fns(precision: str, device: torch.device, sizes: tuple[int, ...]) -> dict[str, Any]:
     """Square matmuls in this precision, one per size, to time alongside the model steps."""
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    dtype = _dtype(precision)
     fns = {}
     for n in sizes:
         a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
@@ -185,24 +160,16 @@ def _ceiling_sizes(cfg: BenchConfig, device: torch.device) -> tuple[int, ...]:
 
 
 def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> dict[str, Any]:
-    """A train step's matmuls and attention kernel, one function per piece, to time alone.
-
-    Each linear layer costs three matmuls per step (forward, input gradient, weight gradient);
-    attention is ``causal_attention`` forward and backward, by the path the looped model takes.
-    The sum is what any implementation built on these kernels pays, so peer / floor bounds the
-    speed-up left to win by removing everything else (in fp32, where the peer's kernels are
-    the same).
-    """
+    """A train step's matmuls (three per linear layer: forward, input and weight gradients) and
+    attention kernel (forward and backward), one function per piece, to time alone: what any
+    implementation on these kernels pays, so peer / floor bounds the speed-up left to win."""
     mc = looped_config(cfg)
     d, f, V, T, B = cfg.d_model, mc.ff_dim, cfg.vocab_size, cfg.seq_len, cfg.batch_size
-    M, dtype = B * T, torch.bfloat16 if precision == "bf16" else torch.float32
+    M, dtype = B * T, _dtype(precision)
 
     def linear(n_in: int, n_out: int) -> Callable[[], object]:
-        x, w = (
-            torch.randn(M, n_in, device=device, dtype=dtype),
-            torch.randn(n_out, n_in, device=device, dtype=dtype),
-        )
-        g = torch.randn(M, n_out, device=device, dtype=dtype)
+        shapes = ((M, n_in), (n_out, n_in), (M, n_out))
+        x, w, g = (torch.randn(*s, device=device, dtype=dtype) for s in shapes)
         return lambda: (x @ w.t(), g @ w, g.t() @ x)
 
     # q, k and v arrive in the layer's dtype (looped.kernels.rope_qkv), as in the model
@@ -241,14 +208,13 @@ def _autocast(precision: str, device: torch.device) -> AbstractContextManager:
 def looped_config(cfg: BenchConfig) -> LoopedConfig:
     top = max(*cfg.depths, cfg.serve_depth, cfg.width_depth)
     top = max(top, _max_depth(cfg.schedule), _max_depth(cfg.reference))
-    return LoopedConfig(
-        vocab_size=cfg.vocab_size,
-        seq_len=cfg.seq_len,
-        d_model=cfg.d_model,
-        n_head=cfg.n_head,
-        d_ff=cfg.d_ff,
-        max_depth=top,
-    )
+    shape = dict(vocab_size=cfg.vocab_size, seq_len=cfg.seq_len, d_model=cfg.d_model)
+    return LoopedConfig(**shape, n_head=cfg.n_head, d_ff=cfg.d_ff, max_depth=top)
+
+
+def _width(cfg: BenchConfig, d: int) -> BenchConfig:
+    """The width scan's config at width `d`: heads of dim 64, the default MLP width."""
+    return replace(cfg, d_model=d, n_head=max(1, d // 64), d_ff=0)
 
 
 def _max_depth(spec: str) -> int:
@@ -284,27 +250,41 @@ def make_peer(cfg: BenchConfig, layers: int) -> torch.nn.Module:
     return LlamaForCausalLM(hf)
 
 
-def _looped_step(model, opt, x, y, depth, autocast) -> Callable[[], None]:
+def _train_step(loss: Callable[[], torch.Tensor], opt, autocast) -> Callable[[], None]:
+    """One optimizer step on a fixed batch: the loss (under `autocast`), backward, AdamW."""
+
     def step() -> None:
         with autocast:
-            _, loss = model(x, depth=depth, targets=y)
-        loss.backward()
+            value = loss()
+        value.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
     return step
+
+
+def _looped_step(model, opt, x, y, depth, autocast) -> Callable[[], None]:
+    return _train_step(lambda: model(x, depth=depth, targets=y)[1], opt, autocast)
 
 
 def _peer_step(peer, opt, x, y, autocast) -> Callable[[], None]:
-    def step() -> None:
-        with autocast:  # the looped model's loss, computed the same way
-            logits = peer(input_ids=x).logits
-            loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+    def loss() -> torch.Tensor:  # the looped model's loss, computed the same way
+        return F.cross_entropy(peer(input_ids=x).logits.float().flatten(0, 1), y.flatten())
 
-    return step
+    return _train_step(loss, opt, autocast)
+
+
+def _model(cfg: BenchConfig, mc: LoopedConfig, device: torch.device) -> tuple[Any, Any]:
+    """A fresh looped model (seeded, compiled if asked) and its AdamW."""
+    torch.manual_seed(cfg.seed)
+    model = LoopedTransformer(mc).to(device)
+    if cfg.compile:
+        model.compile_block()
+    return model, make_optimizer(model, OptimConfig())
+
+
+def _warmup(cfg: BenchConfig) -> int:
+    return max(cfg.warmup, 2) if cfg.compile else cfg.warmup  # compiling is not timed
 
 
 # -- the benchmark ---------------------------------------------------------------------------
@@ -317,10 +297,11 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     if cfg.clock == "process" and device.type != "cpu":
         raise UserError("--clock process measures CPU time only; use --clock wall on a GPU")
     mc = looped_config(cfg)
-    T = cfg.seq_len
     gen = torch.Generator().manual_seed(cfg.seed)
-    x = torch.randint(0, cfg.vocab_size, (cfg.batch_size, T), generator=gen).to(device)
-    y = torch.randint(0, cfg.vocab_size, (cfg.batch_size, T), generator=gen).to(device)
+    x, y = (
+        torch.randint(0, cfg.vocab_size, (cfg.batch_size, cfg.seq_len), generator=gen).to(device)
+        for _ in range(2)
+    )
     record: dict[str, Any] = {"config": asdict(cfg), "machine": machine_info(device)}
     load_start, t_start = _load(), time.perf_counter()
 
@@ -328,11 +309,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     per_k: dict[int, float] = {}
     for precision in cfg.precisions:
         autocast = _autocast(precision, device)
-        torch.manual_seed(cfg.seed)
-        model = LoopedTransformer(mc).to(device)
-        if cfg.compile:
-            model.compile_block()
-        opt = make_optimizer(model, OptimConfig())
+        model, opt = _model(cfg, mc, device)
         train_rows += _train_rows(cfg, mc, precision, model, opt, x, y, device)
         serve_rows.append(_serve_row(cfg, mc, precision, model, x, y, device))
         width_rows += _width_rows(cfg, precision, x, y, device)
@@ -341,13 +318,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             for row in schedule_rows:
                 row["precision"] = precision
 
-    record.update(
-        train=train_rows,
-        serve=serve_rows,
-        schedule=schedule_rows,
-        widths=width_rows,
-        step_ms_by_depth={str(k): 1e3 * v for k, v in per_k.items()},
-    )
+    record.update(train=train_rows, serve=serve_rows, schedule=schedule_rows, widths=width_rows)
+    record["step_ms_by_depth"] = {str(k): 1e3 * v for k, v in per_k.items()}
     record["targets"] = targets(cfg, mc, train_rows, serve_rows, schedule_rows)
     record["machine"]["load_avg"] = [load_start, _load()]
     record["machine"]["elapsed_s"] = time.perf_counter() - t_start
@@ -360,8 +332,6 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
     autocast = _autocast(precision, device)
     ceiling_mm = ceiling_fns(precision, device, _ceiling_sizes(cfg, device))
     floor_fns = kernel_floor_fns(cfg, precision, device)
-    warmup = max(cfg.warmup, 2) if cfg.compile else cfg.warmup  # compiling is not timed
-    tokens = cfg.batch_size * cfg.seq_len
     rows = []
     for k in cfg.depths:
         fns = {"looped": _looped_step(model, opt, x, y, k, autocast)}
@@ -373,23 +343,23 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
                     layer.compile()
             fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, autocast)
         # the ceiling and the floor are timed in turn with the steps: load changes hit all alike
-        t = time_min(fns | ceiling_mm | floor_fns, warmup, cfg.reps, device, CLOCKS[cfg.clock])
-        achieved = flops_per_token(mc, k, cfg.seq_len) * tokens / t["looped"]
-        ceiling = ceiling_rate(t)
-        rows.append(
-            {
-                "precision": precision,
-                "depth": k,
-                "looped_ms": 1e3 * t["looped"],
-                "peer_ms": 1e3 * t["peer"] if cfg.peer else None,
-                "peer_over_looped": t["peer"] / t["looped"] if cfg.peer else None,
-                "floor_ms": 1e3 * floor_seconds(t, k),
-                "looped_flops_per_s": achieved,
-                "ceiling_flops_per_s": ceiling,
-                "of_ceiling": achieved / ceiling,
-            }
-        )
+        t = _timed(cfg, fns | ceiling_mm | floor_fns, device, _warmup(cfg))
+        row = {"precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"]}
+        row["peer_ms"] = 1e3 * t["peer"] if cfg.peer else None
+        row["peer_over_looped"] = t["peer"] / t["looped"] if cfg.peer else None
+        row["floor_ms"] = 1e3 * floor_seconds(t, k)
+        rows.append(row | _rates(cfg, mc, k, t["looped"], ceiling_rate(t)))
     return rows
+
+
+def _rates(cfg: BenchConfig, mc: LoopedConfig, k: int, seconds: float, ceiling: float) -> dict:
+    """A depth-K step's achieved FLOP/s (modeled FLOPs over its time) against the ceiling."""
+    achieved = flops_per_token(mc, k, cfg.seq_len) * cfg.batch_size * cfg.seq_len / seconds
+    return {
+        "looped_flops_per_s": achieved,
+        "ceiling_flops_per_s": ceiling,
+        "of_ceiling": achieved / ceiling,
+    }
 
 
 def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
@@ -406,9 +376,7 @@ def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
 
     model.eval()
     with torch.no_grad():
-        t = time_min(
-            {"forward": forward, "sweep": sweep}, cfg.warmup, cfg.reps, device, CLOCKS[cfg.clock]
-        )
+        t = _timed(cfg, {"forward": forward, "sweep": sweep}, device, cfg.warmup)
     model.train()
     forward_flops = flops_per_token(mc, top, cfg.seq_len, backward=False)
     head = 2 * cfg.d_model * cfg.vocab_size  # the LM head per token (no prelude/coda here)
@@ -424,40 +392,22 @@ def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
 
 def _width_rows(cfg, precision, x, y, device) -> list[dict]:
     """Measurements 2 and 5 at growing width (head dim 64, K=width_depth): the matmuls' share of
-    the work grows with width (d^2 against the d of attention and elementwise passes), and the
-    block's against the head's, so both ratios say how close to the machine's limit the code runs
+    the work grows with width, so both ratios say how close to the machine's limit the code runs
     at the sizes the paper trains."""
-    autocast, rows = _autocast(precision, device), []
-    k, tokens = cfg.width_depth, cfg.batch_size * cfg.seq_len
+    autocast, rows, k = _autocast(precision, device), [], cfg.width_depth
     for d in cfg.widths:
-        wcfg = replace(cfg, d_model=d, n_head=max(1, d // 64), d_ff=0)
+        wcfg = _width(cfg, d)
         mc = looped_config(wcfg)
-        torch.manual_seed(cfg.seed)
-        model = LoopedTransformer(mc).to(device)
-        if cfg.compile:
-            model.compile_block()
-        opt = make_optimizer(model, OptimConfig())
-        step = _looped_step(model, opt, x, y, k, autocast)
-        warmup = max(cfg.warmup, 2) if cfg.compile else cfg.warmup
+        model, opt = _model(wcfg, mc, device)
+        step = {"step": _looped_step(model, opt, x, y, k, autocast)}
         ceiling_mm = ceiling_fns(precision, device, _ceiling_sizes(cfg, device))
-        times = time_min({"step": step} | ceiling_mm, warmup, cfg.reps, device, CLOCKS[cfg.clock])
-        t, ceiling = times["step"], ceiling_rate(times)
-        achieved = flops_per_token(mc, k, cfg.seq_len) * tokens / t
+        t = _timed(cfg, step | ceiling_mm, device, _warmup(cfg))
         serve = _serve_row(wcfg, mc, precision, model, x, y, device)
-        rows.append(
-            {
-                "precision": precision,
-                "d_model": d,
-                "n_head": mc.n_head,
-                "depth": k,
-                "looped_ms": 1e3 * t,
-                "looped_flops_per_s": achieved,
-                "ceiling_flops_per_s": ceiling,
-                "of_ceiling": achieved / ceiling,
-                "sweep_over_forward": serve["sweep_over_forward"],
-                "sweep_modeled_ratio": serve["modeled_ratio"],
-            }
-        )
+        row = {"precision": precision, "d_model": d, "n_head": mc.n_head, "depth": k}
+        row["looped_ms"] = 1e3 * t["step"]
+        row |= _rates(cfg, mc, k, t["step"], ceiling_rate(t))
+        row["sweep_over_forward"] = serve["sweep_over_forward"]
+        rows.append(row | {"sweep_modeled_ratio": serve["modeled_ratio"]})
     return rows
 
 
@@ -467,14 +417,13 @@ def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict],
     ours, ref = parse_schedule(cfg.schedule, cfg.seed), parse_schedule(cfg.reference, cfg.seed)
     top = max(ours.max_depth(), ref.max_depth())
     steps = {k: _looped_step(model, opt, x, y, k, autocast) for k in range(1, top + 1)}
-    clock = CLOCKS[cfg.clock]
-    per_k = time_min(steps, 0, cfg.reps, device, clock)  # the model is warm from the train rows
-    n, T = cfg.run_steps, cfg.seq_len
+    per_k = _timed(cfg, steps, device, 0)  # the model is warm from the train rows
+    n = cfg.run_steps
 
     def weighted(schedule) -> float:
         return sum(c * per_k[k] for k, c in schedule.step_counts(n).items())
 
-    modeled = saving(mc, ours, ref, n, T)
+    modeled = saving(mc, ours, ref, n, cfg.seq_len)
     measured = 1 - weighted(ours) / weighted(ref)
     rows = [
         {
@@ -486,32 +435,37 @@ def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict],
         }
     ]
     if cfg.real_steps:
-        m = cfg.real_steps
-        seqs = [[s.depth(i, m) for i in range(m)] for s in (ours, ref)]
-        wall = [0.0, 0.0]
-        for i in range(m):  # step i of both runs back to back, so load hits both alike
-            for j, seq in enumerate(seqs):
-                _sync(device)
-                t0 = clock()
-                steps[seq[i]]()
-                _sync(device)
-                wall[j] += clock() - t0
-        cost = [sum(flops_per_token(mc, k, T) for k in seq) for seq in seqs]
-        table = [sum(per_k[k] for k in seq) for seq in seqs]
-        modeled_real = 1 - cost[0] / cost[1]
-        rows.append(
-            {
-                "kind": "real run of both schedules",
-                "steps": m,
-                "modeled_saving": modeled_real,
-                "measured_saving": 1 - wall[0] / wall[1],
-                "ratio": (1 - wall[0] / wall[1]) / modeled_real if modeled_real else None,
-                "predicted_saving": 1 - table[0] / table[1],
-                "wall_s": wall,
-                "depths": {str(ours): seqs[0], str(ref): seqs[1]},
-            }
-        )
+        rows.append(_real_run(cfg, mc, (ours, ref), steps, per_k, device))
     return rows, per_k
+
+
+def _real_run(cfg, mc, schedules, steps, per_k, device) -> dict:
+    """Both schedules followed step by step for `real_steps` steps, step i of each back to back
+    so that load hits both alike: the measured saving against the modeled one and the one the
+    per-K table predicts."""
+    m, clock = cfg.real_steps, CLOCKS[cfg.clock]
+    seqs = [[s.depth(i, m) for i in range(m)] for s in schedules]
+    wall = [0.0, 0.0]
+    for i in range(m):
+        for j, seq in enumerate(seqs):
+            _sync(device)
+            t0 = clock()
+            steps[seq[i]]()
+            _sync(device)
+            wall[j] += clock() - t0
+    cost = [sum(flops_per_token(mc, k, cfg.seq_len) for k in seq) for seq in seqs]
+    table = [sum(per_k[k] for k in seq) for seq in seqs]
+    modeled = 1 - cost[0] / cost[1]
+    return {
+        "kind": "real run of both schedules",
+        "steps": m,
+        "modeled_saving": modeled,
+        "measured_saving": 1 - wall[0] / wall[1],
+        "ratio": (1 - wall[0] / wall[1]) / modeled if modeled else None,
+        "predicted_saving": 1 - table[0] / table[1],
+        "wall_s": wall,
+        "depths": {str(schedules[0]): seqs[0], str(schedules[1]): seqs[1]},
+    }
 
 
 # -- machine and checks ----------------------------------------------------------------------
@@ -570,58 +524,6 @@ def _check(cfg: BenchConfig) -> None:
     try:
         looped_config(cfg)
         for d in cfg.widths:
-            looped_config(replace(cfg, d_model=d, n_head=max(1, d // 64), d_ff=0))
+            looped_config(_width(cfg, d))
     except ValueError as err:
         raise UserError(f"bad model shape: {err}") from None
-
-
-# -- command line ----------------------------------------------------------------------------
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of integers") from None
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="looped bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="toy sizes (seconds)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
-    parser.add_argument("--out", default="results", help="directory for bench.json and bench.md")
-    parser.add_argument("--no-peer", action="store_true", help="skip the Hugging Face peer")
-    parser.add_argument("--compile", action="store_true", help="compile the repeated layer")
-    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
-    parser.add_argument("--device", help="auto | cpu | cuda | cuda:N")
-    parser.add_argument(
-        "--clock", choices=tuple(CLOCKS), help="wall (default) or process CPU time (busy machines)"
-    )
-    parser.add_argument("--precisions", help="comma list of fp32, bf16")
-    parser.add_argument("--depths", type=_int_list, help="K to compare, e.g. 1,4,8,16")
-    parser.add_argument("--d-model", type=int, help="width")
-    parser.add_argument("--n-head", type=int, help="attention heads")
-    parser.add_argument("--seq-len", type=int, help="sequence length")
-    parser.add_argument("--batch-size", type=int, help="sequences per step")
-    parser.add_argument("--vocab-size", type=int, help="vocabulary")
-    parser.add_argument("--reps", type=int, help="timed steps per measurement")
-    parser.add_argument("--real-steps", type=int, help="steps of the real schedule run (0 = skip)")
-    parser.add_argument(
-        "--widths", type=_int_list, help="width scan, e.g. 256,512,1024 (0 = skip the scan)"
-    )
-    args = parser.parse_args(argv)
-
-    cfg = QUICK if args.quick else BenchConfig()
-    fields = ["threads", "device", "clock", "depths", "d_model", "n_head", "seq_len", "batch_size"]
-    fields += ["vocab_size", "reps", "real_steps", "widths"]
-    overrides = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
-    if overrides.get("widths") == (0,):
-        overrides["widths"] = ()
-    if args.precisions:
-        overrides["precisions"] = tuple(p.strip() for p in args.precisions.split(","))
-    cfg = replace(cfg, peer=not args.no_peer, compile=args.compile, **overrides)
-
-    record = run(cfg)
-    js, md = write(record, args.out)
-    print(json.dumps(record, indent=2) if args.json else markdown(record))
-    if not args.json:
-        print(f"wrote {js} and {md}")
-    return 0

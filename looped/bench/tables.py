@@ -1,18 +1,6 @@
-"""Reporting for ``looped bench``: the targets, the record and its markdown tables.
-
-The targets each measurement is judged against, and the record rendered as ``bench.json`` and the markdown tables of ``bench.md`` (which docs/USAGE.md
-quotes between its ``bench`` markers).
-
-Kept apart from the measuring in ``looped/bench/run.py`` so that a record can be re-read and
-re-rendered without timing anything, e.g. after changing a table's wording::
-
-    python -c "import json; from looped.bench.tables import markdown; \\
-        print(markdown(json.load(open('results/bench.json'))), end='')" > results/bench.md
-    looped report                       # then copy bench.md into docs/USAGE.md
-
-Rendering is a pure function of the record: the same bench.json always gives the same bench.md
-(a test re-renders the committed results/bench.json and compares it with results/bench.md).
-"""
+"""The record of ``looped bench`` judged against its targets and rendered as ``bench.json`` and
+``bench.md`` (quoted in docs/USAGE.md). Rendering is a pure function of the record, so a record
+re-renders without timing anything again (a test compares results/bench.json with bench.md)."""
 
 from __future__ import annotations
 
@@ -34,98 +22,53 @@ TARGETS = {
 
 # -- targets ---------------------------------------------------------------------------------
 def targets(cfg: Any, mc: LoopedConfig, train_rows, serve_rows, schedule_rows) -> list[dict]:
-    """One record per (target, precision): the measured value, the bound, met or not.
-
-    `cfg` is the ``looped.bench.run.BenchConfig`` the rows were measured with, `mc` its model."""
+    """One record per (target, precision): the measured value, the bound, met or not. `cfg` is
+    the ``BenchConfig`` the rows were measured with, `mc` its model."""
     out = []
     for precision in cfg.precisions:
         rows = [r for r in train_rows if r["precision"] == precision]
         out += _train_targets(cfg, mc, precision, rows)
-        for r in serve_rows:
-            if r["precision"] == precision:
-                out.append(
-                    _target(
-                        f"forward_depths(1..{r['depth']}) / forward({r['depth']})",
-                        precision,
-                        r["sweep_over_forward"],
-                        "<=",
-                        TARGETS["sweep_ratio"],
-                        f"modeled floor {r['modeled_ratio']:.3f}",
-                    )
-                )
-    for r in schedule_rows:
-        if r["ratio"] is not None:
-            out.append(
-                _target(
-                    f"measured / modeled saving ({r['kind']})",
-                    r["precision"],
-                    r["ratio"],
-                    ">=",
-                    TARGETS["saving_ratio"],
-                    f"{r['measured_saving']:.1%} measured vs {r['modeled_saving']:.1%} modeled",
-                )
-            )
+        for r in (r for r in serve_rows if r["precision"] == precision):
+            name = f"forward_depths(1..{r['depth']}) / forward({r['depth']})"
+            note = f"modeled floor {r['modeled_ratio']:.3f}"
+            out.append(_target(name, precision, r["sweep_over_forward"], "<=", "sweep_ratio", note))
+    for r in (r for r in schedule_rows if r["ratio"] is not None):
+        name = f"measured / modeled saving ({r['kind']})"
+        note = f"{r['measured_saving']:.1%} measured vs {r['modeled_saving']:.1%} modeled"
+        out.append(_target(name, r["precision"], r["ratio"], ">=", "saving_ratio", note))
     return out
 
 
 def _train_targets(cfg: Any, mc: LoopedConfig, precision: str, rows: list[dict]) -> list[dict]:
-    """The train-step targets of one precision: against the peer, the matmul ceiling, and
-    step time linear in K."""
+    """Against the peer, the matmul ceiling, and step time linear in K."""
     out = []
     lo, hi = min(cfg.depths), max(cfg.depths)
     if cfg.peer:
         worst = min(rows, key=lambda r: r["peer_over_looped"])
-        out.append(
-            _target(
-                "train step: peer / looped (worst K)",
-                precision,
-                worst["peer_over_looped"],
-                ">=",
-                TARGETS["peer_ratio"],
-                f"K={worst['depth']}",
-            )
-        )
+        name, value = "train step: peer / looped (worst K)", worst["peer_over_looped"]
+        out.append(_target(name, precision, value, ">=", "peer_ratio", f"K={worst['depth']}"))
     deepest = max(rows, key=lambda r: r["depth"])
     applies = cfg.d_model >= 256
-    out.append(
-        _target(
-            "FLOP/s / matmul ceiling (largest K)",
-            precision,
-            deepest["of_ceiling"],
-            ">=",
-            TARGETS["of_ceiling"],
-            f"K={hi}" + ("" if applies else "; target is for width >= 256"),
-            applies=applies,
-        )
-    )
+    note = f"K={hi}" + ("" if applies else "; target is for width >= 256")
+    name = "FLOP/s / matmul ceiling (largest K)"
+    out.append(_target(name, precision, deepest["of_ceiling"], ">=", "of_ceiling", note, applies))
     if hi > lo:
         t = {r["depth"]: r["looped_ms"] for r in rows}
         modeled = flops_per_token(mc, hi, cfg.seq_len) / flops_per_token(mc, lo, cfg.seq_len)
         measured = t[hi] / t[lo]
-        out.append(
-            _target(
-                f"step time K={hi} / K={lo} over modeled FLOP ratio - 1",
-                precision,
-                measured / modeled - 1,
-                "within ±",
-                TARGETS["linear_in_k"],
-                f"measured {measured:.2f}, modeled {modeled:.2f}",
-            )
-        )
+        name = f"step time K={hi} / K={lo} over modeled FLOP ratio - 1"
+        note = f"measured {measured:.2f}, modeled {modeled:.2f}"
+        ratio = measured / modeled - 1
+        out.append(_target(name, precision, ratio, "within ±", "linear_in_k", note))
     return out
 
 
-def _target(name, precision, value, op, bound, note, applies=True) -> dict:
+def _target(name, precision, value, op, key, note, applies=True) -> dict:
+    bound = TARGETS[key]
     met = {">=": value >= bound, "<=": value <= bound, "within ±": abs(value) <= bound}[op]
-    return {
-        "target": name,
-        "precision": precision,
-        "value": value,
-        "op": op,
-        "bound": bound,
-        "met": met if applies else None,
-        "note": note,
-    }
+    met = met if applies else None
+    keys = ("target", "precision", "value", "op", "bound", "met", "note")
+    return dict(zip(keys, (name, precision, value, op, bound, met, note)))
 
 
 # -- markdown --------------------------------------------------------------------------------
@@ -224,9 +167,9 @@ def _width_table(rows: list[dict], cfg: dict[str, Any]) -> list[str]:
     for r in rows:
         lines.append(
             f"| {r['precision']} | {r['d_model']} | {r['n_head']} | {r['looped_ms']:.1f} | "
-            f"{r['of_ceiling']:.1%} | {_yes(r['of_ceiling'] >= of)} | "
+            f"{r['of_ceiling']:.1%} | {_MET[r['of_ceiling'] >= of]} | "
             f"{r['sweep_over_forward']:.3f} | {r['sweep_modeled_ratio']:.3f} | "
-            f"{_yes(r['sweep_over_forward'] <= sweep)} |"
+            f"{_MET[r['sweep_over_forward'] <= sweep]} |"
         )
     return lines
 
@@ -238,16 +181,14 @@ def _target_table(rows: list[dict]) -> list[str]:
         "|---|---|---:|---|---|---|",
     ]
     for t in rows:
-        met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
         lines.append(
             f"| {t['target']} | {t['precision']} | {t['value']:.3f} | {t['op']} {t['bound']} | "
-            f"{met} | {t['note']} |"
+            f"{_MET[t['met']]} | {t['note']} |"
         )
     return lines
 
 
-def _yes(met: bool) -> str:
-    return "yes" if met else "**no**"
+_MET = {True: "yes", False: "**no**", None: "n/a"}
 
 
 # -- files -----------------------------------------------------------------------------------

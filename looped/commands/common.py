@@ -12,6 +12,7 @@ stay the same across commands. A study adds only its own flags::
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
 from looped.errors import UserError
@@ -76,6 +77,19 @@ class _StudyParser(_Refusals, argparse.ArgumentParser):
 
 class _StudyOverrideParser(_Refusals, OverrideParser):
     pass
+
+
+def described(prog: str, doc: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A parser whose help comes from its command module's docstring: the first paragraph (after
+    "`looped x`: ") describes it, the indented examples after it are the epilog, as written."""
+    head, _, examples = doc.partition("\n\n")
+    what = " ".join(head.split()).split(": ", 1)[-1]
+    examples = textwrap.indent(textwrap.dedent(examples).strip(), "  ")
+    examples = "examples:\n" + examples if examples else None
+    kwargs.setdefault("formatter_class", _KeepLineBreaks)
+    return argparse.ArgumentParser(
+        prog=prog, description=what[:1].upper() + what[1:], epilog=examples, **kwargs
+    )
 
 
 def study_parser(

@@ -1,5 +1,138 @@
-"""`looped demo`: routed here; its parser still lives in `looped.experiments.demo` until it moves."""
+"""The scaled-down reproduction: small looped models on synthetic biographies and on text.
 
-from looped.experiments.demo import main
+looped demo                  # both tracks, 3 seeds, into runs/demo/, then beside the reference
+looped demo --quick          # the same code path at toy size, under a minute: runs/demo-quick/
+looped demo --sweep          # first the LR sweeps (both tracks), then each schedule's best LR
+looped demo --full           # also the depth-specialisation runs (Fig. 5)
+looped demo --reference      # regenerate results/demo*.json and figures/ (--sweep --full)
+"""
 
-__all__ = ["main"]
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from looped.commands.common import OverrideParser, study_parser
+from looped.config import load_config, to_yaml
+from looped.errors import UserError
+from looped.experiments.bios import FULL_DEPTH_KS, QUICK, DemoSettings
+from looped.experiments.demo import (
+    QUICK_TEXT,
+    REFERENCE,
+    TEXT,
+    expected_time,
+    run_demo,
+    write_timing,
+)
+
+
+def _parser() -> OverrideParser:
+    parser = study_parser(
+        "looped demo",
+        __doc__,
+        out="results directory: runs, demo.json, figures (default: runs/demo, or "
+        "runs/demo-quick with --quick)",
+        reference="the committed reference: results/demo.json and figures/, with the LR sweeps "
+        "and the depth runs (--sweep --full) as the docs show them; then run `looped report`",
+        quick="toy size, under a minute (what the tests run)",
+        overrides=True,
+        example="looped demo --quick --out runs/q model.d_model=48 --fresh",
+    )
+    add = parser.add_argument
+    add("--figures", default=None, help="figures directory (default: OUT/figures)")
+    add("--seeds", type=int, help="seeds of both tracks (default 3)")
+    add(
+        "--sweep",
+        action="store_true",
+        help="first sweep every schedule's LR (both tracks, "
+        "seed 0) and use each one's best; without it, the LRs the reference's sweep chose",
+    )
+    add("--no-text", action="store_true", help="the bios grid only (no text track)")
+    add(
+        "--full",
+        action="store_true",
+        help="also the depth-specialisation runs (Fig. 5): "
+        "fixed K=1, 2, 8 beside the grid's K=4; the reference is run with it",
+    )
+    add(
+        "--time-to",
+        default=None,
+        help="also write how long this demo took, phase by phase, "
+        "to this JSON file (the docs' timing table reads results/demo_time.json)",
+    )
+    add(
+        "--catch-up",
+        default="",
+        help="also train uniform at these multiples of the full "
+        "budget (seed 0), e.g. 2,3: how much compute uniform needs to reach fixed-first",
+    )
+    add("--fresh", action="store_true", help="retrain every run instead of reusing finished ones")
+    add("--quiet", action="store_true", help="no progress bars")
+    return parser  # type: ignore[return-value]
+
+
+def _positive(flag: str, value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise UserError(f"{flag} {value} must be >= 1")
+    return value
+
+
+def _settings(args: argparse.Namespace) -> DemoSettings:
+    """The bios track's settings from the command line (bad values refused, one line each)."""
+    base = QUICK if args.quick else DemoSettings()
+    settings = DemoSettings(**{**asdict(base), "overrides": base.overrides + args.overrides})
+    settings.seeds = _positive("--seeds", args.seeds) or settings.seeds
+    settings.workers = _positive("--workers", args.workers) or settings.workers
+    if args.catch_up:
+        try:
+            settings.catch_up = tuple(float(x) for x in args.catch_up.split(","))
+        except ValueError:
+            raise UserError(
+                f"--catch-up {args.catch_up!r}: give budget multiples such as 2,3"
+            ) from None
+        if any(b <= 1 for b in settings.catch_up):
+            raise UserError(
+                f"--catch-up {args.catch_up}: multiples must be above 1 (the grid already has 100%)"
+            )
+    settings.sweep, settings.text = args.sweep or args.reference, not args.no_text
+    if args.full or args.reference:  # the reference shows Fig. 5 and the chosen LRs' sweeps
+        settings.depth_ks = FULL_DEPTH_KS
+    return settings
+
+
+def _without_time_to(argv: list[str]) -> list[str]:
+    """The command line as a reader would type it: without where its timing was written."""
+    out, skip = [], False
+    for arg in argv:
+        if skip or arg.startswith("--time-to="):
+            skip = False
+            continue
+        skip = arg == "--time-to"
+        if not skip:
+            out.append(arg)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    settings = _settings(args)
+    if args.print_config:  # the config every run starts from; seed, schedule and budget vary
+        print(to_yaml(load_config(settings.preset, settings.overrides)), end="")
+        return 0
+    if args.reference and args.out:
+        raise UserError("--reference writes results/ and figures/; leave out --out")
+    if args.reference:
+        out, figures = REFERENCE.parent, Path(args.figures or "figures")
+    else:
+        out = Path(args.out or ("runs/demo-quick" if args.quick else "runs/demo"))
+        figures = Path(args.figures or out / "figures")
+    text = replace(QUICK_TEXT if args.quick else TEXT)
+    text.overrides = text.overrides + args.overrides
+    if not args.quiet:
+        print(expected_time(args.quick), flush=True)
+    result = run_demo(settings, out, figures, fresh=args.fresh, quiet=args.quiet, text=text)
+    if args.time_to:
+        command = " ".join(["looped demo", *_without_time_to(argv)])
+        write_timing(result, out, settings.text, command, Path(args.time_to))
+    return 0

@@ -1,5 +1,46 @@
-"""`looped diagnose`: routed here; its parser still lives in `looped.experiments.diagnose` until it moves."""
+"""Why does uniform 1..16 learn slower than a fixed K at small scale? Evidence, not a guess.
 
-from looped.experiments.diagnose import main
+    looped diagnose                    # bios demo preset, 3 seeds, ~20 min on 2 cores: runs/diagnose/
+    looped diagnose --quick            # every code path at toy size, under a minute
+    looped diagnose --reference        # the committed evidence: results/diagnose.json, figures/
+    looped diagnose --steps 240 --seeds 1 model.d_model=128    # flags and overrides anywhere
 
-__all__ = ["main"]
+The runs and probes are `looped.experiments.diagnose`'s; tables and figures `looped.report.diagnose`'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from looped.commands.common import study_parser
+from looped.config import to_yaml
+from looped.errors import UserError
+from looped.experiments.diagnose import REFERENCE, plan, run_diagnose, settings_for
+
+
+def main(argv: list[str]) -> int:
+    parser = study_parser(
+        "looped diagnose",
+        __doc__,
+        out="runs and results (default runs/diagnose)",
+        reference="results/diagnose.json and figures/",
+        quick="toy size, under a minute",
+        overrides=True,
+        example="looped diagnose --quick --out runs/dq model.d_model=48",
+    )
+    parser.add_argument("--steps", type=int, help="optimizer steps per run (default 150)")
+    parser.add_argument("--seeds", type=int, help="seeds per variant (default 3)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    settings = settings_for(args.quick, args.steps, args.seeds, args.workers, args.overrides)
+    if args.print_config:
+        print(to_yaml(plan(settings)[1]["uniform_s0"]), end="")
+        return 0
+    if args.reference and args.out:
+        raise UserError("--reference writes results/ and figures/; leave out --out")
+    out = Path(args.out or ("runs/diagnose-quick" if args.quick else "runs/diagnose"))
+    results, figures = (
+        (REFERENCE, Path("figures")) if args.reference else (out / "diagnose.json", out / "figures")
+    )
+    run_diagnose(settings, out, results, figures, quiet=args.quiet)
+    return 0

@@ -1,5 +1,96 @@
-"""`looped length`: routed here; its parser still lives in `looped.experiments.length` until it moves."""
+"""`looped length`: fixed-first's gap to uniform 1..16 as training lengthens, at equal tokens.
 
-from looped.experiments.length import main
+    looped length                     # runs/length/: 5 lengths to 1,920 steps, seeds in rounds
+    looped length --quick             # every code path at toy size, a few minutes
+    looped length --reference         # write results/length.json and figures/length_gap.png
+    looped length --collect           # no training: the results of the runs finished so far
+    looped length --corpus DIR        # the same study on your text (`looped data text` or any
+                                      # `datasets` source, split here by near-duplicate family)
+    looped length --resume-from results/length.json   # on a fresh machine: reuse its scored runs
+    looped length --d-model 128 --lengths 120,240,480 --max-seeds 4   # a second width
 
-__all__ = ["main"]
+The method is in `looped.experiments.length`; a rerun reuses every finished run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import nullcontext
+from dataclasses import replace
+from pathlib import Path
+
+from looped.commands.common import study_parser
+from looped.errors import UserError
+from looped.experiments.length import QUICK, LengthSettings, run_study
+from looped.experiments.results import write_result
+from looped.experiments.textsetup import TextSetup
+from looped.report.length import fig_gap
+from looped.runtime.lock import dir_lock
+
+
+def parser() -> argparse.ArgumentParser:
+    p = study_parser(
+        "looped length",
+        __doc__,
+        out="output directory (default runs/length[-quick])",
+        reference="results/length.json and figures/length_gap.png (another width: length_dW)",
+        quick="toy size, every code path",
+    )
+    p.add_argument("--lengths", help="training lengths in steps, e.g. 120,240,480,960,1920")
+    p.add_argument("--lrs", help="the shared LR's sweep, e.g. 1e-3,3e-3,1e-2")
+    p.add_argument("--lr-lengths", help="lengths the LR is chosen at (longer: the last's LR)")
+    p.add_argument("--d-model", type=int, help="width of the looped layer (default 64)")
+    p.add_argument("--max-seeds", type=int, help="stop adding seed rounds past this many (16)")
+    p.add_argument("--corpus", help="a `looped data text` directory or a `datasets` source")
+    p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
+    p.add_argument("--resume-from", help="an earlier length*.json: its scored runs are reused")
+    return p
+
+
+def _numbers(text: str | None, kind: type = int) -> tuple | None:
+    try:
+        return tuple(kind(x) for x in text.split(",")) if text else None
+    except ValueError:
+        raise UserError(
+            "--lengths and --lr-lengths take integers, --lrs numbers, comma-separated"
+        ) from None
+
+
+def settings_from(a: argparse.Namespace) -> LengthSettings:
+    """The settings the command line asks for, each problem refused in one line."""
+    s = replace(QUICK if a.quick else LengthSettings(), corpus=a.corpus, resume_from=a.resume_from)
+    s.workers = a.workers or s.workers
+    lengths, lr_lengths, lrs = _numbers(a.lengths), _numbers(a.lr_lengths), _numbers(a.lrs, float)
+    if lengths:
+        s.lengths = lengths
+        s.lr_lengths = tuple(n for n in s.lr_lengths if n in lengths) or lengths
+    s.lr_lengths, s.lrs = lr_lengths or s.lr_lengths, lrs or s.lrs
+    if len(s.lengths) < 2 or min(s.lengths) < 4 or len(s.lrs) < 1:
+        raise UserError("--lengths needs two or more lengths of at least 4 steps, --lrs one LR")
+    if not set(s.lr_lengths) <= set(s.lengths):
+        raise UserError("--lr-lengths must be among --lengths")
+    if s.tuned_at not in s.lengths:
+        s.tuned_at = 0
+    if a.max_seeds is not None:
+        if a.max_seeds < 2:
+            raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
+        s.max_seeds = a.max_seeds
+    if a.d_model:
+        s.setup = replace(s.setup, d_model=a.d_model)
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    settings = settings_from(a)
+    out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
+    # one writer: a second study into OUT is refused; --collect only reads finished runs
+    with nullcontext() if a.collect else dir_lock(out, "looped length"):
+        result = run_study(settings, out, train=not a.collect)
+    d = settings.setup.d_model
+    stem = "length" if d == TextSetup().d_model or a.quick else f"length_d{d}"
+    json_path = Path(f"results/{stem}.json") if a.reference else out / f"{stem}.json"
+    fig_path = Path(f"figures/{stem}_gap.png") if a.reference else out / f"{stem}_gap.png"
+    write_result(json_path, result)
+    print(f"wrote {fig_gap(result, fig_path)}")
+    return 0

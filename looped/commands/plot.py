@@ -1,5 +1,42 @@
-"""`looped plot`: routed here; its parser still lives in `looped.report.runs` until it moves."""
+"""The paper's figures from run directories.
 
-from looped.report.runs import main
+    looped plot --runs runs/           # Fig. 2, 3, 8 analogs from any run directories
+    looped plot --runs runs/ --out figures/full
+    looped plot --runs results/demo.json --demo-json   # redraw the demo's figures
 
-__all__ = ["main"]
+The figures are drawn by `looped.report.runs` (and `looped.report.bios` for a demo.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from looped.report import bios, runs, style
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="looped plot", description="the paper's figures from run directories"
+    )
+    parser.add_argument(
+        "--runs", nargs="+", required=True, help="run directories, or folders holding them"
+    )
+    parser.add_argument(
+        "--out", default="figures/runs", help="where to write PNGs (default figures/runs)"
+    )
+    parser.add_argument(
+        "--demo-json",
+        action="store_true",
+        help="--runs is a demo.json file: redraw the demo figures",
+    )
+    args = parser.parse_args(argv)
+    style.files_only()
+    if args.demo_json:
+        paths = bios.paper_figures(json.loads(Path(args.runs[0]).read_text()), args.out)
+    else:
+        paths = runs.figures(args.runs, args.out)
+    for p in paths:
+        print(p)
+    return 0

@@ -1,5 +1,39 @@
-"""`looped samples`: routed here; its parser still lives in `looped.experiments.samples` until it moves."""
+"""`looped samples`: the same prompts continued at serving depths 1, 2, 4 and 16.
 
-from looped.experiments.samples import main
+looped samples                      # runs/length/samples.json, from the length study's runs
+looped samples --reference          # results/samples.json (rendered in docs/RESULTS.md)
+looped samples --quick              # runs/length-quick/samples.json, after `looped length --quick`
+"""
 
-__all__ = ["main"]
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from looped.commands.common import study_parser
+from looped.errors import UserError
+from looped.experiments.length import QUICK, LengthSettings
+from looped.experiments.results import write_result
+from looped.experiments.samples import sample_all
+from looped.report.samples import section
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = study_parser(
+        "looped samples",
+        __doc__,
+        out="the length study's output directory, whose runs are sampled (default runs/length, "
+        "or runs/length-quick with --quick)",
+        reference="results/samples.json",
+        quick="the models of `looped length --quick` (read from OUT/length.json)",
+        workers=False,
+        reads=True,
+    ).parse_args(argv)
+    out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
+    study = out / "length.json" if a.quick else Path(a.results) / "length.json"
+    if not study.is_file():
+        raise UserError(f"{study} not found; run `looped length{' --quick' * a.quick}` first")
+    result = sample_all(json.loads(study.read_text()), out, QUICK if a.quick else LengthSettings())
+    print(section(result))
+    write_result(Path(a.results if a.reference else out) / "samples.json", result)
+    return 0

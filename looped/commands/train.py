@@ -1,5 +1,79 @@
-"""`looped train`: routed here; its parser still lives in `looped.training.trainer` until it moves."""
+"""`looped train`: train one looped transformer (see `looped.training.trainer`)."""
 
-from looped.training.trainer import main
+from __future__ import annotations
 
-__all__ = ["main"]
+import argparse
+import os
+
+from looped.commands.common import OverrideParser
+from looped.config import load_config, to_yaml
+from looped.errors import UserError
+from looped.training.trainer import train
+
+
+def _parser() -> OverrideParser:
+    parser = OverrideParser(
+        prog="looped train",
+        description="Train a looped transformer. Overrides are key=value pairs on the config "
+        "fields of looped/config.py, e.g. schedule=fixed:2 model.d_model=128 optim.lr=1e-3.",
+        epilog="examples (flags and overrides in any order):\n"
+        "  looped train --config tiny --out runs/tiny\n"
+        "  looped train --config tiny --out runs/k2 --budget-frac 0.45 schedule=fixed:2\n"
+        "  looped train --config tiny --out runs/a --print-config model.d_model=128",
+    )
+    add = parser.add_argument
+    add("--config", default="tiny", help="preset name or YAML path (default: tiny)")
+    add("--out", required=True, help="run directory (checkpoints, metrics.jsonl)")
+    add("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    add("--init-from", help="start a new run from this run's/checkpoint's weights")
+    add(
+        "--branch-from",
+        help="continue another run's checkpoint (weights, optimizer, step) under this config",
+    )
+    add("--budget-flops", type=float, help="stop at this many modeled training FLOPs")
+    add("--budget-frac", type=float, help="budget as a fraction of the preset's full budget")
+    add("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
+    """The config overrides, with the budget flags as overrides: a budget decides the length,
+    not the preset's max_steps (unless one is given)."""
+    overrides = list(args.overrides)
+    if (args.budget_flops is not None or args.budget_frac is not None) and not any(
+        o.startswith("max_steps=") for o in overrides
+    ):
+        overrides.append("max_steps=0")
+    if args.budget_flops is not None:
+        overrides.append(f"budget_flops={args.budget_flops}")
+    if args.budget_frac is not None:
+        if not 0 < args.budget_frac:
+            raise UserError(f"--budget-frac={args.budget_frac} must be > 0")
+        overrides.append(f"budget_frac={args.budget_frac}")
+    return overrides
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    cfg = load_config(args.config, _overrides(args))
+    if args.print_config:
+        print(to_yaml(cfg), end="")
+        return 0
+    summary = train(
+        cfg,
+        args.out,
+        resume=args.resume,
+        init_from=args.init_from,
+        branch_from=args.branch_from,
+        quiet=args.quiet,
+    )
+    if "stopped" in summary:
+        return 130
+    if int(os.environ.get("RANK", 0)) == 0:
+        nll = (summary.get("eval") or {}).get("token_nll", {})
+        shown = ", ".join(f"K={k}: {v:.3f}" for k, v in list(nll.items())[:8])
+        print(
+            f"done: {summary['steps']} steps, {summary['flops']:.3g} modeled FLOPs, "
+            f"{summary['wall']:.0f}s; eval NLL {shown}"
+        )
+    return 0

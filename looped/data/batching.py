@@ -1,12 +1,10 @@
 """Batches for training and evaluation, from any corpus, as a pure function of (seed, step).
 
-A training batch is drawn with a generator seeded from (seed, step, micro-batch, rank) (or, with
-`global_batch`, the micro-batch's index in the whole step: `train_generator`), not
-from a stream that advances: resuming at step s draws exactly the batches the uninterrupted run
-drew, with no data-loader state to save, and a run branched off another at step s sees the same
-data as its parent up to s.
+A training batch comes from a generator seeded by (seed, step, micro-batch, rank), not from a
+stream that advances: a resumed or branched run draws exactly its parent's batches up to its
+step, with no data-loader state to save.
 
-    source = build_source(cfg.data, seq_len=128)
+    source = build_source(cfg.data)
     x, y = source.train.sample_batch(32, 128, batch_generator(seed, step))
 """
 
@@ -44,14 +42,11 @@ def batch_generator(seed: int, step: int, micro: int = 0, rank: int = 0) -> torc
 def train_generator(
     seed: int, step: int, micro: int, rank: int, grad_accum: int, global_batch: int
 ) -> torch.Generator:
-    """The generator of one training micro-batch of one process.
-
-    With `global_batch` set, a micro-batch is named by its index within the whole step
-    (rank x grad_accum + micro), so the sequences of a step are the same set on 1 process or 8:
-    a run may resume or branch on another number of processes (the gradient is the same mean
-    over the same sequences, equal up to float summation order, not bitwise). On one process the
-    index is `micro`, so a single-process run draws what it always drew. Without it, batches are
-    per (micro, rank) and depend on the world size."""
+    """The generator of one training micro-batch of one process. With `global_batch` a
+    micro-batch is named by its index in the whole step (rank x grad_accum + micro), so a step's
+    sequences are the same on 1 process or 8 (a run may resume on another world size, equal up
+    to float summation order); on one process that index is `micro`. Without it, batches are per
+    (micro, rank) and depend on the world size."""
     if global_batch > 0:
         return batch_generator(seed, step, rank * grad_accum + micro, 0)
     return batch_generator(seed, step, micro, rank)
@@ -126,26 +121,18 @@ def build_source(data_cfg: Any) -> DataSource:
             corpus = generate(bios_config(data_cfg))
         tok = corpus.tokenizer
 
-        def stream(texts: list[str]) -> TokenStream:
-            ids: list[int] = []
-            for text in texts:
-                ids += tok.encode(text) + [tok.eos_id]
-            return TokenStream(ids, tok.vocab_size)
+        def stream(texts: list[str]) -> TokenStream:  # the texts joined with EOS
+            return TokenStream(
+                [i for t in texts for i in tok.encode(t) + [tok.eos_id]], tok.vocab_size
+            )
 
-        return DataSource(
-            stream(corpus.train_texts), stream(corpus.eval_texts), tok.vocab_size, corpus, tok
-        )
+        train, val = stream(corpus.train_texts), stream(corpus.eval_texts)
+        return DataSource(train, val, tok.vocab_size, corpus, tok)
     if data_cfg.kind == "text":
         if not data_cfg.path or not Path(data_cfg.path).is_dir():
             raise UserError(
                 f"text corpus {data_cfg.path!r} not found; write one with `looped data text --out DIR` and set data.path=DIR"
             )
-        train = TokenShards(data_cfg.path, split="train")
-        return DataSource(
-            train,
-            TokenShards(data_cfg.path, split="val"),
-            train.vocab_size,
-            None,
-            load_tokenizer(data_cfg.path),
-        )
+        train, val = TokenShards(data_cfg.path, "train"), TokenShards(data_cfg.path, "val")
+        return DataSource(train, val, train.vocab_size, None, load_tokenizer(data_cfg.path))
     raise UserError(f"data.kind={data_cfg.kind!r}: choose bios or text")

@@ -1,41 +1,27 @@
-"""Synthetic biographies for the knowledge-recall task: persons, facts, text, tokenizer, storage.
+"""Synthetic biographies for the knowledge-recall task, in the style of bioS (Allen-Zhu and Li,
+Physics of Language Models 3.1/3.3): persons, facts, text, tokenizer, storage.
 
-In the style of bioS (Allen-Zhu and Li, Physics of Language Models 3.1/3.3).
-
-    looped data bios --persons 100 --seed 0 --out data/bios          # demo-sized pools
-    looped data bios --persons 10000 --pools bioS --out data/bioS     # the capacity studies' pools
-
-    corpus = generate(BiosConfig(n_persons=100, seed=0))
+    corpus = generate(BiosConfig(n_persons=100, seed=0))   # = looped data bios --persons 100
     corpus.save("data/bios"); corpus = BiosCorpus.load("data/bios")
 
-Each person gets a unique full name (first, middle, last) and six facts, each drawn uniformly and
-independently from a pool: birth date, birth city, university, major, employer, gender. Because
-the facts are random, a model can only predict them by having stored them, which is what
-``looped.eval.recall`` measures in bits. A biography has one sentence per fact except gender, which
-shows in the pronouns: the full name in the first sentence, He/She after. Every training
-biography draws fresh templates (and, by default, a fresh sentence order).
+Each person has a unique full name and six facts, each drawn uniformly from a pool (birth date,
+birth city, university, major, employer, gender): random facts can only be predicted by storing
+them, which ``looped.eval.recall`` measures in bits. A biography states one fact per sentence, the
+name first and He/She after (gender shows only in the pronouns); every training biography draws
+fresh templates and sentence order.
 
-Two hops. Every employer is in one city (a fixed function of the employer, so it adds no bits
-per person). Biographies never state it: it is learned only from company sentences such as
-"Velmora Systems is based in Tamrik." To answer "The employer of Anna Bel Kor is based in" a model
-must recall the person's employer (from her biographies) and then that employer's city (from
-company sentences): two stored facts composed without the bridge ever being written down. So
-that the query's wording is familiar, the persons of the two-hop training split (half by
-default) also get sentences stating their employer's city this way; the queries ask about the
-other persons only, so no query appears verbatim in training text.
+Two hops: every employer is in one city, stated only in company sentences ("Velmora Systems is
+based in Tamrik."). The query "The employer of Anna Bel Kor is based in" needs the person's
+employer, then its city: two stored facts composed. The persons of the two-hop training split get
+such sentences in training text; the queries ask about the others only. Evaluation text uses
+held-out templates (never in training text), one canonical biography per person.
 
-Evaluation text uses held-out templates (never in training text) for the same facts: one
-biography per person in canonical sentence order, which ``looped.eval.recall`` scores token by token.
-
-On disk (``BiosCorpus.save``): ``dataset/`` a ``datasets`` DatasetDict with splits ``train``
-(text), ``queries`` (held-out texts and their value spans) and ``persons``; ``bios_config.json``,
-``pools.json`` and ``tokenizer.json`` beside it. Helpers: ``bios_world`` (the config, pools and persons),
-``bios_templates`` (sentence templates), ``bios_tokenizer`` (the word-level tokenizer).
+On disk: ``dataset/`` (a ``datasets`` DatasetDict: ``train``, ``queries``, ``persons``) beside
+``bios_config.json``, ``pools.json`` and ``tokenizer.json``.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import random
@@ -56,17 +42,8 @@ from looped.data.bios_world import BiosConfig, Person, Pools, make_persons, make
 from looped.errors import UserError
 from looped.runtime.atomic import atomic_path
 
-__all__ = [
-    "ATTRIBUTES",
-    "BiosConfig",
-    "BiosCorpus",
-    "Person",
-    "Pools",
-    "Query",
-    "WordTokenizer",
-    "generate",
-    "main",
-]
+Pieces = list[tuple[str, str]]  # (text, tag): a tag names the fact a piece holds ("": none)
+Span = tuple[str, int, int]  # (tag, start, end) token offsets
 
 
 @dataclass
@@ -76,7 +53,7 @@ class Query:
     kind: str  # "bio" (one per person) | "two_hop" (per queried person) | "employer_city" (per employer)
     index: int  # person index, or employer index for employer_city
     text: str  # the whole text, values included
-    spans: list[tuple[str, int, int]]  # (attribute, start, end) token offsets of each scored value
+    spans: list[Span]  # (attribute, start, end) token offsets of each scored value
 
 
 def make_tokenizer(pools: Pools) -> WordTokenizer:
@@ -89,21 +66,17 @@ def make_tokenizer(pools: Pools) -> WordTokenizer:
     return WordTokenizer.from_words(words)
 
 
-def bio_pieces(
-    person: Person, templates: dict[str, str], order: tuple[str, ...]
-) -> list[tuple[str, str]]:
+def bio_pieces(person: Person, templates: dict[str, str], order: tuple[str, ...]) -> Pieces:
     """A biography as tagged pieces: the name in the first sentence, the pronoun after."""
     subject, possessive = PRONOUNS[person.gender]
-    pieces: list[tuple[str, str]] = []
+    pieces: Pieces = []
     for k, attr in enumerate(order):
         subj = (person.name, "name") if k == 0 else (subject, "gender")
         pieces += fill(templates[attr], person.value(attr), attr, *subj, possessive=possessive)
     return pieces
 
 
-def encode_pieces(
-    tok: WordTokenizer, pieces: list[tuple[str, str]]
-) -> tuple[list[int], list[tuple[str, int, int]]]:
+def encode_pieces(tok: WordTokenizer, pieces: Pieces) -> tuple[list[int], list[Span]]:
     """Token ids of the pieces in order, and the (tag, start, end) span of each tagged piece."""
     ids: list[int] = []
     spans = []
@@ -115,20 +88,23 @@ def encode_pieces(
     return ids, spans
 
 
-def _write(tok: WordTokenizer, pieces: list[tuple[str, str]]) -> str:
+def _write(tok: WordTokenizer, pieces: Pieces) -> str:
     return tok.decode(encode_pieces(tok, pieces)[0])
 
 
 def _query(
-    tok: WordTokenizer, kind: str, index: int, pieces: list[tuple[str, str]], keep: tuple[str, ...]
+    tok: WordTokenizer, kind: str, index: int, pieces: Pieces, keep: tuple[str, ...]
 ) -> Query:
     """A Query scoring the first span of each tag in `keep`."""
     ids, spans = encode_pieces(tok, pieces)
-    first: dict[str, tuple[str, int, int]] = {}
+    first: dict[str, Span] = {}
     for span in spans:
         if span[0] in keep:
             first.setdefault(span[0], span)
     return Query(kind, index, tok.decode(ids), [first[k] for k in keep])
+
+
+QUERY_COLUMNS = ("kind", "index", "text", "span_attr", "span_start", "span_end")
 
 
 @dataclass
@@ -158,41 +134,33 @@ class BiosCorpus:
         }
 
     def save(self, out_dir: str | Path) -> None:
-        """Write config/pools/tokenizer JSON and a `datasets` DatasetDict (train, queries, persons).
-
-        Written to a sibling folder first and renamed, so an interrupted save leaves no half corpus.
-        """
-        # datasets takes ~2 s to import: a corpus generated in memory for a run never needs it
-        from datasets import Dataset, DatasetDict
-        from datasets.utils.tqdm import (  # the same lazy import: its progress-bar switches
-            are_progress_bars_disabled,
-            disable_progress_bars,
-            enable_progress_bars,
-        )
+        """Write config/pools/tokenizer JSON and a `datasets` DatasetDict (train, queries,
+        persons) to a sibling folder, then rename it: an interrupted save leaves no half corpus."""
+        import datasets  # ~2 s to import: a corpus generated in memory for a run never needs it
 
         out = Path(out_dir)
         if out.exists() and any(out.iterdir()) and not (out / "bios_config.json").is_file():
             raise UserError(
                 f"{out} exists and is not a bios corpus; choose another --out or empty it"
             )
-        queries = {k: [] for k in ("kind", "index", "text", "span_attr", "span_start", "span_end")}
+        queries = {k: [] for k in QUERY_COLUMNS}
         for q in self.queries:
             for key, val in zip(queries, (q.kind, q.index, q.text, *map(list, zip(*q.spans)))):
                 queries[key].append(val)
-        splits = DatasetDict(
-            train=Dataset.from_dict({"text": self.train_texts}),
-            queries=Dataset.from_dict(queries),
-            persons=Dataset.from_list([dataclasses.asdict(p) for p in self.persons]),
+        splits = datasets.DatasetDict(
+            train=datasets.Dataset.from_dict({"text": self.train_texts}),
+            queries=datasets.Dataset.from_dict(queries),
+            persons=datasets.Dataset.from_list([dataclasses.asdict(p) for p in self.persons]),
         )
         with atomic_path(out) as tmp:
             tmp.mkdir()
-            quiet = are_progress_bars_disabled()
-            disable_progress_bars()
+            quiet = datasets.are_progress_bars_disabled()
+            datasets.disable_progress_bars()
             try:
                 splits.save_to_disk(str(tmp / "dataset"))
             finally:
                 if not quiet:
-                    enable_progress_bars()
+                    datasets.enable_progress_bars()
             config = dataclasses.asdict(self.config)
             (tmp / "bios_config.json").write_text(json.dumps(config, indent=1))
             (tmp / "pools.json").write_text(json.dumps(dataclasses.asdict(self.pools)))
@@ -211,12 +179,7 @@ class BiosCorpus:
         pools = Pools(**json.loads((out / "pools.json").read_text()))
         splits = load_from_disk(str(out / "dataset"))
         queries = [
-            Query(
-                r["kind"],
-                r["index"],
-                r["text"],
-                list(zip(r["span_attr"], r["span_start"], r["span_end"])),
-            )
+            Query(r["kind"], r["index"], r["text"], list(zip(*(r[k] for k in QUERY_COLUMNS[3:]))))
             for r in splits["queries"]
         ]
         persons = [Person(**row) for row in splits["persons"].to_list()]
@@ -234,14 +197,20 @@ def generate(cfg: BiosConfig) -> BiosCorpus:
     n, h = cfg.n_templates, cfg.n_heldout_templates
     train_bank = {k: bank[:n] for k, bank in TEMPLATES.items()}
     heldout_bank = {k: bank[n : n + h] for k, bank in TEMPLATES.items()}
+    texts = _train_texts(cfg, pools, persons, tok, rng, train_bank)
+    queries = _queries(cfg, pools, persons, tok, rng, heldout_bank)
+    return BiosCorpus(cfg, pools, persons, texts, queries, tok)
 
+
+def _train_texts(cfg, pools, persons, tok, rng, bank) -> list[str]:
+    """Biographies (fresh templates and order each), two-hop and company sentences, shuffled."""
     texts: list[str] = []
     for person in persons:
         for _ in range(cfg.bios_per_person):
             order = list(BIO_ATTRIBUTES)
             if cfg.permute_sentences:
                 rng.shuffle(order)
-            chosen = {a: rng.choice(train_bank[a]) for a in order}
+            chosen = {a: rng.choice(bank[a]) for a in order}
             texts.append(_write(tok, bio_pieces(person, chosen, tuple(order))))
     if cfg.two_hop:
         for person in (p for p in persons if p.two_hop_split == "train"):
@@ -250,13 +219,17 @@ def generate(cfg: BiosConfig) -> BiosCorpus:
                 texts.append(_write(tok, fill(template, person.employer_city, "", person.name)))
         for employer, city in pools.employer_city.items():
             for _ in range(cfg.company_texts):
-                template = rng.choice(train_bank["employer_city"])
+                template = rng.choice(bank["employer_city"])
                 texts.append(_write(tok, fill(template, city, "", employer=employer)))
     rng.shuffle(texts)
+    return texts
 
+
+def _queries(cfg, pools, persons, tok, rng, bank) -> list[Query]:
+    """One held-out biography per person; the two-hop and one-hop employer-city queries."""
     queries = []
     for person in persons:
-        chosen = {a: rng.choice(heldout_bank[a]) for a in BIO_ATTRIBUTES}
+        chosen = {a: rng.choice(bank[a]) for a in BIO_ATTRIBUTES}
         pieces = bio_pieces(person, chosen, BIO_ATTRIBUTES)
         queries.append(_query(tok, "bio", person.index, pieces, ATTRIBUTES))
     if cfg.two_hop:
@@ -264,43 +237,6 @@ def generate(cfg: BiosConfig) -> BiosCorpus:
             pieces = fill(TWO_HOP[0], person.employer_city, "two_hop", person.name)
             queries.append(_query(tok, "two_hop", person.index, pieces, ("two_hop",)))
         for i, (employer, city) in enumerate(pools.employer_city.items()):
-            pieces = fill(
-                heldout_bank["employer_city"][0], city, "employer_city", employer=employer
-            )
+            pieces = fill(bank["employer_city"][0], city, "employer_city", employer=employer)
             queries.append(_query(tok, "employer_city", i, pieces, ("employer_city",)))
-    return BiosCorpus(cfg, pools, persons, texts, queries, tok)
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="looped data bios", description=__doc__.splitlines()[0], allow_abbrev=False
-    )
-    parser.add_argument("--persons", type=int, default=100, help="number of persons (default 100)")
-    parser.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
-    parser.add_argument(
-        "--bios-per-person", type=int, default=4, help="training biographies per person"
-    )
-    parser.add_argument(
-        "--no-two-hop", action="store_true", help="leave out the employer-city two-hop facts"
-    )
-    parser.add_argument(
-        "--pools", choices=("demo", "bioS"), default="demo", help="pool sizes (default demo)"
-    )
-    parser.add_argument("--out", default="data/bios", help="output folder (default data/bios)")
-    args = parser.parse_args(argv)
-    kwargs = dict(
-        n_persons=args.persons,
-        seed=args.seed,
-        bios_per_person=args.bios_per_person,
-        two_hop=not args.no_two_hop,
-    )
-    cfg = BiosConfig.bioS(**kwargs) if args.pools == "bioS" else BiosConfig(**kwargs)
-    corpus = generate(cfg)
-    corpus.save(args.out)
-    s = corpus.summary()
-    print(
-        f"wrote {args.out}: {s['persons']} persons, {s['train_texts']} training texts "
-        f"({s['train_tokens']} tokens), vocab {s['vocab_size']}, {s['bits_per_person']:.2f} bits/person, "
-        f"longest eval bio {s['tokens_per_bio_max']} tokens, {s['two_hop_queries']} two-hop queries"
-    )
-    return 0
+    return queries

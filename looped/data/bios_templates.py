@@ -4,14 +4,11 @@ Placeholders: ``{S}`` the subject (the full name in a biography's first sentence
 ``{p}`` the possessive pronoun (his/her), ``{E}`` an employer's name (company sentences),
 ``{V}`` the attribute value. Every biography template opens with ``{S}`` and holds one ``{V}``.
 
-Each bank is split by position: the first ``n_templates`` write training text, the next
-``n_heldout_templates`` write only evaluation text (see ``BiosConfig``), so held-out phrasings
-are never seen in training. The last four of each bank (the held-out ones with the default
-split) are new arrangements of words the first ten already use: a held-out query then tests
-whether the model can recall a fact through a new phrasing, not whether it copes with words
-whose embeddings were never trained. Birth-date templates never use ``{p}``: the evaluation biography
-opens with the birth date, and its first gendered word must be the next sentence's He/She,
-which is the scored gender value.
+Each bank (two templates a line) is split by position: the first ``n_templates`` write training
+text, the next ``n_heldout_templates`` only evaluation text. The last four of each bank rearrange
+words the first ten use, so a held-out query tests a new phrasing, not untrained embeddings.
+Birth-date templates never use ``{p}``: the evaluation biography opens with the date, and its
+first gendered word must be the next sentence's He/She, the scored gender value.
 """
 
 from __future__ import annotations
@@ -22,103 +19,61 @@ from looped.data.bios_tokenizer import split_words
 
 TEMPLATES: dict[str, tuple[str, ...]] = {
     "birth_date": (
-        "{S} was born on {V}.",
-        "{S} came into the world on {V}.",
-        "{S} celebrates a birthday on {V}.",
-        "{S} arrived on {V}.",
-        "{S} was welcomed into the world on {V}.",
-        "{S} entered life on {V}.",
-        "{S} has a birth date of {V}.",
-        "{S} first saw daylight on {V}.",
-        "{S} was brought into this world on {V}.",
-        "{S} was delivered on {V}.",
-        "{S} was born into the world on {V}.",
-        "{S} first arrived in this world on {V}.",
-        "{S} has a birthday on {V}.",
-        "{S} came into life on {V}.",
+        "{S} was born on {V}.", "{S} came into the world on {V}.",
+        "{S} celebrates a birthday on {V}.", "{S} arrived on {V}.",
+        "{S} was welcomed into the world on {V}.", "{S} entered life on {V}.",
+        "{S} has a birth date of {V}.", "{S} first saw daylight on {V}.",
+        "{S} was brought into this world on {V}.", "{S} was delivered on {V}.",
+        "{S} was born into the world on {V}.", "{S} first arrived in this world on {V}.",
+        "{S} has a birthday on {V}.", "{S} came into life on {V}.",
     ),
     "birth_city": (
-        "{S} was born in {V}.",
-        "{S} spent {p} early years in {V}.",
-        "{S} grew up in {V}.",
-        "{S} hails from {V}.",
-        "{S} is a native of {V}.",
-        "{S} comes from {V}.",
-        "{S} was raised in {V}.",
-        "{S} has roots in {V}.",
-        "{S} spent {p} childhood in {V}.",
-        "{S} calls {V} {p} hometown.",
-        "{S} spent {p} first years in {V}.",
-        "{S} has {p} roots in {V}.",
-        "{S} was brought up in {V}.",
-        "{S} spent {p} early life in {V}.",
+        "{S} was born in {V}.", "{S} spent {p} early years in {V}.",
+        "{S} grew up in {V}.", "{S} hails from {V}.",
+        "{S} is a native of {V}.", "{S} comes from {V}.",
+        "{S} was raised in {V}.", "{S} has roots in {V}.",
+        "{S} spent {p} childhood in {V}.", "{S} calls {V} {p} hometown.",
+        "{S} spent {p} first years in {V}.", "{S} has {p} roots in {V}.",
+        "{S} was brought up in {V}.", "{S} spent {p} early life in {V}.",
     ),
     "university": (
-        "{S} studied at {V}.",
-        "{S} graduated from {V}.",
-        "{S} received {p} education at {V}.",
-        "{S} attended {V}.",
-        "{S} earned a degree at {V}.",
-        "{S} completed {p} studies at {V}.",
-        "{S} was a student at {V}.",
-        "{S} enrolled at {V}.",
-        "{S} is a graduate of {V}.",
-        "{S} spent {p} college years at {V}.",
-        "{S} was a college student at {V}.",
-        "{S} received a degree from {V}.",
-        "{S} completed {p} education at {V}.",
-        "{S} earned {p} degree at {V}.",
+        "{S} studied at {V}.", "{S} graduated from {V}.",
+        "{S} received {p} education at {V}.", "{S} attended {V}.",
+        "{S} earned a degree at {V}.", "{S} completed {p} studies at {V}.",
+        "{S} was a student at {V}.", "{S} enrolled at {V}.",
+        "{S} is a graduate of {V}.", "{S} spent {p} college years at {V}.",
+        "{S} was a college student at {V}.", "{S} received a degree from {V}.",
+        "{S} completed {p} education at {V}.", "{S} earned {p} degree at {V}.",
     ),
     "major": (
-        "{S} majored in {V}.",
-        "{S} studied {V}.",
-        "{S} focused on {V}.",
-        "{S} earned a degree in {V}.",
-        "{S} specialized in {V}.",
-        "{S} chose {V} as {p} major.",
-        "{S} concentrated on {V}.",
-        "{S} completed a major in {V}.",
-        "{S} pursued {V}.",
-        "{S} wrote {p} thesis in {V}.",
-        "{S} completed {p} studies in {V}.",
-        "{S} received a degree in {V}.",
-        "{S} focused {p} studies on {V}.",
-        "{S} wrote a thesis in {V}.",
+        "{S} majored in {V}.", "{S} studied {V}.",
+        "{S} focused on {V}.", "{S} earned a degree in {V}.",
+        "{S} specialized in {V}.", "{S} chose {V} as {p} major.",
+        "{S} concentrated on {V}.", "{S} completed a major in {V}.",
+        "{S} pursued {V}.", "{S} wrote {p} thesis in {V}.",
+        "{S} completed {p} studies in {V}.", "{S} received a degree in {V}.",
+        "{S} focused {p} studies on {V}.", "{S} wrote a thesis in {V}.",
     ),
     "employer": (
-        "{S} works for {V}.",
-        "{S} is employed by {V}.",
-        "{S} has a job at {V}.",
-        "{S} works at {V}.",
-        "{S} is on the staff of {V}.",
-        "{S} joined {V}.",
-        "{S} earns a living at {V}.",
-        "{S} holds a position at {V}.",
-        "{S} is an employee of {V}.",
-        "{S} took a job with {V}.",
-        "{S} holds a job at {V}.",
-        "{S} took a position at {V}.",
-        "{S} earns {p} living at {V}.",
-        "{S} was employed by {V}.",
+        "{S} works for {V}.", "{S} is employed by {V}.",
+        "{S} has a job at {V}.", "{S} works at {V}.",
+        "{S} is on the staff of {V}.", "{S} joined {V}.",
+        "{S} earns a living at {V}.", "{S} holds a position at {V}.",
+        "{S} is an employee of {V}.", "{S} took a job with {V}.",
+        "{S} holds a job at {V}.", "{S} took a position at {V}.",
+        "{S} earns {p} living at {V}.", "{S} was employed by {V}.",
     ),
-    # Company sentences: the only place an employer's city is stated (see looped.data.bios).
+    # company sentences: the only place an employer's city is stated
     "employer_city": (
-        "{E} is based in {V}.",
-        "{E} has its headquarters in {V}.",
-        "{E} is headquartered in {V}.",
-        "{E} operates out of {V}.",
-        "{E} has its main office in {V}.",
-        "The offices of {E} are in {V}.",
-        "{E} runs its business from {V}.",
-        "{E} keeps its head office in {V}.",
-        "{E} was set up in {V}.",
-        "{E} has its home in {V}.",
-        "{E} is located in {V}.",
-        "The main office of {E} is in {V}.",
-        "{E} keeps its offices in {V}.",
-        "{E} runs its business out of {V}.",
+        "{E} is based in {V}.", "{E} has its headquarters in {V}.",
+        "{E} is headquartered in {V}.", "{E} operates out of {V}.",
+        "{E} has its main office in {V}.", "The offices of {E} are in {V}.",
+        "{E} runs its business from {V}.", "{E} keeps its head office in {V}.",
+        "{E} was set up in {V}.", "{E} has its home in {V}.",
+        "{E} is located in {V}.", "The main office of {E} is in {V}.",
+        "{E} keeps its offices in {V}.", "{E} runs its business out of {V}.",
     ),
-}
+}  # fmt: skip
 
 # Two-hop sentences name a person and state the employer's city without naming the employer.
 # Training text holds them only for the persons in the two-hop training split; the evaluation

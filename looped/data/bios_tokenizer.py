@@ -4,16 +4,11 @@
     ids = tok.encode("Zorvik was born in Qwerty.")   # "Qwerty" is unknown -> tok.unk_id
     tok.save("data/bios/tokenizer.json"); tok = WordTokenizer.load("data/bios/tokenizer.json")
 
-Why word-level: the generator knows every word it can write, so a name part, a city or a month
-is exactly one token and a fact's value is a short, known run of tokens (a date is day, month,
-year). The recall measurement then scores exactly the value tokens, and the vocabulary stays in
-the hundreds for a demo corpus, which a 0.4M-parameter model can afford to embed.
-
-Why our own ~80 lines instead of the ``tokenizers`` library: the whole tokenizer is one regex
-and one list, the JSON file is that list, and ``decode`` writes canonical text (no space before
-``.`` or ``,``) so ``decode(encode(text)) == text`` for every text the generator writes, a
-property the tests check. A word outside the vocabulary becomes ``<unk>`` (the fallback for
-unknown text); the special tokens never come out of ``encode``: append ``eos_id`` yourself.
+Word-level because the generator knows every word it can write: a fact's value is a short,
+known run of tokens, which recall scores exactly, and a demo vocabulary stays in the hundreds.
+One regex and one list, no ``tokenizers``: ``decode`` writes canonical text (no space before
+``.`` or ``,``), so ``decode(encode(text)) == text`` for every generated text. ``encode`` never
+emits the special tokens: append ``eos_id`` yourself.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The world the biographies describe: its config (``BiosConfig``), the value pools and the
-persons drawn from them.
-
-Pools are synthetic pronounceable words (names, cities, university and company names), months,
-days 1-28, a year range and real subjects for majors, all drawn from the seed; every synthetic
-word is distinct from every other and from the template words, so each is one unambiguous
-token. Each person's facts are drawn uniformly and independently, so they carry exactly
-log2(pool size) bits each (``Pools.entropy_bits``).
-"""
+persons drawn from them. Synthetic words (names, cities, universities, companies) are distinct
+from each other and from the template words, so each is one unambiguous token; facts are drawn
+uniformly and independently, so each carries log2(pool size) bits (``Pools.entropy_bits``)."""
 
 from __future__ import annotations
 
@@ -163,20 +158,16 @@ class BiosConfig:
         if small:
             raise UserError(f"bios {small[0]}={counts[small[0]]} must be at least 1")
         if self.n_persons > names:
-            raise UserError(
-                f"bios n_persons={self.n_persons} exceeds the {names} distinct names; enlarge the name pools"
-            )
-        if self.n_templates + self.n_heldout_templates > bank_size():
-            raise UserError(
-                f"bios n_templates + n_heldout_templates = {self.n_templates + self.n_heldout_templates}"
-                f" exceeds the {bank_size()} templates per kind; lower one of them"
-            )
+            msg = f"bios n_persons={self.n_persons} exceeds the {names} distinct names"
+            raise UserError(msg + "; enlarge the name pools")
+        if (n := self.n_templates + self.n_heldout_templates) > bank_size():
+            msg = f"bios n_templates + n_heldout_templates = {n} exceeds the {bank_size()}"
+            raise UserError(msg + " templates per kind; lower one of them")
         if self.bios_per_person < 1 or self.company_texts < 0:
             raise UserError("bios bios_per_person must be >= 1 and company_texts >= 0")
         if not 0.0 <= self.two_hop_train_frac < 1.0:
-            raise UserError(
-                f"bios two_hop_train_frac={self.two_hop_train_frac} must be in [0, 1) so some persons are queried"
-            )
+            msg = f"bios two_hop_train_frac={self.two_hop_train_frac} must be in [0, 1)"
+            raise UserError(msg + " so some persons are queried")
 
 
 def _words(rng: random.Random, n: int, used: set[str], endings: tuple[str, ...] = ()) -> list[str]:
@@ -197,7 +188,7 @@ def make_pools(cfg: BiosConfig) -> Pools:
     rng = random.Random(f"looped-bios:{cfg.seed}:pools")
     used = {w.lower() for w in template_words() | set(MONTHS) | set(MAJORS)}
     used |= {
-        w.lower() for w in EMPLOYER_SUFFIXES + ("University", "College", "Institute", "Studies")
+        w.lower() for w in (*EMPLOYER_SUFFIXES, "University", "College", "Institute", "Studies")
     }
     first, middle, last = (_words(rng, n, used) for n in (cfg.n_first, cfg.n_middle, cfg.n_last))
     cities = _words(rng, cfg.n_cities, used, CITY_ENDINGS)
@@ -213,17 +204,8 @@ def make_pools(cfg: BiosConfig) -> Pools:
     else:
         hq = [rng.choice(cities) for _ in employers]
     years = list(range(cfg.first_year, cfg.first_year + cfg.n_years))
-    return Pools(
-        first,
-        middle,
-        last,
-        years,
-        cities,
-        universities,
-        majors,
-        employers,
-        employer_city=dict(zip(employers, hq)),
-    )
+    hq_of = dict(zip(employers, hq))
+    return Pools(first, middle, last, years, cities, universities, majors, employers, hq_of)
 
 
 def make_persons(cfg: BiosConfig, pools: Pools) -> list[Person]:
@@ -239,22 +221,10 @@ def make_persons(cfg: BiosConfig, pools: Pools) -> list[Person]:
         m, last = divmod(rest, len(pools.last))
         employer = rng.choice(pools.employers)
         split = ("train" if i in two_hop_train else "query") if cfg.two_hop else ""
-        persons.append(
-            Person(
-                index=i,
-                first=pools.first[f],
-                middle=pools.middle[m],
-                last=pools.last[last],
-                gender=rng.choice(sorted(PRONOUNS)),
-                birth_day=rng.randint(1, N_DAYS),
-                birth_month=rng.choice(MONTHS),
-                birth_year=rng.choice(pools.years),
-                birth_city=rng.choice(pools.cities),
-                university=rng.choice(pools.universities),
-                major=rng.choice(pools.majors),
-                employer=employer,
-                employer_city=pools.employer_city[employer],
-                two_hop_split=split,
-            )
-        )
+        name = (pools.first[f], pools.middle[m], pools.last[last])
+        # drawn in the order of Person's fields: gender, day, month, year, city, university, major
+        facts = (rng.choice(sorted(PRONOUNS)), rng.randint(1, N_DAYS), rng.choice(MONTHS))
+        drawn = (pools.years, pools.cities, pools.universities, pools.majors)
+        facts += tuple(rng.choice(pool) for pool in drawn)
+        persons.append(Person(i, *name, *facts, employer, pools.employer_city[employer], split))
     return persons

@@ -8,9 +8,6 @@ tables under ``encodings/``, generated token tables, ...). Split by file, a fami
 sides and the held-out NLL measures copying, not modelling. Here a document joins the cluster of
 any earlier document that shares at least half of its distinctive lines, and a whole cluster goes
 to one split, chosen by a hash of its key: deterministic, order-free, no randomness to seed.
-
-Validation windows choose every learning rate; test windows give every reported number. The two
-never share a document, and a tokenizer is fit on the train split alone (`data.text.prepare_documents`).
 """
 
 from __future__ import annotations

@@ -1,39 +1,20 @@
 """Text corpora -> memory-mapped token shards, and the reader the trainer samples from.
 
-    looped data text --out data/pydoc --tokenizer bpe:4096          # offline: CPython's own prose
-    looped data text --dataset stdlib --out data/stdlib --tokenizer bpe:4096   # offline, ~3M tokens
-    looped data text --dataset HuggingFaceFW/fineweb-edu --subset sample-10BT \\
-        --tokenizer gpt2 --out data/fineweb --max-docs 2000000 --num-proc 16
-    looped data text --dataset my_corpus/ --text-field body --tokenizer hf:tokenizer.json --out data/mine
+Every source is read through ``datasets`` as a stream (a hub dataset is never downloaded whole;
+local .txt/.jsonl/.json/.parquet files, a directory of them, or a ``save_to_disk`` directory
+alike) and tokenized in parallel chunks. Two built-in corpora need no download: ``pydoc`` (the
+English documentation shipped with CPython, one document per topic) and ``stdlib`` (the
+standard library's source, ~3M BPE tokens, one document per module).
 
-Every source goes through ``datasets`` as a stream (hub datasets are never downloaded whole;
-local .txt/.jsonl/.json/.parquet files, a directory of them, or a ``save_to_disk`` directory are
-read the same way), in chunks of documents that ``Dataset.map(batched=True, num_proc=N)``
-tokenizes in parallel. Two special names need no download: ``pydoc`` (the default) is the
-English documentation that ships with CPython (``pydoc_data.topics``, ~465k characters, one
-document per topic), and ``stdlib`` is the standard library's own source (~11 MB, ~3M BPE
-tokens, one document per module): large enough for the demo's text track to see each token
-about once.
-
-On disk, ``DIR`` holds ``train_00000.bin ...`` and ``val_00000.bin ...`` (raw uint16 when the
-vocabulary fits, else uint32; EOS after every document, so the shards of a split are one
-stream), ``tokenizer.json`` for ``bpe:``/``hf:`` tokenizers, and ``meta.json`` (tokenizer spec,
-vocabulary size, dtype, EOS id, tokens per shard and split). ``meta.json`` is written last and
-atomically: a directory without it is an unfinished run.
-
-Tokenizer specs: ``gpt2`` (or ``tiktoken:NAME``; needs the ``text`` extra), ``hf:NAME_OR_PATH``
-(a tokenizer.json file, a directory holding one, or a hub name), ``bpe:VOCAB`` (a byte-level
-BPE trained here on the corpus's first ``--bpe-docs`` documents, which a hub stream then reads
-twice).
-
-A document goes to the val split when the val split holds less than ``val_frac`` of the tokens
-seen so far: deterministic, streaming-friendly, whole documents only, and the fraction is exact
-to within one document.
+On disk a corpus is ``{split}_00000.bin ...`` (uint16 when the vocabulary fits, else uint32; EOS
+after every document, so a split's shards are one stream), ``tokenizer.json`` for ``bpe:``/
+``hf:`` tokenizers, and ``meta.json``, written last and atomically: a directory without it is
+unfinished. Tokenizers: ``gpt2`` / ``tiktoken:NAME`` (the ``text`` extra), ``hf:NAME_OR_PATH``,
+``bpe:VOCAB`` (a byte-level BPE trained here on the corpus's first documents).
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
@@ -62,7 +43,8 @@ TOKENIZER_FILE = "tokenizer.json"
 
 # -- tokenizers -------------------------------------------------------------------------------
 class TextTokenizer:
-    """What the rest of the package needs from a tokenizer: ids in, text out, one EOS id."""
+    """What the rest of the package needs from a tokenizer: ids in, text out, one EOS id.
+    Subclasses define `encode_batch` and `decode`."""
 
     spec: str
     vocab_size: int
@@ -70,12 +52,6 @@ class TextTokenizer:
 
     def encode(self, text: str) -> list[int]:
         return self.encode_batch([text])[0]
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        raise NotImplementedError
-
-    def decode(self, ids: list[int]) -> str:
-        raise NotImplementedError
 
 
 class TiktokenTokenizer(TextTokenizer):
@@ -95,7 +71,7 @@ class TiktokenTokenizer(TextTokenizer):
         self.eos_id = self._enc.eot_token
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        # encode_ordinary: "<|endoftext|>" inside a document is text, never a separator.
+        # encode_ordinary: "<|endoftext|>" inside a document is text, never a separator
         return self._enc.encode_ordinary_batch(texts, num_threads=1)
 
     def decode(self, ids: list[int]) -> str:
@@ -106,8 +82,7 @@ class HFTokenizer(TextTokenizer):
     """A Hugging Face ``tokenizers`` tokenizer (tokenizer.json); special tokens are never added."""
 
     def __init__(self, tokenizer: Any, spec: str, eos_id: int | None = None) -> None:
-        self._tok = tokenizer
-        self.spec = spec
+        self._tok, self.spec = tokenizer, spec
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         if eos_id is None:
             ids = [tokenizer.token_to_id(t) for t in EOS_CANDIDATES]
@@ -133,9 +108,8 @@ class HFTokenizer(TextTokenizer):
         try:
             return cls(Tokenizer.from_pretrained(name), f"hf:{name}")
         except Exception as err:  # the hub raises many types; one line for the user
-            first = first_line(err)
             raise UserError(
-                f"could not load tokenizer {name!r} from the hub ({first}); "
+                f"could not load tokenizer {name!r} from the hub ({first_line(err)}); "
                 "pass a local tokenizer.json with hf:PATH"
             ) from None
 
@@ -159,22 +133,19 @@ def train_bpe(texts: Iterator[str], vocab_size: int) -> HFTokenizer:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=["<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
+    kw = {
+        "special_tokens": ["<|endoftext|>"],
+        "initial_alphabet": pre_tokenizers.ByteLevel.alphabet(),
+    }
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False, **kw)
     tok.train_from_iterator(texts, trainer)
     return HFTokenizer(tok, f"bpe:{vocab_size}", eos_id=tok.token_to_id("<|endoftext|>"))
 
 
 def make_tokenizer(spec: str) -> TextTokenizer:
     """A ready tokenizer from a spec that needs no corpus (``gpt2``, ``tiktoken:NAME``, ``hf:...``)."""
-    if spec == "gpt2":
-        return TiktokenTokenizer("gpt2")
-    if spec.startswith("tiktoken:"):
-        return TiktokenTokenizer(spec.split(":", 1)[1])
+    if spec == "gpt2" or spec.startswith("tiktoken:"):
+        return TiktokenTokenizer(spec.removeprefix("tiktoken:"))
     if spec.startswith("hf:"):
         return HFTokenizer.from_spec(spec.split(":", 1)[1])
     raise UserError(
@@ -185,31 +156,22 @@ def make_tokenizer(spec: str) -> TextTokenizer:
 def load_tokenizer(directory: str | Path) -> TextTokenizer:
     """The tokenizer a token directory was written with (offline for bpe:/hf: specs)."""
     meta = read_meta(directory)
-    spec = meta["tokenizer"]
-    if spec == "gpt2" or spec.startswith("tiktoken:"):
-        return make_tokenizer(spec)
+    if meta["tokenizer"] == "gpt2" or meta["tokenizer"].startswith("tiktoken:"):
+        return make_tokenizer(meta["tokenizer"])
     tok = Tokenizer.from_file(str(Path(directory) / TOKENIZER_FILE))
-    return HFTokenizer(tok, spec, eos_id=meta["eos_id"])
+    return HFTokenizer(tok, meta["tokenizer"], eos_id=meta["eos_id"])
 
 
 # -- documents --------------------------------------------------------------------------------
-def pydoc_documents() -> list[str]:
-    """CPython's pydoc topics, sorted by name: one document per topic."""
-    return [topics[name] for name in sorted(topics)]
-
-
-def stdlib_documents() -> list[str]:
-    """The Python standard library's own source (one document per module, sorted by path,
-    tests, IDLE and site-packages left out): ~11 MB of code, docstrings and comments, about 3M
-    tokens under a 4096-token BPE. It is on every machine that runs Python, so the demo's text
-    track needs no download; a run of a few million tokens sees most of it about once. The
-    corpus follows the interpreter's version (meta.json records it)."""
-    return [text for _, text in stdlib_named_documents()]
+def pydoc_named_documents() -> list[tuple[str, str]]:
+    """(topic name, text) of every pydoc topic, sorted by name."""
+    return [(name, topics[name]) for name in sorted(topics)]
 
 
 def stdlib_named_documents() -> list[tuple[str, str]]:
-    """(path relative to the stdlib root, source) of every module `stdlib_documents` reads: the
-    names let a split follow the module, not its position in the list."""
+    """(path, source) of every standard-library module, sorted by path, tests, IDLE and
+    site-packages left out: offline everywhere; it follows the interpreter (meta.json records
+    its version). The names let a split follow the module, not its position."""
     root = Path(sysconfig.get_paths()["stdlib"])
     skip = {"site-packages", "dist-packages", "test", "tests", "idlelib"}
     files = sorted(p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts))
@@ -219,32 +181,20 @@ def stdlib_named_documents() -> list[tuple[str, str]]:
     ]
 
 
-def pydoc_named_documents() -> list[tuple[str, str]]:
-    """(topic name, text) of every pydoc topic."""
-    return [(name, topics[name]) for name in sorted(topics)]
-
-
-# the built-in corpora with a name per document, for leak-free splits (`prepare_documents`)
+# the built-in corpora, a name per document for leak-free splits (`prepare_documents`)
 NAMED_CORPORA: dict[str, Callable[[], list[tuple[str, str]]]] = {
     "pydoc": pydoc_named_documents,
     "stdlib": stdlib_named_documents,
 }
 
-BUILTIN_CORPORA: dict[str, Callable[[], list[str]]] = {
-    "pydoc": pydoc_documents,  # CPython's prose documentation topics (~465k characters)
-    "stdlib": stdlib_documents,  # the standard library's source (~11 MB)
-}
-
 
 def local_data_files(path: Path) -> tuple[str, list[str]]:
+    """The `datasets` builder and files of a local file or folder (compressed ones included)."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     kinds = {}
     for f in files:
-        suffix = (
-            f.suffixes[-2]
-            if f.suffix in (".gz", ".zst", ".bz2", ".xz") and len(f.suffixes) > 1
-            else f.suffix
-        )
+        packed = f.suffix in (".gz", ".zst", ".bz2", ".xz") and len(f.suffixes) > 1
+        suffix = f.suffixes[-2] if packed else f.suffix
         if suffix in FILE_BUILDERS:
             kinds.setdefault(FILE_BUILDERS[suffix], []).append(str(f))
     if len(kinds) != 1:
@@ -262,23 +212,16 @@ def open_documents(
     split: str = "train",
     text_field: str = "text",
 ) -> Any:
-    """A ``datasets.IterableDataset`` with a ``text_field`` column, read lazily.
+    """A ``datasets.IterableDataset`` with a ``text_field`` column, read lazily. A .txt file is
+    one document (for one document per line use .jsonl)."""
+    import datasets  # ~2 s to import: only reading and writing corpora need it
 
-    .txt files are one document per file (``sample_by="document"``); for one document per line
-    use .jsonl.
-    """
-    import datasets  # datasets takes ~2 s to import; only reading and writing corpora need it
-
-    if dataset in BUILTIN_CORPORA:
-        docs = BUILTIN_CORPORA[dataset]()
+    if dataset in NAMED_CORPORA:
+        docs = [text for _, text in NAMED_CORPORA[dataset]()]
         return datasets.Dataset.from_dict({text_field: docs}).to_iterable_dataset()
     path = Path(dataset)
     if path.exists():
-        if (
-            path.is_dir()
-            and (path / "dataset_info.json").exists()
-            and (path / "state.json").exists()
-        ):
+        if all((path / f).exists() for f in ("dataset_info.json", "state.json")):
             return datasets.load_from_disk(str(path)).to_iterable_dataset()
         builder, files = local_data_files(path)
         kwargs = {"sample_by": "document"} if builder == "text" else {}
@@ -292,9 +235,9 @@ def open_documents(
     try:
         return datasets.load_dataset(dataset, subset, split=split, streaming=True)
     except Exception as err:  # the hub raises many types; one line for the user
-        first = first_line(err)
         raise UserError(
-            f"could not open dataset {dataset!r} (subset={subset}, split={split}): {first}; "
+            f"could not open dataset {dataset!r} (subset={subset}, split={split}): "
+            f"{first_line(err)}; "
             "check the name, --subset and --split, or pass a local path"
         ) from None
 
@@ -310,7 +253,7 @@ def tokenize_chunk(
     texts: list[str], tokenizer: TextTokenizer, num_proc: int = 1, field: str = "text"
 ) -> list[np.ndarray]:
     """Token ids of each non-empty document, EOS appended, through a parallel ``Dataset.map``."""
-    import datasets  # datasets takes ~2 s to import; only reading and writing corpora need it
+    import datasets  # ~2 s to import: only writing corpora needs it
 
     ds = datasets.Dataset.from_dict({field: texts})
     fn = functools.partial(_tokenize_batch, tokenizer=tokenizer, text_field=field)
@@ -347,46 +290,35 @@ class ShardWriter:
     def __init__(self, out: Path, split: str, dtype: np.dtype, shard_tokens: int) -> None:
         self.out, self.split, self.dtype, self.shard_tokens = out, split, dtype, shard_tokens
         self.shards: list[dict[str, Any]] = []
-        self.docs = 0
+        self.docs = self._n = 0
         self._file = None
-        self._n = 0
-
-    def _open(self) -> None:
-        name = f"{self.split}_{len(self.shards):05d}.bin"
-        self.shards.append({"file": name, "tokens": 0})
-        self._file = open(self.out / (name + ".tmp"), "wb")  # closed in _close
-        self._n = 0
 
     def _close(self) -> None:
-        if self._file is None:
-            return
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
-        name = self.shards[-1]["file"]
-        os.replace(self.out / (name + ".tmp"), self.out / name)
-        self.shards[-1]["tokens"] = self._n
-        self._file = None
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            name = self.shards[-1]["file"]
+            os.replace(self.out / (name + ".tmp"), self.out / name)
+            self.shards[-1]["tokens"], self._file = self._n, None
 
-    def write(self, ids: np.ndarray) -> None:
-        ids = np.asarray(ids).astype(self.dtype, copy=False)
+    def write(self, ids: np.ndarray, docs: int = 0) -> None:
+        ids, self.docs = np.asarray(ids).astype(self.dtype, copy=False), self.docs + docs
         while len(ids):
             if self._file is None:
-                self._open()
+                name = f"{self.split}_{len(self.shards):05d}.bin"
+                self.shards.append({"file": name, "tokens": 0})
+                self._file, self._n = open(self.out / (name + ".tmp"), "wb"), 0  # see _close
             take = min(len(ids), self.shard_tokens - self._n)
             ids[:take].tofile(self._file)
-            self._n += take
-            ids = ids[take:]
+            self._n, ids = self._n + take, ids[take:]
             if self._n == self.shard_tokens:
                 self._close()
 
     def finish(self) -> dict[str, Any]:
         self._close()
-        return {
-            "tokens": sum(s["tokens"] for s in self.shards),
-            "docs": self.docs,
-            "shards": self.shards,
-        }
+        tokens = sum(s["tokens"] for s in self.shards)
+        return {"tokens": tokens, "docs": self.docs, "shards": self.shards}
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
@@ -418,65 +350,45 @@ def prepare_text(
     progress: bool = False,
     test_frac: float = 0.0,
 ) -> dict[str, Any]:
-    """Tokenize a corpus into ``out``; returns the metadata also written to ``out/meta.json``.
-
-    Three steps: a tokenizer (trained here for ``bpe:N``), the documents streamed in chunks of
-    `chunk_docs` into train/val shards, then ``meta.json`` last, so a directory with a meta file
-    always holds a complete corpus.
-
-    With ``test_frac > 0`` there is a third split, test, and every document's split is a hash of
-    its text (`data.splits.split_of`): known before tokenizing, so a ``bpe:N`` tokenizer is fit
-    on train documents alone, and identical documents always share a split. Without it the
-    older token-count rule holds (train and val only), which rebuilds earlier corpora exactly."""
-    _check_args(val_frac, test_frac, num_proc, shard_tokens, chunk_docs)
+    """Stream a corpus into ``out``, `chunk_docs` documents at a time; returns meta.json. With
+    ``test_frac > 0`` a document's split is a hash of its text, known before tokenizing, so a
+    ``bpe:N`` tokenizer fits on train alone; without it the token-count rule (train and val)."""
+    if not 0.0 <= val_frac < 1.0 or not 0.0 <= test_frac < 1.0 - val_frac:
+        raise UserError(f"--val-frac {val_frac}, --test-frac {test_frac}: each in [0, 1), sum < 1")
+    if num_proc < 1 or shard_tokens < 1 or chunk_docs < 1:
+        raise UserError("--num-proc, --shard-tokens and --chunk-docs must be positive")
     out = Path(out)
     _prepare_out(out, overwrite)
 
     def documents(limit: int | None) -> Iterator[list[str]]:
         return document_chunks(dataset, subset, split, text_field, chunk_docs, limit)
 
-    assign = hashed_rule(val_frac, test_frac) if test_frac > 0 else count_rule(val_frac)
-    n_bpe = bpe_docs if max_docs is None else min(bpe_docs, max_docs)
-    fit_on = hashed_rule(val_frac, test_frac) if test_frac > 0 else (lambda t, n: "train")
-    tok = _tokenizer_for(
-        tokenizer,
-        lambda: (t for c in documents(n_bpe) for t in c if t and fit_on(t, 0) == "train"),
-        out,
-    )
+    def hashed(text: str, n_tokens: int = 0) -> str:
+        return split_of(text, val_frac, test_frac) if test_frac > 0 else "train"
+
+    def train_texts() -> Iterator[str]:  # read only when a bpe tokenizer is fit on them
+        n_bpe = bpe_docs if max_docs is None else min(bpe_docs, max_docs)
+        return (t for c in documents(n_bpe) for t in c if t and hashed(t) == "train")
+
+    assign = hashed if test_frac > 0 else count_rule(val_frac)
+
+    tok = _tokenizer_for(tokenizer, train_texts, out)
     dtype = token_dtype(tok.vocab_size)
     names = ("train", "val", "test") if test_frac > 0 else ("train", "val")
     writers = {s: ShardWriter(out, s, dtype, shard_tokens) for s in names}
     splits = _write_splits(documents(max_docs), tok, writers, assign, num_proc, progress)
     _check_splits(splits, out, dataset, text_field, test_frac)
+    kept = dict(dataset=dataset, subset=subset, split=split, text_field=text_field)
     return _write_meta(
-        out,
-        tok,
-        dtype,
-        splits,
-        dataset=dataset,
-        subset=subset,
-        split=split,
-        text_field=text_field,
-        max_docs=max_docs,
-        val_frac=val_frac,
-        test_frac=test_frac,
+        out, tok, dtype, splits, **kept, max_docs=max_docs, val_frac=val_frac, test_frac=test_frac
     )
-
-
-def _check_args(
-    val_frac: float, test_frac: float, num_proc: int, shard_tokens: int, chunk_docs: int
-) -> None:
-    if not 0.0 <= val_frac < 1.0 or not 0.0 <= test_frac < 1.0 - val_frac:
-        raise UserError(f"--val-frac {val_frac}, --test-frac {test_frac}: each in [0, 1), sum < 1")
-    if num_proc < 1 or shard_tokens < 1 or chunk_docs < 1:
-        raise UserError("--num-proc, --shard-tokens and --chunk-docs must be positive")
 
 
 def _check_splits(
     splits: dict[str, dict[str, Any]], out: Path, dataset: str, text_field: str, test_frac: float
 ) -> None:
     """Refuse a corpus without training text, or (with a test split) with an empty held-out
-    split: its metadata would describe a corpus no run can use."""
+    split: no run could use it."""
     if splits["train"]["tokens"] == 0:
         raise UserError(
             f"dataset {dataset!r} gave no text in column {text_field!r}; check --text-field and --split"
@@ -494,15 +406,10 @@ def _write_meta(
 ) -> dict[str, Any]:
     """meta.json, written last and atomically: a directory holding it holds a whole corpus."""
     meta = {
-        "format": 1,
-        **fields,
-        "tokenizer": tok.spec,
-        "vocab_size": tok.vocab_size,
-        "eos_id": tok.eos_id,
-        "dtype": dtype.name,
-        "splits": splits,
+        **{"format": 1, **fields, "tokenizer": tok.spec, "vocab_size": tok.vocab_size},
+        **{"eos_id": tok.eos_id, "dtype": dtype.name, "splits": splits},
         # the built-in corpora follow the interpreter that read them
-        "python": sys.version.split()[0] if fields["dataset"] in BUILTIN_CORPORA else None,
+        "python": sys.version.split()[0] if fields["dataset"] in NAMED_CORPORA else None,
     }
     write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
     return meta
@@ -517,18 +424,14 @@ def prepare_documents(
     dataset: str = "documents",
     overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Tokenize in-memory documents into train / val / test shards without leaks.
-
-    Near-duplicate documents form one cluster and a cluster goes to one split
-    (`data.splits`); a ``bpe:N`` tokenizer is fit on the train split alone, so no held-out text
-    shapes the vocabulary. The val split is for choosing (learning rates); the test split is for
-    reporting. meta.json, written last, records each split's documents and tokens."""
+    """Tokenize in-memory documents into train / val / test shards without leaks: near-duplicate
+    documents form one cluster, a cluster goes to one split (`data.splits`), and a ``bpe:N``
+    tokenizer is fit on train alone. Val chooses (learning rates); test reports."""
     if val_frac <= 0 or test_frac <= 0 or val_frac + test_frac >= 1:
         raise UserError(f"val_frac={val_frac}, test_frac={test_frac}: both > 0, sum < 1")
     out = Path(out)
     _prepare_out(out, overwrite)
-    names = [n for n, _ in named_docs]
-    texts = [t for _, t in named_docs]
+    names, texts = [n for n, _ in named_docs], [t for _, t in named_docs]
     splits = assign_splits(near_duplicate_keys(texts), val_frac, test_frac, names)
     by_split: dict[str, list[str]] = {"train": [], "val": [], "test": []}
     for text, split in zip(texts, splits):
@@ -540,28 +443,15 @@ def prepare_documents(
             "use more documents or larger fractions"
         )
     tok = _tokenizer_for(tokenizer, lambda: iter(by_split["train"]), out)
-    dtype = token_dtype(tok.vocab_size)
-    written = {}
+    dtype, written = token_dtype(tok.vocab_size), {}
     for split, docs in by_split.items():
         writer = ShardWriter(out, split, dtype, 2**27)
-        writer.write(np.concatenate(tokenize_chunk(docs, tok)))
-        writer.docs = len(docs)
+        writer.write(np.concatenate(tokenize_chunk(docs, tok)), len(docs))
         written[split] = writer.finish()
     held = {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")}
-    return _write_meta(
-        out,
-        tok,
-        dtype,
-        written,
-        dataset=dataset,
-        subset=None,
-        split="train",
-        text_field="text",
-        max_docs=None,
-        val_frac=val_frac,
-        test_frac=test_frac,
-        held_out_documents=held,
-    )
+    kept = dict(dataset=dataset, subset=None, split="train", text_field="text", max_docs=None)
+    fracs = {"val_frac": val_frac, "test_frac": test_frac, "held_out_documents": held}
+    return _write_meta(out, tok, dtype, written, **kept, **fracs)
 
 
 def document_chunks(
@@ -575,9 +465,7 @@ def document_chunks(
     """The texts of the first `limit` documents (all when None), `chunk_docs` at a time: a hub
     stream is read once per call, so the BPE pass and the tokenizing pass each open their own."""
     ds = open_documents(dataset, subset, split, text_field)
-    if limit is not None:
-        ds = ds.take(limit)
-    for batch in ds.iter(batch_size=chunk_docs):
+    for batch in (ds if limit is None else ds.take(limit)).iter(batch_size=chunk_docs):
         if text_field not in batch:
             raise UserError(
                 f"dataset {dataset!r} has no column {text_field!r} (columns: {', '.join(batch)}); "
@@ -587,9 +475,8 @@ def document_chunks(
 
 
 def _tokenizer_for(spec: str, texts: Callable[[], Iterator[str]], out: Path) -> TextTokenizer:
-    """``bpe:N`` trains an N-token BPE on `texts()` (called only then: it reads the corpus);
-    any other spec names an existing tokenizer (see ``make_tokenizer``). A Hugging Face
-    tokenizer is saved into the corpus `out`: its readers load it from there."""
+    """``bpe:N`` trains an N-token BPE on `texts()` (called only then: it reads the corpus); any
+    other spec names an existing tokenizer. A Hugging Face tokenizer is saved into `out`."""
     if not spec.startswith("bpe:"):
         tok = make_tokenizer(spec)
     else:
@@ -620,11 +507,6 @@ def count_rule(val_frac: float) -> Callable[[str, int], str]:
     return assign
 
 
-def hashed_rule(val_frac: float, test_frac: float) -> Callable[[str, int], str]:
-    """Each document's split from a hash of its text: the same before and after tokenizing."""
-    return lambda text, n_tokens: split_of(text, val_frac, test_frac)
-
-
 def _write_splits(
     chunks: Iterator[list[str]],
     tok: TextTokenizer,
@@ -635,10 +517,9 @@ def _write_splits(
 ) -> dict[str, dict[str, Any]]:
     """Tokenize each chunk and append every document to the split `assign(text, n_tokens)`
     names. Returns each writer's summary."""
-    if num_proc > 1:
-        # Forked workers cannot use the Rust thread pool the parent already started.
+    if num_proc > 1:  # forked workers cannot use the Rust thread pool the parent started
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    bar = _progress(progress)
+    bar = tqdm(unit=" docs", desc="tokenizing", file=sys.stderr) if progress else None
     for chunk in chunks:
         parts: dict[str, list[np.ndarray]] = {name: [] for name in writers}
         texts = [t for t in chunk if t]  # tokenize_chunk drops the empty ones too
@@ -646,19 +527,12 @@ def _write_splits(
             parts[assign(text, len(ids))].append(ids)
         for split_name, docs in parts.items():
             if docs:
-                writers[split_name].write(np.concatenate(docs))
-                writers[split_name].docs += len(docs)
+                writers[split_name].write(np.concatenate(docs), len(docs))
         if bar is not None:
             bar.update(len(chunk))
     if bar is not None:
         bar.close()
     return {s: w.finish() for s, w in writers.items()}
-
-
-def _progress(enabled: bool) -> Any:
-    if not enabled:
-        return None
-    return tqdm(unit=" docs", desc="tokenizing", file=sys.stderr)
 
 
 # -- reading shards ---------------------------------------------------------------------------
@@ -679,16 +553,13 @@ class TokenShards:
     """
 
     def __init__(self, directory: str | Path, split: str = "train") -> None:
-        self.directory = Path(directory)
-        self.split = split
-        self.meta = read_meta(directory)
+        self.directory, self.split, self.meta = Path(directory), split, read_meta(directory)
         if split not in self.meta["splits"]:
             raise UserError(
                 f"split {split!r} not in {directory}; choose one of {', '.join(self.meta['splits'])}"
             )
         self.vocab_size: int = self.meta["vocab_size"]
-        self.eos_id: int = self.meta["eos_id"]
-        self.dtype = np.dtype(self.meta["dtype"])
+        self.eos_id, self.dtype = self.meta["eos_id"], np.dtype(self.meta["dtype"])
         self.shards = [
             np.memmap(self.directory / s["file"], dtype=self.dtype, mode="r", shape=(s["tokens"],))
             for s in self.meta["splits"][split]["shards"]
@@ -757,83 +628,3 @@ class TokenShards:
         starts = src.eval_starts(n_batches * batch_size, seq_len)
         for b in range(n_batches):
             yield src._batch(starts[b * batch_size : (b + 1) * batch_size], seq_len)
-
-
-# -- command line -----------------------------------------------------------------------------
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="looped data text",
-        description="Tokenize a text corpus into memory-mapped token shards (train/val) with meta.json.",
-    )
-    p.add_argument(
-        "--dataset",
-        default="pydoc",
-        help="hub name, local file/dir, pydoc (CPython's docs, offline; default) or stdlib "
-        "(the standard library's source, ~3M tokens, offline)",
-    )
-    p.add_argument("--subset", default=None, help="hub config name, e.g. sample-10BT")
-    p.add_argument("--split", default="train", help="hub split to read (default train)")
-    p.add_argument("--text-field", default="text", help="column holding the text (default text)")
-    p.add_argument(
-        "--tokenizer",
-        default="bpe:4096",
-        help="gpt2 | tiktoken:NAME | hf:NAME_OR_PATH | bpe:VOCAB (default bpe:4096)",
-    )
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument(
-        "--num-proc", type=int, default=1, help="tokenizer processes (Dataset.map num_proc)"
-    )
-    p.add_argument("--max-docs", type=int, default=None, help="stop after this many documents")
-    p.add_argument(
-        "--val-frac",
-        type=float,
-        default=0.05,
-        help="fraction of tokens held out for val (default 0.05)",
-    )
-    p.add_argument(
-        "--test-frac",
-        type=float,
-        default=0.0,
-        help="fraction of documents held out for test; > 0 also fits a bpe tokenizer on train "
-        "documents alone and splits by a hash of each document (default 0: train and val only)",
-    )
-    p.add_argument(
-        "--shard-tokens", type=int, default=2**27, help="tokens per shard file (default 2^27)"
-    )
-    p.add_argument(
-        "--chunk-docs", type=int, default=20_000, help="documents tokenized per map call"
-    )
-    p.add_argument(
-        "--bpe-docs", type=int, default=100_000, help="bpe: train on the first N documents"
-    )
-    p.add_argument("--overwrite", action="store_true", help="replace an existing corpus in --out")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    a = _parser().parse_args(argv)
-    meta = prepare_text(
-        a.out,
-        dataset=a.dataset,
-        tokenizer=a.tokenizer,
-        subset=a.subset,
-        split=a.split,
-        text_field=a.text_field,
-        num_proc=a.num_proc,
-        max_docs=a.max_docs,
-        val_frac=a.val_frac,
-        test_frac=a.test_frac,
-        shard_tokens=a.shard_tokens,
-        chunk_docs=a.chunk_docs,
-        bpe_docs=a.bpe_docs,
-        overwrite=a.overwrite,
-        progress=not a.quiet,
-    )
-    s = meta["splits"]
-    print(
-        f"wrote {a.out}: {s['train']['tokens']:,} train tokens ({s['train']['docs']:,} docs), "
-        f"{s['val']['tokens']:,} val tokens ({s['val']['docs']:,} docs); tokenizer {meta['tokenizer']} "
-        f"(vocab {meta['vocab_size']:,}, eos {meta['eos_id']}, {meta['dtype']})"
-    )
-    return 0

@@ -1,15 +1,11 @@
 """Count-table baselines a text model must beat before its numbers mean anything.
 
     table = NgramBaseline.fit(train_tokens, vocab_size)          # counts on the train split
-    table.nll(x, y)        # {"unigram": nats/token, "bigram": nats/token} on the same windows
+    table.nll(batches)     # {"unigram": nats/token, "bigram": nats/token} on the same windows
 
-A looped model that scores worse than a bigram count table has learned less than "which token
-tends to follow this one"; comparing two such models compares how fast each left its early
-plateau, not what depth schedules do to a language model. Every text table here prints both
-baselines beside the models, on the very windows the models were scored on.
-
-Smoothing is add-k (Lidstone): p(b | a) = (c(a, b) + k) / (c(a) + k V). The bigram's k is chosen
-on validation windows (`choose_k`), never on the test windows it reports.
+A model worse than a bigram table has learned less than "which token follows this one": two such
+models compare plateaus, not depth schedules. Smoothing is add-k (Lidstone), p(b | a) = (c(a, b)
++ k) / (c(a) + k V), with k chosen on validation windows, never on the test windows it reports.
 """
 
 from __future__ import annotations

@@ -1,47 +1,28 @@
-"""Zero-shot HellaSwag, PIQA and ARC-Easy at every serving depth, scored as lm-evaluation-harness does.
-
-    python -m looped.eval.downstream --run runs/1b-fixed-first --tasks hellaswag,piqa,arc_easy --depths 1-16
+"""Zero-shot HellaSwag, PIQA and ARC-Easy at every serving depth, scored as lm-evaluation-harness
+(v0.4.13) does, so the numbers compare with published harness numbers.
 
     results = evaluate_tasks(model, tokenizer, ["hellaswag", "piqa", "arc_easy"], depths=range(1, 17))
-    results["piqa"][4]  # {"acc": ..., "acc_norm": ..., "acc_stderr": ..., "acc_norm_stderr": ..., "n": ...}
+    results["piqa"][4]  # {"acc", "acc_norm", "acc_stderr", "acc_norm_stderr", "n"}
 
-The numbers are meant to be comparable with published harness numbers, so every choice below
-copies lm-evaluation-harness (checked against v0.4.13; file paths are in that repository):
+What is copied from the harness (paths in its repository):
+- Prompts, from the task YAMLs: ``hellaswag`` (``utils.py``'s preprocess: strip, " [title]" ->
+  ". ", drop "[...]", collapse double spaces), ``piqa`` ("Question: {goal}\nAnswer:", data from
+  ``baber/piqa``, the parquet copy of PR #2790), ``arc_easy`` (gold = choices.label.index(answerKey)).
+- Requests and tokenization (``api/task.py``, ``api/model.py`` ``_encode_pair``): one (context,
+  " " + choice) pair per choice; the context's trailing spaces move to the continuation; the
+  continuation is the whole string's tokens past the context's; an empty context becomes EOS.
+- Truncation (``models/huggingface.py``): the model reads (context + continuation)[-(L + 1):][:-1].
+- Metrics (``process_results``, ``api/metrics.py``): acc = argmax of the summed log-likelihoods,
+  acc_norm = argmax of each divided by the choice's length in characters, ties to the first;
+  stderr = sample std / sqrt(n).
 
-- Prompts, from the task YAMLs. ``lm_eval/tasks/hellaswag/hellaswag.yaml`` + ``utils.py``:
-  context = preprocess(activity_label + ": " + ctx_a + " " + ctx_b.capitalize()), choices =
-  preprocess(ending), where preprocess strips, replaces " [title]" by ". ", deletes every
-  bracketed "[...]" and then replaces double spaces by single ones.
-  ``lm_eval/tasks/piqa/piqa.yaml``: "Question: {goal}\\nAnswer:", choices [sol1, sol2], gold =
-  label; data from ``baber/piqa`` (the parquet copy the harness moved to in PR #2790, since
-  ``ybisk/piqa`` is a loading script that current ``datasets`` refuses).
-  ``lm_eval/tasks/arc/arc_easy.yaml``: "Question: {question}\\nAnswer:", choices = choices.text,
-  gold = choices.label.index(answerKey) (so numeric keys "1".."4" work too), ARC-Easy test split.
-- Requests (``lm_eval/api/task.py``, ``ConfigurableTask.construct_requests``): one
-  (context, target_delimiter + choice) pair per choice, target_delimiter " ".
-- Tokenization (``lm_eval/api/model.py``, ``TemplateLM.loglikelihood`` / ``_encode_pair``):
-  trailing spaces of the context move to the continuation; encode context + continuation as one
-  string and the context alone; the continuation tokens are the whole string's tokens past the
-  context's. An empty context is replaced by the prefix token (our EOS).
-- Truncation (``lm_eval/models/huggingface.py``, ``_loglikelihood_tokens``): the model reads
-  (context + continuation)[-(max_length + 1):][:-1], i.e. the context is cut from the left.
-- Metrics (``ConfigurableTask.process_results``, multiple_choice): ll_i = summed log-probability
-  of choice i's continuation tokens; acc = [argmax_i ll_i == gold]; acc_norm = [argmax_i
-  ll_i / len(choice_i) == gold] with len in characters of the choice *without* the delimiter;
-  ties go to the first index (``np.argmax``). Stderr = sample std / sqrt(n)
-  (``lm_eval/api/metrics.py``, ``mean_stderr``).
-
-Every depth comes from one pass: ``model.forward_depths(idx, depths, targets, reduction="none")``
-runs max(depths) loops and applies the head after each requested one.
+Every depth comes from one ``model.forward_depths`` pass of max(depths) loops.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import re
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,12 +30,12 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from looped.data.text import load_tokenizer, local_data_files
 from looped.errors import UserError, first_line
 from looped.runtime.checkpoint import load_model
 from looped.runtime.device import model_device
-from looped.schedules import parse_depths
 
 
 @dataclass(frozen=True)
@@ -118,42 +99,44 @@ TASKS: dict[str, TaskSpec] = {
 def load_items(task: str, data_file: str | None = None, limit: int | None = None) -> list[MCItem]:
     """The first ``limit`` items of a task (all when None), from the hub split the harness
     uses or from a local .jsonl/.json/.parquet file (or directory) in the same schema."""
-    import datasets  # ~2 s to import; only loading task items needs it
-
     if task not in TASKS:
         raise UserError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
     spec = TASKS[task]
-    if data_file is not None:
-        path = Path(data_file)
-        if not path.exists():
-            raise UserError(
-                f"{task} data file {data_file} not found; pass an existing .jsonl/.parquet path"
-            )
-        builder, files = local_data_files(path)
-        if builder == "text":
-            raise UserError(
-                f"{task} data must be .jsonl/.json/.parquet rows in the hub schema, not .txt"
-            )
-        # streamed: a local file needs no Arrow cache copy
-        ds = datasets.load_dataset(builder, data_files=files, split="train", streaming=True)
-        if limit is not None:
-            ds = ds.take(limit)
-    else:
-        try:  # downloaded once into the datasets cache, so later runs work offline
-            ds = datasets.load_dataset(spec.hub, spec.subset, split=spec.split)
-        except Exception as err:  # the hub raises many types; one line for the user
-            first = first_line(err)
-            raise UserError(
-                f"could not load {task} from {spec.hub} ({first}); pass a local copy via data_files"
-            ) from None
-        if limit is not None:
-            ds = ds.select(range(min(limit, len(ds))))
+    rows = (
+        _hub_rows(task, spec, limit) if data_file is None else _local_rows(task, data_file, limit)
+    )
     try:
-        return [spec.to_item(doc) for doc in ds]
+        return [spec.to_item(doc) for doc in rows]
     except KeyError as err:
-        raise UserError(
-            f"{task} rows lack field {err}; the data must follow the {spec.hub} schema"
-        ) from None
+        msg = f"{task} rows lack field {err}; the data must follow the {spec.hub} schema"
+        raise UserError(msg) from None
+
+
+def _local_rows(task: str, data_file: str, limit: int | None) -> Any:
+    import datasets  # ~2 s to import; only loading task items needs it
+
+    if not Path(data_file).exists():
+        msg = f"{task} data file {data_file} not found; pass an existing .jsonl/.parquet path"
+        raise UserError(msg)
+    builder, files = local_data_files(Path(data_file))
+    if builder == "text":
+        msg = f"{task} data must be .jsonl/.json/.parquet rows in the hub schema, not .txt"
+        raise UserError(msg)
+    # streamed: a local file needs no Arrow cache copy
+    rows = datasets.load_dataset(builder, data_files=files, split="train", streaming=True)
+    return rows if limit is None else rows.take(limit)
+
+
+def _hub_rows(task: str, spec: TaskSpec, limit: int | None) -> Any:
+    import datasets  # ~2 s to import; only loading task items needs it
+
+    try:  # downloaded once into the datasets cache, so later runs work offline
+        rows = datasets.load_dataset(spec.hub, spec.subset, split=spec.split)
+    except Exception as err:  # the hub raises many types; one line for the user
+        why = first_line(err)
+        msg = f"could not load {task} from {spec.hub} ({why}); pass a local copy via data_files"
+        raise UserError(msg) from None
+    return rows if limit is None else rows.select(range(min(limit, len(rows))))
 
 
 # -- scoring ----------------------------------------------------------------------------------
@@ -203,26 +186,36 @@ def loglikelihoods(
     order = sorted(range(len(rows)), key=lambda i: -len(rows[i][0]))  # similar lengths together
     for b in range(0, len(order), batch_size):
         idx = order[b : b + batch_size]
-        width = max(len(rows[i][0]) for i in idx)
-        x = torch.full((len(idx), width), pad_id, dtype=torch.long)
-        y = torch.full((len(idx), width), -100, dtype=torch.long)
-        for j, i in enumerate(idx):
-            inp, tgt = rows[i]
-            x[j, : len(inp)] = torch.tensor(inp)
-            y[j, : len(tgt)] = torch.tensor(tgt)
-        x, y = x.to(device), y.to(device)
-        res = model.forward_depths(x, depths, targets=y, reduction="none", return_logits=greedy)
-        scored = y != -100
+        x, y = _padded([rows[i] for i in idx], pad_id)
+        scored = _score_batch(model, x.to(device), y.to(device), depths, greedy)
         for d in depths:
-            logits, loss = res[d]
-            ll = (-loss.double().sum(dim=1)).tolist()
-            hit = (
-                ((logits.argmax(-1) == y) | ~scored).all(dim=1).tolist()
-                if greedy
-                else [None] * len(idx)
-            )
             for j, i in enumerate(idx):
-                out[d][i] = (ll[j], hit[j])
+                out[d][i] = scored[d][j]
+    return out
+
+
+def _padded(rows: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[Tensor, Tensor]:
+    """(inputs, targets) right-padded to the longest row, with `pad_id` and -100."""
+    width = max(len(inp) for inp, _ in rows)
+    x = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    y = torch.full((len(rows), width), -100, dtype=torch.long)
+    for j, (inp, tgt) in enumerate(rows):
+        x[j, : len(inp)] = torch.tensor(inp)
+        y[j, : len(tgt)] = torch.tensor(tgt)
+    return x, y
+
+
+def _score_batch(model, x: Tensor, y: Tensor, depths: list[int], greedy: bool) -> dict:
+    """{depth: [(summed log-likelihood of the scored targets, all argmax-correct or None)]}."""
+    res = model.forward_depths(x, depths, targets=y, reduction="none", return_logits=greedy)
+    scored, out = y != -100, {}
+    for d in depths:
+        logits, loss = res[d]
+        ll = (-loss.double().sum(dim=1)).tolist()
+        hit = (
+            ((logits.argmax(-1) == y) | ~scored).all(dim=1).tolist() if greedy else [None] * len(ll)
+        )
+        out[d] = list(zip(ll, hit))
     return out
 
 
@@ -306,7 +299,7 @@ def evaluate_tasks(
     return results
 
 
-# -- command line -----------------------------------------------------------------------------
+# -- runs -----------------------------------------------------------------------------
 def load_run(run_dir: str | Path, device: str = "cpu") -> tuple[Any, Any]:
     """(model, tokenizer) of a trained run on web text: the checkpoint, and the tokenizer of
     the token directory it trained on."""
@@ -317,47 +310,3 @@ def load_run(run_dir: str | Path, device: str = "cpu") -> tuple[Any, Any]:
             "trained on a text corpus (data.kind=text)"
         )
     return model, load_tokenizer(cfg.data.path)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="looped downstream",
-        description="Zero-shot HellaSwag / PIQA / ARC-Easy accuracy of a run at each serving depth.",
-    )
-    p.add_argument("--run", required=True, help="run directory (checkpoint + config)")
-    p.add_argument("--tasks", default="hellaswag,piqa,arc_easy", help="comma-separated task names")
-    p.add_argument("--depths", default="1-16", help="serving depths, e.g. 1-16 or 1,2,4,8")
-    p.add_argument("--limit", type=int, default=None, help="first N items per task")
-    p.add_argument("--batch-size", type=int, default=16, help="sequences per forward pass")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument(
-        "--data", action="append", default=[], metavar="TASK=PATH", help="local data for a task"
-    )
-    p.add_argument("--out", default=None, help="write the results as JSON here")
-    a = p.parse_args(argv)
-    files = dict(kv.split("=", 1) for kv in a.data if "=" in kv)
-    model, tokenizer = load_run(a.run, a.device)
-    res = evaluate_tasks(
-        model,
-        tokenizer,
-        a.tasks.split(","),
-        parse_depths(a.depths),
-        a.limit,
-        a.batch_size,
-        a.device,
-        files,
-    )
-    for task, by_depth in res.items():
-        for d, m in by_depth.items():
-            print(f"{task:<10} K={d:<3} acc={m['acc']:.4f} acc_norm={m['acc_norm']:.4f} n={m['n']}")
-    if a.out:
-        Path(a.out).write_text(json.dumps(res, indent=2) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except UserError as err:
-        print(f"looped downstream: error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None

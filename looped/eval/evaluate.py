@@ -1,17 +1,9 @@
-"""Serving-depth evaluation: token NLL (and recalled bits on bios) at each depth K.
-
-    looped eval --run runs/tiny --depths 1-16            # a table
-    looped eval --run runs/tiny --depths 1,4,16 --json   # one JSON object
-    looped eval --run runs/tiny/checkpoints/step_0000060  # a named checkpoint
-
-Every depth comes from one pass of max(depths) loops (``LoopedTransformer.forward_depths``), so
-a 1..16 sweep costs one depth-16 forward plus 16 heads.
-"""
+"""Serving-depth evaluation: token NLL (and recalled bits on bios) at each depth K. Every depth
+comes from one pass of max(depths) loops (``LoopedTransformer.forward_depths``), so a 1..16 sweep
+costs one depth-16 forward plus 16 heads."""
 
 from __future__ import annotations
 
-import argparse
-import json
 from typing import Any
 
 import torch
@@ -20,8 +12,6 @@ from looped.data.batching import build_source
 from looped.eval.recall import recall_by_depth
 from looped.model import LoopedTransformer
 from looped.runtime.checkpoint import load_model
-from looped.runtime.device import pick_device
-from looped.schedules import parse_depths
 
 
 @torch.no_grad()
@@ -57,11 +47,8 @@ def evaluate(
     data, where the fact NLL lives: `recall[K]['attributes'][attr]['nll']`)."""
     was_training = model.training
     model.eval()
-    result: dict[str, Any] = {
-        "token_nll": token_nll_by_depth(
-            model, source.eval.iter_eval_batches(batch_size, seq_len, n_batches), depths, device
-        )
-    }
+    batches = source.eval.iter_eval_batches(batch_size, seq_len, n_batches)
+    result: dict[str, Any] = {"token_nll": token_nll_by_depth(model, batches, depths, device)}
     if source.bios is not None:
         result["recall"] = recall_by_depth(
             model, source.bios, depths, batch_size=max(batch_size, 64), device=str(device)
@@ -76,45 +63,12 @@ def token_nll_of(record: dict) -> dict:
     return record["token_nll"] if "token_nll" in record else record["nll"]
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="looped eval", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--run", required=True, help="run directory (latest checkpoint) or a checkpoint directory"
-    )
-    parser.add_argument(
-        "--depths", default="1-16", help="serving depths, e.g. 1-16 or 1,2,4,8 (default 1-16)"
-    )
-    parser.add_argument(
-        "--batches", type=int, default=0, help="NLL batches (default: the run's eval_batches)"
-    )
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
-    device = str(pick_device(args.device))
-    model, cfg = load_model(args.run, device)
-    depths = parse_depths(args.depths)
+def evaluate_run(run: str, depths: list[int], n_batches: int = 0, device: str = "cpu") -> dict:
+    """`evaluate` on a run's latest checkpoint (or a checkpoint directory), on its own eval data;
+    `n_batches` 0 means the run's eval_batches."""
+    model, cfg = load_model(run, device)
     if max(depths) > cfg.model.max_depth:
-        raise ValueError(
-            f"--depths {args.depths} goes above this model's max_depth={cfg.model.max_depth}"
-        )
+        raise ValueError(f"depths {depths} go above this model's max_depth={cfg.model.max_depth}")
     source = build_source(cfg.data)
-    result = evaluate(
-        model,
-        source,
-        depths,
-        cfg.batch_size,
-        cfg.seq_len,
-        args.batches or cfg.eval_batches,
-        device,
-    )
-    if args.json:
-        print(json.dumps({"run": args.run, "depths": depths, **result}, indent=2))
-        return 0
-    recall = result.get("recall", {})
-    print(f"{'K':>3} {'token NLL':>10}" + (f" {'bits/person':>12}" if recall else ""))
-    for k in depths:
-        row = f"{k:>3} {result['token_nll'][k]:>10.4f}"
-        if recall:
-            row += f" {recall[k]['bits_per_person']:>12.2f}"
-        print(row)
-    return 0
+    n = n_batches or cfg.eval_batches
+    return evaluate(model, source, depths, cfg.batch_size, cfg.seq_len, n, device)

@@ -2,10 +2,9 @@
 
     scores = heldout_nll(Path("runs/r"), cfg, windows)   # {"token_nll": [16], "mean_nll", "se"}
 
-The trainer evaluates on validation windows (they choose learning rates); a reported number comes
-from test windows that nothing was tuned on, scored here from the run's last checkpoint in fp32.
-The standard error is across windows, so it says how much the number would move on another
-draw of held-out text of the same size (not across seeds: that is the paired interval's job).
+A reported number comes from test windows nothing was tuned on, scored from the run's last
+checkpoint. The standard error is across windows: how much the number would move on another
+draw of held-out text of the same size (across seeds is the paired interval's job).
 """
 
 from __future__ import annotations

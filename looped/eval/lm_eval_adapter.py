@@ -1,20 +1,12 @@
 """lm-evaluation-harness adapter: any harness task on a looped model at one serving depth.
 
-    pip install 'looped[eval]'
+    from looped.eval.lm_eval_adapter import LoopedLM   # pip install 'looped[eval]'
+    lm_eval.simple_evaluate(model=LoopedLM.from_run("runs/1b-ff", depth=4), tasks=["piqa"])
+    lm_eval.simple_evaluate(model="looped", model_args="run=runs/1b-ff,depth=4", tasks=[...])
 
-    import lm_eval
-    from looped.eval.lm_eval_adapter import LoopedLM
-    lm = LoopedLM.from_run("runs/1b-fixed-first", depth=4)
-    lm_eval.simple_evaluate(model=lm, tasks=["hellaswag", "piqa", "arc_easy"])
-
-    # importing this module also registers the name "looped" with the harness:
-    lm_eval.simple_evaluate(model="looped", model_args="run=runs/1b-fixed-first,depth=4", tasks=[...])
-
-Scoring goes through ``looped.eval.downstream`` (the same tokenization, left truncation and summed
-log-likelihoods as the harness's causal Hugging Face models), so ``looped.eval.downstream`` and the
-harness agree on every task they share; for a sweep over depths ``looped.eval.downstream`` is
-cheaper, since one pass serves every depth. Generation is greedy, without a KV cache: every new
-token re-reads the (left-truncated) context, which is simple and fine for short answers.
+Scoring goes through ``looped.eval.downstream`` (the harness's tokenization, left truncation and
+summed log-likelihoods), so both agree on every task they share; for a sweep over depths
+``downstream`` is cheaper (one pass serves every depth). Generation is greedy without a KV cache.
 """
 
 from __future__ import annotations
@@ -78,9 +70,8 @@ class LoopedLM(LM):
         cls, arg_dict: dict[str, Any], additional_config: dict | None = None
     ) -> LoopedLM:
         """``model_args`` {run, depth, batch_size?, device?, max_length?, max_gen_toks?}."""
-        args = {k: v for k, v in (additional_config or {}).items() if v is not None} | dict(
-            arg_dict
-        )
+        args = {k: v for k, v in (additional_config or {}).items() if v is not None}
+        args |= dict(arg_dict)
         if "run" not in args or "depth" not in args:
             raise ValueError(
                 "model_args for 'looped' need run=RUN_DIR and depth=K, e.g. run=runs/r,depth=4"
@@ -98,42 +89,28 @@ class LoopedLM(LM):
         return cls.create_from_arg_obj(simple_parse_args_string(arg_string), additional_config)
 
     # -- the three request types ----------------------------------------------------------------
-    def _score(
-        self, pairs: list[tuple[list[int], list[int]]], greedy: bool
-    ) -> list[tuple[float, Any]]:
-        return loglikelihoods(
-            self.model,
-            pairs,
-            [self.depth],
-            self.batch_size,
-            self._device,
-            self.max_length,
-            greedy=greedy,
-            pad_id=self.tokenizer.eos_id,
-        )[self.depth]
+    def _score(self, pairs: list[tuple[list[int], list[int]]], greedy: bool) -> list[tuple]:
+        model, depth, pad = self.model, self.depth, self.tokenizer.eos_id
+        scored = loglikelihoods(
+            model, pairs, [depth], self.batch_size, self._device, self.max_length, greedy, pad
+        )
+        return scored[depth]
 
-    def loglikelihood(
-        self, requests: list[Any], disable_tqdm: bool = False
-    ) -> list[tuple[float, bool]]:
+    def loglikelihood(self, requests: list, disable_tqdm: bool = False) -> list[tuple[float, bool]]:
         pairs = [encode_pair(self.tokenizer, *req.args) for req in requests]
         results = [(ll, bool(g)) for ll, g in self._score(pairs, greedy=True)]
         for req, res in zip(requests, results):
             self.cache_hook.add_partial("loglikelihood", req.args, res)
         return results
 
-    def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False) -> list[float]:
+    def loglikelihood_rolling(self, requests: list, disable_tqdm: bool = False) -> list[float]:
         """Whole-document log-likelihood in disjoint windows of ``max_length`` tokens, each
         token predicted once, the first from EOS (the harness's rolling scheme)."""
         pairs, owner = [], []
         for n, req in enumerate(requests):
             (string,) = req.args
-            windows = get_rolling_token_windows(
-                token_list=self.tokenizer.encode(string),
-                prefix_token=self.tokenizer.eos_id,
-                max_seq_len=self.max_length,
-                context_len=1,
-            )
-            for window in windows:
+            tokens, eos = self.tokenizer.encode(string), self.tokenizer.eos_id
+            for window in get_rolling_token_windows(tokens, eos, self.max_length, context_len=1):
                 pairs.append(make_disjoint_window(window))
                 owner.append(n)
         totals = [0.0] * len(requests)

@@ -1,30 +1,18 @@
 """Recalled bits per person: how many of the biographies' random facts a model has stored.
 
-    from looped.eval.recall import recall_by_depth
     res = recall_by_depth(model, corpus, depths=range(1, 17))     # one pass of 16 loops per batch
     res[4]["bits_per_person"], res[4]["attributes"]["birth_city"], res[4]["two_hop"]
 
-Bits, in one paragraph. A person's birth city is drawn uniformly from S cities, so writing it down
-takes log2 S bits, and a model that knows nothing about the person can do no better than guess:
-its cross-entropy on the city is at least ln S nats. Cross-entropy is a code length: a model
-whose loss on the true value is p nats lets us write that value in p / ln 2 bits, so it saves
-log2 S - p / ln 2 bits over knowing nothing, and those bits must come from somewhere: the facts
-are random, so they can only come from the weights. Averaged over N persons with mean loss p,
-the weights hold at least N (log2 S - p / ln 2) = N log2(S / e^p) bits about this attribute.
-That is the bit-complexity lower bound of the knowledge-capacity studies (Allen-Zhu and Li,
-Physics of Language Models 3.3), here without the names' term (we always give the name). The
-recalled bits per person are max(0, log2 S - p / ln 2) with p the mean over persons, summed over
-the six facts. Average first, then clamp: the bound is about the total, and clamping each person
-separately would turn lucky guesses into a floor of several bits at zero knowledge. A value of
-several tokens (a date is day, month, year) is scored by its summed loss, which is -ln P(value)
-by the chain rule, so the argument is unchanged.
+A fact drawn uniformly from S values takes log2 S bits; a model whose mean loss on the true value
+is p nats writes it in p / ln 2 bits, so its weights hold at least log2 S - p / ln 2 bits about
+it, the facts being random (the bit-complexity bound of Allen-Zhu and Li, Physics of Language
+Models 3.3, without the names' term). Bits per person: max(0, log2 S - p / ln 2) summed over the
+six facts, p the mean over persons (clamping per person would turn lucky guesses into a floor);
+a value of several tokens is scored by its summed loss, -ln P(value).
 
-The queries are biographies written with held-out templates (never in training text), scored
-only on the value tokens; gender is scored on the first pronoun. The two-hop query ("The employer
-of X is based in") is reported apart from bits per person: its answer is a function of the
-employer, so it adds no bits, but it needs two recalled facts composed, which is where more
-loops can help. ``employer_city`` (company -> city, one hop) is reported beside it so a reader
-can tell a missing fact from a missing composition.
+Queries are held-out-template biographies scored on the value tokens (gender on the first
+pronoun). The two-hop query ("The employer of X is based in") adds no bits but composes two
+facts; ``employer_city`` (one hop) beside it tells a missing fact from a missing composition.
 """
 
 from __future__ import annotations

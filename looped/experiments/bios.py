@@ -1,15 +1,9 @@
 """The bios track: small looped models on synthetic biographies, a grid of schedules and budgets.
 
-Per seed: fixed K=4, fixed-first (K=4 for 80%, then uniform 1..16) and uniform 1..16, each at
-15%, 45% and 100% of the full modeled-FLOP budget (equal FLOPs), fixed K=4 and fixed-first at
-uniform's full-budget steps (equal tokens); with `depth_ks` also fixed K=1, 2, 8 at 45% for the
-depth-specialisation figure (seed 0), with `catch_up` uniform beyond the full budget. Every run is
-evaluated at serving depths 1..16 (fact NLL on held-out templates, recalled bits per person,
-two-hop recall). `looped demo` runs this track beside the text track (`experiments.fidelity`).
-
-Sharing without approximation: one fixed-K=4 run at 100% carries the fixed phases of all three
-fixed-first runs and of the shorter fixed-K=4 runs, and one uniform run at 100% carries the
-shorter uniform runs (`experiments.plan`: exactly the runs trained from scratch).
+Per seed: fixed K=4, fixed-first and uniform 1..16 at 15%, 45% and 100% of the full modeled-FLOP
+budget (equal FLOPs), fixed K=4 and fixed-first at uniform's full-budget steps (equal tokens);
+optionally fixed K=1, 2, 8 (Fig. 5) and uniform beyond the budget (catch-up). A run that shares a
+prefix with a longer one branches off its checkpoint (`experiments.plan`), exactly.
 """
 
 from __future__ import annotations
@@ -26,7 +20,7 @@ from looped import paper
 from looped.config import TrainConfig, load_config
 from looped.data.batching import build_source
 from looped.eval.evaluate import token_nll_of
-from looped.eval.stats import best_lrs
+from looped.eval.stats import best_lrs, spread
 from looped.experiments.plan import Planner
 from looped.experiments.probes import update_benefit
 from looped.experiments.results import before_branch, branched_wall, diverged
@@ -37,7 +31,7 @@ from looped.paper import FIXED, FIXED_FIRST, MAIN_SCHEDULES, UNIFORM, label
 from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.device import pick_device, resolve_dtype
 from looped.runtime.metrics import read_metrics
-from looped.schedules import parse_schedule
+from looped.schedule_spec import parse_schedule
 
 
 @dataclass
@@ -45,8 +39,7 @@ class BiosRun(RunSpec):
     """A run of the bios grid: its budget and the groups it serves."""
 
     budget: float = 0.0  # fraction of the full budget (0 for a run of given steps)
-    # "main" (Fig. 1, 2, 3, 8), "tokens" (equal tokens), "depth" (Fig. 5), "catchup" (uniform
-    # beyond 100%) or "sweep", joined by "+" for a run that serves several
+    # "main", "tokens" (equal tokens), "depth" (Fig. 5), "catchup" or "sweep", "+"-joined
     group: str = "main"
 
 
@@ -60,16 +53,12 @@ class DemoSettings:
     preset: str = "demo"  # base training preset (looped/configs/demo.yaml)
     seeds: int = 3  # seeds for the main comparison (bands are min-max across them)
     budgets: tuple[float, ...] = (0.15, 0.45, 1.0)  # fractions of the full modeled-FLOP budget
-    # fixed depths for the specialisation figure (Fig. 5, seed 0); `--full` sets FULL_DEPTH_KS
-    depth_ks: tuple[int, ...] = ()
+    depth_ks: tuple[int, ...] = ()  # fixed depths of Fig. 5 (seed 0); `--full`: FULL_DEPTH_KS
     depth_budget: float = 0.45  # budget of those runs (matched compute)
-    # extra uniform budgets (seed 0) to see when uniform catches up
-    catch_up: tuple[float, ...] = ()
+    catch_up: tuple[float, ...] = ()  # extra uniform budgets (seed 0): when uniform catches up
     # each main schedule's peak LR (the depth runs use fixed K=4's)
     lr: dict[str, float] = field(default_factory=lambda: dict(BIOS_LR))
-    # LR sweep first (both tracks: every main schedule at every LR, seed 0), then each
-    # schedule's best LR; off, the LRs above and the text track's chosen ones are used
-    sweep: bool = False
+    sweep: bool = False  # LR sweep first (both tracks, seed 0), then each one's best LR
     sweep_lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2)  # the sweep's LRs (about 3x apart)
     text: bool = True  # the text track (held-out text NLL, the paper's metric) after the grid
     probe: bool = True  # the paper's Fig. 4 at fixed K=4's checkpoints (seed 0)
@@ -95,13 +84,13 @@ QUICK = DemoSettings(  # the full grid at toy size: every code path in well unde
 def base_config(
     settings: DemoSettings, seed: int, schedule: str, budget: float, lr: float | None = None
 ) -> TrainConfig:
-    overrides = settings.overrides + [
+    overrides = [
+        *settings.overrides,
         f"seed={seed}",
         f"schedule={schedule}",
         f"budget_frac={budget}",
     ]
-    if lr is not None:
-        overrides.append(f"optim.lr={lr}")
+    overrides += [f"optim.lr={lr}"] if lr is not None else []
     cfg = load_config(settings.preset, overrides)
     cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))  # as the trainer will
     return cfg
@@ -116,9 +105,8 @@ def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
     if cfg.full_budget_flops > 0:
         return cfg.full_budget_flops, cfg.model.vocab_size
     steps = cfg.max_steps or 60
-    return steps * tokens_per_step(cfg) * flops_per_token(
-        cfg.model, 4, cfg.seq_len
-    ), cfg.model.vocab_size
+    full = steps * tokens_per_step(cfg) * flops_per_token(cfg.model, 4, cfg.seq_len)
+    return full, cfg.model.vocab_size
 
 
 def lr_of(settings: DemoSettings, schedule: str) -> float:
@@ -152,21 +140,14 @@ class _Grid:
     ) -> BiosRun:
         """The run of `schedule` at `budget` (or, with `steps`, of that many steps: "tok"), planned
         once; a run asked for again by another group joins that group."""
-        spec = BiosRun(
-            self.name(schedule, budget, seed),
-            schedule,
-            seed,
-            group=group,
-            budget=0.0 if steps else float(budget),
-        )
+        name, size = self.name(schedule, budget, seed), 0.0 if steps else float(budget)
+        spec = BiosRun(name, schedule, seed, group=group, budget=size)
         if spec.name in self.planner:
             old = self[spec.name]
             if group not in old.group:
                 old.group += "+" + group
             return old
-        cfg = base_config(
-            self.settings, seed, schedule, spec.budget, lr_of(self.settings, schedule)
-        )
+        cfg = base_config(self.settings, seed, schedule, size, lr_of(self.settings, schedule))
         cfg.full_budget_flops, cfg.model.vocab_size, cfg.max_steps = self.full, self.vocab, 0
         if steps:  # a run of given steps (equal tokens), not of a budget
             cfg.budget_frac, cfg.max_steps = 0.0, steps
@@ -175,12 +156,8 @@ class _Grid:
 
 
 def plan(settings: DemoSettings) -> tuple[list[BiosRun], dict[str, TrainConfig]]:
-    """Every run of the grid, with its step count, parent and branch step.
-
-    Per seed: each main schedule at each budget (equal FLOPs), fixed-first and fixed K=4 at
-    uniform's full-budget steps (equal tokens, group "tokens"); seed 0 also gets the depth
-    runs and the catch-up runs. A run branches off the root run of its seed (one trained from
-    scratch) with which it shares the longest prefix: same LR, depths and batches."""
+    """Every run of the grid with its steps, parent and branch step: a run branches off the root
+    run of its seed with which it shares the longest prefix (same LR, depths and batches)."""
     grid = _Grid(settings)
     for seed in range(settings.seeds):
         _plan_seed(grid, seed)
@@ -225,12 +202,9 @@ def _name(schedule: str, budget: float | str, seed: int, lr: float) -> str:
 
 # -- collecting results ----------------------------------------------------------------------
 def collect(specs: list[BiosRun], runs_dir: Path, configs: dict[str, TrainConfig]) -> list[dict]:
-    """Per run: schedule, budget, seed, modeled FLOPs, wall seconds (a branch counts its parent's
-    time up to the branch), NLL / bits / two-hop per depth, the training curve, pre-switch eval.
-
-    `flops` is the schedule's modeled compute (the exact expectation over sampled depths, which is
-    what budgets match); `flops_sampled` sums the depths this seed actually drew.
-    """
+    """Per run: its spec, modeled FLOPs (`flops`: the schedule's exact expectation, which budgets
+    match; `flops_sampled`: the depths this seed drew), wall seconds (a branch counts its
+    parent's time up to the branch), the numbers per depth, the curve, the pre-switch eval."""
     rows = []
     for spec in specs:
         if diverged(runs_dir / spec.name):  # a sweep run whose LR was too high: no numbers
@@ -242,68 +216,52 @@ def collect(specs: list[BiosRun], runs_dir: Path, configs: dict[str, TrainConfig
         evals = [m for m in metrics if m["kind"] == "eval"]
         parent = before_branch(runs_dir, spec.parent, spec.branch_step)  # none for a root
         ptrain = [m for m in parent if m["kind"] == "train"]
-        curve = [[m["step"], m["loss"], m["depth"]] for m in ptrain + train]
-        wall = branched_wall(train, ptrain, spec.branch_step)
         evals = [m for m in parent if m["kind"] == "eval" and m["step"] == spec.branch_step] + evals
         switch = summary.get("switch_step")
         pre = [m for m in evals if switch and m["step"] == switch]
-        pre_switch = eval_row(pre[0]) if pre else None
-        final = eval_row(evals[-1])
         rows.append(
-            {
-                "name": spec.name,
-                "schedule": spec.schedule,
-                "label": paper.label(spec.schedule),
-                "budget": spec.budget,
-                "seed": spec.seed,
-                "group": spec.group,
-                "steps": spec.steps,
-                "lr": cfg.optim.lr,
-                "switch_step": summary.get("switch_step"),
-                "wall": wall,
-                "flops_sampled": summary["flops"],
-                "flops": schedule_flops(
-                    cfg.model,
-                    parse_schedule(spec.schedule, spec.seed),
-                    spec.steps,
-                    tokens_per_step(cfg),
-                    cfg.seq_len,
-                ),
+            _run_row(spec, cfg, summary, branched_wall(train, ptrain, spec.branch_step))
+            | {
                 "parent": spec.parent,
                 "branch_step": spec.branch_step or None,
-                **final,
-                "pre_switch": pre_switch,
-                "curve": curve,
+                **eval_row(evals[-1]),
+                "pre_switch": eval_row(pre[0]) if pre else None,
+                "curve": [[m["step"], m["loss"], m["depth"]] for m in ptrain + train],
             }
         )
     return rows
 
 
-def eval_row(record: dict) -> dict:
-    """Per-depth numbers of one evaluation record.
+def _run_row(spec: BiosRun, cfg: TrainConfig, summary: dict, wall: float) -> dict:
+    schedule = parse_schedule(spec.schedule, spec.seed)
+    flops = schedule_flops(cfg.model, schedule, spec.steps, tokens_per_step(cfg), cfg.seq_len)
+    row = {"name": spec.name, "schedule": spec.schedule, "label": paper.label(spec.schedule)}
+    row |= {k: getattr(spec, k) for k in ("budget", "seed", "group", "steps")}
+    row |= {"lr": cfg.optim.lr, "switch_step": summary.get("switch_step"), "wall": wall}
+    return row | {"flops_sampled": summary["flops"], "flops": flops}
 
-    `fact_nll` (bios data only) is the summed next-token loss on each attribute value in a
-    held-out template sentence, averaged over persons and the six attributes (nats per fact). It
-    tracks knowledge; the `token_nll` of whole held-out-template biographies (nats per token) is
-    dominated by the unseen template words and rises as a small model fits its training templates.
-    """
+
+def eval_row(record: dict) -> dict:
+    """Per-depth numbers of one evaluation record. `fact_nll` (bios only: the loss on each
+    attribute value in a held-out template, nats per fact) tracks knowledge; `token_nll` of whole
+    held-out-template biographies is dominated by the unseen template words."""
     token_nll = token_nll_of(record)
     depths = sorted(int(k) for k in token_nll)
     row: dict[str, Any] = {"depths": depths}
     recall = record.get("recall")
-    if recall:
-        row["fact_nll"] = [
-            float(np.mean([a["nll"] for a in recall[str(k)]["attributes"].values()]))
-            for k in depths
+
+    def per_attribute(key: str) -> list[float]:  # mean over the six attributes, per depth
+        return [
+            float(np.mean([a[key] for a in recall[str(k)]["attributes"].values()])) for k in depths
         ]
+
+    if recall:
+        row["fact_nll"] = per_attribute("nll")
     row["token_nll"] = [token_nll[str(k)] for k in depths]
     if recall:
         row["bits"] = [recall[str(k)]["bits_per_person"] for k in depths]
         row["full_bits"] = recall[str(depths[0])].get("full_bits_per_person")
-        row["exact"] = [
-            float(np.mean([a["acc"] for a in recall[str(k)]["attributes"].values()]))
-            for k in depths
-        ]
+        row["exact"] = per_attribute("acc")
         two_hop = [recall[str(k)].get("two_hop") for k in depths]
         if all(two_hop):
             row["two_hop_acc"] = [t["acc"] for t in two_hop]
@@ -314,10 +272,8 @@ def eval_row(record: dict) -> dict:
 
 # -- the LR sweep -----------------------------------------------------------------------------
 def sweep_plan(settings: DemoSettings) -> tuple[list[BiosRun], dict[str, TrainConfig]]:
-    """The bios LR sweep's runs: seed 0's grid (main schedules, every budget, the equal-token
-    runs, Fig. 4's checkpoints) at each LR of `sweep_lrs`. At the LR a schedule then uses, these
-    are exactly the grid's seed-0 runs (same names, configs and checkpoints), so none is
-    trained twice."""
+    """The LR sweep's runs: seed 0's grid at each LR of `sweep_lrs`. At the LR a schedule then
+    uses, they are exactly the grid's seed-0 runs, so none is trained twice."""
     specs: list[BiosRun] = []
     configs: dict[str, TrainConfig] = {}
     for lr in settings.sweep_lrs:
@@ -366,11 +322,10 @@ def sweep_bios(
     trained = execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
     rows = collect(specs, runs_dir, configs)
     top = max(settings.budgets)
+    keys = ("schedule", "label", "lr")
     sweep = [
         {
-            "schedule": r["schedule"],
-            "label": r["label"],
-            "lr": r["lr"],
+            **{k: r[k] for k in keys},
             "mean_nll": float(np.mean(r["fact_nll"])),
             "fact_nll": r["fact_nll"],
         }
@@ -396,38 +351,21 @@ def probe_benefit(specs: list[BiosRun], runs_dir: Path) -> list[dict]:
     """The paper's Fig. 4 at seed 0's full-budget fixed K=4 run: at each checkpoint where a
     fixed-first run switches, NLL at every serving depth after one K=4 update minus after one
     K=16 update (`probes.update_benefit`)."""
-    fixed = _fixed_root(specs)
-    keys = ("step", "shallow", "deep", "depths", "benefit", "mean_benefit")
-    return [
-        {k: r[k] for k in keys}
-        for r in (
-            update_benefit(
-                checkpoint_dir(runs_dir / fixed.name, s),
-                list(range(1, 17)),
-                n_batches=2,
-            )
-            for s in _probe_steps(specs)
-        )
-    ]
-
-
-def _fixed_root(specs: list[BiosRun]) -> BiosRun:
+    main = [s for s in specs if s.seed == 0 and "main" in s.group]
     top = max(s.budget for s in specs if "main" in s.group)
-    return next(
-        s
-        for s in specs
-        if s.schedule == FIXED and s.seed == 0 and s.budget == top and "main" in s.group
-    )
+    fixed = next(s for s in main if s.schedule == FIXED and s.budget == top)
+    keys = ("step", "shallow", "deep", "depths", "benefit", "mean_benefit")
+    benefit = [
+        update_benefit(checkpoint_dir(runs_dir / fixed.name, s), list(range(1, 17)), n_batches=2)
+        for s in _probe_steps(specs)
+    ]
+    return [{k: r[k] for k in keys} for r in benefit]
 
 
 def _probe_steps(specs: list[BiosRun]) -> list[int]:
-    return sorted(
-        {
-            parse_schedule(s.schedule, 0).switch_step(s.steps)
-            for s in specs
-            if s.schedule == FIXED_FIRST and s.seed == 0 and "main" in s.group
-        }
-    )
+    """Where each of seed 0's main fixed-first runs switches: Fig. 4's checkpoints."""
+    main = [s for s in specs if s.schedule == FIXED_FIRST and s.seed == 0 and "main" in s.group]
+    return sorted({parse_schedule(s.schedule, 0).switch_step(s.steps) for s in main})
 
 
 @dataclass
@@ -467,3 +405,67 @@ def train_bios(
     trained += execute(grid, configs, runs_dir, settings.workers, fresh, quiet)
     phases["bios"] = time.time() - started
     return BiosTrack(settings, specs, configs, sweep_specs, sweep, trained)
+
+
+# -- the bios table --------------------------------------------------------------------------
+def main_at(rows: list[dict], schedule: str, budget: float) -> list[dict]:
+    """The grid's main runs of one schedule at one budget, in seed order."""
+    main = (r for r in rows if r["schedule"] == schedule and r["budget"] == budget)
+    return sorted((r for r in main if "main" in r["group"]), key=lambda r: r["seed"])
+
+
+def bios_summary(rows: list[dict], budget: float, tokens: bool = False) -> list[dict]:
+    """Seed means against uniform's runs at `budget`: every main schedule at `budget` (equal
+    FLOPs), or with `tokens` fixed K=4 and fixed-first at uniform's steps (equal tokens)."""
+    uni = main_at(rows, UNIFORM, budget)
+    if not uni:
+        return []
+    table = []
+    for schedule in MAIN_SCHEDULES:
+        if tokens and schedule != UNIFORM:
+            runs = sorted(
+                (r for r in rows if r["schedule"] == schedule and "tokens" in r["group"]),
+                key=lambda r: r["seed"],
+            )
+        else:
+            runs = main_at(rows, schedule, budget)
+        if runs:
+            table.append(_summary_row(schedule, runs, uni))
+    return table
+
+
+def _summary_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
+    """One schedule's row: seed means, the seed spread of its mean fact NLL and of its gap to
+    uniform paired seed by seed, recalled bits at K=1, 4, 8, 16."""
+    seeds = {r["seed"]: r for r in uni}
+    depths = runs[0]["depths"]
+    bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
+    nll = spread([float(np.mean(r["fact_nll"])) for r in runs])
+    u_nll = float(np.mean([np.mean(r["fact_nll"]) for r in uni]))
+    paired = [
+        float(np.mean(r["fact_nll"]) / np.mean(seeds[r["seed"]]["fact_nll"]) - 1)
+        for r in runs
+        if r["seed"] in seeds
+    ]
+    return {
+        "schedule": schedule,
+        "label": label(schedule),
+        "seeds": len(runs),
+        "steps": runs[0]["steps"],
+        "lr": runs[0].get("lr"),
+        "compute_vs_uniform": float(
+            np.mean([r["flops"] for r in runs]) / np.mean([r["flops"] for r in uni])
+        ),
+        "wall_vs_uniform": float(
+            np.mean([r["wall"] for r in runs]) / np.mean([r["wall"] for r in uni])
+        ),
+        "mean_fact_nll": nll["mean"],
+        "fact_nll_vs_uniform": nll["mean"] / u_nll - 1,
+        "fact_nll": nll,
+        "vs_uniform_by_seed": spread(paired),
+        "bits": {
+            str(k): float(bits[depths.index(k)])
+            for k in (1, 4, 8, 16)
+            if bits is not None and k in depths
+        },
+    }

@@ -1,31 +1,12 @@
 """Why does uniform 1..16 learn slower than a fixed K at small scale? Evidence, not a guess.
 
-    looped diagnose                    # bios demo preset, 3 seeds, ~20 min on 2 cores: runs/diagnose/
-    looped diagnose --quick            # every code path at toy size, under a minute
-    looped diagnose --reference        # the committed evidence: results/diagnose.json, figures/
-    looped diagnose --steps 240 --seeds 1 model.d_model=128    # flags and overrides anywhere
-
-Trains, at equal steps (so equal tokens), each at the demo's tuned LR (`bios.BIOS_LR`; the
-variants of uniform at uniform's), the variants that separate the candidate causes:
-
-- ``uniform``: uniform 1..16, one K per optimizer step (the baseline that lags);
-- ``fixed``: fixed K=4 (what fixed-first trains at for most of its run);
-- ``fixed-first``: the demo's fixed-first (K=4 for 80%, then uniform), the target uniform
-  should reach;
-- ``per-micro``: uniform 1..16 with a K per micro-batch (``depth_per_micro``, 4 micro-batches of
-  a quarter of the batch: the same tokens and expected cost per step), so every step's gradient
-  averages over depths instead of jumping between them;
-- ``no-k1``: uniform 2..16, which drops the depth whose gradient is the outlier (below).
-
-and reads three kinds of evidence from what the trainer and the probe write:
-
-1. the pre-clip gradient norm of every step with its depth (``metrics.jsonl``): how unequal the
-   depths' gradients are in size;
-2. the cosine between the K=1, 4, 8, 16 gradients on the same batch at several checkpoints of
-   the uniform and fixed runs (``looped.experiments.probes.gradient_agreement``): whether the depths pull the
-   shared weights the same way, and ``|mean g| / mean |g|``, how much of a gradient survives
-   averaging over depths;
-3. the held-out NLL at serving depths 1..16 of every variant at the end.
+Trains, at equal steps and tokens and the demo's tuned LRs (`bios.BIOS_LR`), variants that
+separate the candidate causes: uniform (the baseline that lags), fixed K=4, the demo's
+fixed-first (the target), uniform with a K per micro-batch (each step's gradient averages
+depths instead of jumping between them) and uniform 2..16 (without the outlier K=1). It reads
+each step's pre-clip gradient norm by depth (metrics.jsonl), the cosine between the K=1, 4, 8,
+16 gradients on one batch at checkpoints of the uniform and fixed runs
+(`probes.gradient_agreement`), and every variant's held-out NLL at depths 1..16.
 """
 
 from __future__ import annotations
@@ -39,8 +20,7 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.commands.common import study_parser
-from looped.config import TrainConfig, to_yaml
+from looped.config import TrainConfig
 from looped.errors import UserError
 from looped.experiments.bios import (
     BIOS_LR,
@@ -65,7 +45,7 @@ VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "fixed": (paper.FIXED, ()),
     "fixed-first": (paper.FIXED_FIRST, ()),
     "per-micro": (paper.UNIFORM, ("depth_per_micro=true", "grad_accum=4")),
-    "no-k1": ("uniform:2-16", ()),
+    "no-k1": (paper.NO_K1, ()),
 }
 PROBED = ("uniform", "fixed")  # runs whose checkpoints get the gradient-agreement probe
 
@@ -86,16 +66,11 @@ class DiagnoseSettings:
     probe_batches: int = 2  # training batches averaged per probe
     seeds: int = 3  # seeds per variant (the table shows their spread)
     workers: int = 2  # worker processes (each single-threaded)
-    # config overrides for every run
-    overrides: list[str] = field(default_factory=list)
+    overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
 
 QUICK = DiagnoseSettings(
-    steps=12,
-    seeds=1,
-    probe_at=(6, 12),
-    probe_batches=1,
-    overrides=[*TOY, "optim.warmup_steps=2"],
+    steps=12, seeds=1, probe_at=(6, 12), probe_batches=1, overrides=[*TOY, "optim.warmup_steps=2"]
 )
 
 
@@ -107,26 +82,19 @@ def plan(settings: DiagnoseSettings) -> tuple[list[VariantRun], dict[str, TrainC
     for seed in range(settings.seeds):
         for variant, (schedule, extra) in VARIANTS.items():
             lr = BIOS_LR.get(schedule, BIOS_LR[paper.UNIFORM])  # the demo's tuned LRs
-            cfg = base_config(
-                replace(base, overrides=base.overrides + list(extra)), seed, schedule, 0, lr
-            )
-            cfg.max_steps, cfg.budget_frac, cfg.eval_interval, cfg.ckpt_interval = (
-                settings.steps,
-                0,
-                0,
-                0,
-            )
+            with_extra = replace(base, overrides=base.overrides + list(extra))
+            cfg = base_config(with_extra, seed, schedule, 0, lr)
+            cfg.max_steps, cfg.budget_frac = settings.steps, 0
+            cfg.eval_interval = cfg.ckpt_interval = 0
             if variant == "per-micro":  # the same sequences per step, in 4 micro-batches
                 if cfg.batch_size % 4:
                     raise UserError(f"batch_size={cfg.batch_size} must split into 4 micro-batches")
                 cfg.batch_size //= 4
             cfg.keep_last, cfg.model.vocab_size = 1, vocab
-            name = f"{variant}_s{seed}"
             save = [s for s in settings.probe_at if variant in PROBED and s <= settings.steps]
-            spec = VariantRun(
-                name, schedule, seed, settings.steps, save_steps=save, variant=variant
-            )
-            planner.add(spec, cfg)
+            name = f"{variant}_s{seed}"
+            run = VariantRun(name, schedule, seed, settings.steps, save_steps=save, variant=variant)
+            planner.add(run, cfg)
     return planner.specs()  # type: ignore[return-value]
 
 
@@ -170,19 +138,18 @@ def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path)
         }
         if variant in PROBED:
             entry["agreement"] = [
-                {
-                    k: v
-                    for k, v in agreement_at(
-                        checkpoint_dir(runs_dir / runs[0].name, s),
-                        list(settings.probe_depths),
-                        settings.probe_batches,
-                    ).items()
-                    if k not in ("per_batch", "checkpoint")
-                }
-                for s in runs[0].save_steps
+                _agreement(settings, runs_dir / runs[0].name, s) for s in runs[0].save_steps
             ]
         out[variant] = entry
     return out
+
+
+def _agreement(settings: DiagnoseSettings, run: Path, step: int) -> dict:
+    """The gradient-agreement probe of one checkpoint, without its per-batch detail."""
+    found = agreement_at(
+        checkpoint_dir(run, step), list(settings.probe_depths), settings.probe_batches
+    )
+    return {k: v for k, v in found.items() if k not in ("per_batch", "checkpoint")}
 
 
 def run_diagnose(
@@ -190,84 +157,64 @@ def run_diagnose(
 ) -> dict:
     """Train what is missing, probe, write `results` and the figures, print the summary."""
     with dir_lock(out, "looped diagnose"):  # one writer: a second one into OUT is refused
-        return _run_diagnose(settings, out, results, figures, quiet)
-
-
-def _run_diagnose(
-    settings: DiagnoseSettings, out: Path, results: Path, figures: Path, quiet: bool
-) -> dict:
-    t0 = time.time()
-    specs, configs = plan(settings)
-    runs_dir = out / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    trained = execute(specs, configs, runs_dir, settings.workers, False, quiet)
-    variants = collect(settings, specs, runs_dir)
-    train_seconds = sum(  # every run's own training time (one core each), reused ones included
-        own_wall([m for m in read_metrics(runs_dir / s.name) if m["kind"] == "train"])
-        for s in specs
-    )
-    cfg0 = configs[specs[0].name]
-    result = {
-        "meta": {
-            "settings": asdict(settings),
-            "preset": settings.preset,
-            "dtype": cfg0.dtype,
-            "d_model": cfg0.model.d_model,
-            "tokens_per_step": cfg0.batch_size * cfg0.seq_len * cfg0.grad_accum,
-            "runs_trained": trained,
-            "wall_seconds": time.time() - t0,
-            "train_seconds": train_seconds,
-            "grad_clip": cfg0.optim.grad_clip,
-            "lr": {s.variant: configs[s.name].optim.lr for s in specs if s.seed == 0},
-        },
-        "variants": variants,
-    }
-    write_result(results, result, say=False)
-    paths = report.figures(result, figures)
+        t0 = time.time()
+        specs, configs = plan(settings)
+        runs_dir = out / "runs"
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        trained = execute(specs, configs, runs_dir, settings.workers, False, quiet)
+        variants = collect(settings, specs, runs_dir)
+        meta = _meta(settings, specs, configs, runs_dir, trained, t0)
+        result = {"meta": meta, "variants": variants}
+        write_result(results, result, say=False)
+        paths = report.figures(result, figures)
     print(report.format_summary(result))  # the result, even with --quiet (which silences the bars)
     print(f"wrote {results} and {len(paths)} figures in {figures}/")
     return result
 
 
-# -- figures ---------------------------------------------------------------------------------
+def _meta(
+    settings: DiagnoseSettings,
+    specs: list[VariantRun],
+    configs: dict[str, TrainConfig],
+    runs_dir: Path,
+    trained: int,
+    t0: float,
+) -> dict:
+    """What the tables say about the runs: their size, time and LRs."""
+    train_seconds = sum(  # every run's own training time (one core each), reused ones included
+        own_wall([m for m in read_metrics(runs_dir / s.name) if m["kind"] == "train"])
+        for s in specs
+    )
+    cfg0 = configs[specs[0].name]
+    return {
+        "settings": asdict(settings),
+        "preset": settings.preset,
+        "dtype": cfg0.dtype,
+        "d_model": cfg0.model.d_model,
+        "tokens_per_step": cfg0.batch_size * cfg0.seq_len * cfg0.grad_accum,
+        "runs_trained": trained,
+        "wall_seconds": time.time() - t0,
+        "train_seconds": train_seconds,
+        "grad_clip": cfg0.optim.grad_clip,
+        "lr": {s.variant: configs[s.name].optim.lr for s in specs if s.seed == 0},
+    }
 
 
 REFERENCE = Path("results") / "diagnose.json"
 
 
-def main(argv: list[str]) -> int:
-    parser = study_parser(
-        "looped diagnose",
-        __doc__,
-        out="runs and results (default runs/diagnose)",
-        reference="results/diagnose.json and figures/",
-        quick="toy size, under a minute",
-        overrides=True,
-        example="looped diagnose --quick --out runs/dq model.d_model=48",
-    )
-    parser.add_argument("--steps", type=int, help="optimizer steps per run (default 150)")
-    parser.add_argument("--seeds", type=int, help="seeds per variant (default 3)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    args = parser.parse_args(argv)
-    settings = replace(QUICK if args.quick else DiagnoseSettings())
-    settings.overrides = settings.overrides + list(args.overrides)
-    for flag in ("steps", "seeds", "workers"):
-        value = getattr(args, flag)
+def settings_for(
+    quick: bool, steps: int | None, seeds: int | None, workers: int | None, overrides: list[str]
+) -> DiagnoseSettings:
+    """The default or quick settings with the command line's flags and overrides, the probes
+    clipped to the run and its last step probed."""
+    settings = replace(QUICK if quick else DiagnoseSettings())
+    settings.overrides = settings.overrides + list(overrides)
+    for flag, value in (("steps", steps), ("seeds", seeds), ("workers", workers)):
         if value is not None:
             if value < 1:
                 raise UserError(f"--{flag} {value} must be >= 1")
             setattr(settings, flag, value)
-    settings.probe_at = tuple(s for s in settings.probe_at if s < settings.steps) + (
-        settings.steps,
-    )
-    if args.print_config:
-        print(to_yaml(plan(settings)[1][f"uniform_s{0}"]), end="")
-        return 0
-    if args.reference and args.out:
-        raise UserError("--reference writes results/ and figures/; leave out --out")
-    out = Path(args.out or ("runs/diagnose-quick" if args.quick else "runs/diagnose"))
-    results, figures = (
-        (REFERENCE, Path("figures")) if args.reference else (out / "diagnose.json", out / "figures")
-    )
-    run_diagnose(settings, out, results, figures, quiet=args.quiet)
-    return 0
+    probes = tuple(s for s in settings.probe_at if s < settings.steps)
+    settings.probe_at = probes + (settings.steps,)
+    return settings

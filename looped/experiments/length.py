@@ -1,36 +1,19 @@
 """The bridge: fixed-first's gap to uniform 1..16 as training lengthens, at equal tokens.
 
-    looped length                     # runs/length/: 5 lengths to 1,920 steps, seeds in rounds
-    looped length --quick             # every code path at toy size, a few minutes
-    looped length --reference         # write results/length.json and figures/length_gap.png
-    looped length --collect           # no training: the results of the runs finished so far
-    looped length --corpus DIR        # the same study on your text (see below)
-    looped length --resume-from results/length.json   # on a fresh machine: reuse its scored runs
-    looped length --d-model 128 --lengths 120,240,480 --max-seeds 4   # a second width
-
 One recipe for every schedule; only the depth schedule changes:
 
-1. The shared LR. Uniform 1..16 at every LR of the sweep on the LR seeds (100, ...), which are
-   never reported, at the `lr_lengths`; each length takes the LR with the lowest validation NLL
-   (mean over depths 1..16); lengths beyond the longest swept one take its choice. A choice at
-   the sweep's edge extends the sweep on that side.
-2. Seeds in rounds (4, 8, 12, 16 by default). Every schedule at the shared LR, seeds 0..n-1,
-   one warmup-stable-decay trunk per (schedule, seed) that every shorter length branches off
-   (`training.lineage.branch_point`); the pool runs uniform's and K=4's seeds first, then
-   K=2's, then the per-micro-batch arm's, so a study stopped early has whole pairs. After each round, each (schedule, length) gets its paired
-   gap to uniform with a group-sequential 95% interval (`eval.stats.sequential_interval`: it
-   covers the true gap at every round at once), and a cell stops when its interval decides at
-   its schedule's tolerance (K=2: 0.5%, K=4: 0.8%, the paper's).
-3. Every reported run scored on the test windows, beside unigram and bigram count tables on the
-   same windows; per seed, the gap's slope against log2(tokens); the gap at K=1, 4 and 16.
-4. Robustness: at `tuned_at` steps each schedule at its own LR (chosen on the LR seeds), the
-   first round's seeds. Not the headline.
+1. The shared LR: uniform at every LR of the sweep on the LR seeds (never reported), at the
+   `lr_lengths`; each length takes the lowest validation NLL (longer lengths: the longest swept
+   one's choice). A choice at the sweep's edge extends the sweep on that side.
+2. Seeds in rounds (4, 8, 12, 16): every schedule at the shared LR, one trunk per (schedule,
+   seed) that shorter lengths branch off. After each round each (schedule, length) gets its
+   paired gap to uniform with a group-sequential 95% interval (`stats.sequential_ratio`), and a
+   cell stops once that interval decides at its tolerance (K=2: 0.5%, K=4: 0.8%, the paper's).
+3. Every reported run scored on the test windows beside unigram and bigram count tables; per
+   seed, the gap's slope against log2(tokens); the gap at K=1, 4 and 16.
+4. Robustness: at `tuned_at` steps each schedule at its own LR, the first round's seeds.
 
-`--corpus` takes a directory from `looped data text ... --test-frac 0.05` or any `datasets`
-source (a .txt/.jsonl/.parquet file or folder; a hub name with the network), split here by
-near-duplicate family and tokenized with a BPE fit on train alone.
-
-Resumable: a rerun reuses every finished run and retrains only what is missing.
+Resumable: a rerun reuses every finished run (and, `resume_from`, an earlier results file's).
 """
 
 from __future__ import annotations
@@ -40,28 +23,25 @@ import json
 import math
 import platform
 import time
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-import looped.eval.stats as stats
 from looped import paper
-from looped.commands.common import study_parser
 from looped.config import TrainConfig, to_yaml
 from looped.errors import UserError
+from looped.eval import stats
 from looped.eval.heldout import heldout_nll
+from looped.eval.stats import Verdict, choose_lrs
 from looped.experiments.plan import Planner
-from looped.experiments.results import diverged, machine_name, own_wall, write_result
+from looped.experiments.results import diverged, machine_name, own_wall
 from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import heldout_windows as split_batches
 from looped.model import LoopedTransformer
-from looped.report import length as report
-from looped.report.length import LABELS
-from looped.runtime.lock import dir_lock
 from looped.runtime.metrics import read_metrics
 
 MICRO = paper.UNIFORM_PER_MICRO  # uniform with a K per micro-batch (4 micro-batches)
@@ -71,6 +51,8 @@ SCHEDULES = (paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M, MICRO)
 # the 200M recipe's seeds after them, the diagnostic per-micro-batch arm last
 LATER = {paper.UNIFORM: 0, paper.RECIPES_1B[1]: 0, paper.RECIPE_200M: 20, MICRO: 40}
 TOLERANCE = {paper.RECIPE_200M: 0.005, paper.RECIPES_1B[1]: 0.008, MICRO: 0.005}  # the paper's
+DEPTHS_SHOWN = (1, 4, 16)  # the per-depth gaps beside the mean: a mean can hide opposite moves
+CORPUS_KEYS = ("tokenizer", "vocab_size", "splits", "dataset")  # what a results file says of it
 
 
 @dataclass
@@ -89,16 +71,9 @@ class LengthSettings:
     resume_from: str | None = None  # an earlier length*.json whose scored runs are reused
 
 
-QUICK = LengthSettings(
-    setup=TextSetup(
-        d_model=32,
-        n_head=2,
-        batch_size=8,
-        seq_len=64,
-        warmup_steps=4,
-        val_batches=2,
-        test_batches=2,
-    ),
+TOY = TextSetup(d_model=32, n_head=2, batch_size=8, seq_len=64, warmup_steps=4, val_batches=2)
+QUICK = LengthSettings(  # every code path at toy size
+    setup=replace(TOY, test_batches=2),
     lengths=(8, 16, 32, 64),
     lrs=(3e-3, 1e-2, 3e-2),
     lr_lengths=(8, 16, 32),
@@ -115,17 +90,12 @@ def schedule_args(schedule: str) -> tuple[str, tuple[str, ...]]:
     return schedule, ()
 
 
-def short(schedule: str) -> str:
-    if schedule == MICRO:
-        return "micro"
+def name_of(schedule: str, lr: float, seed: int, steps: int) -> str:
+    short = "micro" if schedule == MICRO else "uniform"
     if schedule.startswith("fixed-first"):
         k, frac = paper.fixed_phase(schedule)
-        return f"ff{k}_{round(frac * 100)}"
-    return "uniform"
-
-
-def name_of(schedule: str, lr: float, seed: int, steps: int) -> str:
-    return f"{short(schedule)}_lr{lr:g}_s{seed}_n{steps}"
+        short = f"ff{k}_{round(frac * 100)}"
+    return f"{short}_lr{lr:g}_s{seed}_n{steps}"
 
 
 @dataclass
@@ -140,19 +110,17 @@ Grid = dict[str, dict[float, tuple[int, ...]]]  # schedule -> LR -> the lengths 
 
 
 def fingerprint(cfg: TrainConfig) -> str:
-    """A run's config in 16 hex digits, where its corpus lies left out (the corpus itself is
-    checked once, `cached_rows`): a cached row stands for a run only if they agree. Every other
-    field counts, the resolved dtype and device included: rows from a GPU are not reused on a
-    CPU, and a new config field makes older rows stale (they are retrained, not misread)."""
+    """A run's config in 16 hex digits, its corpus path left out: a cached row stands for a run
+    only if they agree, so rows from another dtype, device or config version are retrained."""
     blank = replace(cfg, data=replace(cfg.data, path=""))
     return hashlib.sha256(to_yaml(blank).encode()).hexdigest()[:16]
 
 
 @dataclass
 class Store:
-    """Where the study's runs are: their directories, and the rows an earlier results file
-    holds for runs this disk does not have (`--resume-from`), matched by name and config. A
-    study moved to a fresh machine then trains only the seeds and lengths it does not have."""
+    """The study's run directories, and the scored rows an earlier results file holds for runs
+    this disk lacks (`resume_from`), matched by name and config: a study moved to a fresh
+    machine trains only what it does not have."""
 
     runs_dir: Path
     cached: dict[str, dict] = field(default_factory=dict)  # run name -> its scored row
@@ -169,9 +137,8 @@ class Store:
         return r["val_nll"] if r is not None else val_nll(self.runs_dir / p.spec.name)
 
     def to_train(self, runs: dict[str, Planned]) -> dict[str, Planned]:
-        """The runs to hand the pool: every trunk family (a trunk and its branches) with a run
-        that is not cached, whole (its branches need the trunk's checkpoints); the pool itself
-        skips what is finished on disk."""
+        """Every trunk family (a trunk and its branches) with an uncached run, whole: its
+        branches need the trunk's checkpoints; the pool skips what is finished on disk."""
         family = {n: n for n in runs}
         for n, p in runs.items():
             while p.spec.parent in runs:
@@ -179,9 +146,6 @@ class Store:
         cached = {n for n, p in runs.items() if self.row(p) is not None}
         missing = {family[n] for n in runs if n not in cached}
         return {n: p for n, p in runs.items() if family[n] in missing}
-
-
-CORPUS_KEYS = ("tokenizer", "vocab_size", "splits", "dataset")  # what a results file says of it
 
 
 def cached_rows(path: str | None, corpus: dict) -> dict[str, dict]:
@@ -195,12 +159,7 @@ def cached_rows(path: str | None, corpus: dict) -> dict[str, dict]:
     if old.get("meta", {}).get("corpus") != {k: corpus[k] for k in CORPUS_KEYS if k in corpus}:
         raise UserError(f"--resume-from {path} was measured on another corpus; drop the flag")
     tuned = old.get("tuned") or {}
-    runs = [
-        *old.get("rows", []),
-        *old.get("sweep", []),
-        *tuned.get("rows", []),
-        *tuned.get("sweep", []),
-    ]
+    runs = [r for part in (old, tuned) for k in ("rows", "sweep") for r in part.get(k, [])]
     return {r["run"]: r for r in runs if "run" in r}
 
 
@@ -212,28 +171,16 @@ def plan(
     runs_dir: Path | None = None,
 ) -> dict[str, Planned]:
     """Runs of (schedule, LR, seed) at each of the grid's lengths: the longest is trained, the
-    shorter ones branch off it where they agree (exactly the runs trained from scratch). The
-    pool starts seed by seed (LR seeds first), so a study stopped early has whole seeds.
-
-    A length added after a trunk has finished branches at the latest checkpoint the trunk
-    already holds before the two diverge (found in `runs_dir`), so the trunk is not retrained
-    for one more checkpoint: the branch trains a few more steps, and is still the same run."""
+    shorter ones branch off it where they agree, seed by seed (LR seeds first). A length added
+    after its trunk finished branches at a checkpoint the trunk holds (`runs_dir`)."""
     planner, runs = Planner(), {}
     for schedule, by_lr in grid.items():
         spec_s, extra = schedule_args(schedule)
         for lr, lengths in by_lr.items():
             for seed in seeds:
-                trunk = None
+                trunk, kw = None, {"schedule": spec_s, "lr": lr, "seed": seed, "extra": extra}
                 for steps in sorted(lengths, reverse=True):
-                    cfg = run_config(
-                        settings.setup,
-                        corpus,
-                        schedule=spec_s,
-                        lr=lr,
-                        seed=seed,
-                        steps=steps,
-                        extra=extra,
-                    )
+                    cfg = run_config(settings.setup, corpus, steps=steps, **kw)
                     if schedule == MICRO:  # the same tokens per step, in 4 micro-batches,
                         cfg.batch_size //= 4  # and the same validation windows as the others
                         cfg.eval_batches *= 4
@@ -247,11 +194,10 @@ def plan(
     return runs
 
 
-def train_all(runs: dict[str, Planned], store: Store, workers: int, quiet: bool) -> int:
+def train_all(runs: dict[str, Planned], store: Store, workers: int) -> int:
     runs = store.to_train(runs)
-    specs = [p.spec for p in runs.values()]
     cfgs = {p.spec.name: p.cfg for p in runs.values()}
-    return execute(specs, cfgs, store.runs_dir, workers, False, quiet)
+    return execute([p.spec for p in runs.values()], cfgs, store.runs_dir, workers, False, False)
 
 
 def finished(runs_dir: Path, name: str) -> bool:
@@ -269,20 +215,18 @@ def val_nll(run_dir: Path) -> float:
 
 
 def choose(runs: dict[str, Planned], store: Store) -> dict:
-    """Per schedule and length: the LR with the lowest validation NLL averaged over the LR seeds
-    (ties: the smaller LR), every LR's mean, and whether the choice sits at an edge of the LRs
-    tried at that length ("low" or "high"; None inside)."""
+    """Per schedule and length, the LR chosen on the LR seeds' validation NLL (`choose_lrs`)."""
     table: dict[tuple[str, int], dict[float, list[float]]] = {}
     for p in runs.values():
         if store.finished(p):
             vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
             vals.append(store.val_nll(p))
-    return stats.choose_lrs(table)
+    return choose_lrs(table)
 
 
 def sweep_rows(runs: dict[str, Planned], store: Store) -> list[dict]:
     """The LR seeds' runs as the results file keeps them: what chose the LR, and enough to
-    reuse them (`--resume-from`)."""
+    reuse them (`resume_from`)."""
     return [
         {
             "run": n,
@@ -311,20 +255,14 @@ def extended(grid: Grid, chosen: dict) -> Grid:
 
 
 def sweep(
-    settings: LengthSettings,
-    corpus: dict,
-    store: Store,
-    grid: Grid,
-    train: bool,
-    rounds: int = 2,
+    settings: LengthSettings, corpus: dict, store: Store, grid: Grid, train: bool, rounds: int = 2
 ) -> tuple[dict[str, Planned], dict]:
     """The sweep of `grid` on the LR seeds and each (schedule, length)'s LR; a choice at an edge
-    extends the LRs tried at that length on that side and chooses again (at most `rounds`
-    times; a choice still at an edge is flagged in the results)."""
+    extends the LRs tried there and chooses again (at most `rounds` times)."""
     for _ in range(rounds + 1):
         runs = plan(settings, corpus, settings.lr_seeds, grid, store.runs_dir)
         if train:
-            train_all(runs, store, settings.workers, quiet=False)
+            train_all(runs, store, settings.workers)
         chosen = choose(runs, store)
         wider = extended(grid, chosen)
         if wider == grid:
@@ -361,9 +299,8 @@ def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set)
 
 
 def score(runs: dict[str, Planned], store: Store, batches: list) -> list[dict]:
-    """One row per finished reported run, scored on the test windows (or taken from the
-    earlier results file that scored it); a scored row is kept in the store, so a later round
-    does not score the same run again."""
+    """One row per finished reported run, scored on the test windows (or taken from an earlier
+    results file) and kept in the store, so a later round does not score it again."""
     rows, runs_dir = [], store.runs_dir
     for p in runs.values():
         if (cached := store.row(p)) is not None:
@@ -377,7 +314,7 @@ def score(runs: dict[str, Planned], store: Store, batches: list) -> list[dict]:
             "run": p.spec.name,
             "config_sha": fingerprint(p.cfg),
             "schedule": p.schedule,
-            "label": LABELS[p.schedule],
+            "label": paper.label(p.schedule),
             "steps": p.spec.steps,
             "seed": p.spec.seed,
             "lr": p.lr,
@@ -393,16 +330,6 @@ def score(runs: dict[str, Planned], store: Store, batches: list) -> list[dict]:
     return sorted(rows, key=lambda r: (r["steps"], order[r["schedule"]], r["seed"], r["lr"]))
 
 
-def environment(setup_dtype: str) -> dict:
-    """What a number depends on beyond the code: dtype, torch, Python, the machine."""
-    return {
-        "dtype": setup_dtype,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "machine": machine_name(),
-    }
-
-
 def run_rounds(
     settings: LengthSettings,
     corpus: dict,
@@ -410,9 +337,9 @@ def run_rounds(
     lrs: dict[int, float],
     train: bool,
     bigram: float,
-) -> tuple[dict[str, Planned], list[dict], list[dict], dict]:
-    """Seeds in rounds until every cell decides or the seeds run out; returns the runs, the
-    reported rows, the cells at the last look and why the study stopped."""
+) -> tuple[list[dict], list[dict], dict]:
+    """Seeds in rounds until every cell decides or the seeds run out: the reported rows, the
+    cells at the last look and why the study stopped."""
     batches = split_batches(settings.setup, corpus)
     rounds = [n for n in settings.rounds if n <= settings.max_seeds] or [settings.max_seeds]
     open_cells = {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
@@ -427,25 +354,21 @@ def run_rounds(
         grid = round_grid(settings, lrs, open_cells)
         runs.update(plan(settings, corpus, list(range(n)), grid, store.runs_dir))
         if train:
-            train_all(runs, store, settings.workers, quiet=False)
+            train_all(runs, store, settings.workers)
         rows = score(runs, store, batches)
-        cells = stats.sequential_cells(
-            rows, bigram, settings.schedules, tuple(rounds), TOLERANCE, cells
-        )
+        cells = sequential_cells(rows, bigram, settings.schedules, tuple(rounds), TOLERANCE, cells)
         open_cells = {(c["schedule"], c["steps"]) for c in cells if c.get("open")}
         stop["seeds"] = max((len(c["seed_ids"]) for c in cells), default=0)
         if not all(store.finished(p) for p in runs.values()):
-            stop |= {
-                "reason": f"budget: the round of {n} seeds unfinished when collected",
-                "complete": False,
-            }
+            stop["reason"] = f"budget: the round of {n} seeds unfinished when collected"
+            stop["complete"] = False
             break
         if not open_cells:
             break
     else:
         if open_cells:
             stop["reason"] = f"budget: {len(open_cells)} cells undecided at {rounds[-1]} seeds"
-    return runs, rows, cells, stop
+    return rows, cells, stop
 
 
 def tuned(
@@ -457,14 +380,13 @@ def tuned(
     if not n or n not in lrs:
         return {}
     others = [s for s in settings.schedules if s != paper.UNIFORM]
-    swept, chosen = sweep(
-        settings, corpus, store, {s: dict.fromkeys(settings.lrs, (n,)) for s in others}, train
-    )
+    grid = {s: dict.fromkeys(settings.lrs, (n,)) for s in others}
+    swept, chosen = sweep(settings, corpus, store, grid, train)
     own = {s: chosen[s][n]["lr"] for s in others if s in chosen and n in chosen[s]}
     grid = {s: {lr: (n,)} for s, lr in own.items()} | {paper.UNIFORM: {lrs[n]: (n,)}}
     runs = plan(settings, corpus, list(range(settings.rounds[0])), grid, store.runs_dir)
     if train:
-        train_all(runs, store, settings.workers, quiet=False)
+        train_all(runs, store, settings.workers)
     rows = score(runs, store, split_batches(settings.setup, corpus))
     return {
         "steps": n,
@@ -472,7 +394,7 @@ def tuned(
         "chosen": chosen,
         "sweep": sweep_rows(swept, store),
         "rows": rows,
-        "cells": stats.tuned_cells(rows, own, TOLERANCE),
+        "cells": tuned_cells(rows, own, TOLERANCE),
     }
 
 
@@ -487,20 +409,25 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
     grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
     swept, chosen = sweep(settings, corpus, store, grid, train)
     lrs = shared_lrs(settings, chosen)
-    _, rows, cells, stop = run_rounds(settings, corpus, store, lrs, train, base["test"]["bigram"])
+    rows, cells, stop = run_rounds(settings, corpus, store, lrs, train, base["test"]["bigram"])
     robust = tuned(settings, corpus, store, lrs, train) if stop["complete"] else {}
     cfg = run_config(settings.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
+    env = {
+        "dtype": cfg.dtype,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": machine_name(),
+    }
+    test_windows = len(split_batches(settings.setup, corpus))
     return {
         "meta": {
             "settings": asdict(settings),
-            "environment": environment(cfg.dtype),
+            "environment": env,
             "wall_s": round(time.time() - t0, 1),
             "worker_s": round(sum(r["own_wall"] for r in rows), 1),
             "stopped": stop,
             "corpus": {k: corpus[k] for k in CORPUS_KEYS if k in corpus},
-            "test_tokens": len(split_batches(settings.setup, corpus))
-            * settings.setup.batch_size
-            * settings.setup.seq_len,
+            "test_tokens": test_windows * settings.setup.batch_size * settings.setup.seq_len,
         },
         "baselines": base,
         "chosen": {s: {str(n): c for n, c in v.items()} for s, v in chosen.items()},
@@ -508,74 +435,146 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
         "shared_lr": {str(n): lr for n, lr in lrs.items()},
         "rows": rows,
         "cells": cells,
-        "trends": stats.seed_trends(cells),
+        "trends": seed_trends(cells),
         "tuned": robust,
     }
 
 
-def settings_from(a: object) -> LengthSettings:
-    """The settings the command line asks for, each problem refused in one line."""
-    settings = QUICK if a.quick else LengthSettings()
-    settings = replace(
-        settings, workers=a.workers or settings.workers, corpus=a.corpus, resume_from=a.resume_from
-    )
-    try:
-        if a.lengths:
-            settings.lengths = tuple(int(x) for x in a.lengths.split(","))
-            settings.lr_lengths = tuple(n for n in settings.lr_lengths if n in settings.lengths)
-            settings.lr_lengths = settings.lr_lengths or settings.lengths
-        if a.lr_lengths:
-            settings.lr_lengths = tuple(int(x) for x in a.lr_lengths.split(","))
-        if a.lrs:
-            settings.lrs = tuple(float(x) for x in a.lrs.split(","))
-    except ValueError:
-        raise UserError(
-            "--lengths and --lr-lengths take integers, --lrs numbers, comma-separated"
-        ) from None
-    if len(settings.lengths) < 2 or min(settings.lengths) < 4 or len(settings.lrs) < 1:
-        raise UserError("--lengths needs two or more lengths of at least 4 steps, --lrs one LR")
-    if not set(settings.lr_lengths) <= set(settings.lengths):
-        raise UserError("--lr-lengths must be among --lengths")
-    if settings.tuned_at not in settings.lengths:
-        settings.tuned_at = 0
-    if a.max_seeds is not None:
-        if a.max_seeds < 2:
-            raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
-        settings.max_seeds = a.max_seeds
-    if a.d_model:
-        settings.setup = replace(settings.setup, d_model=a.d_model)
-    return settings
+# -- the study's cells: each (schedule, length) against uniform ------------------------------
+def keeps_going(found: Verdict) -> bool:
+    """Whether a cell takes the next round of seeds: undecided, or "no worse" (more seeds may
+    narrow it to "within"; a study that ends there reports "no worse")."""
+    return found in (Verdict.UNDECIDED, Verdict.NO_WORSE)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = study_parser(
-        "looped length",
-        __doc__,
-        out="output directory (default runs/length[-quick])",
-        reference="results/length.json and figures/length_gap.png (another width: length_dW)",
-        quick="toy size, every code path",
+def _cell_base(mine: list[dict], bigram: float) -> dict:
+    first = mine[0]
+    return {
+        "steps": first["steps"],
+        "schedule": first["schedule"],
+        "label": first["label"],
+        "lr": first["lr"],
+        "tokens": first["tokens"],
+        "seeds": len(mine),
+        "seed_ids": [r["seed"] for r in mine],
+        "mean_nll": float(np.mean([r["mean_nll"] for r in mine])),
+        "seed_nll": [r["mean_nll"] for r in mine],
+        "se_windows": float(np.mean([r["se"] for r in mine])),
+        "tokens_per_param": first["tokens"] / first["params"],
+        "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
+        "beats_bigram": bool(max(r["mean_nll"] for r in mine) < bigram),
+    }
+
+
+def judged_cell(
+    mine: list[dict], uni: list[dict], bigram: float, looks: tuple[int, ...], tol: float
+) -> dict:
+    """One schedule at one length against uniform's runs of the same seeds: the paired gap
+    with its group-sequential interval, the verdict at `tol`, the gap at K=1, 4 and 16, and
+    whether the cell stays open (undecided or "no worse", and its models beat the bigram)."""
+    by_seed = {r["seed"]: r for r in uni}
+    mine = [r for r in mine if r["seed"] in by_seed]
+    ref = [by_seed[r["seed"]] for r in mine]
+    cell = _cell_base(mine, bigram)
+    gap = stats.sequential_ratio(
+        [a["mean_nll"] / b["mean_nll"] - 1 for a, b in zip(mine, ref)], looks
     )
-    p.add_argument("--lengths", help="training lengths in steps, e.g. 120,240,480,960,1920")
-    p.add_argument("--lrs", help="the shared LR's sweep, e.g. 1e-3,3e-3,1e-2")
-    p.add_argument("--lr-lengths", help="lengths the LR is chosen at (longer: the last's LR)")
-    p.add_argument("--d-model", type=int, help="width of the looped layer (default 64)")
-    p.add_argument("--max-seeds", type=int, help="stop adding seed rounds past this many (16)")
-    p.add_argument("--corpus", help="a `looped data text` directory or a `datasets` source")
-    p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
-    p.add_argument(
-        "--resume-from", help="an earlier length*.json: its scored runs are not retrained"
+    informative = cell["beats_bigram"] and max(r["mean_nll"] for r in ref) < bigram
+    found = (
+        stats.verdict(gap, tol, informative) if gap.n > 1 or not informative else Verdict.UNDECIDED
     )
-    a = p.parse_args(argv)
-    settings = settings_from(a)
-    out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
-    # one writer: a second study into OUT is refused; --collect only reads finished runs, so it
-    # may look at a study that is still training
-    with nullcontext() if a.collect else dir_lock(out, "looped length"):
-        result = run_study(settings, out, train=not a.collect)
-    d = settings.setup.d_model
-    stem = "length" if d == TextSetup().d_model or a.quick else f"length_d{d}"
-    json_path = Path(f"results/{stem}.json") if a.reference else out / f"{stem}.json"
-    fig_path = Path(f"figures/{stem}_gap.png") if a.reference else out / f"{stem}_gap.png"
-    write_result(json_path, result)
-    print(f"wrote {report.fig_gap(result, fig_path)}")
-    return 0
+    by_depth = {
+        str(k): stats.sequential_ratio(
+            [a["token_nll"][k - 1] / b["token_nll"][k - 1] - 1 for a, b in zip(mine, ref)], looks
+        ).as_dict()
+        for k in DEPTHS_SHOWN
+        if len(mine[0]["token_nll"]) >= k
+    }
+    return cell | {
+        "gap": gap.as_dict(),
+        "tolerance": tol,
+        "verdict": found.value,
+        "planned_look": gap.n in looks,  # False: an interim look (a round collected unfinished)
+        "open": keeps_going(found),
+        "gap_by_depth": by_depth,
+    }
+
+
+def sequential_cells(
+    rows: list[dict],
+    bigram: float,
+    schedules: tuple[str, ...],
+    looks: tuple[int, ...],
+    tolerance: dict[str, float],
+    previous: list[dict] = (),
+) -> list[dict]:
+    """Per length: uniform's cell, then each other schedule's judged cell. A cell decided at an
+    earlier look keeps that look's verdict (its seeds stopped there); an open one is judged
+    again on every seed it now has."""
+    done = {(c["schedule"], c["steps"]): c for c in previous if not c.get("open", True)}
+    out = []
+    for steps in sorted({r["steps"] for r in rows}):
+        at = {s: [r for r in rows if r["steps"] == steps and r["schedule"] == s] for s in schedules}
+        uni = at.get(paper.UNIFORM, [])
+        if not uni:
+            continue
+        out.append(_cell_base(uni, bigram))
+        for s in schedules:
+            if s == paper.UNIFORM or not at[s]:
+                continue
+            paired = {r["seed"] for r in uni} & {r["seed"] for r in at[s]}
+            if (s, steps) in done or paired:  # no common seed yet (one side unfinished): no cell
+                out.append(
+                    done.get((s, steps)) or judged_cell(at[s], uni, bigram, looks, tolerance[s])
+                )
+    return out
+
+
+def seed_trends(cells: list[dict]) -> dict[str, dict]:
+    """Per schedule: each seed's least-squares slope of its gap against log2(tokens) over the
+    informative lengths that seed has, then the 95% t-interval over seeds: seeds are the unit,
+    not seed x length points."""
+    out = {}
+    for s in dict.fromkeys(c["schedule"] for c in cells if "gap" in c):
+        mine = [c for c in cells if c["schedule"] == s and "gap" in c]
+        mine = [c for c in mine if c["verdict"] != Verdict.NOT_INFORMATIVE.value]
+        per_seed: dict[int, list[tuple[float, float]]] = {}
+        for c in mine:
+            for seed, v in zip(c["seed_ids"], c["gap"]["values"]):
+                per_seed.setdefault(seed, []).append((math.log2(c["tokens"]), v))
+        need = len(mine)
+        slopes = {
+            seed: float(np.polyfit(*zip(*pts), 1)[0])
+            for seed, pts in sorted(per_seed.items())
+            if len(pts) == need and need >= 3
+        }
+        entry: dict[str, Any] = {"lengths": need, "per_seed": slopes, "slope": None}
+        if len(slopes) >= 2:
+            fit = stats.interval(list(slopes.values()))
+            entry |= {"slope": fit.as_dict(), "direction": stats.trend_direction(fit)}
+        out[s] = entry
+    return out
+
+
+def tuned_cells(rows: list[dict], own: dict[str, float], tolerance: dict[str, float]) -> list[dict]:
+    """The robustness check: each schedule at its own LR against uniform at the shared LR, the
+    same seeds, a plain 95% t-interval (one look)."""
+    uni = {r["seed"]: r for r in rows if r["schedule"] == paper.UNIFORM}
+    out = []
+    for s, lr in own.items():
+        mine = [r for r in rows if r["schedule"] == s and r["lr"] == lr]
+        pairs = [(r, uni[r["seed"]]) for r in mine if r["seed"] in uni]
+        if len(pairs) < 2:
+            continue
+        gap = stats.ratio_interval([a["mean_nll"] / b["mean_nll"] - 1 for a, b in pairs])
+        out.append(
+            {
+                "schedule": s,
+                "label": mine[0]["label"],
+                "lr": lr,
+                "shared_lr": pairs[0][1]["lr"],
+                "gap": gap.as_dict(),
+                "verdict": stats.verdict(gap, tolerance[s]).value,
+            }
+        )
+    return out

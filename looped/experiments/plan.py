@@ -1,11 +1,10 @@
 """One planner for every study: runs that share a prefix train it once.
 
-With a warmup-stable-decay LR, a run agrees with another run of the same seed, batch and LR on
-every depth and learning rate until the first step where their schedules or LRs part (a shorter
-run's decay, a fixed-first run's switch); up to there it is *exactly* a branch of the other run's
-checkpoint (`training.lineage.branch_point` finds the step; the trainer checks it again). The
-planner records, for each run a study asks for, which already-planned run it continues and from
-which step, and which checkpoints each parent must keep for its children.
+With a warmup-stable-decay LR, two runs of the same seed, batch and LR agree on every depth and
+learning rate until their schedules or LRs part (a shorter run's decay, a fixed-first switch);
+up to there one is *exactly* a branch of the other's checkpoint (`training.lineage.branch_point`
+finds the step). The planner records which planned run each run continues, from which step, and
+which checkpoints each parent keeps for its children.
 
     planner = Planner()
     long = planner.add(RunSpec("long", UNIFORM, seed=0), cfg_long)
@@ -23,7 +22,7 @@ from looped.config import TrainConfig
 from looped.experiments.runner import RunSpec
 from looped.runtime.checkpoint import list_checkpoints
 from looped.training.lineage import branch_point
-from looped.training.trainer import total_steps_for
+from looped.training.run import total_steps_for
 
 Spec = TypeVar("Spec", bound=RunSpec)
 

@@ -1,25 +1,18 @@
 """The update-benefit probe (paper Fig. 4): is one update at K=16 worth more than one at K=4?
 
-    looped probe --run runs/ff --batches 4                  # latest checkpoint
-    looped probe --run runs/ff/checkpoints/step_0000480 --json
+From a checkpoint (weights and AdamW state), two copies of the model each take one AdamW step on
+the same training batch at the checkpoint's learning rate, one at K=4 and one at K=16; then
 
-From a checkpoint (weights and AdamW state), take a training batch and make two copies of the
-model: update one at depth K=4, the other at K=16, each with exactly one AdamW step at the
-checkpoint's learning rate. Then measure held-out NLL at every serving depth k:
+    benefit(k) = held-out NLL_k(after the K=4 update) - NLL_k(after the K=16 update)
 
-    benefit(k) = NLL_k(after the K=4 update) - NLL_k(after the K=16 update)
-
-Positive values favour the K=16 update. Averaged over several training batches (each a fresh
-pair of copies), this says which depth the next update should use: the paper finds that at the
-switch the deep update helps the deep serving depths, and that the benefit shrinks after a few
-uniform updates.
+at every serving depth k, averaged over several batches. Positive values favour the deep update:
+the paper finds it helps the deep serving depths at the switch, less after a few uniform updates.
+Also here: the cosine between the training gradients at different depths (`gradient_agreement`).
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +20,10 @@ import torch
 
 from looped.config import load_config
 from looped.data.batching import batch_generator, build_source
-from looped.errors import UserError
 from looped.eval.evaluate import token_nll_by_depth
 from looped.model import LoopedTransformer
-from looped.report import style
-from looped.report.probe import plot_benefit
 from looped.runtime import checkpoint as ckpt_lib
-from looped.schedules import lr_at, parse_depths
-from looped.training.trainer import make_optimizer
+from looped.training.optimizer import lr_at, make_optimizer
 
 
 def one_update(
@@ -67,6 +56,16 @@ def one_update(
     return clone.eval()
 
 
+def _load(run: str | Path) -> tuple[Path, Any, dict, LoopedTransformer]:
+    """A run's (or checkpoint directory's) checkpoint: its path, config, state and model."""
+    ckpt = ckpt_lib.resolve_checkpoint(run)
+    cfg = load_config(str(ckpt / "config.yaml"))
+    state = ckpt_lib.load_state(ckpt)
+    model = LoopedTransformer(cfg.model)
+    ckpt_lib.load_weights(ckpt, model)
+    return ckpt, cfg, state, model
+
+
 def update_benefit(
     run: str | Path,
     depths: list[int],
@@ -76,11 +75,7 @@ def update_benefit(
     eval_batches: int = 4,
 ) -> dict[str, Any]:
     """Mean and per-batch benefit(k) = NLL_k(after K=shallow) - NLL_k(after K=deep)."""
-    ckpt = ckpt_lib.resolve_checkpoint(run)
-    cfg = load_config(str(ckpt / "config.yaml"))
-    state = ckpt_lib.load_state(ckpt)
-    model = LoopedTransformer(cfg.model)
-    ckpt_lib.load_weights(ckpt, model)
+    ckpt, cfg, state, model = _load(run)
     source = build_source(cfg.data)
     held_out = list(source.eval.iter_eval_batches(cfg.batch_size, cfg.seq_len, eval_batches))
     step = state["step"]
@@ -134,12 +129,8 @@ def depth_gradients(
     for k in depths:
         _, loss = model(x, k, y)
         g = torch.autograd.grad(loss, params, allow_unused=True)
-        grads[k] = torch.cat(
-            [
-                (gi if gi is not None else torch.zeros_like(p)).float().flatten()
-                for gi, p in zip(g, params)
-            ]
-        )
+        g = [gi if gi is not None else torch.zeros_like(p) for gi, p in zip(g, params)]
+        grads[k] = torch.cat([gi.float().flatten() for gi in g])
     return grads
 
 
@@ -165,11 +156,8 @@ def gradient_agreement(
 def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict[str, Any]:
     """`gradient_agreement` at a run's checkpoint, averaged over `n_batches` training batches
     drawn from a stream the run never uses (as in `update_benefit`)."""
-    ckpt = ckpt_lib.resolve_checkpoint(run)
-    cfg = load_config(str(ckpt / "config.yaml"))
-    step = ckpt_lib.load_state(ckpt)["step"]
-    model = LoopedTransformer(cfg.model)
-    ckpt_lib.load_weights(ckpt, model)
+    ckpt, cfg, state, model = _load(run)
+    step = state["step"]
     model.train()
     source = build_source(cfg.data)
     per_batch = []
@@ -190,60 +178,3 @@ def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict
         "mean_survives": sum(r["mean_survives"] for r in per_batch) / n_batches,
         "per_batch": per_batch,
     }
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="looped probe", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--run",
-        nargs="+",
-        required=True,
-        help="run or checkpoint directories (one line each in the plot)",
-    )
-    parser.add_argument("--depths", default="1-16", help="serving depths (default 1-16)")
-    parser.add_argument("--batches", type=int, default=4, help="training batches to average over")
-    parser.add_argument(
-        "--shallow", type=int, default=4, help="the shallow update depth (default 4)"
-    )
-    parser.add_argument("--deep", type=int, default=16, help="the deep update depth (default 16)")
-    parser.add_argument(
-        "--grad-cosine",
-        metavar="DEPTHS",
-        help="instead: cosine between the training gradients at these depths on the same batch, "
-        "e.g. 1,4,8,16",
-    )
-    parser.add_argument("--plot", help="write the figure here (PNG)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    args = parser.parse_args(argv)
-    if args.batches < 1:
-        raise UserError(f"--batches {args.batches} must be >= 1")
-    if args.grad_cosine:
-        return _print_agreement(args.run, parse_depths(args.grad_cosine), args.batches, args.json)
-    depths = parse_depths(args.depths)
-    results = [update_benefit(r, depths, args.batches, args.shallow, args.deep) for r in args.run]
-    if args.plot:
-        style.files_only()
-        plot_benefit(results, args.plot)
-    if args.json:
-        print(json.dumps(results, indent=2))
-        return 0
-    for r in results:
-        print(
-            f"{r['checkpoint']} (step {r['step']}, lr {r['lr']:.2e}): mean benefit {r['mean_benefit']:+.4f} nats"
-        )
-        print("  " + "  ".join(f"k={d}: {r['benefit'][d]:+.4f}" for d in depths))
-    return 0
-
-
-def _print_agreement(runs: list[str], depths: list[int], n_batches: int, as_json: bool) -> int:
-    results = [agreement_at(r, depths, n_batches) for r in runs]
-    if as_json:
-        print(json.dumps(results, indent=2))
-        return 0
-    for r in results:
-        print(f"{r['checkpoint']} (step {r['step']}): gradient cosine between depths")
-        print("      " + "".join(f"K={k:<6}" for k in depths))
-        for k, row in zip(depths, r["cosine"]):
-            print(f"K={k:<4}" + "".join(f"{c:<8.3f}" for c in row))
-        print(f"  |mean of the gradients| / mean |gradient| = {r['mean_survives']:.3f}")
-    return 0

@@ -31,7 +31,7 @@ from looped.flops import schedule_flops, tokens_per_step
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.lock import dir_lock
-from looped.schedules import parse_schedule
+from looped.schedule_spec import parse_schedule
 from looped.training.trainer import train
 
 
@@ -48,19 +48,14 @@ class RunSpec:
     branch_step: int = 0  # step of the parent checkpoint it continues
     save_steps: list[int] = field(default_factory=list)  # checkpoints its children need
     eval_steps: list[int] = field(default_factory=list)  # extra evaluations (before the switch)
-    # a sweep run: a non-finite loss ends it as "diverged" (an LR too high is a result there)
-    # instead of stopping everything; its children are marked diverged too
-    may_diverge: bool = False
-    # the pool starts lower numbers first (then the costliest): a study that may be stopped
-    # early, like the length study's seed rounds, finishes whole seeds before starting new ones
-    priority: int = 0
+    may_diverge: bool = False  # a sweep run: a non-finite loss is a result (diverged), not an error
+    priority: int = 0  # lower starts first (then the costliest): e.g. whole seeds before new ones
 
 
 # -- execution -------------------------------------------------------------------------------
 def progress_mode() -> str:
-    """How to report progress where the output goes: "notebook" (tqdm widgets in a Jupyter
-    kernel), "terminal" (tqdm bars when stderr is a terminal) or "lines" (one plain line per
-    finished run: a log file or CI gets no escape-code redraws)."""
+    """ "notebook" (tqdm widgets in Jupyter), "terminal" (tqdm bars on a terminal's stderr) or
+    "lines" (one plain line per finished run: a log file gets no escape-code redraws)."""
     try:  # IPython is there only where a notebook runs
         from IPython import get_ipython
 
@@ -74,8 +69,8 @@ def progress_mode() -> str:
 
 
 def run_line(name: str, summary: dict) -> str:
-    """The line a finished run prints when the output is not a terminal (`summary` is what
-    `train` returns; its wall time counts this run's own steps, not its parent's)."""
+    """The line a finished run prints when the output is not a terminal (`summary`: what `train`
+    returns; its wall time counts this run's own steps, not its parent's)."""
     if "diverged" in summary:
         return f"finished {name}: diverged ({summary['diverged']})"
     return (
@@ -88,11 +83,9 @@ _progress: Any = None  # in a worker: the queue its progress goes to (set when i
 
 
 def _start_worker(progress: Any, parent: int) -> None:
-    """Each worker gets the parent's queue and PID once, when it is spawned. A plain
-    multiprocessing queue needs no manager process that could outlive a killed demo; progress is
-    best-effort, so a worker never waits at exit to flush it to a parent that stopped reading
-    (after another run failed). A watchdog thread ends the worker once its parent has died,
-    whatever it is doing (training, evaluating, or idle waiting for a task)."""
+    """Each spawned worker gets the parent's queue (a plain one: no manager process to outlive a
+    killed demo; best-effort, so a worker never waits at exit to flush it) and a watchdog thread
+    that ends the worker once its parent has died, whatever it is doing."""
     global _progress
     _progress = progress
     progress.cancel_join_thread()
@@ -100,8 +93,8 @@ def _start_worker(progress: Any, parent: int) -> None:
 
 
 def _exit_with_parent(parent: int, every: float = 0.5) -> None:
-    """Exit this process when `parent` is no longer its parent (reparented after a SIGKILL or
-    SIGTERM of the demo). Checkpoints are atomic: the next demo retrains the unfinished run."""
+    """Exit once `parent` is no longer this process's parent (the demo was killed); checkpoints
+    are atomic, so the next demo retrains the unfinished run."""
     while os.getppid() == parent:
         time.sleep(every)
     os._exit(1)
@@ -135,8 +128,7 @@ def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None)
 
 
 def mark_diverged(run_dir: Path, cfg: TrainConfig, why: str) -> dict:
-    """Record a sweep run whose loss diverged: its config and a summary that says so (no
-    checkpoints or evaluation are needed from it)."""
+    """Record a sweep run whose loss diverged: its config and a summary that says so."""
     summary = {"diverged": why, "steps": 0, "wall": 0.0, "final_loss": float("nan")}
     with dir_lock(run_dir, "looped train"):  # a run directory has one writer, this one too
         write_text_atomic(run_dir / "config.yaml", to_yaml(cfg))
@@ -179,7 +171,7 @@ def _to_train(
     specs: list[RunSpec], configs: dict[str, TrainConfig], runs_dir: Path, fresh: bool
 ) -> dict[str, RunSpec]:
     """The runs to (re)train, their old directories removed: the unfinished ones and every child
-    of one (a retrained parent means its children must be retrained too)."""
+    of one (a retrained parent retrains its children)."""
     todo = {}
     for spec in specs:
         run_dir = runs_dir / spec.name
@@ -195,9 +187,8 @@ def _to_train(
 
 
 class _Bars:
-    """Progress of the pool: an overall bar in modeled GFLOPs and one bar per busy worker, fed
-    by the (name, step, total, loss, depth) messages workers put on a queue. `disable` turns the
-    bars off (quiet, or one plain line per run instead)."""
+    """An overall bar in modeled GFLOPs and one bar per busy worker, fed by the workers' (name,
+    step, total, loss, depth) messages; `disable`: quiet, or one plain line per run instead."""
 
     def __init__(self, todo: dict[str, RunSpec], workers: int, disable: bool) -> None:
         self.todo, self.disable = todo, disable
@@ -282,9 +273,8 @@ def execute(
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """End the pool now, its workers' current runs included (they are retrained next time;
-    checkpoints are atomic). Python < 3.14 has no public way to stop a busy worker, and without
-    it the interpreter's exit would wait for every run to finish."""
+    """End the pool now, its workers' runs included (retrained next time). Python < 3.14 has no
+    public way to stop a busy worker; without this, exiting would wait for every run."""
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.kill()
     pool.shutdown(wait=True, cancel_futures=True)  # quick now: it only cleans up
@@ -300,8 +290,8 @@ def _drive(
     bars: _Bars,
     lines: bool,
 ) -> None:
-    """Submit runs as their parents finish, by priority then costliest first, until every run in `todo` is done;
-    a worker's error is re-raised here."""
+    """Submit runs as their parents finish, by priority then costliest first, until every run in
+    `todo` is done; a worker's error is re-raised here."""
     running: dict[Any, str] = {}
     done: set[str] = set()
 
@@ -318,13 +308,9 @@ def _drive(
     while len(done) < len(todo):
         while len(running) < workers and ready():
             spec = ready()[0]
-            branch = (
-                str(checkpoint_dir(runs_dir / spec.parent, spec.branch_step))
-                if spec.parent
-                else None
-            )
-            run_dir = str(runs_dir / spec.name)
-            args = (asdict(spec), configs[spec.name], run_dir, branch)
+            parent = runs_dir / spec.parent if spec.parent else None
+            branch = str(checkpoint_dir(parent, spec.branch_step)) if parent else None
+            args = (asdict(spec), configs[spec.name], str(runs_dir / spec.name), branch)
             running[pool.submit(_run_one, *args)] = spec.name
             bars.open(spec)
         finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
@@ -338,10 +324,16 @@ def _drive(
             bars.close(name)
             done.add(name)
             if "diverged" in summary:  # its children cannot branch off it: diverged too
-                for child in _descendants(name, todo):
-                    why = f"its parent {name} diverged"
-                    mark_diverged(runs_dir / child, configs[child], why)
-                    if lines:
-                        print(run_line(child, {"diverged": why}), flush=True)
-                    done.add(child)
+                done.update(_diverge_children(name, todo, configs, runs_dir, lines))
     bars.drain(progress)
+
+
+def _diverge_children(name: str, todo, configs, runs_dir: Path, lines: bool) -> list[str]:
+    """Mark every run branching off the diverged run `name` diverged too; return their names."""
+    children = _descendants(name, todo)
+    for child in children:
+        why = f"its parent {name} diverged"
+        mark_diverged(runs_dir / child, configs[child], why)
+        if lines:
+            print(run_line(child, {"diverged": why}), flush=True)
+    return children

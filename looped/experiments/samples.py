@@ -1,36 +1,26 @@
 """What serving depth buys, shown: the same prompts continued at depths 1, 2, 4 and 16.
 
-    looped samples                      # runs/length/samples.json, from the length study's runs
-    looped samples --reference          # results/samples.json (rendered in docs/RESULTS.md)
-    looped samples --quick              # runs/length-quick/samples.json, after `looped length --quick`
-
-A mean NLL per depth is the paper's metric; a continuation is what a reader sees. Each model of
-the length study's longest length (seed 0, at its chosen LR) continues a few fixed prompts,
-greedily, at each serving depth: fixed-first K=2 (67%) and uniform 1..16 from the study, and a
-fixed K=4 run trained here on the same data, steps and LR as fixed-first K=4 (80%), so the
-three differ only in their depth schedule. Beside each depth: that model's test NLL there.
+Each model of the length study's longest length (seed 0, at the shared LR) continues a few fixed
+prompts greedily at each serving depth: fixed-first K=2 (67%) and uniform 1..16 from the study,
+and a fixed K=4 run trained here on the same data, steps and LR, so the three differ only in
+their depth schedule. Beside each depth: that model's test NLL there.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from looped import paper
-from looped.commands.common import study_parser
 from looped.data.text import load_tokenizer
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
-from looped.experiments.length import QUICK, LengthSettings, name_of
-from looped.experiments.results import write_result
+from looped.experiments.length import LengthSettings, name_of
 from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import ensure_corpus, heldout_windows, run_config
 from looped.model import LoopedTransformer
-from looped.report import samples as report
-from looped.report.length import LABELS
 from looped.runtime.checkpoint import list_checkpoints, load_weights
 
 PROMPTS = (
@@ -67,18 +57,11 @@ def models(study: dict, out: Path, settings: LengthSettings) -> dict[str, tuple[
     picked = {}
     for schedule in (paper.RECIPE_200M, paper.UNIFORM):
         cfg = run_config(settings.setup, corpus, schedule=schedule, lr=lr, seed=0, steps=steps)
-        picked[LABELS[schedule]] = (out / "runs" / name_of(schedule, lr, 0, steps), cfg)
+        picked[paper.label(schedule)] = (out / "runs" / name_of(schedule, lr, 0, steps), cfg)
     cfg = run_config(settings.setup, corpus, schedule=FIXED, lr=lr, seed=0, steps=steps)
     name = f"fixed4_lr{lr:g}_s0_n{steps}"
-    execute(
-        [RunSpec(name, FIXED, seed=0, steps=steps)],
-        {name: cfg},
-        out / "runs",
-        1,
-        False,
-        False,
-    )
-    picked["fixed K=4"] = (out / "runs" / name, cfg)
+    execute([RunSpec(name, FIXED, seed=0, steps=steps)], {name: cfg}, out / "runs", 1, False, False)
+    picked[paper.label(FIXED)] = (out / "runs" / name, cfg)
     return picked
 
 
@@ -89,12 +72,8 @@ def sample_all(study: dict, out: Path, settings: LengthSettings | None = None) -
     corpus = ensure_corpus(settings.setup, out)
     tok = load_tokenizer(corpus["path"])
     windows = heldout_windows(settings.setup, corpus)
-    result: dict[str, Any] = {
-        "prompts": list(PROMPTS),
-        "depths": list(DEPTHS),
-        "tokens": TOKENS,
-        "models": {},
-    }
+    result: dict[str, Any] = {"prompts": list(PROMPTS), "depths": list(DEPTHS), "tokens": TOKENS}
+    result["models"] = {}
     for label, (run_dir, cfg) in models(study, out, settings).items():
         if not list_checkpoints(run_dir):
             raise UserError(f"{run_dir} has no checkpoint; run `looped length` first")
@@ -110,27 +89,3 @@ def sample_all(study: dict, out: Path, settings: LengthSettings | None = None) -
             },
         }
     return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    a = study_parser(
-        "looped samples",
-        __doc__,
-        out="the length study's output directory, whose runs are sampled (default runs/length, "
-        "or runs/length-quick with --quick)",
-        reference="results/samples.json",
-        quick="the models of `looped length --quick` (read from OUT/length.json)",
-        workers=False,
-        reads=True,
-    ).parse_args(argv)
-    out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
-    study = out / "length.json" if a.quick else Path(a.results) / "length.json"
-    if not study.is_file():
-        raise UserError(
-            f"{study} not found; run `looped length{' --quick' if a.quick else ''}` first"
-        )
-    settings = QUICK if a.quick else LengthSettings()
-    result = sample_all(json.loads(study.read_text()), out, settings)
-    print(report.section(result))
-    write_result(Path(a.results if a.reference else out) / "samples.json", result)
-    return 0

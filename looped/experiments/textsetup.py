@@ -1,14 +1,12 @@
-"""The text setup that learns on a 2-core CPU, with its corpus, baselines and run config.
+"""The text setup every text study shares: its corpus (the one builder), baselines and run config.
 
     corpus = ensure_corpus(TextSetup(), Path("runs/length"))   # tokenized once, then reused
     cfg = run_config(TextSetup(), corpus, schedule=paper.UNIFORM, lr=3e-3, seed=0, steps=400)
 
-The corpus is the standard library's source (offline everywhere), split without leaks
+The default corpus is the standard library's source (offline everywhere), split without leaks
 (`data.splits`: near-duplicate families in one split, the tokenizer fit on train alone) into
 train, validation (every LR choice) and test (every reported number). A small BPE keeps the
-embedding and head from dominating a d=64 model (`results/text_regime.json` has the
-measurements behind the choice). The baselines are fit on the train split and scored on the
-same test windows as the models.
+embedding and head from dominating a d=64 model (`results/text_regime.json`).
 """
 
 from __future__ import annotations
@@ -20,9 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from looped.config import TrainConfig, load_config
-from looped.data.text import META, TokenShards, prepare_documents, read_meta, stdlib_named_documents
+from looped.data.text import (
+    META,
+    NAMED_CORPORA,
+    TokenShards,
+    open_documents,
+    prepare_documents,
+    prepare_text,
+    read_meta,
+)
 from looped.errors import UserError
 from looped.eval.baselines import corpus_baselines
+from looped.experiments.runner import progress_mode
 from looped.model import fit_vocab
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
@@ -42,16 +49,18 @@ class TextSetup:
     test_frac: float = 0.05  # and for test
 
 
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
+
+
 def corpus_path(setup: TextSetup, out: Path, source: str | None = None) -> Path:
-    name = "stdlib" if not source else re.sub(r"[^A-Za-z0-9]+", "_", source).strip("_")[-40:]
+    """`looped length`'s corpus directory: one per (source, tokenizer)."""
+    name = slug(source)[-40:] if source else "stdlib"
     return out / f"corpus-{name}-{setup.tokenizer.replace(':', '')}-split"
 
 
 def source_documents(source: str) -> list[tuple[str, str]]:
-    """(name, text) of every document of a `datasets` source: a local .txt/.jsonl/.parquet
-    file or folder, a saved dataset, or a hub name (needs the network)."""
-    from looped.data.text import open_documents  # imports datasets (~2 s): only --corpus needs it
-
+    """(name, text) of every document of a `datasets` source, read into memory."""
     docs = [(f"doc{i:07d}", str(row["text"])) for i, row in enumerate(open_documents(source))]
     if not docs:
         raise UserError(
@@ -60,32 +69,57 @@ def source_documents(source: str) -> list[tuple[str, str]]:
     return docs
 
 
-def ensure_corpus(setup: TextSetup, out: Path, source: str | None = None) -> dict[str, Any]:
-    """The corpus's meta.json (with its path). Default: the standard library's source, tokenized
-    the first time. `source`: a directory `looped data text` prepared (used as it is; it must
-    have a test split), or any `datasets` source, split and tokenized here the same way as the
-    standard library (near-duplicate families in one split, the tokenizer fit on train)."""
-    if source and (Path(source) / META).is_file():
-        meta = read_meta(source)
-        if "test" not in meta["splits"]:
-            raise UserError(
-                f"{source} has no test split; prepare it with `looped data text ... --test-frac 0.05`"
-            )
-        return {**meta, "path": str(Path(source).resolve())}
-    path = corpus_path(setup, out, source)
-    if not (path / META).is_file():
-        prepare_documents(
-            path,
-            source_documents(source) if source else stdlib_named_documents(),
-            setup.tokenizer,
-            setup.val_frac,
-            setup.test_frac,
-            dataset=source or "stdlib",
-            overwrite=True,
+def _prepared(source: str) -> dict[str, Any]:
+    """A directory `looped data text` wrote, used as it is: it must have a test split."""
+    meta = read_meta(source)
+    if "test" not in meta["splits"]:
+        raise UserError(
+            f"{source} has no test split; prepare it with `looped data text ... --test-frac 0.05`"
         )
+    return {**meta, "path": str(Path(source).resolve())}
+
+
+def ensure_corpus(
+    setup: TextSetup,
+    out: Path,
+    source: str | None = None,
+    *,
+    directory: Path | None = None,
+    subset: str | None = None,
+    max_docs: int | None = None,
+    stream: bool = False,
+    quiet: bool = True,
+) -> dict[str, Any]:
+    """The corpus's meta.json with its path, tokenized into `directory` (default `corpus_path`)
+    the first time and reused after. `source`: None (the standard library), a built-in name, a
+    directory `looped data text` prepared (used as it is), or any `datasets` source: read into
+    memory and split like the built-in ones, or with `stream` split by a hash of each document
+    (`--max-docs` bounds it). Both fit the tokenizer on train alone. A directory written for
+    another corpus is refused, not silently reused."""
+    if source and (Path(source) / META).is_file():
+        return _prepared(source)
+    path = directory or corpus_path(setup, out, source)
+    dataset = str(Path(source).expanduser()) if source else "stdlib"
+    if not (path / META).is_file():
+        if not quiet:
+            print(f"tokenizing {dataset} ({setup.tokenizer}) into {path}")
+        fracs = {"val_frac": setup.val_frac, "test_frac": setup.test_frac}
+        if dataset in NAMED_CORPORA or not stream:  # near-duplicates kept in one split
+            named = NAMED_CORPORA.get(dataset)
+            docs = named()[:max_docs] if named else source_documents(dataset)
+            prepare_documents(path, docs, setup.tokenizer, **fracs, dataset=dataset, overwrite=True)
+        else:  # streamed, each document's split a hash of its text
+            only = {"subset": subset, "max_docs": max_docs, "overwrite": True}
+            bar = not quiet and progress_mode() != "lines"
+            prepare_text(path, dataset, setup.tokenizer, **only, **fracs, progress=bar)
     meta = read_meta(path)
-    if meta["tokenizer"] != setup.tokenizer or "test" not in meta["splits"]:
-        raise UserError(f"{path} holds another corpus; remove it and run again")
+    if (meta["dataset"], meta["tokenizer"]) != (dataset, setup.tokenizer) or (
+        not stream and "test" not in meta["splits"]
+    ):
+        raise UserError(
+            f"{path} holds {meta['dataset']} ({meta['tokenizer']}), not {dataset} "
+            f"({setup.tokenizer}); remove that directory or pass another --out"
+        )
     return {**meta, "path": str(path)}
 
 
@@ -102,11 +136,9 @@ def run_config(
     log_interval: int = 10,
     before: tuple[str, ...] | list[str] = (),
 ) -> TrainConfig:
-    """One text run: the preset with this setup's model, data and batch; evaluation on the
-    validation windows at the end only (test windows are scored after training). `before`
-    (a user's overrides) is applied before the run's LR, seed and schedule, which win over it;
-    `extra` after them. Every text study builds its runs here (`looped length`, `looped
-    fidelity` and the demo's text track)."""
+    """One text run of every text study: evaluation on the validation windows at the end only
+    (test windows are scored after training). `before` (a user's overrides) comes before the
+    run's LR, seed and schedule, which win over it; `extra` after them."""
     overrides = [
         "data.kind=text",
         f"data.path={corpus['path']}",
@@ -135,12 +167,15 @@ def run_config(
     return cfg
 
 
+def windows(path: str, split: str, batch_size: int, seq_len: int, n: int) -> list:
+    """The fixed windows of a held-out split: the same list for every model and baseline."""
+    return list(TokenShards(path, split).iter_eval_batches(batch_size, seq_len, n, split))
+
+
 def heldout_windows(setup: TextSetup, corpus: dict[str, Any], split: str = "test") -> list:
-    """The fixed windows of a held-out split (the same list for every model and baseline):
-    `val_batches` of validation, `test_batches` of test."""
+    """`val_batches` of validation or `test_batches` of test windows."""
     n = setup.val_batches if split == "val" else setup.test_batches
-    shards = TokenShards(corpus["path"], split)
-    return list(shards.iter_eval_batches(setup.batch_size, setup.seq_len, n, split))
+    return windows(corpus["path"], split, setup.batch_size, setup.seq_len, n)
 
 
 def baselines(setup: TextSetup, corpus: dict[str, Any], cache: Path) -> dict[str, Any]:

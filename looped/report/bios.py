@@ -1,15 +1,11 @@
-"""The bios track (the demo's synthetic biographies) as a reader sees it.
-
-The paper's figures,
-the summary tables, the comparison with the committed reference, and each of the paper's claims
-with the verdict its numbers give. Pure functions of demo.json's dict.
-
-Lines are seed means; bands span the min and max across seeds.
-"""
+"""The bios track (the demo's synthetic biographies) as a reader sees it: the paper's figures
+(lines are seed means, bands the min-max across seeds), its tables, and the demo's comparison
+with the committed reference. Pure functions of demo.json's dict."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -21,15 +17,10 @@ import seaborn as sns
 
 import looped.eval.stats as stats
 from looped import paper
-from looped.paper import (
-    FIXED_FIRST,
-    MAIN_SCHEDULES,
-    UNIFORM,
-)
+from looped.paper import FIXED, FIXED_FIRST, MAIN_SCHEDULES, UNIFORM, fixed_depth
 from looped.report import style
-from looped.report.claims import findings
 from looped.report.probe import plot_benefit
-from looped.report.prose import aside
+from looped.report.tables import md_table
 from looped.report.text import fig_lr_sweep
 
 SMOOTHING = 9  # steps in the trailing mean of a plotted training loss
@@ -37,10 +28,12 @@ SMOOTHING = 9  # steps in the trailing mean of a plotted training loss
 
 # -- figures ---------------------------------------------------------------------------------
 def by_label(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
+    """Runs grouped by schedule, keyed by its label in `paper.SHOWN` (never the label a results
+    file stored: older files hold older labels)."""
     out: dict[str, list[dict]] = defaultdict(list)
     for r in runs:
         if all(r.get(k) == v for k, v in match.items()):
-            out[r["label"]].append(r)
+            out[paper.label(r["schedule"])].append(r)
     return out
 
 
@@ -55,6 +48,12 @@ def nll_label(result: dict, short: bool = False) -> str:
     # "fact NLL (nats per fact, held-out templates)" -> "fact NLL (nats per fact)": an axis
     # label must fit the panel's height
     return label.split(" (")[0] if short else label.split(",")[0] + (")" if "," in label else "")
+
+
+def depth_runs(result: dict) -> list[dict]:
+    """The depth-specialisation runs (Fig. 5), by training depth."""
+    runs = (r for r in result["runs"] if "depth" in r["group"])
+    return sorted(runs, key=lambda r: fixed_depth(r["schedule"]))
 
 
 def main_runs(result: dict) -> list[dict]:
@@ -94,22 +93,14 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         budgets = sorted({r["budget"] for r in group})
         xs = [np.mean([r["flops"] for r in group if r["budget"] == b]) for b in budgets]
         ys = [[np.mean(nll(r)) for r in group if r["budget"] == b] for b in budgets]
-        left.plot(
-            xs,
-            [np.mean(y) for y in ys],
-            marker=style.marker(label, i),
-            color=style.color(label, i),
-            label=label,
-            **style.dashes(label),
-        )
-        left.vlines(
-            xs, [min(y) for y in ys], [max(y) for y in ys], color=style.color(label, i), alpha=0.5
-        )
-    left.set_xscale("log")
-    left.set_yscale("log")
+        color = style.color(label, i)
+        kw = {"marker": style.marker(label, i), "color": color, "label": label}
+        left.plot(xs, [np.mean(y) for y in ys], **kw, **style.dashes(label))
+        left.vlines(xs, [min(y) for y in ys], [max(y) for y in ys], color=color, alpha=0.5)
+    left.set(xscale="log", yscale="log")
     left.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    left.set_xlabel("modeled training FLOPs")
-    left.set_ylabel(f"mean {nll_label(result, True)} over depths 1..16")
+    ylabel = f"mean {nll_label(result, True)} over depths 1..16"
+    left.set(xlabel="modeled training FLOPs", ylabel=ylabel)
     left.set_title("Serving quality against training compute")
     left.legend(fontsize=8)
     full = by_label(runs, budget=top)
@@ -123,8 +114,8 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
                 right, group[0]["depths"], [np.asarray(nll(r)) - base for r in group], label, i
             )
         right.axhline(0, color="k", lw=0.8)
-        right.set_xlabel("serving depth K")
-        right.set_ylabel(f"{nll_label(result, True)} minus uniform's\n(above 0: worse)")
+        ylabel = f"{nll_label(result, True)} minus uniform's\n(above 0: worse)"
+        right.set(xlabel="serving depth K", ylabel=ylabel)
         right.set_title(f"Against uniform, {top:.0%} of the budget")
         right.legend(fontsize=8)
     else:  # no uniform run to compare against (`looped plot --runs` on other schedules)
@@ -140,15 +131,9 @@ def fig3_loss(result: dict, path: Path) -> Path:
     for i, (label, group) in enumerate(full.items()):
         curve = np.asarray(group[0]["curve"], dtype=float)
         smoothed = style.trailing_mean(curve[:, 1], SMOOTHING)
+        kw = {"color": style.color(label, i), "label": label, "lw": 1.2, **style.dashes(label)}
         for ax in (left, right):
-            ax.plot(
-                curve[:, 0],
-                smoothed,
-                color=style.color(label, i),
-                label=label,
-                lw=1.2,
-                **style.dashes(label),
-            )
+            ax.plot(curve[:, 0], smoothed, **kw)
         if group[0].get("switch_step"):
             switch = group[0]["switch_step"]
             tail = curve[:, 0] >= switch * 0.9
@@ -159,38 +144,27 @@ def fig3_loss(result: dict, path: Path) -> Path:
             ax.axvline(switch, color="k", ls="--", lw=0.8, label="switch to uniform")
         ax.set_xlabel("optimizer step")
         ax.set_title(f"Training NLL, {title}")
-    left.set_yscale("log")
-    left.set_ylabel("training loss (nats/token, smoothed)")
+    left.set(yscale="log", ylabel="training loss (nats/token, smoothed)")
     left.legend(fontsize=8)
     return style.save(fig, path)
 
 
 def fig5_specialisation(result: dict, path: Path) -> Path:
     """Recall across serving depths for fixed K=1,2,4,8, normalised by each peak (Fig. 5)."""
-    runs = sorted(
-        (r for r in result["runs"] if "depth" in r["group"]),
-        key=lambda r: int(r["schedule"].split(":")[1]),
-    )
+    runs = depth_runs(result)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     colors = sns.color_palette("viridis", len(runs))
     for i, (color, r) in enumerate(zip(colors, runs)):
-        k = int(r["schedule"].split(":")[1])
+        k = fixed_depth(r["schedule"])
         bits = np.asarray(r["bits"])
         marker = ("o", "s", "^", "D", "v", "P")[i % 6]  # models that recall nothing coincide
-        left.plot(
-            r["depths"],
-            bits / max(bits.max(), 1e-9),
-            marker=marker,
-            ms=3,
-            color=color,
-            label=f"trained at K={k}",
-        )
+        kw = {"marker": marker, "ms": 3, "color": color, "label": f"trained at K={k}"}
+        left.plot(r["depths"], bits / max(bits.max(), 1e-9), **kw)
         left.axvline(k, color=color, ls=":", lw=0.8)
-        right.plot(r["depths"], nll(r), marker=marker, ms=3, color=color, label=f"trained at K={k}")
+        right.plot(r["depths"], nll(r), **kw)
     left.set_ylabel("recall / peak recall")
     left.set_title("Recall, normalised by each model's peak")
-    right.set_yscale("log")
-    right.set_ylabel(nll_label(result))
+    right.set(yscale="log", ylabel=nll_label(result))
     right.set_title("NLL across serving depths")
     for ax in (left, right):
         ax.set_xlabel("serving depth K")
@@ -229,8 +203,7 @@ def fig8_nll_by_depth(result: dict, path: Path) -> Path:
     left.set_title("All serving depths")
     right.set_title("K = 4..16")
     for ax in (left, right):
-        ax.set_xlabel("serving depth K")
-        ax.set_ylabel(nll_label(result))
+        ax.set(xlabel="serving depth K", ylabel=nll_label(result))
     left.legend(fontsize=8)
     return style.save(fig, path)
 
@@ -242,37 +215,16 @@ def fig_finish(result: dict, path: Path) -> Path:
     ff = full.get(paper.label(FIXED_FIRST), [])
     if ff and ff[0].get("pre_switch"):
         r, pre = ff[0], ff[0]["pre_switch"]
-        color = style.color(FIXED_FIRST)
-        ax.plot(
-            pre["depths"],
-            nll(pre),
-            "o--",
-            color=color,
-            alpha=0.6,
-            ms=3,
-            label=f"fixed-first, before the switch (step {r['switch_step']})",
-        )
-        ax.plot(
-            r["depths"],
-            nll(r),
-            "o-",
-            color=color,
-            ms=3,
-            label=f"fixed-first, after the finish (step {r['steps']})",
-        )
+        kw = {"color": style.color(FIXED_FIRST)}
+        before = f"fixed-first, before the switch (step {r['switch_step']})"
+        ax.plot(pre["depths"], nll(pre), "o--", **kw, alpha=0.6, ms=3, label=before)
+        after = f"fixed-first, after the finish (step {r['steps']})"
+        ax.plot(r["depths"], nll(r), "o-", **kw, ms=3, label=after)
     for r in full.get(paper.label(UNIFORM), [])[:1]:
-        ax.plot(
-            r["depths"],
-            nll(r),
-            "s:",
-            color=style.color(UNIFORM),
-            ms=3,
-            label=f"{paper.label(UNIFORM)}, end (step {r['steps']})",
-        )
+        end = f"{paper.label(UNIFORM)}, end (step {r['steps']})"
+        ax.plot(r["depths"], nll(r), "s:", color=style.color(UNIFORM), ms=3, label=end)
     ax.axvline(4, color="k", ls=":", lw=0.8)
-    ax.set_yscale("log")
-    ax.set_xlabel("serving depth K")
-    ax.set_ylabel(nll_label(result))
+    ax.set(yscale="log", xlabel="serving depth K", ylabel=nll_label(result))
     ax.set_title("What the finishing phase does (seed 0, full budget)")
     ax.legend(fontsize=8)
     return style.save(fig, path)
@@ -285,9 +237,8 @@ def fig_two_hop(result: dict, path: Path) -> Path:
         if "two_hop_acc" in group[0]:
             style.schedule_band(ax, group[0]["depths"], [r["two_hop_acc"] for r in group], label, i)
     for r in (r for r in result["runs"] if r["group"] == "depth" and "two_hop_acc" in r):
-        ax.plot(r["depths"], r["two_hop_acc"], ls=":", lw=1, label=r["label"])
-    ax.set_xlabel("serving depth K")
-    ax.set_ylabel("two-hop exact-match accuracy")
+        ax.plot(r["depths"], r["two_hop_acc"], ls=":", lw=1, label=paper.label(r["schedule"]))
+    ax.set(xlabel="serving depth K", ylabel="two-hop exact-match accuracy")
     ax.set_title("Two-hop recall across serving depths")
     ax.legend(fontsize=7)
     return style.save(fig, path)
@@ -316,30 +267,30 @@ def paper_figures(result: dict, out_dir: str | Path) -> list[Path]:
 
 
 # -- tables -----------------------------------------------------------------------------------
+SUMMARY_HEADER = ["schedule", "LR", "steps", "compute vs uniform", "wall-clock vs uniform",
+                  "mean fact NLL K=1..16 (seed range)", "vs uniform", "per-seed range",
+                  "bits/person K=1", "K=4", "K=8", "K=16"]  # fmt: skip
+
+
 def format_summary(table: list[dict]) -> str:
-    """A summary table as markdown: seed means, the seed range of the mean fact NLL and the
-    per-seed range of the difference from uniform (paired by seed)."""
-    lines = [
-        "| schedule | LR | steps | compute vs uniform | wall-clock vs uniform | mean fact NLL K=1..16 (seed range) | vs uniform | per-seed range | bits/person K=1 | K=4 | K=8 | K=16 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    """A summary table: seed means, the seed range of the mean fact NLL and the per-seed range
+    of the gap to uniform (paired by seed)."""
+    rows = []
     for r in table:
-        bits = [f"{r['bits'].get(str(k), float('nan')):.1f}" for k in (1, 4, 8, 16)]
         n, v = r.get("fact_nll"), r.get("vs_uniform_by_seed")
         nll = f"{r['mean_fact_nll']:.3f}" + (f" ({n['min']:.3f}-{n['max']:.3f})" if n else "")
         per_seed = f"{v['min']:+.1%} to {v['max']:+.1%}" if v else "-"
         lr = f"{r['lr']:g}" if r.get("lr") else "-"
-        lines.append(
-            f"| {r['label']} | {lr} | {r['steps']} | {r['compute_vs_uniform']:.2f}x | {r['wall_vs_uniform']:.2f}x | {nll} | {paired_mean(r):+.1%} | {per_seed} | "
-            + " | ".join(bits)
-            + " |"
-        )
-    return "\n".join(lines)
+        costs = [f"{r['compute_vs_uniform']:.2f}x", f"{r['wall_vs_uniform']:.2f}x"]
+        gap = [nll, f"{paired_mean(r):+.1%}", per_seed]
+        bits = [f"{r['bits'].get(str(k), float('nan')):.1f}" for k in (1, 4, 8, 16)]
+        rows.append([paper.label(r["schedule"]), lr, r["steps"], *costs, *gap, *bits])
+    return md_table(SUMMARY_HEADER, rows)
 
 
 def paired_mean(row: dict) -> float:
-    """A row's gap to uniform as every table and verdict states it: paired by seed
-    (`stats.ratio_interval`), or the ratio of seed means where there is no pairing."""
+    """A row's gap to uniform paired by seed (`stats.ratio_interval`), or the ratio of seed
+    means where there is no pairing."""
     v = row.get("vs_uniform_by_seed")
     if v and len(v.get("values", [])) > 1:
         return stats.ratio_interval(v["values"]).mean
@@ -352,10 +303,7 @@ COMPARED = (  # (summary key, label, format of a value, format of a difference)
     ("wall_vs_uniform", "wall-clock vs uniform", "{:.2f}x", "{:+.2f}"),
     ("mean_fact_nll", "mean fact NLL K=1..16", "{:.3f}", "{:+.3f}"),
     ("fact_nll_vs_uniform", "fact NLL vs uniform", "{:+.1%}", "{:+.1%}"),
-    ("bits.1", "bits/person K=1", "{:.1f}", "{:+.1f}"),
-    ("bits.4", "bits/person K=4", "{:.1f}", "{:+.1f}"),
-    ("bits.8", "bits/person K=8", "{:.1f}", "{:+.1f}"),
-    ("bits.16", "bits/person K=16", "{:.1f}", "{:+.1f}"),
+    *((f"bits.{k}", f"bits/person K={k}", "{:.1f}", "{:+.1f}") for k in (1, 4, 8, 16)),
 )
 
 
@@ -365,86 +313,63 @@ def _summary_cell(row: dict, key: str) -> float:
     return float(row.get(key, float("nan")))
 
 
-def compare_summaries(yours: list[dict], reference: list[dict]) -> str:
-    """Your full-budget table beside the reference's: one row per schedule and measure, with
-    yours minus the reference's in the last column."""
-    lines = [
-        "| schedule | measure | yours | reference | difference |",
-        "|---|---|---:|---:|---:|",
-    ]
-    ref = {r["schedule"]: r for r in reference}
+def _beside(yours: list[dict], reference: list[dict], measures: tuple, *first: str) -> list[list]:
+    """Per schedule and measure (name, value of a row, format, format of a difference): yours,
+    the reference's and the difference ("-" where the reference has no such row)."""
+    ref, rows = {r["schedule"]: r for r in reference}, []
     for row in yours:
-        other = ref.get(row["schedule"])
-        for key, label, fmt, diff_fmt in COMPARED:
-            a = _summary_cell(row, key)
-            b = _summary_cell(other, key) if other else float("nan")
-            lines.append(
-                f"| {row['label']} | {label} | {fmt.format(a)} | "
-                + (f"{fmt.format(b)} | {diff_fmt.format(a - b)} |" if other else "- | - |")
-            )
-    return "\n".join(lines)
+        o = ref.get(row["schedule"])
+        for measure, get, fmt, diff in measures:
+            a, b = get(row), get(o) if o else float("nan")
+            cells = [fmt.format(b), diff.format(a - b)] if b == b else ["-", "-"]
+            rows.append([*first, paper.label(row["schedule"]), measure, fmt.format(a), *cells])
+    return rows
+
+
+def compare_summaries(yours: list[dict], reference: list[dict]) -> str:
+    """Your full-budget table beside the reference's: one row per schedule and measure."""
+    measures = tuple(
+        (name, lambda r, k=key: _summary_cell(r, k), fmt, diff) for key, name, fmt, diff in COMPARED
+    )
+    rows = _beside(yours, reference, measures)
+    return md_table(["schedule", "measure", "yours", "reference", "difference"], rows)
+
+
+TEXT_COMPARED = (
+    ("mean NLL K=1..16", lambda r: r["mean_nll"]["mean"], "{:.3f}", "{:+.3f}"),
+    ("vs uniform", lambda r: r["vs_uniform"], "{:+.1%}", "{:+.1%}"),
+)
 
 
 def compare_text(yours: dict, reference: dict) -> str:
     """Your text track beside the reference's: per basis and schedule, the seed-mean NLL and
-    its difference from uniform, with yours minus the reference's."""
-    lines = [
-        "| basis | schedule | measure | yours | reference | difference |",
-        "|---|---|---|---:|---:|---:|",
-    ]
+    its gap to uniform."""
+    rows = []
     for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
-        ref = {r["schedule"]: r for r in reference.get(key, [])}
-        for row in yours.get(key, []):
-            other = ref.get(row["schedule"])
-            cells = (
-                (
-                    "mean NLL K=1..16",
-                    row["mean_nll"]["mean"],
-                    other["mean_nll"]["mean"] if other else None,
-                    "{:.3f}",
-                    "{:+.3f}",
-                ),
-                (
-                    "vs uniform",
-                    row["vs_uniform"],
-                    other["vs_uniform"] if other else None,
-                    "{:+.1%}",
-                    "{:+.1%}",
-                ),
-            )
-            for measure, a, b, fmt, diff in cells:
-                theirs = f"{fmt.format(b)} | {diff.format(a - b)}" if b is not None else "- | -"
-                lines.append(
-                    f"| {basis} | {row['label']} | {measure} | {fmt.format(a)} | {theirs} |"
-                )
-    return "\n".join(lines)
+        rows += _beside(yours.get(key, []), reference.get(key, []), TEXT_COMPARED, basis)
+    return md_table(["basis", "schedule", "measure", "yours", "reference", "difference"], rows)
 
 
 def text_note(result: dict) -> list[str]:
-    """What the text track can say at the demo's budget: when its models lose to a bigram
-    table on the same windows, nothing about the paper's claim, and where the answer is."""
+    """When the text models lose to a bigram table on the same windows, they say nothing about
+    the paper's claim: the demo says so (and where the answer is)."""
     base = result.get("baselines")
     if not base or stats.beats_bigram(result, base):
         return []
     worst = stats.worst_nll(result["equal_tokens"])
     return [
         f"(your text models score worse than a bigram count table on the same windows: worst "
-        f"seed {worst:.2f} vs bigram {base['bigram']:.2f} nats/token. At the demo's budget the "
-        "text track cannot speak to the paper's claim; `looped length` trains long enough to, "
-        "and docs/RESULTS.md shows its committed results.)"
+        f"seed {worst:.2f} vs bigram {base['bigram']:.2f} nats/token; `looped length` trains "
+        "long enough to speak to the paper's claim, docs/RESULTS.md shows its results)"
     ]
 
 
 def changed_settings(yours: dict, reference: dict) -> list[str]:
-    """Settings that differ and bear on the full-budget table; the number of workers and the
-    optional catch-up runs (not in the table) do not."""
+    """Settings that differ and bear on the full-budget table (not workers, not catch-up runs)."""
     ignored = {"workers", "catch_up", "sweep", "sweep_lrs", "text", "probe", "depth_ks"}
     yours, reference = json.loads(json.dumps(yours)), json.loads(json.dumps(reference))
-    return [
-        k
-        for k in sorted(set(yours) | set(reference))
-        if k not in ignored and yours.get(k) != reference.get(k)
-    ]
+    keys = sorted(set(yours) | set(reference))
+    return [k for k in keys if k not in ignored and yours.get(k) != reference.get(k)]
 
 
 def figures(result: dict, out: Path) -> list[Path]:
@@ -456,14 +381,8 @@ def figures(result: dict, out: Path) -> list[Path]:
             "sweep": result["sweep"],
             "chosen_lr": result["chosen_lr"],
         }
-        paths.append(
-            fig_lr_sweep(
-                view,
-                out / "demo_lr_sweep.png",
-                "mean fact NLL, K=1..16",
-                "Bios LR sweep (seed 0, full FLOP budget; circled: chosen)",
-            )
-        )
+        title = "Bios LR sweep (seed 0, full FLOP budget; circled: chosen)"
+        paths.append(fig_lr_sweep(view, out / "demo_lr_sweep.png", "mean fact NLL, K=1..16", title))
     if result["update_benefit"]:
         ints = [
             dict(r, benefit={int(k): v for k, v in r["benefit"].items()})
@@ -473,55 +392,116 @@ def figures(result: dict, out: Path) -> list[Path]:
     return paths
 
 
-# -- the README section -----------------------------------------------------------------------
-def section(result: dict) -> str:
-    meta = result["meta"]
-    s = meta["settings"]
-    lines = [
-        f"Measured by `looped demo{' --sweep' if s.get('sweep') else ''}"
-        f"{' --full' if s.get('depth_ks') else ''}` on {meta['machine']} in "
-        f"{meta['wall_seconds'] / 60:.1f} minutes"
-        + aside(
-            (f"{k} {v / 60:.1f} min" for k, v in (meta.get("phase_seconds") or {}).items()),
-            after="; runs that overlapped other work read slower)",
-        )
-        + ": "
-        f"{len(result['runs'])} runs, {s['seeds']} seeds, a {meta['params'] / 1e6:.2f}M-parameter model "
-        f"(d={meta['model']['d_model']}, {meta['model']['n_block']} looped layer) on {meta['persons']} synthetic "
-        f"persons, batch {meta['batch_size']}x{meta['seq_len']} tokens, {meta['dtype']}; full budget "
-        f"{meta['full_budget_flops']:.3g} modeled FLOPs"
-        + (
-            f" (the optional `--catch-up` runs took {meta['catchup_seconds'] / 60:.1f} more minutes)"
-            if meta.get("catchup_seconds")
-            else ""
-        )
-        + ". Each schedule at "
-        + (
-            "its best LR of the sweep ("
-            + ", ".join(f"{x:g}" for x in s["sweep_lrs"])
-            + ", seed 0, full budget): "
-            if result.get("sweep")
-            else "its LR: "
-        )
-        + ", ".join(f"{paper.label(k)} {v:g}" for k, v in result.get("chosen_lr", {}).items())
-        + ".",
-        "",
-        "Equal FLOPs (every schedule at the full modeled-FLOP budget; seed means, the range of "
-        "the mean fact NLL over seeds and of the difference from uniform paired by seed):",
-        "",
-        format_summary(result["summary"]),
-        "",
+# -- the results page's section: tables only -------------------------------------------------
+SHOWN_DEPTHS = (1, 4, 8, 16)
+DEPTH_MEASURES = (("fact NLL", "fact_nll", ".3f"), ("exact recall", "exact", ".0%"),
+                  ("two-hop accuracy", "two_hop_acc", ".2f"))  # fmt: skip
+
+
+def setup_table(result: dict) -> str:
+    """How the demo was run: command, machine, time per phase, model, data, budget."""
+    meta, s = result["meta"], result["meta"]["settings"]
+    flags = (" --sweep" if s.get("sweep") else "") + (" --full" if s.get("depth_ks") else "")
+    phases = ", ".join(f"{k} {v / 60:.1f}" for k, v in (meta.get("phase_seconds") or {}).items())
+    m, params = meta["model"], meta["params"] / 1e6
+    batch = f"batch {meta['batch_size']}x{meta['seq_len']} tokens"
+    rows = [
+        ["command", f"`looped demo{flags}`"],
+        ["machine, dtype", f"{meta['machine']}, {meta['dtype']}"],
+        ["minutes (per phase)", f"{meta['wall_seconds'] / 60:.1f} ({phases})"],
+        ["runs, seeds", f"{len(result['runs'])}, {s['seeds']}"],
+        ["model", f"{params:.2f}M parameters, d={m['d_model']}, {m['n_block']} looped layer"],
+        ["data", f"{meta['persons']} synthetic persons, {batch}"],
+        ["bits of attributes per person", f"{result['runs'][0].get('full_bits') or math.nan:.1f}"],
+        ["full budget (modeled FLOPs)", f"{meta['full_budget_flops']:.3g}"],
     ]
+    swept = ", ".join(f"{x:g}" for x in s["sweep_lrs"]) if s.get("sweep") else "none"
+    rows.append(["LRs swept (seed 0, full budget)", swept])
+    return md_table(["setting", "value"], rows)
+
+
+def full_runs(result: dict, schedule: str) -> list[dict]:
+    """A main schedule's runs at the grid's largest budget."""
+    runs = main_runs(result)
+    top = max(r["budget"] for r in runs)
+    return [r for r in runs if r["schedule"] == schedule and r["budget"] == top]
+
+
+def depth_table(result: dict) -> str:
+    """Per main schedule at the full budget, seed means at serving depths 1, 4, 8, 16: fact
+    NLL, exact recall (greedy answer right) and two-hop accuracy."""
+    at = {k: i for i, k in enumerate(result["runs"][0]["depths"])}
+    rows = []
+    for schedule in MAIN_SCHEDULES:
+        runs = full_runs(result, schedule)
+        for name, key, spec in DEPTH_MEASURES:
+            if runs and key in runs[0]:
+                mean = np.mean([r[key] for r in runs], axis=0)
+                cells = [format(mean[at[k]], spec) for k in SHOWN_DEPTHS]
+                rows.append([paper.label(schedule), name, *cells])
+    return md_table(["schedule (full budget)", "measure", *(f"K={k}" for k in SHOWN_DEPTHS)], rows)
+
+
+def specialisation_table(result: dict) -> str:
+    """Fig. 5 in numbers: each fixed-K model's best serving depth and its fact NLL there and at
+    K=16 (seed 0)."""
+    rows = []
+    for r in depth_runs(result):
+        nll, best = r["fact_nll"], int(np.argmin(r["fact_nll"]))
+        at_16 = f"{nll[r['depths'].index(16)]:.3f}"
+        rows.append([fixed_depth(r["schedule"]), r["depths"][best], f"{nll[best]:.3f}", at_16])
+    return md_table(["trained at K", "best serving depth", "fact NLL there", "at K=16"], rows)
+
+
+def switch_numbers(result: dict, window: int = 20) -> dict[str, float]:
+    """Fixed-first at the full budget, seed means: its mean fact NLL just before the switch and
+    after the finish, its training loss over the `window` steps before the switch and its peak
+    in the `window` steps after."""
+    runs = full_runs(result, FIXED_FIRST)
+    before, peak = [], []
+    for r in runs:
+        curve, s = np.asarray(r["curve"], dtype=float), r["switch_step"]
+        before.append(curve[(curve[:, 0] > s - window) & (curve[:, 0] <= s), 1].mean())
+        peak.append(curve[(curve[:, 0] > s) & (curve[:, 0] <= s + window), 1].max())
+    pre = [np.mean(r["pre_switch"]["fact_nll"]) for r in runs if r.get("pre_switch")]
+    return {
+        "mean fact NLL before the switch": float(np.mean(pre)) if pre else float("nan"),
+        "mean fact NLL after the finish": float(np.mean([np.mean(r["fact_nll"]) for r in runs])),
+        f"training loss, {window} steps before the switch": float(np.mean(before)),
+        f"training loss, peak in the {window} steps after": float(np.mean(peak)),
+    }
+
+
+def catch_up_table(result: dict) -> str:
+    """Uniform trained beyond the full budget (`--catch-up`, seed 0) against fixed-first's
+    mean fact NLL at the full budget (seed 0)."""
+    catch = [r for r in result["runs"] if r["group"] == "catchup"]
+    catch.sort(key=lambda r: r["budget"])
+    ff = [r for r in full_runs(result, FIXED_FIRST) if r["seed"] == catch[0]["seed"]]
+    rows = [[paper.label(FIXED_FIRST), "1x", ff[0]["steps"], f"{np.mean(ff[0]['fact_nll']):.3f}"]]
+    rows += [
+        [paper.label(UNIFORM), f"{r['budget']:.0f}x", r["steps"], f"{np.mean(r['fact_nll']):.3f}"]
+        for r in catch
+    ]
+    return md_table(["schedule", "budget", "steps", "mean fact NLL K=1..16"], rows)
+
+
+def section(result: dict) -> str:
+    """docs/RESULTS.md's bios section: every table, no sentences."""
+    parts = [setup_table(result), "Equal FLOPs (full budget):", format_summary(result["summary"])]
     if result.get("summary_tokens"):
-        lines += [
-            "Equal tokens (the paper's framing: fixed K=4 and fixed-first take uniform's "
-            "full-budget steps, so they see the same data and spend less compute):",
-            "",
-            format_summary(result["summary_tokens"]),
-            "",
-        ]
-    lines += [f"- {f}" for f in findings(result)]
-    return "\n".join(lines)
+        parts += ["Equal tokens (uniform's steps):", format_summary(result["summary_tokens"])]
+    if {1, 4, 8, 16} <= set(result["runs"][0]["depths"]) and full_runs(result, FIXED):
+        parts += ["At serving depths 1, 4, 8 and 16:", depth_table(result)]
+    if any("depth" in r["group"] for r in result["runs"]):
+        parts += ["Depth specialisation (seed 0):", specialisation_table(result)]
+    if any(r.get("pre_switch") for r in full_runs(result, FIXED_FIRST)):
+        rows = [[k, f"{v:.3f}"] for k, v in switch_numbers(result).items()]
+        head = [f"{paper.label(FIXED_FIRST)}, seed mean", "value"]
+        parts += ["The switch:", md_table(head, rows)]
+    if any(r["group"] == "catchup" for r in result["runs"]):
+        parts += ["Catch-up (seed 0):", catch_up_table(result)]
+    return "\n\n".join(parts)
 
 
 def comparison(
@@ -531,9 +511,9 @@ def comparison(
     figures: Path,
     text_pair: tuple[dict, dict] | None = None,
 ) -> str:
-    """Your demo's table beside the reference's (`paths`: yours, the reference's), what differs
-    in how they were made, the text tracks side by side (`text_pair`: yours, the reference's),
-    and where your figures are: what `looped demo` prints at its end."""
+    """What `looped demo` prints at its end: your table beside the reference's (`paths`: yours,
+    the reference's), what differs in how they were made, the text tracks side by side
+    (`text_pair`: yours, the reference's), and where your figures are."""
     text = [
         f"\nYour demo ({paths[0]}) beside the reference ({paths[1]}, measured on "
         f"{reference['meta']['machine']}), full budget, seed means:",
@@ -541,15 +521,10 @@ def comparison(
     ]
     ours, theirs = result["meta"].get("dtype"), reference["meta"].get("dtype")
     if ours != theirs:
+        text.append(f"(you trained in {ours}, the reference in {theirs}: expect small differences)")
+    if differ := changed_settings(result["meta"]["settings"], reference["meta"]["settings"]):
         text.append(
-            f"(you trained in {ours}, the reference in {theirs}: dtype=auto picks bf16 only "
-            "where the CPU has a bf16 path, so expect small differences from rounding)"
-        )
-    differ = changed_settings(result["meta"]["settings"], reference["meta"]["settings"])
-    if differ:
-        text.append(
-            f"(your {', '.join(differ)} differ from the reference's: the differences show the "
-            "change, not a reproduction check)"
+            f"(your {', '.join(differ)} differ from the reference's: not a reproduction check)"
         )
     if text_pair is not None:
         yours, theirs = text_pair
@@ -558,14 +533,8 @@ def comparison(
             compare_text(yours, theirs),
             *text_note(yours),
         ]
-        if "test" not in theirs["meta"]["corpus"] and "test" in yours["meta"]["corpus"]:
-            text.append(
-                "(the reference's text track was measured on the older train/val split, scored "
-                "on the windows that chose its LRs; yours on test windows of the leak-free "
-                "split: the differences show that change, not a reproduction check)"
-            )
     text.append(
         f"Your figures: {figures}/ (the reference's: figures/). "
-        f"README sections from your numbers: looped report --results {paths[0]}"
+        f"Docs from your numbers: looped report --results {paths[0]}"
     )
     return "\n".join(text)

@@ -1,10 +1,7 @@
-"""What a reader must be able to see in a figure, checked in display coordinates.
-
-Checked on the matplotlib Figure: every panel holds data, no legend covers a plotted point or a label, every numeric
-axis has three labelled ticks, no text is cut or overlaps, no series hides under another, no
-number shows float noise. tests/test_figures.py runs these on every shipped figure; `style.show`
-and `style.save` refuse a figure that fails them.
-"""
+"""What a reader must be able to see in a figure, checked on the Figure in display coordinates:
+data in every panel, no legend over data or labels, three labelled ticks per numeric axis, no
+text cut or overlapping, no series hidden under another, no float noise. `style.save` and
+`style.show` refuse a figure that fails them; tests/test_figures.py runs them on every figure."""
 
 from __future__ import annotations
 
@@ -19,9 +16,8 @@ from matplotlib.text import Text
 
 
 def empty_panels(fig: Any) -> list[str]:
-    """Titles of the panels that show no data: no line in data coordinates with a finite point
-    inside the view, no scatter, band, bar or image. Reference lines (axhline, axvline) do not
-    count, so a panel holding only its "K=4" marker is empty."""
+    """Titles of the panels that show no data in view (reference lines such as axhline do not
+    count: a panel holding only its "K=4" marker is empty)."""
     empty = []
     for i, ax in enumerate(fig.axes):
         if not ax.get_visible() or getattr(ax, "_colorbar", None) or ax.get_label() == "<colorbar>":
@@ -95,7 +91,6 @@ def _along(points: np.ndarray, step: float = 2.0) -> np.ndarray:
 
 
 def _inside(ax: Any, px: np.ndarray) -> np.ndarray:
-    """The display points that fall inside a panel."""
     box = ax.get_window_extent()
     keep = (px[:, 0] >= box.x0 - 0.5) & (px[:, 0] <= box.x1 + 0.5)
     keep &= (px[:, 1] >= box.y0 - 0.5) & (px[:, 1] <= box.y1 + 0.5)
@@ -103,8 +98,7 @@ def _inside(ax: Any, px: np.ndarray) -> np.ndarray:
 
 
 def _line_pixels(ax: Any, line: Any) -> np.ndarray:
-    """A data line in display pixels: every vertex, and points along the segments it draws,
-    kept where they fall inside the panel."""
+    """A data line in display pixels (vertices and points along its stroke) inside its panel."""
     xy = np.asarray(line.get_xydata(), dtype=float)
     xy = xy[np.isfinite(xy).all(axis=1)]
     if not len(xy):
@@ -116,8 +110,7 @@ def _line_pixels(ax: Any, line: Any) -> np.ndarray:
 
 
 def _data_pixels(ax: Any) -> list[tuple[str, np.ndarray]]:
-    """(name, display points) of everything a panel plots: lines, markers, scatter points,
-    error bars and bars. Bands (fill_between) are shading, not points."""
+    """(name, display points) of everything a panel plots; bands are shading, not points."""
     found = [(ln.get_label(), _line_pixels(ax, ln)) for ln in ax.lines if _is_data_line(ax, ln)]
     for c in ax.collections:
         if not c.get_visible():
@@ -139,7 +132,7 @@ def _data_pixels(ax: Any) -> list[tuple[str, np.ndarray]]:
 
 
 def _texts(fig: Any) -> list[Any]:
-    """Every piece of text a legend must leave readable: tick labels, axis labels, titles."""
+    """Every text a legend must leave readable: tick labels, axis labels, titles."""
     texts = [t for t in fig.texts if t.get_visible() and t.get_text()]
     if getattr(fig, "_suptitle", None) is not None:
         texts.append(fig._suptitle)
@@ -156,19 +149,18 @@ def _texts(fig: Any) -> list[Any]:
 
 
 def legends(fig: Any) -> list[tuple[Any, Any]]:
-    """(legend, the panel it belongs to or None) for every legend of the figure."""
+    """(legend, its panel or None) for every legend of the figure."""
     found = [(ax.get_legend(), ax) for ax in fig.axes if ax.get_legend() is not None]
     return found + [(leg, None) for leg in fig.legends]
 
 
 def inside_panel(legend: Any, ax: Any) -> bool:
-    """Whether a legend is anchored to its panel (not placed outside it)."""
     return bool(np.allclose(legend.get_bbox_to_anchor().bounds, ax.bbox.bounds))
 
 
 def legend_clashes(fig: Any, legend: Any, renderer: Any) -> list[str]:
-    """What a legend's box covers: plotted points of any panel, tick labels, titles; and
-    whether a legend meant to sit inside its panel sticks out of it."""
+    """What a legend covers (plotted points, tick labels, titles), and whether one meant
+    to sit inside its panel sticks out of it."""
     box = legend.get_window_extent(renderer).padded(-1)
     clashes = []
     owner = legend.axes
@@ -191,7 +183,7 @@ def legend_clashes(fig: Any, legend: Any, renderer: Any) -> list[str]:
 
 
 def legend_problems(fig: Any) -> list[str]:
-    """A legend must cover no plotted point, tick label or title (in display coordinates)."""
+    """A legend must cover no plotted point, tick label or title."""
     renderer = fig.canvas.get_renderer()
     return [
         f"legend of {_panel(ax, fig.axes.index(ax)) if ax else 'the figure'} {clash}"
@@ -219,7 +211,7 @@ def _shown_labels(axis: Any) -> list[str]:
 
 
 def _shares_labels(ax: Any, which: str) -> bool:
-    """Whether a panel's axis is shared with a panel that labels it (sharey's inner panels)."""
+    """Whether another panel labels this shared axis (sharey's inner panels)."""
     group = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
     return any(
         sib is not ax and _shown_labels(sib.xaxis if which == "x" else sib.yaxis)
@@ -228,9 +220,8 @@ def _shares_labels(ax: Any, which: str) -> bool:
 
 
 def needs_ticks(ax: Any) -> list[tuple[str, Any, list[str]]]:
-    """(x or y, axis, its labels) for each numeric axis of a panel that shows fewer than three
-    labelled ticks. Category labels (K=1, d=48) are not numeric; an axis whose labels another
-    panel shows (sharey's inner panels) is exempt."""
+    """(x or y, axis, labels) of each numeric axis with under three labelled ticks; category
+    labels (K=1) are not numeric, and an axis another panel labels is exempt."""
     if not ax.get_visible() or not ax.axison or getattr(ax, "_colorbar", None):
         return []
     found = []
@@ -245,7 +236,6 @@ def needs_ticks(ax: Any) -> list[tuple[str, Any, list[str]]]:
 
 
 def tick_problems(fig: Any) -> list[str]:
-    """Every numeric axis shows at least three labelled ticks."""
     return [
         f"{_panel(ax, i)}: the {which} axis has {len(labels)} labelled ticks "
         f"({', '.join(labels) or 'none'}); a reader needs at least 3"
@@ -255,7 +245,6 @@ def tick_problems(fig: Any) -> list[str]:
 
 
 def _distances(points: np.ndarray, polyline: np.ndarray) -> np.ndarray:
-    """Each point's distance (pixels) to the nearest segment of a polyline."""
     if len(polyline) == 1:
         return np.hypot(*(points - polyline[0]).T)
     a, ab = polyline[:-1], np.diff(polyline, axis=0)
@@ -267,7 +256,6 @@ def _distances(points: np.ndarray, polyline: np.ndarray) -> np.ndarray:
 
 
 def _thin(px: np.ndarray, step: float = 1.0) -> np.ndarray:
-    """A polyline without consecutive points closer than `step` pixels (fewer segments)."""
     keep = [0]
     for k in range(1, len(px)):
         if np.hypot(*(px[k] - px[keep[-1]])) >= step:
@@ -276,9 +264,8 @@ def _thin(px: np.ndarray, step: float = 1.0) -> np.ndarray:
 
 
 def _hides(below: Any, above: Any) -> bool:
-    """Whether a line drawn on top would hide one it runs along: each part of the lower line
-    (its stroke, its markers) is covered by a solid stroke at least as wide or by the same
-    marker at least as large. Dashes, dots and a different marker let it show through."""
+    """Whether a line on top hides one it runs along: a solid stroke at least as wide, or the
+    same marker at least as large; dashes or another marker let it show through."""
     solid = above.get_linestyle() in ("-", "solid")
     if _has_stroke(below) and not (solid and above.get_linewidth() >= 0.8 * below.get_linewidth()):
         return False
@@ -292,7 +279,7 @@ def _hides(below: Any, above: Any) -> bool:
 
 
 def _under(ax: Any, above: Any, px: np.ndarray, top: np.ndarray) -> float:
-    """The share of a line's pixels that lie under another line's stroke or markers."""
+    """The share of a line's pixels under another line's stroke or markers."""
     if _has_stroke(above):
         tol = max(1.0, above.get_linewidth() * ax.figure.dpi / 72 / 2)
         return float(np.mean(_distances(px, _thin(top)) <= tol))
@@ -300,9 +287,7 @@ def _under(ax: Any, above: Any, px: np.ndarray, top: np.ndarray) -> float:
 
 
 def hidden_series(fig: Any, share: float = 0.5) -> list[str]:
-    """A series is hidden when at least `share` of its length lies under a line drawn on top
-    of it that hides it (`_hides`); a scatter series when as many of its points sit on
-    another's."""
+    """Series at least `share` of whose length (or points) lies under one drawn on top."""
     problems = []
     for i, ax in enumerate(fig.axes):
         lines = sorted((ln for ln in ax.lines if _is_data_line(ax, ln)), key=Line2D.get_zorder)
@@ -341,8 +326,7 @@ def noisy_numbers(fig: Any) -> list[str]:
 
 
 def text_problems(fig: Any) -> list[str]:
-    """Text a reader cannot read: tick labels of one axis drawn over each other, and any tick
-    label, axis label or title cut by the figure's edge."""
+    """Tick labels of one axis over each other, and text cut by the figure's edge."""
     renderer = fig.canvas.get_renderer()
     edge = fig.bbox.padded(1)
     problems = []
@@ -368,9 +352,7 @@ SAVED_DPI = 130  # the resolution `style.save` writes
 def small_text(
     fig: Any, shown: float = SHOWN_WIDTH_PX, least: float = SMALLEST_TEXT_PX
 ) -> list[str]:
-    """Text smaller than `least` pixels once the saved figure is scaled to `shown` pixels wide
-    (a wide multi-panel figure shrinks, and its text with it). Checked on every figure the docs
-    show (tests/test_figures.py); the notebooks' inline figures do not pass it yet."""
+    """Text under `least` pixels once the saved figure is shown `shown` pixels wide."""
     width_px = fig.get_figwidth() * SAVED_DPI
     scale = min(1.0, shown / width_px) * SAVED_DPI / 72  # screen pixels per point
     texts = _texts(fig) + [t for ax in fig.axes for t in ax.texts if t.get_visible()]
@@ -388,10 +370,7 @@ def small_text(
 
 
 def readability_problems(fig: Any) -> list[str]:
-    """Everything that keeps a reader from reading a figure: a legend over data or labels, a
-    numeric axis with fewer than three labelled ticks, tick labels over each other or text cut
-    by the edge, a series hidden under another, float noise. Empty for a readable figure; tests/test_figures.py runs it on every shipped figure,
-    and `show` on every notebook figure."""
+    """Everything that keeps a reader from reading a figure; empty for a readable one."""
     fig.canvas.draw()
     return (
         legend_problems(fig)

@@ -1,7 +1,5 @@
-"""The diagnosis (`looped diagnose`) as a reader sees it: its table, what each piece of evidence
-says (chosen by the numbers), and its three figures. Pure functions of diagnose.json's dict; the
-variants' display names, colours and markers live here and the study reads its labels from here.
-"""
+"""The diagnosis (`looped diagnose`) as tables and figures: pure functions of diagnose.json's
+dict. Names, colours and markers come from `paper.SHOWN` through each variant's schedule."""
 
 from __future__ import annotations
 
@@ -10,10 +8,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-import looped.eval.stats as stats
 from looped import paper
 from looped.report import style
-from looped.report.prose import aside
+from looped.report.tables import md_table
 
 # each variant's schedule, whose label, colour and marker `paper.SHOWN` holds
 SPECS = {
@@ -23,150 +20,122 @@ SPECS = {
     "per-micro": paper.UNIFORM_PER_MICRO,
     "no-k1": paper.NO_K1,
 }
+INTERVENTIONS = ("per-micro", "no-k1")  # what each changes against uniform
+SUMMARY = ["variant", "mean NLL K=1..16", "vs uniform", "grad norm K=1", "median grad norm K>1"]
+PAIRS = ((1, 16), (4, 16), (8, 16))  # the depth pairs whose gradient cosine the table shows
+SETTINGS = ["preset", "d", "steps", "tokens per step", "seeds", "dtype", "training minutes",
+            "grad clip", "LR"]  # fmt: skip
+INTERVENTION_HEAD = ["intervention", "mean NLL", "uniform", "fixed-first", "gap closed",
+                     "per seed", "seeds on the mean's side of 50%"]  # fmt: skip
 
 
 def label(variant: str) -> str:
     return paper.label(SPECS[variant])
 
 
+def seed_shares(v: dict, variant: str) -> list[float]:
+    """The share of the uniform-to-fixed-first gap a variant closes, seed by seed."""
+    u, f, x = (v[k]["seed_mean_nll"] for k in ("uniform", "fixed-first", variant))
+    return [(a - c) / (a - b) for a, b, c in zip(u, f, x, strict=True) if abs(a - b) > 1e-12]
+
+
+def closed_share(v: dict, variant: str) -> float:
+    """The share of the uniform-to-fixed-first gap (seed-mean NLL) a variant closes; 0 when
+    the two end level."""
+    u, f = v["uniform"]["mean_nll"], v["fixed-first"]["mean_nll"]
+    return (u - v[variant]["mean_nll"]) / (u - f) if abs(u - f) > 1e-12 else 0.0
+
+
+def _norms(variant: str, entry: dict) -> tuple[float, float] | None:
+    """(K=1 grad norm, median over K>1), or None where a step mixes depths or lacks them."""
+    norms = {} if variant == "per-micro" else entry["grad_norm_by_depth"]
+    rest = [x for k, x in norms.items() if k != "1"]
+    return (norms["1"], float(np.median(rest))) if "1" in norms and rest else None
+
+
 def format_summary(result: dict) -> str:
-    """One line per variant: mean NLL over depths, against uniform, and the gradient norms."""
+    """One row per variant: mean NLL over depths, against uniform, and the gradient norms."""
     v = result["variants"]
     base = v["uniform"]["mean_nll"]
-    lines = [
-        "| variant | mean NLL K=1..16 | vs uniform | grad norm K=1 | median grad norm K>1 |",
-        "|---|---|---|---|---|",
-    ]
-    for entry in v.values():
-        norms = {} if entry is v.get("per-micro") else entry["grad_norm_by_depth"]  # mixed K
-        rest = [x for k, x in norms.items() if k != "1"]
-        lines.append(
-            f"| {entry['label']} | {entry['mean_nll']:.3f} | {entry['mean_nll'] / base - 1:+.1%} | "
-            f"{norms['1']:.2f} | {float(np.median(rest)):.2f} |"
-            if "1" in norms and rest
-            else f"| {entry['label']} | {entry['mean_nll']:.3f} | {entry['mean_nll'] / base - 1:+.1%} | - | - |"
+    rows = []
+    for variant, e in v.items():
+        n = _norms(variant, e)
+        norms = [f"{n[0]:.2f}", f"{n[1]:.2f}"] if n else ["-", "-"]
+        rows.append(
+            [label(variant), f"{e['mean_nll']:.3f}", f"{e['mean_nll'] / base - 1:+.1%}", *norms]
         )
-    return "\n".join(lines)
+    return md_table(SUMMARY, rows)
 
 
-def closes(v: dict, variant: str) -> str:
-    """How much of the gap between uniform and fixed-first (mean NLL) a variant closes."""
-    u, f, x = (v[k]["mean_nll"] for k in ("uniform", "fixed-first", variant))
-    if abs(u - f) < 1e-12:
-        return "uniform and fixed-first end level here, so there is no gap to close"
-    share = (u - x) / (u - f)
-    shares = stats.seed_shares(v, variant)
-    per_seed = f" (per seed {min(shares):.0%} to {max(shares):.0%})" if len(shares) > 1 else ""
-    return (
-        f"mean NLL {x:.3f} against uniform's {u:.3f} and fixed-first's {f:.3f}: it closes "
-        f"{share:.0%} of the gap{per_seed}"
-    )
+def settings_table(result: dict) -> str:
+    """What was run: the same steps and tokens for every variant, each at its LR."""
+    meta, s = result["meta"], result["meta"]["settings"]
+    minutes = meta.get("train_seconds", meta["wall_seconds"]) / 60
+    lrs = ", ".join(f"{label(k)} {x:g}" for k, x in (meta.get("lr") or {}).items())
+    row = [meta["preset"], meta["d_model"], s["steps"], meta["tokens_per_step"], s["seeds"]]
+    row += [meta["dtype"], f"{minutes:.0f}", f"{meta['grad_clip']:g}", lrs or "-"]
+    return md_table(SETTINGS, [row])
+
+
+def agreement_table(result: dict) -> str:
+    """Gradient cosines on the same batch at each probed run's last checkpoint, and how much of
+    a gradient's length survives averaging the probed depths."""
+    rows = []
+    for variant, e in result["variants"].items():
+        if not e.get("agreement"):
+            continue
+        p = e["agreement"][-1]
+        d = p["depths"]
+        cos = [f"{p['cosine'][d.index(a)][d.index(b)]:+.2f}" for a, b in PAIRS]
+        rows.append([label(variant), str(p["step"]), *cos, f"{p['mean_survives']:.0%}"])
+    head = ["run", "step", *(f"cos K={a} vs K={b}" for a, b in PAIRS), "length kept by the mean"]
+    return md_table(head, rows)
+
+
+def interventions_table(result: dict) -> str:
+    """The share of the uniform-to-fixed-first gap each intervention closes, per seed too, and
+    how many seeds fall on the same side of half as the mean."""
+    v = result["variants"]
+    u, f = v["uniform"]["mean_nll"], v["fixed-first"]["mean_nll"]
+    rows = []
+    for variant in INTERVENTIONS:
+        share, seeds = closed_share(v, variant), seed_shares(v, variant)
+        closed = "-" if abs(u - f) < 1e-12 else f"{share:.0%}"
+        spread = f"{min(seeds):.0%} to {max(seeds):.0%}" if len(seeds) > 1 else "-"
+        same = sum((x >= 0.5) == (share >= 0.5) for x in seeds)
+        nll = [f"{x:.3f}" for x in (v[variant]["mean_nll"], u, f)]
+        rows.append([label(variant), *nll, closed, spread, f"{same}/{len(seeds)}"])
+    return md_table(INTERVENTION_HEAD, rows)
 
 
 def section(result: dict) -> str:
-    """The README's diagnosis section: the table and what each piece of evidence says."""
-    meta, v = result["meta"], result["variants"]
-    s = meta["settings"]
-    u = v["uniform"]
-    norms = u["grad_norm_by_depth"]
-    rest = float(np.median([x for k, x in norms.items() if k != "1"]))
-    last_u, last_f = u["agreement"][-1], v["fixed"]["agreement"][-1]
-    d = last_u["depths"]
-
-    def cos(probe: dict, a: int, b: int) -> float:
-        return probe["cosine"][d.index(a)][d.index(b)]
-
-    lines = [
-        f"Measured by `looped diagnose` ({meta['preset']} preset, d={meta['d_model']}, "
-        f"{s['steps']} steps of {meta['tokens_per_step']} tokens for every variant, {s['seeds']} "
-        f"seed{'s' if s['seeds'] > 1 else ''}, {meta['dtype']}; the runs trained for "
-        f"{meta.get('train_seconds', meta['wall_seconds']) / 60:.0f} minutes in all, one core each)"
-        + aside(
-            (f"{label(k)} {v:g}" for k, v in (meta.get("lr") or {}).items()),
-            before=", each at the demo's tuned LR (",
-        )
-        + ". Mean NLL is over "
-        "serving depths 1..16; gradient norms are pre-clip, the median over the steps at each "
-        "depth after the first 10% of the run.",
-        "",
-        format_summary(result),
-        "",
-        f"- **The depths' gradients differ in size**: in uniform training a K=1 step's gradient "
-        f"norm is {norms['1']:.2f}, {norms['1'] / rest:.1f}x the median over K=2..16 ({rest:.2f}); "
-        f"with clipping at {meta['grad_clip']:g}, "
-        + (
-            "more than half of the K=1 steps are clipped."
-            if norms["1"] > meta["grad_clip"]
-            else "most K=1 steps are not clipped."
-        ),
-        f"- **...and in direction**: at step {last_u['step']} of the uniform run the cosine between "
-        f"the K=1 and K=16 gradients on one batch is {cos(last_u, 1, 16):+.2f}, K=4 vs K=16 "
-        f"{cos(last_u, 4, 16):+.2f}, K=8 vs K=16 {cos(last_u, 8, 16):+.2f}; averaging the four "
-        f"keeps {last_u['mean_survives']:.0%} of a gradient's length. In the fixed K=4 run at "
-        f"step {last_f['step']}: K=1 vs K=16 {cos(last_f, 1, 16):+.2f}, K=4 vs K=16 "
-        f"{cos(last_f, 4, 16):+.2f}.",
-        f"- **A K per micro-batch** (each step averages 4 depths): {closes(v, 'per-micro')}.",
-        f"- **Leaving out K=1** (uniform 2..16): {closes(v, 'no-k1')}.",
-        f"- **Reading**: {reading(v)} {certainty(v, s['seeds'])}",
-    ]
-    return "\n".join(lines)
+    """The docs' diagnosis section: tables only (the prose around them is written by hand)."""
+    tables = (settings_table, format_summary, agreement_table, interventions_table)
+    return "\n\n".join(t(result) for t in tables)
 
 
-def reading(v: dict) -> str:
-    """What the two interventions together say, chosen by their numbers."""
-    micro, no_k1 = stats.closed_share(v, "per-micro"), stats.closed_share(v, "no-k1")
-    if micro >= 0.5 and no_k1 < 0.5:
-        return (
-            "averaging depths within each step recovers most of uniform's deficit and dropping "
-            "K=1 little of it, so at this scale uniform lags mainly because its depth changes "
-            "from step to step: each update follows one depth's gradient, and far-apart depths' "
-            "gradients are nearly orthogonal, while its outsized K=1 gradients matter less."
-        )
-    if no_k1 >= 0.5 > micro:
-        return "dropping K=1 recovers most of the deficit, averaging depths per step does not."
-    if micro >= 0.5 and no_k1 >= 0.5:
-        return "both interventions recover most of the deficit; they do not separate the causes."
-    return "neither intervention recovers most of the deficit; the cause stays open."
-
-
-def certainty(v: dict, seeds: int) -> str:
-    """How far the reading holds: one seed is a lead; with more, whether every seed agrees."""
-    if seeds == 1:
-        return "One seed at one scale, so this is a measured lead, not a settled cause."
-    micro, no_k1 = stats.seed_shares(v, "per-micro"), stats.seed_shares(v, "no-k1")
-    same = all((m >= 0.5) == (stats.closed_share(v, "per-micro") >= 0.5) for m in micro) and all(
-        (n >= 0.5) == (stats.closed_share(v, "no-k1") >= 0.5) for n in no_k1
-    )
-    if same:
-        return (
-            f"Every one of the {seeds} seeds gives the same reading; it is measured at one small "
-            "scale, so whether it is why uniform lags at the paper's scale stays open."
-        )
-    return f"The {seeds} seeds do not all agree (see the per-seed ranges): a lead, not a cause."
+def _by_variant(x_y: dict[str, tuple[list, list]]) -> tuple[plt.Figure, plt.Axes]:
+    """A panel with one line per variant in its schedule's colour and marker."""
+    style.use_theme()
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for variant, (x, y) in x_y.items():
+        spec = SPECS[variant]
+        kw = {"marker": paper.marker_of(spec), "color": paper.color_of(spec)}
+        ax.plot(x, y, ms=4, label=label(variant), **kw)
+    return fig, ax
 
 
 def fig_grad_norms(result: dict, path: Path) -> Path:
-    """Mean pre-clip gradient norm of the steps at each depth, per variant (log scale)."""
-    style.use_theme()
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    for variant, entry in result["variants"].items():
-        norms = entry["grad_norm_by_depth"]
-        if variant == "per-micro" or not norms:  # a step there mixes 4 depths: no per-depth norm
-            continue
-        ks = [int(k) for k in norms]
-        ax.plot(
-            ks,
-            list(norms.values()),
-            marker=paper.marker_of(SPECS[variant]),
-            ms=4,
-            label=entry["label"],
-            color=paper.color_of(SPECS[variant]),
-        )
-    clip = result["meta"]["grad_clip"]
-    if clip:
+    """Median pre-clip gradient norm of the steps at each depth, per variant (log scale)."""
+    norms = {k: e["grad_norm_by_depth"] for k, e in result["variants"].items()}
+    norms.pop("per-micro", None)  # a step there mixes 4 depths: no per-depth norm
+    fig, ax = _by_variant(
+        {k: ([int(d) for d in n], list(n.values())) for k, n in norms.items() if n}
+    )
+    if clip := result["meta"]["grad_clip"]:
         ax.axhline(clip, color="k", ls=":", lw=0.8, label=f"clip at {clip:g}")
     ax.set_yscale("log")
-    ax.set_xticks([1, 2, 4, 6, 8, 10, 12, 14, 16])
+    ax.set_xticks(style.DEPTH_TICKS)
     ax.set_xlabel("training depth K of the step")
     ax.set_ylabel("pre-clip gradient norm")
     ax.set_title("Gradient size by training depth (after warmup)")
@@ -175,29 +144,22 @@ def fig_grad_norms(result: dict, path: Path) -> Path:
 
 
 def fig_agreement(result: dict, path: Path) -> Path:
-    """Cosine between the gradients at two depths on the same batch, over training, for the
-    uniform and the fixed run: one line per depth pair."""
+    """Cosine between two depths' gradients on the same batch over training, one panel per
+    probed run, one line per depth pair."""
     style.use_theme()
     probed = [v for v, entry in result["variants"].items() if entry.get("agreement")]
     fig, axes = plt.subplots(1, len(probed), figsize=(5.2 * len(probed), 3.6), sharey=True)
     axes = np.atleast_1d(axes)
     for ax, variant in zip(axes, probed):
         probes = result["variants"][variant]["agreement"]
-        depths = probes[0]["depths"]
-        steps = [p["step"] for p in probes]
+        depths, steps = probes[0]["depths"], [p["step"] for p in probes]
         pairs = [(i, j) for i in range(len(depths)) for j in range(i + 1, len(depths))]
         for n, (i, j) in enumerate(pairs):
-            ax.plot(
-                steps,
-                [p["cosine"][i][j] for p in probes],
-                "o-",
-                ms=4,
-                label=f"K={depths[i]} vs K={depths[j]}",
-                color=style.color("", n),
-            )
+            name, color = f"K={depths[i]} vs K={depths[j]}", style.color("", n)
+            ax.plot(steps, [p["cosine"][i][j] for p in probes], "o-", ms=4, label=name, color=color)
         ax.axhline(0, color="k", lw=0.8)
         ax.set_xlabel("training step of the checkpoint")
-        ax.set_title(result["variants"][variant]["label"])
+        ax.set_title(label(variant))
     axes[0].set_ylabel("gradient cosine (same batch)")
     axes[-1].legend(fontsize=8, ncol=2)
     return style.save(fig, path)
@@ -205,34 +167,22 @@ def fig_agreement(result: dict, path: Path) -> Path:
 
 def fig_nll(result: dict, path: Path) -> Path:
     """Held-out NLL at every serving depth at the end, per variant (equal steps and tokens)."""
-    style.use_theme()
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    for variant, entry in result["variants"].items():
-        ax.plot(
-            entry["depths"],
-            entry["nll"],
-            marker=paper.marker_of(SPECS[variant]),
-            ms=4,
-            label=entry["label"],
-            color=paper.color_of(SPECS[variant]),
-        )
-    metric = next(iter(result["variants"].values()))["metric"]
-    ax.set_xlabel("serving depth K")
+    v, s = result["variants"], result["meta"]["settings"]
+    fig, ax = _by_variant({k: (e["depths"], e["nll"]) for k, e in v.items()})
+    metric = next(iter(v.values()))["metric"]
     unit = "nats per fact" if metric == "fact_nll" else "nats per token"
+    ax.set_xlabel("serving depth K")
     ax.set_ylabel(f"{metric.split('_')[0]} NLL ({unit}, held out)")
-    s = result["meta"]["settings"]
-    ax.set_title(
-        f"After {s['steps']} steps, equal tokens ({s['seeds']} seed{'s' * (s['seeds'] > 1)})"
-    )
+    seeds = f"{s['seeds']} seed{'s' * (s['seeds'] > 1)}"
+    ax.set_title(f"After {s['steps']} steps, equal tokens ({seeds})")
     ax.legend(fontsize=8)
     return style.save(fig, path)
 
 
 def figures(result: dict, out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
-    paths = [
+    return [
         fig_grad_norms(result, out / "diagnose_grad_norms.png"),
         fig_agreement(result, out / "diagnose_agreement.png"),
         fig_nll(result, out / "diagnose_nll_by_depth.png"),
     ]
-    return paths

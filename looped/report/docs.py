@@ -1,14 +1,6 @@
-"""What the docs list that the code already knows, written by `looped report` so it cannot drift.
-
-That is the notebooks (how many, their titles and sections), the map of the package, and the module map
-of docs/ARCHITECTURE.md (every module in its layer, what it imports, its docstring's first
-sentence).
-
-README.md once said "six notebooks" when there were seven and left three modules out of its
-map of the package; hand-typed lists drift. Here the notebooks are read from their jupytext
-sources and the package from its directory, and the sections go between markers like the
-measured ones (`<!-- notebooks:begin -->`, `<!-- codemap:begin -->`).
-"""
+"""What the docs list that the code already knows, written by `looped report` so it cannot
+drift: the notebooks (read from their jupytext sources), the map of the package and the module
+map of docs/ARCHITECTURE.md (read from the package's files)."""
 
 from __future__ import annotations
 
@@ -18,11 +10,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# the README's map of the package: one line per group of layers, lowest first (LAYERS' order),
-# (name, modules and subpackages, what they hold); a module or subpackage not named here joins
-# the last line, so the map never leaves one out
+from looped.report.tables import md_table
+
+# the README's map of the package, one line per group of layers, lowest first: (name, modules
+# and subpackages, what they hold); one not named here joins the last line
 CODE_MAP = (
-    ("The paper's concepts", ("model", "kernels", "schedules", "flops", "paper", "config", "errors"),
+    ("The paper's concepts", ("model", "kernels", "schedules", "schedule_spec", "schedules_more",
+                              "flops", "paper", "config", "errors"),
      "P, one block A applied K times with input injection, H (hand-written RMSNorm and RoPE "
      "backward passes); which K each step trains at and what it costs in modeled FLOPs; the "
      "paper's recipes and reported numbers; configs"),
@@ -34,19 +28,19 @@ CODE_MAP = (
      "downstream tasks at every serving depth, and the statistics that judge them; the training "
      "loop with exact resume and branching"),
     ("Reports", ("report",),
-     "every figure, table and generated doc section, drawn and worded from the results files"),
-    ("Studies and the command line", ("experiments", "bench", "cli"),
+     "every figure and generated table of the docs, drawn from the results files"),
+    ("Studies and the command line", ("experiments", "bench", "commands", "cli"),
      "the demo, the text track, the length study, the diagnosis and the samples, planned and run "
      "on a pool of worker processes; the benchmark; one entry point routing to a module per "
      "subcommand"),
 )  # fmt: skip
 
-# The tower of layers, lowest first: a module imports only from its own layer and those below it
-# (tests/test_layers.py enforces it; the module map is drawn in this order). A module belongs to
-# the layer of the longest prefix that names it.
+# The tower of layers, lowest first: a module imports only from its own layer and those below
+# (tests/test_layers.py enforces it); a module belongs to the layer of its longest prefix.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("library", ("looped.errors", "looped.kernels", "looped.model", "looped.schedules",
-                 "looped.paper", "looped.config", "looped.flops")),
+                 "looped.schedule_spec", "looped.schedules_more", "looped.paper", "looped.config",
+                 "looped.flops")),
     ("runtime", ("looped.runtime",)),
     ("data", ("looped.data",)),
     ("eval", ("looped.eval",)),
@@ -70,12 +64,9 @@ def count_word(n: int) -> str:
 class Notebook:
     """One notebook as its source states it."""
 
-    # file stem: 02_depth_schedules
-    stem: str
-    # the heading without its number: "Depth schedules: which K to train at, step by step"
-    title: str
-    # its numbered section headings, in order, without their numbers
-    sections: tuple[str, ...]
+    stem: str  # file stem: 02_depth_schedules
+    title: str  # the heading without its number
+    sections: tuple[str, ...]  # its numbered section headings, without their numbers
 
 
 def _markdown_lines(source: str) -> list[str]:
@@ -116,19 +107,16 @@ def _link(doc: Path, root: Path, target: str) -> str:
 def notebooks_section(root: Path, doc: Path = Path("README.md")) -> str:
     """How many notebooks there are, and a table of them with their sections."""
     books = notebooks(root)
-    lines = [
+    intro = (
         f"{count_word(len(books)).capitalize()} notebooks teach the paper one idea at a time, in "
         "reading order. Each imports everything from `looped` and runs in seconds to a minute "
-        "on a laptop CPU (`LOOPED_FULL=1` switches to full size).",
-        "",
-        "| notebook | its sections |",
-        "|---|---|",
-    ]
+        "on a laptop CPU (`LOOPED_FULL=1` switches to full size)."
+    )
+    rows = []
     for nb in books:
         link = _link(doc, root, f"notebooks/{nb.stem}.ipynb")
-        number = nb.stem.split("_")[0]
-        lines.append(f"| [{number} · {nb.title}]({link}) | {'; '.join(nb.sections)} |")
-    return "\n".join(lines)
+        rows.append([f"[{nb.stem.split('_')[0]} · {nb.title}]({link})", "; ".join(nb.sections)])
+    return intro + "\n\n" + md_table(["notebook", "its sections"], rows)
 
 
 def package_parts(root: Path) -> list[str]:
@@ -179,8 +167,8 @@ def _modules(root: Path) -> dict[str, Path]:
 
 
 def _runtime_imports(tree: ast.AST, package: str) -> set[str]:
-    """The dotted names a module imports, anywhere but under `if TYPE_CHECKING:` (those never
-    run); `from looped import x` yields both looped and looped.x."""
+    """The dotted names a module imports outside `if TYPE_CHECKING:`; `from looped import x`
+    yields both looped and looped.x."""
     found: set[str] = set()
     todo = [tree]
     while todo:
@@ -201,9 +189,8 @@ def _runtime_imports(tree: ast.AST, package: str) -> set[str]:
 
 
 def package_imports(root: Path) -> dict[str, set[str]]:
-    """The package's own import graph: each module and the package modules it imports. The
-    subpackages' __init__ files hold only a docstring, so importing from a subpackage is an
-    arrow to the module imported, not to the subpackage."""
+    """The package's own import graph: each module and the package modules it imports (an
+    import from a subpackage is an arrow to the module imported, not to its __init__)."""
     modules = _modules(root)
     packages = {m for m, path in modules.items() if path.name == "__init__.py"}
     graph = {}
@@ -237,20 +224,13 @@ def tower_order(graph: dict[str, set[str]]) -> list[str]:
 
 
 def module_map(root: Path) -> str:
-    """docs/ARCHITECTURE.md's module map: a row per module (package __init__ files left out), in
-    tower order, naming the layer, the package modules it imports and what its docstring says
-    it is for."""
+    """docs/ARCHITECTURE.md's module map: a row per module in tower order, with its layer, the
+    package modules it imports and its docstring's first sentence."""
     modules = _modules(root)
     graph = package_imports(root)
-    lines = [
-        "| layer | module | imports from the package | what it is for |",
-        "|---|---|---|---|",
-    ]
-    for name in tower_order(graph):
-        if modules[name].name == "__init__.py":
-            continue
+    rows = []
+    for name in (n for n in tower_order(graph) if modules[n].name != "__init__.py"):
         deps = ", ".join(sorted(d.removeprefix("looped.") for d in graph[name])) or "-"
-        layer = LAYERS[layer_of(name)][0]
-        path = modules[name].relative_to(root).as_posix()
-        lines.append(f"| {layer} | `{path}` | {deps} | {_first_sentence(modules[name])} |")
-    return "\n".join(lines)
+        path = f"`{modules[name].relative_to(root).as_posix()}`"
+        rows.append([LAYERS[layer_of(name)][0], path, deps, _first_sentence(modules[name])])
+    return md_table(["layer", "module", "imports from the package", "what it is for"], rows)

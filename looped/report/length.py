@@ -1,6 +1,5 @@
-"""The length study (`looped length`) as a reader sees it: tables of numbers and one figure, pure
-functions of length.json's dict. The sentences around them are written by hand in the docs.
-"""
+"""The length study (`looped length`) as tables of numbers and one figure, pure functions of
+length.json's dict; the sentences around them are written by hand in the docs."""
 
 from __future__ import annotations
 
@@ -11,17 +10,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from looped import paper
+from looped.eval.stats import Verdict
+from looped.paper import label
 from looped.report import style
-
-# display names, in the order the tables and figures show the schedules
-LABELS = {paper.UNIFORM: "uniform 1..16", paper.RECIPES_1B[1]: "fixed-first K=4 (80%)",
-          paper.RECIPE_200M: "fixed-first K=2 (67%)",
-          paper.UNIFORM_PER_MICRO: "uniform, K per micro-batch"}  # fmt: skip
 
 
 def compared(result: dict) -> list[str]:
-    """The schedules set against uniform, in display order."""
-    return [s for s in LABELS if any(c["schedule"] == s and "gap" in c for c in result["cells"])]
+    """The schedules set against uniform, in the study's order."""
+    return list(dict.fromkeys(c["schedule"] for c in result["cells"] if "gap" in c))
 
 
 def longest(result: dict, schedule: str) -> dict | None:
@@ -31,27 +27,31 @@ def longest(result: dict, schedule: str) -> dict | None:
     return max(cells, key=lambda c: c["steps"]) if cells else None
 
 
+def rows_of(result: dict, schedule: str, steps: int) -> dict[int, dict]:
+    """A schedule's reported runs at one length, by seed."""
+    return {
+        r["seed"]: r for r in result["rows"] if r["schedule"] == schedule and r["steps"] == steps
+    }
+
+
 def fig_gap(result: dict, path: Path) -> Path:
-    """Left: each fixed-first schedule's paired gap to uniform against training tokens (seed
-    mean and group-sequential 95% interval; each seed a dot; its tolerance dashed). Right: the
-    same gap at every serving depth at the longest length, where the deficit sits."""
+    """Left: each schedule's paired gap to uniform against training tokens (seed mean,
+    group-sequential 95% interval, each seed a dot, its tolerance dashed). Right: the gap at
+    every serving depth at the longest length, where the deficit sits."""
     style.use_theme()
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.6))
-    shown = compared(result)
-    for i, s in enumerate(shown):
+    for i, s in enumerate(compared(result)):
         _gap_line(left, [c for c in result["cells"] if c.get("gap") and c["schedule"] == s], s, i)
-    left.axhline(0, color="0.3", lw=0.8)
+        _depth_line(right, result, s, i)
     left.set_xscale("log", base=2)
     left.set_xlabel("training tokens (millions)")
     left.set_ylabel("NLL gap to uniform, % (+: behind)")
-    left.legend(fontsize=8)
-    for i, s in enumerate(shown):
-        _depth_line(right, result, s, i)
-    right.axhline(0, color="0.3", lw=0.8)
     right.set_xlabel("serving depth K")
     right.set_ylabel("gap at depth K, %")
     style.depth_ticks(right)
-    right.legend(fontsize=8)
+    for ax in (left, right):
+        ax.axhline(0, color="0.3", lw=0.8)
+        ax.legend(fontsize=8)
     return style.save(fig, path)
 
 
@@ -59,9 +59,7 @@ def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
     """One schedule's gap per length; lengths whose models miss the bigram are hollow."""
     colour = style.color(s, i)
     x = np.array([c["tokens"] / 1e6 for c in mine]) * 2 ** (0.06 * (i - 1))  # side by side
-    mean = np.array([100 * c["gap"]["mean"] for c in mine])
-    lo = np.array([100 * c["gap"]["lo"] for c in mine])
-    hi = np.array([100 * c["gap"]["hi"] for c in mine])
+    mean, lo, hi = (np.array([100 * c["gap"][k] for c in mine]) for k in ("mean", "lo", "hi"))
     ax.errorbar(
         x,
         mean,
@@ -69,19 +67,13 @@ def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
         marker="o",
         capsize=3,
         color=colour,
-        label=LABELS[s],
+        label=label(s),
         zorder=3,
     )
     for xi, c in zip(x, mine):
-        ax.scatter(
-            [xi] * c["seeds"],
-            [100 * v for v in c["gap"]["values"]],
-            s=7,
-            color=colour,
-            alpha=0.45,
-            zorder=2,
-        )
-    quiet = [k for k, c in enumerate(mine) if c["verdict"] == "not informative at this size"]
+        seeds = [100 * v for v in c["gap"]["values"]]
+        ax.scatter([xi] * c["seeds"], seeds, s=7, color=colour, alpha=0.45, zorder=2)
+    quiet = [k for k, c in enumerate(mine) if c["verdict"] == Verdict.NOT_INFORMATIVE]
     ax.scatter(x[quiet], mean[quiet], s=50, facecolors="white", edgecolors=colour, zorder=4)
     if s != paper.UNIFORM_PER_MICRO:  # the paper's tolerance is a claim about its recipes only
         tol = 100 * mine[0]["tolerance"]
@@ -97,158 +89,126 @@ def _depth_line(ax: Any, result: dict, s: str, i: int) -> None:
         100 * (np.array(a["token_nll"]) / np.array(b["token_nll"]) - 1) for a, b in zip(mine, ref)
     ]
     depths = range(1, len(gaps[0]) + 1)
-    style.band(ax, depths, gaps, f"{LABELS[s]}, {cell['steps']} steps", style.color(s, i))
-
-
-def rows_of(result: dict, schedule: str, steps: int) -> dict[int, dict]:
-    """A schedule's reported runs at one length, by seed."""
-    return {
-        r["seed"]: r for r in result["rows"] if r["schedule"] == schedule and r["steps"] == steps
-    }
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:+.2f}%"
+    style.band(ax, depths, gaps, f"{label(s)}, {cell['steps']} steps", style.color(s, i))
 
 
 def _iv(g: dict) -> str:
     """ "+2.10% [+1.40, +2.80]": a mean with its interval, in percent."""
-    return f"{_pct(g['mean'])} [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}]"
+    return f"{100 * g['mean']:+.2f}% [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}]"
+
+
+def verdict_of(cell: dict) -> str:
+    """The cell's verdict, marked when read at an unplanned (interim) look."""
+    return cell["verdict"] + ("" if cell.get("planned_look", True) else " (interim look)")
 
 
 def gap_cell(cell: dict) -> str:
     """ "+2.10% [+1.40, +2.80], n=4, worse": the paired mean gap, its interval and the verdict."""
-    g = cell["gap"]
-    interim = "" if cell.get("planned_look", True) else " (interim look)"
-    return f"{_iv(g)}, n={g['n']}, {cell['verdict']}{interim}"
+    return f"{_iv(cell['gap'])}, n={cell['gap']['n']}, {verdict_of(cell)}"
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
+    return [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        *("| " + " | ".join(map(str, r)) + " |" for r in rows),
+    ]
 
 
 def table_rows(result: dict) -> list[str]:
     """One row per length: tokens, tokens per parameter, the shared LR, uniform's test NLL, and
     each schedule's paired gap to uniform with its interval, seeds and verdict."""
     others = compared(result)
-    rows = [
-        "| steps | tokens | tokens / param | LR | uniform NLL (± window SE) | "
-        + " | ".join(f"{LABELS[s]} vs uniform" for s in others)
-        + " |",
-        "|---|---|---|---|---|" + "---|" * len(others),
-    ]
+    head = ["steps", "tokens", "tokens / param", "LR", "uniform NLL (± window SE)"]
+    rows = []
     for steps in sorted({c["steps"] for c in result["cells"]}):
         at = {c["schedule"]: c for c in result["cells"] if c["steps"] == steps}
-        uni = at[paper.UNIFORM]
-        rows.append(
-            f"| {steps} | {uni['tokens'] / 1e6:.2f}M | {uni['tokens_per_param']:.0f} | "
-            f"{uni['lr']:g} | {uni['mean_nll']:.3f} ± {uni['se_windows']:.3f} | "
-            + " | ".join(gap_cell(at[s]) if s in at and "gap" in at[s] else "-" for s in others)
-            + " |"
-        )
-    return rows
+        u = at[paper.UNIFORM]
+        gaps = [gap_cell(at[s]) if s in at and "gap" in at[s] else "-" for s in others]
+        nll = f"{u['mean_nll']:.3f} ± {u['se_windows']:.3f}"
+        row = [steps, f"{u['tokens'] / 1e6:.2f}M", f"{u['tokens_per_param']:.0f}", f"{u['lr']:g}"]
+        rows.append([*row, nll, *gaps])
+    return _table(head + [f"{label(s)} vs uniform" for s in others], rows)
 
 
 def depth_rows(result: dict) -> list[str]:
     """At each schedule's longest length: the gap at serving depths 1, 4 and 16 beside the mean
     over 1..16, each with its interval."""
-    rows = [
-        "| schedule | steps | mean over K=1..16 | K=1 | K=4 | K=16 |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows = []
     for s in compared(result):
         c = longest(result, s)
         by = c.get("gap_by_depth", {})
-        cols = [_iv(by[k]) if k in by else "-" for k in ("1", "4", "16")]
-        rows.append(f"| {LABELS[s]} | {c['steps']} | {gap_cell(c)} | " + " | ".join(cols) + " |")
-    return rows
+        rows.append(
+            [label(s), c["steps"], gap_cell(c)]
+            + [_iv(by[k]) if k in by else "-" for k in ("1", "4", "16")]
+        )
+    return _table(["schedule", "steps", "mean over K=1..16", "K=1", "K=4", "K=16"], rows)
 
 
 def trend_rows(result: dict) -> list[str]:
     """Per schedule: each seed's slope of the gap per doubling of tokens, and the 95% interval
     over seeds with the direction it supports."""
-    rows = [
-        "| schedule | lengths | seeds | slope per doubling of tokens [95% interval] | direction | per seed |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows = []
     for s in compared(result):
-        t = result["trends"].get(s)
-        if not t:
+        if not (t := result["trends"].get(s)):
             continue
         per = ", ".join(f"{100 * v:+.2f}" for v in t["per_seed"].values()) or "-"
-        if t["slope"] is None:
-            rows.append(
-                f"| {LABELS[s]} | {t['lengths']} | {len(t['per_seed'])} | - | too few | {per} |"
-            )
-            continue
         sl = t["slope"]
-        rows.append(
-            f"| {LABELS[s]} | {t['lengths']} | {sl['n']} | {_iv(sl)} | {t['direction']} | {per} |"
-        )
-    return rows
+        fit = [sl["n"], _iv(sl), t["direction"]] if sl else [len(t["per_seed"]), "-", "too few"]
+        rows.append([label(s), t["lengths"], *fit, per])
+    head = ["schedule", "lengths", "seeds", "slope per doubling of tokens [95% interval]"]
+    return _table(head + ["direction", "per seed"], rows)
 
 
 def tuned_rows(result: dict) -> list[str]:
     """The robustness check: each schedule at its own LR (chosen on the LR seeds) at one length."""
     tuned = result.get("tuned") or {}
+    head = ["schedule", "steps", "own LR", "shared LR", "gap [95% interval]", "verdict"]
     if not tuned.get("cells"):
-        return ["Not run: " + result["meta"]["stopped"]["reason"] + "."]
-    rows = [
-        "| schedule | steps | own LR | shared LR | gap [95% interval] | verdict |",
-        "|---|---|---|---|---|---|",
-    ]
+        return _table(head, [["-"] * 5 + ["not run: " + result["meta"]["stopped"]["reason"]]])
+    rows = []
     for c in tuned["cells"]:
-        g = c["gap"]
-        rows.append(
-            f"| {LABELS[c['schedule']]} | {tuned['steps']} | {c['lr']:g} | {c['shared_lr']:g} | "
-            f"{_iv(g)}, n={g['n']} | {c['verdict']} |"
-        )
-    return rows
+        lrs, gap = [f"{c['lr']:g}", f"{c['shared_lr']:g}"], f"{_iv(c['gap'])}, n={c['gap']['n']}"
+        rows.append([label(c["schedule"]), tuned["steps"], *lrs, gap, c["verdict"]])
+    return _table(head, rows)
 
 
 def facts_rows(result: dict) -> list[str]:
     """What was run, where, and at what cost: the setup, the baselines and the stop."""
-    meta, base, st = result["meta"], result["baselines"], result["meta"]["settings"]
+    meta, base, st = result["meta"], result["baselines"]["test"], result["meta"]["settings"]
     sp, env, first = meta["corpus"]["splits"], meta["environment"], result["rows"][0]
-    sweep = result["chosen"][paper.UNIFORM]
-    return [
-        "| | |",
-        "|---|---|",
-        f"| corpus | {meta['corpus'].get('dataset', 'stdlib')}: {sp['train']['tokens'] / 1e6:.1f}M train / "
-        f"{sp['val']['tokens'] / 1e3:.0f}k val / {sp['test']['tokens'] / 1e3:.0f}k test tokens, "
-        f"{meta['corpus']['tokenizer']} |",
-        f"| model | d={st['setup']['d_model']}, one looped layer, {first['params']:,} parameters "
-        f"({first['params_non_embedding']:,} outside the embedding) |",
-        f"| batch | {st['setup']['batch_size']}x{st['setup']['seq_len']} tokens per step |",
-        f"| LR sweep (uniform, seeds {', '.join(map(str, st['lr_seeds']))}) | "
-        + "; ".join(
-            f"{n} steps: "
-            + ", ".join(
-                f"{float(lr):g}→{v:.3f}"
-                for lr, v in sorted(c["val"].items(), key=lambda kv: float(kv[0]))
-            )
-            for n, c in sorted(sweep.items(), key=lambda kv: int(kv[0]))
-        )
-        + " |",
-        f"| baselines (test windows) | unigram {base['test']['unigram']:.3f}, bigram "
-        f"{base['test']['bigram']:.3f} nats/token |",
-        f"| rounds | {', '.join(map(str, st['rounds']))} seeds; stopped: {meta['stopped']['reason']} |",
-        f"| cost | {meta['worker_s'] / 3600:.1f} worker-hours of reported runs |",
-        f"| environment | {env['machine']}, {env['dtype']}, torch {env['torch']}, Python {env['python']} |",
-    ]
+    sweep = "; ".join(
+        f"{n} steps: "
+        + ", ".join(f"{float(lr):g}→{v:.3f}" for lr, v in sorted(c["val"].items(), key=_num))
+        for n, c in sorted(result["chosen"][paper.UNIFORM].items(), key=_num)
+    )
+    tok = {k: sp[k]["tokens"] for k in ("train", "val", "test")}
+    facts = {
+        "corpus": f"{meta['corpus'].get('dataset', 'stdlib')}: {tok['train'] / 1e6:.1f}M train / "
+        f"{tok['val'] / 1e3:.0f}k val / {tok['test'] / 1e3:.0f}k test tokens, "
+        f"{meta['corpus']['tokenizer']}",
+        "model": f"d={st['setup']['d_model']}, one looped layer, {first['params']:,} parameters "
+        f"({first['params_non_embedding']:,} outside the embedding)",
+        "batch": f"{st['setup']['batch_size']}x{st['setup']['seq_len']} tokens per step",
+        f"LR sweep (uniform, seeds {', '.join(map(str, st['lr_seeds']))})": sweep,
+        "baselines (test windows)": f"unigram {base['unigram']:.3f}, bigram "
+        f"{base['bigram']:.3f} nats/token",
+        "rounds": f"{', '.join(map(str, st['rounds']))} seeds; stopped: {meta['stopped']['reason']}",
+        "cost": f"{meta['worker_s'] / 3600:.1f} worker-hours of reported runs",
+        "environment": f"{env['machine']}, {env['dtype']}, torch {env['torch']}, "
+        f"Python {env['python']}",
+    }
+    return _table(["", ""], list(facts.items()))
+
+
+def _num(kv: tuple[str, Any]) -> float:
+    return float(kv[0])
 
 
 def section(result: dict) -> str:
     """The study's tables for docs/RESULTS.md, every number read from length.json."""
-    return "\n".join(
-        [
-            *facts_rows(result),
-            "",
-            *table_rows(result),
-            "",
-            *depth_rows(result),
-            "",
-            *trend_rows(result),
-            "",
-            *tuned_rows(result),
-        ]
-    )
+    parts = (facts_rows, table_rows, depth_rows, trend_rows, tuned_rows)
+    return "\n\n".join("\n".join(part(result)) for part in parts)
 
 
 def length_section(result: dict) -> str:
@@ -259,55 +219,17 @@ def length_section(result: dict) -> str:
     )
 
 
-def _where(c: dict) -> str:
-    """A gap in words: ahead, behind or level, with the verdict at the schedule's tolerance."""
-    g = c["gap"]
-    side = "behind" if g["mean"] > 0 else "ahead of"
-    return (
-        f"{LABELS[c['schedule']]} ends {abs(100 * g['mean']):.1f}% {side} uniform "
-        f"(95% interval {100 * g['lo']:+.1f}% to {100 * g['hi']:+.1f}%, {g['n']} seeds: "
-        f"{c['verdict']} at the paper's {100 * c['tolerance']:.1f}% tolerance"
-        + ("" if c.get("planned_look", True) else ", an interim look: the round was unfinished")
-        + ")"
-    )
-
-
 def finding(result: dict) -> str:
-    """The README's finding: each fixed-first recipe at the longest length, in its regime
-    (width, steps, tokens per parameter), and how its gap moved as training lengthened."""
-    recipes = [s for s in compared(result) if s != paper.UNIFORM_PER_MICRO]
-    if not recipes:
-        return "No fixed-first schedule was compared yet."
-    first = longest(result, recipes[0])
-    informative = [
-        c["steps"]
-        for c in result["cells"]
-        if "gap" in c
-        and c["schedule"] in recipes
-        and c["verdict"] != "not informative at this size"
-    ] or [first["steps"]]
-    moves = []
-    for s in recipes:
-        t = result["trends"].get(s) or {}
-        if t.get("slope"):
-            sl = t["slope"]
-            moves.append(
-                f"{LABELS[s].split(' (')[0]}'s gap moved {100 * sl['mean']:+.1f} points per "
-                f"doubling of tokens ([{100 * sl['lo']:+.1f}, {100 * sl['hi']:+.1f}], "
-                f"{t['direction']})"
-            )
-    missing = [LABELS[s] for s in (paper.RECIPES_1B[1], paper.RECIPE_200M) if s not in recipes]
-    later = (
-        f" ({', '.join(missing)}: not measured yet, {result['meta']['stopped']['reason']})"
-        if missing
-        else ""
-    )
-    return (
-        f"On text, with a d={result['meta']['settings']['setup']['d_model']} model trained "
-        f"{first['steps']:,} steps ({first['tokens_per_param']:.0f} tokens per parameter) at one "
-        "shared learning rate, "
-        + " and ".join(_where(longest(result, s)) for s in recipes)
-        + (f"; from {min(informative)} steps on, " + " and ".join(moves) if moves else "")
-        + later
-        + "."
-    )
+    """The README's finding, as a table: each fixed-first recipe at its longest length, its
+    regime, its gap to uniform (mean over K=1..16, 95% interval) and the verdict."""
+    head = ["comparison", "regime", "gap to uniform, mean over K=1..16 [95% interval]", "verdict"]
+    d, rows = result["meta"]["settings"]["setup"]["d_model"], []
+    for s in (paper.RECIPES_1B[1], paper.RECIPE_200M):
+        if (c := longest(result, s)) is None:
+            rows.append([f"{label(s)} vs uniform", "-", "-", "not measured"])
+            continue
+        regime = f"d={d}, {c['steps']:,} steps, {c['tokens_per_param']:.0f} tokens/param"
+        gap = f"{_iv(c['gap'])}, {c['gap']['n']} seeds"
+        tol = f" (tolerance {100 * c['tolerance']:.1f}%)"
+        rows.append([f"{label(s)} vs uniform", regime, gap, verdict_of(c) + tol])
+    return "\n".join(_table(head, rows))

@@ -1,16 +1,8 @@
-"""The paper's figures from run directories, and its architecture diagram.
-
-    looped plot --runs runs/           # Fig. 2, 3, 8 analogs from any run directories
-    looped plot --runs runs/ --out figures/full
-    looped plot --runs results/demo.json --demo-json   # redraw the demo's figures
-
-`figures(run_dirs, dir)` draws from metrics.jsonl files, so full-scale runs turn into the same
-figures as the demo's (`bios.paper_figures`) without a notebook.
-"""
+"""The paper's figures from run directories (`looped plot`), drawn from metrics.jsonl so that
+full-scale runs get the demo's figures without a notebook, and its architecture diagram."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,18 +23,16 @@ from looped.runtime.metrics import read_metrics
 def load_runs(paths: Iterable[str | Path]) -> list[dict]:
     """Rows like the demo's from run directories (searched recursively for metrics.jsonl)."""
     rows = []
-    for root in paths:
-        root = Path(root)
-        found = (
-            [root]
-            if (root / "metrics.jsonl").is_file()
-            else sorted(p.parent for p in root.rglob("metrics.jsonl"))
-        )
-        for run in found:
-            rows.append(_run_row(run))
+    for root in map(Path, paths):
+        here = (root / "metrics.jsonl").is_file()
+        rows += [
+            _run_row(run)
+            for run in ([root] if here else sorted(p.parent for p in root.rglob("metrics.jsonl")))
+        ]
     if not rows:
+        where = ", ".join(map(str, paths))
         raise UserError(
-            f"no metrics.jsonl under {', '.join(map(str, paths))}; pass run directories written by `looped train`"
+            f"no metrics.jsonl under {where}; pass run directories written by `looped train`"
         )
     return rows
 
@@ -81,57 +71,38 @@ def figures(run_dirs: Iterable[str | Path], out_dir: str | Path) -> list[Path]:
         raise UserError(
             "the runs have no evaluation records yet; let them reach an eval_interval or finish"
         )
-    out = Path(out_dir)
-    result = {"runs": rows}
-    paths = [bios.fig8_nll_by_depth(result, out / "fig8_nll_by_depth.png")]
-    paths.append(bios.fig2_nll_vs_flops(result, out / "fig2_nll_vs_flops.png"))
+    out, result = Path(out_dir), {"runs": rows}
+    return [
+        bios.fig8_nll_by_depth(result, out / "fig8_nll_by_depth.png"),
+        bios.fig2_nll_vs_flops(result, out / "fig2_nll_vs_flops.png"),
+        fig_loss(rows, out / "fig3_loss_trajectory.png"),
+    ]
+
+
+def fig_loss(rows: list[dict], path: Path) -> Path:
+    """Each run's smoothed training loss, its switch (if any) as a vertical line."""
     fig, ax = plt.subplots(figsize=(7, 4))
     for i, r in enumerate(rows):
         curve = np.asarray(r["curve"], dtype=float)
+        color = style.color(r["label"], i)
         if len(curve):
+            smooth = style.trailing_mean(curve[:, 1], bios.SMOOTHING)
             ax.plot(
                 curve[:, 0],
-                style.trailing_mean(curve[:, 1], bios.SMOOTHING),
+                smooth,
                 label=f"{r['label']} s{r['seed']}",
-                color=style.color(r["label"], i),
+                color=color,
                 lw=1,
                 **style.dashes(r["label"]),
             )
         if r.get("switch_step"):
-            ax.axvline(r["switch_step"], color=style.color(r["label"], i), ls="--", lw=0.8)
+            ax.axvline(r["switch_step"], color=color, ls="--", lw=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("training loss (smoothed)")
     ax.set_title("Training NLL; vertical lines mark switches")
     ax.legend(fontsize=7)
-    paths.append(style.save(fig, out / "fig3_loss_trajectory.png"))
-    return paths
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="looped plot", description="the paper's figures from run directories"
-    )
-    parser.add_argument(
-        "--runs", nargs="+", required=True, help="run directories, or folders holding them"
-    )
-    parser.add_argument(
-        "--out", default="figures/runs", help="where to write PNGs (default figures/runs)"
-    )
-    parser.add_argument(
-        "--demo-json",
-        action="store_true",
-        help="--runs is a demo.json file: redraw the demo figures",
-    )
-    args = parser.parse_args(argv)
-    style.files_only()
-    if args.demo_json:
-        paths = bios.paper_figures(json.loads(Path(args.runs[0]).read_text()), args.out)
-    else:
-        paths = figures(args.runs, args.out)
-    for p in paths:
-        print(p)
-    return 0
+    return style.save(fig, path)
 
 
 def fig_architecture(depth: int = 4) -> Any:
@@ -149,17 +120,8 @@ def fig_architecture(depth: int = 4) -> Any:
         ax.text(i + 0.5, 0.5, name if name != "A" else f"A\n(k={i})", ha="center", va="center")
         ax.add_patch(_arrow((i - 0.2, 0.5), (i + 0.2, 0.5)))
     for k in range(2, depth + 1):  # input injection: e = P(x) re-enters loops 2..K
-        ax.add_patch(
-            FancyArrowPatch(
-                (0.5, 0.85),
-                (k + 0.5, 0.85),
-                connectionstyle="arc3,rad=-0.25",
-                arrowstyle="-|>",
-                mutation_scale=8,
-                lw=0.6,
-                color="0.4",
-            )
-        )
+        arc = dict(connectionstyle="arc3,rad=-0.25", arrowstyle="-|>", mutation_scale=8, lw=0.6)
+        ax.add_patch(FancyArrowPatch((0.5, 0.85), (k + 0.5, 0.85), color="0.4", **arc))
     ax.add_patch(_arrow((len(boxes) - 0.2, 0.5), (len(boxes) + 0.2, 0.5)))
     ax.text(-0.25, 0.5, "tokens", ha="right", va="center")
     ax.text(len(boxes) + 0.25, 0.5, "logits", ha="left", va="center")

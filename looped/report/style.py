@@ -1,10 +1,6 @@
-"""How every figure looks and is finished, and the refusal of one a reader cannot read.
-
-The theme, each schedule's colour, marker and dashes, seed bands, the smoothing of loss curves,
-ticks a reader can read, legends placed where they cover nothing, and `save` /
-`show`, which refuse a figure that fails the readability checks (`looped.report.checks`).
-Every figure of the package and of the notebooks goes through here.
-"""
+"""How every figure looks and is finished: the theme, seed bands, smoothing, readable ticks,
+legends that cover nothing, and `save` / `show`, which refuse a figure that fails
+`looped.report.checks`. Schedules' colours and markers come from `paper.SHOWN`."""
 
 from __future__ import annotations
 
@@ -24,16 +20,14 @@ from looped.report import checks
 
 
 def files_only() -> None:
-    """Draw into files, never a window: what the commands that write figures call first (a
-    notebook importing this package keeps its inline backend)."""
+    """Draw into files, never a window (a notebook importing the package keeps its backend)."""
     matplotlib.use("Agg")
 
 
 def trailing_mean(y: np.ndarray, window: int, keep_length: bool = True) -> np.ndarray:
-    """The mean of each point and the `window - 1` before it, so a spike shows after the step
-    that caused it, not before. With `keep_length` the first points average what there is
-    (the first value repeated) and a curve shorter than one window is left as it is; without
-    it the curve starts at the first full window (`window` at most the curve's length)."""
+    """The mean of each point and the `window - 1` before it, so a spike shows after its step.
+    With `keep_length` the first points repeat the first value (a curve shorter than a window is
+    left as it is); without, the curve starts at the first full window."""
     if keep_length and len(y) < window:
         return y
     kernel = np.ones(window) / window
@@ -66,15 +60,9 @@ def dashes(label: str) -> dict[str, Any]:
 
 def band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **kw: Any) -> None:
     """Seed mean as a line, min-max across seeds as a band; fixed-first dashed (`dashes`)."""
-    arr = np.asarray(ys, dtype=float)
-    x = list(x)
-    ax.plot(
-        x,
-        arr.mean(0),
-        label=f"{label} (n={len(arr)})" if len(arr) > 1 else label,
-        color=color,
-        **{**dashes(label), **kw},
-    )
+    arr, x = np.asarray(ys, dtype=float), list(x)
+    name = f"{label} (n={len(arr)})" if len(arr) > 1 else label
+    ax.plot(x, arr.mean(0), label=name, color=color, **{**dashes(label), **kw})
     if len(arr) > 1:
         ax.fill_between(x, arr.min(0), arr.max(0), color=color, alpha=0.2, lw=0)
 
@@ -85,20 +73,14 @@ def schedule_band(ax: Any, x: Iterable, ys: list[list[float]], label: str, i: in
 
 
 def show(fig: Any) -> None:
-    """Show a notebook's figure after checking that every panel holds data and that a reader
-    can read it (`readability_problems`): a blank panel or a legend over the data is a bug in
-    the figure (notebook 05 once drew one), never something to publish."""
-    finish(fig)
-    checks.refuse_empty(fig)
-    problems = checks.readability_problems(fig)
-    if problems:
-        plt.close(fig)
-        raise ValueError("figure is hard to read: " + "; ".join(problems))
+    """Show a notebook's figure once `checked`: a blank panel or a legend over the data is a
+    bug in the figure (notebook 05 once drew one), never something to publish."""
+    checked(fig)
     plt.show()
 
 
 def checked(fig: Any) -> Any:
-    """`show`'s finishing and checks without showing: the figure, ready to display."""
+    """The figure finished, refused if a panel is empty or `readability_problems` finds any."""
     finish(fig)
     checks.refuse_empty(fig)
     if problems := checks.readability_problems(fig):
@@ -108,11 +90,8 @@ def checked(fig: Any) -> Any:
 
 
 def with_knobs(draw: Any, knobs: dict[str, Any]) -> None:
-    """A notebook's figure with knobs: `draw(**values)` returns (figure, text). The default is
-    shown as plain outputs, so a notebook opened without a kernel shows it; the knobs follow,
-    and moving one redraws the figure and its text in place of the ones shown (one display id
-    each), so no stale figure stays behind. Without a kernel the knobs show a one-line note,
-    not their repr."""
+    """A notebook's figure with knobs: `draw(**values)` returns (figure, text). The default shows
+    as plain outputs (readable without a kernel); moving a knob redraws both in place."""
     from IPython.display import Pretty, display  # only notebooks call this; IPython is heavy
 
     fig, text = draw(**{name: w.value for name, w in knobs.items()})
@@ -138,17 +117,15 @@ DEPTH_TICKS = [1, 2, 4, 6, 8, 10, 12, 14, 16]
 
 
 def depth_ticks(ax: Any, axis: str = "x") -> None:
-    """Serving and training depths are integers: tick them as such (on a vertical axis 1, 4,
-    8, 12, 16, whose labels do not touch on a short panel)."""
+    """Depths are integers: tick them so (1, 4, 8, 12, 16 on a short vertical axis)."""
     lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
     ticks = DEPTH_TICKS if axis == "x" else [1, 4, 8, 12, 16]
     (ax.set_xticks if axis == "x" else ax.set_yticks)([t for t in ticks if lo <= t <= hi])
 
 
 def _plain_log_ticks(ax: Any, axis: str = "y") -> None:
-    """A log axis spanning less than a few decades gets at least three ticks labelled as plain
-    numbers (0.5, 2, 1e13), not matplotlib's `6.1022x10^0` or no label at all: 1, 2, 5 x 10^n,
-    else every integer mantissa, else evenly spaced round numbers."""
+    """At least three plain tick labels (0.5, 2, 1e13) on a log axis of under three decades,
+    not matplotlib's `6.1022x10^0` or none."""
     lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
     lo, hi = sorted((lo, hi))
     if lo <= 0 or hi / lo > 1e3:
@@ -187,8 +164,7 @@ def plain(v: float) -> str:
 
 
 def _plain_large(ax: Any, axis: str) -> None:
-    """A linear axis of large numbers (FLOPs) labels each tick in full (7.5e11, 1e12) rather
-    than with an offset written apart in the corner ('1e12')."""
+    """Large numbers (FLOPs) in full at each tick (7.5e11), not as an offset in the corner."""
     target = ax.xaxis if axis == "x" else ax.yaxis
     if not isinstance(target.get_major_formatter(), matplotlib.ticker.ScalarFormatter):
         return
@@ -198,8 +174,8 @@ def _plain_large(ax: Any, axis: str) -> None:
 
 
 def _enough_ticks(fig: Any) -> bool:
-    """Give every numeric axis that shows fewer than three labelled ticks round ones (the
-    check is `tick_problems`); returns whether any axis changed."""
+    """Round ticks on every numeric axis with under three labelled ones (`tick_problems`);
+    returns whether any axis changed."""
     fig.canvas.draw()
     changed = False
     for ax in fig.axes:
@@ -224,9 +200,8 @@ def _crowded(axis: Any, renderer: Any) -> bool:
 
 
 def _uncrowd_ticks(fig: Any) -> bool:
-    """Fewer ticks on an axis whose labels touch (long labels such as 2.6e12 on a narrow
-    panel): fewer bins on a linear axis, every other tick on a fixed one, keeping at least
-    three. Returns whether any axis changed."""
+    """Fewer ticks where labels touch (2.6e12 on a narrow panel): fewer bins, or every other
+    fixed tick, keeping three. Returns whether any axis changed."""
     renderer = fig.canvas.get_renderer()
     changed = False
     for ax in fig.axes:
@@ -276,9 +251,8 @@ def _headroom(ax: Any, legend: Any, renderer: Any) -> None:
 
 
 def place_legends(fig: Any) -> bool:
-    """Move each legend that covers a plotted point, a tick label or a title, or sticks out of
-    its panel, to the first spot of `LEGEND_SPOTS` where it covers nothing; failing that, make
-    room above the data for it; failing that, put it outside its panel on the right. Returns
+    """Move each legend that covers data or text, or sticks out of its panel, to the first
+    clear spot of `LEGEND_SPOTS`; else make room above the data; else put it outside. Returns
     whether the layout must be redone."""
     renderer = fig.canvas.get_renderer()
     relayout = False
@@ -302,8 +276,7 @@ def place_legends(fig: Any) -> bool:
 
 
 def _outside(legend: Any, ax: Any, renderer: Any) -> None:
-    """Put a legend outside its panel: below it when it is wider than half the panel (beside it
-    would squeeze the panel), else on its right."""
+    """A legend outside its panel: below when wider than half the panel, else on its right."""
     if legend.get_window_extent(renderer).width > 0.5 * ax.bbox.width:
         legend.set_loc("upper center")
         axis = ax.xaxis.get_tightbbox(renderer)  # tick labels and the axis label

@@ -1,8 +1,5 @@
-"""The text track (`looped fidelity`, the demo's text runs) as a reader sees it.
-
-Its table, baselines, verdicts per paper recipe and its figures. Pure functions of the dict in
-demo_text.json (or a `looped fidelity` run's fidelity.json).
-"""
+"""The text track (`looped fidelity`, the demo's text runs) as tables and figures: pure
+functions of demo_text.json's dict (or a `looped fidelity` run's fidelity.json)."""
 
 from __future__ import annotations
 
@@ -15,6 +12,11 @@ import numpy as np
 import looped.eval.stats as stats
 from looped.paper import NLL_GAP, RECIPES_1B, UNIFORM, label
 from looped.report import style
+from looped.report.tables import md_table
+
+TABLE_HEAD = ["basis", "schedule", "LR", "steps", "mean NLL K=1..16 (seed mean, min-max)",
+              "vs uniform [95% interval]", "modeled compute saved"]  # fmt: skip
+SWEEP_TITLE = "LR sweep, validation NLL (circled: chosen)"
 
 
 def interval_cell(v: dict) -> str:
@@ -28,35 +30,21 @@ def interval_cell(v: dict) -> str:
 def format_table(result: dict) -> str:
     """The end-of-run table: both comparisons, one row per schedule. "vs uniform" is the mean of
     the per-seed paired differences with its 95% interval; compute saved is modeled."""
-    lines = [
-        "| basis | schedule | LR | steps | mean NLL K=1..16 (seed mean, min-max) | vs uniform "
-        "[95% interval] | modeled compute saved |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
         for r in result[key]:
-            n = r["mean_nll"]
-            steps = f"{r['steps']}" + (
-                f" (uniform {r['uniform_steps']})"
-                if key == "equal_flops" and "uniform_steps" in r
-                else ""
-            )
-            lines.append(
-                f"| {basis} | {r['label']} | {r['lr']:g} | {steps} | {n['mean']:.3f} "
-                f"({n['min']:.3f}-{n['max']:.3f}) | {interval_cell(r['vs_uniform_by_seed'])} | "
-                f"{_share(r['compute_saving'])} |"
-            )
-    return "\n".join(lines)
+            n, steps = r["mean_nll"], f"{r['steps']}"
+            if key == "equal_flops" and "uniform_steps" in r:
+                steps += f" (uniform {r['uniform_steps']})"
+            nll = f"{n['mean']:.3f} ({n['min']:.3f}-{n['max']:.3f})"
+            gap, saved = interval_cell(r["vs_uniform_by_seed"]), _share(r["compute_saving"])
+            rows.append([basis, label(r["schedule"]), f"{r['lr']:g}", steps, nll, gap, saved])
+    return md_table(TABLE_HEAD, rows)
 
 
 def _share(x: float) -> str:
     """A whole percentage, "0%" (not "-0%") for what rounds to nothing."""
     return "0%" if round(x * 100) == 0 else f"{x:.0%}"
-
-
-def _pct(x: float) -> str:
-    """A signed whole percentage, with no "-0%" for a difference that rounds to nothing."""
-    return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
 
 
 def training_minutes(result: dict) -> float:
@@ -65,90 +53,83 @@ def training_minutes(result: dict) -> float:
     return sum(r.get("own_wall", r["wall"]) for r in result["runs"]) / 60
 
 
-def section(result: dict, command: str = "looped fidelity", baseline: dict | None = None) -> str:
-    """The text-track section of docs/RESULTS.md: setting, baselines, table, and one verdict per
-    paper recipe, each from its interval and only where the models beat the bigram table."""
+def settings_table(result: dict, command: str) -> str:
+    """What was run, one setting a row. At equal FLOPs each schedule is set against uniform
+    trained on that schedule's modeled FLOPs (fewer steps)."""
     meta, s = result["meta"], result["meta"]["settings"]
     corpus = meta["corpus"]
-    held = (
-        f"{corpus['val']:,} validation / {corpus['test']:,} test"
-        if "test" in corpus
-        else f"{corpus['val']:,} held-out"
+    held = f"{corpus['val']:,} / {corpus['test']:,}" if "test" in corpus else f"{corpus['val']:,}"
+    chosen_on = (
+        f"mean validation NLL of {s['sweep_seeds']} seeds" if "sweep_seeds" in s else "seed 0"
     )
-    chooser = (
-        f"the mean validation NLL of {s['sweep_seeds']} seeds"
-        if "sweep_seeds" in s
-        else ("seed 0, on the same windows as the reported numbers")
-    )
-    lines = [
-        f"Measured by `{command}` on {meta['machine']}: {len(result['runs'])} runs "
-        f"({training_minutes(result):.0f} minutes of training in all, one core "
-        f"each) on `{corpus['dataset']}` ({corpus['train']:,} train / {held} tokens, "
-        f"{corpus['tokenizer']}), d={s['d_model']}, one looped layer, {s['steps']} steps of "
-        f"{meta['tokens_per_step']} tokens, {meta['dtype']}; each schedule at its own best LR of "
-        f"{', '.join(f'{x:g}' for x in s['lrs'])} (chosen on {chooser}), then {s['seeds']} seeds. "
-        f"Metric: {meta['metric']}. At equal tokens every schedule trains the same steps; at equal "
-        "FLOPs each schedule is set against uniform trained on that schedule's modeled FLOPs "
-        "(fewer steps). Compute saved is modeled; the runs' wall-clock times were taken under "
-        "different loads and are not compared (`looped bench` times schedules together).",
-        "",
-        *baseline_lines(result, baseline),
-        format_table(result),
-        "",
+    rows = [
+        ("command", f"`{command}`"),
+        ("machine", meta["machine"]),
+        ("runs", len(result["runs"])),
+        ("training minutes (one core each)", f"{training_minutes(result):.0f}"),
+        ("corpus", f"`{corpus['dataset']}`, {corpus['tokenizer']}"),
+        ("train tokens", f"{corpus['train']:,}"),
+        ("validation / test tokens" if "test" in corpus else "held-out tokens", held),
+        ("d_model (one looped layer)", s["d_model"]),
+        ("steps", s["steps"]),
+        ("tokens per step", meta["tokens_per_step"]),
+        ("dtype", meta["dtype"]),
+        ("LRs swept", ", ".join(f"{x:g}" for x in s["lrs"])),
+        ("LR chosen on", chosen_on),
+        ("seeds", s["seeds"]),
+        ("metric", meta["metric"]),
     ]
-    lrs = s["lrs"]
-    edge = [label(k) for k in stats.at_edge(result["chosen_lr"], lrs)] if result["sweep"] else []
-    if edge:
-        lines.append(
-            f"- The best LR of {', '.join(edge)} lies at the edge of the sweep, so its optimum "
-            "may lie beyond it: its row may understate what it can do."
-        )
+    return md_table(["setting", "value"], [[k, str(v)] for k, v in rows])
+
+
+def baselines_table(result: dict, baseline: dict | None) -> str:
+    """The count-table baselines on the same tokens (fit on train) beside the worst model: a
+    verdict is given only where every model beats the bigram table."""
+    worst = stats.worst_nll(result["equal_tokens"])
+    if not baseline:
+        return md_table(["bigram baseline", "worst model"], [["none computed", f"{worst:.3f}"]])
+    below = "yes" if stats.below_bigram(worst, baseline) else "no"
+    head = ["tokens", "unigram", "add-k bigram", "worst model", "every model below the bigram"]
+    fits = [f"{baseline[k]:.3f}" for k in ("unigram", "bigram")]
+    return md_table(head, [[f"{baseline['tokens']:,}", *fits, f"{worst:.3f}", below]])
+
+
+def verdict_table(result: dict, baseline: dict | None) -> str:
+    """Each fixed-first recipe at equal tokens (where the paper makes its claim): its paired gap
+    to uniform, the paper's tolerance and the `stats.Verdict` its interval gives."""
     informative = stats.beats_bigram(result, baseline)
-    for row in result["equal_tokens"]:  # the paper's claim is made at equal tokens
+    rows = []
+    for row in result["equal_tokens"]:
         if row["schedule"].startswith("fixed-first"):
             tol = NLL_GAP[1] if row["schedule"] in RECIPES_1B else NLL_GAP[0]
-            said = stats.gap_verdict(row["vs_uniform_by_seed"], tol, informative)[1]
-            lines.append(
-                f"- {row['label']}, equal tokens: {interval_cell(row['vs_uniform_by_seed'])} against "
-                f"uniform. The paper's claim (within {tol:.1%}): {said}."
-            )
-    widest = stats.seed_spreads(result)
-    if widest:
-        lines.append(
-            "- Spread of the mean NLL over seeds (max - min, equal tokens): "
-            + ", ".join(f"{label(s)} {w:.2f}" for s, w in widest.items())
-            + f" nats; the widest is that of {label(next(iter(widest)))}"
-            + (
-                " (its training loss per seed: the loss-by-seed figure)."
-                if has_curves(result)
-                else "."
-            )
-        )
-    return "\n".join(lines)
+            found = stats.gap_verdict(row["vs_uniform_by_seed"], tol, informative)[0]
+            gap = interval_cell(row["vs_uniform_by_seed"])
+            rows.append([label(row["schedule"]), gap, f"{tol:.1%}", found.value])
+    return md_table(["equal tokens", "vs uniform [95% interval]", "tolerance", "verdict"], rows)
 
 
-def baseline_lines(result: dict, baseline: dict | None) -> list[str]:
-    """The count-table baselines beside the models, and what they mean for the verdicts."""
-    if not baseline:
-        return ["No bigram baseline was computed for these windows, so no verdict is given.", ""]
-    worst = stats.worst_nll(result["equal_tokens"])
-    verdicts = (
-        "every model beats it, so the comparisons below are informative"
-        if stats.below_bigram(worst, baseline)
-        else f"the worst model scores {worst:.3f}: the rows below are not informative at this "
-        "size and get no verdict"
-    )
-    return [
-        f"Baselines on the same {baseline['tokens']:,} tokens (fit on train): unigram "
-        f"{baseline['unigram']:.3f}, add-k bigram {baseline['bigram']:.3f} nats/token; "
-        f"{verdicts}.",
-        "",
-    ]
+def schedules_table(result: dict) -> str:
+    """Each schedule's chosen LR, whether it lies at the edge of the sweep (its optimum may lie
+    beyond), and the spread of its seeds' mean NLL (max - min, equal tokens)."""
+    lrs, chosen = result["meta"]["settings"]["lrs"], result.get("chosen_lr") or {}
+    edge = set(stats.at_edge(chosen, lrs)) if result["sweep"] else set()
+    spread = stats.seed_spreads(result)
+    rows = []
+    for s, lr in chosen.items():
+        width = f"{spread[s]:.2f}" if s in spread else "-"
+        rows.append([label(s), f"{lr:g}", "yes" if s in edge else "no", width])
+    return md_table(["schedule", "chosen LR", "at the sweep's edge", "seed spread (nats)"], rows)
+
+
+def section(result: dict, command: str = "looped fidelity", baseline: dict | None = None) -> str:
+    """The text-track section of docs/RESULTS.md: tables only (the prose is written by hand)."""
+    tables = [settings_table(result, command), baselines_table(result, baseline)]
+    tables += [format_table(result), verdict_table(result, baseline), schedules_table(result)]
+    return "\n\n".join(tables)
 
 
 def has_curves(result: dict) -> bool:
-    """Whether every run carries its training curve (results files written before curves were
-    kept do not)."""
+    """Whether every run carries its training curve (older results files do not)."""
     return all(r.get("curve") for r in result["runs"])
 
 
@@ -166,26 +147,15 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
     for ax in axes.flat[len(rows) :]:
         ax.set_visible(False)
     for ax, r in zip(axes.flat, rows):
-        runs = sorted(
-            (
-                x
-                for x in result["runs"]
-                if "tokens" in x["roles"] and x["schedule"] == r["schedule"]
-            ),
-            key=lambda x: x["seed"],
-        )
-        for x in runs:
+        for x in sorted(_equal_token_runs(result, r["schedule"]), key=lambda x: x["seed"]):
             steps, loss = np.asarray(x["curve"], dtype=float)[:, :2].T
             w = min(5, len(loss))  # a trailing mean: the point at a step ends its window
             smooth = style.trailing_mean(loss, w, keep_length=False)
+            color, name = style.color(f"seed {x['seed']}", x["seed"]), f"seed {x['seed']}"
             ax.plot(
-                steps[w - 1 :],
-                smooth,
-                lw=1.2,
-                color=style.color(f"seed {x['seed']}", x["seed"]),
-                label=f"seed {x['seed']}: {x['mean_nll']:.2f}",
+                steps[w - 1 :], smooth, lw=1.2, color=color, label=f"{name}: {x['mean_nll']:.2f}"
             )
-        ax.set_title(f"{r['label']}, LR {r['lr']:g}", fontsize=9)
+        ax.set_title(f"{label(r['schedule'])}, LR {r['lr']:g}", fontsize=9)
         ax.legend(fontsize=8, title="seed: mean NLL K=1..16", title_fontsize=8)
     for ax in axes[-1]:
         ax.set_xlabel("step")
@@ -214,7 +184,7 @@ def _by_depth_panel(ax: Any, result: dict) -> None:
     for i, r in enumerate(result["equal_tokens"]):
         nll = [x["token_nll"] for x in _equal_token_runs(result, r["schedule"])]
         color = style.color(r["schedule"], i)
-        style.band(ax, r["depths"], nll, r["label"], color, marker="o", ms=3)
+        style.band(ax, r["depths"], nll, label(r["schedule"]), color, marker="o", ms=3)
     first = result["equal_tokens"][0]
     ax.set_title(f"Equal tokens ({first['steps']} steps, {first['tokens']:,} tokens)")
     ax.set_xlabel("serving depth K")
@@ -250,7 +220,9 @@ def _by_flops_panel(ax: Any, result: dict) -> None:
         if r["schedule"] != UNIFORM:
             runs = _equal_token_runs(result, r["schedule"])
             color = style.color(r["schedule"], i)
-            _flops_point(ax, runs, fmt="s", ms=7, capsize=2, color=color, label=r["label"])
+            _flops_point(
+                ax, runs, fmt="s", ms=7, capsize=2, color=color, label=label(r["schedule"])
+            )
     ax.set_title("Equal modeled FLOPs")
     ax.set_xlabel("modeled training FLOPs")
     ax.set_ylabel("mean NLL over K=1..16")
@@ -258,10 +230,7 @@ def _by_flops_panel(ax: Any, result: dict) -> None:
 
 
 def fig_lr_sweep(
-    result: dict,
-    path: Path,
-    ylabel: str = "mean NLL over K=1..16",
-    title: str = "LR sweep, validation NLL (circled: chosen)",
+    result: dict, path: Path, ylabel: str = "mean NLL over K=1..16", title: str = SWEEP_TITLE
 ) -> Path:
     """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
     style.use_theme()

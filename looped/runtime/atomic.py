@@ -3,12 +3,9 @@
     with atomic_path(run / "summary.json") as tmp:
         tmp.write_text(text)
 
-The caller writes a hidden temporary sibling (``.tmp-NAME-XXXXXXXX``); on success it is fsync'ed,
-renamed over the final name (atomic on POSIX) and the parent directory fsync'ed, so a crash at any
-instant leaves either the previous version or the new one, never half of either. An existing
-directory is swapped out through ``.old-NAME`` (two renames; `checkpoint.list_checkpoints` repairs
-a crash between them). Checkpoints, bios corpora, text-corpus metadata, demo.json, summaries and
-the metrics file trimmed on resume all go through here.
+The caller writes a hidden sibling (``.tmp-NAME-XXXXXXXX``), which is fsync'ed and renamed over
+the final name; an existing directory is swapped out through ``.old-NAME`` (two renames;
+`checkpoint.list_checkpoints` repairs a crash between them).
 """
 
 from __future__ import annotations

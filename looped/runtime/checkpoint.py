@@ -1,20 +1,10 @@
 """Checkpoints that survive a crash at any instant.
 
-A checkpoint is a directory ``RUN/checkpoints/step_000120/`` holding
-
-- ``model.safetensors``  the weights (tied weights stored once),
-- ``state.pt``           optimizer state, step, total steps, schedule, RNG state, lineage,
-- ``config.yaml``        the resolved run config (to rebuild the model from the checkpoint alone).
-
-It is written into a temporary sibling directory, every file fsync'ed, then renamed into place
-(rename is atomic on POSIX) and the parent directory fsync'ed. A crash mid-write leaves a
-``.tmp-*`` directory that is ignored and cleaned up later; the previous checkpoint is never
-touched. Only after the new one is in place are the oldest beyond ``keep_last`` removed.
-Batches and depths are pure functions of (seed, step), so the step is the whole data position.
-
-Loading never runs code from the checkpoint: the weights are safetensors, the config goes through
-a safe YAML loader, and state.pt, which holds only tensors, numbers, strings and plain
-containers, is read with torch's weights-only unpickler (a file that needs more is refused).
+``RUN/checkpoints/step_0000120/`` holds ``model.safetensors`` (the weights, tied ones once),
+``state.pt`` (optimizer state, step, schedule, lineage, run id) and ``config.yaml``. It is
+written into a temporary sibling, fsync'ed and renamed into place (`runtime.atomic`); only then
+are the oldest beyond ``keep_last`` removed. Loading runs no code from the checkpoint:
+safetensors, a safe YAML loader, and torch's weights-only unpickler for state.pt.
 """
 
 from __future__ import annotations
@@ -154,12 +144,6 @@ def _is_tied_alias(model: torch.nn.Module, key: str) -> bool:
     return key == "head.weight" and getattr(model.config, "tie_embeddings", False)
 
 
-def load_state(ckpt: Path) -> dict[str, Any]:
-    """The checkpoint's state, after checking that its three files belong together (see
-    `check`); a damaged checkpoint raises `DamagedCheckpoint`, naming the file."""
-    return check(ckpt)
-
-
 class DamagedCheckpoint(UserError):
     """A checkpoint directory whose files are missing, unreadable or from another run."""
 
@@ -176,10 +160,10 @@ def damaged(ckpt: Path, name: str, problem: str) -> DamagedCheckpoint:
     return DamagedCheckpoint(f"checkpoint file {ckpt / name} {problem}; {fix}")
 
 
-def check(ckpt: Path) -> dict[str, Any]:
-    """Read state.pt and check the three files against each other: all present, the weights'
-    header readable (which also catches a truncated file: safetensors checks the data length),
-    and state, weights and config all from the same run and step."""
+def load_state(ckpt: Path) -> dict[str, Any]:
+    """The checkpoint's state, after checking its three files against each other: all present,
+    the weights' header readable (safetensors checks the data length), and state, weights and
+    config from the same run and step; else `DamagedCheckpoint`, naming the file."""
     for name in ("model.safetensors", "state.pt", "config.yaml"):
         if not (ckpt / name).is_file():
             raise damaged(ckpt, name, "is missing")
@@ -205,13 +189,10 @@ class UnsafeCheckpoint(UserError):
 
 
 def _load_state_file(ckpt: Path) -> dict[str, Any]:
-    """state.pt as data only. A checkpoint may come from someone else (`--resume` of a shared run
-    directory, `--branch-from`, `--init-from`), and a pickle can call anything while it loads, so
-    torch's weights-only unpickler reads it: tensors, numbers, strings, None and plain
-    containers, all the trainer saves (older checkpoints hold nothing else either). A file that
-    needs anything else (a global such as `os.system` or a class, or opcodes torch.save never
-    writes) is refused before any of it runs; unlike a checkpoint damaged by a crash, `--resume`
-    does not fall back past it, since someone put it there."""
+    """state.pt as data only, by torch's weights-only unpickler: a checkpoint may come from
+    someone else, and a pickle can call anything while it loads. A file that needs more than
+    plain data is refused before any of it runs (and `--resume` does not fall back past it:
+    someone put it there)."""
     path = ckpt / "state.pt"
     try:
         with warnings.catch_warnings():  # torch's notes on pickle protocols: the line below says it

@@ -1,8 +1,5 @@
-"""Facts about the machine a run is on: which device to use, what the CPU is called, and the
-vendor's peak FLOP/s of a GPU (for MFU).
-
-Kept apart from the trainer so that evaluation, benchmarks and the demo can ask these questions
-without importing the training loop.
+"""Facts about the machine a run is on: which device, what the CPU is called, and a GPU's peak
+FLOP/s (for MFU).
 """
 
 from __future__ import annotations
@@ -32,10 +29,8 @@ PEAK_FLOPS: dict[str, dict[str, float]] = {
 
 
 def bf16_is_fast(device: torch.device) -> bool:
-    """Whether bf16 matmuls have a hardware path on `device`: a CUDA GPU with bf16 support, or a
-    CPU with AVX512-BF16 / AMX (oneDNN's own check). Elsewhere bf16 is emulated: on an AVX2-only
-    EPYC a bf16 matmul measured ~20x slower than the same fp32 one, which turns a minutes-long
-    demo into hours."""
+    """Whether bf16 matmuls have a hardware path on `device` (a CUDA GPU with bf16, or a CPU
+    with AVX512-BF16 / AMX); emulated bf16 measured ~20x slower than fp32 on an AVX2 EPYC."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type == "cpu":

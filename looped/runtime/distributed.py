@@ -1,10 +1,6 @@
-"""What changes when the trainer runs under torchrun (DDP or FSDP2).
-
-The process group, the wrapped model, the
-gradient sync of micro-batches, optimizer state of sharded parameters, and stop requests.
-
-One process (no torchrun) takes the plain path of each helper, so the trainer reads the same
-either way. DDP wraps the model; FSDP2 (`fsdp=true`) shards it in place and returns it unwrapped.
+"""What changes when the trainer runs under torchrun (DDP or FSDP2): the process group, the
+wrapped model, the gradient sync of micro-batches, optimizer state of sharded parameters, and
+stop requests. One process (no torchrun) takes the plain path of each helper.
 """
 
 from __future__ import annotations
@@ -75,13 +71,25 @@ def wrap_distributed(
         # Evaluation calls forward_depths, not forward: it must gather the root's shards too.
         register_fsdp_forward_method(model, "forward_depths")
         return model
-    # The model says whether a step can leave a parameter without a gradient (concat injection
-    # at depth 1, truncated backprop past the only loop the prelude feeds): DDP must then search
-    # the graph for unused parameters every step, which costs time, so only then.
+    # Searching the graph for unused parameters costs time every step, so only when needed.
     return DDP(
         model,
         device_ids=[dist.device.index] if dist.device.type == "cuda" else None,
-        find_unused_parameters=model.may_leave_unused(depths),
+        find_unused_parameters=may_leave_unused(model, depths),
+    )
+
+
+def may_leave_unused(model: LoopedTransformer, depths: Iterable[int]) -> bool:
+    """Whether a step at one of `depths` can leave a parameter without a gradient (DDP must then
+    look for unused ones): concat injection at depth 1 (no injection), or truncated backprop
+    with injection none beyond `bptt` (the prelude, or an untied embedding, feeds only the
+    first loop, which runs under no_grad)."""
+    cfg, depths = model.config, set(depths)
+    if cfg.injection == "concat" and 1 in depths:
+        return True
+    frozen_first = cfg.bptt > 0 and any(d > cfg.bptt for d in depths)
+    return (
+        frozen_first and cfg.injection == "none" and bool(cfg.n_prelude or not cfg.tie_embeddings)
     )
 
 

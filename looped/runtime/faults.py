@@ -1,13 +1,9 @@
 """Failpoints: kill this process with SIGKILL at a named point, to test crash recovery.
 
     LOOPED_FAULT=ckpt.after_weights:30 looped train ...    # dies inside the save of step 30
-    LOOPED_FAULT=atomic.between_renames looped train ...   # dies at the first such point
 
-The variable is read once, at import. Each point is one call in the code it guards
-(`failpoint("metrics.mid_line", step)`); with the variable unset it is a dictionary lookup, so
-the points stay in production code, where the crashes they stand for happen. SIGKILL, not an
-exception: nothing runs after it (no `finally`, no atexit), exactly like a power cut or the OOM
-killer. The points:
+Read once, at import; unset, each point is a dictionary lookup, so the points stay in the code
+where the crashes they stand for happen. SIGKILL runs nothing after it, like a power cut:
 
 - ``ckpt.after_weights``   a checkpoint's model.safetensors is written, state.pt is not
 - ``ckpt.before_rename``   every file of the checkpoint is written, the rename has not happened

@@ -3,26 +3,13 @@
     with dir_lock(out, "looped train"):
         ...  # config.yaml, metrics.jsonl, checkpoints: only this process writes here
 
-Two commands writing one directory would interleave their metrics, overwrite each other's
-config and race on checkpoint renames, and both would exit 0. So every writer (`looped train`,
-each run of a demo / fidelity / diagnose pool, and those commands' own output directories)
-takes ``DIR/.lock`` with ``flock(LOCK_EX | LOCK_NB)`` first. A second writer is refused at once
-with one line naming the directory and the holder (PID, host, start time, command), before it
-writes anything. Readers (`looped eval`, `looped plot`, notebooks) take no lock: every file a
-reader needs whole is written atomically (`looped.runtime.atomic`), and metrics readers skip a line cut
-short by a live run.
-
-Why flock: the kernel releases it when the holder dies, however it dies (``kill -9``, the OOM
-killer, a power cut ends the whole machine), so a dead holder never blocks the next run. The
-holder writes its PID, host and start time into the file, and a clean exit deletes the file; a
-lock file that still names a holder but whose flock is free was left by a process that died, and
-the new writer says that it took it over. The descriptor is close-on-exec (Python's default), so
-a subprocess never inherits the lock and outlives it.
-
-On NFS, Linux implements flock with the server's byte-range locks: they hold across hosts when
-the server supports locking and the mount has neither ``nolock`` nor ``local_lock=flock``/``all``;
-otherwise the lock only guards against a second writer on the same host. A takeover of a lock
-left on another host says so, since this host cannot tell whether that process still runs.
+Two writers of one directory would interleave metrics and race on checkpoint renames, and both
+would exit 0; so every writer takes ``DIR/.lock`` with ``flock(LOCK_EX | LOCK_NB)`` first, and a
+second one is refused at once, naming the holder (PID, host, start time, command). Readers take
+no lock (files are written atomically). The kernel releases a flock however its holder dies, so
+a dead holder never blocks the next run; a lock file that names a holder whose flock is free is
+taken over, with a warning. On NFS the lock holds across hosts only when the mount supports
+locking; a takeover of another host's lock says so.
 """
 
 from __future__ import annotations
@@ -63,10 +50,8 @@ class DirectoryLocked(UserError):
 @contextmanager
 def dir_lock(directory: str | Path, command: str = "looped") -> Iterator[Holder | None]:
     """Hold the write lock of `directory` (created if missing) for the block; yields the dead
-    holder whose stale lock was taken over, or None. Raises `DirectoryLocked` (one line: the
-    directory and its holder) while another process holds it, having written nothing. A
-    directory this call created is removed again if the block left it empty (a refused run
-    leaves no trace)."""
+    holder whose stale lock was taken over, or None. Raises `DirectoryLocked` while another
+    process holds it; a directory it created is removed again if the block left it empty."""
     directory = Path(directory)
     created = _make_dirs(directory)
     path = directory / LOCK_NAME

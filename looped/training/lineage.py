@@ -1,13 +1,11 @@
 """Where a run starts: afresh, or resumed, branched or initialised from a checkpoint.
 
-A resume continues the same run, so every field that shapes the weights or the records must be
-the checkpoint's. A branch continues another run's checkpoint under a new config, and is allowed
-only when it is exactly the run that training from scratch would have produced: the same seed,
-data, batch, model and optimizer, and the same depth and learning rate at every step before the
-checkpoint. An init-from takes the weights alone and checks nothing. Both checks refuse through
-one list of differing fields, so each refusal is one line that names what differs and the fix,
-and every check runs before anything is written: a refused start leaves the run directory as it
-was.
+A resume continues the same run: every field that shapes the weights or the records must be the
+checkpoint's. A branch continues another run's checkpoint under a new config, allowed only when
+it is exactly the run training from scratch would have produced (same seed, data, batch, model
+and optimizer; same depth and LR at every step before the checkpoint). An init-from takes the
+weights alone. Each refusal is one line naming what differs and the fix, before anything is
+written.
 """
 
 from __future__ import annotations
@@ -26,7 +24,9 @@ from looped.model import LoopedTransformer
 from looped.runtime import checkpoint as ckpt_lib
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.distributed import Dist
-from looped.schedules import Schedule, lr_at, parse_schedule
+from looped.schedule_spec import parse_schedule
+from looped.schedules import Schedule
+from looped.training.optimizer import lr_at
 
 # What a branch must share with its parent (a section name stands for all of its fields); the
 # schedule and the run length may differ, as long as depths and learning rates agree up to the
@@ -123,11 +123,8 @@ def _resume(
 
 def _newest_intact(existing: list[tuple[int, Path]], say: bool) -> tuple[Path, dict[str, Any]]:
     """The newest checkpoint whose files are whole and belong together, and its state (`say`:
-    warn about each damaged one passed over).
-
-    Falling back past a damaged one is safe: batches and depths are functions of the step, so
-    the run repeats the steps after the older checkpoint bitwise, its metrics are trimmed to
-    that step, and the damaged directory is replaced when the run saves that step again."""
+    warn about each damaged one passed over). Falling back is safe: batches and depths are
+    functions of the step, so the later steps repeat bitwise."""
     first: ckpt_lib.DamagedCheckpoint | None = None
     for _, ckpt in reversed(existing):
         try:
@@ -218,18 +215,13 @@ def check_branch(
                 "the data independent of the process count"
             )
         raise _refusal(f"branch from {ckpt}", diffs, "; or ".join(fixes))
-    parent_schedule = parse_schedule(state["schedule"], parent.seed)
-    micros = cfg.grad_accum if cfg.depth_per_micro else 1
-    first = _divergence(
-        parent_schedule,
+    parent_run = (
+        parse_schedule(state["schedule"], parent.seed),
         state["total_steps"],
         parent.optim,
-        schedule,
-        total,
-        cfg.optim,
-        step,
-        micros,
     )
+    micros = cfg.grad_accum if cfg.depth_per_micro else 1
+    first = _divergence(parent_run, (schedule, total, cfg.optim), step, micros)
     if first is not None:
         at, key, a, b = first
         fix = f"branch from a checkpoint at or before step {at}"
@@ -241,33 +233,25 @@ def check_branch(
 def branch_point(
     child: TrainConfig, child_total: int, parent: TrainConfig, parent_total: int
 ) -> int:
-    """The first step at which two runs differ in depth or learning rate (their shared prefix).
-
-    A child run can branch off the parent's checkpoint at any step up to this one and be exactly
-    the run it would have been from scratch (same seed, data and batch; `check_branch` checks).
-    """
-    a, b = parse_schedule(child.schedule, child.seed), parse_schedule(parent.schedule, parent.seed)
+    """The first step at which two runs differ in depth or learning rate: a child can branch
+    off the parent's checkpoint at any step up to it (`check_branch` checks)."""
+    a = (parse_schedule(child.schedule, child.seed), child_total, child.optim)
+    b = (parse_schedule(parent.schedule, parent.seed), parent_total, parent.optim)
     steps = min(child_total, parent_total)
-    first = _divergence(a, child_total, child.optim, b, parent_total, parent.optim, steps)
+    first = _divergence(a, b, steps)
     return steps if first is None else first[0]
 
 
 def _divergence(
-    a: Schedule,
-    a_total: int,
-    a_optim: Any,
-    b: Schedule,
-    b_total: int,
-    b_optim: Any,
-    steps: int,
-    micros: int = 1,
+    a: tuple[Schedule, int, Any], b: tuple[Schedule, int, Any], steps: int, micros: int = 1
 ) -> tuple[int, str, Any, Any] | None:
-    """The first step before `steps` at which two runs differ, in what ("K", the depth of some
-    micro-batch, or "lr"), and the two values; None when they agree on all of them. `micros` > 1
-    compares every micro-batch's depth (depth_per_micro)."""
+    """The first step before `steps` at which two runs, each (schedule, total steps, optim
+    config), differ, in what ("K", the depth of some micro-batch, or "lr"), and the two values;
+    None when they agree. `micros` > 1 compares every micro-batch's depth (depth_per_micro)."""
+    (a_sched, a_total, a_optim), (b_sched, b_total, b_optim) = a, b
     for s in range(steps):
         for m in range(micros):
-            ka, kb = a.depth(s, a_total, m), b.depth(s, b_total, m)
+            ka, kb = a_sched.depth(s, a_total, m), b_sched.depth(s, b_total, m)
             if ka != kb:
                 return s, "K", ka, kb
         lr_a, lr_b = lr_at(s, a_total, a_optim), lr_at(s, b_total, b_optim)

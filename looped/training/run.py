@@ -1,0 +1,238 @@
+"""A prepared run: data, model, where it starts (afresh, resumed, branched), optimizer and run
+directory, all settled before the first step; and what the loop updates as it goes.
+
+The config is never changed in place: what the run settles (the dtype on this device, the
+vocabulary fitted to the corpus, grad_accum at this world size) makes a new config, the one
+recorded in config.yaml and every checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from looped.config import TrainConfig, to_yaml
+from looped.data.batching import DataSource, build_source
+from looped.errors import UserError
+from looped.eval.recall import check_queries_fit, recall_queries
+from looped.flops import flops_per_token, schedule_flops, steps_for_budget, tokens_per_step
+from looped.model import LoopedTransformer, fit_vocab
+from looped.runtime import checkpoint as ckpt_lib
+from looped.runtime import progress as console
+from looped.runtime.atomic import write_text_atomic
+from looped.runtime.device import device_name, peak_flops
+from looped.runtime.distributed import Dist, load_optimizer_state, wrap_distributed
+from looped.runtime.metrics import Board, writing
+from looped.schedule_spec import parse_schedule
+from looped.schedules import Schedule
+from looped.training.lineage import Restored, restore, write_start
+from looped.training.optimizer import make_optimizer
+
+
+@dataclass
+class RunOptions:
+    resume: bool = False  # continue from the latest checkpoint in the run directory
+    init_from: str | None = None  # start a new run from these weights (run or checkpoint dir)
+    branch_from: str | None = None  # continue this checkpoint (weights, optimizer, step); exact
+    quiet: bool = False  # no progress bar
+    save_steps: tuple[int, ...] = ()  # extra checkpoints at these steps, never pruned
+    eval_steps: tuple[int, ...] = ()  # extra evaluations at these steps
+    on_step: Any = None  # on_step(done, total, loss, depth) replaces the bar (demo workers)
+    desc: str | None = None  # progress bar label (default: the run directory name)
+
+
+@dataclass
+class Run:
+    """Everything the loop and its hooks read, fixed before the first step."""
+
+    cfg: TrainConfig  # as resolved for this run (see the module docstring)
+    out: Path  # the run directory
+    dist: Dist
+    opts: RunOptions
+    source: DataSource  # training batches, evaluation batches, the bios corpus for recall
+    schedule: Schedule
+    total: int  # optimizer steps of the whole run
+    model: LoopedTransformer  # the model itself: evaluation, weights, parameter count
+    wrapped: torch.nn.Module  # what a step calls: DDP(model), or the model (one process, FSDP2)
+    optimizer: torch.optim.Optimizer
+    start: Restored  # the first step, lineage, run id and the loss of the step before
+    config_yaml: str  # the resolved config, stored in every checkpoint
+    board: Board | None = None  # TensorBoard, when the config asks for it
+    tokens_per_step: int = field(init=False)  # over all processes
+    autocast: Any = field(init=False)  # bf16 autocast context, or a null context for fp32
+    flops_at: dict[int, float] = field(init=False)  # modeled training FLOPs/token at each depth
+    planned: float = field(init=False)  # modeled FLOPs of the whole run (expected over K)
+    peak: float | None = field(init=False)  # the device's peak FLOP/s for MFU; None when unknown
+
+    def __post_init__(self) -> None:
+        cfg, device = self.cfg, self.dist.device
+        self.tokens_per_step = tokens_per_step(cfg, self.dist.world)
+        bf16 = cfg.dtype == "bf16"
+        self.autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
+        depths = range(1, self.schedule.max_depth() + 1)
+        self.flops_at = {k: flops_per_token(cfg.model, k, cfg.seq_len) for k in depths}
+        self.planned = schedule_flops(
+            cfg.model, self.schedule, self.total, self.tokens_per_step, cfg.seq_len
+        )
+        self.peak = peak_flops(device_name(device), cfg.dtype)
+
+    @property
+    def start_flops(self) -> float:
+        """Modeled FLOPs spent before the first step this process trains."""
+        return self.start.flops if self.start.step else 0.0
+
+    @property
+    def sharded(self) -> bool:
+        return self.dist.enabled and self.cfg.fsdp
+
+    def say(self, msg: str) -> None:
+        if self.dist.main and not self.opts.quiet:
+            console.say(msg)
+
+
+@dataclass
+class Progress:
+    """What the loop and its hooks update as the run goes."""
+
+    flops: float  # modeled FLOPs spent so far
+    t0: float = field(default_factory=time.time)  # when this process started stepping
+    overhead: float = 0.0  # seconds spent in evaluation and checkpoints (not training)
+    saved: set[int] = field(default_factory=set)  # steps checkpointed by this process
+    last_loss: float = math.nan
+    last_eval: dict[str, Any] | None = None
+    t_last: float = field(default_factory=time.time)  # the previous train record: time,
+    tokens_since: int = 0  # tokens since then,
+    flops_last: float = 0.0  # and FLOPs spent then (throughput and MFU per record)
+    grad_norm: Any = None  # the last step's pre-clip global gradient norm (a tensor)
+
+
+def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | None:
+    """Data, model, the restore point (resume, branch or init), optimizer and the run directory:
+    everything before the first step. None when resuming a run that has already finished."""
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    source, cfg = _data(cfg, dist.world)
+    schedule = parse_schedule(cfg.schedule, cfg.seed)
+    total = total_steps_for(cfg, dist.world)
+    model, start = _start(cfg, out, dist, opts, schedule, total)
+    if start.finished:
+        if dist.main and not opts.quiet:
+            print(f"{out} already finished {total} steps; nothing to resume", file=sys.stderr)
+        return None
+    placed = _place(model, cfg, dist, schedule, total, start.optimizer)  # wrapped, optimizer
+    config_yaml = to_yaml(cfg)
+    if dist.main:
+        with writing(out):  # the first write: everything before it only reads
+            out.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(out / "config.yaml", config_yaml)
+            write_start(out, start)
+    board = Board(out) if cfg.tensorboard and dist.main else None
+    return Run(
+        cfg, out, dist, opts, source, schedule, total, model, *placed, start, config_yaml, board
+    )
+
+
+def _start(
+    cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions, schedule: Schedule, total: int
+) -> tuple[LoopedTransformer, Restored]:
+    """The model, initialised from the seed, and where it starts (its weights loaded when the
+    run resumes, branches or inits from a checkpoint)."""
+    existing = ckpt_lib.list_checkpoints(out)
+    if existing and not opts.resume:
+        raise UserError(
+            f"{out} already holds checkpoints; pass --resume to continue or choose a new --out"
+        )
+    torch.manual_seed(cfg.seed)
+    model = LoopedTransformer(cfg.model)
+    start = restore(
+        cfg,
+        out,
+        model,
+        schedule,
+        total,
+        existing,
+        dist,
+        resume=opts.resume,
+        branch_from=opts.branch_from,
+        init_from=opts.init_from,
+    )
+    return model, start
+
+
+def _data(cfg: TrainConfig, world: int) -> tuple[DataSource, TrainConfig]:
+    """The run's data, and the config with what it settles: the vocabulary (fitted to the
+    corpus) and, with global_batch, grad_accum at this world size."""
+    source = build_source(cfg.data)
+    vocab = fit_vocab(cfg.model.vocab_size, source.vocab_size)
+    cfg = replace(cfg, model=replace(cfg.model, vocab_size=vocab))
+    if source.bios is not None:  # fail now, not at the first evaluation
+        check_queries_fit(recall_queries(source.bios), cfg.model.seq_len)
+    return source, resolve_batch(cfg, world)
+
+
+def resolve_batch(cfg: TrainConfig, world_size: int = 1) -> TrainConfig:
+    """The config with grad_accum set so that global_batch sequences make one step at this world
+    size: the same preset then trains the same way on 1 GPU or 64."""
+    if cfg.global_batch <= 0:
+        return cfg
+    per_pass = cfg.batch_size * world_size
+    if cfg.global_batch % per_pass:
+        raise UserError(
+            f"global_batch={cfg.global_batch} is not a multiple of batch_size x processes = {per_pass}; "
+            "change batch_size or global_batch"
+        )
+    return replace(cfg, grad_accum=cfg.global_batch // per_pass)
+
+
+def total_steps_for(cfg: TrainConfig, world_size: int = 1) -> int:
+    """Optimizer steps this run takes: the smallest of the given stop criteria."""
+    schedule = parse_schedule(cfg.schedule, cfg.seed)
+    tokens = tokens_per_step(cfg, world_size)
+    candidates = [cfg.max_steps] if cfg.max_steps > 0 else []
+    if cfg.max_tokens > 0:
+        candidates.append(cfg.max_tokens // tokens)
+    budget = cfg.budget_flops
+    if cfg.budget_frac > 0:
+        if cfg.full_budget_flops <= 0:
+            raise UserError(
+                "budget_frac needs full_budget_flops (the preset's 100% budget); set full_budget_flops=..."
+            )
+        budget = cfg.budget_frac * cfg.full_budget_flops
+    if budget > 0:
+        candidates.append(steps_for_budget(cfg.model, schedule, budget, tokens, cfg.seq_len))
+    if not candidates:
+        raise UserError("no stop criterion: set max_steps, max_tokens, budget_flops or budget_frac")
+    steps = min(candidates)
+    if steps < 1:
+        raise UserError(
+            f"the budget is too small for one step of {tokens} tokens; raise the budget or shrink the batch"
+        )
+    return steps
+
+
+def _place(
+    model: LoopedTransformer,
+    cfg: TrainConfig,
+    dist: Dist,
+    schedule: Schedule,
+    total: int,
+    state: dict[str, Any] | None,
+) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    """The model on its device (compiled, wrapped or sharded) and its optimizer, with the
+    restored state when the run continues a checkpoint."""
+    model.to(dist.device)
+    if cfg.compile:
+        model.compile_block()
+    depths = [k for k, n in schedule.step_counts(total).items() if n > 0]
+    wrapped = wrap_distributed(model, cfg.fsdp, dist, depths)
+    optimizer = make_optimizer(model, cfg.optim)  # after sharding: FSDP2 swaps in DTensor params
+    if state is not None:
+        load_optimizer_state(model, optimizer, state, dist.enabled and cfg.fsdp, dist.device)
+    return wrapped, optimizer

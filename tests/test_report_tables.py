@@ -1,0 +1,74 @@
+"""The diagnosis's and the text track's generated sections: tables only, and every number in
+them is its results file's, recomputed here from the file."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from looped import paper
+from looped.eval import stats
+from looped.report import diagnose, text
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def _load(name: str) -> dict:
+    path = RESULTS / f"{name}.json"
+    if not path.is_file():
+        pytest.skip(f"no committed results/{name}.json")
+    return json.loads(path.read_text())
+
+
+def _tables(section: str) -> list[list[list[str]]]:
+    """Each markdown table of a section as rows of cells (header and rule left out)."""
+    blocks = section.strip().split("\n\n")
+    assert all(line.startswith("|") for b in blocks for line in b.splitlines()), "not a table"
+    return [[[c.strip() for c in row.strip("|").split("|")] for row in b.splitlines()[2:]]
+            for b in blocks]  # fmt: skip
+
+
+def test_every_number_of_the_diagnosis_is_its_results_file():
+    result = _load("diagnose")
+    v, meta = result["variants"], result["meta"]
+    settings, summary, agreement, interventions = _tables(diagnose.section(result))
+    assert settings[0][:5] == [meta["preset"], str(meta["d_model"]), str(meta["settings"]["steps"]),
+                               str(meta["tokens_per_step"]), str(meta["settings"]["seeds"])]  # fmt: skip
+    for row, (variant, e) in zip(summary, v.items(), strict=True):
+        assert row[0] == paper.label(diagnose.SPECS[variant])
+        assert float(row[1]) == pytest.approx(e["mean_nll"], abs=5e-4)
+        if variant == "uniform":
+            rest = [x for k, x in e["grad_norm_by_depth"].items() if k != "1"]
+            assert float(row[3]) == pytest.approx(e["grad_norm_by_depth"]["1"], abs=5e-3)
+            assert float(row[4]) == pytest.approx(np.median(rest), abs=5e-3)
+    for row in agreement:
+        probe = next(e for k, e in v.items() if diagnose.label(k) == row[0])["agreement"][-1]
+        d = probe["depths"]
+        assert float(row[2]) == pytest.approx(probe["cosine"][d.index(1)][d.index(16)], abs=5e-3)
+    u, f = v["uniform"]["seed_mean_nll"], v["fixed-first"]["seed_mean_nll"]
+    for row, variant in zip(interventions, diagnose.INTERVENTIONS, strict=True):
+        x = v[variant]["seed_mean_nll"]
+        share = (np.mean(u) - np.mean(x)) / (np.mean(u) - np.mean(f))
+        seeds = [(a - c) / (a - b) for a, b, c in zip(u, f, x)]
+        assert row[4] == f"{share:.0%}" and row[5] == f"{min(seeds):.0%} to {max(seeds):.0%}"
+
+
+def test_every_number_of_the_text_section_is_its_results_file():
+    result = _load("demo_text")
+    baseline = result.get("baselines")
+    _, base, table, verdicts, _ = _tables(text.section(result, "looped demo", baseline))
+    worst = max(max(r["mean_nll"]["max"], r["uniform_nll"]["max"]) for r in result["equal_tokens"])
+    assert float(base[0][3]) == pytest.approx(worst, abs=5e-4)
+    assert float(base[0][2]) == pytest.approx(baseline["bigram"], abs=5e-4)
+    rows = result["equal_tokens"] + result["equal_flops"]
+    for cells, r in zip(table, rows, strict=True):
+        assert cells[1] == paper.label(r["schedule"])
+        assert float(cells[4].split()[0]) == pytest.approx(r["mean_nll"]["mean"], abs=5e-4)
+    fixed_first = [r for r in result["equal_tokens"] if r["schedule"].startswith("fixed-first")]
+    for cells, r in zip(verdicts, fixed_first, strict=True):
+        tol = paper.NLL_GAP[1] if r["schedule"] in paper.RECIPES_1B else paper.NLL_GAP[0]
+        found = stats.gap_verdict(r["vs_uniform_by_seed"], tol, worst < baseline["bigram"])[0]
+        assert cells[3] == found.value
+        iv = stats.ratio_interval(r["vs_uniform_by_seed"]["values"])
+        assert cells[1] == f"{iv.mean:+.1%} [{iv.lo:+.1%}, {iv.hi:+.1%}]"
