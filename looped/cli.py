@@ -8,9 +8,8 @@
     looped data bios|text ...                   # write a corpus
     looped flops | probe | plot | bench | report ...
 
-Each subcommand is ``looped/commands/<name>.py``: its argparse parser and a ``main(argv) ->
-int`` that calls the library. This file only routes (``COMMANDS``); a ``UserError`` (or
-``ValueError`` from a config or spec) becomes one line on stderr and exit status 2.
+Each subcommand is ``looped/commands/<name>.py`` (its parser and ``main(argv) -> int``); this
+file only routes. A ``UserError`` (or ``ValueError``) becomes one line on stderr, exit status 2.
 """
 
 from __future__ import annotations
@@ -20,38 +19,24 @@ import sys
 
 from looped.errors import UserError
 
-# subcommand -> (module, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": (
-        "looped.commands.demo",
-        "train and evaluate the small schedule grid, write figures/results",
-    ),
-    "fidelity": (
-        "looped.commands.fidelity",
-        "text track: held-out NLL across depths, equal tokens",
-    ),
-    "train": ("looped.commands.train", "train one run from a preset or YAML config"),
-    "eval": ("looped.commands.eval", "evaluate a run at serving depths (NLL, recalled bits)"),
-    "flops": ("looped.commands.flops", "modeled training compute per preset and schedule"),
-    "data": ("looped.commands.data", "write a corpus: `looped data bios` or `looped data text`"),
-    "downstream": (
-        "looped.commands.downstream",
-        "HellaSwag / PIQA / ARC-Easy accuracy at serving depths",
-    ),
-    "diagnose": (
-        "looped.commands.diagnose",
-        "why uniform 1..16 lags at small scale: gradient evidence",
-    ),
-    "probe": ("looped.commands.probe", "update-benefit probe: one K=4 vs one K=16 update"),
-    "plot": ("looped.commands.plot", "the paper's figures from run directories"),
-    "bench": ("looped.commands.bench", "speed benchmark against a stacked-layer peer"),
-    "length": ("looped.commands.length", "the gap to uniform as training lengthens (text)"),
-    "samples": ("looped.commands.samples", "continuations at serving depths 1, 2, 4, 16"),
-    "report": (
-        "looped.commands.report",
-        "regenerate the docs and (--figures) the figures from results/",
-    ),
+# subcommand -> its one-line help; its module is looped.commands.<subcommand>
+HELP = {
+    "demo": "train and evaluate the small schedule grid, write figures/results",
+    "fidelity": "text track: held-out NLL across depths, equal tokens",
+    "train": "train one run from a preset or YAML config",
+    "eval": "evaluate a run at serving depths (NLL, recalled bits)",
+    "flops": "modeled training compute per preset and schedule",
+    "data": "write a corpus: `looped data bios` or `looped data text`",
+    "downstream": "HellaSwag / PIQA / ARC-Easy accuracy at serving depths",
+    "diagnose": "why uniform 1..16 lags at small scale: gradient evidence",
+    "probe": "update-benefit probe: one K=4 vs one K=16 update",
+    "plot": "the paper's figures from run directories",
+    "bench": "speed benchmark against a stacked-layer peer",
+    "length": "the gap to uniform as training lengthens (text)",
+    "samples": "continuations at serving depths 1, 2, 4, 16",
+    "report": "regenerate the docs and (--figures) the figures from results/",
 }
+COMMANDS = {name: (f"looped.commands.{name}", text) for name, text in HELP.items()}
 
 
 def _usage() -> str:
@@ -67,10 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        print(
-            f"looped: unknown command {name!r}; choose one of {', '.join(COMMANDS)}",
-            file=sys.stderr,
-        )
+        choices = ", ".join(COMMANDS)
+        print(f"looped: unknown command {name!r}; choose one of {choices}", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     try:

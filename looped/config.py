@@ -2,9 +2,8 @@
 
     cfg = load_config("tiny", ["schedule=fixed:2", "model.d_model=64", "optim.lr=1e-3"])
 
-OmegaConf merges the preset (``looped/configs/NAME.yaml`` or any YAML path) over the defaults and
-the overrides over that, checking every key and type; ``validate`` then checks every value
-against its real constraint before any model is built. Each failure is one line naming the key.
+OmegaConf merges the preset (``looped/configs/NAME.yaml`` or a YAML path) and the overrides,
+checking keys and types; ``validate`` checks every value. Each failure is one line naming the key.
 """
 
 from __future__ import annotations
@@ -62,14 +61,11 @@ class TrainConfig:
     # each micro-batch draws its own K from the schedule (same expected cost; micro-batch 0 keeps
     # the per-step K): a step's gradient then averages over depths, as in uniform training
     depth_per_micro: bool = False
-    # sequences per optimizer step over all processes; 0 = batch_size*grad_accum*world
-    global_batch: int = 0
+    global_batch: int = 0  # sequences per step over all processes; 0 = batch_size*grad_accum*world
     # draw a step's batch_size x grad_accum sequences at once and split them into the
     # micro-batches: a K-per-micro-batch run then trains on exactly its K-per-step partner's data
     split_step_batch: bool = False
-    # tokens per training sequence; at most model.seq_len (the RoPE tables' length, checked),
-    # which may be longer for evaluation queries
-    seq_len: int = 128
+    seq_len: int = 128  # tokens per training sequence; at most model.seq_len (the RoPE tables)
     max_steps: int = 0  # stop after this many optimizer steps (0 = derive from a budget)
     max_tokens: int = 0  # stop after this many training tokens (0 = unused)
     budget_flops: float = 0.0  # stop when modeled training FLOPs reach this (0 = unused)
@@ -86,14 +82,12 @@ class TrainConfig:
     compile: bool = False  # torch.compile the looped block only
     fsdp: bool = False  # shard with FSDP2 under torchrun instead of DDP
     threads: int = 0  # torch CPU threads (0 = torch default)
-    # also write TensorBoard scalars to RUN/tb (needs the tensorboard extra)
-    tensorboard: bool = False
+    tensorboard: bool = False  # also write TensorBoard scalars to RUN/tb (tensorboard extra)
     paper_schedules: list[str] = field(default_factory=list)  # schedules the paper compares here
 
 
-# Fields a `--resume` may change: none of them changes the weights or the training records of
-# the run (which records are written, where, and how fast, but not their values). Every other
-# field is compared with the checkpoint's config, and a difference refuses the resume.
+# Fields a `--resume` may change: none changes the weights or the values of the run's records;
+# any other field that differs from the checkpoint's config refuses the resume.
 RESUMABLE = (
     "eval_interval",  # when evaluations run; each one's numbers do not depend on it
     "log_interval",  # which steps get a train record; the values are the same
@@ -127,9 +121,7 @@ def differences(
     allowed: tuple[str, ...] = RESUMABLE,
     only: tuple[str, ...] | None = None,
 ) -> list[tuple[str, Any, Any]]:
-    """(key, old value, new value) for every field that differs, except those in `allowed`; with
-    `only`, among those fields alone (a section such as "model" stands for all of its fields).
-    Resume and branch both refuse through this list, so their errors name the same keys."""
+    """(key, old, new) for each differing field outside `allowed` (within `only`)."""
     a, b = flatten(old), flatten(new)
     keys = [k for k in b if only is None or k in only or k.split(".")[0] in only]
     return [(k, a.get(k), b.get(k)) for k in keys if k not in allowed and a.get(k) != b.get(k)]
@@ -140,27 +132,21 @@ def preset_names() -> list[str]:
 
 
 def _preset_path(name: str) -> Path:
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml"):
-        if not path.is_file():
-            raise UserError(
-                f"config file {name} not found; pass a preset ({', '.join(preset_names())}) or a YAML path"
-            )
+    is_yaml = Path(name).suffix in (".yaml", ".yml")
+    path = Path(name) if is_yaml else PRESET_DIR / f"{name}.yaml"
+    if path.is_file():
         return path
-    path = PRESET_DIR / f"{name}.yaml"
-    if not path.is_file():
-        raise UserError(
-            f"unknown preset {name!r}; choose one of {', '.join(preset_names())} or a YAML path"
-        )
-    return path
+    presets = ", ".join(preset_names())
+    if is_yaml:
+        raise UserError(f"config file {name} not found; pass a preset ({presets}) or a YAML path")
+    raise UserError(f"unknown preset {name!r}; choose one of {presets} or a YAML path")
 
 
 def load_config(
     preset: str = "tiny", overrides: list[str] | None = None, check: bool = True
 ) -> TrainConfig:
-    """Preset (name or YAML path) + `key=value` overrides -> a checked TrainConfig.
-    ``check=False`` skips ``validate``: for reading a saved run's config, which must not fail on
-    a training-time rule added after the run was trained."""
+    """Preset (name or YAML path) + `key=value` overrides -> a checked TrainConfig. ``check=False``
+    skips ``validate``: a saved run's config must load under rules added after it trained."""
     schema = OmegaConf.structured(TrainConfig)
     path = _preset_path(preset)
     try:
@@ -252,9 +238,8 @@ DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 
 
 def validate(cfg: Any) -> None:
-    """Check every value a user can type; raise UserError with one line naming the key, the
-    value and what is allowed. Works on a TrainConfig and on the merged OmegaConf tree before it
-    becomes one (so a bad size is reported before LoopedConfig does arithmetic on it)."""
+    """Check every value a user can type; raise a one-line UserError naming the key, the value and
+    what is allowed. Works on a TrainConfig and on the merged OmegaConf tree before it."""
     get = functools.partial(_get, cfg)
     for key in POSITIVE:
         if not get(key) > 0:

@@ -1,8 +1,7 @@
 """One exception type for every problem a user can fix.
 
-The CLI turns a ``UserError`` into one line on stderr and exit status 2, with no traceback:
-the message names the problem and the fix. Library code raises ``ValueError`` subclasses so
-that notebooks and tests can catch them the usual way.
+The CLI turns a ``UserError`` into one line on stderr and exit status 2, with no traceback; as
+a ``ValueError`` subclass, notebooks and tests catch it the usual way.
 """
 
 
@@ -11,7 +10,6 @@ class UserError(ValueError):
 
 
 def first_line(err: BaseException) -> str:
-    """The first line of an exception's message (or its type): libraries such as the hub client
-    raise many exception types with long messages, and a UserError quotes one line of them."""
+    """The first line of an exception's message (or its type), for a UserError to quote."""
     text = str(err)
     return text.splitlines()[0] if text.strip() else type(err).__name__

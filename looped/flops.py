@@ -1,7 +1,6 @@
 """Modeled training compute of a looped transformer: FLOPs per token at depth K, a schedule's
 total, its saving against uniform depth, the steps a budget buys, and MFU (`looped flops` prints
-them per preset). The paper's savings are modeled compute, so every budget in the package is
-counted here: the trainer stops on it, matched-budget runs are sized by it.
+them per preset). Every budget in the package is counted here.
 
 Per token (d = d_model, f = SwiGLU width, V = vocabulary, T = seq_len), forward:
 
@@ -10,24 +9,17 @@ Per token (d = d_model, f = SwiGLU width, V = vocabulary, T = seq_len), forward:
     head    E = 2 * d * V
     forward(K) = (n_prelude + n_coda) * L  +  K * n_block * L  +  (K - 1) * I  +  E
 
-Training is 3x forward (the backward does two matmuls per forward one: Kaplan et al. 2020,
-Chinchilla App. F, PaLM App. B), so C(K) = F + K * R with R = 3 (n_block L + I) and
-F = 3 ((n_prelude + n_coda) L + E - I). Truncated backprop (bptt = n) runs the first K - n loops
-forward only (1x), and with injection none the prelude too. Attention counts the full T x T
-matmuls (what the math kernel and FlopCounterMode count); elementwise work (norms, RoPE,
-softmax, residuals, the "add" injection, the loss, the optimizer) is not counted. The tests hold
-the formula exactly to FlopCounterMode on the real model.
-
-Against uniform K in 1..16 (mean 8.5), fixed K0 for a fraction p of the run saves
-p (8.5 - K0) / (F/R + 8.5): the abstract's 45% (K0=2, p=0.67) and 31-37% (K0=4, p=0.67 and 0.8)
-all fit F/R = 1.2, which the 200m (1+4+1 layers, F/R 1.18) and 1b (3+6+3, F/R 1.23) presets
-reproduce; tiny's F/R is 0.47.
+Training is 3x forward (Kaplan et al. 2020), so C(K) = F + K * R with R = 3 (n_block L + I) and
+F = 3 ((n_prelude + n_coda) L + E - I); truncated backprop runs the first K - bptt loops 1x.
+Elementwise work (norms, RoPE, softmax, the loss, the optimizer) is not counted; the tests hold
+the formula exactly to FlopCounterMode on the real model. Fixed K0 for a fraction p of the run
+saves p (8.5 - K0) / (F/R + 8.5) against uniform 1..16: the abstract's 45% and 31-37% fit
+F/R = 1.2, which the 200m and 1b presets reproduce.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
@@ -41,53 +33,38 @@ REFERENCE = "uniform:1-16"  # the adaptive-from-the-start baseline every saving 
 
 
 # -- per-token model ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Parts:
-    """Forward matmul FLOPs per token of each piece (see the module docstring)."""
-
-    layer: float  # L: one transformer layer, attention with sequence length included
-    inject: float  # I: the concat injection map (0 for add / none)
-    head: float  # E: the LM head
-
-
-def _parts(config: LoopedConfig, seq_len: int) -> _Parts:
+def _parts(config: LoopedConfig, seq_len: int) -> tuple[float, float, float]:
+    """Forward FLOPs per token (L, I, E) of a layer, the injection map and the head (see above)."""
     d, f = config.d_model, config.ff_dim
     layer = 2 * (3 * d * d + d * d + d * 2 * f + f * d) + 2 * (2 * seq_len * d)
     inject = 2 * (2 * d * d) if config.injection == "concat" else 0
-    return _Parts(float(layer), float(inject), float(2 * d * config.vocab_size))
+    return float(layer), float(inject), float(2 * d * config.vocab_size)
 
 
 def flops_per_token(
-    config: LoopedConfig,
-    depth: int,
-    seq_len: int,
-    bptt: int | None = None,
-    backward: bool = True,
+    config: LoopedConfig, depth: int, seq_len: int, bptt: int | None = None, backward: bool = True
 ) -> float:
-    """Modeled training FLOPs per token at loop count `depth` (forward 1x + backward 2x).
-
-    `bptt` defaults to the config's (0 = full backprop); `backward=False` gives inference cost.
-    """
+    """Modeled training FLOPs per token at `depth`; `backward=False` gives inference cost."""
     if depth < 1:
         raise ValueError(f"depth={depth} must be >= 1")
-    p = _parts(config, seq_len)
+    layer, inject_cost, head = _parts(config, seq_len)
     bptt = config.bptt if bptt is None else bptt
     frozen = max(0, depth - bptt) if backward and bptt > 0 else 0  # loops under no_grad
     frozen_inject = max(0, frozen - 1)  # loop k (0-based) injects for k >= 1, frozen if k < frozen
     train = 3.0 if backward else 1.0
-    ends = config.n_prelude * p.layer * (1.0 if frozen and config.injection == "none" else train)
-    ends += config.n_coda * p.layer * train + p.head * train
-    loops = config.n_block * p.layer * ((depth - frozen) * train + frozen)
-    inject = p.inject * ((depth - 1 - frozen_inject) * train + frozen_inject)
+    ends = config.n_prelude * layer * (1.0 if frozen and config.injection == "none" else train)
+    ends += config.n_coda * layer * train + head * train
+    loops = config.n_block * layer * ((depth - frozen) * train + frozen)
+    inject = inject_cost * ((depth - 1 - frozen_inject) * train + frozen_inject)
     return ends + loops + inject
 
 
 def fixed_and_loop_cost(config: LoopedConfig, seq_len: int) -> tuple[float, float]:
     """(F, R) with training cost C(K) = F + K * R per token, full backprop (F: prelude, coda,
     head, minus one injection; R: one more loop). Truncated backprop is not affine in K."""
-    p = _parts(config, seq_len)
-    loop = 3 * (config.n_block * p.layer + p.inject)
-    fixed = 3 * ((config.n_prelude + config.n_coda) * p.layer + p.head - p.inject)
+    layer, inject, head = _parts(config, seq_len)
+    loop = 3 * (config.n_block * layer + inject)
+    fixed = 3 * ((config.n_prelude + config.n_coda) * layer + head - inject)
     return fixed, loop
 
 
@@ -110,11 +87,7 @@ def _check_steps(total_steps: int) -> None:
 
 
 def schedule_flops(
-    config: LoopedConfig,
-    schedule: Schedule,
-    total_steps: int,
-    tokens_per_step: int,
-    seq_len: int,
+    config: LoopedConfig, schedule: Schedule, total_steps: int, tokens_per_step: int, seq_len: int
 ) -> float:
     """Total modeled training FLOPs of a run of `total_steps` steps (exact expectation over K)."""
     _check_steps(total_steps)
@@ -123,14 +96,9 @@ def schedule_flops(
 
 
 def saving(
-    config: LoopedConfig,
-    schedule: Schedule,
-    reference: Schedule,
-    total_steps: int,
-    seq_len: int,
+    config: LoopedConfig, schedule: Schedule, reference: Schedule, total_steps: int, seq_len: int
 ) -> float:
-    """Fraction of the reference's compute that `schedule` saves at the same number of steps
-    (0.45 = 45% less; negative when it costs more)."""
+    """Fraction of the reference's compute `schedule` saves at equal steps (0.45 = 45%)."""
     ours = schedule_flops(config, schedule, total_steps, 1, seq_len)
     return 1.0 - ours / schedule_flops(config, reference, total_steps, 1, seq_len)
 
@@ -139,9 +107,7 @@ def saving_at_ratio(
     fixed_over_loop: float, schedule: Schedule, reference: Schedule, total_steps: int
 ) -> float:
     """`saving` for any model whose fixed cost is `fixed_over_loop` loop passes (F/R, full
-    backprop). With C(K) = F + K R a run costs F + E[K] R per token, so the saving depends only
-    on F/R and the two schedules' exact mean depths: what a schedule would save at another
-    architecture's F/R, without building one (notebook 04 turns it into a knob)."""
+    backprop): with C(K) = F + K R it depends only on F/R and the two mean depths."""
     _check_steps(total_steps)
     if not fixed_over_loop >= 0:
         raise UserError(f"F/R={fixed_over_loop} must be >= 0 (a cost in loop passes)")
@@ -156,8 +122,7 @@ def steps_for_budget(
     tokens_per_step: int,
     seq_len: int,
 ) -> int:
-    """The largest number of steps whose run costs at most `budget_flops`: bisection, since a
-    fixed-first run's switch step moves with its length (the cost grows with the steps)."""
+    """The most steps a run can take within `budget_flops` (bisection: cost grows with steps)."""
     cost = _cost_fn(config, schedule, seq_len)
 
     def run(n: int) -> float:
@@ -181,8 +146,7 @@ def steps_for_budget(
 
 # -- throughput ----------------------------------------------------------------------------------
 def mfu(tokens_per_s: float, flops_per_token: float, peak_flops: float) -> float:
-    """Model FLOPs utilization: modeled FLOP/s (this module's count at the depth run, attention
-    included, as PaLM App. B) as a fraction of the device peak."""
+    """Model FLOPs utilization: modeled FLOP/s as a fraction of the device peak (PaLM App. B)."""
     if peak_flops <= 0:
         raise ValueError(f"peak_flops={peak_flops} must be > 0")
     return tokens_per_s * flops_per_token / peak_flops
@@ -197,9 +161,7 @@ def count_params(config: LoopedConfig) -> tuple[int, int]:
 
 
 def tokens_per_step(cfg: TrainConfig, world_size: int = 1) -> int:
-    """Tokens per optimizer step: global_batch x sequence length when the config sets it (the
-    200m and 1b presets do, so the answer is the same on any number of GPUs), else micro-batch x
-    accumulation x sequence length x processes."""
+    """Tokens per optimizer step: global_batch x seq_len, else per-process batch x world."""
     if cfg.global_batch > 0:
         return cfg.global_batch * cfg.seq_len
     return cfg.batch_size * cfg.grad_accum * cfg.seq_len * world_size
@@ -231,6 +193,7 @@ def preset_rows(name: str) -> list[dict]:
     rows = []
     for spec in specs:
         sched = parse_schedule(spec, seed=cfg.seed)
+        total = schedule_flops(m, sched, steps, tps, seq_len)
         row = {
             "preset": name,
             "schedule": str(sched),
@@ -245,9 +208,6 @@ def preset_rows(name: str) -> list[dict]:
             "flops_per_token_by_depth": by_depth,
             "steps": steps,
             "full_budget_flops": cfg.full_budget_flops or None,
-        }
-        total = schedule_flops(m, sched, steps, tps, seq_len)
-        row |= {
             "mean_depth": sched.mean_depth(steps),
             "switch_step": sched.switch_step(steps),
             "total_flops": total,

@@ -1,14 +1,14 @@
 """Speed paths of the layers: RMSNorm and RoPE (on the fused q/k/v projection) with hand-written
 backward passes, and the choice of attention kernel by measured speed.
 
-On a CPU in eager mode a quarter of a train step goes to elementwise passes over memory, and
-autograd's generic backward of the textbook formulas makes more passes than the maths needs.
-Each function here makes the fewest it can in plain PyTorch; the maths is unchanged
-(``tests/test_kernels.py`` checks values and gradients against the formulas, ``looped bench``
-measures the effect). Under ``torch.compile`` each traces its plain formula instead.
+On a CPU in eager mode a quarter of a step goes to elementwise passes over memory; each function
+here makes the fewest it can in plain PyTorch, with the maths unchanged (``tests/test_kernels.py``
+checks it). Under ``torch.compile`` each traces its plain formula instead.
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 import torch.nn.functional as F
@@ -18,10 +18,7 @@ from torch.autograd.function import once_differentiable
 
 def _compute_dtype(*tensors: Tensor) -> torch.dtype:
     """fp32, or the widest floating dtype among the tensors if that is wider (fp64 in tests)."""
-    dtype = torch.float32
-    for t in tensors:
-        dtype = torch.promote_types(dtype, t.dtype)
-    return dtype
+    return functools.reduce(torch.promote_types, (t.dtype for t in tensors), torch.float32)
 
 
 class _RMSNorm(torch.autograd.Function):
@@ -57,11 +54,8 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
 
 
 def _rotate(src: Tensor, cos: Tensor, sin: Tensor, dst: Tensor, sign: float) -> None:
-    """dst = src * cos + sign * rotate_half(src) * sin, written in place (rotate-half RoPE).
-
-    sign=+1 is the forward rotation, -1 its transpose (the backward). ``cos`` and ``sin`` are the
-    first half of the tables (their two halves are equal), shaped to broadcast against src.
-    """
+    """dst = src * cos + sign * rotate_half(src) * sin in place; sign=-1 is the backward. ``cos``
+    and ``sin`` are the first half of the tables (their two halves are equal)."""
     half = src.shape[-1] // 2
     s1, s2, d1, d2 = src[..., :half], src[..., half:], dst[..., :half], dst[..., half:]
     torch.mul(s1, cos, out=d1).addcmul_(s2, sin, value=-sign)
@@ -69,11 +63,8 @@ def _rotate(src: Tensor, cos: Tensor, sin: Tensor, dst: Tensor, sign: float) -> 
 
 
 class _RopeQKV(torch.autograd.Function):
-    """(B, T, 3 H D) fused projection -> q and k rotated, and v, each (B, H, T, D).
-
-    All work happens in the projection's own (B, T, 3, H, D) layout, which is contiguous; the
-    outputs are (B, H, T, D) views of it, the layout the attention kernels accept as is.
-    """
+    """(B, T, 3 H D) fused projection -> q and k rotated, and v, each a (B, H, T, D) view of
+    the contiguous (B, T, 3, H, D) layout, which the attention kernels accept as is."""
 
     @staticmethod
     def forward(ctx, qkv: Tensor, cos: Tensor, sin: Tensor, n_head: int) -> tuple[Tensor, ...]:
@@ -104,8 +95,7 @@ class _RopeQKV(torch.autograd.Function):
 
 def rope_qkv(qkv: Tensor, cos: Tensor, sin: Tensor, n_head: int) -> tuple[Tensor, Tensor, Tensor]:
     """Split the fused projection into heads and rotate q and k (rotate-half RoPE), in qkv's
-    dtype. The gradient of q, k and v lands in one (B, T, 3 H D) buffer, which the fused
-    projection's backward reads (autograd would concatenate)."""
+    dtype; the gradients land in one (B, T, 3 H D) buffer (autograd would concatenate)."""
     if torch.compiler.is_compiling():
         return _rope_qkv_formula(qkv, cos, sin, n_head)
     return _RopeQKV.apply(qkv, cos, sin, n_head)
@@ -127,11 +117,9 @@ def _rope_qkv_formula(qkv: Tensor, cos: Tensor, sin: Tensor, n_head: int) -> tup
 def attention_path(q: Tensor) -> str:
     """Which attention kernel is fastest for these queries: "sdpa", "fp32" or "matmul".
 
-    Speed decides. Under CPU bf16 autocast (head dim <= 64), PyTorch's flash kernel is slower in
-    bf16 than in fp32 at short sequences (1.6x at T=128, torch 2.13), and plain bf16 matmuls
-    with a causal mask beat both up to T=256 (1.3-1.5x); they keep the T x T scores, hence the
-    limit. From T=1024 or head dim 128, bf16 flash wins. The price of the matmul path: bf16
-    scores and softmax (as Hugging Face's eager attention), output error ~0.1 at large logits.
+    Under CPU bf16 autocast (head dim <= 64), flash is slower in bf16 than in fp32 at short
+    sequences (1.6x at T=128, torch 2.13), and bf16 matmuls beat both up to T=256 (keeping the
+    T x T scores, bf16 softmax as Hugging Face's eager attention). Elsewhere bf16 flash wins.
     """
     cpu_bf16 = (
         q.device.type == "cpu"
@@ -145,8 +133,7 @@ def attention_path(q: Tensor) -> str:
 
 
 def causal_attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
-    """softmax(q k^T / sqrt(d) + causal mask) v over (B, H, T, d), by the fastest path above
-    (the matmul path in bf16 throughout, the fp32 path casting all three up)."""
+    """softmax(q k^T / sqrt(d) + causal mask) v over (B, H, T, d), by the fastest path."""
     path = attention_path(q)
     if path == "matmul":
         t = q.shape[-2]

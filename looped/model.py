@@ -5,11 +5,9 @@
                                                                    h_k = A(inject(h_{k-1}, e))
         -> H (optional coda layers, final RMSNorm, LM head)        logits
 
-Parameters do not grow with K; compute does (``looped.flops``). Each layer is a pre-norm
-Llama-style layer (RMSNorm, causal attention with RoPE, RMSNorm, SwiGLU, no biases) whose speed
-paths live in ``looped.kernels``. Injection feeds the embedding back in before every loop after
-the first: "add" (h + e, the default: free, and depth 1 is a plain one-block transformer),
-"concat" (a learned W [h; e]) or "none".
+Parameters do not grow with K; compute does (``looped.flops``). Layers are pre-norm Llama-style
+(RMSNorm, RoPE attention, SwiGLU, no biases; speed paths in ``looped.kernels``). Injection feeds
+the embedding back before every loop after the first: "add" (h + e), "concat" (W [h; e]), "none".
 
     model = LoopedTransformer(LoopedConfig(vocab_size=512, d_model=128, n_head=4))
     logits, loss = model(idx, depth=4, targets=targets)
@@ -75,8 +73,7 @@ class LoopedConfig:
 
 
 def fit_vocab(configured: int, needed: int) -> int:
-    """The vocabulary size a model needs for a tokenizer of `needed` ids: the configured size when
-    it is large enough, else `needed` rounded up to a multiple of 64 (faster matmuls)."""
+    """The configured vocabulary, or `needed` rounded up to a multiple of 64 if larger."""
     return configured if configured >= needed else 64 * math.ceil(needed / 64)
 
 
@@ -201,8 +198,7 @@ class LoopedTransformer(nn.Module):
         return n - self.embed.weight.numel() if non_embedding else n
 
     def compile_block(self, **kwargs: object) -> None:
-        """Compile the looped block only: one graph serves every depth (whole-model compile
-        would recompile for each K)."""
+        """Compile the looped block only: one graph serves every depth."""
         self.block.compile(**kwargs)
 
     # -- the three parts --------------------------------------------------------------------
@@ -217,9 +213,8 @@ class LoopedTransformer(nn.Module):
         return self.prelude(self.embed(idx), cos, sin)
 
     def loops(self, e: Tensor, depth: int, bptt: int | None = None) -> Iterator[Tensor]:
-        """Yield the hidden state after each of `depth` applications of A. With truncated backprop
-        (`bptt` > 0, from the config unless given) the first depth - bptt loops run under no_grad
-        when gradients are on: the same values, a shorter graph."""
+        """Yield the hidden state after each of `depth` applications of A; with truncated backprop
+        (`bptt` > 0) the first depth - bptt loops run under no_grad: same values, shorter graph."""
         cos, sin = self._rope(e.shape[1])
         bptt = self.config.bptt if bptt is None else bptt
         n_frozen = max(0, depth - bptt) if bptt > 0 and torch.is_grad_enabled() else 0
@@ -240,8 +235,7 @@ class LoopedTransformer(nn.Module):
     def output(
         self, h: Tensor, targets: Tensor | None = None, reduction: str = "mean"
     ) -> tuple[Tensor, Tensor | None]:
-        """H: coda layers, final norm, LM head; cross-entropy when targets are given
-        (`reduction="none"`: per-token loss (B, T), 0 where the target is -100)."""
+        """H: coda, final norm, LM head; cross-entropy with targets (-100 ignored)."""
         cos, sin = self._rope(h.shape[1])
         logits = self.head(self.norm(self.coda(h, cos, sin)))
         if targets is None:
@@ -253,11 +247,7 @@ class LoopedTransformer(nn.Module):
 
     # -- public forwards --------------------------------------------------------------------
     def forward(
-        self,
-        idx: Tensor,
-        depth: int,
-        targets: Tensor | None = None,
-        reduction: str = "mean",
+        self, idx: Tensor, depth: int, targets: Tensor | None = None, reduction: str = "mean"
     ) -> tuple[Tensor, Tensor | None]:
         """Logits (B, T, V) at loop count `depth`, and the loss when `targets` is given."""
         depth = check_depth(depth, self.config.max_depth)
@@ -272,8 +262,7 @@ class LoopedTransformer(nn.Module):
         reduction: str = "mean",
         return_logits: bool = True,
     ) -> dict[int, tuple[Tensor | None, Tensor | None]]:
-        """{depth: (logits, loss)} for every requested depth from ONE pass of max(depths) loops
-        (16 loops and 16 heads for K=1..16, not 136 loops); `return_logits=False` keeps only losses."""
+        """{depth: (logits, loss)} for every depth from ONE pass of max(depths) loops."""
         wanted = sorted({check_depth(d, self.config.max_depth) for d in depths})
         if not wanted:
             raise ValueError("depths is empty; ask for at least one serving depth, e.g. 1-16")

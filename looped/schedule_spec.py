@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import replace
+from typing import Any
 
 from looped.errors import UserError
 from looped.schedules import Fixed, FixedFirst, Schedule, Uniform
@@ -37,6 +38,8 @@ _KEYS = {
     "lognormal-poisson": ("mean", "sigma", "max"),
     "curriculum": ("start", "end", "frac"),
 }
+_FLOAT_KEYS = ("frac", "mean", "sigma")  # every other key is an integer
+_CLASSES = {"lognormal-poisson": LogNormalPoisson, "curriculum": Curriculum}
 
 
 def parse_schedule(spec: str, seed: int = 0) -> Schedule:
@@ -58,7 +61,7 @@ def _parse(spec: str, seed: int) -> Schedule:
     if not sep or not body:
         raise UserError(f"{kind} needs arguments, e.g. {_EXAMPLES[kind]}")
     if kind == "fixed":
-        return Fixed(_int("K", body, kind), seed=seed)
+        return Fixed(_number("K", body, kind, int), seed=seed)
     if kind == "uniform":
         m = _RANGE.fullmatch(body)
         if not m:
@@ -68,34 +71,15 @@ def _parse(spec: str, seed: int) -> Schedule:
         return Uniform(int(m.group(1)), int(m.group(2)), seed=seed)
     args = _key_values(kind, body)
     if kind == "fixed-first":
-        return _fixed_first(args, seed)
-    if kind == "lognormal-poisson":
-        return LogNormalPoisson(
-            _float("mean", args["mean"], kind),
-            _float("sigma", args["sigma"], kind),
-            _int("max", args["max"], kind),
-            seed=seed,
-        )
-    return Curriculum(
-        _int("start", args["start"], kind),
-        _int("end", args["end"], kind),
-        _float("frac", args["frac"], kind),
-        seed=seed,
-    )
-
-
-def _fixed_first(args: dict[str, str], seed: int) -> FixedFirst:
-    then_spec = args["then"]
-    if then_spec.partition(":")[0].strip() == "fixed-first":
-        raise UserError(f"then={then_spec} cannot itself be fixed-first")
-    try:
-        then = _parse(then_spec, seed)
-    except UserError as err:
-        raise UserError(f"then={then_spec}: {err}") from None
-    kind = "fixed-first"
-    return FixedFirst(
-        _int("k", args["k"], kind), _float("frac", args["frac"], kind), then, seed=seed
-    )
+        then_spec = args.pop("then")
+        if then_spec.partition(":")[0].strip() == "fixed-first":
+            raise UserError(f"then={then_spec} cannot itself be fixed-first")
+        try:
+            then = _parse(then_spec, seed)
+        except UserError as err:
+            raise UserError(f"then={then_spec}: {err}") from None
+        return FixedFirst(*_numbers(kind, args), then, seed=seed)
+    return _CLASSES[kind](*_numbers(kind, args), seed=seed)
 
 
 def _key_values(kind: str, body: str) -> dict[str, str]:
@@ -123,21 +107,24 @@ def _key_values(kind: str, body: str) -> dict[str, str]:
     return out
 
 
-def _int(key: str, text: str, kind: str) -> int:
-    if not _INT.fullmatch(text.strip()):
-        raise UserError(f"{key}={text!r} is not an integer; write {_EXAMPLES[kind]}")
-    return int(text)
+def _numbers(kind: str, args: dict[str, str]) -> list[float | int]:
+    """The values of `args` in the order of the kind's keys, each of its field's type."""
+    return [
+        _number(key, args[key], kind, float if key in _FLOAT_KEYS else int)
+        for key in _KEYS[kind]
+        if key in args
+    ]
 
 
-def _float(key: str, text: str, kind: str) -> float:
-    if not _FLOAT.fullmatch(text.strip()):
-        raise UserError(f"{key}={text!r} is not a number; write {_EXAMPLES[kind]}")
-    return float(text)
+def _number(key: str, text: str, kind: str, type_: type) -> Any:
+    if not (_INT if type_ is int else _FLOAT).fullmatch(text.strip()):
+        noun = "an integer" if type_ is int else "a number"
+        raise UserError(f"{key}={text!r} is not {noun}; write {_EXAMPLES[kind]}")
+    return type_(text)
 
 
 def parse_depths(spec: str) -> list[int]:
-    """Serving depths, ascending: "1-16", "1,2,4,8", "4", "1-4,8"; a depth listed twice is an
-    error (likely a typo)."""
+    """Serving depths, ascending: "1-16", "1,2,4,8", "4", "1-4,8"; no depth twice."""
     text = str(spec).strip()
     if not text:
         raise UserError("empty depth list; write e.g. 1-16 or 1,2,4,8")

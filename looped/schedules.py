@@ -6,9 +6,8 @@ fixed, uniform, and fixed-first (fixed K for a fraction of the run, then another
     s.probs(step, total_steps)     # its exact distribution {K: p}
     s.mean_depth(total_steps)      # the exact run mean of K (not sampled)
 
-K is a pure function of (seed, step): one 64-bit BLAKE2b hash of the two, so DDP ranks agree on
-it and a resumed run repeats it with nothing to broadcast or checkpoint. The hash is part of the
-run format. Other schedules: `looped.schedules_more`; the spec grammar: `looped.schedule_spec`.
+K is a pure function of (seed, step) by a BLAKE2b hash (part of the run format), so DDP ranks
+and resumed runs agree with nothing to broadcast. Others: `schedules_more`, `schedule_spec`.
 """
 
 from __future__ import annotations
@@ -23,24 +22,12 @@ from looped.errors import UserError
 
 
 class Schedule:
-    """Base class: frozen dataclasses whose fields are the spec's keys plus `seed`.
-
-    A subclass supplies, on a clock (pos, total) that fixed-first may shift, ``_probs`` (the
-    distribution of K), ``_counts`` (expected steps at each K over a run) and ``_draw`` (K for
-    one step, given that step's 64 random bits); the public methods check arguments and add
-    the bits.
-    """
+    """Base class: frozen dataclasses whose fields are the spec's keys plus `seed`. A subclass
+    supplies, on a clock (pos, total) that fixed-first may shift, ``_probs(pos, total)`` (the law
+    of K), ``_counts(total)`` (expected steps at each K) and ``_draw(pos, total, bits)`` (K given
+    the step's 64 random bits); the public methods check arguments and add the bits."""
 
     seed: int
-
-    def _probs(self, pos: int, total: int) -> dict[int, float]:
-        raise NotImplementedError
-
-    def _counts(self, total: int) -> dict[int, float]:
-        raise NotImplementedError
-
-    def _draw(self, pos: int, total: int, bits: int) -> int:
-        raise NotImplementedError
 
     def max_depth(self) -> int:
         """Largest K the schedule can produce (e.g. to size the model's max_depth)."""
@@ -48,8 +35,7 @@ class Schedule:
 
     def depth(self, step: int, total_steps: int, micro: int = 0) -> int:
         """K for optimizer step `step` (0-based) of a `total_steps` run; pure in (seed, step).
-        `micro` > 0 gives micro-batch `micro` its own draw from the same distribution
-        (`depth_per_micro`); micro-batch 0 always gets the step's K."""
+        `micro` > 0 gives that micro-batch its own draw (`depth_per_micro`)."""
         step, total_steps = _check_step(step, total_steps)
         micro = operator.index(micro)
         if micro < 0:
@@ -65,8 +51,7 @@ class Schedule:
         return sum(k * p for k, p in self.probs(step, total_steps).items())
 
     def step_counts(self, total_steps: int) -> dict[int, float]:
-        """Expected number of steps at each K over the run (sums to total_steps): mean K and
-        total FLOPs follow from it in O(depths), however long the run."""
+        """Expected steps at each K over the run (sums to total_steps), in O(depths)."""
         _, total_steps = _check_step(0, total_steps)
         return self._counts(total_steps)
 
@@ -144,12 +129,8 @@ class Uniform(Schedule):
 
 @dataclass(frozen=True)
 class FixedFirst(Schedule):
-    """The paper's schedule: fixed k for steps below round(frac*T) (Python's round), then `then`.
-
-    `then` runs on its own clock (step s - switch of T - switch) but draws with the absolute
-    step and this schedule's seed, so after the switch it draws exactly the K that `then` alone
-    draws at the same steps.
-    """
+    """The paper's schedule: fixed k for steps below round(frac*T), then `then`, on its own clock
+    (s - switch of T - switch) but with the absolute step's bits: the K `then` alone draws."""
 
     k: int
     frac: float
@@ -202,22 +183,12 @@ _PERSON = b"looped.depth"  # BLAKE2b personalization: keeps these draws apart fr
 _PERSON_MICRO = b"looped.depth.mb"  # per-micro-batch draws (micro >= 1), apart from the above
 
 
-def step_bits(seed: int, step: int) -> int:
-    """64 random bits that depend only on (seed, step), the same in every process (``hash()``
-    of a str would not be: it is salted per process)."""
-    data = seed.to_bytes(16, "little", signed=True) + step.to_bytes(16, "little", signed=True)
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8, person=_PERSON).digest(), "little")
-
-
 def draw_bits(seed: int, step: int, micro: int = 0) -> int:
-    """64 random bits for micro-batch `micro` of `step`: micro-batch 0 uses the step's own bits
-    (so per-step K sequences are unchanged), the others hash (seed, step, micro)."""
-    if micro == 0:
-        return step_bits(seed, step)
-    data = b"".join(v.to_bytes(16, "little", signed=True) for v in (seed, step, micro))
-    return int.from_bytes(
-        hashlib.blake2b(data, digest_size=8, person=_PERSON_MICRO).digest(), "little"
-    )
+    """64 random bits that depend only on (seed, step, micro), the same in every process (a str's
+    ``hash()`` is salted per process). Micro-batch 0 hashes (seed, step) alone: the step's K."""
+    values, person = ((seed, step), _PERSON) if micro == 0 else ((seed, step, micro), _PERSON_MICRO)
+    data = b"".join(v.to_bytes(16, "little", signed=True) for v in values)
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8, person=person).digest(), "little")
 
 
 def _check_step(step: int, total_steps: int) -> tuple[int, int]:

@@ -1,18 +1,16 @@
 """Depth schedules the paper does not use: log-normal Poisson and curriculum.
 
-- Log-normal Poisson (the recurrent-depth sampler of Geiping et al. 2025): K = min(Poisson(rate)
-  + 1, max), rate ~ LogNormal(ln(mean) - sigma^2/2, sigma), so E[K] = mean + 1 before the cap.
-  Its exact law P(N = n) = E_z[Poisson(n; exp(mu + sigma z))] is integrated with the trapezoid
-  rule on z in [-10, 10] (2001 points; converges exponentially for a smooth integrand under a
-  Gaussian, the tests check the moments to 1e-9); K = max takes the tail P(N >= max - 1).
-  depth() inverts this exact CDF with one uniform draw.
-- Curriculum: with R = round(frac * T) ramp steps and n = end - start + 1 values, step s < R
-  trains at start + floor(n * s / R), every later step at end.
+- Log-normal Poisson (Geiping et al. 2025): K = min(Poisson(rate) + 1, max), rate ~
+  LogNormal(ln(mean) - sigma^2/2, sigma). Its exact law is integrated by the trapezoid rule on
+  z in [-10, 10] (the tests check the moments to 1e-9); depth() inverts its CDF.
+- Curriculum: step s < R = round(frac * T) trains at start + floor(n * s / R), n = end - start
+  + 1; every later step at end.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,8 +24,7 @@ _Z_RANGE, _Z_POINTS = 10.0, 2001  # trapezoid grid for z ~ N(0, 1)
 
 @dataclass(frozen=True)
 class LogNormalPoisson(Schedule):
-    """Recurrent-depth sampler: rate ~ LogNormal(ln(mean) - sigma^2/2, sigma), K = Poisson(rate)+1,
-    capped at `max` (which takes the whole upper tail)."""
+    """Recurrent-depth sampler: K = Poisson(rate) + 1, capped at `max` (takes the tail)."""
 
     mean: float
     sigma: float
@@ -141,11 +138,7 @@ def _lognormal_poisson_probs(mean: float, sigma: float, kmax: int) -> tuple[floa
 
 @lru_cache(maxsize=64)
 def _cumulative(probs: tuple[float, ...]) -> tuple[float, ...]:
-    out, total = [], 0.0
-    for p in probs:
-        total += p
-        out.append(total)
-    return tuple(out)
+    return tuple(itertools.accumulate(probs))
 
 
 def _ceil_div(a: int, b: int) -> int:

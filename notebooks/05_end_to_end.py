@@ -52,7 +52,6 @@ from pathlib import Path
 import numpy as np
 from IPython.display import Image, Markdown, display
 
-import looped.eval.stats as stats
 import looped.report.text as text_report
 from looped.experiments.bios import FULL_DEPTH_KS, QUICK, DemoSettings
 from looped.experiments.demo import run_demo
@@ -322,7 +321,7 @@ if text_file.is_file():
 # %%
 if text_file.is_file() and "text_loss_by_seed" in text_figures:
     display(Image(text_figures["text_loss_by_seed"]))
-    spans = stats.seed_spreads(text)
+    spans = text_report.seed_spreads(text)
     print("max - min of the mean NLL over seeds (nats):")
     for schedule, span in spans.items():
         print(f"  {paper_label(schedule):<24} {span:.2f}")

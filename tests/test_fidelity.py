@@ -10,13 +10,13 @@ from dataclasses import replace
 import pytest
 
 from looped import cli
-from looped.eval import stats
 from looped.eval.stats import best_lrs
 from looped.experiments import fidelity
 from looped.experiments.fidelity import QUICK, Plan, compare, plan_comparison, plan_sweep
 from looped.experiments.textsetup import TextSetup
 from looped.flops import flops_per_token, schedule_flops, tokens_per_step
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.report.text import seed_spreads
 from looped.schedule_spec import parse_schedule
 
 WORDS = (
@@ -301,7 +301,7 @@ def test_seed_spreads_name_the_schedule_whose_seeds_disagree_most():
                  run(RECIPE_200M, 5.03), run(RECIPE_200M, 5.29), run(RECIPE_200M, 5.01),
                  {"schedule": UNIFORM, "roles": ["sweep"], "mean_nll": 9.0}],  # not a seed
     }  # fmt: skip
-    spans = stats.seed_spreads(result)
+    spans = seed_spreads(result)
     assert list(spans) == [UNIFORM, RECIPE_200M]
     assert spans[UNIFORM] == pytest.approx(1.04) and spans[RECIPE_200M] == pytest.approx(0.28)
 

@@ -1,20 +1,17 @@
 """Speed benchmark: the looped model against a stacked-layer peer, the matmul ceiling, and the
 paper's modeled savings against measured time, all in one process (``looped bench``).
 
-1. Train step (forward, backward, AdamW) at depth K against ``LlamaForCausalLM`` with K layers of
-   the same shapes, precision, loss and optimizer (SDPA, no KV cache); beside it the kernel
-   floor: the step's matmuls and attention timed alone. Target: peer / looped >= 1.10.
-2. Achieved FLOP/s (``looped.flops`` over step time) against the best square-GEMM rate of the
-   same precision. Target: >= 85% at width >= 256 (also over a width scan, head dim 64).
-3. Step time linear in K: the largest K over the smallest against the modeled ratio, within 10%.
-4. Time fixed-first saves over uniform: per-K step times weighted by the schedules' exact step
-   counts, checked by a short real run of both, against ``flops.saving``. Target: >= 0.95.
-5. Serving sweep: ``forward_depths`` over K=1..16 against one depth-16 forward; target <= 1.10.
+1. Train step at depth K against ``LlamaForCausalLM`` with K layers of the same shapes, precision,
+   loss and optimizer, beside the kernel floor (the step's matmuls and attention timed alone).
+2. Achieved FLOP/s (``looped.flops`` over step time) against the best square-GEMM rate, also over
+   a width scan (head dim 64).
+3. Step time linear in K: the largest K over the smallest against the modeled ratio.
+4. Time fixed-first saves over uniform (per-K step times weighted by exact step counts, and a
+   short real run of both) against ``flops.saving``.
+5. Serving sweep: ``forward_depths`` over K=1..16 against one depth-16 forward.
 
-Every time is the minimum over ``reps`` steps after ``warmup``, the compared functions taking
-turns in each repetition so that background load hits them alike (``--clock process --threads
-1`` on a shared machine). Targets are reported, never asserted; ``bench.tables`` judges and
-renders the record.
+Every time is the minimum over ``reps`` interleaved steps after ``warmup``. Targets
+(``bench.tables.TARGETS``) are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -111,10 +108,9 @@ def time_min(
     device: torch.device,
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[Key, float]:
-    """Minimum wall time (s) of each function; the functions take turns in every repetition,
-    so a burst of background load slows all of them rather than one. Each repetition starts one
-    function further along, so no function always runs right after the same other one (a big
-    GEMM leaves the caches cold for whatever follows it)."""
+    """Minimum time (s) of each function. They take turns in every repetition (background load
+    hits all alike), each repetition starting one further along (a big GEMM leaves the caches
+    cold for whatever follows it)."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -140,10 +136,10 @@ def _dtype(precision: str) -> torch.dtype:
     return torch.bfloat16 if precision == "bf16" else torch.float32
 
 
-def ceiling_fns(precision: str, device: torch.device, sizes: tuple[int, ...]) -> dict[str, Any]:
+def ceiling_fns(cfg: BenchConfig, precision: str, device: torch.device) -> dict[str, Any]:
     """Square matmuls in this precision, one per size, to time alongside the model steps."""
-    dtype = _dtype(precision)
-    fns = {}
+    dtype, fns = _dtype(precision), {}
+    sizes = cfg.ceiling_sizes if device.type == "cpu" else (4096, 8192)  # a GPU needs bigger
     for n in sizes:
         a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
         fns[f"ceiling {n}"] = lambda a=a, b=b: a @ b
@@ -155,14 +151,9 @@ def ceiling_rate(times: dict[str, float]) -> float:
     return max(2 * int(k.split()[1]) ** 3 / t for k, t in times.items() if k.startswith("ceiling"))
 
 
-def _ceiling_sizes(cfg: BenchConfig, device: torch.device) -> tuple[int, ...]:
-    return cfg.ceiling_sizes if device.type == "cpu" else (4096, 8192)  # a GPU needs bigger
-
-
 def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> dict[str, Any]:
-    """A train step's matmuls (three per linear layer: forward, input and weight gradients) and
-    attention kernel (forward and backward), one function per piece, to time alone: what any
-    implementation on these kernels pays, so peer / floor bounds the speed-up left to win."""
+    """A train step's matmuls (forward, input and weight gradients of each linear layer) and
+    attention (forward and backward), one function each: what any implementation pays."""
     mc = looped_config(cfg)
     d, f, V, T, B = cfg.d_model, mc.ff_dim, cfg.vocab_size, cfg.seq_len, cfg.batch_size
     M, dtype = B * T, _dtype(precision)
@@ -206,8 +197,8 @@ def _autocast(precision: str, device: torch.device) -> AbstractContextManager:
 
 # -- the two models --------------------------------------------------------------------------
 def looped_config(cfg: BenchConfig) -> LoopedConfig:
-    top = max(*cfg.depths, cfg.serve_depth, cfg.width_depth)
-    top = max(top, _max_depth(cfg.schedule), _max_depth(cfg.reference))
+    schedules = (parse_schedule(s).max_depth() for s in (cfg.schedule, cfg.reference))
+    top = max(*cfg.depths, cfg.serve_depth, cfg.width_depth, *schedules)
     shape = dict(vocab_size=cfg.vocab_size, seq_len=cfg.seq_len, d_model=cfg.d_model)
     return LoopedConfig(**shape, n_head=cfg.n_head, d_ff=cfg.d_ff, max_depth=top)
 
@@ -217,19 +208,14 @@ def _width(cfg: BenchConfig, d: int) -> BenchConfig:
     return replace(cfg, d_model=d, n_head=max(1, d // 64), d_ff=0)
 
 
-def _max_depth(spec: str) -> int:
-    return parse_schedule(spec).max_depth()
-
-
 def make_peer(cfg: BenchConfig, layers: int) -> torch.nn.Module:
     """``LlamaForCausalLM`` with `layers` layers shaped like the looped block (tied embeddings,
     no biases, RoPE base 10000, SDPA attention, no KV cache)."""
     try:  # transformers is an optional extra (bench), needed only for the peer
         from transformers import LlamaConfig, LlamaForCausalLM
     except ImportError:
-        raise UserError(
-            "the peer needs transformers; pip install 'looped[bench]' or pass --no-peer"
-        ) from None
+        msg = "the peer needs transformers; pip install 'looped[bench]' or pass --no-peer"
+        raise UserError(msg) from None
     mc = looped_config(cfg)
     hf = LlamaConfig(
         vocab_size=cfg.vocab_size,
@@ -330,7 +316,7 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
     """Measurements 1-3: train step at each K against the K-layer peer, against the kernel
     floor, and as FLOP/s against the matmul ceiling."""
     autocast = _autocast(precision, device)
-    ceiling_mm = ceiling_fns(precision, device, _ceiling_sizes(cfg, device))
+    ceiling_mm = ceiling_fns(cfg, precision, device)
     floor_fns = kernel_floor_fns(cfg, precision, device)
     rows = []
     for k in cfg.depths:
@@ -391,16 +377,15 @@ def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
 
 
 def _width_rows(cfg, precision, x, y, device) -> list[dict]:
-    """Measurements 2 and 5 at growing width (head dim 64, K=width_depth): the matmuls' share of
-    the work grows with width, so both ratios say how close to the machine's limit the code runs
-    at the sizes the paper trains."""
+    """Measurements 2 and 5 at growing width (head dim 64, K=width_depth), where the matmuls'
+    share of the work grows."""
     autocast, rows, k = _autocast(precision, device), [], cfg.width_depth
     for d in cfg.widths:
         wcfg = _width(cfg, d)
         mc = looped_config(wcfg)
         model, opt = _model(wcfg, mc, device)
         step = {"step": _looped_step(model, opt, x, y, k, autocast)}
-        ceiling_mm = ceiling_fns(precision, device, _ceiling_sizes(cfg, device))
+        ceiling_mm = ceiling_fns(cfg, precision, device)
         t = _timed(cfg, step | ceiling_mm, device, _warmup(cfg))
         serve = _serve_row(wcfg, mc, precision, model, x, y, device)
         row = {"precision": precision, "d_model": d, "n_head": mc.n_head, "depth": k}
@@ -412,8 +397,8 @@ def _width_rows(cfg, precision, x, y, device) -> list[dict]:
 
 
 def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict], dict[int, float]]:
-    """Wall-clock saving of the schedule over the reference, from per-K step times weighted by
-    the exact step counts of a `run_steps` run, and from a short real run of both."""
+    """The schedule's saving over the reference: per-K step times weighted by the exact step
+    counts of a `run_steps` run, and a short real run of both."""
     ours, ref = parse_schedule(cfg.schedule, cfg.seed), parse_schedule(cfg.reference, cfg.seed)
     top = max(ours.max_depth(), ref.max_depth())
     steps = {k: _looped_step(model, opt, x, y, k, autocast) for k in range(1, top + 1)}
@@ -425,24 +410,16 @@ def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict],
 
     modeled = saving(mc, ours, ref, n, cfg.seq_len)
     measured = 1 - weighted(ours) / weighted(ref)
-    rows = [
-        {
-            "kind": "per-K times x exact step counts",
-            "steps": n,
-            "modeled_saving": modeled,
-            "measured_saving": measured,
-            "ratio": measured / modeled if modeled else None,
-        }
-    ]
+    row = {"kind": "per-K times x exact step counts", "steps": n, "modeled_saving": modeled}
+    rows = [row | {"measured_saving": measured, "ratio": measured / modeled if modeled else None}]
     if cfg.real_steps:
         rows.append(_real_run(cfg, mc, (ours, ref), steps, per_k, device))
     return rows, per_k
 
 
 def _real_run(cfg, mc, schedules, steps, per_k, device) -> dict:
-    """Both schedules followed step by step for `real_steps` steps, step i of each back to back
-    so that load hits both alike: the measured saving against the modeled one and the one the
-    per-K table predicts."""
+    """Both schedules for `real_steps` steps, step i of each back to back: the measured saving
+    against the modeled one and the one the per-K table predicts."""
     m, clock = cfg.real_steps, CLOCKS[cfg.clock]
     seqs = [[s.depth(i, m) for i in range(m)] for s in schedules]
     wall = [0.0, 0.0]

@@ -104,88 +104,80 @@ def _preamble(record: dict[str, Any]) -> list[str]:
     ]
 
 
+def _table(header: str, align: str, rows: list[str]) -> list[str]:
+    return ["", header, align, *rows]
+
+
 def _train_table(rows: list[dict]) -> list[str]:
-    lines = [
-        "",
-        "| precision | K | looped ms | peer ms | peer / looped | kernel floor ms | "
-        "looped GFLOP/s | matmul ceiling GFLOP/s | of ceiling |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
+    def line(r: dict) -> str:
         peer = "-" if r["peer_ms"] is None else f"{r['peer_ms']:.1f}"
         ratio = "-" if r["peer_over_looped"] is None else f"{r['peer_over_looped']:.3f}"
-        lines.append(
+        return (
             f"| {r['precision']} | {r['depth']} | {r['looped_ms']:.1f} | {peer} | {ratio} | "
             f"{r['floor_ms']:.1f} | {r['looped_flops_per_s'] / 1e9:.1f} | "
             f"{r['ceiling_flops_per_s'] / 1e9:.1f} | {r['of_ceiling']:.1%} |"
         )
-    return lines
+
+    header = (
+        "| precision | K | looped ms | peer ms | peer / looped | kernel floor ms | "
+        "looped GFLOP/s | matmul ceiling GFLOP/s | of ceiling |"
+    )
+    return _table(header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|", list(map(line, rows)))
 
 
 def _schedule_table(rows: list[dict], cfg: dict[str, Any]) -> list[str]:
     lines = [
-        "",
-        "| schedule saving | precision | steps | modeled | measured | measured / modeled |",
-        "|---|---|---:|---:|---:|---:|",
+        f"| {r['kind']} | {r['precision']} | {r['steps']} | {r['modeled_saving']:.1%} | "
+        f"{r['measured_saving']:.1%} | {'-' if r['ratio'] is None else format(r['ratio'], '.3f')} |"
+        for r in rows
     ]
-    for r in rows:
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
-        lines.append(
-            f"| {r['kind']} | {r['precision']} | {r['steps']} | {r['modeled_saving']:.1%} | "
-            f"{r['measured_saving']:.1%} | {ratio} |"
-        )
-    return lines + ["", f"Schedule: `{cfg['schedule']}` against `{cfg['reference']}`."]
+    header = "| schedule saving | precision | steps | modeled | measured | measured / modeled |"
+    return _table(header, "|---|---|---:|---:|---:|---:|", lines) + [
+        "",
+        f"Schedule: `{cfg['schedule']}` against `{cfg['reference']}`.",
+    ]
 
 
 def _serve_table(rows: list[dict]) -> list[str]:
     lines = [
-        "",
-        "| serving sweep | precision | forward ms | forward_depths ms | ratio | modeled FLOP ratio |",
-        "|---|---|---:|---:|---:|---:|",
+        f"| K=1..{r['depth']} vs K={r['depth']} | {r['precision']} | {r['forward_ms']:.1f} | "
+        f"{r['sweep_ms']:.1f} | {r['sweep_over_forward']:.3f} | {r['modeled_ratio']:.3f} |"
+        for r in rows
     ]
-    for r in rows:
-        lines.append(
-            f"| K=1..{r['depth']} vs K={r['depth']} | {r['precision']} | {r['forward_ms']:.1f} | "
-            f"{r['sweep_ms']:.1f} | {r['sweep_over_forward']:.3f} | {r['modeled_ratio']:.3f} |"
-        )
-    return lines
+    header = "| serving sweep | precision | forward ms | forward_depths ms | ratio | modeled FLOP ratio |"
+    return _table(header, "|---|---|---:|---:|---:|---:|", lines)
 
 
 def _width_table(rows: list[dict], cfg: dict[str, Any]) -> list[str]:
     """Measurements 2 and 5 at each width, each against its target."""
     of, sweep = TARGETS["of_ceiling"], TARGETS["sweep_ratio"]
     lines = [
-        "",
+        f"| {r['precision']} | {r['d_model']} | {r['n_head']} | {r['looped_ms']:.1f} | "
+        f"{r['of_ceiling']:.1%} | {_MET[r['of_ceiling'] >= of]} | "
+        f"{r['sweep_over_forward']:.3f} | {r['sweep_modeled_ratio']:.3f} | "
+        f"{_MET[r['sweep_over_forward'] <= sweep]} |"
+        for r in rows
+    ]
+    header = (
+        f"| precision | width | heads | step ms | of ceiling | >= {of:.0%} | "
+        f"sweep / forward | modeled floor | <= {sweep} |"
+    )
+    intro = (
         f"Width scan (heads = width / 64, looped model only): train step at K={rows[0]['depth']}, "
         f"serving sweep K=1..{cfg['serve_depth']}; the targets of measurements 2 and 5 at each "
-        "width.",
-        "",
-        f"| precision | width | heads | step ms | of ceiling | >= {of:.0%} | "
-        f"sweep / forward | modeled floor | <= {sweep} |",
-        "|---|---:|---:|---:|---:|---|---:|---:|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['precision']} | {r['d_model']} | {r['n_head']} | {r['looped_ms']:.1f} | "
-            f"{r['of_ceiling']:.1%} | {_MET[r['of_ceiling'] >= of]} | "
-            f"{r['sweep_over_forward']:.3f} | {r['sweep_modeled_ratio']:.3f} | "
-            f"{_MET[r['sweep_over_forward'] <= sweep]} |"
-        )
-    return lines
+        "width."
+    )
+    return ["", intro, *_table(header, "|---|---:|---:|---:|---:|---|---:|---:|---|", lines)]
 
 
 def _target_table(rows: list[dict]) -> list[str]:
     lines = [
-        "",
-        "| target | precision | measured | bound | met | note |",
-        "|---|---|---:|---|---|---|",
+        f"| {t['target']} | {t['precision']} | {t['value']:.3f} | {t['op']} {t['bound']} | "
+        f"{_MET[t['met']]} | {t['note']} |"
+        for t in rows
     ]
-    for t in rows:
-        lines.append(
-            f"| {t['target']} | {t['precision']} | {t['value']:.3f} | {t['op']} {t['bound']} | "
-            f"{_MET[t['met']]} | {t['note']} |"
-        )
-    return lines
+    header = "| target | precision | measured | bound | met | note |"
+    return _table(header, "|---|---|---:|---|---|---|", lines)
 
 
 _MET = {True: "yes", False: "**no**", None: "n/a"}

@@ -1,7 +1,5 @@
-"""What several commands share: the parser of every command that resolves a TrainConfig
-(`key=value` overrides in any order among the flags, ``--print-config``), and the flags every
-study has (`--quick`, `--out`, `--reference`, `--workers`), so their names, meanings and wording
-stay the same across commands. A study adds only its own flags::
+"""What several commands share: the parser of every command that resolves a TrainConfig, and
+the flags every study has (`--quick`, `--out`, `--reference`, `--workers`), worded alike::
 
     parser = study_parser("looped length", __doc__, out="output directory (default runs/length)",
                           reference="results/length.json and figures/length_gap.png",
@@ -19,16 +17,9 @@ from looped.errors import UserError
 
 
 class OverrideParser(argparse.ArgumentParser):
-    """An argument parser for a command that resolves a TrainConfig: it adds the `key=value`
-    overrides and ``--print-config``, and accepts flags and overrides in any order.
-
-    Plain ``parse_args`` takes positionals in one run only, so ``--out r max_steps=4 --quiet
-    eval_depths=1-2`` fails on the second override; intermixed parsing collects every
-    positional wherever it stands. A new command gets all of this by building its parser here::
-
-        parser = OverrideParser(prog="looped x", description="...", epilog="examples: ...")
-        args = parser.parse_args(argv)      # args.overrides, args.print_config
-    """
+    """A parser with the `key=value` overrides and ``--print-config``, accepting flags and
+    overrides in any order (intermixed parsing: plain ``parse_args`` takes positionals in one
+    run only, so ``--out r max_steps=4 --quiet eval_depths=1-2`` would fail)."""
 
     def __init__(self, *args: Any, overrides_help: str = "config overrides", **kwargs: Any):
         kwargs.setdefault("formatter_class", _KeepLineBreaks)
@@ -59,8 +50,7 @@ class _KeepLineBreaks(argparse.HelpFormatter):
 
 
 class _Refusals:
-    """What no study accepts, refused while parsing: `--reference` with `--quick` would write a
-    toy result over the committed one."""
+    """Refuses `--reference` with `--quick`: it would write a toy result over the committed one."""
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
         parsed = super().parse_args(args, namespace)  # type: ignore[misc]
@@ -80,8 +70,8 @@ class _StudyOverrideParser(_Refusals, OverrideParser):
 
 
 def described(prog: str, doc: str, **kwargs: Any) -> argparse.ArgumentParser:
-    """A parser whose help comes from its command module's docstring: the first paragraph (after
-    "`looped x`: ") describes it, the indented examples after it are the epilog, as written."""
+    """A parser whose description is the docstring's first paragraph (after "`looped x`: ") and
+    whose epilog is the examples after it."""
     head, _, examples = doc.partition("\n\n")
     what = " ".join(head.split()).split(": ", 1)[-1]
     examples = textwrap.indent(textwrap.dedent(examples).strip(), "  ")
@@ -105,13 +95,9 @@ def study_parser(
     default_out: str | None = None,
     reads: bool = False,
 ) -> argparse.ArgumentParser:
-    """A parser holding the shared flags: `--out` (help `out`, default `default_out`: None
-    where the default depends on other flags), `--reference` (writes `reference`; no such flag
-    where it is None, for a study with no committed result), `--quick` (when `quick` says what
-    it is), `--workers` (default None: the study's own default), with `reads` `--results` (the
-    directory of results files a study reads, default results/), and with `overrides` the
-    `key=value` config overrides and `--print-config` of every command that resolves a
-    TrainConfig. Parsing refuses `--reference` with `--quick`, in one line."""
+    """A parser with the shared flags: `--out`, `--reference` (unless `reference` is None),
+    `--quick` (when `quick` says what it is), `--workers`, `--results` (with `reads`) and the
+    config overrides (with `overrides`). Parsing refuses `--reference` with `--quick`."""
     kwargs = {"prog": prog, "description": doc.splitlines()[0]}
     if example:
         kwargs["epilog"] = f"example: {example}"

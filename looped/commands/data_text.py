@@ -20,12 +20,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Tokenize a text corpus into memory-mapped token shards (train/val) with meta.json.",
     )
     add = p.add_argument
-    add(
-        "--dataset",
-        default="pydoc",
-        help="hub name, local file/dir, pydoc (CPython's docs, offline; default) or stdlib "
-        "(the standard library's source, ~3M tokens, offline)",
-    )
+    offline = "pydoc (CPython's docs, offline; default) or stdlib (its source, ~3M tokens, offline)"
+    add("--dataset", default="pydoc", help=f"hub name, local file/dir, {offline}")
     add("--subset", default=None, help="hub config name, e.g. sample-10BT")
     add("--split", default="train", help="hub split to read (default train)")
     add("--text-field", default="text", help="column holding the text (default text)")
@@ -34,19 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     add("--out", required=True, help="output directory")
     add("--num-proc", type=int, default=1, help="tokenizer processes (Dataset.map num_proc)")
     add("--max-docs", type=int, default=None, help="stop after this many documents")
-    add(
-        "--val-frac",
-        type=float,
-        default=0.05,
-        help="fraction of tokens held out for val (default 0.05)",
-    )
-    add(
-        "--test-frac",
-        type=float,
-        default=0.0,
-        help="fraction of documents held out for test; > 0 also fits a bpe tokenizer on train "
-        "documents alone and splits by a hash of each document (default 0: train and val only)",
-    )
+    add("--val-frac", type=float, default=0.05, help="share of tokens held out for val (0.05)")
+    test = "share of documents held out for test; > 0 also fits a bpe tokenizer on train alone"
+    test += " and splits by a hash of each document (default 0: train and val only)"
+    add("--test-frac", type=float, default=0.0, help=test)
     add("--shard-tokens", type=int, default=2**27, help="tokens per shard file (default 2^27)")
     add("--chunk-docs", type=int, default=20_000, help="documents tokenized per map call")
     add("--bpe-docs", type=int, default=100_000, help="bpe: train on the first N documents")

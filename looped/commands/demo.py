@@ -88,9 +88,8 @@ def _settings(args: argparse.Namespace) -> DemoSettings:
         try:
             settings.catch_up = tuple(float(x) for x in args.catch_up.split(","))
         except ValueError:
-            raise UserError(
-                f"--catch-up {args.catch_up!r}: give budget multiples such as 2,3"
-            ) from None
+            bad = f"--catch-up {args.catch_up!r}: give budget multiples such as 2,3"
+            raise UserError(bad) from None
         if any(b <= 1 for b in settings.catch_up):
             raise UserError(
                 f"--catch-up {args.catch_up}: multiples must be above 1 (the grid already has 100%)"
@@ -103,15 +102,9 @@ def _settings(args: argparse.Namespace) -> DemoSettings:
 
 def _without_time_to(argv: list[str]) -> list[str]:
     """The command line as a reader would type it: without where its timing was written."""
-    out, skip = [], False
-    for arg in argv:
-        if skip or arg.startswith("--time-to="):
-            skip = False
-            continue
-        skip = arg == "--time-to"
-        if not skip:
-            out.append(arg)
-    return out
+    drop = {i + 1 for i, arg in enumerate(argv) if arg == "--time-to"}
+    drop |= {i for i, arg in enumerate(argv) if arg == "--time-to" or arg.startswith("--time-to=")}
+    return [arg for i, arg in enumerate(argv) if i not in drop]
 
 
 def main(argv: list[str]) -> int:

@@ -8,10 +8,8 @@
     looped fidelity --dataset ~/my_texts/ --tokenizer bpe:2048              # local .txt/.jsonl
     looped fidelity --lrs 1e-3,3e-3,1e-2 --seeds 3 --steps 800 model.n_head=8   # any override
 
-It writes to its --out directory only (no committed result: `looped length` is the text study of
-record). The corpus is tokenized once into OUT/corpus-<name> and reused; a hub corpus needs a
-network the first time and `--max-docs` bounds how much of it is tokenized. What it measures:
-`looped.experiments.fidelity`.
+It writes to --out only (`looped length` is the text study of record); the corpus is tokenized
+once into OUT/corpus-<name>. What it measures: `looped.experiments.fidelity`.
 """
 
 from __future__ import annotations
@@ -78,9 +76,8 @@ def _settings(args: Any) -> FidelitySettings:
         try:
             settings.lrs = tuple(float(x) for x in args.lrs.split(","))
         except ValueError:
-            raise UserError(
-                f"--lrs {args.lrs!r}: give comma-separated numbers such as 1e-3,3e-3"
-            ) from None
+            msg = f"--lrs {args.lrs!r}: give comma-separated numbers such as 1e-3,3e-3"
+            raise UserError(msg) from None
     check_settings(settings)
     return settings
 

@@ -69,14 +69,11 @@ def settings_from(a: argparse.Namespace) -> LengthSettings:
         raise UserError("--lengths needs two or more lengths of at least 4 steps, --lrs one LR")
     if not set(s.lr_lengths) <= set(s.lengths):
         raise UserError("--lr-lengths must be among --lengths")
-    if s.tuned_at not in s.lengths:
-        s.tuned_at = 0
-    if a.max_seeds is not None:
-        if a.max_seeds < 2:
-            raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
-        s.max_seeds = a.max_seeds
-    if a.d_model:
-        s.setup = replace(s.setup, d_model=a.d_model)
+    s.tuned_at = s.tuned_at if s.tuned_at in s.lengths else 0  # robustness needs its length
+    if a.max_seeds is not None and a.max_seeds < 2:
+        raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
+    s.max_seeds = a.max_seeds or s.max_seeds
+    s.setup = replace(s.setup, d_model=a.d_model or s.setup.d_model)
     return s
 
 
@@ -89,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run_study(settings, out, train=not a.collect)
     d = settings.setup.d_model
     stem = "length" if d == TextSetup().d_model or a.quick else f"length_d{d}"
-    json_path = Path(f"results/{stem}.json") if a.reference else out / f"{stem}.json"
-    fig_path = Path(f"figures/{stem}_gap.png") if a.reference else out / f"{stem}_gap.png"
-    write_result(json_path, result)
-    print(f"wrote {fig_gap(result, fig_path)}")
+    results, figures = (Path("results"), Path("figures")) if a.reference else (out, out)
+    write_result(results / f"{stem}.json", result)
+    print(f"wrote {fig_gap(result, figures / f'{stem}_gap.png')}")
     return 0

@@ -26,11 +26,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batches", type=int, default=4, help="training batches to average over")
     p.add_argument("--shallow", type=int, default=4, help="the shallow update depth (default 4)")
     p.add_argument("--deep", type=int, default=16, help="the deep update depth (default 16)")
-    p.add_argument(
-        "--grad-cosine",
-        metavar="DEPTHS",
-        help="instead: cosine between the training gradients at these depths on the same batch",
-    )
+    cosine = "instead: cosine between the training gradients at these depths on the same batch"
+    p.add_argument("--grad-cosine", metavar="DEPTHS", help=cosine)
     p.add_argument("--plot", help="write the figure here (PNG)")
     p.add_argument("--json", action="store_true", help="print JSON")
     return p

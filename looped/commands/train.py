@@ -37,8 +37,7 @@ def _parser() -> OverrideParser:
 
 
 def _overrides(args: argparse.Namespace) -> list[str]:
-    """The config overrides, with the budget flags as overrides: a budget decides the length,
-    not the preset's max_steps (unless one is given)."""
+    """The overrides; a budget flag sets the length (max_steps=0) unless one is given."""
     overrides = list(args.overrides)
     if (args.budget_flops is not None or args.budget_frac is not None) and not any(
         o.startswith("max_steps=") for o in overrides

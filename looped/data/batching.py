@@ -1,8 +1,7 @@
 """Batches for training and evaluation, from any corpus, as a pure function of (seed, step).
 
-A training batch comes from a generator seeded by (seed, step, micro-batch, rank), not from a
-stream that advances: a resumed or branched run draws exactly its parent's batches up to its
-step, with no data-loader state to save.
+A batch's generator is seeded by (seed, step, micro-batch, rank): a resumed or branched run draws
+its parent's batches with no data-loader state to save.
 
     source = build_source(cfg.data)
     x, y = source.train.sample_batch(32, 128, batch_generator(seed, step))
@@ -42,11 +41,8 @@ def batch_generator(seed: int, step: int, micro: int = 0, rank: int = 0) -> torc
 def train_generator(
     seed: int, step: int, micro: int, rank: int, grad_accum: int, global_batch: int
 ) -> torch.Generator:
-    """The generator of one training micro-batch of one process. With `global_batch` a
-    micro-batch is named by its index in the whole step (rank x grad_accum + micro), so a step's
-    sequences are the same on 1 process or 8 (a run may resume on another world size, equal up
-    to float summation order); on one process that index is `micro`. Without it, batches are per
-    (micro, rank) and depend on the world size."""
+    """One micro-batch's generator. With `global_batch` it is named by its index in the whole
+    step, so a step's sequences are the same on 1 process or 8; else per (micro, rank)."""
     if global_batch > 0:
         return batch_generator(seed, step, rank * grad_accum + micro, 0)
     return batch_generator(seed, step, micro, rank)
@@ -67,9 +63,8 @@ class TokenStream:
     ) -> tuple[Tensor, Tensor]:
         n = len(self.tokens) - seq_len - 1
         if n < 0:
-            raise UserError(
-                f"corpus has {len(self.tokens)} tokens, fewer than seq_len+1={seq_len + 1}; use more data or a shorter seq_len"
-            )
+            msg = f"corpus has {len(self.tokens)} tokens, fewer than seq_len+1={seq_len + 1}"
+            raise UserError(f"{msg}; use more data or a shorter seq_len")
         starts = torch.randint(0, n + 1, (batch_size,), generator=generator)
         rows = torch.stack([self.tokens[s : s + seq_len + 1] for s in starts.tolist()])
         return rows[:, :-1], rows[:, 1:]
@@ -98,13 +93,10 @@ class DataSource:
 
 
 def bios_config(data_cfg: Any) -> Any:
-    """The BiosConfig a DataConfig describes: the one place the run config's names (`persons`,
-    `bios_seed`) meet the generator's (`n_persons`, `seed`)."""
+    """The BiosConfig a DataConfig describes (its names meet the generator's here)."""
+    d = data_cfg
     return BiosConfig(
-        n_persons=data_cfg.persons,
-        seed=data_cfg.bios_seed,
-        bios_per_person=data_cfg.bios_per_person,
-        two_hop=data_cfg.two_hop,
+        n_persons=d.persons, seed=d.bios_seed, bios_per_person=d.bios_per_person, two_hop=d.two_hop
     )
 
 

@@ -4,20 +4,11 @@ Physics of Language Models 3.1/3.3): persons, facts, text, tokenizer, storage.
     corpus = generate(BiosConfig(n_persons=100, seed=0))   # = looped data bios --persons 100
     corpus.save("data/bios"); corpus = BiosCorpus.load("data/bios")
 
-Each person has a unique full name and six facts, each drawn uniformly from a pool (birth date,
-birth city, university, major, employer, gender): random facts can only be predicted by storing
-them, which ``looped.eval.recall`` measures in bits. A biography states one fact per sentence, the
-name first and He/She after (gender shows only in the pronouns); every training biography draws
-fresh templates and sentence order.
-
-Two hops: every employer is in one city, stated only in company sentences ("Velmora Systems is
-based in Tamrik."). The query "The employer of Anna Bel Kor is based in" needs the person's
-employer, then its city: two stored facts composed. The persons of the two-hop training split get
-such sentences in training text; the queries ask about the others only. Evaluation text uses
-held-out templates (never in training text), one canonical biography per person.
-
-On disk: ``dataset/`` (a ``datasets`` DatasetDict: ``train``, ``queries``, ``persons``) beside
-``bios_config.json``, ``pools.json`` and ``tokenizer.json``.
+Each person has a unique full name and six random facts (birth date, birth city, university,
+major, employer, gender), predictable only by storing them (``looped.eval.recall`` counts bits);
+one fact per sentence, fresh templates and order in every training biography. Two hops: each
+employer's city is stated only in company sentences, and "The employer of X is based in" composes
+two stored facts. Evaluation text uses held-out templates, one biography per person.
 """
 
 from __future__ import annotations
@@ -135,14 +126,13 @@ class BiosCorpus:
 
     def save(self, out_dir: str | Path) -> None:
         """Write config/pools/tokenizer JSON and a `datasets` DatasetDict (train, queries,
-        persons) to a sibling folder, then rename it: an interrupted save leaves no half corpus."""
+        persons) atomically: an interrupted save leaves no half corpus."""
         import datasets  # ~2 s to import: a corpus generated in memory for a run never needs it
 
         out = Path(out_dir)
         if out.exists() and any(out.iterdir()) and not (out / "bios_config.json").is_file():
-            raise UserError(
-                f"{out} exists and is not a bios corpus; choose another --out or empty it"
-            )
+            msg = f"{out} exists and is not a bios corpus; choose another --out or empty it"
+            raise UserError(msg)
         queries = {k: [] for k in QUERY_COLUMNS}
         for q in self.queries:
             for key, val in zip(queries, (q.kind, q.index, q.text, *map(list, zip(*q.spans)))):
@@ -172,9 +162,8 @@ class BiosCorpus:
 
         out = Path(out_dir)
         if not (out / "bios_config.json").is_file():
-            raise UserError(
-                f"no bios corpus in {out}; write one with `looped data bios --out {out}`"
-            )
+            msg = f"no bios corpus in {out}; write one with `looped data bios --out {out}`"
+            raise UserError(msg)
         config = BiosConfig(**json.loads((out / "bios_config.json").read_text()))
         pools = Pools(**json.loads((out / "pools.json").read_text()))
         splits = load_from_disk(str(out / "dataset"))

@@ -4,11 +4,9 @@ Placeholders: ``{S}`` the subject (the full name in a biography's first sentence
 ``{p}`` the possessive pronoun (his/her), ``{E}`` an employer's name (company sentences),
 ``{V}`` the attribute value. Every biography template opens with ``{S}`` and holds one ``{V}``.
 
-Each bank (two templates a line) is split by position: the first ``n_templates`` write training
-text, the next ``n_heldout_templates`` only evaluation text. The last four of each bank rearrange
-words the first ten use, so a held-out query tests a new phrasing, not untrained embeddings.
-Birth-date templates never use ``{p}``: the evaluation biography opens with the date, and its
-first gendered word must be the next sentence's He/She, the scored gender value.
+The first ``n_templates`` of each bank write training text, the next ``n_heldout_templates`` only
+evaluation text (rearranging words the first ten use). Birth-date templates never use ``{p}``:
+the evaluation biography's first gendered word must be the scored He/She.
 """
 
 from __future__ import annotations
@@ -102,11 +100,8 @@ def bank_size() -> int:
 def fill(
     template: str, value: str, value_tag: str, subject: str = "", subject_tag: str = "", **more: str
 ) -> list[tuple[str, str]]:
-    """A template as (text, tag) pieces; tags name what a piece holds ("" for template words).
-
-    Keeping the pieces apart lets the generator tokenize them one by one and know which tokens
-    are the value without searching the text for it.
-    """
+    """A template as (text, tag) pieces; tags name what a piece holds ("" for template words),
+    so the generator knows which tokens are the value without searching for it."""
     fills = {"{V}": (value, value_tag), "{S}": (subject, subject_tag)}
     fills["{p}"] = (more.get("possessive", ""), "gender")
     fills["{E}"] = (more.get("employer", ""), "")

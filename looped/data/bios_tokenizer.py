@@ -4,11 +4,9 @@
     ids = tok.encode("Zorvik was born in Qwerty.")   # "Qwerty" is unknown -> tok.unk_id
     tok.save("data/bios/tokenizer.json"); tok = WordTokenizer.load("data/bios/tokenizer.json")
 
-Word-level because the generator knows every word it can write: a fact's value is a short,
-known run of tokens, which recall scores exactly, and a demo vocabulary stays in the hundreds.
-One regex and one list, no ``tokenizers``: ``decode`` writes canonical text (no space before
-``.`` or ``,``), so ``decode(encode(text)) == text`` for every generated text. ``encode`` never
-emits the special tokens: append ``eos_id`` yourself.
+Word-level because the generator knows every word it can write, so a fact's value is a short
+known run of tokens. ``decode(encode(text)) == text`` for every generated text; ``encode`` never
+emits the special tokens.
 """
 
 from __future__ import annotations
@@ -90,7 +88,6 @@ class WordTokenizer:
             raise UserError(f"tokenizer {path} not found; write a corpus with `looped data bios`")
         data = json.loads(path.read_text())
         if data.get("format") != FORMAT:
-            raise UserError(
-                f"{path} is not a looped word tokenizer; rewrite it with `looped data bios`"
-            )
+            msg = f"{path} is not a looped word tokenizer; rewrite it with `looped data bios`"
+            raise UserError(msg)
         return cls(data["vocab"])

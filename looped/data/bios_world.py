@@ -1,7 +1,5 @@
 """The world the biographies describe: its config (``BiosConfig``), the value pools and the
-persons drawn from them. Synthetic words (names, cities, universities, companies) are distinct
-from each other and from the template words, so each is one unambiguous token; facts are drawn
-uniformly and independently, so each carries log2(pool size) bits (``Pools.entropy_bits``)."""
+persons drawn from them; synthetic words are distinct from each other and the template words."""
 
 from __future__ import annotations
 
@@ -61,9 +59,8 @@ class Pools:
         return list(pools[attr])
 
     def entropy_bits(self, attr: str) -> float:
-        """Entropy of `attr` for a person drawn at random: log2 of the pool size, except the
-        employer's city, whose prior is the city of a uniformly drawn employer (several
-        employers may share a city when there are more employers than cities)."""
+        """Entropy of `attr` for a random person: log2 of the pool size, except the employer's
+        city (several employers may share a city)."""
         if attr not in ("employer_city", "two_hop"):
             return math.log2(len(self.values(attr)))
         counts = Counter(self.employer_city.values())

@@ -3,11 +3,9 @@
     keys = near_duplicate_keys(docs)            # one key per document: its cluster's first member
     split = assign_splits(keys, val_frac=0.05, test_frac=0.05)   # "train" | "val" | "test" each
 
-Why: the standard library holds families of files that differ in a few lines (118 code-page
-tables under ``encodings/``, generated token tables, ...). Split by file, a family lands on both
-sides and the held-out NLL measures copying, not modelling. Here a document joins the cluster of
-any earlier document that shares at least half of its distinctive lines, and a whole cluster goes
-to one split, chosen by a hash of its key: deterministic, order-free, no randomness to seed.
+Split by file, a family of near-identical files (118 code-page tables under ``encodings/``) lands
+on both sides and held-out NLL measures copying. So a whole cluster goes to one split, chosen by a
+hash of its key: deterministic, order-free, no randomness to seed.
 """
 
 from __future__ import annotations
@@ -27,8 +25,8 @@ def distinctive_lines(text: str) -> set[str]:
 
 
 def near_duplicate_keys(docs: list[str]) -> list[int]:
-    """For each document, the index of the first document of its near-duplicate cluster
-    (union-find over pairs that share >= OVERLAP of the smaller one's distinctive lines)."""
+    """Each document's cluster key, the index of its cluster's first document (union-find over
+    pairs sharing >= OVERLAP of the smaller one's distinctive lines)."""
     lines = [distinctive_lines(d) for d in docs]
     postings: dict[str, list[int]] = defaultdict(list)
     for i, ls in enumerate(lines):
@@ -58,17 +56,12 @@ def near_duplicate_keys(docs: list[str]) -> list[int]:
 def split_of(key: str, val_frac: float, test_frac: float) -> str:
     """The split of a cluster, from a hash of its key: uniform in [0, 1) and stable."""
     u = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") / 2**64
-    if u < val_frac:
-        return "val"
-    if u < val_frac + test_frac:
-        return "test"
-    return "train"
+    return "val" if u < val_frac else "test" if u < val_frac + test_frac else "train"
 
 
 def assign_splits(
     keys: list[int], val_frac: float, test_frac: float, names: list[str] | None = None
 ) -> list[str]:
-    """Each document's split; documents with one key share it. `names` (e.g. module paths) make
-    the assignment independent of the documents' order; by default the key's index is used."""
-    label = [names[k] if names else str(k) for k in keys]
-    return [split_of(lab, val_frac, test_frac) for lab in label]
+    """Each document's split, shared by its cluster; `names` (e.g. module paths) make it
+    independent of the documents' order."""
+    return [split_of(names[k] if names else str(k), val_frac, test_frac) for k in keys]

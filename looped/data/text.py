@@ -1,16 +1,9 @@
 """Text corpora -> memory-mapped token shards, and the reader the trainer samples from.
 
-Every source is read through ``datasets`` as a stream (a hub dataset is never downloaded whole;
-local .txt/.jsonl/.json/.parquet files, a directory of them, or a ``save_to_disk`` directory
-alike) and tokenized in parallel chunks. Two built-in corpora need no download: ``pydoc`` (the
-English documentation shipped with CPython, one document per topic) and ``stdlib`` (the
-standard library's source, ~3M BPE tokens, one document per module).
-
-On disk a corpus is ``{split}_00000.bin ...`` (uint16 when the vocabulary fits, else uint32; EOS
-after every document, so a split's shards are one stream), ``tokenizer.json`` for ``bpe:``/
-``hf:`` tokenizers, and ``meta.json``, written last and atomically: a directory without it is
-unfinished. Tokenizers: ``gpt2`` / ``tiktoken:NAME`` (the ``text`` extra), ``hf:NAME_OR_PATH``,
-``bpe:VOCAB`` (a byte-level BPE trained here on the corpus's first documents).
+Sources stream through ``datasets`` (hub names, local .txt/.jsonl/.json/.parquet, saved
+datasets); ``pydoc`` and ``stdlib`` are built in and offline. On disk: ``{split}_00000.bin ...``
+(EOS after every document), ``tokenizer.json`` for ``bpe:``/``hf:`` tokenizers, and
+``meta.json``, written last: a directory without it is unfinished.
 """
 
 from __future__ import annotations
@@ -43,8 +36,7 @@ TOKENIZER_FILE = "tokenizer.json"
 
 # -- tokenizers -------------------------------------------------------------------------------
 class TextTokenizer:
-    """What the rest of the package needs from a tokenizer: ids in, text out, one EOS id.
-    Subclasses define `encode_batch` and `decode`."""
+    """Ids in, text out, one EOS id; subclasses define `encode_batch` and `decode`."""
 
     spec: str
     vocab_size: int
@@ -67,8 +59,7 @@ class TiktokenTokenizer(TextTokenizer):
             ) from None
         self.spec = name if name == "gpt2" else f"tiktoken:{name}"
         self._enc = tiktoken.get_encoding(name)
-        self.vocab_size = self._enc.n_vocab
-        self.eos_id = self._enc.eot_token
+        self.vocab_size, self.eos_id = self._enc.n_vocab, self._enc.eot_token
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         # encode_ordinary: "<|endoftext|>" inside a document is text, never a separator
@@ -133,18 +124,20 @@ def train_bpe(texts: Iterator[str], vocab_size: int) -> HFTokenizer:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    kw = {
-        "special_tokens": ["<|endoftext|>"],
-        "initial_alphabet": pre_tokenizers.ByteLevel.alphabet(),
-    }
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False, **kw)
+    kw = {"special_tokens": ["<|endoftext|>"], "show_progress": False}
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=alphabet, **kw)
     tok.train_from_iterator(texts, trainer)
     return HFTokenizer(tok, f"bpe:{vocab_size}", eos_id=tok.token_to_id("<|endoftext|>"))
 
 
+def _tiktoken(spec: str) -> bool:
+    return spec == "gpt2" or spec.startswith("tiktoken:")
+
+
 def make_tokenizer(spec: str) -> TextTokenizer:
     """A ready tokenizer from a spec that needs no corpus (``gpt2``, ``tiktoken:NAME``, ``hf:...``)."""
-    if spec == "gpt2" or spec.startswith("tiktoken:"):
+    if _tiktoken(spec):
         return TiktokenTokenizer(spec.removeprefix("tiktoken:"))
     if spec.startswith("hf:"):
         return HFTokenizer.from_spec(spec.split(":", 1)[1])
@@ -156,7 +149,7 @@ def make_tokenizer(spec: str) -> TextTokenizer:
 def load_tokenizer(directory: str | Path) -> TextTokenizer:
     """The tokenizer a token directory was written with (offline for bpe:/hf: specs)."""
     meta = read_meta(directory)
-    if meta["tokenizer"] == "gpt2" or meta["tokenizer"].startswith("tiktoken:"):
+    if _tiktoken(meta["tokenizer"]):
         return make_tokenizer(meta["tokenizer"])
     tok = Tokenizer.from_file(str(Path(directory) / TOKENIZER_FILE))
     return HFTokenizer(tok, meta["tokenizer"], eos_id=meta["eos_id"])
@@ -169,9 +162,8 @@ def pydoc_named_documents() -> list[tuple[str, str]]:
 
 
 def stdlib_named_documents() -> list[tuple[str, str]]:
-    """(path, source) of every standard-library module, sorted by path, tests, IDLE and
-    site-packages left out: offline everywhere; it follows the interpreter (meta.json records
-    its version). The names let a split follow the module, not its position."""
+    """(path, source) of every standard-library module but tests, IDLE and site-packages, sorted
+    by path (a split follows the module, not its position)."""
     root = Path(sysconfig.get_paths()["stdlib"])
     skip = {"site-packages", "dist-packages", "test", "tests", "idlelib"}
     files = sorted(p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts))
@@ -181,11 +173,7 @@ def stdlib_named_documents() -> list[tuple[str, str]]:
     ]
 
 
-# the built-in corpora, a name per document for leak-free splits (`prepare_documents`)
-NAMED_CORPORA: dict[str, Callable[[], list[tuple[str, str]]]] = {
-    "pydoc": pydoc_named_documents,
-    "stdlib": stdlib_named_documents,
-}
+NAMED_CORPORA = {"pydoc": pydoc_named_documents, "stdlib": stdlib_named_documents}
 
 
 def local_data_files(path: Path) -> tuple[str, list[str]]:
@@ -212,8 +200,7 @@ def open_documents(
     split: str = "train",
     text_field: str = "text",
 ) -> Any:
-    """A ``datasets.IterableDataset`` with a ``text_field`` column, read lazily. A .txt file is
-    one document (for one document per line use .jsonl)."""
+    """A lazy ``datasets.IterableDataset``; a .txt file is one document (one per line: .jsonl)."""
     import datasets  # ~2 s to import: only reading and writing corpora need it
 
     if dataset in NAMED_CORPORA:
@@ -224,10 +211,8 @@ def open_documents(
         if all((path / f).exists() for f in ("dataset_info.json", "state.json")):
             return datasets.load_from_disk(str(path)).to_iterable_dataset()
         builder, files = local_data_files(path)
-        kwargs = {"sample_by": "document"} if builder == "text" else {}
-        return datasets.load_dataset(
-            builder, data_files=files, split="train", streaming=True, **kwargs
-        )
+        kw = {"sample_by": "document"} if builder == "text" else {}
+        return datasets.load_dataset(builder, data_files=files, split="train", streaming=True, **kw)
     if dataset.startswith((".", "/", "~")) or dataset.endswith(tuple(FILE_BUILDERS)):
         raise UserError(
             f"dataset path {dataset} does not exist; pass an existing file or directory"
@@ -237,14 +222,11 @@ def open_documents(
     except Exception as err:  # the hub raises many types; one line for the user
         raise UserError(
             f"could not open dataset {dataset!r} (subset={subset}, split={split}): "
-            f"{first_line(err)}; "
-            "check the name, --subset and --split, or pass a local path"
+            f"{first_line(err)}; check the name, --subset and --split, or pass a local path"
         ) from None
 
 
-def _tokenize_batch(
-    batch: dict[str, list], tokenizer: TextTokenizer, text_field: str
-) -> dict[str, list]:
+def _tokenize_batch(batch: dict[str, list], tokenizer: TextTokenizer, text_field: str) -> dict:
     texts = [t for t in batch[text_field] if t]  # None or empty documents would be bare EOS tokens
     return {"ids": [ids + [tokenizer.eos_id] for ids in tokenizer.encode_batch(texts)]}
 
@@ -257,17 +239,14 @@ def tokenize_chunk(
 
     ds = datasets.Dataset.from_dict({field: texts})
     fn = functools.partial(_tokenize_batch, tokenizer=tokenizer, text_field=field)
+    batch = max(1, min(1000, -(-len(texts) // max(1, num_proc))))
+    procs = num_proc if num_proc > 1 and len(texts) > 1 else None
+    fingerprint = f"looped-tokenize-{len(texts)}"  # skip hashing the tokenizer
     bars_were_on = not datasets.utils.are_progress_bars_disabled()
     datasets.utils.disable_progress_bars()  # one bar per chunk is noise; prepare_text has its own
     try:
-        out = ds.map(
-            fn,
-            batched=True,
-            batch_size=max(1, min(1000, -(-len(texts) // max(1, num_proc)))),
-            num_proc=num_proc if num_proc > 1 and len(texts) > 1 else None,
-            remove_columns=[field],
-            new_fingerprint=f"looped-tokenize-{len(texts)}",  # skip hashing the tokenizer
-        )
+        kw = {"batch_size": batch, "num_proc": procs, "new_fingerprint": fingerprint}
+        out = ds.map(fn, batched=True, remove_columns=[field], **kw)
     finally:
         if bars_were_on:
             datasets.utils.enable_progress_bars()
@@ -284,8 +263,8 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 
 class ShardWriter:
-    """Appends ids to ``{split}_00000.bin, ...``, each at most ``shard_tokens`` long; a shard
-    file appears under its final name only once complete (write, fsync, rename)."""
+    """Appends ids to ``{split}_00000.bin, ...`` of at most ``shard_tokens`` each; a shard gets
+    its final name only once complete (write, fsync, rename)."""
 
     def __init__(self, out: Path, split: str, dtype: np.dtype, shard_tokens: int) -> None:
         self.out, self.split, self.dtype, self.shard_tokens = out, split, dtype, shard_tokens
@@ -308,7 +287,7 @@ class ShardWriter:
             if self._file is None:
                 name = f"{self.split}_{len(self.shards):05d}.bin"
                 self.shards.append({"file": name, "tokens": 0})
-                self._file, self._n = open(self.out / (name + ".tmp"), "wb"), 0  # see _close
+                self._file, self._n = open(self.out / (name + ".tmp"), "wb"), 0
             take = min(len(ids), self.shard_tokens - self._n)
             ids[:take].tofile(self._file)
             self._n, ids = self._n + take, ids[take:]
@@ -350,9 +329,8 @@ def prepare_text(
     progress: bool = False,
     test_frac: float = 0.0,
 ) -> dict[str, Any]:
-    """Stream a corpus into ``out``, `chunk_docs` documents at a time; returns meta.json. With
-    ``test_frac > 0`` a document's split is a hash of its text, known before tokenizing, so a
-    ``bpe:N`` tokenizer fits on train alone; without it the token-count rule (train and val)."""
+    """Stream a corpus into ``out``; returns meta.json. With ``test_frac > 0`` a document's split
+    is a hash of its text, so a ``bpe:N`` tokenizer fits on train alone; else `count_rule`."""
     if not 0.0 <= val_frac < 1.0 or not 0.0 <= test_frac < 1.0 - val_frac:
         raise UserError(f"--val-frac {val_frac}, --test-frac {test_frac}: each in [0, 1), sum < 1")
     if num_proc < 1 or shard_tokens < 1 or chunk_docs < 1:
@@ -371,24 +349,22 @@ def prepare_text(
         return (t for c in documents(n_bpe) for t in c if t and hashed(t) == "train")
 
     assign = hashed if test_frac > 0 else count_rule(val_frac)
-
     tok = _tokenizer_for(tokenizer, train_texts, out)
     dtype = token_dtype(tok.vocab_size)
     names = ("train", "val", "test") if test_frac > 0 else ("train", "val")
     writers = {s: ShardWriter(out, s, dtype, shard_tokens) for s in names}
     splits = _write_splits(documents(max_docs), tok, writers, assign, num_proc, progress)
     _check_splits(splits, out, dataset, text_field, test_frac)
-    kept = dict(dataset=dataset, subset=subset, split=split, text_field=text_field)
-    return _write_meta(
-        out, tok, dtype, splits, **kept, max_docs=max_docs, val_frac=val_frac, test_frac=test_frac
+    kept = dict(
+        dataset=dataset, subset=subset, split=split, text_field=text_field, max_docs=max_docs
     )
+    return _write_meta(out, tok, dtype, splits, **kept, val_frac=val_frac, test_frac=test_frac)
 
 
 def _check_splits(
     splits: dict[str, dict[str, Any]], out: Path, dataset: str, text_field: str, test_frac: float
 ) -> None:
-    """Refuse a corpus without training text, or (with a test split) with an empty held-out
-    split: no run could use it."""
+    """Refuse a corpus no run could use: no training text, or an empty held-out split."""
     if splits["train"]["tokens"] == 0:
         raise UserError(
             f"dataset {dataset!r} gave no text in column {text_field!r}; check --text-field and --split"
@@ -405,12 +381,10 @@ def _write_meta(
     out: Path, tok: TextTokenizer, dtype: np.dtype, splits: dict, **fields: Any
 ) -> dict[str, Any]:
     """meta.json, written last and atomically: a directory holding it holds a whole corpus."""
-    meta = {
-        **{"format": 1, **fields, "tokenizer": tok.spec, "vocab_size": tok.vocab_size},
-        **{"eos_id": tok.eos_id, "dtype": dtype.name, "splits": splits},
-        # the built-in corpora follow the interpreter that read them
-        "python": sys.version.split()[0] if fields["dataset"] in NAMED_CORPORA else None,
-    }
+    meta = {"format": 1, **fields, "tokenizer": tok.spec, "vocab_size": tok.vocab_size}
+    meta |= {"eos_id": tok.eos_id, "dtype": dtype.name, "splits": splits}
+    # the built-in corpora follow the interpreter that read them
+    meta["python"] = sys.version.split()[0] if fields["dataset"] in NAMED_CORPORA else None
     write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
     return meta
 
@@ -424,9 +398,8 @@ def prepare_documents(
     dataset: str = "documents",
     overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Tokenize in-memory documents into train / val / test shards without leaks: near-duplicate
-    documents form one cluster, a cluster goes to one split (`data.splits`), and a ``bpe:N``
-    tokenizer is fit on train alone. Val chooses (learning rates); test reports."""
+    """Tokenize in-memory documents into train / val / test without leaks: a near-duplicate
+    cluster goes to one split (`data.splits`), and a ``bpe:N`` tokenizer fits on train alone."""
     if val_frac <= 0 or test_frac <= 0 or val_frac + test_frac >= 1:
         raise UserError(f"val_frac={val_frac}, test_frac={test_frac}: both > 0, sum < 1")
     out = Path(out)
@@ -455,17 +428,12 @@ def prepare_documents(
 
 
 def document_chunks(
-    dataset: str,
-    subset: str | None,
-    split: str,
-    text_field: str,
-    chunk_docs: int,
-    limit: int | None = None,
+    dataset: str, subset: str | None, split: str, text_field: str, chunk: int, limit: int | None
 ) -> Iterator[list[str]]:
-    """The texts of the first `limit` documents (all when None), `chunk_docs` at a time: a hub
-    stream is read once per call, so the BPE pass and the tokenizing pass each open their own."""
+    """The texts of the first `limit` documents (all when None), `chunk` at a time; each call
+    reads the stream anew (the BPE pass and the tokenizing pass each open their own)."""
     ds = open_documents(dataset, subset, split, text_field)
-    for batch in (ds if limit is None else ds.take(limit)).iter(batch_size=chunk_docs):
+    for batch in (ds if limit is None else ds.take(limit)).iter(batch_size=chunk):
         if text_field not in batch:
             raise UserError(
                 f"dataset {dataset!r} has no column {text_field!r} (columns: {', '.join(batch)}); "
@@ -475,17 +443,16 @@ def document_chunks(
 
 
 def _tokenizer_for(spec: str, texts: Callable[[], Iterator[str]], out: Path) -> TextTokenizer:
-    """``bpe:N`` trains an N-token BPE on `texts()` (called only then: it reads the corpus); any
-    other spec names an existing tokenizer. A Hugging Face tokenizer is saved into `out`."""
+    """``bpe:N`` trains a BPE on `texts()` (called only then); any other spec names an existing
+    tokenizer. A Hugging Face tokenizer is saved into `out`."""
     if not spec.startswith("bpe:"):
         tok = make_tokenizer(spec)
     else:
         try:
             vocab = int(spec.split(":", 1)[1])
         except ValueError:
-            raise UserError(
-                f"tokenizer spec {spec!r}: the vocabulary must be an integer, e.g. bpe:4096"
-            ) from None
+            msg = f"tokenizer spec {spec!r}: the vocabulary must be an integer, e.g. bpe:4096"
+            raise UserError(msg) from None
         tok = train_bpe(texts(), vocab)
     if isinstance(tok, HFTokenizer):
         tok.save(out / TOKENIZER_FILE)
@@ -493,8 +460,8 @@ def _tokenizer_for(spec: str, texts: Callable[[], Iterator[str]], out: Path) -> 
 
 
 def count_rule(val_frac: float) -> Callable[[str, int], str]:
-    """The streaming rule of train/val corpora: a document goes to val while val holds less than
-    `val_frac` of the tokens seen, so the split is deterministic and needs no second pass."""
+    """A document goes to val while val holds less than `val_frac` of the tokens seen: a
+    deterministic streaming split with no second pass."""
     seen = n_val = 0
 
     def assign(text: str, n_tokens: int) -> str:
@@ -515,11 +482,10 @@ def _write_splits(
     num_proc: int,
     progress: bool,
 ) -> dict[str, dict[str, Any]]:
-    """Tokenize each chunk and append every document to the split `assign(text, n_tokens)`
-    names. Returns each writer's summary."""
+    """Tokenize each chunk, append each document to the split `assign(text, n_tokens)` names."""
     if num_proc > 1:  # forked workers cannot use the Rust thread pool the parent started
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    bar = tqdm(unit=" docs", desc="tokenizing", file=sys.stderr) if progress else None
+    bar = tqdm(unit=" docs", desc="tokenizing", file=sys.stderr, disable=not progress)
     for chunk in chunks:
         parts: dict[str, list[np.ndarray]] = {name: [] for name in writers}
         texts = [t for t in chunk if t]  # tokenize_chunk drops the empty ones too
@@ -528,10 +494,8 @@ def _write_splits(
         for split_name, docs in parts.items():
             if docs:
                 writers[split_name].write(np.concatenate(docs), len(docs))
-        if bar is not None:
-            bar.update(len(chunk))
-    if bar is not None:
-        bar.close()
+        bar.update(len(chunk))
+    bar.close()
     return {s: w.finish() for s, w in writers.items()}
 
 
@@ -546,11 +510,8 @@ def read_meta(directory: str | Path) -> dict[str, Any]:
 
 
 class TokenShards:
-    """One split of a token directory as a single memory-mapped stream of ids.
-
-    Documents are separated by EOS, so a window may span two documents (or two shards), as in
-    GPT-2 style pretraining; nothing is loaded into memory beyond the windows asked for.
-    """
+    """One split of a token directory as one memory-mapped stream of ids; a window may span two
+    documents or shards, as in GPT-2 style pretraining."""
 
     def __init__(self, directory: str | Path, split: str = "train") -> None:
         self.directory, self.split, self.meta = Path(directory), split, read_meta(directory)
@@ -591,16 +552,14 @@ class TokenShards:
             )
 
     def _batch(self, starts: list[int], seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-        w = torch.from_numpy(
-            np.stack([self.window(s, seq_len + 1) for s in starts]).astype(np.int64)
-        )
-        return w[:, :-1], w[:, 1:]
+        w = np.stack([self.window(s, seq_len + 1) for s in starts]).astype(np.int64)
+        return torch.from_numpy(w[:, :-1]), torch.from_numpy(w[:, 1:])
 
     def sample_batch(
         self, batch_size: int, seq_len: int, generator: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Random windows (x, y = x shifted by one), int64 (batch_size, seq_len); the starts come
-        from ``generator`` alone, so a saved generator state replays the same batches."""
+        """Random windows (x, y = x shifted by one); the starts come from ``generator`` alone, so
+        a saved generator state replays the same batches."""
         self._need(seq_len)
         starts = torch.randint(self.n_tokens - seq_len, (batch_size,), generator=generator)
         return self._batch(starts.tolist(), seq_len)
@@ -615,15 +574,12 @@ class TokenShards:
                 f"{seq_len + 1}; evaluation windows overlap (raise --val-frac for a better estimate)",
                 stacklevel=3,
             )
-        if n_windows == 1:
-            return [0]
-        return [i * last // (n_windows - 1) for i in range(n_windows)]
+        return [i * last // max(1, n_windows - 1) for i in range(n_windows)]
 
     def iter_eval_batches(
         self, batch_size: int, seq_len: int, n_batches: int, split: str = "val"
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """The same ``n_batches`` batches on every call: windows spread evenly over ``split``
-        (the val split by default, whichever split this reader samples from)."""
+        """The same ``n_batches`` batches on every call, spread evenly over ``split``."""
         src = self if split == self.split else TokenShards(self.directory, split)
         starts = src.eval_starts(n_batches * batch_size, seq_len)
         for b in range(n_batches):

@@ -3,9 +3,8 @@
     table = NgramBaseline.fit(train_tokens, vocab_size)          # counts on the train split
     table.nll(batches)     # {"unigram": nats/token, "bigram": nats/token} on the same windows
 
-A model worse than a bigram table has learned less than "which token follows this one": two such
-models compare plateaus, not depth schedules. Smoothing is add-k (Lidstone), p(b | a) = (c(a, b)
-+ k) / (c(a) + k V), with k chosen on validation windows, never on the test windows it reports.
+Two models worse than a bigram table compare plateaus, not depth schedules. Smoothing is add-k,
+p(b | a) = (c(a, b) + k) / (c(a) + k V), with k chosen on validation windows, never on test.
 """
 
 from __future__ import annotations
@@ -36,21 +35,16 @@ class NgramBaseline:
         bi = np.bincount(pairs, minlength=vocab_size * vocab_size).astype(np.float64)
         return cls(uni, bi.reshape(vocab_size, vocab_size), k)
 
-    @property
-    def vocab_size(self) -> int:
-        return len(self.unigram_counts)
-
     def log_probs(self, prev: np.ndarray, nxt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """log p(next) under the unigram and log p(next | prev) under the bigram, per token."""
-        v, k = self.vocab_size, self.k
+        v, k = len(self.unigram_counts), self.k
         uni = np.log((self.unigram_counts[nxt] + k) / (self.unigram_counts.sum() + k * v))
         row = self.bigram_counts[prev]
         bi = np.log((row[np.arange(len(nxt)), nxt] + k) / (row.sum(axis=1) + k * v))
         return uni, bi
 
     def nll(self, batches: Iterable[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, float]:
-        """Mean NLL (nats/token) of both tables over (x, y) windows, every target scored: the
-        bigram conditions on x[t], exactly the token the model has just read."""
+        """Mean NLL (nats/token) of both tables over (x, y) windows, the bigram on x[t]."""
         uni_sum = bi_sum = 0.0
         count = 0
         for x, y in batches:
@@ -81,8 +75,7 @@ def choose_k(
 def corpus_baselines(
     corpus_dir: str | Path, vocab_size: int, choose_on: list, score_on: list
 ) -> dict[str, float]:
-    """Both tables fit on a token directory's train split, k chosen on `choose_on` windows,
-    scored on `score_on` windows: {"k", "unigram", "bigram", "tokens"}."""
+    """Both tables fit on the train split, k chosen on `choose_on`, scored on `score_on`."""
     train = TokenShards(corpus_dir, "train")
     table = NgramBaseline.fit(np.asarray(train.window(0, train.n_tokens)), vocab_size)
     k = choose_k(table, choose_on)

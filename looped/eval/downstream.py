@@ -4,19 +4,10 @@
     results = evaluate_tasks(model, tokenizer, ["hellaswag", "piqa", "arc_easy"], depths=range(1, 17))
     results["piqa"][4]  # {"acc", "acc_norm", "acc_stderr", "acc_norm_stderr", "n"}
 
-What is copied from the harness (paths in its repository):
-- Prompts, from the task YAMLs: ``hellaswag`` (``utils.py``'s preprocess: strip, " [title]" ->
-  ". ", drop "[...]", collapse double spaces), ``piqa`` ("Question: {goal}\nAnswer:", data from
-  ``baber/piqa``, the parquet copy of PR #2790), ``arc_easy`` (gold = choices.label.index(answerKey)).
-- Requests and tokenization (``api/task.py``, ``api/model.py`` ``_encode_pair``): one (context,
-  " " + choice) pair per choice; the context's trailing spaces move to the continuation; the
-  continuation is the whole string's tokens past the context's; an empty context becomes EOS.
-- Truncation (``models/huggingface.py``): the model reads (context + continuation)[-(L + 1):][:-1].
-- Metrics (``process_results``, ``api/metrics.py``): acc = argmax of the summed log-likelihoods,
-  acc_norm = argmax of each divided by the choice's length in characters, ties to the first;
-  stderr = sample std / sqrt(n).
-
-Every depth comes from one ``model.forward_depths`` pass of max(depths) loops.
+Copied from the harness: the task YAMLs' prompts (``piqa`` from ``baber/piqa``, the parquet copy
+of PR #2790), ``_encode_pair``'s tokenization, ``models/huggingface.py``'s left truncation, and
+the metrics (acc: argmax of summed log-likelihoods; acc_norm: each divided by the choice's length
+in characters; stderr: sample std / sqrt(n)). Every depth comes from one ``forward_depths`` pass.
 """
 
 from __future__ import annotations
@@ -97,14 +88,12 @@ TASKS: dict[str, TaskSpec] = {
 
 
 def load_items(task: str, data_file: str | None = None, limit: int | None = None) -> list[MCItem]:
-    """The first ``limit`` items of a task (all when None), from the hub split the harness
-    uses or from a local .jsonl/.json/.parquet file (or directory) in the same schema."""
+    """The first ``limit`` items of a task (all when None), from the harness's hub split or a
+    local .jsonl/.json/.parquet file (or directory) in the same schema."""
     if task not in TASKS:
         raise UserError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
     spec = TASKS[task]
-    rows = (
-        _hub_rows(task, spec, limit) if data_file is None else _local_rows(task, data_file, limit)
-    )
+    rows = _hub_rows(task, spec, limit) if data_file is None else _file_rows(task, data_file, limit)
     try:
         return [spec.to_item(doc) for doc in rows]
     except KeyError as err:
@@ -112,7 +101,7 @@ def load_items(task: str, data_file: str | None = None, limit: int | None = None
         raise UserError(msg) from None
 
 
-def _local_rows(task: str, data_file: str, limit: int | None) -> Any:
+def _file_rows(task: str, data_file: str, limit: int | None) -> Any:
     import datasets  # ~2 s to import; only loading task items needs it
 
     if not Path(data_file).exists():
@@ -166,13 +155,9 @@ def loglikelihoods(
     greedy: bool = False,
     pad_id: int = 0,
 ) -> dict[int, list[tuple[float, bool | None]]]:
-    """{depth: [(summed log p(continuation | context), is_greedy)]} for token-id pairs.
-
-    Each pair is scored alone (right padding under a causal mask changes nothing), its input
-    cut from the left to ``max_length`` (default ``model.config.seq_len``). ``is_greedy``
-    (whether argmax decoding would produce the continuation) needs the logits; it is None
-    unless ``greedy``.
-    """
+    """{depth: [(summed log p(continuation | context), is_greedy)]} for token-id pairs, each
+    input cut from the left to ``max_length`` (default ``model.config.seq_len``); ``is_greedy``
+    is None unless ``greedy`` (it needs the logits)."""
     depths = sorted(set(depths))
     max_length = max_length or model.config.seq_len
     device = torch.device(device) if device is not None else model_device(model)
@@ -273,11 +258,8 @@ def evaluate_tasks(
     data_files: dict[str, str] | None = None,
     max_length: int | None = None,
 ) -> dict[str, dict[int, dict[str, float]]]:
-    """{task: {depth: {acc, acc_norm, acc_stderr, acc_norm_stderr, n}}}, zero-shot.
-
-    ``data_files`` maps a task name to a local file in its hub schema (offline use, tests);
-    other tasks load from the hub. ``limit`` keeps the first N items, like the harness's.
-    """
+    """{task: {depth: {acc, acc_norm, acc_stderr, acc_norm_stderr, n}}}, zero-shot; ``data_files``
+    maps a task to a local file in its hub schema (others load from the hub)."""
     depths = sorted(set(depths))
     data_files = data_files or {}
     results: dict[str, dict[int, dict[str, float]]] = {}
@@ -301,8 +283,7 @@ def evaluate_tasks(
 
 # -- runs -----------------------------------------------------------------------------
 def load_run(run_dir: str | Path, device: str = "cpu") -> tuple[Any, Any]:
-    """(model, tokenizer) of a trained run on web text: the checkpoint, and the tokenizer of
-    the token directory it trained on."""
+    """(model, tokenizer) of a run trained on a text corpus."""
     model, cfg = load_model(run_dir, device=device)
     if cfg.data.kind != "text" or not cfg.data.path:
         raise UserError(

@@ -24,10 +24,9 @@ def token_nll_by_depth(
     for x, y in batches:
         x, y = x.to(device), y.to(device)
         out = model.forward_depths(x, depths, y, reduction="none", return_logits=False)
-        n = int((y != -100).sum())
         for k in depths:
             totals[k] += float(out[k][1].float().sum())
-        count += n
+        count += int((y != -100).sum())
     if count == 0:
         raise ValueError("no evaluation tokens: the eval corpus is shorter than one sequence")
     return {k: totals[k] / count for k in depths}
@@ -43,8 +42,7 @@ def evaluate(
     n_batches: int,
     device: torch.device | str = "cpu",
 ) -> dict[str, Any]:
-    """{'token_nll': {K: nats per token}, 'recall': {...}} for a DataSource (recall only on bios
-    data, where the fact NLL lives: `recall[K]['attributes'][attr]['nll']`)."""
+    """{'token_nll': {K: nats per token}, 'recall': {...}} for a DataSource (recall on bios)."""
     was_training = model.training
     model.eval()
     batches = source.eval.iter_eval_batches(batch_size, seq_len, n_batches)
@@ -58,14 +56,12 @@ def evaluate(
 
 
 def token_nll_of(record: dict) -> dict:
-    """The per-depth token NLL of an evaluation record (`evaluate`'s result, a metrics.jsonl
-    eval line). Runs written before the rename stored it as `nll`; they still load."""
+    """The per-depth token NLL of an evaluation record (older runs stored it as `nll`)."""
     return record["token_nll"] if "token_nll" in record else record["nll"]
 
 
 def evaluate_run(run: str, depths: list[int], n_batches: int = 0, device: str = "cpu") -> dict:
-    """`evaluate` on a run's latest checkpoint (or a checkpoint directory), on its own eval data;
-    `n_batches` 0 means the run's eval_batches."""
+    """`evaluate` on a run's latest checkpoint (or a checkpoint), on its own eval data."""
     model, cfg = load_model(run, device)
     if max(depths) > cfg.model.max_depth:
         raise ValueError(f"depths {depths} go above this model's max_depth={cfg.model.max_depth}")

@@ -2,9 +2,8 @@
 
     scores = heldout_nll(Path("runs/r"), cfg, windows)   # {"token_nll": [16], "mean_nll", "se"}
 
-A reported number comes from test windows nothing was tuned on, scored from the run's last
-checkpoint. The standard error is across windows: how much the number would move on another
-draw of held-out text of the same size (across seeds is the paired interval's job).
+The standard error is across windows: how much the number would move on another draw of
+held-out text of the same size (across seeds is the paired interval's job).
 """
 
 from __future__ import annotations
@@ -21,8 +20,7 @@ from looped.runtime.checkpoint import list_checkpoints, load_weights
 
 
 def heldout_nll(run_dir: Path, cfg: TrainConfig, batches: list) -> dict[str, Any]:
-    """A finished run on the test windows: NLL per depth, the mean over depths, and the
-    standard error of that mean across windows."""
+    """A run's last checkpoint on `batches`: NLL per depth, their mean and its standard error."""
     model = LoopedTransformer(cfg.model)
     load_weights(list_checkpoints(run_dir)[-1][1], model)
     model.eval()

@@ -73,9 +73,8 @@ class LoopedLM(LM):
         args = {k: v for k, v in (additional_config or {}).items() if v is not None}
         args |= dict(arg_dict)
         if "run" not in args or "depth" not in args:
-            raise ValueError(
-                "model_args for 'looped' need run=RUN_DIR and depth=K, e.g. run=runs/r,depth=4"
-            )
+            msg = "model_args for 'looped' need run=RUN_DIR and depth=K, e.g. run=runs/r,depth=4"
+            raise ValueError(msg)
         if str(args.get("batch_size", "")).startswith("auto"):
             args.pop("batch_size")  # no automatic batch-size search here; keep the default
         args.pop("max_batch_size", None)
@@ -90,11 +89,8 @@ class LoopedLM(LM):
 
     # -- the three request types ----------------------------------------------------------------
     def _score(self, pairs: list[tuple[list[int], list[int]]], greedy: bool) -> list[tuple]:
-        model, depth, pad = self.model, self.depth, self.tokenizer.eos_id
-        scored = loglikelihoods(
-            model, pairs, [depth], self.batch_size, self._device, self.max_length, greedy, pad
-        )
-        return scored[depth]
+        args = (self.batch_size, self._device, self.max_length, greedy, self.tokenizer.eos_id)
+        return loglikelihoods(self.model, pairs, [self.depth], *args)[self.depth]
 
     def loglikelihood(self, requests: list, disable_tqdm: bool = False) -> list[tuple[float, bool]]:
         pairs = [encode_pair(self.tokenizer, *req.args) for req in requests]
@@ -104,8 +100,7 @@ class LoopedLM(LM):
         return results
 
     def loglikelihood_rolling(self, requests: list, disable_tqdm: bool = False) -> list[float]:
-        """Whole-document log-likelihood in disjoint windows of ``max_length`` tokens, each
-        token predicted once, the first from EOS (the harness's rolling scheme)."""
+        """Whole-document log-likelihood in the harness's disjoint rolling windows."""
         pairs, owner = [], []
         for n, req in enumerate(requests):
             (string,) = req.args

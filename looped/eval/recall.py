@@ -3,16 +3,11 @@
     res = recall_by_depth(model, corpus, depths=range(1, 17))     # one pass of 16 loops per batch
     res[4]["bits_per_person"], res[4]["attributes"]["birth_city"], res[4]["two_hop"]
 
-A fact drawn uniformly from S values takes log2 S bits; a model whose mean loss on the true value
-is p nats writes it in p / ln 2 bits, so its weights hold at least log2 S - p / ln 2 bits about
-it, the facts being random (the bit-complexity bound of Allen-Zhu and Li, Physics of Language
-Models 3.3, without the names' term). Bits per person: max(0, log2 S - p / ln 2) summed over the
-six facts, p the mean over persons (clamping per person would turn lucky guesses into a floor);
-a value of several tokens is scored by its summed loss, -ln P(value).
-
-Queries are held-out-template biographies scored on the value tokens (gender on the first
-pronoun). The two-hop query ("The employer of X is based in") adds no bits but composes two
-facts; ``employer_city`` (one hop) beside it tells a missing fact from a missing composition.
+A fact drawn uniformly from S values takes log2 S bits; a model with mean loss p nats on the
+true value holds at least log2 S - p / ln 2 bits about it (Allen-Zhu and Li, Physics of Language
+Models 3.3). Bits per person sum max(0, that) over the six facts, p the mean over persons
+(clamping per person would turn lucky guesses into a floor). The two-hop query adds no bits but
+composes two facts; ``employer_city`` (one hop) tells a missing fact from a missing composition.
 """
 
 from __future__ import annotations
@@ -54,20 +49,16 @@ class QuerySet:
 
 
 def check_queries_fit(sets: dict[str, QuerySet], seq_len: int) -> None:
-    """Refuse queries longer than the model's RoPE tables (`model.seq_len`): the trainer calls
-    this before training, so a run does not fail at its first evaluation."""
+    """Refuse queries longer than `model.seq_len` (the trainer checks before training)."""
     longest = max(qs.inputs.shape[1] for qs in sets.values())
     if longest > seq_len:
-        raise UserError(
-            f"recall queries are {longest} tokens, longer than model.seq_len={seq_len}; raise model.seq_len"
-        )
+        msg = f"recall queries are {longest} tokens, longer than model.seq_len={seq_len}; raise model.seq_len"
+        raise UserError(msg)
 
 
 def recall_queries(corpus: Any) -> dict[str, QuerySet]:
-    """{"bio": ..., "two_hop": ..., "employer_city": ...} (the last two when the corpus has them).
-
-    Each query starts with <eos>, as every document does inside the training stream.
-    """
+    """{"bio", "two_hop", "employer_city"} query sets (the last two when the corpus has them),
+    each query starting with <eos> as every document does in the training stream."""
     tok = corpus.tokenizer
     out = {}
     for kind, attrs in QUERY_SETS.items():
@@ -97,11 +88,8 @@ def recall_queries(corpus: Any) -> dict[str, QuerySet]:
 def score(
     model: Any, qs: QuerySet, depths: list[int], batch_size: int = 64, device: str = "cpu"
 ) -> dict[int, tuple[Tensor, Tensor]]:
-    """{depth: (summed value loss in nats (N, A), all value tokens argmax-correct (N, A))}.
-
-    Exact match under teacher forcing equals exact match of greedy decoding: greedy decoding
-    writes the value iff every value token is the argmax given the true tokens before it.
-    """
+    """{depth: (summed value loss in nats (N, A), all value tokens argmax-correct (N, A))}:
+    exact match under teacher forcing is exact match of greedy decoding."""
     n_attr = len(qs.attributes)
     out: dict[int, tuple[list[Tensor], list[Tensor]]] = {d: ([], []) for d in depths}
     for i in range(0, len(qs.rows), batch_size):
@@ -142,13 +130,8 @@ def recall_by_depth(
     device: str = "cpu",
 ) -> dict[int, dict[str, Any]]:
     """{depth: {"bits_per_person", "full_bits_per_person", "attributes": {attr: {bits, nll, acc,
-    entropy, n}}, "two_hop": {...}, "employer_city": {...}}} from one all-depths pass per batch.
-
-    ``nll`` is the mean over persons of the summed loss (nats) on the value tokens, ``acc`` the
-    fraction recalled exactly, ``entropy`` the attribute's full bits. ``two_hop`` and
-    ``employer_city`` are absent when the corpus has no two-hop facts; they are never summed
-    into ``bits_per_person``.
-    """
+    entropy, n}}, "two_hop", "employer_city"}} from one all-depths pass per batch (the last two
+    only with two-hop facts, never summed into ``bits_per_person``)."""
     depths = sorted(set(depths))
     sets = recall_queries(corpus)
     check_queries_fit(sets, model.config.seq_len)

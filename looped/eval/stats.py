@@ -141,21 +141,6 @@ def spread(values: list[float]) -> dict[str, Any]:
     }
 
 
-def seed_spreads(result: dict) -> dict[str, float]:
-    """Each schedule's max - min of the mean NLL over its equal-token seeds, widest first: which
-    schedule's seeds make a comparison undecided."""
-    spans = {}
-    for r in result["equal_tokens"]:
-        nll = [
-            x["mean_nll"]
-            for x in result["runs"]
-            if "tokens" in x["roles"] and x["schedule"] == r["schedule"]
-        ]
-        if len(nll) > 1:
-            spans[r["schedule"]] = max(nll) - min(nll)
-    return dict(sorted(spans.items(), key=lambda kv: -kv[1]))
-
-
 # -- learning-rate choice --------------------------------------------------------------------
 def best_lrs(sweep: list[dict]) -> dict[str, float]:
     """Each schedule's LR with the lowest validation NLL (mean over serving depths, then over
@@ -168,35 +153,6 @@ def best_lrs(sweep: list[dict]) -> dict[str, float]:
         if schedule not in best or np.mean(vals) < best[schedule][0]:
             best[schedule] = (float(np.mean(vals)), lr)
     return {s: lr for s, (_, lr) in best.items()}
-
-
-def sweep_means(rows: list[dict]) -> list[tuple[float, float]]:
-    """(LR, mean validation NLL over the sweep's seeds) of one schedule's sweep rows, by LR."""
-    by: dict[float, list[float]] = {}
-    for r in rows:
-        if r.get("mean_nll") is not None:
-            by.setdefault(r["lr"], []).append(r["mean_nll"])
-    return sorted((lr, float(np.mean(v))) for lr, v in by.items())
-
-
-def at_edge(chosen: dict[str, float], lrs: tuple[float, ...] | list[float]) -> list[str]:
-    """The schedules whose chosen LR is the smallest or largest swept: their optimum may lie
-    beyond the sweep."""
-    return [s for s, lr in chosen.items() if lr in (min(lrs), max(lrs))]
-
-
-def choose_lrs(table: dict[tuple[str, int], dict[float, list[float]]]) -> dict:
-    """Per schedule and length, from each LR's validation NLLs over the sweep's seeds (infinite
-    for a diverged run): the LR with the lowest mean (ties: the smaller LR), every LR's mean, and
-    whether the choice sits at an edge of the LRs tried ("low" or "high"; None inside)."""
-    out: dict[str, dict[int, dict]] = {}
-    for (schedule, steps), by_lr in table.items():
-        means = {lr: float(np.mean(v)) for lr, v in by_lr.items()}
-        finite = {lr: m for lr, m in means.items() if math.isfinite(m)}
-        best = min(sorted(finite), key=lambda lr: finite[lr])
-        edge = "low" if best == min(means) else "high" if best == max(means) else None
-        out.setdefault(schedule, {})[steps] = {"lr": best, "val": means, "edge": edge}
-    return out
 
 
 # -- baselines and verdicts ------------------------------------------------------------------

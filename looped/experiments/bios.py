@@ -74,31 +74,23 @@ TOY = ["model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "
        "data.persons=16", "eval_batches=1", "dtype=fp32"]  # fmt: skip
 
 QUICK = DemoSettings(  # the full grid at toy size: every code path in well under a minute
-    preset="demo",
-    seeds=2,
-    depth_ks=FULL_DEPTH_KS,
-    overrides=[*TOY, "max_steps=60", "optim.warmup_steps=10"],
+    seeds=2, depth_ks=FULL_DEPTH_KS, overrides=[*TOY, "max_steps=60", "optim.warmup_steps=10"]
 )
 
 
 def base_config(
     settings: DemoSettings, seed: int, schedule: str, budget: float, lr: float | None = None
 ) -> TrainConfig:
-    overrides = [
-        *settings.overrides,
-        f"seed={seed}",
-        f"schedule={schedule}",
-        f"budget_frac={budget}",
-    ]
-    overrides += [f"optim.lr={lr}"] if lr is not None else []
+    overrides = [*settings.overrides, f"seed={seed}", f"schedule={schedule}"]
+    overrides += [f"budget_frac={budget}"] + ([f"optim.lr={lr}"] if lr is not None else [])
     cfg = load_config(settings.preset, overrides)
     cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))  # as the trainer will
     return cfg
 
 
 def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
-    """(full budget in modeled FLOPs, vocabulary size): the full budget is `full_steps` steps of
-    fixed K=4, with the model's vocabulary set from the corpus the preset describes."""
+    """(full budget in modeled FLOPs, vocabulary size): `max_steps` steps of fixed K=4, with the
+    vocabulary of the corpus the preset describes."""
     cfg = load_config(settings.preset, settings.overrides)
     vocab = build_source(cfg.data).vocab_size
     cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, vocab)
@@ -115,14 +107,12 @@ def lr_of(settings: DemoSettings, schedule: str) -> float:
 
 
 def worth_branching(shared: int, steps: int) -> bool:
-    """Whether a run should wait for a parent to share `shared` of its `steps` steps: a few
-    shared steps are not worth the wait (at least 2, and a tenth of the run)."""
+    """A few shared steps are not worth waiting for a parent: at least 2, and a tenth of the run."""
     return shared >= max(2, steps // 10)
 
 
 class _Grid:
-    """The grid as it is planned: each run's config, and the root run of its seed (one trained
-    from scratch) it branches off, the one with which it shares the longest prefix."""
+    """The grid as it is planned: each run's config and the root run of its seed it branches off."""
 
     def __init__(self, settings: DemoSettings) -> None:
         self.settings = settings
@@ -130,7 +120,11 @@ class _Grid:
         self.planner = Planner()
 
     def name(self, schedule: str, budget: float | str, seed: int) -> str:
-        return _name(schedule, budget, seed, lr_of(self.settings, schedule))
+        short = {FIXED_FIRST: "fixed_first", UNIFORM: "uniform"}.get(
+            schedule, schedule.replace(":", "").replace("fixed", "fixed_k")
+        )
+        size = budget if isinstance(budget, str) else f"b{round(budget * 100):03d}"
+        return f"{short}_{size}_lr{lr_of(self.settings, schedule):g}_s{seed}"
 
     def __getitem__(self, name: str) -> BiosRun:
         return self.planner.runs[name]  # type: ignore[return-value]
@@ -138,8 +132,8 @@ class _Grid:
     def add(
         self, schedule: str, budget: float | str, seed: int, group: str, steps: int = 0
     ) -> BiosRun:
-        """The run of `schedule` at `budget` (or, with `steps`, of that many steps: "tok"), planned
-        once; a run asked for again by another group joins that group."""
+        """The run of `schedule` at `budget` (or of `steps` steps: "tok"), planned once; asked
+        for again by another group, it joins that group."""
         name, size = self.name(schedule, budget, seed), 0.0 if steps else float(budget)
         spec = BiosRun(name, schedule, seed, group=group, budget=size)
         if spec.name in self.planner:
@@ -156,8 +150,8 @@ class _Grid:
 
 
 def plan(settings: DemoSettings) -> tuple[list[BiosRun], dict[str, TrainConfig]]:
-    """Every run of the grid with its steps, parent and branch step: a run branches off the root
-    run of its seed with which it shares the longest prefix (same LR, depths and batches)."""
+    """Every run of the grid with its steps, parent and branch step (off the root run of its seed
+    with which it shares the longest prefix: same LR, depths and batches)."""
     grid = _Grid(settings)
     for seed in range(settings.seeds):
         _plan_seed(grid, seed)
@@ -192,19 +186,9 @@ def _plan_seed(grid: _Grid, seed: int) -> None:
             grid.add(UNIFORM, budget, seed, "catchup")
 
 
-def _name(schedule: str, budget: float | str, seed: int, lr: float) -> str:
-    short = {FIXED_FIRST: "fixed_first", UNIFORM: "uniform"}.get(
-        schedule, schedule.replace(":", "").replace("fixed", "fixed_k")
-    )
-    size = budget if isinstance(budget, str) else f"b{round(budget * 100):03d}"
-    return f"{short}_{size}_lr{lr:g}_s{seed}"
-
-
-# -- collecting results ----------------------------------------------------------------------
 def collect(specs: list[BiosRun], runs_dir: Path, configs: dict[str, TrainConfig]) -> list[dict]:
-    """Per run: its spec, modeled FLOPs (`flops`: the schedule's exact expectation, which budgets
-    match; `flops_sampled`: the depths this seed drew), wall seconds (a branch counts its
-    parent's time up to the branch), the numbers per depth, the curve, the pre-switch eval."""
+    """Per run: its spec, modeled FLOPs (`flops`: the expectation budgets match; `flops_sampled`:
+    the depths drawn), wall seconds (the parent's up to the branch too), numbers per depth."""
     rows = []
     for spec in specs:
         if diverged(runs_dir / spec.name):  # a sweep run whose LR was too high: no numbers
@@ -242,45 +226,37 @@ def _run_row(spec: BiosRun, cfg: TrainConfig, summary: dict, wall: float) -> dic
 
 
 def eval_row(record: dict) -> dict:
-    """Per-depth numbers of one evaluation record. `fact_nll` (bios only: the loss on each
-    attribute value in a held-out template, nats per fact) tracks knowledge; `token_nll` of whole
-    held-out-template biographies is dominated by the unseen template words."""
+    """Per-depth numbers of one evaluation record. `fact_nll` (bios: nats per attribute value in
+    a held-out template) tracks knowledge; `token_nll` is dominated by unseen template words."""
     token_nll = token_nll_of(record)
     depths = sorted(int(k) for k in token_nll)
     row: dict[str, Any] = {"depths": depths}
-    recall = record.get("recall")
+    tokens = [token_nll[str(k)] for k in depths]
+    if not (recall := record.get("recall")):
+        return row | {"token_nll": tokens}
+    at = [recall[str(k)] for k in depths]
 
     def per_attribute(key: str) -> list[float]:  # mean over the six attributes, per depth
-        return [
-            float(np.mean([a[key] for a in recall[str(k)]["attributes"].values()])) for k in depths
-        ]
+        return [float(np.mean([a[key] for a in r["attributes"].values()])) for r in at]
 
-    if recall:
-        row["fact_nll"] = per_attribute("nll")
-    row["token_nll"] = [token_nll[str(k)] for k in depths]
-    if recall:
-        row["bits"] = [recall[str(k)]["bits_per_person"] for k in depths]
-        row["full_bits"] = recall[str(depths[0])].get("full_bits_per_person")
-        row["exact"] = per_attribute("acc")
-        two_hop = [recall[str(k)].get("two_hop") for k in depths]
-        if all(two_hop):
-            row["two_hop_acc"] = [t["acc"] for t in two_hop]
-            row["two_hop_nll"] = [t["nll"] for t in two_hop]
-        row["attributes"] = {str(k): recall[str(k)].get("attributes") for k in depths}
+    row |= {"fact_nll": per_attribute("nll"), "token_nll": tokens}
+    row["bits"] = [r["bits_per_person"] for r in at]
+    row |= {"full_bits": at[0].get("full_bits_per_person"), "exact": per_attribute("acc")}
+    if all(two_hop := [r.get("two_hop") for r in at]):
+        row["two_hop_acc"] = [t["acc"] for t in two_hop]
+        row["two_hop_nll"] = [t["nll"] for t in two_hop]
+    row["attributes"] = {str(k): r.get("attributes") for k, r in zip(depths, at)}
     return row
 
 
-# -- the LR sweep -----------------------------------------------------------------------------
 def sweep_plan(settings: DemoSettings) -> tuple[list[BiosRun], dict[str, TrainConfig]]:
-    """The LR sweep's runs: seed 0's grid at each LR of `sweep_lrs`. At the LR a schedule then
-    uses, they are exactly the grid's seed-0 runs, so none is trained twice."""
+    """The LR sweep's runs: seed 0's grid at each LR of `sweep_lrs`; at the LR a schedule then
+    uses, they are the grid's seed-0 runs, so none is trained twice."""
     specs: list[BiosRun] = []
     configs: dict[str, TrainConfig] = {}
     for lr in settings.sweep_lrs:
-        one = replace(
-            settings, seeds=1, lr=dict.fromkeys(MAIN_SCHEDULES, lr), depth_ks=(), catch_up=()
-        )
-        s, c = plan(one)
+        lrs = dict.fromkeys(MAIN_SCHEDULES, lr)
+        s, c = plan(replace(settings, seeds=1, lr=lrs, depth_ks=(), catch_up=()))
         specs += [x for x in s if x.name not in configs]
         configs.update(c)
     for spec in specs:
@@ -289,9 +265,8 @@ def sweep_plan(settings: DemoSettings) -> tuple[list[BiosRun], dict[str, TrainCo
 
 
 def merge_sweep(specs: list[BiosRun], sweep: list[BiosRun]) -> list[BiosRun]:
-    """The grid with its seed-0 runs replaced by the sweep's runs of the same name (trained
-    already, maybe branching off another run than the grid would pick: fixed-first off fixed K=4
-    when the two LRs differ but both were swept). A checkpoint a grid run needs is added."""
+    """The grid with its seed-0 runs replaced by the sweep's runs of the same name (trained, maybe
+    off another parent than the grid would pick), and the checkpoints grid runs branch off."""
     swept = {s.name: s for s in sweep}
     merged = [swept.get(s.name, s) for s in specs]
     for old, new in zip(specs, merged, strict=True):
@@ -322,35 +297,23 @@ def sweep_bios(
     trained = execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
     rows = collect(specs, runs_dir, configs)
     top = max(settings.budgets)
-    keys = ("schedule", "label", "lr")
     sweep = [
-        {
-            **{k: r[k] for k in keys},
-            "mean_nll": float(np.mean(r["fact_nll"])),
-            "fact_nll": r["fact_nll"],
-        }
+        {"schedule": r["schedule"], "label": r["label"], "lr": r["lr"]}
+        | {"mean_nll": float(np.mean(r["fact_nll"])), "fact_nll": r["fact_nll"]}
         for r in rows
         if r["budget"] == top and "main" in r["group"]
     ]
-    sweep += [  # an LR at which the full-budget run diverged: a result, never the best
-        {
-            "schedule": s.schedule,
-            "label": label(s.schedule),
-            "lr": configs[s.name].optim.lr,
-            "mean_nll": None,
-            "diverged": True,
-        }
-        for s in specs
-        if s.budget == top and "main" in s.group and diverged(runs_dir / s.name)
-    ]
+    for s in specs:  # an LR at which the full-budget run diverged: a result, never the best
+        if s.budget == top and "main" in s.group and diverged(runs_dir / s.name):
+            lr = configs[s.name].optim.lr
+            sweep.append({"schedule": s.schedule, "label": label(s.schedule), "lr": lr})
+            sweep[-1] |= {"mean_nll": None, "diverged": True}
     best = best_lrs([r for r in sweep if r["mean_nll"] is not None])
     return specs, configs, sweep, best, trained
 
 
 def probe_benefit(specs: list[BiosRun], runs_dir: Path) -> list[dict]:
-    """The paper's Fig. 4 at seed 0's full-budget fixed K=4 run: at each checkpoint where a
-    fixed-first run switches, NLL at every serving depth after one K=4 update minus after one
-    K=16 update (`probes.update_benefit`)."""
+    """The paper's Fig. 4 at seed 0's full-budget fixed K=4 run, where fixed-first switches."""
     main = [s for s in specs if s.seed == 0 and "main" in s.group]
     top = max(s.budget for s in specs if "main" in s.group)
     fixed = next(s for s in main if s.schedule == FIXED and s.budget == top)
@@ -407,38 +370,31 @@ def train_bios(
     return BiosTrack(settings, specs, configs, sweep_specs, sweep, trained)
 
 
-# -- the bios table --------------------------------------------------------------------------
-def main_at(rows: list[dict], schedule: str, budget: float) -> list[dict]:
-    """The grid's main runs of one schedule at one budget, in seed order."""
-    main = (r for r in rows if r["schedule"] == schedule and r["budget"] == budget)
-    return sorted((r for r in main if "main" in r["group"]), key=lambda r: r["seed"])
+def runs_of(rows: list[dict], schedule: str, group: str, budget: float | None = None) -> list[dict]:
+    """One schedule's runs of one group (at one budget), in seed order."""
+    own = (r for r in rows if r["schedule"] == schedule and group in r["group"])
+    return sorted((r for r in own if budget in (None, r["budget"])), key=lambda r: r["seed"])
 
 
 def bios_summary(rows: list[dict], budget: float, tokens: bool = False) -> list[dict]:
     """Seed means against uniform's runs at `budget`: every main schedule at `budget` (equal
     FLOPs), or with `tokens` fixed K=4 and fixed-first at uniform's steps (equal tokens)."""
-    uni = main_at(rows, UNIFORM, budget)
-    if not uni:
-        return []
+    uni = runs_of(rows, UNIFORM, "main", budget)
     table = []
-    for schedule in MAIN_SCHEDULES:
+    for schedule in MAIN_SCHEDULES if uni else ():
         if tokens and schedule != UNIFORM:
-            runs = sorted(
-                (r for r in rows if r["schedule"] == schedule and "tokens" in r["group"]),
-                key=lambda r: r["seed"],
-            )
+            runs = runs_of(rows, schedule, "tokens")
         else:
-            runs = main_at(rows, schedule, budget)
+            runs = runs_of(rows, schedule, "main", budget)
         if runs:
             table.append(_summary_row(schedule, runs, uni))
     return table
 
 
 def _summary_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
-    """One schedule's row: seed means, the seed spread of its mean fact NLL and of its gap to
-    uniform paired seed by seed, recalled bits at K=1, 4, 8, 16."""
-    seeds = {r["seed"]: r for r in uni}
-    depths = runs[0]["depths"]
+    """One schedule's row: seed means, the seed spread of its mean fact NLL and of its paired gap."""
+    seeds, depths = {r["seed"]: r for r in uni}, runs[0]["depths"]
+    shown = [k for k in (1, 4, 8, 16) if k in depths]
     bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
     nll = spread([float(np.mean(r["fact_nll"])) for r in runs])
     u_nll = float(np.mean([np.mean(r["fact_nll"]) for r in uni]))
@@ -453,19 +409,15 @@ def _summary_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
         "seeds": len(runs),
         "steps": runs[0]["steps"],
         "lr": runs[0].get("lr"),
-        "compute_vs_uniform": float(
-            np.mean([r["flops"] for r in runs]) / np.mean([r["flops"] for r in uni])
-        ),
-        "wall_vs_uniform": float(
-            np.mean([r["wall"] for r in runs]) / np.mean([r["wall"] for r in uni])
-        ),
+        "compute_vs_uniform": _ratio(runs, uni, "flops"),
+        "wall_vs_uniform": _ratio(runs, uni, "wall"),
         "mean_fact_nll": nll["mean"],
         "fact_nll_vs_uniform": nll["mean"] / u_nll - 1,
         "fact_nll": nll,
         "vs_uniform_by_seed": spread(paired),
-        "bits": {
-            str(k): float(bits[depths.index(k)])
-            for k in (1, 4, 8, 16)
-            if bits is not None and k in depths
-        },
+        "bits": {str(k): float(bits[depths.index(k)]) for k in shown if bits is not None},
     }
+
+
+def _ratio(runs: list[dict], uni: list[dict], key: str) -> float:
+    return float(np.mean([r[key] for r in runs]) / np.mean([r[key] for r in uni]))

@@ -46,8 +46,8 @@ REFERENCE = Path("results") / "demo.json"  # the committed reference, relative t
 
 
 def _comparison(result: dict, out: Path, figures: Path) -> str:
-    """What `looped demo` prints at the end: its table beside the reference's, and where its
-    figures are. Nothing when the reference is missing or is what this run wrote."""
+    """What `looped demo` prints at the end (`bios_report.comparison`); nothing when the reference
+    is missing or is what this run wrote."""
     if not REFERENCE.is_file() or (out / "demo.json").resolve() == REFERENCE.resolve():
         return ""
     yours_text, ref_text = out / "demo_text.json", REFERENCE.parent / "demo_text.json"
@@ -58,9 +58,10 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
     return bios_report.comparison(result, reference, (out / "demo.json", REFERENCE), figures, text)
 
 
-def _result(bios: BiosTrack, runs_dir: Path, phases: dict, benefit: list, text: bool) -> dict:
-    """Everything demo.json holds: settings, time per phase, every run (the sweep's too), the
-    sweep, both summaries and Fig. 4."""
+def _result(
+    bios: BiosTrack, runs_dir: Path, phases: dict, benefit: list, text: bool, trained: tuple
+) -> dict:
+    """Everything demo.json holds; `trained`: runs trained and the catch-up's seconds."""
     settings, specs, configs = bios.settings, bios.specs, bios.configs
     names = {s.name for s in specs}
     for s in bios.sweep_specs:
@@ -74,8 +75,8 @@ def _result(bios: BiosTrack, runs_dir: Path, phases: dict, benefit: list, text: 
             "machine": machine_name(),
             "wall_seconds": 0.0,  # the whole demo (what `make demo` runs), set-up included
             "phase_seconds": phases,
-            "catchup_seconds": None,  # the optional --catch-up runs
-            "runs_trained": bios.trained,
+            "catchup_seconds": trained[1],  # the optional --catch-up runs
+            "runs_trained": trained[0],
             "model": asdict(cfg0.model),
             "params": LoopedTransformer(cfg0.model).num_params(),
             "full_budget_flops": cfg0.full_budget_flops,
@@ -118,72 +119,41 @@ def run_demo(
     """The demo's phases, each timed: [bios LR sweep], bios grid, text track, Fig. 4 probe,
     figures, [catch-up runs]; writes OUT/demo.json (and OUT/demo_text.json) and the figures."""
     with dir_lock(out, "looped demo"):  # one writer: a second demo into OUT is refused
-        return _run_demo(settings, out, figures, fresh, quiet, text)
-
-
-def _text_track(
-    settings: DemoSettings,
-    text: FidelitySettings,
-    out: Path,
-    figures: Path,
-    fresh: bool,
-    quiet: bool,
-    phases: dict[str, float],
-) -> int:
-    """The text track at the bios track's seeds and workers; how many runs it trained."""
-    started = time.time()
-    chosen = None if settings.sweep else text.chosen_lr
-    text = replace(text, seeds=settings.seeds, workers=settings.workers, chosen_lr=chosen)
-    runs, path = out / "runs" / "text", out / "demo_text.json"
-    result = run_fidelity(text, runs, path, figures, fresh, quiet, prefix="text")
-    phases["text"] = time.time() - started
-    return result["meta"]["runs_trained"]
-
-
-def _run_demo(
-    settings: DemoSettings,
-    out: Path,
-    figures: Path,
-    fresh: bool,
-    quiet: bool,
-    text: FidelitySettings | None,
-) -> dict:
-    t0, phases = time.time(), {}
-    runs_dir = out / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    bios = train_bios(settings, runs_dir, fresh, quiet, phases)
-    text_on = settings.text and text is not None
-    text_trained = _text_track(settings, text, out, figures, fresh, quiet, phases) if text_on else 0
-    benefit = []
-    if settings.probe:
+        t0, phases, runs_dir = time.time(), {}, out / "runs"
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        bios = train_bios(settings, runs_dir, fresh, quiet, phases)
+        text_on, text_trained = settings.text and text is not None, 0
+        if text_on:  # at the bios track's seeds and workers
+            started, chosen = time.time(), None if settings.sweep else text.chosen_lr
+            text = replace(text, seeds=settings.seeds, workers=settings.workers, chosen_lr=chosen)
+            paths = (out / "runs" / "text", out / "demo_text.json", figures)
+            done = run_fidelity(text, *paths, fresh, quiet, prefix="text")
+            text_trained, phases["text"] = done["meta"]["runs_trained"], time.time() - started
+        benefit = []
+        if settings.probe:
+            started = time.time()
+            benefit = probe_benefit(bios.specs, runs_dir)
+            phases["probe"] = time.time() - started
         started = time.time()
-        benefit = probe_benefit(bios.specs, runs_dir)
-        phases["probe"] = time.time() - started
-    started = time.time()
-    extra = [s for s in bios.specs if s.group == "catchup"]
-    trained_extra = execute(extra, bios.configs, runs_dir, settings.workers, fresh, quiet)
-    catchup_seconds = time.time() - started if extra else None
-    result = _result(bios, runs_dir, phases, benefit, text_on)
-    result["meta"]["runs_trained"] += trained_extra
-    result["meta"]["catchup_seconds"] = catchup_seconds
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.time()
-    paths = bios_report.figures(result, figures)
-    phases["figures"] = time.time() - started
-    result["meta"]["wall_seconds"] = time.time() - t0 - (catchup_seconds or 0.0)
-    if result["meta"]["runs_trained"] + text_trained == 0:
-        keep_earlier_times(
-            result["meta"], out / "demo.json", ("wall_seconds", "phase_seconds", "catchup_seconds")
-        )
-    write_result(out / "demo.json", result, say=False)
-    if not quiet:
-        _print_end(result, out, figures, paths)
-    return result
+        extra = [s for s in bios.specs if s.group == "catchup"]
+        ran = execute(extra, bios.configs, runs_dir, settings.workers, fresh, quiet)
+        catchup = time.time() - started if extra else None
+        result = _result(bios, runs_dir, phases, benefit, text_on, (bios.trained + ran, catchup))
+        started = time.time()
+        paths = bios_report.figures(result, figures)
+        phases["figures"] = time.time() - started
+        result["meta"]["wall_seconds"] = time.time() - t0 - (catchup or 0.0)
+        if result["meta"]["runs_trained"] + text_trained == 0:
+            keep = ("wall_seconds", "phase_seconds", "catchup_seconds")
+            keep_earlier_times(result["meta"], out / "demo.json", keep)
+        write_result(out / "demo.json", result, say=False)
+        if not quiet:
+            _print_end(result, out, figures, paths)
+        return result
 
 
 def expected_time(quick: bool, timing: Path = Path("results/demo_time.json")) -> str:
-    """The demo's first line: how long the committed reference run took, and on what machine
-    (finished runs are reused, so a rerun is quicker)."""
+    """The demo's first line: how long the committed reference run took, and on what machine."""
     if quick:
         return "looped demo --quick: every code path at toy size (a smoke test, not a result)"
     if not timing.is_file():
@@ -196,8 +166,7 @@ def expected_time(quick: bool, timing: Path = Path("results/demo_time.json")) ->
 
 
 def write_timing(result: dict, out: Path, text: bool, command: str, path: Path) -> None:
-    """How long this demo took, phase by phase (the docs' timing table reads
-    results/demo_time.json, written from a fresh clone)."""
+    """How long this demo took, phase by phase (the docs' timing table reads `path`)."""
     keys = ("machine", "dtype", "wall_seconds", "phase_seconds", "runs_trained")
     runs = len(json.loads((out / "demo_text.json").read_text())["runs"]) if text else 0
     timing = {k: result["meta"][k] for k in keys} | {"command": command, "text_runs": runs}

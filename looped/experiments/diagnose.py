@@ -1,11 +1,7 @@
 """Why does uniform 1..16 learn slower than a fixed K at small scale? Evidence, not a guess.
 
-Trains, at equal steps and tokens and the demo's tuned LRs (`bios.BIOS_LR`), variants that
-separate the candidate causes: uniform (the baseline that lags), fixed K=4, the demo's
-fixed-first (the target), uniform with a K per micro-batch (each step's gradient averages
-depths instead of jumping between them) and uniform 2..16 (without the outlier K=1). It reads
-each step's pre-clip gradient norm by depth (metrics.jsonl), the cosine between the K=1, 4, 8,
-16 gradients on one batch at checkpoints of the uniform and fixed runs
+Variants that separate the candidate causes (`VARIANTS`), at equal steps and tokens and the demo's
+tuned LRs; read: gradient norms by depth, gradient cosines between depths at checkpoints
 (`probes.gradient_agreement`), and every variant's held-out NLL at depths 1..16.
 """
 
@@ -22,14 +18,7 @@ import numpy as np
 from looped import paper
 from looped.config import TrainConfig
 from looped.errors import UserError
-from looped.experiments.bios import (
-    BIOS_LR,
-    TOY,
-    DemoSettings,
-    base_config,
-    eval_row,
-    resolve_budget,
-)
+from looped.experiments import bios
 from looped.experiments.plan import Planner
 from looped.experiments.probes import agreement_at
 from looped.experiments.results import own_wall, write_result
@@ -52,9 +41,7 @@ PROBED = ("uniform", "fixed")  # runs whose checkpoints get the gradient-agreeme
 
 @dataclass
 class VariantRun(RunSpec):
-    """A run of the diagnosis: which variant it trains."""
-
-    variant: str = ""
+    variant: str = ""  # which variant the run trains
 
 
 @dataclass
@@ -70,20 +57,24 @@ class DiagnoseSettings:
 
 
 QUICK = DiagnoseSettings(
-    steps=12, seeds=1, probe_at=(6, 12), probe_batches=1, overrides=[*TOY, "optim.warmup_steps=2"]
+    steps=12,
+    seeds=1,
+    probe_at=(6, 12),
+    probe_batches=1,
+    overrides=[*bios.TOY, "optim.warmup_steps=2"],
 )
 
 
 def plan(settings: DiagnoseSettings) -> tuple[list[VariantRun], dict[str, TrainConfig]]:
     """One run per (variant, seed), all `steps` long, checkpointed at the probe steps."""
-    base = DemoSettings(preset=settings.preset, overrides=list(settings.overrides))
-    _, vocab = resolve_budget(base)  # the vocabulary the trainer will fit to the corpus
+    base = bios.DemoSettings(preset=settings.preset, overrides=list(settings.overrides))
+    _, vocab = bios.resolve_budget(base)  # the vocabulary the trainer will fit to the corpus
     planner = Planner()
     for seed in range(settings.seeds):
         for variant, (schedule, extra) in VARIANTS.items():
-            lr = BIOS_LR.get(schedule, BIOS_LR[paper.UNIFORM])  # the demo's tuned LRs
+            lr = bios.BIOS_LR.get(schedule, bios.BIOS_LR[paper.UNIFORM])  # the demo's tuned LRs
             with_extra = replace(base, overrides=base.overrides + list(extra))
-            cfg = base_config(with_extra, seed, schedule, 0, lr)
+            cfg = bios.base_config(with_extra, seed, schedule, 0, lr)
             cfg.max_steps, cfg.budget_frac = settings.steps, 0
             cfg.eval_interval = cfg.ckpt_interval = 0
             if variant == "per-micro":  # the same sequences per step, in 4 micro-batches
@@ -109,8 +100,7 @@ def grad_norm_by_depth(metrics: list[dict], after: int) -> dict[int, float]:
 
 
 def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path) -> dict:
-    """Per variant: serving-depth NLL at the end (seed mean and spread), gradient norms by depth,
-    and gradient agreement at each probed checkpoint (seed 0)."""
+    """Per variant: serving-depth NLL at the end, gradient norms by depth, gradient agreement."""
     out: dict[str, Any] = {}
     for variant in VARIANTS:
         runs = [s for s in specs if s.variant == variant]
@@ -118,7 +108,7 @@ def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path)
         for spec in runs:
             metrics = read_metrics(runs_dir / spec.name)
             final = [m for m in metrics if m["kind"] == "eval"][-1]
-            rows.append(eval_row(final))
+            rows.append(bios.eval_row(final))
             warm = json.loads((runs_dir / spec.name / "summary.json").read_text())["steps"] // 10
             norms.append(grad_norm_by_depth(metrics, warm))
         key = "fact_nll" if "fact_nll" in rows[0] else "token_nll"
@@ -146,9 +136,8 @@ def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path)
 
 def _agreement(settings: DiagnoseSettings, run: Path, step: int) -> dict:
     """The gradient-agreement probe of one checkpoint, without its per-batch detail."""
-    found = agreement_at(
-        checkpoint_dir(run, step), list(settings.probe_depths), settings.probe_batches
-    )
+    depths, ckpt = list(settings.probe_depths), checkpoint_dir(run, step)
+    found = agreement_at(ckpt, depths, settings.probe_batches)
     return {k: v for k, v in found.items() if k not in ("per_batch", "checkpoint")}
 
 
@@ -206,8 +195,7 @@ REFERENCE = Path("results") / "diagnose.json"
 def settings_for(
     quick: bool, steps: int | None, seeds: int | None, workers: int | None, overrides: list[str]
 ) -> DiagnoseSettings:
-    """The default or quick settings with the command line's flags and overrides, the probes
-    clipped to the run and its last step probed."""
+    """The command line's settings, the probes clipped to the run and its last step probed."""
     settings = replace(QUICK if quick else DiagnoseSettings())
     settings.overrides = settings.overrides + list(overrides)
     for flag, value in (("steps", steps), ("seeds", seeds), ("workers", workers)):

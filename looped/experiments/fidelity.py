@@ -1,10 +1,8 @@
 """The paper's headline in its own terms: held-out text NLL across serving depths, equal tokens.
 
-The paper: fixed K=2 for 67% of the run, then uniform 1..16, ends within 0.5% of uniform 1..16's
-mean held-out NLL over depths 1..16 at the same tokens. This track measures it on text: an LR
-sweep (every schedule, LR and sweep seed), each schedule's best LR by validation NLL, then every
-seed at that LR scored on test windows at equal tokens and at equal modeled FLOPs (uniform's
-shorter runs branch off its full run at their decay). The demo's text track is this track.
+An LR sweep picks each schedule's LR on validation NLL; then every seed at that LR is scored on
+test windows at equal tokens and at equal modeled FLOPs (uniform's shorter runs branch off its
+full run at their decay). The demo's text track is this track.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ import numpy as np
 
 from looped import paper
 from looped.config import TrainConfig
-from looped.data.text import read_meta
 from looped.errors import UserError
 from looped.eval.baselines import corpus_baselines
 from looped.eval.evaluate import token_nll_of
@@ -51,7 +48,6 @@ from looped.training.run import total_steps_for
 # the schedules compared, in the order tables and legends list them
 SCHEDULES = (UNIFORM, RECIPE_200M, RECIPES_1B[1], FIXED)
 # the track's model, batch and corpus split: d=128, 16x128 tokens per step, 5% + 5% held out
-# (val_batches windows of each held-out split, shaped as the runs evaluate)
 SETUP = TextSetup(
     tokenizer="bpe:4096", d_model=128, batch_size=16, warmup_steps=20, val_batches=8, test_batches=8
 )
@@ -60,8 +56,7 @@ SETUP = TextSetup(
 @dataclass
 class FidelitySettings:
     setup: TextSetup = field(default_factory=lambda: replace(SETUP))  # model, batch, corpus split
-    # corpus: stdlib | pydoc (offline, ship with Python), a hub name, or a local file/directory
-    dataset: str = "stdlib"
+    dataset: str = "stdlib"  # stdlib | pydoc (offline), a hub name, or a local file/directory
     subset: str | None = None  # hub config name, e.g. sample-10BT for FineWeb-Edu
     max_docs: int | None = None  # tokenize at most this many documents (None: all of them)
     preset: str = "demo"  # base training preset; the setup and `overrides` change it
@@ -69,19 +64,14 @@ class FidelitySettings:
     seeds: int = 3  # seeds of the comparison
     sweep_seeds: int = 2  # seeds each LR is chosen on: the lowest mean validation NLL over them
     lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the sweep's peak learning rates
-    # each schedule's LR when the sweep is skipped (None: sweep `lrs` and take each one's best)
-    chosen_lr: dict[str, float] | None = None
+    chosen_lr: dict[str, float] | None = None  # each schedule's LR, no sweep (None: sweep `lrs`)
     schedules: tuple[str, ...] = SCHEDULES  # depth schedules compared
     workers: int = 2  # worker processes (each single-threaded)
     overrides: list[str] = field(default_factory=list)  # config overrides for every run
 
 
-QUICK = FidelitySettings(  # every code path at toy size, under a minute (pydoc corpus)
-    setup=TextSetup("bpe:512", 32, 2, 8, 64, 5, val_batches=2, test_batches=2),
-    dataset="pydoc",
-    steps=40,
-    seeds=2,
-)
+# every code path at toy size, under a minute (pydoc corpus)
+QUICK = FidelitySettings(TextSetup("bpe:512", 32, 2, 8, 64, 5, 2, 2), "pydoc", steps=40, seeds=2)
 
 
 def record(s: FidelitySettings) -> dict[str, Any]:
@@ -101,9 +91,8 @@ def corpus_dir(settings: FidelitySettings, out: Path) -> Path:
     """One corpus directory per (dataset, subset, tokenizer, max_docs)."""
     path = Path(settings.dataset).expanduser()
     name = path.name if path.exists() else settings.dataset
-    parts = [name, settings.subset or "", settings.setup.tokenizer, "split"]
-    if settings.max_docs:
-        parts.append(f"{settings.max_docs}docs")
+    docs = f"{settings.max_docs}docs" if settings.max_docs else ""
+    parts = [name, settings.subset or "", settings.setup.tokenizer, "split", docs]
     return out / f"corpus-{slug('-'.join(p for p in parts if p)) or 'corpus'}"
 
 
@@ -125,21 +114,14 @@ class Planned:
 
 
 def run_config(
-    settings: FidelitySettings,
-    corpus: dict[str, Any],
-    *,
-    schedule: str,
-    lr: float,
-    seed: int,
-    d_model: int,
-    steps: int = 0,
-    budget_flops: float = 0.0,
+    s: FidelitySettings, corpus: dict, *, d_model: int, budget_flops: float = 0.0, **run: Any
 ) -> TrainConfig:
-    """One run's config (`textsetup.run_config`): the user's overrides before the run's own."""
-    setup, before = replace(settings.setup, d_model=d_model), settings.overrides
-    run = {"schedule": schedule, "lr": lr, "seed": seed, "steps": steps, "preset": settings.preset}
-    before = [f"budget_flops={budget_flops}", *before]
-    return text_run_config(setup, corpus, **run, log_interval=5, before=before)
+    """One run's config (`textsetup.run_config`, `run`: schedule, lr, seed and steps), the
+    user's overrides before the run's own."""
+    setup = replace(s.setup, d_model=d_model)
+    before = [f"budget_flops={budget_flops}", *s.overrides]
+    run.setdefault("steps", 0)
+    return text_run_config(setup, corpus, **run, preset=s.preset, log_interval=5, before=before)
 
 
 def run_name(schedule: str, d_model: int, lr: float, steps: int, seed: int) -> str:
@@ -152,22 +134,17 @@ def run_name(schedule: str, d_model: int, lr: float, steps: int, seed: int) -> s
 
 
 class Plan:
-    """The runs of every phase, one per distinct config: a run that serves two roles (the
-    sweep's seed-0 run at the best LR is also the comparison's seed 0) is trained once."""
+    """The runs of every phase, one per distinct config: a run that serves two roles (say the
+    sweep's and the comparison's seed 0) is trained once."""
 
     def __init__(self, settings: FidelitySettings, corpus: dict[str, Any]) -> None:
         self.settings, self.corpus = settings, corpus
         self.runs: dict[str, Planned] = {}
         self.planner = Planner()
 
-    def include(self, run: Planned) -> None:
-        """Take `run` (planned elsewhere) into this plan as it is, so that runs can branch off it."""
-        self.runs[run.spec.name] = run
-        self.planner.runs[run.spec.name], self.planner.configs[run.spec.name] = run.spec, run.cfg
-
     def add(self, role: str, schedule: str, lr: float, seed: int, **length: Any) -> Planned:
         """Add a run of `steps` steps, or of as many as fit `budget_flops`; with a `parent`, it
-        branches off the parent's checkpoint where the two agree (up to the shorter's decay)."""
+        branches off the parent's checkpoint (up to the shorter's decay)."""
         parent, d = length.pop("parent", None), self.settings.setup.d_model
         run = {"schedule": schedule, "lr": lr, "seed": seed, "d_model": d}
         cfg = run_config(self.settings, self.corpus, **run, **length)
@@ -184,8 +161,8 @@ class Plan:
 
 
 def plan_sweep(plan: Plan) -> None:
-    """Every schedule at every LR and sweep seed, the same steps. Uniform's runs keep the
-    checkpoints the equal-FLOP runs branch off, whichever LR wins (seconds, not a retrain)."""
+    """Every schedule at every LR and sweep seed. Uniform's runs keep the checkpoints the
+    equal-FLOP runs branch off, whichever LR wins."""
     s = plan.settings
     for schedule, lr, seed in itertools.product(s.schedules, s.lrs, range(s.sweep_seeds)):
         run = plan.add("sweep", schedule, lr, seed, steps=s.steps)
@@ -196,10 +173,11 @@ def plan_sweep(plan: Plan) -> None:
 
 
 def _flop_partners(plan: Plan, uni: Planned) -> list[Planned]:
-    """Uniform runs (not added to the plan) at each other schedule's modeled FLOPs of `steps`
-    steps, branching off `uni`, uniform's `steps`-step run."""
+    """Uniform runs (not added to the plan) at each other schedule's modeled FLOPs, branching off
+    `uni`, uniform's `steps`-step run."""
     s, scratch = plan.settings, Plan(plan.settings, plan.corpus)
-    scratch.include(replace(uni, spec=replace(uni.spec, save_steps=[])))
+    own = scratch.runs[uni.spec.name] = replace(uni, spec=replace(uni.spec, save_steps=[]))
+    scratch.planner.runs[own.spec.name], scratch.planner.configs[own.spec.name] = own.spec, own.cfg
     partners = []
     for schedule in (x for x in s.schedules if x != UNIFORM):
         cfg = run_config(s, plan.corpus, schedule=schedule, lr=uni.lr, seed=0, d_model=uni.d_model)
@@ -211,8 +189,7 @@ def _flop_partners(plan: Plan, uni: Planned) -> list[Planned]:
 
 
 def plan_comparison(plan: Plan, best: dict[str, float]) -> None:
-    """Each schedule at its own best LR, every seed, at equal tokens (`steps` steps for all) and
-    at equal modeled FLOPs (uniform's shorter runs branch off its `steps`-step run)."""
+    """Each schedule at its own best LR, every seed, at equal tokens and equal modeled FLOPs."""
     s = plan.settings
     for seed in range(s.seeds):
         uni = plan.add("tokens", UNIFORM, best[UNIFORM], seed, steps=s.steps)
@@ -227,8 +204,7 @@ def plan_comparison(plan: Plan, best: dict[str, float]) -> None:
 
 # -- tables ----------------------------------------------------------------------------------
 def compare_row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
-    """One table row: `runs` (one per seed) against `uni`, uniform's runs by seed, each seed's
-    NLL divided by that of uniform's run of the same seed."""
+    """One table row: `runs` (one per seed) against `uni`, uniform's runs by seed, paired."""
     nll = spread([r["mean_nll"] for r in runs])
     u_nll = float(np.mean([u["mean_nll"] for u in uni.values()]))
     paired = [r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs if r["seed"] in uni]
@@ -260,9 +236,8 @@ def by_seed(rows: list[dict], role: str, schedule: str) -> list[dict]:
 
 
 def compare(rows: list[dict], role: str, schedules: tuple[str, ...]) -> list[dict]:
-    """One row per schedule, its seeds against uniform's. `role` "tokens": every schedule at the
-    same steps (uniform's row is the reference, 0%). "flops": each other schedule against
-    uniform trained on that schedule's modeled FLOPs: what the schedule buys at equal compute."""
+    """One row per schedule, its seeds against uniform's: at equal steps (`role` "tokens") or
+    against uniform trained on that schedule's modeled FLOPs ("flops")."""
     table = []
     for s in schedules:
         runs = by_seed(rows, "tokens", s)
@@ -276,19 +251,15 @@ def compare(rows: list[dict], role: str, schedules: tuple[str, ...]) -> list[dic
 
 # -- results ---------------------------------------------------------------------------------
 def collect(plan: Plan, runs_dir: Path) -> list[dict]:
-    """One row per run that did not diverge (a sweep run whose LR was too high has no numbers)."""
+    """One row per run that did not diverge."""
     params: dict[int, int] = {}
-    scored_on = test_windows(plan)
-    return [
-        _row(p, runs_dir, scored_on, params)
-        for name, p in plan.runs.items()
-        if not diverged(runs_dir / name)
-    ]
+    scored_on = held_windows(plan)
+    runs = (p for name, p in plan.runs.items() if not diverged(runs_dir / name))
+    return [_row(p, runs_dir, scored_on, params) for p in runs]
 
 
 def _row(p: Planned, runs_dir: Path, scored_on: list | None, params: dict[int, int]) -> dict:
-    """What a run was (schedule, LR, seed, width, steps, tokens, modeled FLOPs) and what it
-    measured (wall seconds, curve, validation NLL per depth, test NLL when it is reported)."""
+    """What a run was and what it measured (validation NLL, test NLL when it is reported)."""
     metrics = read_metrics(runs_dir / p.spec.name)
     summary = json.loads((runs_dir / p.spec.name / "summary.json").read_text())
     train = [m for m in metrics if m["kind"] == "train"]
@@ -319,37 +290,30 @@ def _row(p: Planned, runs_dir: Path, scored_on: list | None, params: dict[int, i
     }
 
 
-def test_windows(plan: Plan) -> list | None:
-    """The test windows every reported run is scored on, shaped as the runs' own evaluation
-    (None for a corpus without a test split: its validation windows are then the held-out ones)."""
-    if "test" not in read_meta(plan.corpus["path"])["splits"]:
+def held_windows(plan: Plan, split: str = "test") -> list | None:
+    """A held-out split's windows, shaped as the runs' own evaluation (None without that split:
+    without a test split the validation windows are the held-out ones)."""
+    if split not in plan.corpus["splits"]:
         return None
     c = next(iter(plan.runs.values())).cfg
-    return windows(plan.corpus["path"], "test", c.batch_size, c.seq_len, c.eval_batches)
+    return windows(plan.corpus["path"], split, c.batch_size, c.seq_len, c.eval_batches)
 
 
 def held_out_baselines(plan: Plan) -> dict[str, Any]:
-    """Unigram and bigram tables fit on train, k chosen on validation, scored on the windows the
-    reported numbers use."""
-    c, path = next(iter(plan.runs.values())).cfg, plan.corpus["path"]
-    val = windows(path, "val", c.batch_size, c.seq_len, c.eval_batches)
-    scored_on = test_windows(plan)
-    out = corpus_baselines(path, plan.corpus["vocab_size"], val, scored_on or val)
-    return {**out, "windows": "test" if scored_on else "val"}
+    """Unigram and bigram tables fit on train, k chosen on validation, scored as runs are."""
+    val, test = held_windows(plan, "val"), held_windows(plan)
+    out = corpus_baselines(plan.corpus["path"], plan.corpus["vocab_size"], val, test or val)
+    return {**out, "windows": "test" if test else "val"}
 
 
 def sweep_results(plan: Plan, runs_dir: Path) -> list[dict]:
-    """The sweep's rows: each finished sweep run's numbers, and a row for each LR at which a run
-    diverged (a result, never the best)."""
+    """The finished sweep runs' rows, and a row for each run that diverged (never the best)."""
     rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
-    gone = [
-        p for p in plan.runs.values() if "sweep" in p.roles and diverged(runs_dir / p.spec.name)
-    ]
-    blank = dict.fromkeys(("mean_nll", "token_nll", "final_loss"))
+    sweep = [p for p in plan.runs.values() if "sweep" in p.roles]
+    blank = dict.fromkeys(("mean_nll", "token_nll", "final_loss")) | {"diverged": True}
+    gone = [p for p in sweep if diverged(runs_dir / p.spec.name)]
     return rows + [
-        {"schedule": p.spec.schedule, "label": label(p.spec.schedule), "lr": p.lr}
-        | blank
-        | {"diverged": True}
+        {"schedule": p.spec.schedule, "label": label(p.spec.schedule), "lr": p.lr} | blank
         for p in gone
     ]
 
@@ -414,13 +378,13 @@ def run_fidelity(
     quiet: bool = False,
     prefix: str = "fidelity",
 ) -> dict:
-    """Corpus, sweep, comparison: train what is missing, write `results`, draw the figures
-    (FIGURES_DIR/PREFIX_*.png), print the table; returns the result dict."""
+    """Corpus, sweep, comparison: train what is missing, write `results` and the figures
+    (FIGURES_DIR/PREFIX_*.png), print the table."""
     check_settings(settings)
     first = {"lr": settings.lrs[0], "seed": 0, "d_model": settings.setup.d_model}
+    first["steps"] = settings.steps
     for schedule in settings.schedules:  # every config checked before the corpus is built
-        empty = {"path": str(out), "vocab_size": 1}
-        run_config(settings, empty, schedule=schedule, steps=settings.steps, **first)
+        run_config(settings, {"path": str(out), "vocab_size": 1}, schedule=schedule, **first)
     with dir_lock(out, "looped fidelity"):  # one writer: a second one into OUT is refused
         t0 = time.time()
         plan = Plan(settings, corpus(settings, out, quiet))
@@ -441,8 +405,7 @@ def run_fidelity(
 
 @dataclass
 class _Track:
-    """One invocation: its plan, where the runs go, each phase's seconds, the runs it trained
-    (finished ones are reused, not counted)."""
+    """One invocation: its plan, where the runs go, each phase's seconds, the runs it trained."""
 
     plan: Plan
     runs_dir: Path
@@ -454,7 +417,6 @@ class _Track:
     trained: int = 0
 
     def train(self, phase: str) -> None:
-        """Train the plan's runs not trained yet."""
         started, todo = time.time(), set(self.plan.runs) - self.done
         specs, configs = self.plan.planner.specs(todo)
         workers = self.plan.settings.workers
@@ -466,7 +428,7 @@ class _Track:
 
 
 def _write(result: dict, trained: int, results: Path, figures_dir: Path, prefix: str) -> dict:
-    """Write the results and figures, print the table (even with --quiet) and what was written."""
+    """Write the results and figures, print the table (even with --quiet)."""
     result["meta"]["runs_trained"] = trained  # by this invocation (reused ones not counted)
     if trained == 0:
         keep_earlier_times(result["meta"], results, ("wall_seconds", "phase_seconds"))

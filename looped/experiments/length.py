@@ -1,19 +1,11 @@
 """The bridge: fixed-first's gap to uniform 1..16 as training lengthens, at equal tokens.
 
-One recipe for every schedule; only the depth schedule changes:
-
-1. The shared LR: uniform at every LR of the sweep on the LR seeds (never reported), at the
-   `lr_lengths`; each length takes the lowest validation NLL (longer lengths: the longest swept
-   one's choice). A choice at the sweep's edge extends the sweep on that side.
-2. Seeds in rounds (4, 8, 12, 16): every schedule at the shared LR, one trunk per (schedule,
-   seed) that shorter lengths branch off. After each round each (schedule, length) gets its
-   paired gap to uniform with a group-sequential 95% interval (`stats.sequential_ratio`), and a
-   cell stops once that interval decides at its tolerance (K=2: 0.5%, K=4: 0.8%, the paper's).
-3. Every reported run scored on the test windows beside unigram and bigram count tables; per
-   seed, the gap's slope against log2(tokens); the gap at K=1, 4 and 16.
-4. Robustness: at `tuned_at` steps each schedule at its own LR, the first round's seeds.
-
-Resumable: a rerun reuses every finished run (and, `resume_from`, an earlier results file's).
+One recipe for every schedule: (1) the shared LR, uniform's best on the LR seeds (an edge
+extends the sweep); (2) seeds in rounds, shorter lengths branching off one trunk per (schedule,
+seed), each cell stopping once its group-sequential 95% interval decides at its tolerance;
+(3) every run scored on the test windows beside count-table baselines, per-seed slopes of the
+gap against log2(tokens); (4) robustness: each schedule at its own LR at `tuned_at` steps.
+A rerun reuses every finished run (and, `resume_from`, an earlier results file's).
 """
 
 from __future__ import annotations
@@ -23,6 +15,7 @@ import json
 import math
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +28,7 @@ from looped.config import TrainConfig, to_yaml
 from looped.errors import UserError
 from looped.eval import stats
 from looped.eval.heldout import heldout_nll
-from looped.eval.stats import Verdict, choose_lrs
+from looped.eval.stats import Verdict
 from looped.experiments.plan import Planner
 from looped.experiments.results import diverged, machine_name, own_wall
 from looped.experiments.runner import RunSpec, execute
@@ -45,10 +38,10 @@ from looped.model import LoopedTransformer
 from looped.runtime.metrics import read_metrics
 
 MICRO = paper.UNIFORM_PER_MICRO  # uniform with a K per micro-batch (4 micro-batches)
-# in the order the pool starts them within a seed: the reference first, the cheap arms next
-SCHEDULES = (paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M, MICRO)
-# when the pool starts each schedule's seeds: uniform and the 1B recipe first, seed by seed;
-# the 200M recipe's seeds after them, the diagnostic per-micro-batch arm last
+# the per-micro-batch arm draws its partner's 32 sequences once, split into 4 micro-batches
+MICRO_ARGS = paper.UNIFORM, ("depth_per_micro=true", "grad_accum=4", "split_step_batch=true")
+SCHEDULES = (paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M, MICRO)  # the pool's order
+# when the pool starts each schedule's seeds: the 200M recipe's after the first two's, MICRO last
 LATER = {paper.UNIFORM: 0, paper.RECIPES_1B[1]: 0, paper.RECIPE_200M: 20, MICRO: 40}
 TOLERANCE = {paper.RECIPE_200M: 0.005, paper.RECIPES_1B[1]: 0.008, MICRO: 0.005}  # the paper's
 DEPTHS_SHOWN = (1, 4, 16)  # the per-depth gaps beside the mean: a mean can hide opposite moves
@@ -82,16 +75,9 @@ QUICK = LengthSettings(  # every code path at toy size
 )
 
 
-def schedule_args(schedule: str) -> tuple[str, tuple[str, ...]]:
-    """The trainer's schedule spec and extra overrides of a studied schedule: the per-micro-batch
-    arm draws its partner's 32 sequences once and splits them into 4 micro-batches."""
-    if schedule == MICRO:
-        return paper.UNIFORM, ("depth_per_micro=true", "grad_accum=4", "split_step_batch=true")
-    return schedule, ()
-
-
 def name_of(schedule: str, lr: float, seed: int, steps: int) -> str:
-    short = "micro" if schedule == MICRO else "uniform"
+    """A run's directory name (`looped samples` names its fixed K=4 twin here too)."""
+    short = {MICRO: "micro", paper.FIXED: "fixed4"}.get(schedule, "uniform")
     if schedule.startswith("fixed-first"):
         k, frac = paper.fixed_phase(schedule)
         short = f"ff{k}_{round(frac * 100)}"
@@ -116,53 +102,6 @@ def fingerprint(cfg: TrainConfig) -> str:
     return hashlib.sha256(to_yaml(blank).encode()).hexdigest()[:16]
 
 
-@dataclass
-class Store:
-    """The study's run directories, and the scored rows an earlier results file holds for runs
-    this disk lacks (`resume_from`), matched by name and config: a study moved to a fresh
-    machine trains only what it does not have."""
-
-    runs_dir: Path
-    cached: dict[str, dict] = field(default_factory=dict)  # run name -> its scored row
-
-    def row(self, p: Planned) -> dict | None:
-        r = self.cached.get(p.spec.name)
-        return r if r is not None and r.get("config_sha") == fingerprint(p.cfg) else None
-
-    def finished(self, p: Planned) -> bool:
-        return self.row(p) is not None or finished(self.runs_dir, p.spec.name)
-
-    def val_nll(self, p: Planned) -> float:
-        r = self.row(p)
-        return r["val_nll"] if r is not None else val_nll(self.runs_dir / p.spec.name)
-
-    def to_train(self, runs: dict[str, Planned]) -> dict[str, Planned]:
-        """Every trunk family (a trunk and its branches) with an uncached run, whole: its
-        branches need the trunk's checkpoints; the pool skips what is finished on disk."""
-        family = {n: n for n in runs}
-        for n, p in runs.items():
-            while p.spec.parent in runs:
-                family[n], p = p.spec.parent, runs[p.spec.parent]
-        cached = {n for n, p in runs.items() if self.row(p) is not None}
-        missing = {family[n] for n in runs if n not in cached}
-        return {n: p for n, p in runs.items() if family[n] in missing}
-
-
-def cached_rows(path: str | None, corpus: dict) -> dict[str, dict]:
-    """The scored rows (reported and sweep) of an earlier results file, by run name; refused
-    if it was measured on another corpus (other documents, split or tokenizer)."""
-    if not path:
-        return {}
-    if not Path(path).is_file():
-        raise UserError(f"--resume-from {path}: no such results file; give a length*.json")
-    old = json.loads(Path(path).read_text())
-    if old.get("meta", {}).get("corpus") != {k: corpus[k] for k in CORPUS_KEYS if k in corpus}:
-        raise UserError(f"--resume-from {path} was measured on another corpus; drop the flag")
-    tuned = old.get("tuned") or {}
-    runs = [r for part in (old, tuned) for k in ("rows", "sweep") for r in part.get(k, [])]
-    return {r["run"]: r for r in runs if "run" in r}
-
-
 def plan(
     settings: LengthSettings,
     corpus: dict,
@@ -170,12 +109,11 @@ def plan(
     grid: Grid,
     runs_dir: Path | None = None,
 ) -> dict[str, Planned]:
-    """Runs of (schedule, LR, seed) at each of the grid's lengths: the longest is trained, the
-    shorter ones branch off it where they agree, seed by seed (LR seeds first). A length added
-    after its trunk finished branches at a checkpoint the trunk holds (`runs_dir`)."""
+    """Runs of (schedule, LR, seed) at each of the grid's lengths: shorter ones branch off the
+    longest where they agree, or at a checkpoint a finished trunk in `runs_dir` holds."""
     planner, runs = Planner(), {}
     for schedule, by_lr in grid.items():
-        spec_s, extra = schedule_args(schedule)
+        spec_s, extra = MICRO_ARGS if schedule == MICRO else (schedule, ())
         for lr, lengths in by_lr.items():
             for seed in seeds:
                 trunk, kw = None, {"schedule": spec_s, "lr": lr, "seed": seed, "extra": extra}
@@ -194,39 +132,89 @@ def plan(
     return runs
 
 
-def train_all(runs: dict[str, Planned], store: Store, workers: int) -> int:
-    runs = store.to_train(runs)
-    cfgs = {p.spec.name: p.cfg for p in runs.values()}
-    return execute([p.spec for p in runs.values()], cfgs, store.runs_dir, workers, False, False)
+@dataclass
+class Study:
+    """A study's runs: trained into `runs_dir` (unless collecting), or an earlier results file's
+    scored rows where name and config agree, so a study on a fresh machine trains only the rest."""
+
+    settings: LengthSettings
+    corpus: dict
+    runs_dir: Path
+    train: bool = True
+    cached: dict[str, dict] = field(default_factory=dict)  # run name -> its scored row
+    batches: list = field(default_factory=list)  # the test windows every run is scored on
+
+    def plan(self, seeds: list[int] | tuple[int, ...], grid: Grid) -> dict[str, Planned]:
+        return plan(self.settings, self.corpus, seeds, grid, self.runs_dir)
+
+    def row(self, p: Planned) -> dict | None:
+        r = self.cached.get(p.spec.name)
+        return r if r is not None and r.get("config_sha") == fingerprint(p.cfg) else None
+
+    def finished(self, p: Planned) -> bool:
+        return self.row(p) is not None or (self.runs_dir / p.spec.name / "summary.json").is_file()
+
+    def val_nll(self, p: Planned) -> float:
+        """Mean validation NLL over serving depths 1..16 (final eval); infinite if it diverged."""
+        if (r := self.row(p)) is not None:
+            return r["val_nll"]
+        if diverged(self.runs_dir / p.spec.name):
+            return math.inf
+        evals = [m for m in read_metrics(self.runs_dir / p.spec.name) if m["kind"] == "eval"]
+        nll = evals[-1].get("token_nll", evals[-1].get("nll"))
+        return float(np.mean(list(nll.values())))
+
+    def run(self, runs: dict[str, Planned]) -> None:
+        """Train every trunk family (a trunk and its branches) with an uncached run, whole: the
+        branches need the trunk's checkpoints; the pool skips what is finished on disk."""
+        if not self.train:
+            return
+        family = {n: n for n in runs}
+        for n, p in runs.items():
+            while p.spec.parent in runs:
+                family[n], p = p.spec.parent, runs[p.spec.parent]
+        missing = {family[n] for n, p in runs.items() if self.row(p) is None}
+        todo = [p for n, p in runs.items() if family[n] in missing]
+        cfgs = {p.spec.name: p.cfg for p in todo}
+        execute([p.spec for p in todo], cfgs, self.runs_dir, self.settings.workers, False, False)
 
 
-def finished(runs_dir: Path, name: str) -> bool:
-    return (runs_dir / name / "summary.json").is_file()
+def cached_rows(path: str | None, corpus: dict) -> dict[str, dict]:
+    """The scored rows (reported and sweep) of an earlier results file, by run name; refused
+    if it was measured on another corpus (other documents, split or tokenizer)."""
+    if not path:
+        return {}
+    if not Path(path).is_file():
+        raise UserError(f"--resume-from {path}: no such results file; give a length*.json")
+    old = json.loads(Path(path).read_text())
+    if old.get("meta", {}).get("corpus") != {k: corpus[k] for k in CORPUS_KEYS if k in corpus}:
+        raise UserError(f"--resume-from {path} was measured on another corpus; drop the flag")
+    tuned = old.get("tuned") or {}
+    runs = [r for part in (old, tuned) for k in ("rows", "sweep") for r in part.get(k, [])]
+    return {r["run"]: r for r in runs if "run" in r}
 
 
-def val_nll(run_dir: Path) -> float:
-    """Mean NLL over serving depths 1..16 on the validation windows (the run's final eval);
-    infinite for a run whose LR made it diverge."""
-    if diverged(run_dir):
-        return math.inf
-    evals = [m for m in read_metrics(run_dir) if m["kind"] == "eval"]
-    nll = evals[-1].get("token_nll", evals[-1].get("nll"))
-    return float(np.mean(list(nll.values())))
-
-
-def choose(runs: dict[str, Planned], store: Store) -> dict:
-    """Per schedule and length, the LR chosen on the LR seeds' validation NLL (`choose_lrs`)."""
+def choose(runs: dict[str, Planned], study: Study) -> dict:
+    """Per schedule and length, from each LR's validation NLLs on the LR seeds (infinite for a
+    diverged run): the LR of the lowest mean (ties: the smaller LR), every LR's mean, and whether
+    the choice sits at an edge of the LRs tried ("low" or "high"; None inside)."""
     table: dict[tuple[str, int], dict[float, list[float]]] = {}
     for p in runs.values():
-        if store.finished(p):
+        if study.finished(p):
             vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
-            vals.append(store.val_nll(p))
-    return choose_lrs(table)
+            vals.append(study.val_nll(p))
+    out: dict[str, dict[int, dict]] = {}
+    for (schedule, steps), by_lr in table.items():
+        means = {lr: float(np.mean(v)) for lr, v in by_lr.items()}
+        finite = {lr: m for lr, m in means.items() if math.isfinite(m)}
+        best = min(sorted(finite), key=lambda lr: finite[lr])
+        edge = "low" if best == min(means) else "high" if best == max(means) else None
+        out.setdefault(schedule, {})[steps] = {"lr": best, "val": means, "edge": edge}
+    return out
 
 
-def sweep_rows(runs: dict[str, Planned], store: Store) -> list[dict]:
-    """The LR seeds' runs as the results file keeps them: what chose the LR, and enough to
-    reuse them (`resume_from`)."""
+def sweep_rows(runs: dict[str, Planned], study: Study) -> list[dict]:
+    """The LR seeds' runs as the results file keeps them (reusable with `resume_from`)."""
     return [
         {
             "run": n,
@@ -235,10 +223,10 @@ def sweep_rows(runs: dict[str, Planned], store: Store) -> list[dict]:
             "lr": p.lr,
             "seed": p.spec.seed,
             "steps": p.spec.steps,
-            "val_nll": store.val_nll(p),
+            "val_nll": study.val_nll(p),
         }
         for n, p in sorted(runs.items())
-        if store.finished(p)
+        if study.finished(p)
     ]
 
 
@@ -254,22 +242,20 @@ def extended(grid: Grid, chosen: dict) -> Grid:
     return out
 
 
-def sweep(
-    settings: LengthSettings, corpus: dict, store: Store, grid: Grid, train: bool, rounds: int = 2
-) -> tuple[dict[str, Planned], dict]:
+def sweep(study: Study, grid: Grid, rounds: int = 2) -> tuple[dict[str, Planned], dict]:
     """The sweep of `grid` on the LR seeds and each (schedule, length)'s LR; a choice at an edge
     extends the LRs tried there and chooses again (at most `rounds` times)."""
+    seeds = study.settings.lr_seeds
     for _ in range(rounds + 1):
-        runs = plan(settings, corpus, settings.lr_seeds, grid, store.runs_dir)
-        if train:
-            train_all(runs, store, settings.workers)
-        chosen = choose(runs, store)
+        runs = study.plan(seeds, grid)
+        study.run(runs)
+        chosen = choose(runs, study)
         wider = extended(grid, chosen)
         if wider == grid:
             break
-        if not train:  # collecting: follow an extension only as far as training went
-            more = plan(settings, corpus, settings.lr_seeds, wider, store.runs_dir)
-            if not any(store.finished(p) for n, p in more.items() if n not in runs):
+        if not study.train:  # collecting: follow an extension only as far as training went
+            more = study.plan(seeds, wider)
+            if not any(study.finished(p) for n, p in more.items() if n not in runs):
                 break
         grid = wider
     return runs, chosen
@@ -293,24 +279,23 @@ def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set)
     for s in settings.schedules:
         need = {n for (t, n) in open_cells if t == s or (s == paper.UNIFORM)}
         for n in sorted(need):
-            grid.setdefault(s, {})
-            grid[s][lrs[n]] = tuple(sorted({*grid[s].get(lrs[n], ()), n}))
+            by_lr = grid.setdefault(s, {})
+            by_lr[lrs[n]] = tuple(sorted({*by_lr.get(lrs[n], ()), n}))
     return grid
 
 
-def score(runs: dict[str, Planned], store: Store, batches: list) -> list[dict]:
-    """One row per finished reported run, scored on the test windows (or taken from an earlier
-    results file) and kept in the store, so a later round does not score it again."""
-    rows, runs_dir = [], store.runs_dir
+def score(runs: dict[str, Planned], study: Study) -> list[dict]:
+    """One row per finished reported run, scored on the test windows once (cached in `study`)."""
+    rows = []
     for p in runs.values():
-        if (cached := store.row(p)) is not None:
+        if (cached := study.row(p)) is not None:
             rows.append(cached)
             continue
-        if not finished(runs_dir, p.spec.name) or diverged(runs_dir / p.spec.name):
+        run_dir = study.runs_dir / p.spec.name
+        if not study.finished(p) or diverged(run_dir):
             continue
-        train = [m for m in read_metrics(runs_dir / p.spec.name) if m["kind"] == "train"]
         model = LoopedTransformer(p.cfg.model)
-        store.cached[p.spec.name] = row = {
+        study.cached[p.spec.name] = row = {
             "run": p.spec.name,
             "config_sha": fingerprint(p.cfg),
             "schedule": p.schedule,
@@ -321,96 +306,77 @@ def score(runs: dict[str, Planned], store: Store, batches: list) -> list[dict]:
             "tokens": p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len,
             "params": model.num_params(),
             "params_non_embedding": model.num_params(non_embedding=True),
-            "own_wall": own_wall(train),
-            "val_nll": val_nll(runs_dir / p.spec.name),
-            **heldout_nll(runs_dir / p.spec.name, p.cfg, batches),
+            "own_wall": own_wall([m for m in read_metrics(run_dir) if m["kind"] == "train"]),
+            "val_nll": study.val_nll(p),
+            **heldout_nll(run_dir, p.cfg, study.batches),
         }
         rows.append(row)
     order = {s: i for i, s in enumerate(SCHEDULES)}
     return sorted(rows, key=lambda r: (r["steps"], order[r["schedule"]], r["seed"], r["lr"]))
 
 
-def run_rounds(
-    settings: LengthSettings,
-    corpus: dict,
-    store: Store,
-    lrs: dict[int, float],
-    train: bool,
-    bigram: float,
-) -> tuple[list[dict], list[dict], dict]:
+def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list, list, dict]:
     """Seeds in rounds until every cell decides or the seeds run out: the reported rows, the
     cells at the last look and why the study stopped."""
-    batches = split_batches(settings.setup, corpus)
+    settings = study.settings
     rounds = [n for n in settings.rounds if n <= settings.max_seeds] or [settings.max_seeds]
     open_cells = {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
     runs: dict[str, Planned] = {}
     cells: list[dict] = []
-    stop = {
-        "reason": "no cell open: each decided, or its models miss the bigram",
-        "seeds": 0,
-        "complete": True,
-    }
+    reason, complete = "no cell open: each decided, or its models miss the bigram", True
     for n in rounds:
-        grid = round_grid(settings, lrs, open_cells)
-        runs.update(plan(settings, corpus, list(range(n)), grid, store.runs_dir))
-        if train:
-            train_all(runs, store, settings.workers)
-        rows = score(runs, store, batches)
+        runs.update(study.plan(list(range(n)), round_grid(settings, lrs, open_cells)))
+        study.run(runs)
+        rows = score(runs, study)
         cells = sequential_cells(rows, bigram, settings.schedules, tuple(rounds), TOLERANCE, cells)
         open_cells = {(c["schedule"], c["steps"]) for c in cells if c.get("open")}
-        stop["seeds"] = max((len(c["seed_ids"]) for c in cells), default=0)
-        if not all(store.finished(p) for p in runs.values()):
-            stop["reason"] = f"budget: the round of {n} seeds unfinished when collected"
-            stop["complete"] = False
+        if not all(study.finished(p) for p in runs.values()):
+            reason, complete = f"budget: the round of {n} seeds unfinished when collected", False
             break
         if not open_cells:
             break
-    else:
-        if open_cells:
-            stop["reason"] = f"budget: {len(open_cells)} cells undecided at {rounds[-1]} seeds"
-    return rows, cells, stop
+    if complete and open_cells:
+        reason = f"budget: {len(open_cells)} cells undecided at {rounds[-1]} seeds"
+    seeds = max((len(c["seed_ids"]) for c in cells), default=0)
+    return rows, cells, {"reason": reason, "seeds": seeds, "complete": complete}
 
 
-def tuned(
-    settings: LengthSettings, corpus: dict, store: Store, lrs: dict[int, float], train: bool
-) -> dict:
-    """Robustness: at `tuned_at` steps, each schedule at its own LR (chosen on the LR seeds), the
-    first round's seeds, against uniform at its own (the shared) LR."""
-    n = settings.tuned_at
+def tuned(study: Study, lrs: dict[int, float]) -> dict:
+    """Robustness: each schedule at its own LR at `tuned_at` steps, the first round's seeds."""
+    settings, n = study.settings, study.settings.tuned_at
     if not n or n not in lrs:
         return {}
     others = [s for s in settings.schedules if s != paper.UNIFORM]
-    grid = {s: dict.fromkeys(settings.lrs, (n,)) for s in others}
-    swept, chosen = sweep(settings, corpus, store, grid, train)
+    swept, chosen = sweep(study, {s: dict.fromkeys(settings.lrs, (n,)) for s in others})
     own = {s: chosen[s][n]["lr"] for s in others if s in chosen and n in chosen[s]}
     grid = {s: {lr: (n,)} for s, lr in own.items()} | {paper.UNIFORM: {lrs[n]: (n,)}}
-    runs = plan(settings, corpus, list(range(settings.rounds[0])), grid, store.runs_dir)
-    if train:
-        train_all(runs, store, settings.workers)
-    rows = score(runs, store, split_batches(settings.setup, corpus))
+    runs = study.plan(list(range(settings.rounds[0])), grid)
+    study.run(runs)
+    rows = score(runs, study)
     return {
         "steps": n,
         "lrs": own,
         "chosen": chosen,
-        "sweep": sweep_rows(swept, store),
+        "sweep": sweep_rows(swept, study),
         "rows": rows,
         "cells": tuned_cells(rows, own, TOLERANCE),
     }
 
 
 def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
-    """The shared LR, then seeds in rounds, then the robustness check; `train` False collects
-    what has finished (nothing is trained)."""
+    """The shared LR, seeds in rounds, the robustness check; `train` False only collects."""
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
     corpus = ensure_corpus(settings.setup, out, settings.corpus)
-    store = Store(out / "runs", cached_rows(settings.resume_from, corpus))
+    cached = cached_rows(settings.resume_from, corpus)
     base = baselines(settings.setup, corpus, out / "baselines.json")
+    batches = split_batches(settings.setup, corpus)
+    study = Study(settings, corpus, out / "runs", train, cached, batches)
     grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
-    swept, chosen = sweep(settings, corpus, store, grid, train)
+    swept, chosen = sweep(study, grid)
     lrs = shared_lrs(settings, chosen)
-    rows, cells, stop = run_rounds(settings, corpus, store, lrs, train, base["test"]["bigram"])
-    robust = tuned(settings, corpus, store, lrs, train) if stop["complete"] else {}
+    rows, cells, stop = run_rounds(study, lrs, base["test"]["bigram"])
+    robust = tuned(study, lrs) if stop["complete"] else {}
     cfg = run_config(settings.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
     env = {
         "dtype": cfg.dtype,
@@ -418,7 +384,6 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
         "python": platform.python_version(),
         "machine": machine_name(),
     }
-    test_windows = len(split_batches(settings.setup, corpus))
     return {
         "meta": {
             "settings": asdict(settings),
@@ -427,11 +392,11 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
             "worker_s": round(sum(r["own_wall"] for r in rows), 1),
             "stopped": stop,
             "corpus": {k: corpus[k] for k in CORPUS_KEYS if k in corpus},
-            "test_tokens": test_windows * settings.setup.batch_size * settings.setup.seq_len,
+            "test_tokens": len(study.batches) * settings.setup.batch_size * settings.setup.seq_len,
         },
         "baselines": base,
         "chosen": {s: {str(n): c for n, c in v.items()} for s, v in chosen.items()},
-        "sweep": sweep_rows(swept, store),
+        "sweep": sweep_rows(swept, study),
         "shared_lr": {str(n): lr for n, lr in lrs.items()},
         "rows": rows,
         "cells": cells,
@@ -442,8 +407,7 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
 
 # -- the study's cells: each (schedule, length) against uniform ------------------------------
 def keeps_going(found: Verdict) -> bool:
-    """Whether a cell takes the next round of seeds: undecided, or "no worse" (more seeds may
-    narrow it to "within"; a study that ends there reports "no worse")."""
+    """Whether a cell takes the next round: undecided, or "no worse" (may narrow to "within")."""
     return found in (Verdict.UNDECIDED, Verdict.NO_WORSE)
 
 
@@ -469,24 +433,22 @@ def _cell_base(mine: list[dict], bigram: float) -> dict:
 def judged_cell(
     mine: list[dict], uni: list[dict], bigram: float, looks: tuple[int, ...], tol: float
 ) -> dict:
-    """One schedule at one length against uniform's runs of the same seeds: the paired gap
-    with its group-sequential interval, the verdict at `tol`, the gap at K=1, 4 and 16, and
-    whether the cell stays open (undecided or "no worse", and its models beat the bigram)."""
+    """One schedule at one length against uniform's same seeds: the paired gap's group-sequential
+    interval and verdict at `tol`, the gap at K=1, 4 and 16, and whether the cell stays open."""
     by_seed = {r["seed"]: r for r in uni}
     mine = [r for r in mine if r["seed"] in by_seed]
     ref = [by_seed[r["seed"]] for r in mine]
-    cell = _cell_base(mine, bigram)
-    gap = stats.sequential_ratio(
-        [a["mean_nll"] / b["mean_nll"] - 1 for a, b in zip(mine, ref)], looks
-    )
+
+    def gap_of(nll: Callable[[dict], float]) -> stats.Interval:
+        return stats.sequential_ratio([nll(a) / nll(b) - 1 for a, b in zip(mine, ref)], looks)
+
+    cell, gap = _cell_base(mine, bigram), gap_of(lambda r: r["mean_nll"])
     informative = cell["beats_bigram"] and max(r["mean_nll"] for r in ref) < bigram
-    found = (
-        stats.verdict(gap, tol, informative) if gap.n > 1 or not informative else Verdict.UNDECIDED
-    )
+    found = Verdict.UNDECIDED
+    if gap.n > 1 or not informative:
+        found = stats.verdict(gap, tol, informative)
     by_depth = {
-        str(k): stats.sequential_ratio(
-            [a["token_nll"][k - 1] / b["token_nll"][k - 1] - 1 for a, b in zip(mine, ref)], looks
-        ).as_dict()
+        str(k): gap_of(lambda r, k=k: r["token_nll"][k - 1]).as_dict()
         for k in DEPTHS_SHOWN
         if len(mine[0]["token_nll"]) >= k
     }
@@ -509,8 +471,7 @@ def sequential_cells(
     previous: list[dict] = (),
 ) -> list[dict]:
     """Per length: uniform's cell, then each other schedule's judged cell. A cell decided at an
-    earlier look keeps that look's verdict (its seeds stopped there); an open one is judged
-    again on every seed it now has."""
+    earlier look keeps that verdict (its seeds stopped there); an open one is judged again."""
     done = {(c["schedule"], c["steps"]): c for c in previous if not c.get("open", True)}
     out = []
     for steps in sorted({r["steps"] for r in rows}):
@@ -531,9 +492,8 @@ def sequential_cells(
 
 
 def seed_trends(cells: list[dict]) -> dict[str, dict]:
-    """Per schedule: each seed's least-squares slope of its gap against log2(tokens) over the
-    informative lengths that seed has, then the 95% t-interval over seeds: seeds are the unit,
-    not seed x length points."""
+    """Per schedule: each seed's slope of its gap against log2(tokens) over the informative
+    lengths, then a 95% t-interval over seeds (seeds are the unit, not seed x length points)."""
     out = {}
     for s in dict.fromkeys(c["schedule"] for c in cells if "gap" in c):
         mine = [c for c in cells if c["schedule"] == s and "gap" in c]
@@ -557,8 +517,7 @@ def seed_trends(cells: list[dict]) -> dict[str, dict]:
 
 
 def tuned_cells(rows: list[dict], own: dict[str, float], tolerance: dict[str, float]) -> list[dict]:
-    """The robustness check: each schedule at its own LR against uniform at the shared LR, the
-    same seeds, a plain 95% t-interval (one look)."""
+    """Each schedule at its own LR against uniform at the shared LR: a plain 95% t-interval."""
     uni = {r["seed"]: r for r in rows if r["schedule"] == paper.UNIFORM}
     out = []
     for s, lr in own.items():

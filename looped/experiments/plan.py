@@ -1,10 +1,8 @@
 """One planner for every study: runs that share a prefix train it once.
 
-With a warmup-stable-decay LR, two runs of the same seed, batch and LR agree on every depth and
-learning rate until their schedules or LRs part (a shorter run's decay, a fixed-first switch);
-up to there one is *exactly* a branch of the other's checkpoint (`training.lineage.branch_point`
-finds the step). The planner records which planned run each run continues, from which step, and
-which checkpoints each parent keeps for its children.
+Two runs of the same seed, batch and LR agree exactly until their schedules or LRs part (a
+shorter run's decay, a fixed-first switch; `training.lineage.branch_point`), so up to there one
+can branch off the other's checkpoint.
 
     planner = Planner()
     long = planner.add(RunSpec("long", UNIFORM, seed=0), cfg_long)
@@ -45,12 +43,9 @@ class Planner:
         enough: Callable[[int, int], bool] = lambda shared, steps: shared > 0,
         runs_dir: Path | None = None,
     ) -> Spec:
-        """Plan `spec` (its steps derived from `cfg` when not given) and return it; a name
-        planned before returns that run unchanged. Of `parents` (names planned before), it
-        branches off the one it shares the most steps with (ties: the first), if `enough(shared,
-        steps)` says those are worth waiting for the parent. With `runs_dir`, a parent that has
-        finished is not retrained for a new checkpoint: the branch starts at the latest
-        checkpoint it holds before the two part (the branch trains a few more steps itself)."""
+        """Plan `spec` (a name planned before returns that run). It branches off the one of
+        `parents` it shares the most steps with, if `enough(shared, steps)`; with `runs_dir`, a
+        finished parent is not retrained: the branch starts at its latest checkpoint in time."""
         if spec.name in self.runs:
             return self.runs[spec.name]  # type: ignore[return-value]
         if not spec.steps:

@@ -1,13 +1,9 @@
 """The update-benefit probe (paper Fig. 4): is one update at K=16 worth more than one at K=4?
 
-From a checkpoint (weights and AdamW state), two copies of the model each take one AdamW step on
-the same training batch at the checkpoint's learning rate, one at K=4 and one at K=16; then
-
-    benefit(k) = held-out NLL_k(after the K=4 update) - NLL_k(after the K=16 update)
-
-at every serving depth k, averaged over several batches. Positive values favour the deep update:
-the paper finds it helps the deep serving depths at the switch, less after a few uniform updates.
-Also here: the cosine between the training gradients at different depths (`gradient_agreement`).
+From a checkpoint, two copies of the model each take one AdamW step on the same batch at the
+checkpoint's learning rate, at K=4 and at K=16; benefit(k) = held-out NLL_k(after K=4) -
+NLL_k(after K=16) at every serving depth k, averaged over batches (positive: the deep update
+helps). Also here: the cosine between the training gradients at different depths.
 """
 
 from __future__ import annotations
@@ -36,11 +32,8 @@ def one_update(
     depth: int,
     micro_batch: int = 0,
 ) -> LoopedTransformer:
-    """A copy of `model` after one AdamW step at `depth` on (x, y); the original is untouched.
-
-    (x, y) is the whole optimizer batch; `micro_batch` rows at a time accumulate its gradient,
-    as the trainer's gradient accumulation does (0: all rows at once).
-    """
+    """A copy of `model` after one AdamW step at `depth` on the optimizer batch (x, y), its
+    gradient accumulated `micro_batch` rows at a time as the trainer does (0: all at once)."""
     clone = copy.deepcopy(model).train()
     opt = make_optimizer(clone, optim_cfg)
     opt.load_state_dict(copy.deepcopy(optimizer_state))
@@ -83,22 +76,14 @@ def update_benefit(
     base = token_nll_by_depth(model.eval(), held_out, depths)
     per_batch = []
     for b in range(n_batches):
-        # Probe batches come from a stream the run itself never draws (micro index -1 - b).
-        # A full optimizer batch (all micro-batches of one process), like a real update.
-        pairs = [
-            source.train.sample_batch(
-                cfg.batch_size, cfg.seq_len, batch_generator(cfg.seed, step, -1 - b, m)
-            )
-            for m in range(cfg.grad_accum)
-        ]
+        # a full optimizer batch from a stream the run never draws (micro index -1 - b)
+        gens = [batch_generator(cfg.seed, step, -1 - b, m) for m in range(cfg.grad_accum)]
+        pairs = [source.train.sample_batch(cfg.batch_size, cfg.seq_len, g) for g in gens]
         x, y = torch.cat([p[0] for p in pairs]), torch.cat([p[1] for p in pairs])
         after = {}
         for k in (shallow, deep):
-            after[k] = token_nll_by_depth(
-                one_update(model, state["optimizer"], cfg.optim, lr, x, y, k, cfg.batch_size),
-                held_out,
-                depths,
-            )
+            updated = one_update(model, state["optimizer"], cfg.optim, lr, x, y, k, cfg.batch_size)
+            after[k] = token_nll_by_depth(updated, held_out, depths)
         per_batch.append({d: after[shallow][d] - after[deep][d] for d in depths})
     mean = {d: sum(p[d] for p in per_batch) / n_batches for d in depths}
     return {
@@ -118,12 +103,8 @@ def update_benefit(
 def depth_gradients(
     model: LoopedTransformer, x: torch.Tensor, y: torch.Tensor, depths: list[int]
 ) -> dict[int, torch.Tensor]:
-    """The full training gradient (one flat fp32 vector) of the loss at each depth, same batch.
-
-    Uniform training averages these over K; if they point different ways the average is shorter
-    than any of them and each step teaches every depth less, which is one candidate for why
-    uniform 1..16 learns slower than a fixed K at small scale.
-    """
+    """The full training gradient (one flat fp32 vector) of the loss at each depth, same batch:
+    uniform training averages these, so where they disagree each step teaches every depth less."""
     params = [p for p in model.parameters() if p.requires_grad]
     grads = {}
     for k in depths:
@@ -138,8 +119,7 @@ def gradient_agreement(
     model: LoopedTransformer, x: torch.Tensor, y: torch.Tensor, depths: list[int]
 ) -> dict[str, Any]:
     """Cosine between the gradients at every pair of depths on one batch, their norms, and the
-    norm of their mean relative to the mean norm ("how much of each gradient survives the
-    average": 1 when all agree, 1/sqrt(n) for orthogonal gradients of equal size)."""
+    norm of their mean over the mean norm (1 when all agree, 1/sqrt(n) when orthogonal)."""
     grads = depth_gradients(model, x, y, depths)
     g = torch.stack([grads[k] for k in depths])
     norms = g.norm(dim=1)
@@ -154,8 +134,7 @@ def gradient_agreement(
 
 
 def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict[str, Any]:
-    """`gradient_agreement` at a run's checkpoint, averaged over `n_batches` training batches
-    drawn from a stream the run never uses (as in `update_benefit`)."""
+    """`gradient_agreement` at a run's checkpoint, averaged over `n_batches` batches."""
     ckpt, cfg, state, model = _load(run)
     step = state["step"]
     model.train()

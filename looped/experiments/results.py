@@ -1,9 +1,7 @@
 """What finished runs wrote, read the one way every study reads it.
 
-A study reads each run's `metrics.jsonl` (`runtime.metrics.read_metrics`), and a run that
-branched off another run's checkpoint is read as if it had trained from scratch: its parent's
-records up to the branch step come first (`before_branch`), and its training time adds the
-parent's share (`branched_wall`). The readers take no lock: a live run may be appending as they read.
+A branched run is read as if it had trained from scratch: its parent's records up to the branch
+step come first (`before_branch`), its training time adds the parent's share (`branched_wall`).
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ from looped.runtime.metrics import read_metrics
 
 
 def before_branch(runs_dir: Path, parent: str | None, branch_step: int) -> list[dict]:
-    """The parent's records up to the step a branch continues from (none for a root run): what
-    the branch inherits when it is read as if it had trained from scratch."""
+    """The parent's records up to the step a branch continues from (none for a root run)."""
     if not parent:
         return []
     return [m for m in read_metrics(runs_dir / parent) if m["step"] <= branch_step]
@@ -36,10 +33,8 @@ def own_wall(train: list[dict]) -> float:
 
 
 def branched_wall(train: list[dict], parent: list[dict], branch_step: int) -> float:
-    """A run's training seconds as if it had trained from scratch: its own, plus (for a branch)
-    its parent's up to the branch step. `parent` holds the parent's train records up to there;
-    the last one is scaled to the branch step, which leaves it as it is when a record was logged
-    at the branch step itself."""
+    """A run's training seconds as if it had trained from scratch: its own plus its parent's
+    (`parent`: train records up to the branch step, the last one scaled to it)."""
     wall = own_wall(train)
     if parent:
         wall += train_wall(parent[-1]) * branch_step / parent[-1]["step"]
@@ -53,17 +48,15 @@ def diverged(run_dir: Path) -> bool:
 
 
 def keep_earlier_times(meta: dict, results: Path, keys: tuple[str, ...]) -> None:
-    """When nothing was trained, `meta` takes these timing fields from the results file it
-    replaces: the times are those of the invocation that trained the runs, not of a re-read."""
+    """When nothing was trained, keep the timing fields of the results file being replaced."""
     if results.is_file():
         before = json.loads(results.read_text())["meta"]
         meta.update({k: before[k] for k in keys if before.get(k) is not None})
 
 
 def write_result(path: Path, result: dict, say: bool = True) -> Path:
-    """A study's results file, written whole or not at all, in the one format every results
-    file has (JSON, one space of indent, non-ASCII text as itself, a final newline); with `say`,
-    a line says where (studies that name their figures too say it themselves)."""
+    """A study's results file, written atomically in the one format of every results file;
+    with `say`, a line says where."""
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     if say:

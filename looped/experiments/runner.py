@@ -1,9 +1,8 @@
 """Train a set of runs on a pool of single-threaded worker processes, parents before children.
 
-Used by every study: each plans its runs as `RunSpec`s (`experiments.plan`: a run may branch off
-another run's checkpoint where the two agree exactly), hands them to `execute`, then reads what
-the runs wrote (`experiments.results`). Two single-threaded workers use a 2-core machine better
-than one two-threaded process; finished runs are reused.
+Every study plans its runs as `RunSpec`s (`experiments.plan`), hands them to `execute`, then
+reads what they wrote (`experiments.results`). Two single-threaded workers use a 2-core machine
+better than one two-threaded process; finished runs are reused.
 """
 
 from __future__ import annotations
@@ -37,8 +36,7 @@ from looped.training.trainer import train
 
 @dataclass
 class RunSpec:
-    """One run as the pool trains it; a study keeps what a run means to it (budget, role,
-    variant) in its own structure, or in a subclass of this one."""
+    """One run as the pool trains it (a study may subclass it to add what a run means to it)."""
 
     name: str  # directory name under runs/
     schedule: str  # depth schedule spec
@@ -54,8 +52,8 @@ class RunSpec:
 
 # -- execution -------------------------------------------------------------------------------
 def progress_mode() -> str:
-    """ "notebook" (tqdm widgets in Jupyter), "terminal" (tqdm bars on a terminal's stderr) or
-    "lines" (one plain line per finished run: a log file gets no escape-code redraws)."""
+    """ "notebook" (tqdm widgets), "terminal" (tqdm bars) or "lines" (one plain line per finished
+    run, so a log file gets no escape-code redraws)."""
     try:  # IPython is there only where a notebook runs
         from IPython import get_ipython
 
@@ -69,8 +67,7 @@ def progress_mode() -> str:
 
 
 def run_line(name: str, summary: dict) -> str:
-    """The line a finished run prints when the output is not a terminal (`summary`: what `train`
-    returns; its wall time counts this run's own steps, not its parent's)."""
+    """The line a finished run prints when the output is not a terminal (`summary`: `train`'s)."""
     if "diverged" in summary:
         return f"finished {name}: diverged ({summary['diverged']})"
     return (
@@ -83,9 +80,8 @@ _progress: Any = None  # in a worker: the queue its progress goes to (set when i
 
 
 def _start_worker(progress: Any, parent: int) -> None:
-    """Each spawned worker gets the parent's queue (a plain one: no manager process to outlive a
-    killed demo; best-effort, so a worker never waits at exit to flush it) and a watchdog thread
-    that ends the worker once its parent has died, whatever it is doing."""
+    """Give a spawned worker the parent's progress queue (plain and best-effort: nothing to
+    outlive a killed demo) and a watchdog thread that ends it once its parent has died."""
     global _progress
     _progress = progress
     progress.cancel_join_thread()
@@ -93,8 +89,7 @@ def _start_worker(progress: Any, parent: int) -> None:
 
 
 def _exit_with_parent(parent: int, every: float = 0.5) -> None:
-    """Exit once `parent` is no longer this process's parent (the demo was killed); checkpoints
-    are atomic, so the next demo retrains the unfinished run."""
+    """Exit once `parent` has died; checkpoints are atomic, so the next demo retrains the run."""
     while os.getppid() == parent:
         time.sleep(every)
     os._exit(1)
@@ -170,8 +165,7 @@ def _cost(spec: RunSpec, cfg: TrainConfig) -> float:
 def _to_train(
     specs: list[RunSpec], configs: dict[str, TrainConfig], runs_dir: Path, fresh: bool
 ) -> dict[str, RunSpec]:
-    """The runs to (re)train, their old directories removed: the unfinished ones and every child
-    of one (a retrained parent retrains its children)."""
+    """The unfinished runs and their children (to (re)train), their old directories removed."""
     todo = {}
     for spec in specs:
         run_dir = runs_dir / spec.name
@@ -188,7 +182,7 @@ def _to_train(
 
 class _Bars:
     """An overall bar in modeled GFLOPs and one bar per busy worker, fed by the workers' (name,
-    step, total, loss, depth) messages; `disable`: quiet, or one plain line per run instead."""
+    step, total, loss, depth) messages."""
 
     def __init__(self, todo: dict[str, RunSpec], workers: int, disable: bool) -> None:
         self.todo, self.disable = todo, disable
@@ -250,8 +244,8 @@ def execute(
     fresh: bool,
     quiet: bool,
 ) -> int:
-    """Run the grid on a process pool, parents before children, costliest first; returns how
-    many runs were trained (finished ones are reused unless `fresh`)."""
+    """Train the runs on a process pool, parents first; return how many were trained (finished
+    ones are reused unless `fresh`)."""
     todo = _to_train(specs, configs, runs_dir, fresh)
     if not todo:
         return 0
@@ -273,8 +267,7 @@ def execute(
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """End the pool now, its workers' runs included (retrained next time). Python < 3.14 has no
-    public way to stop a busy worker; without this, exiting would wait for every run."""
+    """End the pool and its busy workers now (Python < 3.14 has no public way to stop one)."""
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.kill()
     pool.shutdown(wait=True, cancel_futures=True)  # quick now: it only cleans up
@@ -290,8 +283,8 @@ def _drive(
     bars: _Bars,
     lines: bool,
 ) -> None:
-    """Submit runs as their parents finish, by priority then costliest first, until every run in
-    `todo` is done; a worker's error is re-raised here."""
+    """Submit runs as their parents finish, by priority then costliest first, until all are
+    done; a worker's error is re-raised here."""
     running: dict[Any, str] = {}
     done: set[str] = set()
 

@@ -1,9 +1,8 @@
 """What serving depth buys, shown: the same prompts continued at depths 1, 2, 4 and 16.
 
-Each model of the length study's longest length (seed 0, at the shared LR) continues a few fixed
-prompts greedily at each serving depth: fixed-first K=2 (67%) and uniform 1..16 from the study,
-and a fixed K=4 run trained here on the same data, steps and LR, so the three differ only in
-their depth schedule. Beside each depth: that model's test NLL there.
+The length study's seed-0 models at its longest length and shared LR (fixed-first K=2 (67%),
+uniform 1..16) and a fixed K=4 twin trained here on the same data, steps and LR, so the three
+differ only in their depth schedule, each continue a few prompts greedily at each depth.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ PROMPTS = (
 )
 DEPTHS = (1, 2, 4, 16)
 TOKENS = 24  # tokens generated per continuation
-FIXED = paper.FIXED  # the fixed-depth model trained here: K=4 throughout
 
 
 @torch.no_grad()
@@ -48,20 +46,18 @@ def continue_greedy(model: LoopedTransformer, tok: Any, prompt: str, depth: int,
     return tok.decode(x[0, start:].tolist())
 
 
-def models(study: dict, out: Path, settings: LengthSettings) -> dict[str, tuple[Path, Any]]:
-    """label -> (run directory, config) of the three models, training the fixed-K one if
-    it is missing (one run, a few minutes on a CPU)."""
-    corpus = ensure_corpus(settings.setup, out)
+def models(study: dict, out: Path, settings: LengthSettings, corpus: dict) -> dict[str, tuple]:
+    """label -> (run directory, config) of the three models, training the fixed-K twin if it is
+    missing (one run, a few minutes on a CPU)."""
     steps = max(settings.lengths)
     lr = study["shared_lr"][str(steps)]  # every schedule trains at the shared LR
     picked = {}
-    for schedule in (paper.RECIPE_200M, paper.UNIFORM):
+    for schedule in (paper.RECIPE_200M, paper.UNIFORM, paper.FIXED):
         cfg = run_config(settings.setup, corpus, schedule=schedule, lr=lr, seed=0, steps=steps)
         picked[paper.label(schedule)] = (out / "runs" / name_of(schedule, lr, 0, steps), cfg)
-    cfg = run_config(settings.setup, corpus, schedule=FIXED, lr=lr, seed=0, steps=steps)
-    name = f"fixed4_lr{lr:g}_s0_n{steps}"
-    execute([RunSpec(name, FIXED, seed=0, steps=steps)], {name: cfg}, out / "runs", 1, False, False)
-    picked[paper.label(FIXED)] = (out / "runs" / name, cfg)
+    name = name_of(paper.FIXED, lr, 0, steps)
+    twin = {name: picked[paper.label(paper.FIXED)][1]}
+    execute([RunSpec(name, paper.FIXED, seed=0, steps=steps)], twin, out / "runs", 1, False, False)
     return picked
 
 
@@ -74,11 +70,11 @@ def sample_all(study: dict, out: Path, settings: LengthSettings | None = None) -
     windows = heldout_windows(settings.setup, corpus)
     result: dict[str, Any] = {"prompts": list(PROMPTS), "depths": list(DEPTHS), "tokens": TOKENS}
     result["models"] = {}
-    for label, (run_dir, cfg) in models(study, out, settings).items():
-        if not list_checkpoints(run_dir):
+    for label, (run_dir, cfg) in models(study, out, settings, corpus).items():
+        if not (checkpoints := list_checkpoints(run_dir)):
             raise UserError(f"{run_dir} has no checkpoint; run `looped length` first")
         model = LoopedTransformer(cfg.model)
-        load_weights(list_checkpoints(run_dir)[-1][1], model)
+        load_weights(checkpoints[-1][1], model)
         model.eval()
         nll = heldout_nll(run_dir, cfg, windows)["token_nll"]
         result["models"][label] = {

@@ -3,10 +3,8 @@
     corpus = ensure_corpus(TextSetup(), Path("runs/length"))   # tokenized once, then reused
     cfg = run_config(TextSetup(), corpus, schedule=paper.UNIFORM, lr=3e-3, seed=0, steps=400)
 
-The default corpus is the standard library's source (offline everywhere), split without leaks
-(`data.splits`: near-duplicate families in one split, the tokenizer fit on train alone) into
-train, validation (every LR choice) and test (every reported number). A small BPE keeps the
-embedding and head from dominating a d=64 model (`results/text_regime.json`).
+The default corpus is the standard library's source, split without leaks (`data.splits`) into
+train, validation (every LR choice) and test (every reported number).
 """
 
 from __future__ import annotations
@@ -69,16 +67,6 @@ def source_documents(source: str) -> list[tuple[str, str]]:
     return docs
 
 
-def _prepared(source: str) -> dict[str, Any]:
-    """A directory `looped data text` wrote, used as it is: it must have a test split."""
-    meta = read_meta(source)
-    if "test" not in meta["splits"]:
-        raise UserError(
-            f"{source} has no test split; prepare it with `looped data text ... --test-frac 0.05`"
-        )
-    return {**meta, "path": str(Path(source).resolve())}
-
-
 def ensure_corpus(
     setup: TextSetup,
     out: Path,
@@ -91,13 +79,16 @@ def ensure_corpus(
     quiet: bool = True,
 ) -> dict[str, Any]:
     """The corpus's meta.json with its path, tokenized into `directory` (default `corpus_path`)
-    the first time and reused after. `source`: None (the standard library), a built-in name, a
-    directory `looped data text` prepared (used as it is), or any `datasets` source: read into
-    memory and split like the built-in ones, or with `stream` split by a hash of each document
-    (`--max-docs` bounds it). Both fit the tokenizer on train alone. A directory written for
-    another corpus is refused, not silently reused."""
-    if source and (Path(source) / META).is_file():
-        return _prepared(source)
+    once, then reused. `source`: None (stdlib), a built-in name, a `looped data text` directory
+    (used as it is), or a `datasets` source, read into memory and split like the built-in ones
+    or, with `stream`, split by a hash of each document. Another corpus's directory is refused."""
+    if source and (Path(source) / META).is_file():  # a `looped data text` directory, as it is
+        meta = read_meta(source)
+        if "test" not in meta["splits"]:
+            raise UserError(
+                f"{source} has no test split; prepare it with `looped data text ... --test-frac 0.05`"
+            )
+        return {**meta, "path": str(Path(source).resolve())}
     path = directory or corpus_path(setup, out, source)
     dataset = str(Path(source).expanduser()) if source else "stdlib"
     if not (path / META).is_file():
@@ -136,31 +127,16 @@ def run_config(
     log_interval: int = 10,
     before: tuple[str, ...] | list[str] = (),
 ) -> TrainConfig:
-    """One text run of every text study: evaluation on the validation windows at the end only
-    (test windows are scored after training). `before` (a user's overrides) comes before the
-    run's LR, seed and schedule, which win over it; `extra` after them."""
-    overrides = [
-        "data.kind=text",
-        f"data.path={corpus['path']}",
-        f"model.d_model={setup.d_model}",
-        f"model.n_head={setup.n_head}",
-        f"model.seq_len={setup.seq_len}",
-        f"seq_len={setup.seq_len}",
-        f"batch_size={setup.batch_size}",
-        f"optim.warmup_steps={setup.warmup_steps}",
-        f"eval_batches={setup.val_batches}",
-        "eval_depths=1-16",
-        "eval_interval=0",
-        f"log_interval={log_interval}",
-        "keep_last=1",
-        f"max_steps={steps}",
-        "paper_schedules=[]",
-        *before,
-        f"optim.lr={lr}",
-        f"seed={seed}",
-        f"schedule={schedule}",
-        *extra,
-    ]
+    """One text run of every text study, evaluated on the validation windows at the end only.
+    `before` (a user's overrides) comes before the run's LR, seed and schedule; `extra` after."""
+    fixed = "data.kind=text eval_depths=1-16 eval_interval=0 keep_last=1 paper_schedules=[]"
+    model = {"d_model": setup.d_model, "n_head": setup.n_head, "seq_len": setup.seq_len}
+    own = {"data.path": corpus["path"], **{f"model.{k}": v for k, v in model.items()}}
+    own |= {"seq_len": setup.seq_len, "batch_size": setup.batch_size, "max_steps": steps}
+    own |= {"optim.warmup_steps": setup.warmup_steps, "eval_batches": setup.val_batches}
+    own |= {"log_interval": log_interval}
+    run = [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]
+    overrides = [*fixed.split(), *(f"{k}={v}" for k, v in own.items()), *before, *run, *extra]
     cfg = load_config(preset, overrides)
     cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, corpus["vocab_size"])
     cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))
@@ -179,8 +155,7 @@ def heldout_windows(setup: TextSetup, corpus: dict[str, Any], split: str = "test
 
 
 def baselines(setup: TextSetup, corpus: dict[str, Any], cache: Path) -> dict[str, Any]:
-    """Unigram and add-k bigram NLL on the test (and validation) windows, fit on train, k chosen
-    on validation."""
+    """Unigram and add-k bigram NLL on the test (and validation) windows, k chosen on validation."""
     if cache.is_file():
         return json.loads(cache.read_text())
     path, vocab, val = corpus["path"], corpus["vocab_size"], heldout_windows(setup, corpus, "val")

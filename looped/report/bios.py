@@ -1,6 +1,6 @@
 """The bios track (the demo's synthetic biographies) as a reader sees it: the paper's figures
 (lines are seed means, bands the min-max across seeds), its tables, and the demo's comparison
-with the committed reference. Pure functions of demo.json's dict."""
+with the committed reference."""
 
 from __future__ import annotations
 
@@ -26,10 +26,8 @@ from looped.report.text import fig_lr_sweep
 SMOOTHING = 9  # steps in the trailing mean of a plotted training loss
 
 
-# -- figures ---------------------------------------------------------------------------------
 def by_label(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
-    """Runs grouped by schedule, keyed by its label in `paper.SHOWN` (never the label a results
-    file stored: older files hold older labels)."""
+    """Runs grouped by schedule label from `paper.SHOWN` (older results files hold older labels)."""
     out: dict[str, list[dict]] = defaultdict(list)
     for r in runs:
         if all(r.get(k) == v for k, v in match.items()):
@@ -38,8 +36,7 @@ def by_label(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
 
 
 def nll(row: dict) -> list[float]:
-    """The NLL a figure plots: fact NLL where the run has it (bios data, the demo), token NLL
-    otherwise (text runs, `looped plot --runs`)."""
+    """The NLL a figure plots: fact NLL where the run has it (bios), token NLL otherwise."""
     return row["fact_nll"] if "fact_nll" in row else row["token_nll"]
 
 
@@ -66,6 +63,13 @@ def at_full_budget(result: dict, **match: Any) -> dict[str, list[dict]]:
     return by_label(runs, budget=max(r["budget"] for r in runs), **match)
 
 
+def _bands(ax: Any, groups: dict[str, list[dict]], value: Any, need: str = "") -> None:
+    """A seed band of `value(run)` per schedule (left out where its runs lack `need`)."""
+    for i, (label, group) in enumerate(groups.items()):
+        if not need or need in group[0]:
+            style.schedule_band(ax, group[0]["depths"], [value(r) for r in group], label, i)
+
+
 def fig1_recall(result: dict, path: Path) -> Path:
     """Recalled bits per person across serving depths, one panel per budget (paper Fig. 1)."""
     runs = main_runs(result)
@@ -74,8 +78,7 @@ def fig1_recall(result: dict, path: Path) -> Path:
         1, len(budgets), figsize=(3.4 * len(budgets), 3.6), sharey=True, squeeze=False
     )
     for ax, budget in zip(axes[0], budgets):
-        for i, (label, group) in enumerate(by_label(runs, budget=budget).items()):
-            style.schedule_band(ax, group[0]["depths"], [r["bits"] for r in group], label, i)
+        _bands(ax, by_label(runs, budget=budget), lambda r: r["bits"])
         ax.set_title(f"{budget:.0%} of the full FLOP budget")
         ax.set_xlabel("serving depth K")
     axes[0][0].set_ylabel("recalled bits per person")
@@ -233,9 +236,7 @@ def fig_finish(result: dict, path: Path) -> Path:
 def fig_two_hop(result: dict, path: Path) -> Path:
     """Two-hop recall (employer -> city) across serving depths: where extra loops can matter."""
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for i, (label, group) in enumerate(at_full_budget(result).items()):
-        if "two_hop_acc" in group[0]:
-            style.schedule_band(ax, group[0]["depths"], [r["two_hop_acc"] for r in group], label, i)
+    _bands(ax, at_full_budget(result), lambda r: r["two_hop_acc"], need="two_hop_acc")
     for r in (r for r in result["runs"] if r["group"] == "depth" and "two_hop_acc" in r):
         ax.plot(r["depths"], r["two_hop_acc"], ls=":", lw=1, label=paper.label(r["schedule"]))
     ax.set(xlabel="serving depth K", ylabel="two-hop exact-match accuracy")
@@ -247,34 +248,29 @@ def fig_two_hop(result: dict, path: Path) -> Path:
 def paper_figures(result: dict, out_dir: str | Path) -> list[Path]:
     """Every demo figure into out_dir; returns the paths written."""
     style.use_theme()
-    out = Path(out_dir)
-    has_bits = all("bits" in r for r in result["runs"])
-    paths = [
-        fig2_nll_vs_flops(result, out / "fig2_nll_vs_flops.png"),
-        fig3_loss(result, out / "fig3_loss_trajectory.png"),
-        fig7_schedules(result, out / "fig7_schedules.png"),
-        fig8_nll_by_depth(result, out / "fig8_nll_by_depth.png"),
-    ]
-    if has_bits:
-        paths.insert(0, fig1_recall(result, out / "fig1_recall_bits.png"))
-        if any("depth" in r["group"] for r in result["runs"]):
-            paths.append(fig5_specialisation(result, out / "fig5_depth_specialisation.png"))
-        if any(r.get("pre_switch") for r in result["runs"]):
-            paths.append(fig_finish(result, out / "finishing_phase.png"))
-        if any("two_hop_acc" in r for r in result["runs"]):
-            paths.append(fig_two_hop(result, out / "two_hop_recall.png"))
-    return paths
+    runs, out = result["runs"], Path(out_dir)
+    bits = all("bits" in r for r in runs)
+    depth = bits and any("depth" in r["group"] for r in runs)
+    drawn = (  # (figure, its file, whether the runs hold what it draws)
+        (fig1_recall, "fig1_recall_bits.png", bits),
+        (fig2_nll_vs_flops, "fig2_nll_vs_flops.png", True),
+        (fig3_loss, "fig3_loss_trajectory.png", True),
+        (fig7_schedules, "fig7_schedules.png", True),
+        (fig8_nll_by_depth, "fig8_nll_by_depth.png", True),
+        (fig5_specialisation, "fig5_depth_specialisation.png", depth),
+        (fig_finish, "finishing_phase.png", bits and any(r.get("pre_switch") for r in runs)),
+        (fig_two_hop, "two_hop_recall.png", bits and any("two_hop_acc" in r for r in runs)),
+    )
+    return [figure(result, out / name) for figure, name, shown in drawn if shown]
 
 
-# -- tables -----------------------------------------------------------------------------------
 SUMMARY_HEADER = ["schedule", "LR", "steps", "compute vs uniform", "wall-clock vs uniform",
                   "mean fact NLL K=1..16 (seed range)", "vs uniform", "per-seed range",
                   "bits/person K=1", "K=4", "K=8", "K=16"]  # fmt: skip
 
 
 def format_summary(table: list[dict]) -> str:
-    """A summary table: seed means, the seed range of the mean fact NLL and the per-seed range
-    of the gap to uniform (paired by seed)."""
+    """A summary table: seed means, the seed range of the mean fact NLL and of the paired gap."""
     rows = []
     for r in table:
         n, v = r.get("fact_nll"), r.get("vs_uniform_by_seed")
@@ -289,33 +285,30 @@ def format_summary(table: list[dict]) -> str:
 
 
 def paired_mean(row: dict) -> float:
-    """A row's gap to uniform paired by seed (`stats.ratio_interval`), or the ratio of seed
-    means where there is no pairing."""
+    """A row's gap to uniform paired by seed, or the ratio of seed means without pairing."""
     v = row.get("vs_uniform_by_seed")
     if v and len(v.get("values", [])) > 1:
         return stats.ratio_interval(v["values"]).mean
     return row["fact_nll_vs_uniform"]
 
 
-COMPARED = (  # (summary key, label, format of a value, format of a difference)
-    ("steps", "steps", "{:.0f}", "{:+.0f}"),
-    ("compute_vs_uniform", "compute vs uniform", "{:.2f}x", "{:+.2f}"),
-    ("wall_vs_uniform", "wall-clock vs uniform", "{:.2f}x", "{:+.2f}"),
-    ("mean_fact_nll", "mean fact NLL K=1..16", "{:.3f}", "{:+.3f}"),
-    ("fact_nll_vs_uniform", "fact NLL vs uniform", "{:+.1%}", "{:+.1%}"),
-    *((f"bits.{k}", f"bits/person K={k}", "{:.1f}", "{:+.1f}") for k in (1, 4, 8, 16)),
+def _cell(key: str, bits: bool = False) -> Any:
+    """A summary row's value of `key` (of its bits at depth `key` with `bits`), NaN if absent."""
+    return lambda r: float((r.get("bits", {}) if bits else r).get(key, float("nan")))
+
+
+COMPARED = (  # (measure, its value in a summary row, format of a value, of a difference)
+    ("steps", _cell("steps"), "{:.0f}", "{:+.0f}"),
+    ("compute vs uniform", _cell("compute_vs_uniform"), "{:.2f}x", "{:+.2f}"),
+    ("wall-clock vs uniform", _cell("wall_vs_uniform"), "{:.2f}x", "{:+.2f}"),
+    ("mean fact NLL K=1..16", _cell("mean_fact_nll"), "{:.3f}", "{:+.3f}"),
+    ("fact NLL vs uniform", _cell("fact_nll_vs_uniform"), "{:+.1%}", "{:+.1%}"),
+    *((f"bits/person K={k}", _cell(str(k), True), "{:.1f}", "{:+.1f}") for k in (1, 4, 8, 16)),
 )
 
 
-def _summary_cell(row: dict, key: str) -> float:
-    if key.startswith("bits."):
-        return float(row.get("bits", {}).get(key.split(".")[1], float("nan")))
-    return float(row.get(key, float("nan")))
-
-
 def _beside(yours: list[dict], reference: list[dict], measures: tuple, *first: str) -> list[list]:
-    """Per schedule and measure (name, value of a row, format, format of a difference): yours,
-    the reference's and the difference ("-" where the reference has no such row)."""
+    """Per schedule and measure (name, value of a row, formats): yours, the reference's, the gap."""
     ref, rows = {r["schedule"]: r for r in reference}, []
     for row in yours:
         o = ref.get(row["schedule"])
@@ -328,10 +321,7 @@ def _beside(yours: list[dict], reference: list[dict], measures: tuple, *first: s
 
 def compare_summaries(yours: list[dict], reference: list[dict]) -> str:
     """Your full-budget table beside the reference's: one row per schedule and measure."""
-    measures = tuple(
-        (name, lambda r, k=key: _summary_cell(r, k), fmt, diff) for key, name, fmt, diff in COMPARED
-    )
-    rows = _beside(yours, reference, measures)
+    rows = _beside(yours, reference, COMPARED)
     return md_table(["schedule", "measure", "yours", "reference", "difference"], rows)
 
 
@@ -342,8 +332,7 @@ TEXT_COMPARED = (
 
 
 def compare_text(yours: dict, reference: dict) -> str:
-    """Your text track beside the reference's: per basis and schedule, the seed-mean NLL and
-    its gap to uniform."""
+    """Your text track beside the reference's: per basis and schedule, NLL and gap to uniform."""
     rows = []
     for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
         rows += _beside(yours.get(key, []), reference.get(key, []), TEXT_COMPARED, basis)
@@ -351,8 +340,7 @@ def compare_text(yours: dict, reference: dict) -> str:
 
 
 def text_note(result: dict) -> list[str]:
-    """When the text models lose to a bigram table on the same windows, they say nothing about
-    the paper's claim: the demo says so (and where the answer is)."""
+    """Text models that lose to a bigram table say nothing about the paper's claim: say so."""
     base = result.get("baselines")
     if not base or stats.beats_bigram(result, base):
         return []
@@ -376,23 +364,17 @@ def figures(result: dict, out: Path) -> list[Path]:
     """The bios figures, the LR sweep's (with --sweep) and Fig. 4."""
     paths = paper_figures(result, out)
     if result["sweep"]:
-        view = {
-            "meta": {"settings": {"schedules": list(MAIN_SCHEDULES)}},
-            "sweep": result["sweep"],
-            "chosen_lr": result["chosen_lr"],
-        }
+        view = {"meta": {"settings": {"schedules": list(MAIN_SCHEDULES)}}}
+        view |= {"sweep": result["sweep"], "chosen_lr": result["chosen_lr"]}
         title = "Bios LR sweep (seed 0, full FLOP budget; circled: chosen)"
         paths.append(fig_lr_sweep(view, out / "demo_lr_sweep.png", "mean fact NLL, K=1..16", title))
     if result["update_benefit"]:
-        ints = [
-            dict(r, benefit={int(k): v for k, v in r["benefit"].items()})
-            for r in result["update_benefit"]
-        ]
-        paths.append(plot_benefit(ints, out / "fig4_update_benefit.png"))
+        rows = result["update_benefit"]
+        rows = [dict(r, benefit={int(k): v for k, v in r["benefit"].items()}) for r in rows]
+        paths.append(plot_benefit(rows, out / "fig4_update_benefit.png"))
     return paths
 
 
-# -- the results page's section: tables only -------------------------------------------------
 SHOWN_DEPTHS = (1, 4, 8, 16)
 DEPTH_MEASURES = (("fact NLL", "fact_nll", ".3f"), ("exact recall", "exact", ".0%"),
                   ("two-hop accuracy", "two_hop_acc", ".2f"))  # fmt: skip
@@ -428,8 +410,7 @@ def full_runs(result: dict, schedule: str) -> list[dict]:
 
 
 def depth_table(result: dict) -> str:
-    """Per main schedule at the full budget, seed means at serving depths 1, 4, 8, 16: fact
-    NLL, exact recall (greedy answer right) and two-hop accuracy."""
+    """Per main schedule at the full budget, seed means at serving depths 1, 4, 8, 16."""
     at = {k: i for i, k in enumerate(result["runs"][0]["depths"])}
     rows = []
     for schedule in MAIN_SCHEDULES:
@@ -443,8 +424,7 @@ def depth_table(result: dict) -> str:
 
 
 def specialisation_table(result: dict) -> str:
-    """Fig. 5 in numbers: each fixed-K model's best serving depth and its fact NLL there and at
-    K=16 (seed 0)."""
+    """Fig. 5 in numbers: each fixed-K model's best serving depth, fact NLL there and at K=16."""
     rows = []
     for r in depth_runs(result):
         nll, best = r["fact_nll"], int(np.argmin(r["fact_nll"]))
@@ -454,9 +434,7 @@ def specialisation_table(result: dict) -> str:
 
 
 def switch_numbers(result: dict, window: int = 20) -> dict[str, float]:
-    """Fixed-first at the full budget, seed means: its mean fact NLL just before the switch and
-    after the finish, its training loss over the `window` steps before the switch and its peak
-    in the `window` steps after."""
+    """Fixed-first at the full budget, seed means: NLL and training loss around the switch."""
     runs = full_runs(result, FIXED_FIRST)
     before, peak = [], []
     for r in runs:
@@ -473,16 +451,13 @@ def switch_numbers(result: dict, window: int = 20) -> dict[str, float]:
 
 
 def catch_up_table(result: dict) -> str:
-    """Uniform trained beyond the full budget (`--catch-up`, seed 0) against fixed-first's
-    mean fact NLL at the full budget (seed 0)."""
-    catch = [r for r in result["runs"] if r["group"] == "catchup"]
-    catch.sort(key=lambda r: r["budget"])
+    """Uniform beyond the full budget (`--catch-up`) against fixed-first at it (seed 0)."""
+    catch = sorted(
+        (r for r in result["runs"] if r["group"] == "catchup"), key=lambda r: r["budget"]
+    )
     ff = [r for r in full_runs(result, FIXED_FIRST) if r["seed"] == catch[0]["seed"]]
-    rows = [[paper.label(FIXED_FIRST), "1x", ff[0]["steps"], f"{np.mean(ff[0]['fact_nll']):.3f}"]]
-    rows += [
-        [paper.label(UNIFORM), f"{r['budget']:.0f}x", r["steps"], f"{np.mean(r['fact_nll']):.3f}"]
-        for r in catch
-    ]
+    shown = [(FIXED_FIRST, "1x", ff[0])] + [(UNIFORM, f"{r['budget']:.0f}x", r) for r in catch]
+    rows = [[paper.label(s), b, r["steps"], f"{np.mean(r['fact_nll']):.3f}"] for s, b, r in shown]
     return md_table(["schedule", "budget", "steps", "mean fact NLL K=1..16"], rows)
 
 
@@ -511,9 +486,8 @@ def comparison(
     figures: Path,
     text_pair: tuple[dict, dict] | None = None,
 ) -> str:
-    """What `looped demo` prints at its end: your table beside the reference's (`paths`: yours,
-    the reference's), what differs in how they were made, the text tracks side by side
-    (`text_pair`: yours, the reference's), and where your figures are."""
+    """What `looped demo` prints at its end: your tables beside the reference's (`paths` and
+    `text_pair`: yours, the reference's), what differs in how they were made, your figures."""
     text = [
         f"\nYour demo ({paths[0]}) beside the reference ({paths[1]}, measured on "
         f"{reference['meta']['machine']}), full budget, seed means:",
@@ -527,12 +501,8 @@ def comparison(
             f"(your {', '.join(differ)} differ from the reference's: not a reproduction check)"
         )
     if text_pair is not None:
-        yours, theirs = text_pair
-        text += [
-            "\nYour text track beside the reference's, seed means:",
-            compare_text(yours, theirs),
-            *text_note(yours),
-        ]
+        text += ["\nYour text track beside the reference's, seed means:", compare_text(*text_pair)]
+        text += text_note(text_pair[0])
     text.append(
         f"Your figures: {figures}/ (the reference's: figures/). "
         f"Docs from your numbers: looped report --results {paths[0]}"

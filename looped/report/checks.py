@@ -1,7 +1,5 @@
-"""What a reader must be able to see in a figure, checked on the Figure in display coordinates:
-data in every panel, no legend over data or labels, three labelled ticks per numeric axis, no
-text cut or overlapping, no series hidden under another, no float noise. `style.save` and
-`style.show` refuse a figure that fails them; tests/test_figures.py runs them on every figure."""
+"""What a reader must be able to see in a figure, checked in display coordinates; `style.save`
+and `style.show` refuse a figure that fails, tests/test_figures.py runs them on every figure."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ from matplotlib.text import Text
 
 
 def empty_panels(fig: Any) -> list[str]:
-    """Titles of the panels that show no data in view (reference lines such as axhline do not
-    count: a panel holding only its "K=4" marker is empty)."""
+    """Titles of the panels that show no data in view (an axhline is a reference, not data)."""
     empty = []
     for i, ax in enumerate(fig.axes):
         if not ax.get_visible() or getattr(ax, "_colorbar", None) or ax.get_label() == "<colorbar>":
@@ -41,21 +38,15 @@ def empty_panels(fig: Any) -> list[str]:
 
 
 def refuse_empty(fig: Any) -> None:
-    empty = empty_panels(fig)
-    if empty:
+    if empty := empty_panels(fig):
         plt.close(fig)
         raise ValueError(f"figure has panels without data: {', '.join(map(repr, empty))}")
 
 
-# a number as a tick label writes it: 0.5, -2, 1e12, 40%, or matplotlib's mathtext 10^{3}
+# a number as a tick label writes it: 0.5, -2, 1e12, 40%, or mathtext 10^{3}
 _NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?%?$")
-
-
 _MATHTEXT_POWER = re.compile(r"^\$\\mathdefault\{(\d+(\.\d+)?\\times)?\d*\^\{-?\d+\}\}\$$")
-
-
-# float noise: ten or more decimals holding a run of 0s or 9s before another digit, what binary
-# floats print as (0.0012000000000000001, 0.30000000000000004), not a chosen format (1.000000)
+# float noise: what binary floats print as (0.0012000000000000001), not a chosen format (1.000)
 FLOAT_NOISE = re.compile(r"\.(?=\d{10})\d*?(0{5,}[1-9]|9{6,})")
 
 
@@ -82,7 +73,7 @@ def _has_stroke(line: Any) -> bool:
 
 
 def _along(points: np.ndarray, step: float = 2.0) -> np.ndarray:
-    """Points every `step` display pixels along a polyline (its vertices included)."""
+    """Points every `step` display pixels along a polyline, its vertices included."""
     out = [points[:1]]
     for a, b in zip(points[:-1], points[1:]):
         n = max(1, int(np.ceil(np.hypot(*(b - a)) / step)))
@@ -131,19 +122,19 @@ def _data_pixels(ax: Any) -> list[tuple[str, np.ndarray]]:
     return found
 
 
+def _shown_axes(fig: Any) -> list[tuple[int, Any]]:
+    return [(i, ax) for i, ax in enumerate(fig.axes) if ax.get_visible() and ax.axison]
+
+
 def _texts(fig: Any) -> list[Any]:
     """Every text a legend must leave readable: tick labels, axis labels, titles."""
     texts = [t for t in fig.texts if t.get_visible() and t.get_text()]
     if getattr(fig, "_suptitle", None) is not None:
         texts.append(fig._suptitle)
-    for ax in fig.axes:
-        if not ax.get_visible() or not ax.axison:
-            continue
+    for _, ax in _shown_axes(fig):
         for axis in (ax.xaxis, ax.yaxis):
-            texts += tick_labels(axis)
-            texts += [
-                t for t in (axis.label, axis.get_offset_text()) if t.get_visible() and t.get_text()
-            ]
+            shown = (axis.label, axis.get_offset_text())
+            texts += tick_labels(axis) + [t for t in shown if t.get_visible() and t.get_text()]
         texts += [t for t in (ax.title, ax._left_title, ax._right_title) if t.get_text()]
     return texts
 
@@ -158,16 +149,17 @@ def inside_panel(legend: Any, ax: Any) -> bool:
     return bool(np.allclose(legend.get_bbox_to_anchor().bounds, ax.bbox.bounds))
 
 
+def _outside(box: Any, frame: Any) -> bool:
+    return box.x0 < frame.x0 or box.x1 > frame.x1 or box.y0 < frame.y0 or box.y1 > frame.y1
+
+
 def legend_clashes(fig: Any, legend: Any, renderer: Any) -> list[str]:
-    """What a legend covers (plotted points, tick labels, titles), and whether one meant
-    to sit inside its panel sticks out of it."""
+    """What a legend covers (points, tick labels, titles), or that it sticks out of its panel."""
     box = legend.get_window_extent(renderer).padded(-1)
     clashes = []
     owner = legend.axes
-    if owner is not None and inside_panel(legend, owner):
-        frame = owner.bbox
-        if box.x0 < frame.x0 or box.x1 > frame.x1 or box.y0 < frame.y0 or box.y1 > frame.y1:
-            clashes.append("sticks out of its panel")
+    if owner is not None and inside_panel(legend, owner) and _outside(box, owner.bbox):
+        clashes.append("sticks out of its panel")
     for i, ax in enumerate(fig.axes):
         if not ax.get_visible():
             continue
@@ -206,27 +198,29 @@ def tick_labels(axis: Any) -> list[Any]:
     ]
 
 
-def _shown_labels(axis: Any) -> list[str]:
-    return [t.get_text() for t in tick_labels(axis)]
+def crowded(axis: Any, renderer: Any) -> bool:
+    """Whether two neighbouring tick labels of an axis overlap."""
+    boxes = [t.get_window_extent(renderer) for t in tick_labels(axis)]
+    return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
 
 
 def _shares_labels(ax: Any, which: str) -> bool:
     """Whether another panel labels this shared axis (sharey's inner panels)."""
     group = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
     return any(
-        sib is not ax and _shown_labels(sib.xaxis if which == "x" else sib.yaxis)
+        sib is not ax and tick_labels(getattr(sib, f"{which}axis"))
         for sib in group.get_siblings(ax)
     )
 
 
 def needs_ticks(ax: Any) -> list[tuple[str, Any, list[str]]]:
-    """(x or y, axis, labels) of each numeric axis with under three labelled ticks; category
-    labels (K=1) are not numeric, and an axis another panel labels is exempt."""
+    """(x or y, axis, labels) of each numeric axis with under three labelled ticks (an axis
+    another panel labels is exempt)."""
     if not ax.get_visible() or not ax.axison or getattr(ax, "_colorbar", None):
         return []
     found = []
     for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
-        labels = _shown_labels(axis)
+        labels = [t.get_text() for t in tick_labels(axis)]
         if len(labels) >= 3 or (labels and not all(_is_number(t) for t in labels)):
             continue
         if not labels and _shares_labels(ax, which):
@@ -248,9 +242,8 @@ def _distances(points: np.ndarray, polyline: np.ndarray) -> np.ndarray:
     if len(polyline) == 1:
         return np.hypot(*(points - polyline[0]).T)
     a, ab = polyline[:-1], np.diff(polyline, axis=0)
-    t = np.einsum("pmk,mk->pm", points[:, None, :] - a[None], ab) / np.maximum(
-        np.einsum("mk,mk->m", ab, ab), 1e-12
-    )
+    length2 = np.maximum(np.einsum("mk,mk->m", ab, ab), 1e-12)
+    t = np.einsum("pmk,mk->pm", points[:, None, :] - a[None], ab) / length2
     nearest = a[None] + np.clip(t, 0, 1)[..., None] * ab[None]
     return np.hypot(*(points[:, None, :] - nearest).transpose(2, 0, 1)).min(axis=1)
 
@@ -264,17 +257,14 @@ def _thin(px: np.ndarray, step: float = 1.0) -> np.ndarray:
 
 
 def _hides(below: Any, above: Any) -> bool:
-    """Whether a line on top hides one it runs along: a solid stroke at least as wide, or the
-    same marker at least as large; dashes or another marker let it show through."""
+    """Whether a line on top hides one it runs along (dashes or another marker show through)."""
     solid = above.get_linestyle() in ("-", "solid")
     if _has_stroke(below) and not (solid and above.get_linewidth() >= 0.8 * below.get_linewidth()):
         return False
     if _has_marker(below):
         same = _has_marker(above) and above.get_marker() == below.get_marker()
-        if not (same and above.get_markersize() >= 0.8 * below.get_markersize()) and not (
-            solid and above.get_linewidth() >= below.get_markersize()
-        ):
-            return False
+        covers = same and above.get_markersize() >= 0.8 * below.get_markersize()
+        return covers or (solid and above.get_linewidth() >= below.get_markersize())
     return True
 
 
@@ -299,20 +289,16 @@ def hidden_series(fig: Any, share: float = 0.5) -> list[str]:
                     continue
                 under = _under(ax, high, px, top)
                 if under >= share:
-                    problems.append(
-                        f"{_panel(ax, i)}: {low.get_label()!r} is hidden under "
-                        f"{high.get_label()!r} along {under:.0%} of its length"
-                    )
+                    what = f"{low.get_label()!r} is hidden under {high.get_label()!r}"
+                    problems.append(f"{_panel(ax, i)}: {what} along {under:.0%} of its length")
         dots = [c for c in ax.collections if isinstance(c, PathCollection) and len(c.get_offsets())]
         for j, low in enumerate(dots):
             for high in dots[j + 1 :]:
                 a, b = (c.get_offset_transform().transform(c.get_offsets()) for c in (low, high))
                 near = np.array([np.hypot(*(b - p).T).min() for p in a]) <= 1.0
                 if near.mean() >= share:
-                    problems.append(
-                        f"{_panel(ax, i)}: scatter {low.get_label()!r} is hidden under "
-                        f"{high.get_label()!r} ({near.mean():.0%} of its points)"
-                    )
+                    what = f"scatter {low.get_label()!r} is hidden under {high.get_label()!r}"
+                    problems.append(f"{_panel(ax, i)}: {what} ({near.mean():.0%} of its points)")
     return problems
 
 
@@ -328,20 +314,17 @@ def noisy_numbers(fig: Any) -> list[str]:
 def text_problems(fig: Any) -> list[str]:
     """Tick labels of one axis over each other, and text cut by the figure's edge."""
     renderer = fig.canvas.get_renderer()
-    edge = fig.bbox.padded(1)
-    problems = []
-    for i, ax in enumerate(fig.axes):
-        if not ax.get_visible() or not ax.axison:
-            continue
-        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
-            boxes = [t.get_window_extent(renderer) for t in tick_labels(axis)]
-            if any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])):
-                problems.append(f"{_panel(ax, i)}: the {which} tick labels overlap each other")
-    for t in _texts(fig):
-        e = t.get_window_extent(renderer)
-        if e.x0 < edge.x0 or e.x1 > edge.x1 or e.y0 < edge.y0 or e.y1 > edge.y1:
-            problems.append(f"the text {t.get_text()!r} is cut by the figure's edge")
-    return problems
+    problems = [
+        f"{_panel(ax, i)}: the {which} tick labels overlap each other"
+        for i, ax in _shown_axes(fig)
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis))
+        if crowded(axis, renderer)
+    ]
+    return problems + [
+        f"the text {t.get_text()!r} is cut by the figure's edge"
+        for t in _texts(fig)
+        if _outside(t.get_window_extent(renderer), fig.bbox.padded(1))
+    ]
 
 
 SHOWN_WIDTH_PX = 900  # how wide the docs and JupyterLab show a figure (narrower ones at their size)
@@ -372,10 +355,5 @@ def small_text(
 def readability_problems(fig: Any) -> list[str]:
     """Everything that keeps a reader from reading a figure; empty for a readable one."""
     fig.canvas.draw()
-    return (
-        legend_problems(fig)
-        + tick_problems(fig)
-        + text_problems(fig)
-        + hidden_series(fig)
-        + noisy_numbers(fig)
-    )
+    checks = (legend_problems, tick_problems, text_problems, hidden_series, noisy_numbers)
+    return [problem for check in checks for problem in check(fig)]

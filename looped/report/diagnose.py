@@ -40,8 +40,7 @@ def seed_shares(v: dict, variant: str) -> list[float]:
 
 
 def closed_share(v: dict, variant: str) -> float:
-    """The share of the uniform-to-fixed-first gap (seed-mean NLL) a variant closes; 0 when
-    the two end level."""
+    """The share of the uniform-to-fixed-first gap (seed-mean NLL) a variant closes; 0 if none."""
     u, f = v["uniform"]["mean_nll"], v["fixed-first"]["mean_nll"]
     return (u - v[variant]["mean_nll"]) / (u - f) if abs(u - f) > 1e-12 else 0.0
 
@@ -61,9 +60,8 @@ def format_summary(result: dict) -> str:
     for variant, e in v.items():
         n = _norms(variant, e)
         norms = [f"{n[0]:.2f}", f"{n[1]:.2f}"] if n else ["-", "-"]
-        rows.append(
-            [label(variant), f"{e['mean_nll']:.3f}", f"{e['mean_nll'] / base - 1:+.1%}", *norms]
-        )
+        nll = [f"{e['mean_nll']:.3f}", f"{e['mean_nll'] / base - 1:+.1%}"]
+        rows.append([label(variant), *nll, *norms])
     return md_table(SUMMARY, rows)
 
 
@@ -129,9 +127,7 @@ def fig_grad_norms(result: dict, path: Path) -> Path:
     """Median pre-clip gradient norm of the steps at each depth, per variant (log scale)."""
     norms = {k: e["grad_norm_by_depth"] for k, e in result["variants"].items()}
     norms.pop("per-micro", None)  # a step there mixes 4 depths: no per-depth norm
-    fig, ax = _by_variant(
-        {k: ([int(d) for d in n], list(n.values())) for k, n in norms.items() if n}
-    )
+    fig, ax = _by_variant({k: ([int(d) for d in n], [*n.values()]) for k, n in norms.items() if n})
     if clip := result["meta"]["grad_clip"]:
         ax.axhline(clip, color="k", ls=":", lw=0.8, label=f"clip at {clip:g}")
     ax.set_yscale("log")
@@ -144,8 +140,7 @@ def fig_grad_norms(result: dict, path: Path) -> Path:
 
 
 def fig_agreement(result: dict, path: Path) -> Path:
-    """Cosine between two depths' gradients on the same batch over training, one panel per
-    probed run, one line per depth pair."""
+    """Two depths' gradient cosine on the same batch over training, a panel per probed run."""
     style.use_theme()
     probed = [v for v, entry in result["variants"].items() if entry.get("agreement")]
     fig, axes = plt.subplots(1, len(probed), figsize=(5.2 * len(probed), 3.6), sharey=True)
@@ -180,9 +175,5 @@ def fig_nll(result: dict, path: Path) -> Path:
 
 
 def figures(result: dict, out_dir: str | Path) -> list[Path]:
-    out = Path(out_dir)
-    return [
-        fig_grad_norms(result, out / "diagnose_grad_norms.png"),
-        fig_agreement(result, out / "diagnose_agreement.png"),
-        fig_nll(result, out / "diagnose_nll_by_depth.png"),
-    ]
+    draw = {"grad_norms": fig_grad_norms, "agreement": fig_agreement, "nll_by_depth": fig_nll}
+    return [fig(result, Path(out_dir) / f"diagnose_{name}.png") for name, fig in draw.items()]

@@ -135,26 +135,23 @@ def code_map(root: Path, doc: Path = Path("README.md")) -> str:
     rows[-1] += [m for m in parts if m not in named]
     lines = []
     for (name, _, what), modules in zip(CODE_MAP, rows):
-        links = []
-        for m in modules:
-            if m not in parts:
-                continue
-            is_package = (root / "looped" / m).is_dir()
-            target = f"looped/{m}/" if is_package else f"looped/{m}.py"
-            shown = f"{m}/" if is_package else m
-            links.append(f"[`{shown}`]({_link(doc, root, target)})")
+        links = [_module_link(root, doc, m) for m in modules if m in parts]
         lines.append(f"- **{name}** ({', '.join(links)}): {what}.")
     return "\n".join(lines)
 
 
+def _module_link(root: Path, doc: Path, module: str) -> str:
+    """A module (`model`) or subpackage (`data/`) of the package as a link from `doc`."""
+    is_package = (root / "looped" / module).is_dir()
+    target = f"looped/{module}/" if is_package else f"looped/{module}.py"
+    return f"[`{module}{'/' if is_package else ''}`]({_link(doc, root, target)})"
+
+
 def layer_of(module: str) -> int:
     """The index in LAYERS of a module's layer (-1: none); the longest matching prefix wins."""
-    best, length = -1, -1
-    for i, (_, prefixes) in enumerate(LAYERS):
-        for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > length:
-                best, length = i, len(p)
-    return best
+    prefixes = [(len(p), i, p) for i, (_, ps) in enumerate(LAYERS) for p in ps]
+    found = [(n, i) for n, i, p in prefixes if (module + ".").startswith(p + ".")]
+    return max(found)[1] if found else -1
 
 
 def _modules(root: Path) -> dict[str, Path]:
@@ -167,8 +164,7 @@ def _modules(root: Path) -> dict[str, Path]:
 
 
 def _runtime_imports(tree: ast.AST, package: str) -> set[str]:
-    """The dotted names a module imports outside `if TYPE_CHECKING:`; `from looped import x`
-    yields both looped and looped.x."""
+    """The dotted names a module imports outside `if TYPE_CHECKING:` (`from a import x`: a, a.x)."""
     found: set[str] = set()
     todo = [tree]
     while todo:
@@ -189,8 +185,7 @@ def _runtime_imports(tree: ast.AST, package: str) -> set[str]:
 
 
 def package_imports(root: Path) -> dict[str, set[str]]:
-    """The package's own import graph: each module and the package modules it imports (an
-    import from a subpackage is an arrow to the module imported, not to its __init__)."""
+    """Each module of the package and the package modules it imports (not their __init__)."""
     modules = _modules(root)
     packages = {m for m, path in modules.items() if path.name == "__init__.py"}
     graph = {}
@@ -224,8 +219,8 @@ def tower_order(graph: dict[str, set[str]]) -> list[str]:
 
 
 def module_map(root: Path) -> str:
-    """docs/ARCHITECTURE.md's module map: a row per module in tower order, with its layer, the
-    package modules it imports and its docstring's first sentence."""
+    """docs/ARCHITECTURE.md's module map: per module in tower order, its layer, imports and
+    docstring's first sentence."""
     modules = _modules(root)
     graph = package_imports(root)
     rows = []

@@ -13,6 +13,7 @@ from looped import paper
 from looped.eval.stats import Verdict
 from looped.paper import label
 from looped.report import style
+from looped.report.tables import md_table
 
 
 def compared(result: dict) -> list[str]:
@@ -25,13 +26,6 @@ def longest(result: dict, schedule: str) -> dict | None:
     cells = [c for c in result["cells"] if c["schedule"] == schedule and "gap" in c]
     cells = [c for c in cells if c["gap"]["n"] > 1] or cells  # one seed has no interval
     return max(cells, key=lambda c: c["steps"]) if cells else None
-
-
-def rows_of(result: dict, schedule: str, steps: int) -> dict[int, dict]:
-    """A schedule's reported runs at one length, by seed."""
-    return {
-        r["seed"]: r for r in result["rows"] if r["schedule"] == schedule and r["steps"] == steps
-    }
 
 
 def fig_gap(result: dict, path: Path) -> Path:
@@ -60,16 +54,8 @@ def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
     colour = style.color(s, i)
     x = np.array([c["tokens"] / 1e6 for c in mine]) * 2 ** (0.06 * (i - 1))  # side by side
     mean, lo, hi = (np.array([100 * c["gap"][k] for c in mine]) for k in ("mean", "lo", "hi"))
-    ax.errorbar(
-        x,
-        mean,
-        yerr=[mean - lo, hi - mean],
-        marker="o",
-        capsize=3,
-        color=colour,
-        label=label(s),
-        zorder=3,
-    )
+    err = [mean - lo, hi - mean]
+    ax.errorbar(x, mean, yerr=err, marker="o", capsize=3, color=colour, label=label(s), zorder=3)
     for xi, c in zip(x, mine):
         seeds = [100 * v for v in c["gap"]["values"]]
         ax.scatter([xi] * c["seeds"], seeds, s=7, color=colour, alpha=0.45, zorder=2)
@@ -83,11 +69,9 @@ def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
 def _depth_line(ax: Any, result: dict, s: str, i: int) -> None:
     """One schedule's per-seed gap at each serving depth, at its longest length."""
     cell = longest(result, s)
-    mine = [rows_of(result, s, cell["steps"])[k] for k in cell["seed_ids"]]
-    ref = [rows_of(result, paper.UNIFORM, cell["steps"])[k] for k in cell["seed_ids"]]
-    gaps = [
-        100 * (np.array(a["token_nll"]) / np.array(b["token_nll"]) - 1) for a, b in zip(mine, ref)
-    ]
+    rows = [r for r in result["rows"] if r["steps"] == cell["steps"]]
+    nll = {(r["schedule"], r["seed"]): np.array(r["token_nll"]) for r in rows}
+    gaps = [100 * (nll[s, k] / nll[paper.UNIFORM, k] - 1) for k in cell["seed_ids"]]
     depths = range(1, len(gaps[0]) + 1)
     style.band(ax, depths, gaps, f"{label(s)}, {cell['steps']} steps", style.color(s, i))
 
@@ -107,15 +91,7 @@ def gap_cell(cell: dict) -> str:
     return f"{_iv(cell['gap'])}, n={cell['gap']['n']}, {verdict_of(cell)}"
 
 
-def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
-    return [
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-        *("| " + " | ".join(map(str, r)) + " |" for r in rows),
-    ]
-
-
-def table_rows(result: dict) -> list[str]:
+def table_rows(result: dict) -> str:
     """One row per length: tokens, tokens per parameter, the shared LR, uniform's test NLL, and
     each schedule's paired gap to uniform with its interval, seeds and verdict."""
     others = compared(result)
@@ -128,10 +104,10 @@ def table_rows(result: dict) -> list[str]:
         nll = f"{u['mean_nll']:.3f} ± {u['se_windows']:.3f}"
         row = [steps, f"{u['tokens'] / 1e6:.2f}M", f"{u['tokens_per_param']:.0f}", f"{u['lr']:g}"]
         rows.append([*row, nll, *gaps])
-    return _table(head + [f"{label(s)} vs uniform" for s in others], rows)
+    return md_table(head + [f"{label(s)} vs uniform" for s in others], rows)
 
 
-def depth_rows(result: dict) -> list[str]:
+def depth_rows(result: dict) -> str:
     """At each schedule's longest length: the gap at serving depths 1, 4 and 16 beside the mean
     over 1..16, each with its interval."""
     rows = []
@@ -142,10 +118,10 @@ def depth_rows(result: dict) -> list[str]:
             [label(s), c["steps"], gap_cell(c)]
             + [_iv(by[k]) if k in by else "-" for k in ("1", "4", "16")]
         )
-    return _table(["schedule", "steps", "mean over K=1..16", "K=1", "K=4", "K=16"], rows)
+    return md_table(["schedule", "steps", "mean over K=1..16", "K=1", "K=4", "K=16"], rows)
 
 
-def trend_rows(result: dict) -> list[str]:
+def trend_rows(result: dict) -> str:
     """Per schedule: each seed's slope of the gap per doubling of tokens, and the 95% interval
     over seeds with the direction it supports."""
     rows = []
@@ -157,30 +133,31 @@ def trend_rows(result: dict) -> list[str]:
         fit = [sl["n"], _iv(sl), t["direction"]] if sl else [len(t["per_seed"]), "-", "too few"]
         rows.append([label(s), t["lengths"], *fit, per])
     head = ["schedule", "lengths", "seeds", "slope per doubling of tokens [95% interval]"]
-    return _table(head + ["direction", "per seed"], rows)
+    return md_table(head + ["direction", "per seed"], rows)
 
 
-def tuned_rows(result: dict) -> list[str]:
+def tuned_rows(result: dict) -> str:
     """The robustness check: each schedule at its own LR (chosen on the LR seeds) at one length."""
     tuned = result.get("tuned") or {}
     head = ["schedule", "steps", "own LR", "shared LR", "gap [95% interval]", "verdict"]
     if not tuned.get("cells"):
-        return _table(head, [["-"] * 5 + ["not run: " + result["meta"]["stopped"]["reason"]]])
+        return md_table(head, [["-"] * 5 + ["not run: " + result["meta"]["stopped"]["reason"]]])
     rows = []
     for c in tuned["cells"]:
         lrs, gap = [f"{c['lr']:g}", f"{c['shared_lr']:g}"], f"{_iv(c['gap'])}, n={c['gap']['n']}"
         rows.append([label(c["schedule"]), tuned["steps"], *lrs, gap, c["verdict"]])
-    return _table(head, rows)
+    return md_table(head, rows)
 
 
-def facts_rows(result: dict) -> list[str]:
+def facts_rows(result: dict) -> str:
     """What was run, where, and at what cost: the setup, the baselines and the stop."""
+    num = lambda kv: float(kv[0])  # noqa: E731  (JSON keys: LRs and lengths as strings)
     meta, base, st = result["meta"], result["baselines"]["test"], result["meta"]["settings"]
     sp, env, first = meta["corpus"]["splits"], meta["environment"], result["rows"][0]
     sweep = "; ".join(
         f"{n} steps: "
-        + ", ".join(f"{float(lr):g}→{v:.3f}" for lr, v in sorted(c["val"].items(), key=_num))
-        for n, c in sorted(result["chosen"][paper.UNIFORM].items(), key=_num)
+        + ", ".join(f"{float(lr):g}→{v:.3f}" for lr, v in sorted(c["val"].items(), key=num))
+        for n, c in sorted(result["chosen"][paper.UNIFORM].items(), key=num)
     )
     tok = {k: sp[k]["tokens"] for k in ("train", "val", "test")}
     facts = {
@@ -198,22 +175,13 @@ def facts_rows(result: dict) -> list[str]:
         "environment": f"{env['machine']}, {env['dtype']}, torch {env['torch']}, "
         f"Python {env['python']}",
     }
-    return _table(["", ""], list(facts.items()))
-
-
-def _num(kv: tuple[str, Any]) -> float:
-    return float(kv[0])
-
-
-def section(result: dict) -> str:
-    """The study's tables for docs/RESULTS.md, every number read from length.json."""
-    parts = (facts_rows, table_rows, depth_rows, trend_rows, tuned_rows)
-    return "\n\n".join("\n".join(part(result)) for part in parts)
+    return md_table(["", ""], list(facts.items()))
 
 
 def length_section(result: dict) -> str:
-    """The length study's tables and its figure, from length.json."""
-    return section(result) + (
+    """The study's tables and its figure for docs/RESULTS.md, every number from length.json."""
+    parts = (facts_rows, table_rows, depth_rows, trend_rows, tuned_rows)
+    return "\n\n".join(part(result) for part in parts) + (
         "\n\n![The gap to uniform against training tokens, and by serving depth]"
         "(../figures/length_gap.png)"
     )
@@ -232,4 +200,4 @@ def finding(result: dict) -> str:
         gap = f"{_iv(c['gap'])}, {c['gap']['n']} seeds"
         tol = f" (tolerance {100 * c['tolerance']:.1f}%)"
         rows.append([f"{label(s)} vs uniform", regime, gap, verdict_of(c) + tol])
-    return "\n".join(_table(head, rows))
+    return md_table(head, rows)

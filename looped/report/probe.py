@@ -14,18 +14,12 @@ def plot_benefit(results: list[dict], path: str | Path) -> Path:
     style.use_theme()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for r in results:
-        ax.plot(
-            r["depths"],
-            [r["benefit"][d] for d in r["depths"]],
-            marker="o",
-            ms=3,
-            label=f"step {r['step']}",
-        )
+        benefit = [r["benefit"][d] for d in r["depths"]]
+        ax.plot(r["depths"], benefit, marker="o", ms=3, label=f"step {r['step']}")
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel("serving depth K")
-    ax.set_ylabel(
-        f"NLL after a K={results[0]['shallow']} update\nminus after K={results[0]['deep']}"
-    )
+    first = results[0]
+    ax.set_ylabel(f"NLL after a K={first['shallow']} update\nminus after K={first['deep']}")
     ax.set_title("Update benefit (above 0: the deep update helps more)")
     ax.legend(fontsize=8)
     return style.save(fig, Path(path))

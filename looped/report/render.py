@@ -1,8 +1,7 @@
 """Generated docs: the sections between markers such as ``<!-- demo:begin -->`` and
 ``<!-- demo:end -->`` in README.md and docs/*.md are tables written from results/*.json (and
-lists written from the code); the sentences around them are written by hand. Each study's module
-(`bios`, `text`, `length`, `samples`, `diagnose`) writes its own tables; this one puts them in place.
-"""
+lists written from the code); the sentences around them are written by hand. Each study's
+module writes its own tables; this one puts them in place."""
 
 from __future__ import annotations
 
@@ -32,13 +31,12 @@ def flops_section(presets: tuple[str, ...] = ("200m", "1b")) -> str:
     for name in presets:
         m: LoopedConfig = load_config(name).model
         shape = [f"{m.n_prelude} + {m.n_block} + {m.n_coda}", m.d_model]
-        for r in preset_rows(name):
-            if r["schedule"] != r["reference"]:
-                size, f_r = f"{r['params'] / 1e6:,.0f}M", f"{r['fixed_over_loop']:.2f}"
-                saving = f"{r['saving_vs_uniform']:.1%}"
-                rows.append(
-                    [f"`{name}`", size, *shape, r["seq_len"], f_r, f"`{r['schedule']}`", saving]
-                )
+        for r in (r for r in preset_rows(name) if r["schedule"] != r["reference"]):
+            size, f_r = f"{r['params'] / 1e6:,.0f}M", f"{r['fixed_over_loop']:.2f}"
+            saving = f"{r['saving_vs_uniform']:.1%}"
+            rows.append(
+                [f"`{name}`", size, *shape, r["seq_len"], f_r, f"`{r['schedule']}`", saving]
+            )
     return md_table(FLOPS_HEADER, rows)
 
 
@@ -49,8 +47,7 @@ def demo_minutes(timing: dict) -> tuple[float, bool]:
 
 
 def timing_section(timing: dict) -> str:
-    """How long a plain `make demo` took on a fresh clone, phase by phase (results/demo_time.json,
-    written by `looped demo --time-to`)."""
+    """How long a plain `make demo` took on a fresh clone, phase by phase (`--time-to`)."""
     minutes, within = demo_minutes(timing)
     phases = ", ".join(f"{name} {sec / 60:.1f}" for name, sec in timing["phase_seconds"].items())
     run = [f"`{timing['command'].strip()}`", timing["machine"], timing["dtype"], f"{minutes:.1f}"]
@@ -90,8 +87,8 @@ SECTIONS = {
 def render(
     readme: str, root: Path, results: Path | None = None, doc: Path = Path("README.md")
 ) -> str:
-    """A doc (the file `doc`, relative to root) with its generated sections rendered from
-    root/results/ (the demo's, from `results` where given) and from the code."""
+    """A doc (`doc`, relative to root) with its generated sections rendered from root/results/
+    (the demo's from `results` where given) and from the code."""
     from_code = {
         "notebooks": lambda: docs.notebooks_section(root, doc),
         "codemap": lambda: docs.code_map(root, doc),
@@ -111,13 +108,8 @@ def render(
 
 
 # the files `looped report` writes, relative to the root (one that is absent is skipped)
-DOCS = (
-    Path("README.md"),
-    Path("docs/RESULTS.md"),
-    Path("docs/USAGE.md"),
-    Path("docs/ARCHITECTURE.md"),
-    Path("notebooks/README.md"),
-)
+DOCS = (Path("README.md"), *map(Path, ("docs/RESULTS.md", "docs/USAGE.md")),
+        Path("docs/ARCHITECTURE.md"), Path("notebooks/README.md"))  # fmt: skip
 
 
 def figures(root: Path, out: Path | None = None) -> list[Path]:

@@ -56,8 +56,7 @@ def _run_row(run: Path) -> dict:
     if summary.is_file():
         row["switch_step"] = json.loads(summary.read_text()).get("switch_step")
     if evals:
-        last = evals[-1]
-        token_nll = token_nll_of(last)
+        token_nll = token_nll_of(evals[-1])
         depths = sorted(int(k) for k in token_nll)
         row["depths"], row["token_nll"] = depths, [token_nll[str(k)] for k in depths]
     return row
@@ -87,14 +86,8 @@ def fig_loss(rows: list[dict], path: Path) -> Path:
         color = style.color(r["label"], i)
         if len(curve):
             smooth = style.trailing_mean(curve[:, 1], bios.SMOOTHING)
-            ax.plot(
-                curve[:, 0],
-                smooth,
-                label=f"{r['label']} s{r['seed']}",
-                color=color,
-                lw=1,
-                **style.dashes(r["label"]),
-            )
+            name = f"{r['label']} s{r['seed']}"
+            ax.plot(curve[:, 0], smooth, label=name, color=color, lw=1, **style.dashes(r["label"]))
         if r.get("switch_step"):
             ax.axvline(r["switch_step"], color=color, ls="--", lw=0.8)
     ax.set_yscale("log")
@@ -106,8 +99,8 @@ def fig_loss(rows: list[dict], path: Path) -> Path:
 
 
 def fig_architecture(depth: int = 4) -> Any:
-    """The paper's Fig. 6 as code draws it: P once, the same block A applied `depth` times with
-    the embedding injected from the second loop on, H once. Every A box is the same weights."""
+    """The paper's Fig. 6 as code draws it: P once, the same block A (the same weights) applied
+    `depth` times with the embedding injected from the second loop on, H once."""
     style.use_theme()
     boxes = ["P"] + ["A"] * depth + ["H"]
     fig, ax = plt.subplots(figsize=(1.25 * len(boxes) + 1.2, 2.4))

@@ -1,6 +1,5 @@
-"""How every figure looks and is finished: the theme, seed bands, smoothing, readable ticks,
-legends that cover nothing, and `save` / `show`, which refuse a figure that fails
-`looped.report.checks`. Schedules' colours and markers come from `paper.SHOWN`."""
+"""How every figure looks and is finished (theme, seed bands, readable ticks, legends that cover
+nothing); `save` / `show` refuse a figure that fails `looped.report.checks`."""
 
 from __future__ import annotations
 
@@ -10,10 +9,10 @@ from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
-import matplotlib.ticker
 import matplotlib.transforms
 import numpy as np
 import seaborn as sns
+from matplotlib import ticker
 
 from looped import paper
 from looped.report import checks
@@ -25,9 +24,8 @@ def files_only() -> None:
 
 
 def trailing_mean(y: np.ndarray, window: int, keep_length: bool = True) -> np.ndarray:
-    """The mean of each point and the `window - 1` before it, so a spike shows after its step.
-    With `keep_length` the first points repeat the first value (a curve shorter than a window is
-    left as it is); without, the curve starts at the first full window."""
+    """The mean of each point and the `window - 1` before it, so a spike shows after its step;
+    `keep_length` pads with the first value (a curve shorter than a window is left as it is)."""
     if keep_length and len(y) < window:
         return y
     kernel = np.ones(window) / window
@@ -40,8 +38,7 @@ def use_theme() -> None:
 
 
 def color(label: str, i: int = 0) -> Any:
-    """A schedule's colour (by label or spec): its own in `paper.SHOWN`, else the i-th of
-    seaborn's palette."""
+    """A schedule's colour (by label or spec) in `paper.SHOWN`, else seaborn's i-th."""
     return paper.color_of(label) or sns.color_palette("deep")[i % 10]
 
 
@@ -51,8 +48,7 @@ def marker(label: str, i: int = 0) -> str:
 
 
 def dashes(label: str) -> dict[str, Any]:
-    """Fixed-first is dashed and drawn on top: until its switch its training curve is fixed
-    K=4's, which shows through the gaps."""
+    """Fixed-first dashed and on top: until its switch its curve is fixed K=4's, seen in the gaps."""
     if label.startswith("fixed-first"):
         return {"ls": "--", "zorder": 2.5}
     return {"ls": "-"}
@@ -73,8 +69,7 @@ def schedule_band(ax: Any, x: Iterable, ys: list[list[float]], label: str, i: in
 
 
 def show(fig: Any) -> None:
-    """Show a notebook's figure once `checked`: a blank panel or a legend over the data is a
-    bug in the figure (notebook 05 once drew one), never something to publish."""
+    """Show a notebook's figure once `checked`: a blank panel or a legend over data is a bug."""
     checked(fig)
     plt.show()
 
@@ -90,8 +85,8 @@ def checked(fig: Any) -> Any:
 
 
 def with_knobs(draw: Any, knobs: dict[str, Any]) -> None:
-    """A notebook's figure with knobs: `draw(**values)` returns (figure, text). The default shows
-    as plain outputs (readable without a kernel); moving a knob redraws both in place."""
+    """A notebook's figure with knobs: `draw(**values)` returns (figure, text), shown as plain
+    outputs (readable without a kernel); moving a knob redraws both in place."""
     from IPython.display import Pretty, display  # only notebooks call this; IPython is heavy
 
     fig, text = draw(**{name: w.value for name, w in knobs.items()})
@@ -123,17 +118,18 @@ def depth_ticks(ax: Any, axis: str = "x") -> None:
     (ax.set_xticks if axis == "x" else ax.set_yticks)([t for t in ticks if lo <= t <= hi])
 
 
-def _plain_log_ticks(ax: Any, axis: str = "y") -> None:
+def _plain_ticks(axis: Any, ticks: list[float]) -> None:
+    axis.set_major_locator(ticker.FixedLocator(ticks))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain(v)))
+
+
+def _plain_log_ticks(axis: Any) -> None:
     """At least three plain tick labels (0.5, 2, 1e13) on a log axis of under three decades,
     not matplotlib's `6.1022x10^0` or none."""
-    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
-    lo, hi = sorted((lo, hi))
-    if lo <= 0 or hi / lo > 1e3:
-        return
-    target = ax.yaxis if axis == "y" else ax.xaxis
-    target.set_major_locator(matplotlib.ticker.FixedLocator(_log_ticks(lo, hi)))
-    target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: plain(v)))
-    target.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    lo, hi = sorted(axis.get_view_interval())
+    if lo > 0 and hi / lo <= 1e3:
+        _plain_ticks(axis, _log_ticks(lo, hi))
+        axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
@@ -149,7 +145,7 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
 
 def _linear_ticks(lo: float, hi: float) -> list[float]:
     """Three to six round ticks between lo and hi."""
-    locator = matplotlib.ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3)
+    locator = ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3)
     return [float(f"{t:.6g}") for t in locator.tick_values(lo, hi) if lo <= t <= hi]
 
 
@@ -163,40 +159,28 @@ def plain(v: float) -> str:
     return f"{float(mantissa):g}e{int(exponent)}"
 
 
-def _plain_large(ax: Any, axis: str) -> None:
+def _plain_large(axis: Any) -> None:
     """Large numbers (FLOPs) in full at each tick (7.5e11), not as an offset in the corner."""
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    if not isinstance(target.get_major_formatter(), matplotlib.ticker.ScalarFormatter):
-        return
-    lo, hi = target.get_view_interval()
-    if max(abs(lo), abs(hi)) >= 1e5:
-        target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: plain(v)))
+    big = max(abs(v) for v in axis.get_view_interval()) >= 1e5
+    if big and isinstance(axis.get_major_formatter(), ticker.ScalarFormatter):
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain(v)))
 
 
 def _enough_ticks(fig: Any) -> bool:
-    """Round ticks on every numeric axis with under three labelled ones (`tick_problems`);
-    returns whether any axis changed."""
+    """Round ticks on every numeric axis with under three labelled ones; whether any changed."""
     fig.canvas.draw()
     changed = False
     for ax in fig.axes:
-        for which, axis, _ in checks.needs_ticks(ax):
-            scale = ax.get_xscale() if which == "x" else ax.get_yscale()
+        for _, axis, _ in checks.needs_ticks(ax):
             lo, hi = sorted(axis.get_view_interval())
-            if scale == "log" and lo > 0:
-                ticks = _log_ticks(lo, hi)
-            elif scale == "linear":
-                ticks = _linear_ticks(lo, hi)
+            if axis.get_scale() == "log" and lo > 0:
+                _plain_ticks(axis, _log_ticks(lo, hi))
+            elif axis.get_scale() == "linear":
+                _plain_ticks(axis, _linear_ticks(lo, hi))
             else:
                 continue
-            axis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
-            axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: plain(v)))
             changed = True
     return changed
-
-
-def _crowded(axis: Any, renderer: Any) -> bool:
-    boxes = [t.get_window_extent(renderer) for t in checks.tick_labels(axis)]
-    return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
 
 
 def _uncrowd_ticks(fig: Any) -> bool:
@@ -204,31 +188,27 @@ def _uncrowd_ticks(fig: Any) -> bool:
     fixed tick, keeping three. Returns whether any axis changed."""
     renderer = fig.canvas.get_renderer()
     changed = False
-    for ax in fig.axes:
-        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
-            for bins in (5, 4, 3):
-                if not _crowded(axis, renderer):
-                    break
-                scale = ax.get_xscale() if which == "x" else ax.get_yscale()
-                locs = [float(t) for t in axis.get_majorticklocs()]
-                if scale == "linear" and not isinstance(
-                    axis.get_major_locator(), matplotlib.ticker.FixedLocator
-                ):
-                    axis.set_major_locator(
-                        matplotlib.ticker.MaxNLocator(nbins=bins, steps=[1, 2, 2.5, 5, 10])
-                    )
-                elif len(locs) >= 5:
-                    axis.set_major_locator(matplotlib.ticker.FixedLocator(locs[::2]))
-                else:
-                    break
-                changed = True
-                fig.canvas.draw()
+    for axis in (axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)):
+        for bins in (5, 4, 3):
+            if not checks.crowded(axis, renderer):
+                break
+            locs = [float(t) for t in axis.get_majorticklocs()]
+            fixed = isinstance(axis.get_major_locator(), ticker.FixedLocator)
+            if axis.get_scale() == "linear" and not fixed:
+                axis.set_major_locator(ticker.MaxNLocator(nbins=bins, steps=[1, 2, 2.5, 5, 10]))
+            elif len(locs) >= 5:
+                axis.set_major_locator(ticker.FixedLocator(locs[::2]))
+            else:
+                break
+            changed = True
+            fig.canvas.draw()
     return changed
 
 
 # where a legend may go inside its panel, tried in this order after matplotlib's "best"
 LEGEND_SPOTS = ("best", "upper right", "upper left", "lower left", "lower right", "center right",
                 "center left", "upper center", "lower center", "center")  # fmt: skip
+ABOVE_DATA = ("upper right", "upper left", "upper center")  # once the y-range made room
 
 
 def _first_clear_spot(fig: Any, legend: Any, spots: tuple[str, ...], renderer: Any) -> bool:
@@ -251,9 +231,8 @@ def _headroom(ax: Any, legend: Any, renderer: Any) -> None:
 
 
 def place_legends(fig: Any) -> bool:
-    """Move each legend that covers data or text, or sticks out of its panel, to the first
-    clear spot of `LEGEND_SPOTS`; else make room above the data; else put it outside. Returns
-    whether the layout must be redone."""
+    """Move each legend that covers data or text, or sticks out of its panel, to the first clear
+    spot of `LEGEND_SPOTS`, else above the data, else outside; whether to redo the layout."""
     renderer = fig.canvas.get_renderer()
     relayout = False
     for legend, ax in checks.legends(fig):
@@ -267,9 +246,7 @@ def place_legends(fig: Any) -> bool:
         if legend.get_window_extent(renderer).height < 0.45 * ax.bbox.height:
             _headroom(ax, legend, renderer)
             fig.canvas.draw()
-            if _first_clear_spot(
-                fig, legend, ("upper right", "upper left", "upper center"), renderer
-            ):
+            if _first_clear_spot(fig, legend, ABOVE_DATA, renderer):
                 continue
         _outside(legend, ax, renderer)
     return relayout
@@ -295,12 +272,11 @@ def _ticks(fig: Any) -> None:
             depth_ticks(ax)
         if ax.get_ylabel().startswith("training depth"):
             depth_ticks(ax, "y")
-        for axis in ("x", "y"):
-            scale = ax.get_xscale() if axis == "x" else ax.get_yscale()
-            if scale == "log":
-                _plain_log_ticks(ax, axis)
-            elif scale == "linear":
-                _plain_large(ax, axis)
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log":
+                _plain_log_ticks(axis)
+            elif axis.get_scale() == "linear":
+                _plain_large(axis)
 
 
 def finish(fig: Any) -> None:

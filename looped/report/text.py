@@ -17,10 +17,11 @@ from looped.report.tables import md_table
 TABLE_HEAD = ["basis", "schedule", "LR", "steps", "mean NLL K=1..16 (seed mean, min-max)",
               "vs uniform [95% interval]", "modeled compute saved"]  # fmt: skip
 SWEEP_TITLE = "LR sweep, validation NLL (circled: chosen)"
+MEAN_NLL = "mean NLL over K=1..16"
 
 
 def interval_cell(v: dict) -> str:
-    """The paired mean and its 95% interval, in percent ("one seed" when there is no interval)."""
+    """The paired mean and its 95% interval, in percent ("one seed": no interval)."""
     if len(v.get("values", [])) < 2:
         return f"{v['mean']:+.1%} (one seed)"
     iv = stats.ratio_interval(v["values"])
@@ -28,8 +29,8 @@ def interval_cell(v: dict) -> str:
 
 
 def format_table(result: dict) -> str:
-    """The end-of-run table: both comparisons, one row per schedule. "vs uniform" is the mean of
-    the per-seed paired differences with its 95% interval; compute saved is modeled."""
+    """The end-of-run table: both comparisons, one row per schedule; "vs uniform" is the mean of
+    the per-seed paired differences."""
     rows = []
     for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
         for r in result[key]:
@@ -47,17 +48,11 @@ def _share(x: float) -> str:
     return "0%" if round(x * 100) == 0 else f"{x:.0%}"
 
 
-def training_minutes(result: dict) -> float:
-    """The runs' own training time, summed; results written before runs carried `own_wall` hold
-    only each run's branched `wall` (its parent's share counted in)."""
-    return sum(r.get("own_wall", r["wall"]) for r in result["runs"]) / 60
-
-
 def settings_table(result: dict, command: str) -> str:
-    """What was run, one setting a row. At equal FLOPs each schedule is set against uniform
-    trained on that schedule's modeled FLOPs (fewer steps)."""
+    """What was run, one setting a row."""
     meta, s = result["meta"], result["meta"]["settings"]
     corpus = meta["corpus"]
+    minutes = sum(r.get("own_wall", r["wall"]) for r in result["runs"]) / 60  # older: branched
     held = f"{corpus['val']:,} / {corpus['test']:,}" if "test" in corpus else f"{corpus['val']:,}"
     chosen_on = (
         f"mean validation NLL of {s['sweep_seeds']} seeds" if "sweep_seeds" in s else "seed 0"
@@ -66,7 +61,7 @@ def settings_table(result: dict, command: str) -> str:
         ("command", f"`{command}`"),
         ("machine", meta["machine"]),
         ("runs", len(result["runs"])),
-        ("training minutes (one core each)", f"{training_minutes(result):.0f}"),
+        ("training minutes (one core each)", f"{minutes:.0f}"),
         ("corpus", f"`{corpus['dataset']}`, {corpus['tokenizer']}"),
         ("train tokens", f"{corpus['train']:,}"),
         ("validation / test tokens" if "test" in corpus else "held-out tokens", held),
@@ -83,8 +78,8 @@ def settings_table(result: dict, command: str) -> str:
 
 
 def baselines_table(result: dict, baseline: dict | None) -> str:
-    """The count-table baselines on the same tokens (fit on train) beside the worst model: a
-    verdict is given only where every model beats the bigram table."""
+    """The count-table baselines on the same tokens beside the worst model: a verdict is given
+    only where every model beats the bigram table."""
     worst = stats.worst_nll(result["equal_tokens"])
     if not baseline:
         return md_table(["bigram baseline", "worst model"], [["none computed", f"{worst:.3f}"]])
@@ -95,8 +90,8 @@ def baselines_table(result: dict, baseline: dict | None) -> str:
 
 
 def verdict_table(result: dict, baseline: dict | None) -> str:
-    """Each fixed-first recipe at equal tokens (where the paper makes its claim): its paired gap
-    to uniform, the paper's tolerance and the `stats.Verdict` its interval gives."""
+    """Each fixed-first recipe at equal tokens (the paper's claim): its paired gap to uniform,
+    the paper's tolerance and the `stats.Verdict` its interval gives."""
     informative = stats.beats_bigram(result, baseline)
     rows = []
     for row in result["equal_tokens"]:
@@ -112,8 +107,8 @@ def schedules_table(result: dict) -> str:
     """Each schedule's chosen LR, whether it lies at the edge of the sweep (its optimum may lie
     beyond), and the spread of its seeds' mean NLL (max - min, equal tokens)."""
     lrs, chosen = result["meta"]["settings"]["lrs"], result.get("chosen_lr") or {}
-    edge = set(stats.at_edge(chosen, lrs)) if result["sweep"] else set()
-    spread = stats.seed_spreads(result)
+    edge = set(at_edge(chosen, lrs)) if result["sweep"] else set()
+    spread = seed_spreads(result)
     rows = []
     for s, lr in chosen.items():
         width = f"{spread[s]:.2f}" if s in spread else "-"
@@ -128,15 +123,34 @@ def section(result: dict, command: str = "looped fidelity", baseline: dict | Non
     return "\n\n".join(tables)
 
 
-def has_curves(result: dict) -> bool:
-    """Whether every run carries its training curve (older results files do not)."""
-    return all(r.get("curve") for r in result["runs"])
+def seed_spreads(result: dict) -> dict[str, float]:
+    """Each schedule's max - min of the mean NLL over its equal-token seeds, widest first: which
+    schedule's seeds make a comparison undecided."""
+    spans = {}
+    for r in result["equal_tokens"]:
+        nll = [x["mean_nll"] for x in _equal_token_runs(result, r["schedule"])]
+        if len(nll) > 1:
+            spans[r["schedule"]] = max(nll) - min(nll)
+    return dict(sorted(spans.items(), key=lambda kv: -kv[1]))
+
+
+def sweep_means(rows: list[dict]) -> list[tuple[float, float]]:
+    """(LR, mean validation NLL over the sweep's seeds) of one schedule's sweep rows, by LR."""
+    by: dict[float, list[float]] = {}
+    for r in rows:
+        if r.get("mean_nll") is not None:
+            by.setdefault(r["lr"], []).append(r["mean_nll"])
+    return sorted((lr, float(np.mean(v))) for lr, v in by.items())
+
+
+def at_edge(chosen: dict[str, float], lrs: tuple[float, ...] | list[float]) -> list[str]:
+    """The schedules whose chosen LR is the smallest or largest swept (the optimum may lie out)."""
+    return [s for s, lr in chosen.items() if lr in (min(lrs), max(lrs))]
 
 
 def fig_loss_by_seed(result: dict, path: Path) -> Path:
-    """Training loss against step, one panel per schedule at equal tokens, one line per seed
-    (a trailing mean over 5 logged steps; uniform's loss also jumps with each step's depth): where
-    seeds part ways, e.g. one that stays longer on the early plateau."""
+    """Training loss against step (a trailing mean over 5 logged steps), one panel per schedule at
+    equal tokens, one line per seed: where seeds part ways."""
     style.use_theme()
     rows = result["equal_tokens"]
     cols = min(2, len(rows))  # two panels a row: four side by side shrink their text unreadably
@@ -149,12 +163,10 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
     for ax, r in zip(axes.flat, rows):
         for x in sorted(_equal_token_runs(result, r["schedule"]), key=lambda x: x["seed"]):
             steps, loss = np.asarray(x["curve"], dtype=float)[:, :2].T
-            w = min(5, len(loss))  # a trailing mean: the point at a step ends its window
+            w, name = min(5, len(loss)), f"seed {x['seed']}: {x['mean_nll']:.2f}"
             smooth = style.trailing_mean(loss, w, keep_length=False)
-            color, name = style.color(f"seed {x['seed']}", x["seed"]), f"seed {x['seed']}"
-            ax.plot(
-                steps[w - 1 :], smooth, lw=1.2, color=color, label=f"{name}: {x['mean_nll']:.2f}"
-            )
+            color = style.color(f"seed {x['seed']}", x["seed"])
+            ax.plot(steps[w - 1 :], smooth, lw=1.2, color=color, label=name)
         ax.set_title(f"{label(r['schedule'])}, LR {r['lr']:g}", fontsize=9)
         ax.legend(fontsize=8, title="seed: mean NLL K=1..16", title_fontsize=8)
     for ax in axes[-1]:
@@ -166,9 +178,8 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
 
 
 def fig_nll_by_depth(result: dict, path: Path) -> Path:
-    """Left: held-out NLL by serving depth per schedule at equal tokens, seed bands (the
-    paper's Fig. 8). Right: mean NLL over depths against modeled FLOPs, where uniform's runs at
-    the other schedules' FLOPs trace its compute curve: a schedule below it wins at equal FLOPs."""
+    """Left: held-out NLL by serving depth at equal tokens (the paper's Fig. 8). Right: mean NLL
+    against modeled FLOPs, where uniform's runs cut to the others' FLOPs trace its compute curve."""
     style.use_theme()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     _by_depth_panel(left, result)
@@ -218,26 +229,24 @@ def _by_flops_panel(ax: Any, result: dict) -> None:
     ax.plot(*zip(*curve, strict=True), marker="o", color=color, label=cut)
     for i, r in enumerate(result["equal_tokens"]):
         if r["schedule"] != UNIFORM:
+            kw = {"color": style.color(r["schedule"], i), "label": label(r["schedule"])}
             runs = _equal_token_runs(result, r["schedule"])
-            color = style.color(r["schedule"], i)
-            _flops_point(
-                ax, runs, fmt="s", ms=7, capsize=2, color=color, label=label(r["schedule"])
-            )
+            _flops_point(ax, runs, fmt="s", ms=7, capsize=2, **kw)
     ax.set_title("Equal modeled FLOPs")
     ax.set_xlabel("modeled training FLOPs")
-    ax.set_ylabel("mean NLL over K=1..16")
+    ax.set_ylabel(MEAN_NLL)
     ax.legend(fontsize=8)
 
 
 def fig_lr_sweep(
-    result: dict, path: Path, ylabel: str = "mean NLL over K=1..16", title: str = SWEEP_TITLE
+    result: dict, path: Path, ylabel: str = MEAN_NLL, title: str = SWEEP_TITLE
 ) -> Path:
     """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
     style.use_theme()
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for i, s in enumerate(result["meta"]["settings"]["schedules"]):
         rows = [r for r in result["sweep"] if r["schedule"] == s]
-        pts = stats.sweep_means(rows)  # an LR's mean over the sweep's seeds
+        pts = sweep_means(rows)
         if not pts:
             continue
         x, y = zip(*pts, strict=True)
@@ -259,7 +268,7 @@ def fig_lr_sweep(
 def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]:
     """The track's figures as OUT_DIR/PREFIX_*.png (the LR sweep's only when it ran)."""
     paths = [fig_nll_by_depth(result, out_dir / f"{prefix}_nll_by_depth.png")]
-    if result["equal_tokens"] and has_curves(result):
+    if result["equal_tokens"] and all(r.get("curve") for r in result["runs"]):
         paths.append(fig_loss_by_seed(result, out_dir / f"{prefix}_loss_by_seed.png"))
     if result["sweep"]:
         paths.append(fig_lr_sweep(result, out_dir / f"{prefix}_lr_sweep.png"))

@@ -3,9 +3,8 @@
     with atomic_path(run / "summary.json") as tmp:
         tmp.write_text(text)
 
-The caller writes a hidden sibling (``.tmp-NAME-XXXXXXXX``), which is fsync'ed and renamed over
-the final name; an existing directory is swapped out through ``.old-NAME`` (two renames;
-`checkpoint.list_checkpoints` repairs a crash between them).
+The caller writes a hidden sibling, which is fsync'ed and renamed over the final name; an
+existing directory is swapped out through ``.old-NAME`` (`list_checkpoints` repairs a crash).
 """
 
 from __future__ import annotations
@@ -22,8 +21,8 @@ from looped.runtime.faults import failpoint
 
 @contextmanager
 def atomic_path(final: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside `final` to write (a file, or a directory the caller makes);
-    on leaving the block it replaces `final` whole. On an error it is removed and `final` kept."""
+    """Yield a temporary path beside `final` to write (a file or a directory); leaving the block
+    replaces `final` with it whole, an error removes it."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"

@@ -1,10 +1,8 @@
 """Checkpoints that survive a crash at any instant.
 
-``RUN/checkpoints/step_0000120/`` holds ``model.safetensors`` (the weights, tied ones once),
-``state.pt`` (optimizer state, step, schedule, lineage, run id) and ``config.yaml``. It is
-written into a temporary sibling, fsync'ed and renamed into place (`runtime.atomic`); only then
-are the oldest beyond ``keep_last`` removed. Loading runs no code from the checkpoint:
-safetensors, a safe YAML loader, and torch's weights-only unpickler for state.pt.
+``RUN/checkpoints/step_0000120/`` holds ``model.safetensors``, ``state.pt`` (optimizer state,
+step, schedule, lineage, run id) and ``config.yaml``, written atomically (`runtime.atomic`)
+before the oldest beyond ``keep_last`` are removed. Loading runs no code from the checkpoint.
 """
 
 from __future__ import annotations
@@ -60,8 +58,7 @@ def save_checkpoint(
     """Atomically write checkpoint `step` and prune old ones (never those in `keep`)."""
     root = Path(run_dir) / CKPT_DIR
     final = checkpoint_dir(run_dir, step)
-    # The three files name each other: the weights carry the run id and step, the state also
-    # the config's hash, so a file copied in from another run or step is caught on loading.
+    # The three files name each other, so a file copied in from another run is caught on loading.
     state = {**state, "config_sha256": _sha256(config_yaml)}
     meta = {"run_id": str(state.get("run_id", "")), "step": str(step)}
     try:
@@ -127,8 +124,8 @@ def load_weights(ckpt: Path, model: torch.nn.Module) -> None:
         weights = load_file(str(ckpt / "model.safetensors"))
     except Exception as err:  # truncated or not safetensors at all
         raise damaged(ckpt, "model.safetensors", f"cannot be read ({_reason(err)})") from None
-    own = model.state_dict()
-    missing = [k for k in own if k not in weights and not _is_tied_alias(model, k)]
+    own, tied = model.state_dict(), getattr(model.config, "tie_embeddings", False)
+    missing = [k for k in own if k not in weights and not (tied and k == "head.weight")]
     unexpected = [k for k in weights if k not in own]
     shapes = [k for k, v in weights.items() if k in own and own[k].shape != v.shape]
     if missing or unexpected or shapes:
@@ -138,10 +135,6 @@ def load_weights(ckpt: Path, model: torch.nn.Module) -> None:
             "use the same model config as the run that wrote it"
         )
     model.load_state_dict(weights, strict=False)
-
-
-def _is_tied_alias(model: torch.nn.Module, key: str) -> bool:
-    return key == "head.weight" and getattr(model.config, "tie_embeddings", False)
 
 
 class DamagedCheckpoint(UserError):
@@ -161,9 +154,7 @@ def damaged(ckpt: Path, name: str, problem: str) -> DamagedCheckpoint:
 
 
 def load_state(ckpt: Path) -> dict[str, Any]:
-    """The checkpoint's state, after checking its three files against each other: all present,
-    the weights' header readable (safetensors checks the data length), and state, weights and
-    config from the same run and step; else `DamagedCheckpoint`, naming the file."""
+    """The state, after checking the three files are whole and from one run and step."""
     for name in ("model.safetensors", "state.pt", "config.yaml"):
         if not (ckpt / name).is_file():
             raise damaged(ckpt, name, "is missing")
@@ -189,10 +180,8 @@ class UnsafeCheckpoint(UserError):
 
 
 def _load_state_file(ckpt: Path) -> dict[str, Any]:
-    """state.pt as data only, by torch's weights-only unpickler: a checkpoint may come from
-    someone else, and a pickle can call anything while it loads. A file that needs more than
-    plain data is refused before any of it runs (and `--resume` does not fall back past it:
-    someone put it there)."""
+    """state.pt as data only, by torch's weights-only unpickler (a pickle can call anything); a
+    file that needs more is refused before any of it runs, and `--resume` does not fall back."""
     path = ckpt / "state.pt"
     try:
         with warnings.catch_warnings():  # torch's notes on pickle protocols: the line below says it
@@ -217,8 +206,7 @@ def _load_state_file(ckpt: Path) -> dict[str, Any]:
 
 
 def _unpickling_reason(err: BaseException) -> str:
-    """The weights-only unpickler's own reason ("Unsupported operand 149"), not torch's advice
-    around it (which suggests weights_only=False)."""
+    """The weights-only unpickler's own reason, not torch's advice to pass weights_only=False."""
     inner = err.__cause__ or err.__context__
     return first_line(inner) if inner is not None else "the weights-only reader refuses it"
 
@@ -228,8 +216,7 @@ def _sha256(text: str) -> str:
 
 
 def _reason(err: BaseException) -> str:
-    """An OS error's text ("No space left on device"), also when a library wrapped it (torch.save
-    raises a RuntimeError with the OSError as its context), else the first line of the message."""
+    """An OS error's text, also when a library wrapped it, else the message's first line."""
     cause: BaseException | None = err
     while cause is not None:
         if isinstance(cause, OSError) and cause.strerror:

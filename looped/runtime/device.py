@@ -1,6 +1,4 @@
-"""Facts about the machine a run is on: which device, what the CPU is called, and a GPU's peak
-FLOP/s (for MFU).
-"""
+"""Facts about the machine a run is on: which device, the CPU's name, a GPU's peak FLOP/s."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ PEAK_FLOPS: dict[str, dict[str, float]] = {
 
 
 def bf16_is_fast(device: torch.device) -> bool:
-    """Whether bf16 matmuls have a hardware path on `device` (a CUDA GPU with bf16, or a CPU
-    with AVX512-BF16 / AMX); emulated bf16 measured ~20x slower than fp32 on an AVX2 EPYC."""
+    """Whether bf16 matmuls have a hardware path on `device` (emulated: ~20x slower than fp32)."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type == "cpu":
@@ -42,9 +39,7 @@ def bf16_is_fast(device: torch.device) -> bool:
 
 
 def resolve_dtype(name: str, device: torch.device) -> str:
-    """`auto` -> bf16 where the hardware runs it fast, else fp32; `fp32`/`bf16` as given.
-
-    The trainer resolves it before writing config.yaml, so a run records what it really used."""
+    """`auto` -> bf16 where the hardware runs it fast, else fp32; `fp32`/`bf16` as given."""
     if name != "auto":
         return name
     return "bf16" if bf16_is_fast(device) else "fp32"
@@ -84,8 +79,7 @@ def cpu_name() -> str:
 
 
 def peak_flops(device_name: str, dtype: str = "bf16") -> float | None:
-    """Dense peak FLOP/s of a device for a dtype (fp32 | bf16 | fp16), or None when unknown (CPU,
-    an unlisted GPU, or a dtype the device has no fast path for)."""
+    """Dense peak FLOP/s of a device for a dtype (fp32 | bf16 | fp16), or None if unknown."""
     name = device_name.lower()
     for key in sorted(PEAK_FLOPS, key=len, reverse=True):
         if key.lower() in name:

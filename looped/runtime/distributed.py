@@ -39,8 +39,7 @@ class Dist:
         return self.rank == 0
 
     def agree(self, loss: torch.Tensor, stop: bool) -> tuple[torch.Tensor, bool]:
-        """Average the step's loss over processes and OR their stop requests: every rank must
-        see the same NaN and stop at the same step."""
+        """Average the loss over processes and OR their stop requests."""
         if not self.enabled:
             return loss, stop
         t = torch.stack([loss, torch.tensor(float(stop), device=self.device)])
@@ -55,13 +54,11 @@ class Dist:
 def wrap_distributed(
     model: LoopedTransformer, fsdp: bool, dist: Dist, depths: Iterable[int]
 ) -> torch.nn.Module:
-    """The module a training step calls: `model` itself in one process or under FSDP2 (sharded in
-    place), else a DDP wrapper around it. `depths`: every depth the run can train at."""
+    """The module a step calls: `model` itself in one process or under FSDP2, else DDP."""
     if not dist.enabled:
         return model
     if fsdp:
-        # torch.distributed.fsdp takes ~1 s to import (and is missing from builds without
-        # distributed support): only a sharded run imports it
+        # ~1 s to import (and missing from builds without distributed): only a sharded run does
         from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
 
         for stack in (model.prelude, model.block, model.coda):
@@ -80,10 +77,9 @@ def wrap_distributed(
 
 
 def may_leave_unused(model: LoopedTransformer, depths: Iterable[int]) -> bool:
-    """Whether a step at one of `depths` can leave a parameter without a gradient (DDP must then
-    look for unused ones): concat injection at depth 1 (no injection), or truncated backprop
-    with injection none beyond `bptt` (the prelude, or an untied embedding, feeds only the
-    first loop, which runs under no_grad)."""
+    """Whether a step at one of `depths` can leave a parameter without a gradient: concat
+    injection at depth 1, or truncated backprop with injection none beyond `bptt` (the prelude
+    or an untied embedding feeds only the first loop, under no_grad)."""
     cfg, depths = model.config, set(depths)
     if cfg.injection == "concat" and 1 in depths:
         return True

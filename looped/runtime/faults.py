@@ -2,8 +2,8 @@
 
     LOOPED_FAULT=ckpt.after_weights:30 looped train ...    # dies inside the save of step 30
 
-Read once, at import; unset, each point is a dictionary lookup, so the points stay in the code
-where the crashes they stand for happen. SIGKILL runs nothing after it, like a power cut:
+Read once, at import (unset, a point costs a lookup). SIGKILL runs nothing after it, like a
+power cut:
 
 - ``ckpt.after_weights``   a checkpoint's model.safetensors is written, state.pt is not
 - ``ckpt.before_rename``   every file of the checkpoint is written, the rename has not happened
@@ -18,12 +18,9 @@ import os
 import signal
 
 POINTS = (
-    "ckpt.after_weights",
-    "ckpt.before_rename",
-    "atomic.between_renames",
-    "metrics.mid_line",
+    "ckpt.after_weights", "ckpt.before_rename", "atomic.between_renames", "metrics.mid_line",
     "train.before_summary",
-)
+)  # fmt: skip
 
 
 def _parse(spec: str) -> tuple[str, int | None] | None:

@@ -3,13 +3,10 @@
     with dir_lock(out, "looped train"):
         ...  # config.yaml, metrics.jsonl, checkpoints: only this process writes here
 
-Two writers of one directory would interleave metrics and race on checkpoint renames, and both
-would exit 0; so every writer takes ``DIR/.lock`` with ``flock(LOCK_EX | LOCK_NB)`` first, and a
-second one is refused at once, naming the holder (PID, host, start time, command). Readers take
-no lock (files are written atomically). The kernel releases a flock however its holder dies, so
-a dead holder never blocks the next run; a lock file that names a holder whose flock is free is
-taken over, with a warning. On NFS the lock holds across hosts only when the mount supports
-locking; a takeover of another host's lock says so.
+Two writers would interleave metrics and race on checkpoint renames, so every writer takes
+``DIR/.lock`` with ``flock(LOCK_EX | LOCK_NB)`` and a second one is refused, naming the holder.
+The kernel releases a flock however its holder dies, so a stale lock file is taken over with a
+warning. On NFS the lock holds across hosts only when the mount supports locking.
 """
 
 from __future__ import annotations
@@ -49,9 +46,8 @@ class DirectoryLocked(UserError):
 
 @contextmanager
 def dir_lock(directory: str | Path, command: str = "looped") -> Iterator[Holder | None]:
-    """Hold the write lock of `directory` (created if missing) for the block; yields the dead
-    holder whose stale lock was taken over, or None. Raises `DirectoryLocked` while another
-    process holds it; a directory it created is removed again if the block left it empty."""
+    """Hold the write lock of `directory` (created if missing, removed if left empty) for the
+    block; yields the dead holder whose stale lock was taken over, or None."""
     directory = Path(directory)
     created = _make_dirs(directory)
     path = directory / LOCK_NAME
@@ -69,8 +65,7 @@ def holder_of(directory: str | Path) -> Holder | None:
 
 
 def _make_dirs(directory: Path) -> list[Path]:
-    """mkdir -p, returning the directories it created (deepest first) so that they can be
-    removed if nothing else is written into them."""
+    """mkdir -p, returning the directories it created (deepest first), to remove if unused."""
     missing = [p for p in (directory, *directory.parents) if not p.exists()]
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -85,8 +80,7 @@ def _make_dirs(directory: Path) -> list[Path]:
 
 
 def _acquire(directory: Path, path: Path, me: Holder) -> tuple[int | None, Holder | None]:
-    """Open and flock the lock file; retry when the file was replaced between the open and the
-    flock (a holder deletes it on release, a newcomer may create the next one)."""
+    """Open and flock the lock file; retry when it was replaced between the open and the flock."""
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -152,8 +146,7 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 def _read(path: Path) -> Holder | None:
-    """The holder a lock file names; None for a missing, empty or unreadable one (JSON only:
-    nothing in it can run)."""
+    """The holder a lock file names (JSON only); None for a missing, empty or unreadable one."""
     try:
         data = json.loads(path.read_text())
         return Holder(
@@ -164,8 +157,7 @@ def _read(path: Path) -> Holder | None:
 
 
 def _release(fd: int, path: Path, created: list[Path]) -> None:
-    """Delete the lock file while still holding it (so its absence means a clean exit), remove
-    the directories this lock created if they are empty, then let go."""
+    """Delete the lock file while held (absent = clean exit) and our empty dirs."""
     try:
         path.unlink(missing_ok=True)
         for directory in created:

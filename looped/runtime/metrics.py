@@ -1,9 +1,7 @@
-"""A run directory's `metrics.jsonl`: one JSON record per line (`kind` "train" or "eval", and the
-`step`), appended by the trainer, read back by the studies and by `looped plot`; and the same
-records as TensorBoard scalars when a run asks for them.
+"""A run directory's `metrics.jsonl`: one JSON record per line (`kind`, `step`, ...), appended by
+the trainer and read back by the studies; and the same records as TensorBoard scalars.
 
-Readers take no lock: a run may be appending while they read, and a run killed mid-write leaves
-its last line cut short. Either way that line is not a record yet, and is left out.
+Readers take no lock: a last line cut short (a live or killed run) is not a record yet.
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ def read_metrics(run_dir: Path) -> list[dict]:
 
 
 def append_record(run_dir: Path, record: dict[str, Any]) -> None:
-    """Append one record to RUN_DIR/metrics.jsonl (the `metrics.mid_line` failpoint dies after
-    half of the line)."""
+    """Append one record to RUN_DIR/metrics.jsonl (failpoint `metrics.mid_line`)."""
     line = json.dumps(record) + "\n"
     with writing(run_dir), open(run_dir / "metrics.jsonl", "a") as f:
         if faults.armed("metrics.mid_line", record["step"]):
@@ -45,8 +42,7 @@ def append_record(run_dir: Path, record: dict[str, Any]) -> None:
 
 @contextmanager
 def writing(run_dir: Path) -> Iterator[None]:
-    """Turn a failed write in the run directory (disk full, read-only, quota) into one line
-    naming the file and the reason; checkpoints already written stay as they are."""
+    """Turn a failed write in the run directory into one line naming the file and why."""
     try:
         yield
     except OSError as err:  # name the file, not the hidden temporary it was written through

@@ -1,11 +1,8 @@
 """Where a run starts: afresh, or resumed, branched or initialised from a checkpoint.
 
-A resume continues the same run: every field that shapes the weights or the records must be the
-checkpoint's. A branch continues another run's checkpoint under a new config, allowed only when
-it is exactly the run training from scratch would have produced (same seed, data, batch, model
-and optimizer; same depth and LR at every step before the checkpoint). An init-from takes the
-weights alone. Each refusal is one line naming what differs and the fix, before anything is
-written.
+A resume continues the same run; a branch continues another run's checkpoint only when it is
+exactly the run training from scratch would have produced (same depth and LR at every step
+before it); an init-from takes the weights alone. Each refusal is one line, before any write.
 """
 
 from __future__ import annotations
@@ -32,17 +29,9 @@ from looped.training.optimizer import lr_at
 # schedule and the run length may differ, as long as depths and learning rates agree up to the
 # branch step (checked step by step). grad_accum is exempt when global_batch fixes the data.
 BRANCH_FIXED = (
-    "model",
-    "data",
-    "optim",
-    "seed",
-    "batch_size",
-    "grad_accum",
-    "depth_per_micro",
-    "global_batch",
-    "seq_len",
-    "dtype",
-)
+    "model", "data", "optim", "seed", "batch_size", "grad_accum", "depth_per_micro",
+    "global_batch", "seq_len", "dtype",
+)  # fmt: skip
 
 
 @dataclass
@@ -65,66 +54,48 @@ def restore(
     model: LoopedTransformer,
     schedule: Schedule,
     total: int,
-    existing: list[tuple[int, Path]],
     dist: Dist,
-    *,
     resume: bool = False,
     branch_from: str | None = None,
     init_from: str | None = None,
 ) -> Restored:
-    """Load the weights a run starts from into `model` and say where it starts. Everything is
-    checked before anything is written: a refused resume leaves the run directory as it was."""
-    if resume and existing:
-        return _resume(cfg, out, model, schedule, total, existing, dist)
+    """Load the start weights into `model` and say where it starts, before any write."""
+    existing = ckpt_lib.list_checkpoints(out)
+    if existing and not resume:
+        raise UserError(
+            f"{out} already holds checkpoints; pass --resume to continue or choose a new --out"
+        )
+    if existing:
+        ckpt, state = _newest_intact(existing, dist.main)
+        check_resume(cfg, out, ckpt, state, dist.world)
+        if state["total_steps"] != total or state["schedule"] != str(schedule):
+            raise UserError(
+                f"{out} was trained with schedule {state['schedule']} for {state['total_steps']} "
+                "steps; resume with the same config"
+            )
+        ckpt_lib.load_weights(ckpt, model)
+        step = state["step"]
+        finished = step >= total and (out / "summary.json").is_file()
+        run_id = state.get("run_id") or uuid.uuid4().hex
+        lineage = state.get("lineage", {})
+        loss = state.get("loss", math.nan)
+        return Restored(step, state["flops"], lineage, state["optimizer"], finished, run_id, loss)
     if not (branch_from or init_from):
         return Restored()
     ckpt = ckpt_lib.resolve_checkpoint(branch_from or init_from)
     state = ckpt_lib.load_state(ckpt)
     ckpt_lib.load_weights(ckpt, model)
-    lineage = {
-        "parent": str(ckpt),
-        "parent_step": state["step"],
-        "mode": "branch" if branch_from else "init",
-    }
+    mode = "branch" if branch_from else "init"
+    lineage = {"parent": str(ckpt), "parent_step": state["step"], "mode": mode}
     if not branch_from:
         return Restored(lineage=lineage)
     check_branch(cfg, schedule, total, ckpt, state, dist.world)
     return Restored(state["step"], state["flops"], lineage, state["optimizer"])
 
 
-def _resume(
-    cfg: TrainConfig,
-    out: Path,
-    model: LoopedTransformer,
-    schedule: Schedule,
-    total: int,
-    existing: list[tuple[int, Path]],
-    dist: Dist,
-) -> Restored:
-    ckpt, state = _newest_intact(existing, dist.main)
-    check_resume(cfg, out, ckpt, state, dist.world)
-    if state["total_steps"] != total or state["schedule"] != str(schedule):
-        raise UserError(
-            f"{out} was trained with schedule {state['schedule']} for {state['total_steps']} "
-            "steps; resume with the same config"
-        )
-    ckpt_lib.load_weights(ckpt, model)
-    step = state["step"]
-    return Restored(
-        step=step,
-        flops=state["flops"],
-        lineage=state.get("lineage", {}),
-        optimizer=state["optimizer"],
-        finished=step >= total and (out / "summary.json").is_file(),
-        run_id=state.get("run_id") or uuid.uuid4().hex,
-        loss=state.get("loss", math.nan),
-    )
-
-
 def _newest_intact(existing: list[tuple[int, Path]], say: bool) -> tuple[Path, dict[str, Any]]:
-    """The newest checkpoint whose files are whole and belong together, and its state (`say`:
-    warn about each damaged one passed over). Falling back is safe: batches and depths are
-    functions of the step, so the later steps repeat bitwise."""
+    """The newest intact checkpoint and its state (`say`: warn about each damaged one passed
+    over). Falling back is safe: the later steps repeat bitwise."""
     first: ckpt_lib.DamagedCheckpoint | None = None
     for _, ckpt in reversed(existing):
         try:
@@ -147,8 +118,7 @@ def _mismatches(
     only: tuple[str, ...] | None = None,
 ) -> list[tuple[str, Any, Any]]:
     """(key, then, now) for each config field that differs (see `config.differences`), and
-    world_size last when the number of processes changes the batches: it does unless both runs
-    set `global_batch`, which also makes grad_accum (derived from both) free to differ."""
+    world_size last unless both runs set `global_batch` (which also frees grad_accum)."""
     if new.global_batch > 0:
         allowed = (*allowed, "grad_accum")
     diffs = differences(old, new, allowed, only)
@@ -158,8 +128,7 @@ def _mismatches(
 
 
 def _refusal(action: str, diffs: list[tuple[str, Any, Any]], fix: str) -> UserError:
-    """The one-line error of a refused start: the first difference in full, the rest counted
-    and listed, then what to do instead."""
+    """The one-line error of a refused start: the first difference, the rest listed, the fix."""
     (key, a, b), more = diffs[0], diffs[1:]
     extra = ", ".join(f"{k} {x} -> {y}" for k, x, y in more)
     return UserError(
@@ -172,9 +141,8 @@ def _refusal(action: str, diffs: list[tuple[str, Any, Any]], fix: str) -> UserEr
 def check_resume(
     cfg: TrainConfig, out: Path, ckpt: Path, state: dict[str, Any], world: int
 ) -> None:
-    """A resume continues the same run or refuses: every config field outside RESUMABLE must
-    equal the checkpoint's, and so must the number of processes unless `global_batch` makes
-    the data independent of it."""
+    """A resume continues the same run or refuses: every field outside RESUMABLE, and the number
+    of processes unless `global_batch` is set, must equal the checkpoint's."""
     old = load_config(str(ckpt / "config.yaml"), check=False)
     old_world = state.get("world_size", world)  # older checkpoints did not record it
     diffs = _mismatches(old, cfg, old_world, world, allowed=RESUMABLE)
@@ -193,10 +161,8 @@ def check_branch(
     state: dict[str, Any],
     world: int = 1,
 ) -> None:
-    """A branch must be the run that training from scratch would have produced: the fields of
-    BRANCH_FIXED, and the depths and learning rates before the branch step, equal to the
-    parent's (on another number of processes only when `global_batch` makes the data
-    independent of it)."""
+    """A branch must be the run that training from scratch would have produced: BRANCH_FIXED,
+    and the depths and learning rates before the branch step, equal to the parent's."""
     step = state["step"]
     if step > total:
         raise UserError(
@@ -233,8 +199,7 @@ def check_branch(
 def branch_point(
     child: TrainConfig, child_total: int, parent: TrainConfig, parent_total: int
 ) -> int:
-    """The first step at which two runs differ in depth or learning rate: a child can branch
-    off the parent's checkpoint at any step up to it (`check_branch` checks)."""
+    """The first step where two runs differ in depth or LR: where a child may branch off."""
     a = (parse_schedule(child.schedule, child.seed), child_total, child.optim)
     b = (parse_schedule(parent.schedule, parent.seed), parent_total, parent.optim)
     steps = min(child_total, parent_total)
@@ -245,9 +210,8 @@ def branch_point(
 def _divergence(
     a: tuple[Schedule, int, Any], b: tuple[Schedule, int, Any], steps: int, micros: int = 1
 ) -> tuple[int, str, Any, Any] | None:
-    """The first step before `steps` at which two runs, each (schedule, total steps, optim
-    config), differ, in what ("K", the depth of some micro-batch, or "lr"), and the two values;
-    None when they agree. `micros` > 1 compares every micro-batch's depth (depth_per_micro)."""
+    """(step, "K" or "lr", a, b) at the first step before `steps` where two runs, each (schedule,
+    total steps, optim), differ; None if they agree. `micros` > 1 compares every micro-batch."""
     (a_sched, a_total, a_optim), (b_sched, b_total, b_optim) = a, b
     for s in range(steps):
         for m in range(micros):
@@ -261,9 +225,8 @@ def _divergence(
 
 
 def write_start(out: Path, restored: Restored) -> None:
-    """Record where the run starts in its directory: lineage.json for a branch or init, and
-    metrics.jsonl cut back to the start step (a resume trains the later steps again, and they
-    write their records again; a line cut by a crash goes too)."""
+    """Record where the run starts: lineage.json for a branch or init, and metrics.jsonl cut back
+    to the start step (a resume writes the later records again; a line cut by a crash goes)."""
     if restored.lineage:
         write_text_atomic(out / "lineage.json", json.dumps(restored.lineage, indent=2))
     path = out / "metrics.jsonl"

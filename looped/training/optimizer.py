@@ -1,7 +1,6 @@
 """The optimizer and its learning-rate schedule: AdamW, and `lr_at`, the LR at each step.
 
-The LR, like the depth and the batch, is a function of the step alone, which is what makes a
-resume bitwise and lets `training.lineage` check a branch step by step.
+The LR, like the depth and the batch, is a function of the step alone: resumes are bitwise.
 """
 
 from __future__ import annotations
@@ -29,12 +28,8 @@ def make_optimizer(model: torch.nn.Module, optim: Any, fused: bool = False) -> t
 
 
 def lr_at(step: int, total_steps: int, optim: Any) -> float:
-    """Learning rate at `step`: linear warmup, then cosine to min, or warmup-stable-decay.
-
-    WSD keeps the LR constant until the last `decay_frac` of the run, so two runs of different
-    length agree on every LR before that point: that is what lets a fixed-first run branch off a
-    longer fixed-K run exactly. `optim` is a ``looped.config.OptimConfig``.
-    """
+    """Learning rate at `step`: linear warmup, then cosine to min, or warmup-stable-decay (WSD:
+    runs of different length agree on every LR before the decay, so one can branch off another)."""
     peak, floor = optim.lr, optim.lr * optim.min_lr_ratio
     warm = min(optim.warmup_steps, max(total_steps - 1, 0))
     if step < warm:

@@ -31,8 +31,7 @@ def log(run: Run, record: dict[str, Any]) -> None:
 def log_train(
     run: Run, progress: Progress, done: int, loss: float, depths: list[int], lr: float
 ) -> None:
-    """A train record: loss, depth, pre-clip gradient norm and LR of the last step (with each
-    micro-batch's depth under depth_per_micro); throughput since the previous record."""
+    """A train record of the last step, with throughput since the previous record."""
     now = time.time()
     dt = max(now - progress.t_last, 1e-9)
     world = run.dist.world
@@ -66,8 +65,7 @@ def _grad_norm(progress: Progress) -> float | None:
 
 
 def show_step(run: Run, progress: Progress, bar: Any, done: int, loss: float, depth: int) -> None:
-    """The progress bar (or the caller's on_step), and once the first ~20 steps are measured,
-    the wall time the rest of the run will take."""
+    """The progress bar (or on_step), and after ~20 steps the wall time still to go."""
     eta_at = min(run.start.step + 20, run.total - 1)
     if done == eta_at and done > run.start.step + 5:
         rate = (progress.flops - run.start_flops) / max(time.time() - progress.t0, 1e-9)
@@ -136,15 +134,8 @@ def save(run: Run, progress: Progress, step: int) -> None:
         "run_id": run.start.run_id,  # binds the checkpoint's files together (checkpoint.load_state)
         "loss": progress.last_loss,  # the summary's final_loss when resumed at the last step
     }
-    ckpt_lib.save_checkpoint(
-        run.out,
-        step,
-        weights,
-        state,
-        run.config_yaml,
-        cfg.keep_last,
-        keep=tuple(run.opts.save_steps),
-    )
+    keep = tuple(run.opts.save_steps)
+    ckpt_lib.save_checkpoint(run.out, step, weights, state, run.config_yaml, cfg.keep_last, keep)
     progress.overhead += time.time() - started
 
 

@@ -1,9 +1,8 @@
 """A prepared run: data, model, where it starts (afresh, resumed, branched), optimizer and run
 directory, all settled before the first step; and what the loop updates as it goes.
 
-The config is never changed in place: what the run settles (the dtype on this device, the
-vocabulary fitted to the corpus, grad_accum at this world size) makes a new config, the one
-recorded in config.yaml and every checkpoint.
+The config is never changed in place: what the run settles (dtype, vocabulary, grad_accum)
+makes a new config, the one recorded in config.yaml and every checkpoint.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from looped.errors import UserError
 from looped.eval.recall import check_queries_fit, recall_queries
 from looped.flops import flops_per_token, schedule_flops, steps_for_budget, tokens_per_step
 from looped.model import LoopedTransformer, fit_vocab
-from looped.runtime import checkpoint as ckpt_lib
 from looped.runtime import progress as console
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import device_name, peak_flops
@@ -114,8 +112,7 @@ class Progress:
 
 
 def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | None:
-    """Data, model, the restore point (resume, branch or init), optimizer and the run directory:
-    everything before the first step. None when resuming a run that has already finished."""
+    """Everything before the first step; None when resuming a finished run."""
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     source, cfg = _data(cfg, dist.world)
@@ -142,33 +139,15 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
 def _start(
     cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions, schedule: Schedule, total: int
 ) -> tuple[LoopedTransformer, Restored]:
-    """The model, initialised from the seed, and where it starts (its weights loaded when the
-    run resumes, branches or inits from a checkpoint)."""
-    existing = ckpt_lib.list_checkpoints(out)
-    if existing and not opts.resume:
-        raise UserError(
-            f"{out} already holds checkpoints; pass --resume to continue or choose a new --out"
-        )
+    """The model, initialised from the seed, and where it starts (restored weights)."""
     torch.manual_seed(cfg.seed)
     model = LoopedTransformer(cfg.model)
-    start = restore(
-        cfg,
-        out,
-        model,
-        schedule,
-        total,
-        existing,
-        dist,
-        resume=opts.resume,
-        branch_from=opts.branch_from,
-        init_from=opts.init_from,
-    )
-    return model, start
+    options = (opts.resume, opts.branch_from, opts.init_from)
+    return model, restore(cfg, out, model, schedule, total, dist, *options)
 
 
 def _data(cfg: TrainConfig, world: int) -> tuple[DataSource, TrainConfig]:
-    """The run's data, and the config with what it settles: the vocabulary (fitted to the
-    corpus) and, with global_batch, grad_accum at this world size."""
+    """The run's data, and the config with its fitted vocabulary and grad_accum."""
     source = build_source(cfg.data)
     vocab = fit_vocab(cfg.model.vocab_size, source.vocab_size)
     cfg = replace(cfg, model=replace(cfg.model, vocab_size=vocab))
@@ -178,8 +157,7 @@ def _data(cfg: TrainConfig, world: int) -> tuple[DataSource, TrainConfig]:
 
 
 def resolve_batch(cfg: TrainConfig, world_size: int = 1) -> TrainConfig:
-    """The config with grad_accum set so that global_batch sequences make one step at this world
-    size: the same preset then trains the same way on 1 GPU or 64."""
+    """grad_accum set so that global_batch makes one step at any world size."""
     if cfg.global_batch <= 0:
         return cfg
     per_pass = cfg.batch_size * world_size
@@ -225,8 +203,7 @@ def _place(
     total: int,
     state: dict[str, Any] | None,
 ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
-    """The model on its device (compiled, wrapped or sharded) and its optimizer, with the
-    restored state when the run continues a checkpoint."""
+    """The model on its device (compiled, wrapped or sharded) and its optimizer."""
     model.to(dist.device)
     if cfg.compile:
         model.compile_block()

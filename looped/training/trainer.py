@@ -4,17 +4,11 @@
     looped train --config tiny --out runs/k2 schedule=fixed:2 budget_frac=0.45
     torchrun --standalone --nproc_per_node=8 -m looped train --config 200m --out runs/200m
 
-Each optimizer step: K = schedule.depth(step) (the same on every rank, no communication), then
-`grad_accum` micro-batches at depth K, each drawn from a generator seeded by (seed, step, micro,
-rank), then AdamW at the LR `lr_at(step)`. Depth, batch and LR are functions of the step, so a
-resumed run repeats the uninterrupted one bitwise (fp32, CPU), and a branch off another run at
-step s is the run trained from scratch when the two agree on every depth and LR before s
-(`training.lineage` checks). The run stops at `max_steps` or at the step count whose modeled
-FLOPs fit the budget, so fixed, fixed-first and uniform schedules spend the same compute. A
-NaN/inf loss stops the run and keeps the last good checkpoint.
-
-This file is the loop and one step; `training.run` prepares a run, `training.records` writes
-what it leaves behind.
+Each optimizer step: K = schedule.depth(step), then `grad_accum` micro-batches at depth K, each
+from a generator seeded by (seed, step, micro, rank), then AdamW at `lr_at(step)`. All three are
+functions of the step, so a resumed run repeats the uninterrupted one bitwise (fp32, CPU). The
+run stops at `max_steps` or where its modeled FLOPs fit the budget; a NaN/inf loss stops it.
+`training.run` prepares a run, `training.records` writes what it leaves behind.
 """
 
 from __future__ import annotations
@@ -45,16 +39,14 @@ from looped.training.run import Progress, Run, RunOptions, prepare
 
 
 def train(cfg: TrainConfig, out_dir: str | Path, **options: Any) -> dict[str, Any]:
-    """Train a run into `out_dir` (options: see RunOptions); returns the final summary, also
-    written to out_dir/summary.json. `cfg` is left as it was."""
+    """Train a run into `out_dir` (options: RunOptions); returns and writes the summary."""
     opts = RunOptions(**options)
     validate(cfg)
     dist = Dist(cfg.device)
     cfg = replace(cfg, dtype=resolve_dtype(cfg.dtype, dist.device))  # config.yaml records it
     out = Path(out_dir)
     try:
-        # One writer per run directory, taken before anything is read or written there; rank 0
-        # writes, so it alone holds the lock under torchrun.
+        # One writer per run directory; rank 0 writes, so it alone holds the lock.
         with dir_lock(out, "looped train") if dist.main else nullcontext():
             return _train(cfg, out, dist, opts)
     finally:
@@ -86,8 +78,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
 
 
 def _loop(run: Run, progress: Progress) -> int | None:
-    """Train from the start step to the end; returns the step it stopped at when asked to stop
-    early (Ctrl-C, SIGTERM), after checkpointing it."""
+    """Train to the end; returns the step at which a stop request (Ctrl-C) saved it."""
     cfg, opts = run.cfg, run.opts
     hidden = opts.quiet or opts.on_step is not None or not run.dist.main
     bar = console.bar(run.total, run.start.step, opts.desc or run.out.name, hidden)
@@ -122,8 +113,7 @@ def _due(interval: int, done: int, extra: tuple[int, ...]) -> bool:
 
 # -- one step --------------------------------------------------------------------------------
 def step_depths(run: Run, step: int) -> list[int]:
-    """K for each micro-batch of `step`: the step's K for all, or (depth_per_micro) a draw per
-    micro-batch index, the same on every process (FSDP needs the same collectives everywhere)."""
+    """K for each micro-batch: the step's K, or one draw each under depth_per_micro."""
     cfg = run.cfg
     if not cfg.depth_per_micro:
         return [run.schedule.depth(step, run.total)] * cfg.grad_accum
@@ -139,9 +129,8 @@ def step_flops(run: Run, depths: list[int]) -> float:
 
 
 def micro_batches(run: Run, step: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """The step's micro-batches, each drawn from its own generator; with `split_step_batch`, the
-    step's whole batch drawn once (as a one-micro-batch run draws it) and cut into pieces, so
-    that K per micro-batch and K per step train on the same sequences."""
+    """The step's micro-batches, each from its own generator; with `split_step_batch`, the whole
+    batch drawn once and cut, so K per micro-batch and K per step train on the same sequences."""
     cfg, rank = run.cfg, run.dist.rank
     if cfg.split_step_batch:
         gen = train_generator(cfg.seed, step, 0, rank, 1, cfg.global_batch)
@@ -162,9 +151,8 @@ def train_step(
     progress: Progress,
     logged: bool = True,
 ) -> tuple[float, bool]:
-    """One optimizer step: micro-batch m at depth depths[m], then AdamW. Returns the loss (mean
-    over micro-batches and processes) and whether any process was asked to stop; leaves the
-    pre-clip gradient norm in `progress` when the step is `logged` or clipped."""
+    """One optimizer step: micro-batch m at depth depths[m], then AdamW. Returns the mean loss and
+    whether any process was asked to stop; leaves the pre-clip gradient norm in `progress`."""
     cfg, dist = run.cfg, run.dist
     for group in run.optimizer.param_groups:
         group["lr"] = lr
