@@ -1,17 +1,14 @@
 """Speed benchmark: the looped model against a stacked-layer peer, the matmul ceiling, and the
 paper's modeled savings against measured time, all in one process (``looped bench``).
 
-1. Train step at depth K against ``LlamaForCausalLM`` with K layers of the same shapes, precision,
-   loss and optimizer, beside the kernel floor (the step's matmuls and attention timed alone).
-2. Achieved FLOP/s (``looped.flops`` over step time) against the best square-GEMM rate, also over
-   a width scan (head dim 64).
+1. Train step at depth K against a K-layer ``LlamaForCausalLM`` of the same shapes, beside the
+   kernel floor (the step's matmuls and attention timed alone).
+2. Achieved FLOP/s (``looped.flops`` over step time) against the best square-GEMM rate.
 3. Step time linear in K: the largest K over the smallest against the modeled ratio.
-4. Time fixed-first saves over uniform (per-K step times weighted by exact step counts, and a
-   short real run of both) against ``flops.saving``.
+4. Time fixed-first saves over uniform, measured against ``flops.saving``.
 5. Serving sweep: ``forward_depths`` over K=1..16 against one depth-16 forward.
 
-Every time is the minimum over ``reps`` interleaved steps after ``warmup``. Targets
-(``bench.tables.TARGETS``) are reported, never asserted.
+Every time is the minimum over ``reps`` interleaved steps; targets are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -90,11 +87,6 @@ QUICK = BenchConfig(
 
 
 # -- timing ----------------------------------------------------------------------------------
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
 
 
@@ -119,13 +111,18 @@ def time_min(
     for rep in range(max(1, reps)):
         shift = rep % len(names)
         for name in names[shift:] + names[:shift]:
-            fn = fns[name]
-            _sync(device)
-            t0 = clock()
-            fn()
-            _sync(device)
-            best[name] = min(best[name], clock() - t0)
+            best[name] = min(best[name], _once(fns[name], device, clock))
     return best
+
+
+def _once(fn: Callable[[], object], device: torch.device, clock: Callable[[], float]) -> float:
+    """Seconds of one call, the device synchronized before and after."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else lambda device: None
+    sync(device)
+    t0 = clock()
+    fn()
+    sync(device)
+    return clock() - t0
 
 
 def _timed(cfg: BenchConfig, fns: dict, device: torch.device, warmup: int) -> dict:
@@ -199,8 +196,8 @@ def _autocast(precision: str, device: torch.device) -> AbstractContextManager:
 def looped_config(cfg: BenchConfig) -> LoopedConfig:
     schedules = (parse_schedule(s).max_depth() for s in (cfg.schedule, cfg.reference))
     top = max(*cfg.depths, cfg.serve_depth, cfg.width_depth, *schedules)
-    shape = dict(vocab_size=cfg.vocab_size, seq_len=cfg.seq_len, d_model=cfg.d_model)
-    return LoopedConfig(**shape, n_head=cfg.n_head, d_ff=cfg.d_ff, max_depth=top)
+    shape = {k: getattr(cfg, k) for k in ("vocab_size", "seq_len", "d_model", "n_head", "d_ff")}
+    return LoopedConfig(**shape, max_depth=top)
 
 
 def _width(cfg: BenchConfig, d: int) -> BenchConfig:
@@ -294,15 +291,12 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     train_rows, serve_rows, schedule_rows, width_rows = [], [], [], []
     per_k: dict[int, float] = {}
     for precision in cfg.precisions:
-        autocast = _autocast(precision, device)
         model, opt = _model(cfg, mc, device)
         train_rows += _train_rows(cfg, mc, precision, model, opt, x, y, device)
         serve_rows.append(_serve_row(cfg, mc, precision, model, x, y, device))
         width_rows += _width_rows(cfg, precision, x, y, device)
         if precision == cfg.precisions[0]:  # the per-K sweep is the longest part: one precision
-            schedule_rows, per_k = _schedules(cfg, mc, model, opt, x, y, autocast, device)
-            for row in schedule_rows:
-                row["precision"] = precision
+            schedule_rows, per_k = _schedules(cfg, mc, precision, model, opt, x, y, device)
 
     record.update(train=train_rows, serve=serve_rows, schedule=schedule_rows, widths=width_rows)
     record["step_ms_by_depth"] = {str(k): 1e3 * v for k, v in per_k.items()}
@@ -340,12 +334,8 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
 
 def _rates(cfg: BenchConfig, mc: LoopedConfig, k: int, seconds: float, ceiling: float) -> dict:
     """A depth-K step's achieved FLOP/s (modeled FLOPs over its time) against the ceiling."""
-    achieved = flops_per_token(mc, k, cfg.seq_len) * cfg.batch_size * cfg.seq_len / seconds
-    return {
-        "looped_flops_per_s": achieved,
-        "ceiling_flops_per_s": ceiling,
-        "of_ceiling": achieved / ceiling,
-    }
+    rate = flops_per_token(mc, k, cfg.seq_len) * cfg.batch_size * cfg.seq_len / seconds
+    return dict(looped_flops_per_s=rate, ceiling_flops_per_s=ceiling, of_ceiling=rate / ceiling)
 
 
 def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
@@ -366,14 +356,9 @@ def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
     model.train()
     forward_flops = flops_per_token(mc, top, cfg.seq_len, backward=False)
     head = 2 * cfg.d_model * cfg.vocab_size  # the LM head per token (no prelude/coda here)
-    return {
-        "precision": precision,
-        "depth": top,
-        "forward_ms": 1e3 * t["forward"],
-        "sweep_ms": 1e3 * t["sweep"],
-        "sweep_over_forward": t["sweep"] / t["forward"],
-        "modeled_ratio": (forward_flops + (top - 1) * head) / forward_flops,
-    }
+    row = {"precision": precision, "depth": top, "forward_ms": 1e3 * t["forward"]}
+    row |= {"sweep_ms": 1e3 * t["sweep"], "sweep_over_forward": t["sweep"] / t["forward"]}
+    return row | {"modeled_ratio": (forward_flops + (top - 1) * head) / forward_flops}
 
 
 def _width_rows(cfg, precision, x, y, device) -> list[dict]:
@@ -385,22 +370,20 @@ def _width_rows(cfg, precision, x, y, device) -> list[dict]:
         mc = looped_config(wcfg)
         model, opt = _model(wcfg, mc, device)
         step = {"step": _looped_step(model, opt, x, y, k, autocast)}
-        ceiling_mm = ceiling_fns(cfg, precision, device)
-        t = _timed(cfg, step | ceiling_mm, device, _warmup(cfg))
+        t = _timed(cfg, step | ceiling_fns(cfg, precision, device), device, _warmup(cfg))
         serve = _serve_row(wcfg, mc, precision, model, x, y, device)
         row = {"precision": precision, "d_model": d, "n_head": mc.n_head, "depth": k}
-        row["looped_ms"] = 1e3 * t["step"]
-        row |= _rates(cfg, mc, k, t["step"], ceiling_rate(t))
-        row["sweep_over_forward"] = serve["sweep_over_forward"]
-        rows.append(row | {"sweep_modeled_ratio": serve["modeled_ratio"]})
+        row |= {"looped_ms": 1e3 * t["step"]} | _rates(cfg, mc, k, t["step"], ceiling_rate(t))
+        sweep = {"sweep_over_forward": serve["sweep_over_forward"]}
+        rows.append(row | sweep | {"sweep_modeled_ratio": serve["modeled_ratio"]})
     return rows
 
 
-def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict], dict[int, float]]:
+def _schedules(cfg, mc, precision, model, opt, x, y, device) -> tuple[list, dict[int, float]]:
     """The schedule's saving over the reference: per-K step times weighted by the exact step
     counts of a `run_steps` run, and a short real run of both."""
     ours, ref = parse_schedule(cfg.schedule, cfg.seed), parse_schedule(cfg.reference, cfg.seed)
-    top = max(ours.max_depth(), ref.max_depth())
+    top, autocast = max(ours.max_depth(), ref.max_depth()), _autocast(precision, device)
     steps = {k: _looped_step(model, opt, x, y, k, autocast) for k in range(1, top + 1)}
     per_k = _timed(cfg, steps, device, 0)  # the model is warm from the train rows
     n = cfg.run_steps
@@ -414,7 +397,7 @@ def _schedules(cfg, mc, model, opt, x, y, autocast, device) -> tuple[list[dict],
     rows = [row | {"measured_saving": measured, "ratio": measured / modeled if modeled else None}]
     if cfg.real_steps:
         rows.append(_real_run(cfg, mc, (ours, ref), steps, per_k, device))
-    return rows, per_k
+    return [row | {"precision": precision} for row in rows], per_k
 
 
 def _real_run(cfg, mc, schedules, steps, per_k, device) -> dict:
@@ -425,20 +408,16 @@ def _real_run(cfg, mc, schedules, steps, per_k, device) -> dict:
     wall = [0.0, 0.0]
     for i in range(m):
         for j, seq in enumerate(seqs):
-            _sync(device)
-            t0 = clock()
-            steps[seq[i]]()
-            _sync(device)
-            wall[j] += clock() - t0
+            wall[j] += _once(steps[seq[i]], device, clock)
     cost = [sum(flops_per_token(mc, k, cfg.seq_len) for k in seq) for seq in seqs]
     table = [sum(per_k[k] for k in seq) for seq in seqs]
-    modeled = 1 - cost[0] / cost[1]
+    modeled, measured = 1 - cost[0] / cost[1], 1 - wall[0] / wall[1]
     return {
         "kind": "real run of both schedules",
         "steps": m,
         "modeled_saving": modeled,
-        "measured_saving": 1 - wall[0] / wall[1],
-        "ratio": (1 - wall[0] / wall[1]) / modeled if modeled else None,
+        "measured_saving": measured,
+        "ratio": measured / modeled if modeled else None,
         "predicted_saving": 1 - table[0] / table[1],
         "wall_s": wall,
         "depths": {str(schedules[0]): seqs[0], str(schedules[1]): seqs[1]},

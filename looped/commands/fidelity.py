@@ -26,10 +26,9 @@ from looped.experiments.fidelity import (
     FidelitySettings,
     check_settings,
     corpus_dir,
-    run_config,
+    first_config,
     run_fidelity,
 )
-from looped.paper import UNIFORM
 
 SETUP_FLAGS = ("tokenizer", "d_model", "batch_size")  # flags that set the TextSetup
 OWN_FLAGS = ("dataset", "subset", "max_docs", "steps", "seeds", "workers")  # and the settings
@@ -88,9 +87,7 @@ def main(argv: list[str]) -> int:
     out = Path(args.out or ("runs/fidelity-quick" if args.quick else "runs/fidelity"))
     if args.print_config:  # the config every run starts from; schedule, LR and seed vary
         corpus = {"path": str(corpus_dir(settings, out)), "vocab_size": 0}
-        first = {"lr": settings.lrs[0], "seed": 0, "d_model": settings.setup.d_model}
-        cfg = run_config(settings, corpus, schedule=UNIFORM, steps=settings.steps, **first)
-        print(to_yaml(cfg), end="")
+        print(to_yaml(first_config(settings, corpus)), end="")
         return 0
     run_fidelity(settings, out, out / "fidelity.json", out / "figures", args.fresh, args.quiet)
     return 0

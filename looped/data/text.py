@@ -50,8 +50,8 @@ class TiktokenTokenizer(TextTokenizer):
     """OpenAI's BPEs through tiktoken (``gpt2`` = GPT-2's 50257-token vocabulary)."""
 
     def __init__(self, name: str = "gpt2") -> None:
-        try:  # tiktoken is an optional extra (text)
-            import tiktoken
+        try:
+            import tiktoken  # an optional extra (text)
         except ImportError:
             raise UserError(
                 f"tokenizer {name!r} needs tiktoken; install it with `pip install 'looped[text]'` "
@@ -124,10 +124,9 @@ def train_bpe(texts: Iterator[str], vocab_size: int) -> HFTokenizer:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    kw = {"special_tokens": ["<|endoftext|>"], "show_progress": False}
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=alphabet, **kw)
-    tok.train_from_iterator(texts, trainer)
+    alphabet, special = pre_tokenizers.ByteLevel.alphabet(), ["<|endoftext|>"]
+    kw = {"initial_alphabet": alphabet, "special_tokens": special, "show_progress": False}
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, **kw))
     return HFTokenizer(tok, f"bpe:{vocab_size}", eos_id=tok.token_to_id("<|endoftext|>"))
 
 
@@ -355,10 +354,9 @@ def prepare_text(
     writers = {s: ShardWriter(out, s, dtype, shard_tokens) for s in names}
     splits = _write_splits(documents(max_docs), tok, writers, assign, num_proc, progress)
     _check_splits(splits, out, dataset, text_field, test_frac)
-    kept = dict(
-        dataset=dataset, subset=subset, split=split, text_field=text_field, max_docs=max_docs
-    )
-    return _write_meta(out, tok, dtype, splits, **kept, val_frac=val_frac, test_frac=test_frac)
+    kept = {"dataset": dataset, "subset": subset, "split": split, "text_field": text_field}
+    fracs = {"max_docs": max_docs, "val_frac": val_frac, "test_frac": test_frac}
+    return _write_meta(out, tok, dtype, splits, **kept, **fracs)
 
 
 def _check_splits(
@@ -416,11 +414,10 @@ def prepare_documents(
             "use more documents or larger fractions"
         )
     tok = _tokenizer_for(tokenizer, lambda: iter(by_split["train"]), out)
-    dtype, written = token_dtype(tok.vocab_size), {}
-    for split, docs in by_split.items():
-        writer = ShardWriter(out, split, dtype, 2**27)
-        writer.write(np.concatenate(tokenize_chunk(docs, tok)), len(docs))
-        written[split] = writer.finish()
+    dtype = token_dtype(tok.vocab_size)
+    writers = {split: ShardWriter(out, split, dtype, 2**27) for split in by_split}
+    order = iter([split for text, split in zip(texts, splits) if text])
+    written = _write_splits(iter([texts]), tok, writers, lambda *_: next(order), 1, False)
     held = {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")}
     kept = dict(dataset=dataset, subset=None, split="train", text_field="text", max_docs=None)
     fracs = {"val_frac": val_frac, "test_frac": test_frac, "held_out_documents": held}

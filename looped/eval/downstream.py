@@ -93,17 +93,19 @@ def load_items(task: str, data_file: str | None = None, limit: int | None = None
     if task not in TASKS:
         raise UserError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
     spec = TASKS[task]
-    rows = _hub_rows(task, spec, limit) if data_file is None else _file_rows(task, data_file, limit)
     try:
+        rows = _rows(task, spec, data_file, limit)
         return [spec.to_item(doc) for doc in rows]
     except KeyError as err:
         msg = f"{task} rows lack field {err}; the data must follow the {spec.hub} schema"
         raise UserError(msg) from None
 
 
-def _file_rows(task: str, data_file: str, limit: int | None) -> Any:
+def _rows(task: str, spec: TaskSpec, data_file: str | None, limit: int | None) -> Any:
     import datasets  # ~2 s to import; only loading task items needs it
 
+    if data_file is None:
+        return _hub_rows(datasets, task, spec, limit)
     if not Path(data_file).exists():
         msg = f"{task} data file {data_file} not found; pass an existing .jsonl/.parquet path"
         raise UserError(msg)
@@ -116,9 +118,7 @@ def _file_rows(task: str, data_file: str, limit: int | None) -> Any:
     return rows if limit is None else rows.take(limit)
 
 
-def _hub_rows(task: str, spec: TaskSpec, limit: int | None) -> Any:
-    import datasets  # ~2 s to import; only loading task items needs it
-
+def _hub_rows(datasets: Any, task: str, spec: TaskSpec, limit: int | None) -> Any:
     try:  # downloaded once into the datasets cache, so later runs work offline
         rows = datasets.load_dataset(spec.hub, spec.subset, split=spec.split)
     except Exception as err:  # the hub raises many types; one line for the user

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from looped import paper
 from looped.config import TrainConfig
 from looped.errors import UserError
 from looped.eval.baselines import corpus_baselines
@@ -38,7 +37,7 @@ from looped.experiments.textsetup import TextSetup, ensure_corpus, slug, windows
 from looped.experiments.textsetup import run_config as text_run_config
 from looped.flops import schedule_flops, tokens_per_step
 from looped.model import LoopedTransformer
-from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM, label
+from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM, fixed_phase, label
 from looped.report import text as report
 from looped.runtime.lock import dir_lock
 from looped.runtime.metrics import read_metrics
@@ -75,16 +74,12 @@ QUICK = FidelitySettings(TextSetup("bpe:512", 32, 2, 8, 64, 5, 2, 2), "pydoc", s
 
 
 def record(s: FidelitySettings) -> dict[str, Any]:
-    """The settings as the results file holds them: one flat dict."""
-    t = s.setup
-    return {
-        **{k: getattr(s, k) for k in ("dataset", "subset", "max_docs")},
-        **{"tokenizer": t.tokenizer, "preset": s.preset, "d_model": t.d_model},
-        **{"n_head": t.n_head, "steps": s.steps, "batch_size": t.batch_size},
-        **{"seq_len": t.seq_len, "warmup_steps": t.warmup_steps, "eval_batches": t.val_batches},
-        **{"seeds": s.seeds, "sweep_seeds": s.sweep_seeds, "held_out": t.val_frac},
-        **{k: getattr(s, k) for k in ("lrs", "chosen_lr", "schedules", "workers", "overrides")},
-    }
+    """The settings as the results file holds them: one flat dict, two setup fields renamed."""
+    keys = "dataset subset max_docs tokenizer preset d_model n_head steps batch_size seq_len "
+    keys += "warmup_steps eval_batches seeds sweep_seeds held_out lrs chosen_lr schedules workers"
+    fields = {"eval_batches": "val_batches", "held_out": "val_frac"}
+    pairs = ((k, fields.get(k, k)) for k in [*keys.split(), "overrides"])
+    return {k: getattr(s if hasattr(s, f) else s.setup, f) for k, f in pairs}
 
 
 def corpus_dir(settings: FidelitySettings, out: Path) -> Path:
@@ -124,9 +119,15 @@ def run_config(
     return text_run_config(setup, corpus, **run, preset=s.preset, log_interval=5, before=before)
 
 
+def first_config(s: FidelitySettings, corpus: dict, schedule: str = UNIFORM) -> TrainConfig:
+    """The config every run starts from: the first LR, seed 0 (schedule, LR and seed vary)."""
+    first = {"lr": s.lrs[0], "seed": 0, "d_model": s.setup.d_model, "steps": s.steps}
+    return run_config(s, corpus, schedule=schedule, **first)
+
+
 def run_name(schedule: str, d_model: int, lr: float, steps: int, seed: int) -> str:
     if schedule.startswith("fixed-first"):
-        k, frac = paper.fixed_phase(schedule)
+        k, frac = fixed_phase(schedule)
         short = f"ff_k{k}_{round(frac * 100)}"
     else:
         short = slug(schedule.replace("-", "to"))
@@ -203,16 +204,16 @@ def plan_comparison(plan: Plan, best: dict[str, float]) -> None:
 
 
 # -- tables ----------------------------------------------------------------------------------
+def _mean(rows: Any, key: str) -> float:
+    return float(np.mean([r[key] for r in rows]))
+
+
 def compare_row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
     """One table row: `runs` (one per seed) against `uni`, uniform's runs by seed, paired."""
-    nll = spread([r["mean_nll"] for r in runs])
-    u_nll = float(np.mean([u["mean_nll"] for u in uni.values()]))
+    nll, u_nll = spread([r["mean_nll"] for r in runs]), _mean(uni.values(), "mean_nll")
     paired = [r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs if r["seed"] in uni]
-    flops, u_flops = (
-        np.mean([r["flops"] for r in runs]),
-        np.mean([u["flops"] for u in uni.values()]),
-    )
-    wall, u_wall = np.mean([r["wall"] for r in runs]), np.mean([u["wall"] for u in uni.values()])
+    flops, u_flops = _mean(runs, "flops"), _mean(uni.values(), "flops")
+    wall, u_wall = _mean(runs, "wall"), _mean(uni.values(), "wall")
     first = runs[0]  # every seed's run has the same LR, steps, tokens and depths
     return {
         **{"schedule": schedule, "label": label(schedule), "lr": first["lr"], "seeds": len(runs)},
@@ -270,7 +271,8 @@ def _row(p: Planned, runs_dir: Path, scored_on: list | None, params: dict[int, i
     val = [nll[str(k)] for k in depths]
     # a reported run is scored on the test windows; a sweep-only run needs no test score
     reported = scored_on is not None and bool(p.roles - {"sweep"})
-    held = heldout_nll(runs_dir / p.spec.name, p.cfg, scored_on) if reported else None
+    own = {"token_nll": val, "mean_nll": float(np.mean(val)), "se": None}
+    held = heldout_nll(runs_dir / p.spec.name, p.cfg, scored_on) if reported else own
     tokens = tokens_per_step(p.cfg)
     if p.d_model not in params:
         params[p.d_model] = LoopedTransformer(p.cfg.model).num_params()
@@ -282,10 +284,8 @@ def _row(p: Planned, runs_dir: Path, scored_on: list | None, params: dict[int, i
         "flops": schedule_flops(p.cfg.model, schedule, p.spec.steps, tokens, p.cfg.seq_len),
         "wall": branched_wall(train, parent, p.spec.branch_step),
         **{"final_loss": summary["final_loss"], "own_wall": own_wall(train), "depths": depths},
-        **{"val_token_nll": val, "val_mean_nll": float(np.mean(val))},
-        "token_nll": held["token_nll"] if held else val,
-        "mean_nll": held["mean_nll"] if held else float(np.mean(val)),
-        "se_windows": held["se"] if held else None,
+        **{"val_token_nll": val, "val_mean_nll": own["mean_nll"]},
+        **{"token_nll": held["token_nll"], "mean_nll": held["mean_nll"], "se_windows": held["se"]},
         "curve": [[m["step"], m["loss"], m["depth"]] for m in parent + train],
     }
 
@@ -309,13 +309,12 @@ def held_out_baselines(plan: Plan) -> dict[str, Any]:
 def sweep_results(plan: Plan, runs_dir: Path) -> list[dict]:
     """The finished sweep runs' rows, and a row for each run that diverged (never the best)."""
     rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
-    sweep = [p for p in plan.runs.values() if "sweep" in p.roles]
     blank = dict.fromkeys(("mean_nll", "token_nll", "final_loss")) | {"diverged": True}
-    gone = [p for p in sweep if diverged(runs_dir / p.spec.name)]
-    return rows + [
-        {"schedule": p.spec.schedule, "label": label(p.spec.schedule), "lr": p.lr} | blank
-        for p in gone
-    ]
+    for p in plan.runs.values():
+        if "sweep" in p.roles and diverged(runs_dir / p.spec.name):
+            rows.append({"schedule": p.spec.schedule, "label": label(p.spec.schedule), "lr": p.lr})
+            rows[-1] |= blank
+    return rows
 
 
 def _result(track: _Track, sweep_rows: list[dict], best: dict[str, float]) -> dict:
@@ -381,10 +380,8 @@ def run_fidelity(
     """Corpus, sweep, comparison: train what is missing, write `results` and the figures
     (FIGURES_DIR/PREFIX_*.png), print the table."""
     check_settings(settings)
-    first = {"lr": settings.lrs[0], "seed": 0, "d_model": settings.setup.d_model}
-    first["steps"] = settings.steps
     for schedule in settings.schedules:  # every config checked before the corpus is built
-        run_config(settings, {"path": str(out), "vocab_size": 1}, schedule=schedule, **first)
+        first_config(settings, {"path": str(out), "vocab_size": 1}, schedule)
     with dir_lock(out, "looped fidelity"):  # one writer: a second one into OUT is refused
         t0 = time.time()
         plan = Plan(settings, corpus(settings, out, quiet))

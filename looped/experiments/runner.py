@@ -80,8 +80,8 @@ _progress: Any = None  # in a worker: the queue its progress goes to (set when i
 
 
 def _start_worker(progress: Any, parent: int) -> None:
-    """Give a spawned worker the parent's progress queue (plain and best-effort: nothing to
-    outlive a killed demo) and a watchdog thread that ends it once its parent has died."""
+    """A spawned worker's progress queue (best-effort: nothing outlives a killed demo) and a
+    watchdog that ends it once its parent has died."""
     global _progress
     _progress = progress
     progress.cancel_join_thread()
@@ -106,16 +106,9 @@ def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None)
             last[0] = now
             _progress.put((spec["name"], done, total, loss, depth))
 
+    steps = {"save_steps": tuple(spec["save_steps"]), "eval_steps": tuple(spec["eval_steps"])}
     try:
-        return train(
-            cfg,
-            run_dir,
-            branch_from=branch_dir,
-            save_steps=tuple(spec["save_steps"]),
-            eval_steps=tuple(spec["eval_steps"]),
-            on_step=on_step,
-            quiet=True,
-        )
+        return train(cfg, run_dir, branch_from=branch_dir, on_step=on_step, quiet=True, **steps)
     except UserError as err:
         if not (spec["may_diverge"] and "loss became" in str(err)):
             raise
@@ -184,9 +177,9 @@ class _Bars:
     """An overall bar in modeled GFLOPs and one bar per busy worker, fed by the workers' (name,
     step, total, loss, depth) messages."""
 
-    def __init__(self, todo: dict[str, RunSpec], workers: int, disable: bool) -> None:
+    def __init__(self, todo: dict, configs: dict, workers: int, disable: bool) -> None:
         self.todo, self.disable = todo, disable
-        self.costs = {name: _cost(spec, spec_cfg) for name, (spec, spec_cfg) in todo.items()}
+        self.costs = {name: _cost(spec, configs[name]) for name, spec in todo.items()}
         self.overall = tqdm(
             total=sum(self.costs.values()) / 1e9,
             desc="demo",
@@ -196,8 +189,8 @@ class _Bars:
             bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]",
         )
         self.slots: dict[str, Any] = {}
-        self.seen: dict[str, int] = {}
-        self.free = list(range(1, workers + 1))
+        self.seen: dict[str, int] = {}  # steps already counted in the overall bar, per run
+        self.free = list(range(1, workers + 1))  # bar positions of idle workers
 
     def open(self, spec: RunSpec) -> None:
         self.slots[spec.name] = tqdm(
@@ -226,7 +219,7 @@ class _Bars:
             if name in self.slots:
                 self.slots[name].update(done - self.slots[name].n)
                 self.slots[name].set_postfix(loss=f"{loss:.3f}", K=depth, refresh=True)
-            spec = self.todo[name][0]
+            spec = self.todo[name]
             share = (done - self.seen.get(name, 0)) / max(1, spec.steps - spec.branch_step)
             self.seen[name] = done
             self.overall.update(share * self.costs[name] / 1e9)
@@ -250,7 +243,7 @@ def execute(
     if not todo:
         return 0
     lines = not quiet and progress_mode() == "lines"
-    bars = _Bars({n: (s, configs[n]) for n, s in todo.items()}, workers, quiet or lines)
+    bars = _Bars(todo, configs, workers, quiet or lines)
     ctx = mp.get_context("spawn")
     progress = ctx.Queue()
     pool = ProcessPoolExecutor(
@@ -273,16 +266,7 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)  # quick now: it only cleans up
 
 
-def _drive(
-    pool: ProcessPoolExecutor,
-    progress: Any,
-    todo: dict[str, RunSpec],
-    configs: dict[str, TrainConfig],
-    runs_dir: Path,
-    workers: int,
-    bars: _Bars,
-    lines: bool,
-) -> None:
+def _drive(pool, progress, todo, configs, runs_dir: Path, workers: int, bars: _Bars, lines: bool):
     """Submit runs as their parents finish, by priority then costliest first, until all are
     done; a worker's error is re-raised here."""
     running: dict[Any, str] = {}

@@ -63,10 +63,10 @@ def at_full_budget(result: dict, **match: Any) -> dict[str, list[dict]]:
     return by_label(runs, budget=max(r["budget"] for r in runs), **match)
 
 
-def _bands(ax: Any, groups: dict[str, list[dict]], value: Any, need: str = "") -> None:
-    """A seed band of `value(run)` per schedule (left out where its runs lack `need`)."""
+def _bands(ax: Any, groups: dict, value: Any, need: str = "", skip: str = "") -> None:
+    """A seed band of `value(run)` per schedule but `skip` (none where its runs lack `need`)."""
     for i, (label, group) in enumerate(groups.items()):
-        if not need or need in group[0]:
+        if label != skip and (not need or need in group[0]):
             style.schedule_band(ax, group[0]["depths"], [value(r) for r in group], label, i)
 
 
@@ -107,15 +107,9 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     left.set_title("Serving quality against training compute")
     left.legend(fontsize=8)
     full = by_label(runs, budget=top)
-    uniform = full.get(paper.label(UNIFORM))
-    if uniform:
+    if uniform := full.get(paper.label(UNIFORM)):
         base = np.mean([nll(r) for r in uniform], axis=0)
-        for i, (label, group) in enumerate(full.items()):
-            if label == paper.label(UNIFORM):
-                continue
-            style.schedule_band(
-                right, group[0]["depths"], [np.asarray(nll(r)) - base for r in group], label, i
-            )
+        _bands(right, full, lambda r: np.asarray(nll(r)) - base, skip=paper.label(UNIFORM))
         right.axhline(0, color="k", lw=0.8)
         ylabel = f"{nll_label(result, True)} minus uniform's\n(above 0: worse)"
         right.set(xlabel="serving depth K", ylabel=ylabel)
@@ -404,9 +398,7 @@ def setup_table(result: dict) -> str:
 
 def full_runs(result: dict, schedule: str) -> list[dict]:
     """A main schedule's runs at the grid's largest budget."""
-    runs = main_runs(result)
-    top = max(r["budget"] for r in runs)
-    return [r for r in runs if r["schedule"] == schedule and r["budget"] == top]
+    return at_full_budget(result, schedule=schedule).get(paper.label(schedule), [])
 
 
 def depth_table(result: dict) -> str:

@@ -55,6 +55,17 @@ def timing_section(timing: dict) -> str:
     return md_table(TIMING_HEADER, [run + counts])
 
 
+def step_speed_section(speed: dict) -> str:
+    """Each setting's training-step speed as a ratio to the length study's worker, measured
+    one after another in one run of scripts/step_speed.py (never across runs)."""
+    rows = [[name, f"{speed['ms_per_step'][name]:.0f}", f"{ratio:.2f}x"]
+            for name, ratio in speed["speed_vs_worker"].items()]  # fmt: skip
+    rows.append(["two 1-thread processes vs one 2-thread process (steps/s)", "-",
+                 f"{speed['two_workers_vs_two_threads']:.2f}x"])  # fmt: skip
+    header = [f"setting ({speed['machine']}, torch {speed['torch']})", "ms per step", "speed"]
+    return md_table(header, rows)
+
+
 def capitalized(markdown: str) -> str:
     """Generated markdown whose every bullet starts with a capital letter."""
     return re.sub(r"^- ([a-z])", lambda m: "- " + m.group(1).upper(), markdown, flags=re.M)
@@ -80,6 +91,7 @@ SECTIONS = {
     "samples": ("samples.json", samples.section),
     "diagnose": ("diagnose.json", diagnose.section),
     "timing": ("demo_time.json", timing_section),
+    "step_speed": ("step_speed.json", step_speed_section),
     "bench": ("bench.md", None),
 }
 
