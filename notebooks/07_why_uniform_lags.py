@@ -178,14 +178,14 @@ display(Markdown(text_report.baselines_table(text, text["baselines"])))
 study = json.loads((ROOT / "results" / "length.json").read_text())
 gap_figures = [length.fig_gap(study, Path(tempfile.mkdtemp()) / "length_gap.png")]
 display(Image(filename=str(gap_figures[0])))
-display(Markdown("\n".join(length.table_rows(study))))
+display(Markdown(length.table_rows(study)))
 
 # %% [markdown]
 # A mean over sixteen serving depths can hide opposite moves, so the gap at $K=1$, 4 and 16 at
 # the longest length sits beside it; the right panel above draws the same at every depth:
 
 # %%
-display(Markdown("\n".join(length.depth_rows(study))))
+display(Markdown(length.depth_rows(study)))
 
 # %% [markdown]
 # How the gap moves with training length is fitted per seed (its slope against $\log_2$ of
@@ -193,7 +193,7 @@ display(Markdown("\n".join(length.depth_rows(study))))
 # interval excludes zero.
 
 # %%
-display(Markdown("\n".join(length.trend_rows(study))))
+display(Markdown(length.trend_rows(study)))
 
 # %% [markdown]
 # ## What we saw

@@ -26,7 +26,7 @@ from safetensors import safe_open
 
 # keys that measure the machine or the invocation, not the run: these, and any key that names a
 # wall time or seconds (wall, train_wall, wall_seconds, phase_seconds, train_seconds, ...)
-TIMING = {"tokens_per_s", "mem_gb", "mfu", "eta", "machine", "runs_trained"}
+TIMING = {"tokens_per_s", "mem_gb", "mfu", "eta", "machine", "runs_trained", "worker_s"}
 UNIQUE = {"run_id", "lineage", "config_sha256"}  # a new uuid per run; a path; a hash of a path
 SKIPPED = {".lock"}
 

@@ -42,7 +42,9 @@ def test_plain_tick_labels_on_a_short_log_axis():
     fig.canvas.draw()
     ys = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     xs = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
-    assert ys == ["1", "2", "3"], ys  # 1, 2, 5 x 10^n gives only two: 1, 2, 3, 5 then
+    # 1, 2, 5 x 10^n gives two; 1, 2, 3, 5 leaves the bottom (0.6) a factor 1.7 below its lowest
+    # label; the next set labels both ends within a factor 1.5
+    assert ys == ["0.7", "1", "1.5", "2", "3", "4"], ys
     assert all("times" not in y and "^" not in y for y in ys)
     assert len(xs) >= 2 and all(x in {"2e12", "5e12", "1e13"} for x in xs), xs
     assert style.plain(0.5) == "0.5" and style.plain(2e12) == "2e12"
@@ -206,3 +208,33 @@ def test_text_too_small_at_the_width_the_docs_show_a_figure_is_found():
         found = checks.small_text(fig)
         assert bool(found) is small and (not found or "px at 900 px wide" in found[0])
         plt.close(fig)
+
+
+def test_coinciding_curves_a_flat_axis_and_an_empty_legend_entry_are_found():
+    """Each new rule fails on a figure that breaks it and passes on its fixed twin."""
+    x = np.arange(10.0)
+    fig, ax = plt.subplots()
+    ax.plot(x, x, label="a")
+    ax.plot(x, x + 1e-4, "--", label="b")  # dashed, yet on top of "a" all the way
+    ax.bar([1, 2], [0, 0], label="zero bits")  # a stacked series worth nothing
+    ax.legend()
+    fig.canvas.draw()
+    assert checks.coinciding_series(fig) == [
+        "'panel 1': 'a' and 'b' coincide along 100% of their length"
+    ]
+    assert checks.empty_legend_entries(fig) == [
+        "'panel 1': the legend names 'zero bits', which shows no data"
+    ]
+    ax.lines[1].set_ydata(x * 0.5)
+    assert checks.coinciding_series(fig) == []
+    plt.close(fig)
+
+    fig, ax = plt.subplots()
+    ax.plot(x, 6.1 + x * 1e-4)  # a 0.01% span: ticks 6.1, 6.1005, ...
+    fig.canvas.draw()
+    assert len(checks.below_noise(fig)) == 1
+    ax.set_ylim(5.5, 6.5)
+    assert checks.below_noise(fig) == []
+    checks.claim_noise(ax, 2.0)  # a stated noise wider than the span fails it again
+    assert len(checks.below_noise(fig)) == 1
+    plt.close(fig)

@@ -36,7 +36,8 @@ from looped.runtime.device import cpu_name
 from looped.schedule_spec import parse_schedule
 from looped.training.optimizer import make_optimizer
 
-PRECISIONS = ("fp32", "bf16")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+PRECISIONS = tuple(DTYPES)
 
 
 @dataclass
@@ -129,18 +130,14 @@ def _timed(cfg: BenchConfig, fns: dict, device: torch.device, warmup: int) -> di
     return time_min(fns, warmup, cfg.reps, device, CLOCKS[cfg.clock])
 
 
-def _dtype(precision: str) -> torch.dtype:
-    return torch.bfloat16 if precision == "bf16" else torch.float32
-
-
 def ceiling_fns(cfg: BenchConfig, precision: str, device: torch.device) -> dict[str, Any]:
     """Square matmuls in this precision, one per size, to time alongside the model steps."""
-    dtype, fns = _dtype(precision), {}
     sizes = cfg.ceiling_sizes if device.type == "cpu" else (4096, 8192)  # a GPU needs bigger
-    for n in sizes:
-        a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
-        fns[f"ceiling {n}"] = lambda a=a, b=b: a @ b
-    return fns
+    pairs = {
+        n: [torch.randn(n, n, device=device, dtype=DTYPES[precision]) for _ in range(2)]
+        for n in sizes
+    }
+    return {f"ceiling {n}": lambda a=a, b=b: a @ b for n, (a, b) in pairs.items()}
 
 
 def ceiling_rate(times: dict[str, float]) -> float:
@@ -153,7 +150,7 @@ def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> 
     attention (forward and backward), one function each: what any implementation pays."""
     mc = looped_config(cfg)
     d, f, V, T, B = cfg.d_model, mc.ff_dim, cfg.vocab_size, cfg.seq_len, cfg.batch_size
-    M, dtype = B * T, _dtype(precision)
+    M, dtype = B * T, DTYPES[precision]
 
     def linear(n_in: int, n_out: int) -> Callable[[], object]:
         shapes = ((M, n_in), (n_out, n_in), (M, n_out))
@@ -171,14 +168,9 @@ def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> 
             y = causal_attention(*qkv)
         y.backward(torch.ones_like(y))
 
-    return {
-        "floor qkv": linear(d, 3 * d),
-        "floor proj": linear(d, d),
-        "floor up": linear(d, 2 * f),
-        "floor down": linear(f, d),
-        "floor attention": attention,
-        "floor-head": linear(d, V),
-    }
+    shapes = {"qkv": (d, 3 * d), "proj": (d, d), "up": (d, 2 * f), "down": (f, d)}
+    fns = {f"floor {name}": linear(*shape) for name, shape in shapes.items()}
+    return fns | {"floor attention": attention, "floor-head": linear(d, V)}
 
 
 def floor_seconds(times: dict[str, float], depth: int) -> float:
@@ -187,9 +179,8 @@ def floor_seconds(times: dict[str, float], depth: int) -> float:
 
 
 def _autocast(precision: str, device: torch.device) -> AbstractContextManager:
-    if precision == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return nullcontext()
+    bf16 = precision == "bf16"
+    return torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
 
 
 # -- the two models --------------------------------------------------------------------------
@@ -307,8 +298,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 
 
 def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
-    """Measurements 1-3: train step at each K against the K-layer peer, against the kernel
-    floor, and as FLOP/s against the matmul ceiling."""
+    """Measurements 1-3: train step at each K against the peer, the floor and the ceiling."""
     autocast = _autocast(precision, device)
     ceiling_mm = ceiling_fns(cfg, precision, device)
     floor_fns = kernel_floor_fns(cfg, precision, device)
@@ -362,8 +352,7 @@ def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
 
 
 def _width_rows(cfg, precision, x, y, device) -> list[dict]:
-    """Measurements 2 and 5 at growing width (head dim 64, K=width_depth), where the matmuls'
-    share of the work grows."""
+    """Measurements 2 and 5 at growing width, where the matmuls' share of the work grows."""
     autocast, rows, k = _autocast(precision, device), [], cfg.width_depth
     for d in cfg.widths:
         wcfg = _width(cfg, d)
@@ -478,8 +467,7 @@ def _check(cfg: BenchConfig) -> None:
     if cfg.width_depth < 1 or any(d < 2 for d in cfg.widths):
         raise UserError("width-depth must be >= 1 and widths >= 2, e.g. --widths 256,512,1024")
     try:
-        looped_config(cfg)
-        for d in cfg.widths:
-            looped_config(_width(cfg, d))
+        for shape in (cfg, *(_width(cfg, d) for d in cfg.widths)):
+            looped_config(shape)
     except ValueError as err:
         raise UserError(f"bad model shape: {err}") from None

@@ -43,8 +43,7 @@ def train_generator(
 ) -> torch.Generator:
     """One micro-batch's generator. With `global_batch` it is named by its index in the whole
     step, so a step's sequences are the same on 1 process or 8; else per (micro, rank)."""
-    if global_batch > 0:
-        return batch_generator(seed, step, rank * grad_accum + micro, 0)
+    micro, rank = (rank * grad_accum + micro, 0) if global_batch > 0 else (micro, rank)
     return batch_generator(seed, step, micro, rank)
 
 
@@ -73,13 +72,10 @@ class TokenStream:
         """Contiguous, non-overlapping windows from the start: the same every time."""
         n_windows = (len(self.tokens) - 1) // seq_len
         for b in range(min(n_batches, max(1, n_windows // batch_size))):
-            rows = [
-                self.tokens[i * seq_len : i * seq_len + seq_len + 1]
-                for i in range(b * batch_size, min((b + 1) * batch_size, n_windows))
-            ]
-            if not rows:
+            starts = range(b * batch_size, min((b + 1) * batch_size, n_windows))
+            if not starts:
                 return
-            rows = torch.stack(rows)
+            rows = torch.stack([self.tokens[i * seq_len : (i + 1) * seq_len + 1] for i in starts])
             yield rows[:, :-1], rows[:, 1:]
 
 
@@ -95,36 +91,32 @@ class DataSource:
 def bios_config(data_cfg: Any) -> Any:
     """The BiosConfig a DataConfig describes (its names meet the generator's here)."""
     d = data_cfg
-    return BiosConfig(
-        n_persons=d.persons, seed=d.bios_seed, bios_per_person=d.bios_per_person, two_hop=d.two_hop
-    )
+    kw = {"bios_per_person": d.bios_per_person, "two_hop": d.two_hop}
+    return BiosConfig(n_persons=d.persons, seed=d.bios_seed, **kw)
 
 
 def build_source(data_cfg: Any) -> DataSource:
     """The training and evaluation token sources a DataConfig describes."""
+    path = data_cfg.path
     if data_cfg.kind == "bios":
-        if data_cfg.path:
-            if not Path(data_cfg.path).is_dir():
-                raise UserError(
-                    f"bios corpus {data_cfg.path} not found; write one with `looped data bios --out {data_cfg.path}`"
-                )
-            corpus = BiosCorpus.load(data_cfg.path)
-        else:
-            corpus = generate(bios_config(data_cfg))
+        if path and not Path(path).is_dir():
+            raise UserError(
+                f"bios corpus {path} not found; write one with `looped data bios --out {path}`"
+            )
+        corpus = BiosCorpus.load(path) if path else generate(bios_config(data_cfg))
         tok = corpus.tokenizer
 
         def stream(texts: list[str]) -> TokenStream:  # the texts joined with EOS
-            return TokenStream(
-                [i for t in texts for i in tok.encode(t) + [tok.eos_id]], tok.vocab_size
-            )
+            ids = [i for t in texts for i in [*tok.encode(t), tok.eos_id]]
+            return TokenStream(ids, tok.vocab_size)
 
         train, val = stream(corpus.train_texts), stream(corpus.eval_texts)
         return DataSource(train, val, tok.vocab_size, corpus, tok)
     if data_cfg.kind == "text":
-        if not data_cfg.path or not Path(data_cfg.path).is_dir():
+        if not path or not Path(path).is_dir():
             raise UserError(
-                f"text corpus {data_cfg.path!r} not found; write one with `looped data text --out DIR` and set data.path=DIR"
+                f"text corpus {path!r} not found; write one with `looped data text --out DIR` and set data.path=DIR"
             )
-        train, val = TokenShards(data_cfg.path, "train"), TokenShards(data_cfg.path, "val")
-        return DataSource(train, val, train.vocab_size, None, load_tokenizer(data_cfg.path))
+        train, val = TokenShards(path, "train"), TokenShards(path, "val")
+        return DataSource(train, val, train.vocab_size, None, load_tokenizer(path))
     raise UserError(f"data.kind={data_cfg.kind!r}: choose bios or text")

@@ -19,15 +19,9 @@ OVERLAP = 0.5  # shared fraction of the smaller document's distinctive lines tha
 MIN_SHARED = 5  # and at least this many shared lines: two stubs sharing one line are no family
 
 
-def distinctive_lines(text: str) -> set[str]:
-    """The stripped lines long enough to identify a document's family."""
-    return {s for line in text.splitlines() if len(s := line.strip()) >= MIN_LINE}
-
-
 def near_duplicate_keys(docs: list[str]) -> list[int]:
-    """Each document's cluster key, the index of its cluster's first document (union-find over
-    pairs sharing >= OVERLAP of the smaller one's distinctive lines)."""
-    lines = [distinctive_lines(d) for d in docs]
+    """Each document's cluster key, its cluster's first index: union-find over shared lines."""
+    lines = [{s for line in d.splitlines() if len(s := line.strip()) >= MIN_LINE} for d in docs]
     postings: dict[str, list[int]] = defaultdict(list)
     for i, ls in enumerate(lines):
         for line in ls:
@@ -62,6 +56,5 @@ def split_of(key: str, val_frac: float, test_frac: float) -> str:
 def assign_splits(
     keys: list[int], val_frac: float, test_frac: float, names: list[str] | None = None
 ) -> list[str]:
-    """Each document's split, shared by its cluster; `names` (e.g. module paths) make it
-    independent of the documents' order."""
+    """Each document's split, its cluster's; `names` (e.g. module paths) make it order-free."""
     return [split_of(names[k] if names else str(k), val_frac, test_frac) for k in keys]

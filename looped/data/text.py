@@ -14,7 +14,7 @@ import os
 import sys
 import sysconfig
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from pydoc_data.topics import topics
 from typing import Any
@@ -34,7 +34,6 @@ META = "meta.json"
 TOKENIZER_FILE = "tokenizer.json"
 
 
-# -- tokenizers -------------------------------------------------------------------------------
 class TextTokenizer:
     """Ids in, text out, one EOS id; subclasses define `encode_batch` and `decode`."""
 
@@ -76,7 +75,7 @@ class HFTokenizer(TextTokenizer):
         self._tok, self.spec = tokenizer, spec
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         if eos_id is None:
-            ids = [tokenizer.token_to_id(t) for t in EOS_CANDIDATES]
+            ids = (tokenizer.token_to_id(t) for t in EOS_CANDIDATES)
             eos_id = next((i for i in ids if i is not None), None)
         if eos_id is None:
             raise UserError(
@@ -87,9 +86,7 @@ class HFTokenizer(TextTokenizer):
 
     @classmethod
     def from_spec(cls, name: str) -> HFTokenizer:
-        path = Path(name)
-        if path.is_dir():
-            path = path / TOKENIZER_FILE
+        path = Path(name) / TOKENIZER_FILE if Path(name).is_dir() else Path(name)
         if path.suffix == ".json" or path.exists():
             if not path.is_file():
                 raise UserError(
@@ -115,8 +112,7 @@ class HFTokenizer(TextTokenizer):
 
 
 def train_bpe(texts: Iterator[str], vocab_size: int) -> HFTokenizer:
-    """A GPT-2-style byte-level BPE (any text encodes, nothing is unknown) with one special
-    token, ``<|endoftext|>`` = id 0, the document separator."""
+    """A byte-level BPE (any text encodes); ``<|endoftext|>`` = id 0 separates documents."""
     if vocab_size < 257:
         raise UserError(
             f"bpe:{vocab_size} is too small; byte-level BPE needs a vocabulary of at least 257"
@@ -130,13 +126,9 @@ def train_bpe(texts: Iterator[str], vocab_size: int) -> HFTokenizer:
     return HFTokenizer(tok, f"bpe:{vocab_size}", eos_id=tok.token_to_id("<|endoftext|>"))
 
 
-def _tiktoken(spec: str) -> bool:
-    return spec == "gpt2" or spec.startswith("tiktoken:")
-
-
 def make_tokenizer(spec: str) -> TextTokenizer:
     """A ready tokenizer from a spec that needs no corpus (``gpt2``, ``tiktoken:NAME``, ``hf:...``)."""
-    if _tiktoken(spec):
+    if spec == "gpt2" or spec.startswith("tiktoken:"):
         return TiktokenTokenizer(spec.removeprefix("tiktoken:"))
     if spec.startswith("hf:"):
         return HFTokenizer.from_spec(spec.split(":", 1)[1])
@@ -148,21 +140,19 @@ def make_tokenizer(spec: str) -> TextTokenizer:
 def load_tokenizer(directory: str | Path) -> TextTokenizer:
     """The tokenizer a token directory was written with (offline for bpe:/hf: specs)."""
     meta = read_meta(directory)
-    if _tiktoken(meta["tokenizer"]):
+    if not meta["tokenizer"].startswith(("bpe:", "hf:")):  # tiktoken's: nothing saved
         return make_tokenizer(meta["tokenizer"])
     tok = Tokenizer.from_file(str(Path(directory) / TOKENIZER_FILE))
     return HFTokenizer(tok, meta["tokenizer"], eos_id=meta["eos_id"])
 
 
-# -- documents --------------------------------------------------------------------------------
 def pydoc_named_documents() -> list[tuple[str, str]]:
     """(topic name, text) of every pydoc topic, sorted by name."""
     return [(name, topics[name]) for name in sorted(topics)]
 
 
 def stdlib_named_documents() -> list[tuple[str, str]]:
-    """(path, source) of every standard-library module but tests, IDLE and site-packages, sorted
-    by path (a split follows the module, not its position)."""
+    """(path, source) of every stdlib module but tests, IDLE, site-packages; sorted by path."""
     root = Path(sysconfig.get_paths()["stdlib"])
     skip = {"site-packages", "dist-packages", "test", "tests", "idlelib"}
     files = sorted(p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts))
@@ -185,9 +175,9 @@ def local_data_files(path: Path) -> tuple[str, list[str]]:
         if suffix in FILE_BUILDERS:
             kinds.setdefault(FILE_BUILDERS[suffix], []).append(str(f))
     if len(kinds) != 1:
-        found = "none" if not kinds else ", ".join(kinds)
         raise UserError(
-            f"{path}: need files of one kind (.txt, .jsonl/.json or .parquet), found {found}; "
+            f"{path}: need files of one kind (.txt, .jsonl/.json or .parquet), found "
+            f"{', '.join(kinds) or 'none'}; "
             "point --dataset at one kind of file"
         )
     return next(iter(kinds.items()))
@@ -225,45 +215,41 @@ def open_documents(
         ) from None
 
 
-def _tokenize_batch(batch: dict[str, list], tokenizer: TextTokenizer, text_field: str) -> dict:
-    texts = [t for t in batch[text_field] if t]  # None or empty documents would be bare EOS tokens
+def _tokenize_batch(batch: dict[str, list], tokenizer: TextTokenizer) -> dict:
+    texts = [t for t in batch["text"] if t]  # None or empty documents would be bare EOS tokens
     return {"ids": [ids + [tokenizer.eos_id] for ids in tokenizer.encode_batch(texts)]}
 
 
 def tokenize_chunk(
-    texts: list[str], tokenizer: TextTokenizer, num_proc: int = 1, field: str = "text"
+    texts: list[str], tokenizer: TextTokenizer, num_proc: int = 1
 ) -> list[np.ndarray]:
     """Token ids of each non-empty document, EOS appended, through a parallel ``Dataset.map``."""
     import datasets  # ~2 s to import: only writing corpora needs it
 
-    ds = datasets.Dataset.from_dict({field: texts})
-    fn = functools.partial(_tokenize_batch, tokenizer=tokenizer, text_field=field)
-    batch = max(1, min(1000, -(-len(texts) // max(1, num_proc))))
-    procs = num_proc if num_proc > 1 and len(texts) > 1 else None
-    fingerprint = f"looped-tokenize-{len(texts)}"  # skip hashing the tokenizer
+    ds = datasets.Dataset.from_dict({"text": texts})
+    fn = functools.partial(_tokenize_batch, tokenizer=tokenizer)
+    kw = {"batch_size": max(1, min(1000, -(-len(texts) // max(1, num_proc))))}
+    kw["num_proc"] = num_proc if num_proc > 1 and len(texts) > 1 else None
+    kw["new_fingerprint"] = f"looped-tokenize-{len(texts)}"  # skip hashing the tokenizer
     bars_were_on = not datasets.utils.are_progress_bars_disabled()
     datasets.utils.disable_progress_bars()  # one bar per chunk is noise; prepare_text has its own
     try:
-        kw = {"batch_size": batch, "num_proc": procs, "new_fingerprint": fingerprint}
-        out = ds.map(fn, batched=True, remove_columns=[field], **kw)
+        out = ds.map(fn, batched=True, remove_columns=["text"], **kw)
     finally:
         if bars_were_on:
             datasets.utils.enable_progress_bars()
     col = out.data.column("ids").combine_chunks()
-    values = col.values.to_numpy(zero_copy_only=False)
-    offsets = col.offsets.to_numpy()
+    values, offsets = col.values.to_numpy(zero_copy_only=False), col.offsets.to_numpy()
     return [values[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
 
 
-# -- writing shards ---------------------------------------------------------------------------
 def token_dtype(vocab_size: int) -> np.dtype:
     """uint16 when every id fits (vocab <= 65536), else uint32."""
     return np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
 
 
 class ShardWriter:
-    """Appends ids to ``{split}_00000.bin, ...`` of at most ``shard_tokens`` each; a shard gets
-    its final name only once complete (write, fsync, rename)."""
+    """Ids into ``{split}_00000.bin, ...``; a shard is renamed to its name once complete."""
 
     def __init__(self, out: Path, split: str, dtype: np.dtype, shard_tokens: int) -> None:
         self.out, self.split, self.dtype, self.shard_tokens = out, split, dtype, shard_tokens
@@ -328,8 +314,7 @@ def prepare_text(
     progress: bool = False,
     test_frac: float = 0.0,
 ) -> dict[str, Any]:
-    """Stream a corpus into ``out``; returns meta.json. With ``test_frac > 0`` a document's split
-    is a hash of its text, so a ``bpe:N`` tokenizer fits on train alone; else `count_rule`."""
+    """Stream a corpus into ``out``, return meta.json; test_frac > 0 splits by a text hash."""
     if not 0.0 <= val_frac < 1.0 or not 0.0 <= test_frac < 1.0 - val_frac:
         raise UserError(f"--val-frac {val_frac}, --test-frac {test_frac}: each in [0, 1), sum < 1")
     if num_proc < 1 or shard_tokens < 1 or chunk_docs < 1:
@@ -337,8 +322,15 @@ def prepare_text(
     out = Path(out)
     _prepare_out(out, overwrite)
 
-    def documents(limit: int | None) -> Iterator[list[str]]:
-        return document_chunks(dataset, subset, split, text_field, chunk_docs, limit)
+    def documents(limit: int | None = max_docs) -> Iterator[list[str]]:  # opens the stream anew
+        ds = open_documents(dataset, subset, split, text_field)
+        for batch in (ds if limit is None else ds.take(limit)).iter(batch_size=chunk_docs):
+            if text_field not in batch:
+                raise UserError(
+                    f"dataset {dataset!r} has no column {text_field!r} (columns: {', '.join(batch)}); "
+                    "pass --text-field"
+                )
+            yield batch[text_field]
 
     def hashed(text: str, n_tokens: int = 0) -> str:
         return split_of(text, val_frac, test_frac) if test_frac > 0 else "train"
@@ -349,19 +341,15 @@ def prepare_text(
 
     assign = hashed if test_frac > 0 else count_rule(val_frac)
     tok = _tokenizer_for(tokenizer, train_texts, out)
-    dtype = token_dtype(tok.vocab_size)
     names = ("train", "val", "test") if test_frac > 0 else ("train", "val")
-    writers = {s: ShardWriter(out, s, dtype, shard_tokens) for s in names}
-    splits = _write_splits(documents(max_docs), tok, writers, assign, num_proc, progress)
+    splits = _write_splits(out, documents(), tok, names, assign, shard_tokens, num_proc, progress)
     _check_splits(splits, out, dataset, text_field, test_frac)
     kept = {"dataset": dataset, "subset": subset, "split": split, "text_field": text_field}
     fracs = {"max_docs": max_docs, "val_frac": val_frac, "test_frac": test_frac}
-    return _write_meta(out, tok, dtype, splits, **kept, **fracs)
+    return _write_meta(out, tok, splits, **kept, **fracs)
 
 
-def _check_splits(
-    splits: dict[str, dict[str, Any]], out: Path, dataset: str, text_field: str, test_frac: float
-) -> None:
+def _check_splits(splits: dict, out: Path, dataset: str, text_field: str, test_frac: float) -> None:
     """Refuse a corpus no run could use: no training text, or an empty held-out split."""
     if splits["train"]["tokens"] == 0:
         raise UserError(
@@ -375,12 +363,10 @@ def _check_splits(
         )
 
 
-def _write_meta(
-    out: Path, tok: TextTokenizer, dtype: np.dtype, splits: dict, **fields: Any
-) -> dict[str, Any]:
+def _write_meta(out: Path, tok: TextTokenizer, splits: dict, **fields: Any) -> dict[str, Any]:
     """meta.json, written last and atomically: a directory holding it holds a whole corpus."""
     meta = {"format": 1, **fields, "tokenizer": tok.spec, "vocab_size": tok.vocab_size}
-    meta |= {"eos_id": tok.eos_id, "dtype": dtype.name, "splits": splits}
+    meta |= {"eos_id": tok.eos_id, "dtype": token_dtype(tok.vocab_size).name, "splits": splits}
     # the built-in corpora follow the interpreter that read them
     meta["python"] = sys.version.split()[0] if fields["dataset"] in NAMED_CORPORA else None
     write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
@@ -396,52 +382,31 @@ def prepare_documents(
     dataset: str = "documents",
     overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Tokenize in-memory documents into train / val / test without leaks: a near-duplicate
-    cluster goes to one split (`data.splits`), and a ``bpe:N`` tokenizer fits on train alone."""
+    """In-memory documents into train / val / test without leaks (`data.splits`), BPE on train."""
     if val_frac <= 0 or test_frac <= 0 or val_frac + test_frac >= 1:
         raise UserError(f"val_frac={val_frac}, test_frac={test_frac}: both > 0, sum < 1")
     out = Path(out)
     _prepare_out(out, overwrite)
     names, texts = [n for n, _ in named_docs], [t for _, t in named_docs]
     splits = assign_splits(near_duplicate_keys(texts), val_frac, test_frac, names)
-    by_split: dict[str, list[str]] = {"train": [], "val": [], "test": []}
-    for text, split in zip(texts, splits):
-        if text:
-            by_split[split].append(text)
+    pairs = list(zip(texts, splits))
+    by_split = {s: [t for t, x in pairs if t and x == s] for s in ("train", "val", "test")}
     if not all(by_split.values()):
         raise UserError(
             f"{len(texts)} documents leave a split empty ({', '.join(f'{k}: {len(v)}' for k, v in by_split.items())}); "
             "use more documents or larger fractions"
         )
     tok = _tokenizer_for(tokenizer, lambda: iter(by_split["train"]), out)
-    dtype = token_dtype(tok.vocab_size)
-    writers = {split: ShardWriter(out, split, dtype, 2**27) for split in by_split}
-    order = iter([split for text, split in zip(texts, splits) if text])
-    written = _write_splits(iter([texts]), tok, writers, lambda *_: next(order), 1, False)
+    order = iter([split for text, split in pairs if text])
+    written = _write_splits(out, iter([texts]), tok, by_split, lambda *_: next(order), 2**27)
     held = {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")}
     kept = dict(dataset=dataset, subset=None, split="train", text_field="text", max_docs=None)
     fracs = {"val_frac": val_frac, "test_frac": test_frac, "held_out_documents": held}
-    return _write_meta(out, tok, dtype, written, **kept, **fracs)
-
-
-def document_chunks(
-    dataset: str, subset: str | None, split: str, text_field: str, chunk: int, limit: int | None
-) -> Iterator[list[str]]:
-    """The texts of the first `limit` documents (all when None), `chunk` at a time; each call
-    reads the stream anew (the BPE pass and the tokenizing pass each open their own)."""
-    ds = open_documents(dataset, subset, split, text_field)
-    for batch in (ds if limit is None else ds.take(limit)).iter(batch_size=chunk):
-        if text_field not in batch:
-            raise UserError(
-                f"dataset {dataset!r} has no column {text_field!r} (columns: {', '.join(batch)}); "
-                "pass --text-field"
-            )
-        yield batch[text_field]
+    return _write_meta(out, tok, written, **kept, **fracs)
 
 
 def _tokenizer_for(spec: str, texts: Callable[[], Iterator[str]], out: Path) -> TextTokenizer:
-    """``bpe:N`` trains a BPE on `texts()` (called only then); any other spec names an existing
-    tokenizer. A Hugging Face tokenizer is saved into `out`."""
+    """``bpe:N`` fits a BPE on `texts()`, else an existing tokenizer; HF ones are saved in `out`."""
     if not spec.startswith("bpe:"):
         tok = make_tokenizer(spec)
     else:
@@ -457,8 +422,7 @@ def _tokenizer_for(spec: str, texts: Callable[[], Iterator[str]], out: Path) -> 
 
 
 def count_rule(val_frac: float) -> Callable[[str, int], str]:
-    """A document goes to val while val holds less than `val_frac` of the tokens seen: a
-    deterministic streaming split with no second pass."""
+    """A document goes to val while val holds < `val_frac` of the tokens seen: no second pass."""
     seen = n_val = 0
 
     def assign(text: str, n_tokens: int) -> str:
@@ -472,14 +436,18 @@ def count_rule(val_frac: float) -> Callable[[str, int], str]:
 
 
 def _write_splits(
+    out: Path,
     chunks: Iterator[list[str]],
     tok: TextTokenizer,
-    writers: dict[str, ShardWriter],
+    names: Iterable[str],
     assign: Callable[[str, int], str],
-    num_proc: int,
-    progress: bool,
+    shard_tokens: int,
+    num_proc: int = 1,
+    progress: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Tokenize each chunk, append each document to the split `assign(text, n_tokens)` names."""
+    dtype = token_dtype(tok.vocab_size)
+    writers = {name: ShardWriter(out, name, dtype, shard_tokens) for name in names}
     if num_proc > 1:  # forked workers cannot use the Rust thread pool the parent started
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     bar = tqdm(unit=" docs", desc="tokenizing", file=sys.stderr, disable=not progress)
@@ -496,7 +464,6 @@ def _write_splits(
     return {s: w.finish() for s, w in writers.items()}
 
 
-# -- reading shards ---------------------------------------------------------------------------
 def read_meta(directory: str | Path) -> dict[str, Any]:
     path = Path(directory) / META
     if not path.is_file():
@@ -507,8 +474,7 @@ def read_meta(directory: str | Path) -> dict[str, Any]:
 
 
 class TokenShards:
-    """One split of a token directory as one memory-mapped stream of ids; a window may span two
-    documents or shards, as in GPT-2 style pretraining."""
+    """One split of a token directory as one memory-mapped stream; windows span documents."""
 
     def __init__(self, directory: str | Path, split: str = "train") -> None:
         self.directory, self.split, self.meta = Path(directory), split, read_meta(directory)
@@ -555,29 +521,24 @@ class TokenShards:
     def sample_batch(
         self, batch_size: int, seq_len: int, generator: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Random windows (x, y = x shifted by one); the starts come from ``generator`` alone, so
-        a saved generator state replays the same batches."""
+        """Random windows (x, y = x shifted by one), from ``generator`` alone: a state replays."""
         self._need(seq_len)
         starts = torch.randint(self.n_tokens - seq_len, (batch_size,), generator=generator)
         return self._batch(starts.tolist(), seq_len)
 
-    def eval_starts(self, n_windows: int, seq_len: int) -> list[int]:
-        """Window starts spread evenly over the whole split; disjoint when it is long enough."""
-        self._need(seq_len)
-        last = self.n_tokens - seq_len - 1
-        if n_windows * (seq_len + 1) > self.n_tokens:
-            warnings.warn(
-                f"{self.split} split has {self.n_tokens} tokens, fewer than {n_windows} windows of "
-                f"{seq_len + 1}; evaluation windows overlap (raise --val-frac for a better estimate)",
-                stacklevel=3,
-            )
-        return [i * last // max(1, n_windows - 1) for i in range(n_windows)]
-
     def iter_eval_batches(
         self, batch_size: int, seq_len: int, n_batches: int, split: str = "val"
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """The same ``n_batches`` batches on every call, spread evenly over ``split``."""
+        """The same batches on every call, spread evenly over ``split`` (disjoint if it is long)."""
         src = self if split == self.split else TokenShards(self.directory, split)
-        starts = src.eval_starts(n_batches * batch_size, seq_len)
+        src._need(seq_len)
+        n_windows, last = n_batches * batch_size, src.n_tokens - seq_len - 1
+        if n_windows * (seq_len + 1) > src.n_tokens:
+            warnings.warn(
+                f"{src.split} split has {src.n_tokens} tokens, fewer than {n_windows} windows of "
+                f"{seq_len + 1}; evaluation windows overlap (raise --val-frac for a better estimate)",
+                stacklevel=2,
+            )
+        starts = [i * last // max(1, n_windows - 1) for i in range(n_windows)]
         for b in range(n_batches):
             yield src._batch(starts[b * batch_size : (b + 1) * batch_size], seq_len)

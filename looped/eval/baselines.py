@@ -10,7 +10,7 @@ p(b | a) = (c(a, b) + k) / (c(a) + k V), with k chosen on validation windows, ne
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,21 +35,14 @@ class NgramBaseline:
         bi = np.bincount(pairs, minlength=vocab_size * vocab_size).astype(np.float64)
         return cls(uni, bi.reshape(vocab_size, vocab_size), k)
 
-    def log_probs(self, prev: np.ndarray, nxt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """log p(next) under the unigram and log p(next | prev) under the bigram, per token."""
-        v, k = len(self.unigram_counts), self.k
-        uni = np.log((self.unigram_counts[nxt] + k) / (self.unigram_counts.sum() + k * v))
-        row = self.bigram_counts[prev]
-        bi = np.log((row[np.arange(len(nxt)), nxt] + k) / (row.sum(axis=1) + k * v))
-        return uni, bi
-
     def nll(self, batches: Iterable[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, float]:
         """Mean NLL (nats/token) of both tables over (x, y) windows, the bigram on x[t]."""
-        uni_sum = bi_sum = 0.0
-        count = 0
+        v, k, uni_sum, bi_sum, count = len(self.unigram_counts), self.k, 0.0, 0.0, 0
         for x, y in batches:
             prev, nxt = x.reshape(-1).numpy(), y.reshape(-1).numpy()
-            uni, bi = self.log_probs(prev, nxt)
+            uni = np.log((self.unigram_counts[nxt] + k) / (self.unigram_counts.sum() + k * v))
+            row = self.bigram_counts[prev]  # the bigram: log p(next | prev)
+            bi = np.log((row[np.arange(len(nxt)), nxt] + k) / (row.sum(axis=1) + k * v))
             uni_sum -= float(uni.sum())
             bi_sum -= float(bi.sum())
             count += len(nxt)
@@ -64,10 +57,7 @@ def choose_k(
     grid: tuple[float, ...] = K_GRID,
 ) -> float:
     """The add-k value with the lowest bigram NLL on validation windows."""
-    scores = {}
-    for k in grid:
-        table.k = k
-        scores[k] = table.nll(val_batches)["bigram"]
+    scores = {k: replace(table, k=k).nll(val_batches)["bigram"] for k in grid}
     table.k = min(scores, key=lambda k: (scores[k], k))
     return table.k
 

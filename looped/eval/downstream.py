@@ -4,14 +4,14 @@
     results = evaluate_tasks(model, tokenizer, ["hellaswag", "piqa", "arc_easy"], depths=range(1, 17))
     results["piqa"][4]  # {"acc", "acc_norm", "acc_stderr", "acc_norm_stderr", "n"}
 
-Copied from the harness: the task YAMLs' prompts (``piqa`` from ``baber/piqa``, the parquet copy
-of PR #2790), ``_encode_pair``'s tokenization, ``models/huggingface.py``'s left truncation, and
-the metrics (acc: argmax of summed log-likelihoods; acc_norm: each divided by the choice's length
-in characters; stderr: sample std / sqrt(n)). Every depth comes from one ``forward_depths`` pass.
+Copied from the harness: the task YAMLs' prompts (``piqa`` from ``baber/piqa``, PR #2790's parquet
+copy), ``_encode_pair``'s tokenization, the left truncation, and the metrics (acc_norm divides by
+the choice's length in characters). Every depth comes from one ``forward_depths`` pass.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -54,22 +54,18 @@ def hellaswag_item(doc: dict) -> MCItem:
 
 
 def piqa_item(doc: dict) -> MCItem:
-    return MCItem(
-        f"Question: {doc['goal']}\nAnswer:", [doc["sol1"], doc["sol2"]], int(doc["label"])
-    )
+    return MCItem(_question(doc["goal"]), [doc["sol1"], doc["sol2"]], int(doc["label"]))
 
 
 def arc_item(doc: dict) -> MCItem:
-    labels = list(doc["choices"]["label"])
-    if doc["answerKey"] not in labels:
-        raise UserError(
-            f"ARC row {doc.get('id')}: answerKey {doc['answerKey']!r} not in choice labels {labels}"
-        )
-    return MCItem(
-        f"Question: {doc['question']}\nAnswer:",
-        list(doc["choices"]["text"]),
-        labels.index(doc["answerKey"]),
-    )
+    labels, key = list(doc["choices"]["label"]), doc["answerKey"]
+    if key not in labels:
+        raise UserError(f"ARC row {doc.get('id')}: answerKey {key!r} not in choice labels {labels}")
+    return MCItem(_question(doc["question"]), list(doc["choices"]["text"]), labels.index(key))
+
+
+def _question(text: str) -> str:
+    return f"Question: {text}\nAnswer:"
 
 
 @dataclass(frozen=True)
@@ -93,8 +89,8 @@ def load_items(task: str, data_file: str | None = None, limit: int | None = None
     if task not in TASKS:
         raise UserError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
     spec = TASKS[task]
+    rows = _rows(task, spec, data_file, limit)
     try:
-        rows = _rows(task, spec, data_file, limit)
         return [spec.to_item(doc) for doc in rows]
     except KeyError as err:
         msg = f"{task} rows lack field {err}; the data must follow the {spec.hub} schema"
@@ -105,7 +101,13 @@ def _rows(task: str, spec: TaskSpec, data_file: str | None, limit: int | None) -
     import datasets  # ~2 s to import; only loading task items needs it
 
     if data_file is None:
-        return _hub_rows(datasets, task, spec, limit)
+        try:  # downloaded once into the datasets cache, so later runs work offline
+            rows = datasets.load_dataset(spec.hub, spec.subset, split=spec.split)
+        except Exception as err:  # the hub raises many types; one line for the user
+            why = first_line(err)
+            msg = f"could not load {task} from {spec.hub} ({why}); pass a local copy via data_files"
+            raise UserError(msg) from None
+        return rows if limit is None else rows.select(range(min(limit, len(rows))))
     if not Path(data_file).exists():
         msg = f"{task} data file {data_file} not found; pass an existing .jsonl/.parquet path"
         raise UserError(msg)
@@ -116,16 +118,6 @@ def _rows(task: str, spec: TaskSpec, data_file: str | None, limit: int | None) -
     # streamed: a local file needs no Arrow cache copy
     rows = datasets.load_dataset(builder, data_files=files, split="train", streaming=True)
     return rows if limit is None else rows.take(limit)
-
-
-def _hub_rows(datasets: Any, task: str, spec: TaskSpec, limit: int | None) -> Any:
-    try:  # downloaded once into the datasets cache, so later runs work offline
-        rows = datasets.load_dataset(spec.hub, spec.subset, split=spec.split)
-    except Exception as err:  # the hub raises many types; one line for the user
-        why = first_line(err)
-        msg = f"could not load {task} from {spec.hub} ({why}); pass a local copy via data_files"
-        raise UserError(msg) from None
-    return rows if limit is None else rows.select(range(min(limit, len(rows))))
 
 
 # -- scoring ----------------------------------------------------------------------------------
@@ -208,9 +200,7 @@ def mc_scores(lls: Sequence[float], item: MCItem) -> tuple[float, float]:
     """(acc, acc_norm) of one item from its choices' summed log-likelihoods."""
     lls = np.asarray(lls, dtype=np.float64)
     lengths = np.array([float(len(c)) for c in item.choices])
-    acc = float(np.argmax(lls) == item.gold)
-    acc_norm = float(np.argmax(lls / lengths) == item.gold)
-    return acc, acc_norm
+    return float(np.argmax(lls) == item.gold), float(np.argmax(lls / lengths) == item.gold)
 
 
 def _mean_stderr(xs: Sequence[float]) -> float:
@@ -230,21 +220,16 @@ def score_items(
     max_length: int | None = None,
 ) -> dict[int, list[list[float]]]:
     """{depth: per item, the summed log-likelihood of each choice}."""
-    pairs, owner = [], []
-    for n, item in enumerate(items):
-        for choice in item.choices:
-            pairs.append(encode_pair(tokenizer, item.context, " " + choice))
-            owner.append(n)
-    lls = loglikelihoods(
-        model, pairs, depths, batch_size, device, max_length, pad_id=getattr(tokenizer, "eos_id", 0)
-    )
-    out: dict[int, list[list[float]]] = {}
-    for d, scored in lls.items():
-        per_item: list[list[float]] = [[] for _ in items]
-        for n, (ll, _) in zip(owner, scored):
-            per_item[n].append(ll)
-        out[d] = per_item
-    return out
+    pairs = [[encode_pair(tokenizer, it.context, " " + c) for c in it.choices] for it in items]
+    flat, pad_id = [p for group in pairs for p in group], getattr(tokenizer, "eos_id", 0)
+    lls = loglikelihoods(model, flat, depths, batch_size, device, max_length, pad_id=pad_id)
+    return {d: [[ll for ll, _ in g] for g in regroup(scored, pairs)] for d, scored in lls.items()}
+
+
+def regroup(flat: Sequence, groups: Sequence[Sequence]) -> list[list]:
+    """`flat` cut into consecutive pieces as long as each of `groups` (scores back to items)."""
+    ends = list(itertools.accumulate(map(len, groups)))
+    return [list(flat[end - len(g) : end]) for g, end in zip(groups, ends)]
 
 
 def evaluate_tasks(
@@ -261,10 +246,9 @@ def evaluate_tasks(
     """{task: {depth: {acc, acc_norm, acc_stderr, acc_norm_stderr, n}}}, zero-shot; ``data_files``
     maps a task to a local file in its hub schema (others load from the hub)."""
     depths = sorted(set(depths))
-    data_files = data_files or {}
     results: dict[str, dict[int, dict[str, float]]] = {}
     for task in tasks:
-        items = load_items(task, data_files.get(task), limit)
+        items = load_items(task, (data_files or {}).get(task), limit)
         if not items:
             raise UserError(f"{task}: no items to score; check the data file or --limit")
         lls = score_items(model, tokenizer, items, depths, batch_size, device, max_length)

@@ -29,7 +29,7 @@ except ImportError as err:  # the harness is an optional extra
         "looped.eval.lm_eval_adapter needs lm-evaluation-harness; install it with `pip install 'looped[eval]'`"
     ) from err
 
-from looped.eval.downstream import encode_pair, load_run, loglikelihoods
+from looped.eval.downstream import encode_pair, load_run, loglikelihoods, regroup
 from looped.model import check_depth
 from looped.runtime.device import model_device
 
@@ -70,8 +70,8 @@ class LoopedLM(LM):
         cls, arg_dict: dict[str, Any], additional_config: dict | None = None
     ) -> LoopedLM:
         """``model_args`` {run, depth, batch_size?, device?, max_length?, max_gen_toks?}."""
-        args = {k: v for k, v in (additional_config or {}).items() if v is not None}
-        args |= dict(arg_dict)
+        extra = {k: v for k, v in (additional_config or {}).items() if v is not None}
+        args = extra | dict(arg_dict)
         if "run" not in args or "depth" not in args:
             msg = "model_args for 'looped' need run=RUN_DIR and depth=K, e.g. run=runs/r,depth=4"
             raise ValueError(msg)
@@ -101,16 +101,13 @@ class LoopedLM(LM):
 
     def loglikelihood_rolling(self, requests: list, disable_tqdm: bool = False) -> list[float]:
         """Whole-document log-likelihood in the harness's disjoint rolling windows."""
-        pairs, owner = [], []
-        for n, req in enumerate(requests):
-            (string,) = req.args
-            tokens, eos = self.tokenizer.encode(string), self.tokenizer.eos_id
-            for window in get_rolling_token_windows(tokens, eos, self.max_length, context_len=1):
-                pairs.append(make_disjoint_window(window))
-                owner.append(n)
-        totals = [0.0] * len(requests)
-        for n, (ll, _) in zip(owner, self._score(pairs, greedy=False)):
-            totals[n] += ll
+        eos, docs = self.tokenizer.eos_id, [self.tokenizer.encode(r.args[0]) for r in requests]
+        rolling = (
+            get_rolling_token_windows(ids, eos, self.max_length, context_len=1) for ids in docs
+        )
+        pairs = [[make_disjoint_window(w) for w in windows] for windows in rolling]
+        scored = self._score([p for group in pairs for p in group], greedy=False)
+        totals = [sum((ll for ll, _ in g), 0.0) for g in regroup(scored, pairs)]
         for req, total in zip(requests, totals):
             self.cache_hook.add_partial("loglikelihood_rolling", req.args, total)
         return totals
@@ -120,8 +117,7 @@ class LoopedLM(LM):
         """Greedy decoding until a stop string, EOS, or ``max_gen_toks`` new tokens."""
         outputs = []
         for req in requests:
-            context, kwargs = req.args
-            kwargs = dict(kwargs or {})
+            context, kwargs = req.args[0], req.args[1] or {}
             until = kwargs.get("until") or []
             until = [until] if isinstance(until, str) else [u for u in until if u]
             max_new = int(kwargs.get("max_gen_toks", self.max_gen_toks))

@@ -65,15 +65,10 @@ def recall_queries(corpus: Any) -> dict[str, QuerySet]:
         queries = [q for q in corpus.queries if q.kind == kind]
         if not queries:
             continue
-        seqs, spans = [], []
-        for q in queries:
-            ids = [tok.eos_id, *tok.encode(q.text)]
-            seqs.append(ids)
-            spans.append([(attrs.index(a), s + 1, e + 1) for a, s, e in q.spans])
-        n, t = len(seqs), max(map(len, seqs)) - 1
-        inputs = torch.full((n, t), tok.pad_id, dtype=torch.long)
-        targets = torch.full((n, t), -100, dtype=torch.long)
-        labels = torch.full((n, t), -1, dtype=torch.long)
+        seqs = [[tok.eos_id, *tok.encode(q.text)] for q in queries]
+        spans = [[(attrs.index(a), s + 1, e + 1) for a, s, e in q.spans] for q in queries]
+        shape = (len(seqs), max(map(len, seqs)) - 1)
+        inputs, targets, labels = (torch.full(shape, v) for v in (tok.pad_id, -100, -1))
         for i, (ids, sp) in enumerate(zip(seqs, spans)):
             inputs[i, : len(ids) - 1] = torch.tensor(ids[:-1])
             for a, s, e in sp:  # position j predicts token j + 1
@@ -129,9 +124,8 @@ def recall_by_depth(
     batch_size: int = 64,
     device: str = "cpu",
 ) -> dict[int, dict[str, Any]]:
-    """{depth: {"bits_per_person", "full_bits_per_person", "attributes": {attr: {bits, nll, acc,
-    entropy, n}}, "two_hop", "employer_city"}} from one all-depths pass per batch (the last two
-    only with two-hop facts, never summed into ``bits_per_person``)."""
+    """{depth: {"bits_per_person", "full_bits_per_person", "attributes": {attr: summary},
+    "two_hop", "employer_city"}} (the last two only with two-hop facts, never summed in)."""
     depths = sorted(set(depths))
     sets = recall_queries(corpus)
     check_queries_fit(sets, model.config.seq_len)

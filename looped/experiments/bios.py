@@ -89,8 +89,7 @@ def base_config(
 
 
 def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
-    """(full budget in modeled FLOPs, vocabulary size): `max_steps` steps of fixed K=4, with the
-    vocabulary of the corpus the preset describes."""
+    """(full budget in modeled FLOPs, vocabulary size): `max_steps` steps of fixed K=4."""
     cfg = load_config(settings.preset, settings.overrides)
     vocab = build_source(cfg.data).vocab_size
     cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, vocab)
@@ -132,8 +131,7 @@ class _Grid:
     def add(
         self, schedule: str, budget: float | str, seed: int, group: str, steps: int = 0
     ) -> BiosRun:
-        """The run of `schedule` at `budget` (or of `steps` steps: "tok"), planned once; asked
-        for again by another group, it joins that group."""
+        """The run of `schedule` at `budget` (or of `steps` steps: "tok"), planned once."""
         name, size = self.name(schedule, budget, seed), 0.0 if steps else float(budget)
         spec = BiosRun(name, schedule, seed, group=group, budget=size)
         if spec.name in self.planner:
@@ -314,9 +312,9 @@ def sweep_bios(
 
 def probe_benefit(specs: list[BiosRun], runs_dir: Path) -> list[dict]:
     """The paper's Fig. 4 at seed 0's full-budget fixed K=4 run, where fixed-first switches."""
-    main = [s for s in specs if s.seed == 0 and "main" in s.group]
-    top = max(s.budget for s in specs if "main" in s.group)
-    fixed = next(s for s in main if s.schedule == FIXED and s.budget == top)
+    main = [s for s in specs if "main" in s.group]
+    top = max(s.budget for s in main)
+    fixed = next(s for s in main if (s.seed, s.schedule, s.budget) == (0, FIXED, top))
     keys = ("step", "shallow", "deep", "depths", "benefit", "mean_benefit")
     benefit = [
         update_benefit(checkpoint_dir(runs_dir / fixed.name, s), list(range(1, 17)), n_batches=2)
@@ -379,14 +377,10 @@ def runs_of(rows: list[dict], schedule: str, group: str, budget: float | None = 
 def bios_summary(rows: list[dict], budget: float, tokens: bool = False) -> list[dict]:
     """Seed means against uniform's runs at `budget`: every main schedule at `budget` (equal
     FLOPs), or with `tokens` fixed K=4 and fixed-first at uniform's steps (equal tokens)."""
-    uni = runs_of(rows, UNIFORM, "main", budget)
-    table = []
+    uni, table = runs_of(rows, UNIFORM, "main", budget), []
     for schedule in MAIN_SCHEDULES if uni else ():
-        if tokens and schedule != UNIFORM:
-            runs = runs_of(rows, schedule, "tokens")
-        else:
-            runs = runs_of(rows, schedule, "main", budget)
-        if runs:
+        group, at = ("tokens", None) if tokens and schedule != UNIFORM else ("main", budget)
+        if runs := runs_of(rows, schedule, group, at):
             table.append(_summary_row(schedule, runs, uni))
     return table
 

@@ -64,10 +64,10 @@ def _result(
     """Everything demo.json holds; `trained`: runs trained and the catch-up's seconds."""
     settings, specs, configs = bios.settings, bios.specs, bios.configs
     names = {s.name for s in specs}
-    for s in bios.sweep_specs:
-        if s.name not in names:
-            s.group = "sweep"
-    rows = collect(specs + [s for s in bios.sweep_specs if s.name not in names], runs_dir, configs)
+    extra = [s for s in bios.sweep_specs if s.name not in names]
+    for s in extra:
+        s.group = "sweep"
+    rows = collect(specs + extra, runs_dir, configs)
     top, cfg0 = max(settings.budgets), configs[specs[0].name]
     return {
         "meta": {
@@ -79,9 +79,7 @@ def _result(
             "runs_trained": trained[0],
             "model": asdict(cfg0.model),
             "params": LoopedTransformer(cfg0.model).num_params(),
-            "full_budget_flops": cfg0.full_budget_flops,
-            "batch_size": cfg0.batch_size,
-            "seq_len": cfg0.seq_len,
+            **{k: getattr(cfg0, k) for k in ("full_budget_flops", "batch_size", "seq_len")},
             "dtype": cfg0.dtype,
             "persons": cfg0.data.persons,
             "nll_label": "fact NLL (nats per fact, held-out templates)",

@@ -47,9 +47,7 @@ from looped.training.run import total_steps_for
 # the schedules compared, in the order tables and legends list them
 SCHEDULES = (UNIFORM, RECIPE_200M, RECIPES_1B[1], FIXED)
 # the track's model, batch and corpus split: d=128, 16x128 tokens per step, 5% + 5% held out
-SETUP = TextSetup(
-    tokenizer="bpe:4096", d_model=128, batch_size=16, warmup_steps=20, val_batches=8, test_batches=8
-)
+SETUP = TextSetup("bpe:4096", 128, batch_size=16, warmup_steps=20, val_batches=8, test_batches=8)
 
 
 @dataclass
@@ -75,10 +73,11 @@ QUICK = FidelitySettings(TextSetup("bpe:512", 32, 2, 8, 64, 5, 2, 2), "pydoc", s
 
 def record(s: FidelitySettings) -> dict[str, Any]:
     """The settings as the results file holds them: one flat dict, two setup fields renamed."""
-    keys = "dataset subset max_docs tokenizer preset d_model n_head steps batch_size seq_len "
-    keys += "warmup_steps eval_batches seeds sweep_seeds held_out lrs chosen_lr schedules workers"
+    keys = "dataset subset max_docs tokenizer preset d_model n_head steps batch_size seq_len"
+    keys += " warmup_steps eval_batches seeds sweep_seeds held_out lrs chosen_lr schedules"
+    keys += " workers overrides"
     fields = {"eval_batches": "val_batches", "held_out": "val_frac"}
-    pairs = ((k, fields.get(k, k)) for k in [*keys.split(), "overrides"])
+    pairs = ((k, fields.get(k, k)) for k in keys.split())
     return {k: getattr(s if hasattr(s, f) else s.setup, f) for k, f in pairs}
 
 
@@ -91,14 +90,6 @@ def corpus_dir(settings: FidelitySettings, out: Path) -> Path:
     return out / f"corpus-{slug('-'.join(p for p in parts if p)) or 'corpus'}"
 
 
-def corpus(settings: FidelitySettings, out: Path, quiet: bool = False) -> dict[str, Any]:
-    """The track's corpus: built the first time, then reused (a hub source is streamed)."""
-    where = {"directory": corpus_dir(settings, out), "stream": True, "quiet": quiet}
-    only = {"subset": settings.subset, "max_docs": settings.max_docs}
-    return ensure_corpus(settings.setup, out, settings.dataset, **where, **only)
-
-
-# -- plan ------------------------------------------------------------------------------------
 @dataclass
 class Planned:
     spec: RunSpec  # what runner.execute trains (name, schedule, seed, steps)
@@ -109,20 +100,18 @@ class Planned:
 
 
 def run_config(
-    s: FidelitySettings, corpus: dict, *, d_model: int, budget_flops: float = 0.0, **run: Any
+    s: FidelitySettings, corpus: dict, budget_flops: float = 0.0, **run: Any
 ) -> TrainConfig:
-    """One run's config (`textsetup.run_config`, `run`: schedule, lr, seed and steps), the
-    user's overrides before the run's own."""
-    setup = replace(s.setup, d_model=d_model)
+    """`textsetup.run_config` (`run`: schedule, lr, seed, steps), user overrides before the run's."""
     before = [f"budget_flops={budget_flops}", *s.overrides]
     run.setdefault("steps", 0)
-    return text_run_config(setup, corpus, **run, preset=s.preset, log_interval=5, before=before)
+    return text_run_config(s.setup, corpus, **run, preset=s.preset, log_interval=5, before=before)
 
 
 def first_config(s: FidelitySettings, corpus: dict, schedule: str = UNIFORM) -> TrainConfig:
-    """The config every run starts from: the first LR, seed 0 (schedule, LR and seed vary)."""
-    first = {"lr": s.lrs[0], "seed": 0, "d_model": s.setup.d_model, "steps": s.steps}
-    return run_config(s, corpus, schedule=schedule, **first)
+    """The config every run starts from (first LR, seed 0), once the settings are checked."""
+    check_settings(s)
+    return run_config(s, corpus, schedule=schedule, lr=s.lrs[0], seed=0, steps=s.steps)
 
 
 def run_name(schedule: str, d_model: int, lr: float, steps: int, seed: int) -> str:
@@ -135,8 +124,7 @@ def run_name(schedule: str, d_model: int, lr: float, steps: int, seed: int) -> s
 
 
 class Plan:
-    """The runs of every phase, one per distinct config: a run that serves two roles (say the
-    sweep's and the comparison's seed 0) is trained once."""
+    """The runs of every phase, one per distinct config: a run serving two roles trains once."""
 
     def __init__(self, settings: FidelitySettings, corpus: dict[str, Any]) -> None:
         self.settings, self.corpus = settings, corpus
@@ -144,11 +132,9 @@ class Plan:
         self.planner = Planner()
 
     def add(self, role: str, schedule: str, lr: float, seed: int, **length: Any) -> Planned:
-        """Add a run of `steps` steps, or of as many as fit `budget_flops`; with a `parent`, it
-        branches off the parent's checkpoint (up to the shorter's decay)."""
+        """A run of `steps` steps or of `budget_flops`; a `parent`'s branches off its checkpoint."""
         parent, d = length.pop("parent", None), self.settings.setup.d_model
-        run = {"schedule": schedule, "lr": lr, "seed": seed, "d_model": d}
-        cfg = run_config(self.settings, self.corpus, **run, **length)
+        cfg = run_config(self.settings, self.corpus, schedule=schedule, lr=lr, seed=seed, **length)
         steps = total_steps_for(cfg)  # the trainer's own derivation
         name = run_name(schedule, d, lr, steps, seed)
         if name not in self.runs:
@@ -162,8 +148,7 @@ class Plan:
 
 
 def plan_sweep(plan: Plan) -> None:
-    """Every schedule at every LR and sweep seed. Uniform's runs keep the checkpoints the
-    equal-FLOP runs branch off, whichever LR wins."""
+    """Every schedule, LR and sweep seed; uniform's runs keep the checkpoints FLOP runs branch off."""
     s = plan.settings
     for schedule, lr, seed in itertools.product(s.schedules, s.lrs, range(s.sweep_seeds)):
         run = plan.add("sweep", schedule, lr, seed, steps=s.steps)
@@ -174,14 +159,13 @@ def plan_sweep(plan: Plan) -> None:
 
 
 def _flop_partners(plan: Plan, uni: Planned) -> list[Planned]:
-    """Uniform runs (not added to the plan) at each other schedule's modeled FLOPs, branching off
-    `uni`, uniform's `steps`-step run."""
+    """Uniform runs (not in the plan) at each other schedule's modeled FLOPs, branching off `uni`."""
     s, scratch = plan.settings, Plan(plan.settings, plan.corpus)
     own = scratch.runs[uni.spec.name] = replace(uni, spec=replace(uni.spec, save_steps=[]))
     scratch.planner.runs[own.spec.name], scratch.planner.configs[own.spec.name] = own.spec, own.cfg
     partners = []
     for schedule in (x for x in s.schedules if x != UNIFORM):
-        cfg = run_config(s, plan.corpus, schedule=schedule, lr=uni.lr, seed=0, d_model=uni.d_model)
+        cfg = run_config(s, plan.corpus, schedule=schedule, lr=uni.lr, seed=0)
         per_step, parent = tokens_per_step(cfg), scratch.runs[uni.spec.name]
         budget = schedule_flops(cfg.model, parse_schedule(schedule), s.steps, per_step, cfg.seq_len)
         flops = {"parent": parent, "budget_flops": budget}
@@ -194,23 +178,21 @@ def plan_comparison(plan: Plan, best: dict[str, float]) -> None:
     s = plan.settings
     for seed in range(s.seeds):
         uni = plan.add("tokens", UNIFORM, best[UNIFORM], seed, steps=s.steps)
-        for schedule in s.schedules:
-            if schedule != UNIFORM:
-                plan.add("tokens", schedule, best[schedule], seed, steps=s.steps)
+        for schedule in (x for x in s.schedules if x != UNIFORM):
+            plan.add("tokens", schedule, best[schedule], seed, steps=s.steps)
         for partner in _flop_partners(plan, uni):
             for role in partner.roles:  # two schedules of equal FLOPs share one uniform run
                 flops = partner.cfg.budget_flops
                 plan.add(role, UNIFORM, uni.lr, seed, parent=uni, budget_flops=flops)
 
 
-# -- tables ----------------------------------------------------------------------------------
-def _mean(rows: Any, key: str) -> float:
-    return float(np.mean([r[key] for r in rows]))
+def _mean(rows: Any, key: str) -> np.float64:
+    return np.mean([r[key] for r in rows])
 
 
 def compare_row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
     """One table row: `runs` (one per seed) against `uni`, uniform's runs by seed, paired."""
-    nll, u_nll = spread([r["mean_nll"] for r in runs]), _mean(uni.values(), "mean_nll")
+    nll, u_nll = spread([r["mean_nll"] for r in runs]), float(_mean(uni.values(), "mean_nll"))
     paired = [r["mean_nll"] / uni[r["seed"]]["mean_nll"] - 1 for r in runs if r["seed"] in uni]
     flops, u_flops = _mean(runs, "flops"), _mean(uni.values(), "flops")
     wall, u_wall = _mean(runs, "wall"), _mean(uni.values(), "wall")
@@ -221,8 +203,7 @@ def compare_row(schedule: str, runs: list[dict], uni: dict[int, dict]) -> dict:
         "mean_nll": nll,
         "vs_uniform": float(np.mean(paired)) if paired else nll["mean"] / u_nll - 1,
         "vs_uniform_by_seed": spread(paired),
-        "compute_saving": float(1 - flops / u_flops),
-        "wall_saving": float(1 - wall / u_wall),
+        **{"compute_saving": float(1 - flops / u_flops), "wall_saving": float(1 - wall / u_wall)},
         "depths": first["depths"],
         "token_nll": np.mean([r["token_nll"] for r in runs], axis=0).tolist(),
         "uniform_steps": next(iter(uni.values()))["steps"],
@@ -237,8 +218,7 @@ def by_seed(rows: list[dict], role: str, schedule: str) -> list[dict]:
 
 
 def compare(rows: list[dict], role: str, schedules: tuple[str, ...]) -> list[dict]:
-    """One row per schedule, its seeds against uniform's: at equal steps (`role` "tokens") or
-    against uniform trained on that schedule's modeled FLOPs ("flops")."""
+    """One row per schedule, its seeds against uniform's at equal steps ("tokens") or FLOPs."""
     table = []
     for s in schedules:
         runs = by_seed(rows, "tokens", s)
@@ -250,16 +230,15 @@ def compare(rows: list[dict], role: str, schedules: tuple[str, ...]) -> list[dic
     return table
 
 
-# -- results ---------------------------------------------------------------------------------
 def collect(plan: Plan, runs_dir: Path) -> list[dict]:
-    """One row per run that did not diverge."""
-    params: dict[int, int] = {}
+    """One row per run that did not diverge (all of the track's one width)."""
     scored_on = held_windows(plan)
-    runs = (p for name, p in plan.runs.items() if not diverged(runs_dir / name))
+    runs = [p for name, p in plan.runs.items() if not diverged(runs_dir / name)]
+    params = LoopedTransformer(runs[0].cfg.model).num_params() if runs else 0
     return [_row(p, runs_dir, scored_on, params) for p in runs]
 
 
-def _row(p: Planned, runs_dir: Path, scored_on: list | None, params: dict[int, int]) -> dict:
+def _row(p: Planned, runs_dir: Path, scored_on: list | None, params: int) -> dict:
     """What a run was and what it measured (validation NLL, test NLL when it is reported)."""
     metrics = read_metrics(runs_dir / p.spec.name)
     summary = json.loads((runs_dir / p.spec.name / "summary.json").read_text())
@@ -274,13 +253,11 @@ def _row(p: Planned, runs_dir: Path, scored_on: list | None, params: dict[int, i
     own = {"token_nll": val, "mean_nll": float(np.mean(val)), "se": None}
     held = heldout_nll(runs_dir / p.spec.name, p.cfg, scored_on) if reported else own
     tokens = tokens_per_step(p.cfg)
-    if p.d_model not in params:
-        params[p.d_model] = LoopedTransformer(p.cfg.model).num_params()
     schedule = parse_schedule(p.spec.schedule, p.spec.seed)
     return {
         **{"name": p.spec.name, "schedule": p.spec.schedule, "label": label(p.spec.schedule)},
         **{"roles": sorted(p.roles), "lr": p.lr, "seed": p.spec.seed, "d_model": p.d_model},
-        **{"params": params[p.d_model], "steps": p.spec.steps, "tokens": p.spec.steps * tokens},
+        **{"params": params, "steps": p.spec.steps, "tokens": p.spec.steps * tokens},
         "flops": schedule_flops(p.cfg.model, schedule, p.spec.steps, tokens, p.cfg.seq_len),
         "wall": branched_wall(train, parent, p.spec.branch_step),
         **{"final_loss": summary["final_loss"], "own_wall": own_wall(train), "depths": depths},
@@ -291,30 +268,25 @@ def _row(p: Planned, runs_dir: Path, scored_on: list | None, params: dict[int, i
 
 
 def held_windows(plan: Plan, split: str = "test") -> list | None:
-    """A held-out split's windows, shaped as the runs' own evaluation (None without that split:
-    without a test split the validation windows are the held-out ones)."""
+    """A held-out split's windows, shaped as the runs' own evaluation (None without that split)."""
     if split not in plan.corpus["splits"]:
         return None
     c = next(iter(plan.runs.values())).cfg
     return windows(plan.corpus["path"], split, c.batch_size, c.seq_len, c.eval_batches)
 
 
-def held_out_baselines(plan: Plan) -> dict[str, Any]:
-    """Unigram and bigram tables fit on train, k chosen on validation, scored as runs are."""
-    val, test = held_windows(plan, "val"), held_windows(plan)
-    out = corpus_baselines(plan.corpus["path"], plan.corpus["vocab_size"], val, test or val)
-    return {**out, "windows": "test" if test else "val"}
-
-
 def sweep_results(plan: Plan, runs_dir: Path) -> list[dict]:
-    """The finished sweep runs' rows, and a row for each run that diverged (never the best)."""
+    """What chose the LRs: each sweep run's validation NLL (None if it diverged: never the best)."""
     rows = [r for r in collect(plan, runs_dir) if "sweep" in r["roles"]]
-    blank = dict.fromkeys(("mean_nll", "token_nll", "final_loss")) | {"diverged": True}
     for p in plan.runs.values():
         if "sweep" in p.roles and diverged(runs_dir / p.spec.name):
             rows.append({"schedule": p.spec.schedule, "label": label(p.spec.schedule), "lr": p.lr})
-            rows[-1] |= blank
-    return rows
+    return [
+        {k: r.get(k) for k in ("schedule", "label", "lr", "seed", "final_loss")}
+        | {"mean_nll": r.get("val_mean_nll", r.get("mean_nll"))}
+        | {"token_nll": r.get("val_token_nll", r.get("token_nll"))}
+        for r in rows
+    ]
 
 
 def _result(track: _Track, sweep_rows: list[dict], best: dict[str, float]) -> dict:
@@ -323,7 +295,8 @@ def _result(track: _Track, sweep_rows: list[dict], best: dict[str, float]) -> di
     rows = collect(plan, track.runs_dir)
     cfg0 = next(iter(plan.runs.values())).cfg
     splits = {s: corpus["splits"][s]["tokens"] for s in corpus["splits"]}
-    sweep_keys = ("schedule", "label", "lr", "seed", "final_loss")
+    val, test = held_windows(plan, "val"), held_windows(plan)  # baselines are scored as runs are
+    baselines = corpus_baselines(corpus["path"], corpus["vocab_size"], val, test or val)
     meta = {
         "settings": record(settings),
         "machine": machine_name(),
@@ -334,24 +307,19 @@ def _result(track: _Track, sweep_rows: list[dict], best: dict[str, float]) -> di
         "phase_seconds": track.phases,
         "wall_seconds": time.time() - track.t0,
         "metric": "mean held-out token NLL over serving depths 1..16 (nats/token)",
+        "runs_trained": track.trained,  # by this invocation (reused ones not counted)
     }
     return {
         "meta": meta,
         "runs": rows,
-        "sweep": [  # what chose the LRs: validation NLL, per sweep seed
-            {k: r.get(k) for k in sweep_keys}
-            | {"mean_nll": r.get("val_mean_nll", r["mean_nll"])}
-            | {"token_nll": r.get("val_token_nll", r["token_nll"])}
-            for r in sweep_rows
-        ],
-        "baselines": held_out_baselines(plan),
+        "sweep": sweep_rows,  # validation NLL, per sweep seed
+        "baselines": {**baselines, "windows": "test" if test else "val"},
         "chosen_lr": best,
         "equal_tokens": compare(rows, "tokens", settings.schedules),
         "equal_flops": compare(rows, "flops", settings.schedules),
     }
 
 
-# -- entry point -----------------------------------------------------------------------------
 def check_settings(settings: FidelitySettings) -> None:
     """Bad settings as one line each, before the corpus is built or anything trains."""
     s, t = settings, settings.setup
@@ -361,8 +329,7 @@ def check_settings(settings: FidelitySettings) -> None:
             raise UserError(f"{flag} {value} must be >= 1")
     if not s.lrs or any(lr <= 0 for lr in s.lrs):
         raise UserError(f"--lrs {s.lrs}: give positive learning rates such as 1e-3,3e-3")
-    if s.chosen_lr is not None and set(s.schedules) - set(s.chosen_lr):
-        missing = sorted(set(s.schedules) - set(s.chosen_lr))
+    if s.chosen_lr is not None and (missing := sorted(set(s.schedules) - set(s.chosen_lr))):
         raise UserError(f"no learning rate given for {', '.join(missing)}: add it or run the sweep")
     if UNIFORM not in s.schedules:
         raise UserError(f"the schedules must include {UNIFORM}: every comparison is against it")
@@ -377,14 +344,14 @@ def run_fidelity(
     quiet: bool = False,
     prefix: str = "fidelity",
 ) -> dict:
-    """Corpus, sweep, comparison: train what is missing, write `results` and the figures
-    (FIGURES_DIR/PREFIX_*.png), print the table."""
-    check_settings(settings)
+    """Train what is missing, write `results` and FIGURES_DIR/PREFIX_*.png, print the table."""
     for schedule in settings.schedules:  # every config checked before the corpus is built
         first_config(settings, {"path": str(out), "vocab_size": 1}, schedule)
     with dir_lock(out, "looped fidelity"):  # one writer: a second one into OUT is refused
-        t0 = time.time()
-        plan = Plan(settings, corpus(settings, out, quiet))
+        t0 = time.time()  # the corpus is built the first time, then reused
+        where = {"directory": corpus_dir(settings, out), "stream": True, "quiet": quiet}
+        only = {"subset": settings.subset, "max_docs": settings.max_docs}
+        plan = Plan(settings, ensure_corpus(settings.setup, out, settings.dataset, **where, **only))
         track = _Track(plan, out / "runs", fresh, quiet, t0, {"corpus": time.time() - t0})
         track.runs_dir.mkdir(parents=True, exist_ok=True)
         if settings.chosen_lr is None:
@@ -397,7 +364,18 @@ def run_fidelity(
         plan_comparison(plan, best)
         track.train("comparison")
         result = _result(track, sweep_rows, best)
-        return _write(result, track.trained, results, figures_dir, prefix)
+        if track.trained == 0:
+            keep_earlier_times(result["meta"], results, ("wall_seconds", "phase_seconds"))
+        write_result(results, result, say=False)
+        paths = report.figures(result, figures_dir, prefix)
+        print(report.format_table(result))  # even with --quiet
+        meta = result["meta"]
+        phases = ", ".join(f"{k} {v:.0f}s" for k, v in meta["phase_seconds"].items())
+        print(
+            f"wrote {results} and {len(paths)} figures in {figures_dir} "
+            f"({meta['wall_seconds']:.0f}s; phases: {phases})"
+        )
+        return result
 
 
 @dataclass
@@ -422,19 +400,3 @@ class _Track:
         self.trained += execute(specs, configs, self.runs_dir, workers, self.fresh, self.quiet)
         self.done.update(todo)
         self.phases[phase] = time.time() - started
-
-
-def _write(result: dict, trained: int, results: Path, figures_dir: Path, prefix: str) -> dict:
-    """Write the results and figures, print the table (even with --quiet)."""
-    result["meta"]["runs_trained"] = trained  # by this invocation (reused ones not counted)
-    if trained == 0:
-        keep_earlier_times(result["meta"], results, ("wall_seconds", "phase_seconds"))
-    write_result(results, result, say=False)
-    paths = report.figures(result, figures_dir, prefix)
-    print(report.format_table(result))
-    phases = ", ".join(f"{k} {v:.0f}s" for k, v in result["meta"]["phase_seconds"].items())
-    print(
-        f"wrote {results} and {len(paths)} figures in {figures_dir} "
-        f"({result['meta']['wall_seconds']:.0f}s; phases: {phases})"
-    )
-    return result

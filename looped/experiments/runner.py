@@ -52,8 +52,7 @@ class RunSpec:
 
 # -- execution -------------------------------------------------------------------------------
 def progress_mode() -> str:
-    """ "notebook" (tqdm widgets), "terminal" (tqdm bars) or "lines" (one plain line per finished
-    run, so a log file gets no escape-code redraws)."""
+    """ "notebook", "terminal" (tqdm bars) or "lines" (a log file gets no escape-code redraws)."""
     try:  # IPython is there only where a notebook runs
         from IPython import get_ipython
 
@@ -135,8 +134,9 @@ def _descendants(name: str, todo: dict[str, RunSpec]) -> list[str]:
     return found
 
 
-def _finished(run_dir: Path, cfg: TrainConfig, spec: RunSpec) -> bool:
+def _finished(spec: RunSpec, cfg: TrainConfig, runs_dir: Path) -> bool:
     """A finished run with the same config and every checkpoint its children need."""
+    run_dir = runs_dir / spec.name
     if not (run_dir / "summary.json").is_file():
         return False
     if (run_dir / "config.yaml").read_text() != to_yaml(cfg):
@@ -159,17 +159,12 @@ def _to_train(
     specs: list[RunSpec], configs: dict[str, TrainConfig], runs_dir: Path, fresh: bool
 ) -> dict[str, RunSpec]:
     """The unfinished runs and their children (to (re)train), their old directories removed."""
-    todo = {}
-    for spec in specs:
-        run_dir = runs_dir / spec.name
-        if not fresh and _finished(run_dir, configs[spec.name], spec):
-            continue
-        shutil.rmtree(run_dir, ignore_errors=True)
-        todo[spec.name] = spec
-    for spec in specs:
-        if spec.parent in todo and spec.name not in todo:
-            shutil.rmtree(runs_dir / spec.name, ignore_errors=True)
-            todo[spec.name] = spec
+    todo = {s.name: s for s in specs if fresh or not _finished(s, configs[s.name], runs_dir)}
+    for spec in specs:  # parents come first: this reaches grandchildren too
+        if spec.parent in todo:
+            todo.setdefault(spec.name, spec)
+    for name in todo:
+        shutil.rmtree(runs_dir / name, ignore_errors=True)
     return todo
 
 
@@ -273,13 +268,9 @@ def _drive(pool, progress, todo, configs, runs_dir: Path, workers: int, bars: _B
     done: set[str] = set()
 
     def ready() -> list[RunSpec]:
-        ok = [
-            s
-            for s in todo.values()
-            if s.name not in done
-            and s.name not in running.values()
-            and (s.parent is None or s.parent not in todo or s.parent in done)
-        ]
+        busy = done | set(running.values())
+        waiting = [s for s in todo.values() if s.name not in busy]
+        ok = [s for s in waiting if s.parent not in todo or s.parent in done]  # None: not in todo
         return sorted(ok, key=lambda s: (s.priority, -bars.costs[s.name]))
 
     while len(done) < len(todo):

@@ -51,12 +51,6 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
 
 
-def corpus_path(setup: TextSetup, out: Path, source: str | None = None) -> Path:
-    """`looped length`'s corpus directory: one per (source, tokenizer)."""
-    name = slug(source)[-40:] if source else "stdlib"
-    return out / f"corpus-{name}-{setup.tokenizer.replace(':', '')}-split"
-
-
 def source_documents(source: str) -> list[tuple[str, str]]:
     """(name, text) of every document of a `datasets` source, read into memory."""
     docs = [(f"doc{i:07d}", str(row["text"])) for i, row in enumerate(open_documents(source))]
@@ -78,10 +72,9 @@ def ensure_corpus(
     stream: bool = False,
     quiet: bool = True,
 ) -> dict[str, Any]:
-    """The corpus's meta.json with its path, tokenized into `directory` (default `corpus_path`)
-    once, then reused. `source`: None (stdlib), a built-in name, a `looped data text` directory
-    (used as it is), or a `datasets` source, read into memory and split like the built-in ones
-    or, with `stream`, split by a hash of each document. Another corpus's directory is refused."""
+    """The corpus's meta.json and path, tokenized into `directory` (default: one per source and
+    tokenizer) once, then reused. `source`: None (stdlib), a built-in name, a `looped data text`
+    directory (as it is), or a `datasets` source (in memory, or `stream`ed and split by hash)."""
     if source and (Path(source) / META).is_file():  # a `looped data text` directory, as it is
         meta = read_meta(source)
         if "test" not in meta["splits"]:
@@ -89,7 +82,8 @@ def ensure_corpus(
                 f"{source} has no test split; prepare it with `looped data text ... --test-frac 0.05`"
             )
         return {**meta, "path": str(Path(source).resolve())}
-    path = directory or corpus_path(setup, out, source)
+    name = slug(source)[-40:] if source else "stdlib"
+    path = directory or out / f"corpus-{name}-{setup.tokenizer.replace(':', '')}-split"
     dataset = str(Path(source).expanduser()) if source else "stdlib"
     if not (path / META).is_file():
         if not quiet:
@@ -127,11 +121,10 @@ def run_config(
     log_interval: int = 10,
     before: tuple[str, ...] | list[str] = (),
 ) -> TrainConfig:
-    """One text run of every text study, evaluated on the validation windows at the end only.
-    `before` (a user's overrides) comes before the run's LR, seed and schedule; `extra` after."""
+    """One text run, scored on validation at the end; `before` the run's LR, seed, schedule."""
     fixed = "data.kind=text eval_depths=1-16 eval_interval=0 keep_last=1 paper_schedules=[]"
-    model = {"d_model": setup.d_model, "n_head": setup.n_head, "seq_len": setup.seq_len}
-    own = {"data.path": corpus["path"], **{f"model.{k}": v for k, v in model.items()}}
+    own = {"data.path": corpus["path"]}
+    own |= {f"model.{k}": getattr(setup, k) for k in ("d_model", "n_head", "seq_len")}
     own |= {"seq_len": setup.seq_len, "batch_size": setup.batch_size, "max_steps": steps}
     own |= {"optim.warmup_steps": setup.warmup_steps, "eval_batches": setup.val_batches}
     own |= {"log_interval": log_interval}
@@ -149,7 +142,6 @@ def windows(path: str, split: str, batch_size: int, seq_len: int, n: int) -> lis
 
 
 def heldout_windows(setup: TextSetup, corpus: dict[str, Any], split: str = "test") -> list:
-    """`val_batches` of validation or `test_batches` of test windows."""
     n = setup.val_batches if split == "val" else setup.test_batches
     return windows(corpus["path"], split, setup.batch_size, setup.seq_len, n)
 
@@ -161,6 +153,6 @@ def baselines(setup: TextSetup, corpus: dict[str, Any], cache: Path) -> dict[str
     path, vocab, val = corpus["path"], corpus["vocab_size"], heldout_windows(setup, corpus, "val")
     test = corpus_baselines(path, vocab, val, heldout_windows(setup, corpus))
     out = {"k": test.pop("k"), "test": test, "val": corpus_baselines(path, vocab, val, val)}
-    out["val"].pop("k")
+    del out["val"]["k"]
     write_text_atomic(cache, json.dumps(out, indent=1))  # a killed run leaves no half cache
     return out

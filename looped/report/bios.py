@@ -63,11 +63,13 @@ def at_full_budget(result: dict, **match: Any) -> dict[str, list[dict]]:
     return by_label(runs, budget=max(r["budget"] for r in runs), **match)
 
 
-def _bands(ax: Any, groups: dict, value: Any, need: str = "", skip: str = "") -> None:
-    """A seed band of `value(run)` per schedule but `skip` (none where its runs lack `need`)."""
+def _bands(ax: Any, groups: dict, value: Any, shown: Any = None, least: int = 1) -> None:
+    """A seed band of `value(run)` at depths >= `least` per schedule that is `shown(label, run)`."""
     for i, (label, group) in enumerate(groups.items()):
-        if label != skip and (not need or need in group[0]):
-            style.schedule_band(ax, group[0]["depths"], [value(r) for r in group], label, i)
+        if shown is None or shown(label, group[0]):
+            keep = [j for j, k in enumerate(group[0]["depths"]) if k >= least]
+            ys = [[value(r)[j] for j in keep] for r in group]
+            style.schedule_band(ax, [group[0]["depths"][j] for j in keep], ys, label, i)
 
 
 def fig1_recall(result: dict, path: Path) -> Path:
@@ -107,9 +109,10 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     left.set_title("Serving quality against training compute")
     left.legend(fontsize=8)
     full = by_label(runs, budget=top)
-    if uniform := full.get(paper.label(UNIFORM)):
+    uniform_label = paper.label(UNIFORM)
+    if uniform := full.get(uniform_label):
         base = np.mean([nll(r) for r in uniform], axis=0)
-        _bands(right, full, lambda r: np.asarray(nll(r)) - base, skip=paper.label(UNIFORM))
+        _bands(right, full, lambda r: np.asarray(nll(r)) - base, lambda s, _: s != uniform_label)
         right.axhline(0, color="k", lw=0.8)
         ylabel = f"{nll_label(result, True)} minus uniform's\n(above 0: worse)"
         right.set(xlabel="serving depth K", ylabel=ylabel)
@@ -124,15 +127,15 @@ def fig3_loss(result: dict, path: Path) -> Path:
     """Training loss over steps with the switch marked, full and terminal (paper Fig. 3)."""
     full = at_full_budget(result, seed=0)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    switch = None
+    switch = next((g[0]["switch_step"] for g in full.values() if g[0].get("switch_step")), None)
     for i, (label, group) in enumerate(full.items()):
         curve = np.asarray(group[0]["curve"], dtype=float)
         smoothed = style.trailing_mean(curve[:, 1], SMOOTHING)
         kw = {"color": style.color(label, i), "label": label, "lw": 1.2, **style.dashes(label)}
-        for ax in (left, right):
-            ax.plot(curve[:, 0], smoothed, **kw)
+        left.plot(curve[:, 0], smoothed, **kw)
+        if switch and curve[-1, 0] >= switch:  # a run that ends before the switch is not shown
+            right.plot(curve[:, 0], smoothed, **kw)
         if group[0].get("switch_step"):
-            switch = group[0]["switch_step"]
             tail = curve[:, 0] >= switch * 0.9
             right.set_xlim(curve[tail, 0].min(), curve[:, 0].max())
             right.set_ylim(0, max(smoothed[tail].max() * 1.1, 0.05))
@@ -141,8 +144,8 @@ def fig3_loss(result: dict, path: Path) -> Path:
             ax.axvline(switch, color="k", ls="--", lw=0.8, label="switch to uniform")
         ax.set_xlabel("optimizer step")
         ax.set_title(f"Training NLL, {title}")
+        ax.legend(fontsize=8)
     left.set(yscale="log", ylabel="training loss (nats/token, smoothed)")
-    left.legend(fontsize=8)
     return style.save(fig, path)
 
 
@@ -189,13 +192,8 @@ def fig7_schedules(result: dict, path: Path) -> Path:
 def fig8_nll_by_depth(result: dict, path: Path) -> Path:
     """Next-token NLL across serving depths with seed bands: full range and K>=4 (Fig. 8)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for i, (label, group) in enumerate(at_full_budget(result).items()):
-        depths = group[0]["depths"]
-        style.schedule_band(left, depths, [nll(r) for r in group], label, i)
-        keep = [j for j, k in enumerate(depths) if k >= 4]
-        style.schedule_band(
-            right, [depths[j] for j in keep], [[nll(r)[j] for j in keep] for r in group], label, i
-        )
+    _bands(left, at_full_budget(result), nll)
+    _bands(right, at_full_budget(result), nll, least=4)
     left.set_yscale("log")
     left.set_title("All serving depths")
     right.set_title("K = 4..16")
@@ -229,13 +227,19 @@ def fig_finish(result: dict, path: Path) -> Path:
 
 def fig_two_hop(result: dict, path: Path) -> Path:
     """Two-hop recall (employer -> city) across serving depths: where extra loops can matter."""
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    _bands(ax, at_full_budget(result), lambda r: r["two_hop_acc"], need="two_hop_acc")
-    for r in (r for r in result["runs"] if r["group"] == "depth" and "two_hop_acc" in r):
-        ax.plot(r["depths"], r["two_hop_acc"], ls=":", lw=1, label=paper.label(r["schedule"]))
+    fig, (ax, fixed) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    _bands(ax, at_full_budget(result), lambda r: r["two_hop_acc"], lambda _, r: "two_hop_acc" in r)
+    depth_runs = [r for r in result["runs"] if r["group"] == "depth" and "two_hop_acc" in r]
+    for i, r in enumerate(depth_runs):  # one seed each: solid lines with markers, no band
+        name = paper.label(r["schedule"])
+        colour = style.color(name, (3, 5, 8)[i % 3])  # red, brown, olive: none a schedule's
+        kw = {"color": colour, "marker": style.marker(name, i), "ms": 4}
+        fixed.plot(r["depths"], r["two_hop_acc"], lw=1.5, label=name, **kw)
     ax.set(xlabel="serving depth K", ylabel="two-hop exact-match accuracy")
-    ax.set_title("Two-hop recall across serving depths")
-    ax.legend(fontsize=7)
+    ax.set_title("The three schedules (seed bands)")
+    fixed.set(xlabel="serving depth K", title="Fixed K at other depths (seed 0)")
+    for panel in (ax, fixed):
+        panel.legend(fontsize=8)
     return style.save(fig, path)
 
 
@@ -444,9 +448,8 @@ def switch_numbers(result: dict, window: int = 20) -> dict[str, float]:
 
 def catch_up_table(result: dict) -> str:
     """Uniform beyond the full budget (`--catch-up`) against fixed-first at it (seed 0)."""
-    catch = sorted(
-        (r for r in result["runs"] if r["group"] == "catchup"), key=lambda r: r["budget"]
-    )
+    catch = [r for r in result["runs"] if r["group"] == "catchup"]
+    catch.sort(key=lambda r: r["budget"])
     ff = [r for r in full_runs(result, FIXED_FIRST) if r["seed"] == catch[0]["seed"]]
     shown = [(FIXED_FIRST, "1x", ff[0])] + [(UNIFORM, f"{r['budget']:.0f}x", r) for r in catch]
     rows = [[paper.label(s), b, r["steps"], f"{np.mean(r['fact_nll']):.3f}"] for s, b, r in shown]
@@ -489,9 +492,8 @@ def comparison(
     if ours != theirs:
         text.append(f"(you trained in {ours}, the reference in {theirs}: expect small differences)")
     if differ := changed_settings(result["meta"]["settings"], reference["meta"]["settings"]):
-        text.append(
-            f"(your {', '.join(differ)} differ from the reference's: not a reproduction check)"
-        )
+        names = ", ".join(differ)
+        text.append(f"(your {names} differ from the reference's: not a reproduction check)")
     if text_pair is not None:
         text += ["\nYour text track beside the reference's, seed means:", compare_text(*text_pair)]
         text += text_note(text_pair[0])

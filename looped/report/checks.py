@@ -8,7 +8,8 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.collections import LineCollection, PathCollection, PolyCollection
+from matplotlib.container import BarContainer
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
@@ -214,8 +215,7 @@ def _shares_labels(ax: Any, which: str) -> bool:
 
 
 def needs_ticks(ax: Any) -> list[tuple[str, Any, list[str]]]:
-    """(x or y, axis, labels) of each numeric axis with under three labelled ticks (an axis
-    another panel labels is exempt)."""
+    """(x or y, axis, labels) of each numeric axis with under three labelled ticks."""
     if not ax.get_visible() or not ax.axison or getattr(ax, "_colorbar", None):
         return []
     found = []
@@ -332,12 +332,11 @@ SMALLEST_TEXT_PX = 9  # the smallest text a reader can read there, in screen pix
 SAVED_DPI = 130  # the resolution `style.save` writes
 
 
-def small_text(
-    fig: Any, shown: float = SHOWN_WIDTH_PX, least: float = SMALLEST_TEXT_PX
-) -> list[str]:
-    """Text under `least` pixels once the saved figure is shown `shown` pixels wide."""
-    width_px = fig.get_figwidth() * SAVED_DPI
-    scale = min(1.0, shown / width_px) * SAVED_DPI / 72  # screen pixels per point
+def small_text(fig: Any, dpi: float = SAVED_DPI) -> list[str]:
+    """Text under `SMALLEST_TEXT_PX` pixels once the figure, rendered at `dpi` (a saved figure's
+    or a notebook's inline dpi), is shown `SHOWN_WIDTH_PX` wide (narrower: at its own size)."""
+    shown, least = SHOWN_WIDTH_PX, SMALLEST_TEXT_PX
+    scale = min(1.0, shown / (fig.get_figwidth() * dpi)) * dpi / 72  # screen pixels per point
     texts = _texts(fig) + [t for ax in fig.axes for t in ax.texts if t.get_visible()]
     for legend, _ in legends(fig):
         texts += [*legend.get_texts(), legend.get_title()]
@@ -352,8 +351,87 @@ def small_text(
     ]
 
 
+def coinciding_series(fig: Any, share: float = 0.95) -> list[str]:
+    """Two labelled lines that lie within a pixel of each other along nearly all their length:
+    whatever their dashes or markers, a reader sees one curve where the legend promises two."""
+    problems = []
+    for i, ax in enumerate(fig.axes):
+        lines = [ln for ln in ax.lines if _is_data_line(ax, ln) and _labelled(ln)]
+        pixels = {id(ln): _line_pixels(ax, ln) for ln in lines}
+        pixels = {k: _thin(px) if len(px) else px for k, px in pixels.items()}
+        for j, a in enumerate(lines):
+            for b in lines[j + 1 :]:
+                pa, pb = pixels[id(a)], pixels[id(b)]
+                if len(pa) < 3 or len(pb) < 3:
+                    continue
+                near = min(np.mean(_distances(pa, pb) <= 1.5), np.mean(_distances(pb, pa) <= 1.5))
+                if near >= share:
+                    what = f"{a.get_label()!r} and {b.get_label()!r} coincide"
+                    problems.append(f"{_panel(ax, i)}: {what} along {near:.0%} of their length")
+    return problems
+
+
+RESOLVED = 1e-3  # the smallest relative difference a plotted measure can claim by default
+
+
+def below_noise(fig: Any) -> list[str]:
+    """A value axis whose whole span is below the noise of what it shows: the ticks then read
+    as differences the measurement cannot resolve. The noise is what `claim_noise` stated for
+    the panel, else a 0.1% relative difference."""
+    problems = []
+    for i, ax in _shown_axes(fig):
+        if ax.get_yscale() != "linear" or not _data_pixels(ax):
+            continue
+        low, high = sorted(ax.get_ylim())
+        noise = getattr(ax, "looped_noise", None) or RESOLVED * max(abs(low), abs(high))
+        if 0 < high - low < noise:
+            what = f"the y axis spans {high - low:.2g} ({low:.4g} to {high:.4g})"
+            problems.append(f"{_panel(ax, i)}: {what}, below its noise ({noise:.2g})")
+    return problems
+
+
+def claim_noise(ax: Any, noise: float) -> None:
+    """State the noise of what a panel shows (a standard error, a seed spread), for
+    `below_noise`: an axis narrower than it shows nothing a reader can trust."""
+    ax.looped_noise = noise
+
+
+def _labelled(artist: Any) -> bool:
+    return not str(artist.get_label()).startswith("_")
+
+
+def _shows_data(ax: Any, artist: Any) -> bool:
+    """Whether a legend's series draws anything visible inside its panel."""
+    if isinstance(artist, Line2D):
+        return len(_line_pixels(ax, artist)) > 0
+    if isinstance(artist, BarContainer):
+        return any(abs(p.get_height()) * abs(p.get_width()) > 0 for p in artist.patches)
+    if isinstance(artist, PathCollection):
+        return len(artist.get_offsets()) > 0
+    if isinstance(artist, PolyCollection):
+        return any(len(p.vertices) > 2 for p in artist.get_paths())
+    return True
+
+
+def empty_legend_entries(fig: Any) -> list[str]:
+    """A legend entry whose series shows no data (a stacked bar of height 0, a line outside the
+    view): the legend names something the reader cannot find."""
+    problems = []
+    for i, ax in enumerate(fig.axes):
+        if ax.get_legend() is None:
+            continue
+        for artist, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if not _shows_data(ax, artist):
+                problems.append(f"{_panel(ax, i)}: the legend names {label!r}, which shows no data")
+    return problems
+
+
+# what `readability_problems` checks, in the order it reports
+CHECKS = (legend_problems, tick_problems, text_problems, hidden_series, coinciding_series,
+          below_noise, empty_legend_entries, noisy_numbers)  # fmt: skip
+
+
 def readability_problems(fig: Any) -> list[str]:
     """Everything that keeps a reader from reading a figure; empty for a readable one."""
     fig.canvas.draw()
-    checks = (legend_problems, tick_problems, text_problems, hidden_series, noisy_numbers)
-    return [problem for check in checks for problem in check(fig)]
+    return [problem for check in CHECKS for problem in check(fig)]

@@ -58,10 +58,10 @@ def timing_section(timing: dict) -> str:
 def step_speed_section(speed: dict) -> str:
     """Each setting's training-step speed as a ratio to the length study's worker, measured
     one after another in one run of scripts/step_speed.py (never across runs)."""
-    rows = [[name, f"{speed['ms_per_step'][name]:.0f}", f"{ratio:.2f}x"]
-            for name, ratio in speed["speed_vs_worker"].items()]  # fmt: skip
-    rows.append(["two 1-thread processes vs one 2-thread process (steps/s)", "-",
-                 f"{speed['two_workers_vs_two_threads']:.2f}x"])  # fmt: skip
+    ms, ratios = speed["ms_per_step"], speed["speed_vs_worker"]
+    rows = [[name, f"{ms[name]:.0f}", f"{ratio:.2f}x"] for name, ratio in ratios.items()]
+    pair = f"{speed['two_workers_vs_two_threads']:.2f}x"
+    rows.append(["two 1-thread processes vs one 2-thread process (steps/s)", "-", pair])
     header = [f"setting ({speed['machine']}, torch {speed['torch']})", "ms per step", "speed"]
     return md_table(header, rows)
 

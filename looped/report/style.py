@@ -24,8 +24,7 @@ def files_only() -> None:
 
 
 def trailing_mean(y: np.ndarray, window: int, keep_length: bool = True) -> np.ndarray:
-    """The mean of each point and the `window - 1` before it, so a spike shows after its step;
-    `keep_length` pads with the first value (a curve shorter than a window is left as it is)."""
+    """The mean of each point and the `window - 1` before it, so a spike shows after its step."""
     if keep_length and len(y) < window:
         return y
     kernel = np.ones(window) / window
@@ -49,9 +48,7 @@ def marker(label: str, i: int = 0) -> str:
 
 def dashes(label: str) -> dict[str, Any]:
     """Fixed-first dashed and on top: until its switch its curve is fixed K=4's, seen in the gaps."""
-    if label.startswith("fixed-first"):
-        return {"ls": "--", "zorder": 2.5}
-    return {"ls": "-"}
+    return {"ls": "--", "zorder": 2.5} if label.startswith("fixed-first") else {"ls": "-"}
 
 
 def band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **kw: Any) -> None:
@@ -78,7 +75,7 @@ def checked(fig: Any) -> Any:
     """The figure finished, refused if a panel is empty or `readability_problems` finds any."""
     finish(fig)
     checks.refuse_empty(fig)
-    if problems := checks.readability_problems(fig):
+    if problems := checks.readability_problems(fig) + checks.small_text(fig, fig.dpi):
         plt.close(fig)
         raise ValueError("figure is hard to read: " + "; ".join(problems))
     return fig
@@ -123,24 +120,27 @@ def _plain_ticks(axis: Any, ticks: list[float]) -> None:
     axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain(v)))
 
 
-def _plain_log_ticks(axis: Any) -> None:
-    """At least three plain tick labels (0.5, 2, 1e13) on a log axis of under three decades,
-    not matplotlib's `6.1022x10^0` or none."""
+def _round_ticks(axis: Any) -> bool:
+    """Round ticks with plain labels (0.5, 2, 1e13, not `6.1022x10^0`); whether it could."""
     lo, hi = sorted(axis.get_view_interval())
-    if lo > 0 and hi / lo <= 1e3:
-        _plain_ticks(axis, _log_ticks(lo, hi))
-        axis.set_minor_formatter(ticker.NullFormatter())
+    log, linear = axis.get_scale() == "log" and lo > 0, axis.get_scale() == "linear"
+    if log or linear:
+        _plain_ticks(axis, _log_ticks(lo, hi) if log else _linear_ticks(lo, hi))
+    return log or linear
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
-    """At least three round ticks between lo and hi on a log axis."""
+    """At least three round ticks between lo and hi on a log axis, the outer ones within a
+    factor 1.5 of the ends where a finer set allows: a dip near the bottom gets a label."""
     decades = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+    found = []
     for mantissas in ((1, 2, 5), (1, 2, 3, 5), (1, 1.5, 2, 3, 4, 5, 7), range(1, 10)):
         ticks = [m * 10.0**e for e in decades for m in mantissas]
         ticks = [t for t in ticks if lo <= t <= hi]
-        if len(ticks) >= 3:
+        found = found or (ticks if len(ticks) >= 3 else [])
+        if len(ticks) >= 3 and ticks[0] <= 1.5 * lo and ticks[-1] >= hi / 1.5:
             return ticks
-    return _linear_ticks(lo, hi)
+    return found or _linear_ticks(lo, hi)
 
 
 def _linear_ticks(lo: float, hi: float) -> list[float]:
@@ -172,20 +172,12 @@ def _enough_ticks(fig: Any) -> bool:
     changed = False
     for ax in fig.axes:
         for _, axis, _ in checks.needs_ticks(ax):
-            lo, hi = sorted(axis.get_view_interval())
-            if axis.get_scale() == "log" and lo > 0:
-                _plain_ticks(axis, _log_ticks(lo, hi))
-            elif axis.get_scale() == "linear":
-                _plain_ticks(axis, _linear_ticks(lo, hi))
-            else:
-                continue
-            changed = True
+            changed |= _round_ticks(axis)
     return changed
 
 
 def _uncrowd_ticks(fig: Any) -> bool:
-    """Fewer ticks where labels touch (2.6e12 on a narrow panel): fewer bins, or every other
-    fixed tick, keeping three. Returns whether any axis changed."""
+    """Fewer ticks where labels touch (2.6e12 on a narrow panel); whether any axis changed."""
     renderer = fig.canvas.get_renderer()
     changed = False
     for axis in (axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)):
@@ -231,8 +223,7 @@ def _headroom(ax: Any, legend: Any, renderer: Any) -> None:
 
 
 def place_legends(fig: Any) -> bool:
-    """Move each legend that covers data or text, or sticks out of its panel, to the first clear
-    spot of `LEGEND_SPOTS`, else above the data, else outside; whether to redo the layout."""
+    """Move each legend that covers data or text to a clear spot; whether to redo the layout."""
     renderer = fig.canvas.get_renderer()
     relayout = False
     for legend, ax in checks.legends(fig):
@@ -273,8 +264,10 @@ def _ticks(fig: Any) -> None:
         if ax.get_ylabel().startswith("training depth"):
             depth_ticks(ax, "y")
         for axis in (ax.xaxis, ax.yaxis):
-            if axis.get_scale() == "log":
-                _plain_log_ticks(axis)
+            lo, hi = sorted(axis.get_view_interval())
+            if axis.get_scale() == "log" and lo > 0 and hi / lo <= 1e3:  # under three decades
+                _round_ticks(axis)
+                axis.set_minor_formatter(ticker.NullFormatter())
             elif axis.get_scale() == "linear":
                 _plain_large(axis)
 
