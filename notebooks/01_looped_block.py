@@ -116,8 +116,8 @@ left.plot(depths, looped_params, "o-", label="looped: one block applied K times"
 left.plot(depths, stack_params, "s--", label="stack: K different layers")
 left.set(xlabel="depth K", ylabel="parameters", title="Parameters")
 left.legend()
-right.plot(depths, [f / 1e6 for f in looped_flops], "o-", label="looped")
-right.plot(depths, [f / 1e6 for f in stack_flops], "s--", label="stack", alpha=0.7)
+assert looped_flops == stack_flops  # one line, not two drawn over each other
+right.plot(depths, [f / 1e6 for f in looped_flops], "o-", label="looped = stack (the same FLOPs)")
 right.set(xlabel="depth K", ylabel="forward MFLOPs per token", title="Compute")
 right.legend()
 fig.suptitle("Weight tying: compute grows with K, parameters do not")

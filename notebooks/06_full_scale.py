@@ -35,11 +35,11 @@ import seaborn as sns
 import torch
 from IPython.display import Image, display
 
+from looped.commands.flops import format_table
 from looped.config import load_config
 from looped.data.text import load_tokenizer, prepare_text
 from looped.flops import (
     count_params,
-    format_table,
     preset_rows,
     schedule_flops,
     steps_for_budget,

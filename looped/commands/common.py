@@ -69,6 +69,17 @@ class _StudyOverrideParser(_Refusals, OverrideParser):
     pass
 
 
+def number_list(flag: str, text: str, kind: type = float, example: str = "") -> tuple:
+    """A comma list of numbers given to `flag`, refused in one line that names the flag."""
+    try:
+        return tuple(kind(x) for x in text.split(","))
+    except ValueError:
+        noun, example = (
+            ("integers", "120,240") if kind is int else ("numbers", example or "1e-3,3e-3")
+        )
+        raise UserError(f"{flag} {text!r}: give comma-separated {noun}, e.g. {example}") from None
+
+
 def described(prog: str, doc: str, **kwargs: Any) -> argparse.ArgumentParser:
     """A parser whose description is the docstring's first paragraph (after "`looped x`: ") and
     whose epilog is the examples after it."""

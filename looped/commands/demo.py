@@ -13,7 +13,7 @@ import argparse
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from looped.commands.common import OverrideParser, study_parser
+from looped.commands.common import OverrideParser, number_list, study_parser
 from looped.config import load_config, to_yaml
 from looped.errors import UserError
 from looped.experiments.bios import FULL_DEPTH_KS, QUICK, DemoSettings
@@ -85,11 +85,7 @@ def _settings(args: argparse.Namespace) -> DemoSettings:
     settings.seeds = _positive("--seeds", args.seeds) or settings.seeds
     settings.workers = _positive("--workers", args.workers) or settings.workers
     if args.catch_up:
-        try:
-            settings.catch_up = tuple(float(x) for x in args.catch_up.split(","))
-        except ValueError:
-            bad = f"--catch-up {args.catch_up!r}: give budget multiples such as 2,3"
-            raise UserError(bad) from None
+        settings.catch_up = number_list("--catch-up", args.catch_up, example="2,3")
         if any(b <= 1 for b in settings.catch_up):
             raise UserError(
                 f"--catch-up {args.catch_up}: multiples must be above 1 (the grid already has 100%)"

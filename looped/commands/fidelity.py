@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from looped.commands.common import OverrideParser, study_parser
+from looped.commands.common import OverrideParser, number_list, study_parser
 from looped.config import to_yaml
 from looped.errors import UserError
 from looped.experiments.fidelity import (
@@ -71,11 +71,7 @@ def _settings(args: Any) -> FidelitySettings:
     if args.max_docs is not None and args.max_docs < 1:
         raise UserError(f"--max-docs {args.max_docs} must be >= 1")
     if args.lrs:
-        try:
-            settings.lrs = tuple(float(x) for x in args.lrs.split(","))
-        except ValueError:
-            msg = f"--lrs {args.lrs!r}: give comma-separated numbers such as 1e-3,3e-3"
-            raise UserError(msg) from None
+        settings.lrs = number_list("--lrs", args.lrs)
     return settings
 
 

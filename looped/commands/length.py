@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
-from looped.commands.common import study_parser
+from looped.commands.common import number_list, study_parser
 from looped.errors import UserError
 from looped.experiments.length import QUICK, LengthSettings, run_study
 from looped.experiments.results import write_result
@@ -47,20 +47,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _numbers(text: str | None, kind: type = int) -> tuple | None:
-    try:
-        return tuple(kind(x) for x in text.split(",")) if text else None
-    except ValueError:
-        raise UserError(
-            "--lengths and --lr-lengths take integers, --lrs numbers, comma-separated"
-        ) from None
-
-
 def settings_from(a: argparse.Namespace) -> LengthSettings:
     """The settings the command line asks for, each problem refused in one line."""
     s = replace(QUICK if a.quick else LengthSettings(), corpus=a.corpus, resume_from=a.resume_from)
     s.workers = a.workers or s.workers
-    lengths, lr_lengths, lrs = _numbers(a.lengths), _numbers(a.lr_lengths), _numbers(a.lrs, float)
+    lengths, lr_lengths, lrs = (
+        number_list(flag, text, kind) if text else None
+        for flag, text, kind in (
+            ("--lengths", a.lengths, int),
+            ("--lr-lengths", a.lr_lengths, int),
+            ("--lrs", a.lrs, float),
+        )
+    )
     if lengths:
         s.lengths = lengths
         s.lr_lengths = tuple(n for n in s.lr_lengths if n in lengths) or lengths
