@@ -192,8 +192,9 @@ for mode in ("add", "concat", "none"):
 print("concat equals add at initialisation:", at_init["concat"] == at_init["add"])
 
 fig, ax = plt.subplots(figsize=(6, 3.6))
-for mode, fmt in (("add", "o-"), ("concat", "x--"), ("none", "s-")):
-    ax.plot(depths, at_init[mode], fmt, label=f'injection="{mode}"')
+assert at_init["concat"] == at_init["add"]  # one line for both, not two drawn over each other
+ax.plot(depths, at_init["add"], "o-", label='injection="add" (and "concat": equal at init)')
+ax.plot(depths, at_init["none"], "s-", label='injection="none"')
 ax.set(xlabel="loop k", ylabel="cos(h_k, e)", title="How much of the input the state keeps (init)")
 ax.set_ylim(0, 1.05)
 ax.legend()
@@ -261,7 +262,7 @@ torch.manual_seed(0)
 untrained = LoopedTransformer(run_cfg.model).eval()
 stats = {"trained at K=4": dynamics(model, x, 16), "untrained": dynamics(untrained, x, 16)}
 
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
+fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
 for (name, s), fmt in zip(stats.items(), ("o-", "s--")):
     axes[0].plot(depths, s["norm"], fmt, label=name)
     axes[1].plot(depths[1:], s["turn"], fmt, label=name)
@@ -273,7 +274,7 @@ for ax in axes:
     ax.axvline(TRAIN_K, color="k", ls=":", lw=1, label="training depth")
     ax.set_xlabel("loop k")
     ax.set_xticks([1, 4, 8, 12, 16])
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
 fig.tight_layout()
 style.show(fig)
 

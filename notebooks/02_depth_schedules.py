@@ -43,7 +43,7 @@ import seaborn as sns
 from looped.paper import FIXED, FIXED_FIRST, UNIFORM, label
 from looped.report import style
 from looped.schedule_spec import parse_schedule
-from looped.schedules import FixedFirst, step_bits
+from looped.schedules import FixedFirst, draw_bits
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: a longer run to sample
 T = 20_000 if FULL else 2_000  # optimizer steps of the run we look at
@@ -105,7 +105,7 @@ for ax, (name, ks) in zip(axes, sampled.items()):
     switch = schedules[name].switch_step(T)
     if switch is not None:
         ax.axvline(switch, color="k", ls="--", lw=1, label=f"switch at step {switch}")
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="upper left", fontsize=9)
 axes[-1].set_xlabel("optimizer step")
 fig.suptitle(f"Training depth K at each step of a {T:,}-step run")
 fig.tight_layout()
@@ -150,7 +150,7 @@ for name, s in schedules.items():
 # sampled steps that share it.
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), sharey=True)
+fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), sharey=True)
 for ax, name in zip(axes, (label(UNIFORM), "log-normal Poisson", label(FIXED_FIRST))):
     s = schedules[name]
     exact = s.probs(T - 1, T)  # for fixed-first: the finishing phase
@@ -169,7 +169,7 @@ for ax, name in zip(axes, (label(UNIFORM), "log-normal Poisson", label(FIXED_FIR
         title=name if name != label(FIXED_FIRST) else "fixed-first, after the switch", xlabel="K"
     )
     ax.set_xticks([1, 4, 8, 12, 16])
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
 axes[0].set_ylabel("probability")
 fig.tight_layout()
 style.show(fig)
@@ -217,12 +217,12 @@ ax.set(
     ylabel="K difference between ranks",
     title="Two ranks, same seed: a stateful generator desynchronises them",
 )
-ax.legend(fontsize=8, loc="lower left")
+ax.legend(fontsize=9, loc="lower left")
 style.show(fig)
 
 # %% [markdown]
 # `looped.schedules` draws step $s$'s $K$ from 64 bits of a BLAKE2b hash of (seed, $s$)
-# (`step_bits`), with no generator state at all. So a resumed run, a rank that starts late or
+# (`draw_bits`), with no generator state at all. So a resumed run, a rank that starts late or
 # a step evaluated out of order all get the same $K$, with nothing to broadcast and nothing to
 # checkpoint:
 
@@ -240,15 +240,15 @@ print("resume at step 1200 and evaluation in reverse order give the same K seque
 
 # %%
 code = (
-    "from looped.schedule_spec import parse_schedule; from looped.schedules import step_bits; "
+    "from looped.schedule_spec import parse_schedule; from looped.schedules import draw_bits; "
     "s = parse_schedule('uniform:1-16', seed=0); "
-    "print(hash('step 7') % 1000, step_bits(0, 7), [s.depth(i, 100) for i in range(8)])"
+    "print(hash('step 7') % 1000, draw_bits(0, 7), [s.depth(i, 100) for i in range(8)])"
 )
 for salt in ("1", "2"):
     env = {**os.environ, "PYTHONHASHSEED": salt}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    print(f"PYTHONHASHSEED={salt}: hash() % 1000, step_bits, K =", out.stdout.strip())
-print("this process:       step_bits =", step_bits(0, 7))
+    print(f"PYTHONHASHSEED={salt}: hash() % 1000, draw_bits, K =", out.stdout.strip())
+print("this process:       draw_bits =", draw_bits(0, 7))
 
 # %% [markdown]
 # ## 5. The paper's Fig. 7: uniform against an 80% fixed-first schedule
@@ -264,7 +264,7 @@ for ax, name in zip(axes, (label(UNIFORM), label(FIXED_FIRST))):
     ax.scatter(steps, sampled[name], s=1.5, alpha=0.4, label="sampled K")
     ax.plot(steps, [s.expected_depth(int(i), T) for i in steps], "k-", lw=1.5, label="E[K]")
     ax.set(title=name, xlabel="optimizer step", ylim=(0, 19.5))
-    ax.legend(loc="upper center", fontsize=8, ncol=2)
+    ax.legend(loc="upper center", fontsize=9, ncol=2)
 axes[0].set_ylabel("training depth K")
 fig.suptitle("Fig. 7: uniform-depth training and an 80% fixed-first schedule")
 fig.tight_layout()
@@ -292,7 +292,7 @@ ax.set(
     ylabel="loops run / uniform's total",
     title="Cumulative expected loops (legend: total vs uniform)",
 )
-ax.legend(fontsize=8)
+ax.legend(fontsize=9)
 style.show(fig)
 
 # %% [markdown]
@@ -334,7 +334,7 @@ def draw_fixed_first(k0: int = 4, frac: float = 0.8, finish: str = "uniform 1..1
     ax.plot(steps, [s.expected_depth(int(i), T) for i in steps], "k-", lw=1.5, label="E[K]")
     ax.axhline(reference.mean_depth(T), color="C3", ls="--", lw=1, label="uniform 1..16: E[K]")
     ax.set(xlabel="optimizer step", ylabel="training depth K", ylim=(0, 17.5), title=spec)
-    ax.legend(fontsize=8, ncol=3)
+    ax.legend(fontsize=9, ncol=3)
     loops = 1 - s.mean_depth(T) / reference.mean_depth(T)
     compute = saving(PRESET.model, s, reference, T, PRESET.seq_len)
     return fig, (

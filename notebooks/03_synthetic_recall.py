@@ -205,7 +205,7 @@ ax.set(
     title=f"The bits measure on known predictors ({PERSONS} persons)",
     xlim=(0, sum(entropy.values()) * 1.18),
 )
-ax.legend(fontsize=8, ncol=3, loc="lower right")
+ax.legend(fontsize=9, ncol=3, loc="lower right")
 style.show(fig)
 
 # %% [markdown]
@@ -276,7 +276,7 @@ left.set(
     ylabel="recalled bits per person",
     title=f"Recall across serving depths ({PERSONS} persons)",
 )
-left.legend(fontsize=8, ncol=2)
+left.legend(fontsize=9, ncol=2)
 if unrecalled:
     left.text(
         0.02,
@@ -284,7 +284,7 @@ if unrecalled:
         "under 0.05 bits at every depth: " + ", ".join(unrecalled),
         transform=left.transAxes,
         va="top",
-        fontsize=8,
+        fontsize=9,
     )
 
 records = [

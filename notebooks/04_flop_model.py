@@ -121,7 +121,7 @@ ax.set(
     ylabel="training GFLOP per token",
     title="200m preset: training FLOPs per token by part",
 )
-ax.legend(loc="upper left", fontsize=8)
+ax.legend(loc="upper left", fontsize=9)
 style.show(fig)
 
 # %% [markdown]
@@ -278,7 +278,7 @@ ax.set(
     title="Savings as a function of the fixed cost (bands: the abstract's values)",
 )
 ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-ax.legend(fontsize=8)
+ax.legend(fontsize=9)
 style.show(fig)
 
 # %% [markdown]
@@ -377,7 +377,7 @@ def draw_savings(ratio: float = 1.18, k0: int = 2, p: float = 0.67) -> tuple:
            title="Modeled saving of fixed-first")  # fmt: skip
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     lines = [f"K0={k0}, switch at {p:.0%}, F/R={ratio:.2f}: {chosen:.1%} less modeled compute"]
     for (k, q), s in CLAIMED:
         at = saving_at_ratio(ratio, fixed_first(k, q), UNIFORM, steps)

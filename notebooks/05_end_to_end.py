@@ -160,12 +160,13 @@ for r in main_runs(FIXED_FIRST, top)[:1]:
     curve = np.asarray(r["curve"], dtype=float)  # rows: step, loss, depth
     before = curve[curve[:, 0] <= r["switch_step"]][-5:, 1]
     after = curve[curve[:, 0] > r["switch_step"]]
-    print(f"switch at step {r['switch_step']} of {r['steps']}")
+    peak_k = int(after[after[:, 1].argmax(), 2])
+    print(f"seed {r['seed']}, full budget, raw logged losses (the figure smooths them):")
+    print(f"  switch at step {r['switch_step']} of {r['steps']}")
     print(f"  mean training loss over the last 5 logged steps before: {before.mean():.3f}")
-    print(
-        f"  highest loss after the switch: {after[:, 1].max():.3f} (at K={int(after[after[:, 1].argmax(), 2])})"
-    )
+    print(f"  highest single logged loss after the switch: {after[:, 1].max():.3f} (at K={peak_k})")
     print(f"  final logged loss: {curve[-1, 1]:.3f}")
+print("(docs/RESULTS.md's switch table gives the seed mean over 20 steps either side)")
 
 # %% [markdown]
 # ## 4. NLL across serving depths: the paper's Fig. 8 and Fig. 2
@@ -199,7 +200,8 @@ for s in MAIN_SCHEDULES:
         for b in budgets
     ]
     print(f"{label:<20}" + "".join(f"{c:>14}" for c in cells))
-print("(mean fact NLL over serving depths 1..16; in brackets: against uniform at that budget)")
+print("(seed mean of the mean fact NLL over serving depths 1..16, per budget as a share of")
+print(" the full FLOP budget; in brackets: against uniform at that budget)")
 
 # %% [markdown]
 # ## 5. Before and after the finish
@@ -214,7 +216,8 @@ ff = [r for r in main_runs(FIXED_FIRST, top) if r["seed"] == 0 and r.get("pre_sw
 for r in ff:
     pre, post = np.asarray(r["pre_switch"]["fact_nll"]), np.asarray(r["fact_nll"])
     print(
-        f"fixed-first, mean fact NLL over K=1..16: {pre.mean():.3f} before the switch "
+        f"fixed-first, seed {r['seed']}, full budget, mean fact NLL over K=1..16: "
+        f"{pre.mean():.3f} before the switch "
         f"(step {r['switch_step']}), {post.mean():.3f} after the finish (step {r['steps']}); "
         f"at K=16: {pre[-1]:.3f} -> {post[-1]:.3f}"
     )
@@ -229,7 +232,7 @@ for r in ff:
 
 # %%
 display(Image(figures["fig1_recall_bits"]))
-print(f"{'mean bits over K=1..16':<24}" + "".join(f"{b:>8.0%}" for b in budgets))
+print(f"{'bits, seed mean over K=1..16':<24}" + "".join(f"{b:>8.0%}" for b in budgets))
 for s in MAIN_SCHEDULES:
     label = paper_label(s)
     vals = [np.mean([np.mean(r["bits"]) for r in main_runs(s, b)]) for b in budgets]
@@ -280,7 +283,7 @@ if benefit:
         best = max(b["benefit"], key=b["benefit"].get)
         at = list(dict.fromkeys([1, best, 16]))  # each depth once
         print(
-            f"step {b['step']}: benefit "
+            f"seed 0's full-budget fixed K=4 run, step {b['step']}: benefit "
             + ", ".join(
                 f"{b['benefit'][k]:+.3f} at K={k}" + (" (the largest)" if k == best else "")
                 for k in at

@@ -217,6 +217,7 @@ def test_coinciding_curves_a_flat_axis_and_an_empty_legend_entry_are_found():
     ax.plot(x, x, label="a")
     ax.plot(x, x + 1e-4, "--", label="b")  # dashed, yet on top of "a" all the way
     ax.bar([1, 2], [0, 0], label="zero bits")  # a stacked series worth nothing
+    ax.axvline(4, ls=":", label="training depth")  # a reference line is drawn: not flagged
     ax.legend()
     fig.canvas.draw()
     assert checks.coinciding_series(fig) == [

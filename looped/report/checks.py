@@ -402,8 +402,8 @@ def _labelled(artist: Any) -> bool:
 
 def _shows_data(ax: Any, artist: Any) -> bool:
     """Whether a legend's series draws anything visible inside its panel."""
-    if isinstance(artist, Line2D):
-        return len(_line_pixels(ax, artist)) > 0
+    if isinstance(artist, Line2D):  # a reference line (axhline, axvline) spans its panel
+        return not _is_data_line(ax, artist) or len(_line_pixels(ax, artist)) > 0
     if isinstance(artist, BarContainer):
         return any(abs(p.get_height()) * abs(p.get_width()) > 0 for p in artist.patches)
     if isinstance(artist, PathCollection):
