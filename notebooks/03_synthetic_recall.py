@@ -276,16 +276,8 @@ left.set(
     ylabel="recalled bits per person",
     title=f"Recall across serving depths ({PERSONS} persons)",
 )
-left.legend(fontsize=9, ncol=2)
-if unrecalled:
-    left.text(
-        0.02,
-        0.97,
-        "under 0.05 bits at every depth: " + ", ".join(unrecalled),
-        transform=left.transAxes,
-        va="top",
-        fontsize=9,
-    )
+missing = f"no bar (under 0.05 bits): {', '.join(unrecalled)}" if unrecalled else None
+left.legend(fontsize=9, ncol=2, title=missing, title_fontsize=9)
 
 records = [
     json.loads(line) for line in (workdir / "run" / "metrics.jsonl").read_text().splitlines()
