@@ -1,4 +1,4 @@
-"""What every study's command line shares (looped/experiments/command.py, results.write_result)."""
+"""What every study's command line shares (looped/commands/common.py, results.write_result)."""
 
 from __future__ import annotations
 
