@@ -239,3 +239,12 @@ def test_coinciding_curves_a_flat_axis_and_an_empty_legend_entry_are_found():
     checks.claim_noise(ax, 2.0)  # a stated noise wider than the span fails it again
     assert len(checks.below_noise(fig)) == 1
     plt.close(fig)
+
+
+def test_a_plain_demo_without_the_depth_runs_draws_every_figure(tmp_path):
+    """`make demo` runs no fixed K=1, 2, 8 (that is `--full`): no figure may then be refused
+    for an empty panel (the two-hop figure once drew an empty one for them)."""
+    result = json.loads(REFERENCE.read_text())
+    result["runs"] = [r for r in result["runs"] if r["group"] != "depth"]
+    paths = bios.figures(result, tmp_path)
+    assert (tmp_path / "two_hop_recall.png") in paths

@@ -226,19 +226,23 @@ def fig_finish(result: dict, path: Path) -> Path:
 
 
 def fig_two_hop(result: dict, path: Path) -> Path:
-    """Two-hop recall (employer -> city) across serving depths: where extra loops can matter."""
-    fig, (ax, fixed) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    _bands(ax, at_full_budget(result), lambda r: r["two_hop_acc"], lambda _, r: "two_hop_acc" in r)
+    """Two-hop recall (employer -> city) across serving depths: where extra loops can matter.
+    The fixed-depth runs (`looped demo --full`) get a panel of their own beside the bands."""
     depth_runs = [r for r in result["runs"] if r["group"] == "depth" and "two_hop_acc" in r]
+    panels, width = (2, 10) if depth_runs else (1, 5.5)
+    fig, axes = plt.subplots(1, panels, figsize=(width, 3.8), sharey=True, squeeze=False)
+    ax = axes[0][0]
+    _bands(ax, at_full_budget(result), lambda r: r["two_hop_acc"], lambda _, r: "two_hop_acc" in r)
+    ax.set(xlabel="serving depth K", ylabel="two-hop exact-match accuracy")
+    ax.set_title("The three schedules (seed bands)" if depth_runs else "Two-hop recall")
     for i, r in enumerate(depth_runs):  # one seed each: solid lines with markers, no band
         name = paper.label(r["schedule"])
         colour = style.color(name, (3, 5, 8)[i % 3])  # red, brown, olive: none a schedule's
         kw = {"color": colour, "marker": style.marker(name, i), "ms": 4}
-        fixed.plot(r["depths"], r["two_hop_acc"], lw=1.5, label=name, **kw)
-    ax.set(xlabel="serving depth K", ylabel="two-hop exact-match accuracy")
-    ax.set_title("The three schedules (seed bands)")
-    fixed.set(xlabel="serving depth K", title="Fixed K at other depths (seed 0)")
-    for panel in (ax, fixed):
+        axes[0][1].plot(r["depths"], r["two_hop_acc"], lw=1.5, label=name, **kw)
+    if depth_runs:
+        axes[0][1].set(xlabel="serving depth K", title="Fixed K at other depths (seed 0)")
+    for panel in axes[0]:
         panel.legend(fontsize=8)
     return style.save(fig, path)
 
