@@ -363,3 +363,71 @@ def test_time_to_records_each_phase_of_the_run(quick, tmp_path):
     assert timing["wall_seconds"] == saved["wall_seconds"]  # a rerun keeps the trained times
     text = json.loads((out / "demo_text.json").read_text())
     assert timing["text_runs"] == len(text["runs"])
+    assert timing["settings"] == {"seeds": 2, "text_seeds": 2, "workers": 2}
+    assert timing["calibration_step_s"] > 0  # a later demo's first line scales by it
+
+
+TIMED = {"wall_seconds": 600.0, "machine": "Ref CPU", "dtype": "bf16",
+         "phase_seconds": {"bios": 300.0, "text": 240.0, "probe": 10.0, "figures": 5.0},
+         "settings": {"seeds": 3, "text_seeds": 3, "workers": 2}, "calibration_step_s": 0.2}  # fmt: skip
+
+
+def test_the_estimate_scales_each_phase_by_its_seeds_and_the_machines_step():
+    """Exact small cases: the same machine and settings give the reference's phases back; a
+    twice-slower step doubles them; one text seed of three keeps a third of the text phase."""
+    same = replace(QUICK, seeds=3, text_seeds=3, workers=2)
+    assert demo.estimate_seconds(same, 0.2, TIMED) == pytest.approx(555.0)
+    assert demo.estimate_seconds(same, 0.4, TIMED) == pytest.approx(1110.0)
+    assert demo.estimate_seconds(replace(same, text_seeds=1), 0.2, TIMED) == pytest.approx(395.0)
+    assert demo.estimate_seconds(replace(same, text=False), 0.2, TIMED) == pytest.approx(315.0)
+    assert demo.estimate_seconds(replace(same, seeds=2), 0.2, TIMED) == pytest.approx(455.0)
+    assert demo.estimate_seconds(replace(same, workers=1), 0.2, TIMED) == pytest.approx(1110.0)
+
+
+def test_the_first_line_says_how_long_on_this_machine(tmp_path):
+    path = tmp_path / "demo_time.json"
+    path.write_text(json.dumps(TIMED))
+    settings = replace(bios.DemoSettings(), workers=2)  # the demo's own model and defaults
+    line = demo.expected_time(settings, 0.2, path=path)
+    assert line.startswith("looped demo: about 7 minutes on this machine (")  # 395 s
+    assert "the reference took 10 on Ref CPU (bf16)" in line and "--seeds" not in line
+    slow = demo.expected_time(settings, 0.8, path=path)  # 1580 s: over budget, a way out named
+    assert "about 26 minutes" in slow and "(--seeds 2: about 20 minutes)" in slow
+    assert "plus the LR sweeps" in demo.expected_time(replace(settings, sweep=True), 0.2, path=path)
+    assert "smoke test" in demo.expected_time(settings, 0.2, quick=True, path=path)
+    missing = demo.expected_time(settings, 0.2, path=tmp_path / "none.json")
+    assert missing.startswith("looped demo: one training step takes 0.20s here")
+
+
+def test_calibration_times_one_thread_and_leaves_the_thread_count_alone():
+    import torch
+
+    threads = torch.get_num_threads()
+    step = demo.calibrate(QUICK, steps=1)
+    assert 0 < step < 5 and torch.get_num_threads() == threads
+
+
+@pytest.mark.slow
+def test_your_text_track_is_compared_at_your_seeds(quick):
+    """A one-seed text track is set beside the reference's same seed, not its seed mean."""
+    out = quick[0]
+    text = json.loads((out / "demo_text.json").read_text())
+    assert {r["seed"] for r in text["runs"]} == {0, 1}
+    cut = demo._at_seeds(text, {0})
+    assert {r["seed"] for r in cut["runs"]} == {0}
+    for key in ("equal_tokens", "equal_flops"):
+        assert cut[key] and all(row["seeds"] == 1 for row in cut[key])
+    uniform_0 = next(r for r in text["runs"] if r["schedule"] == UNIFORM and "tokens" in r["roles"]
+                     and r["seed"] == 0)  # fmt: skip
+    row = cut["equal_tokens"][0]
+    assert row["schedule"] == UNIFORM and row["mean_nll"]["mean"] == uniform_0["mean_nll"]
+    assert demo._at_seeds(text, {0, 1})["equal_tokens"] == text["equal_tokens"]
+
+
+def test_text_seeds_default_to_one_and_the_reference_runs_three():
+    parse = demo_command._parser().parse_args
+    assert demo_command._settings(parse([])).text_seeds == 1
+    assert demo_command._settings(parse(["--reference"])).text_seeds == 3
+    assert demo_command._settings(parse(["--text-seeds", "2"])).text_seeds == 2
+    with pytest.raises(UserError, match="--text-seeds 0 must be >= 1"):
+        demo_command._settings(parse(["--text-seeds", "0"]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import jupytext
@@ -224,3 +225,25 @@ def test_make_lab_opens_py_notebooks_as_notebooks():
     makefile = (NOTEBOOKS.parent / "Makefile").read_text()
     assert "share/jupyter/lab/settings/overrides.json" in makefile
     assert "notebooks/jupyterlab-overrides.json" in makefile
+
+
+def test_lab_overrides_name_settings_this_jupyterlab_has():
+    """A misspelt plugin or key in the overrides is silently ignored by JupyterLab, so each
+    one must be a setting the installed JupyterLab defines, with a value its schema accepts
+    (the name column's room in the file browser, Markdown as a preview, no news pop-up)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schemas = Path(sys.prefix) / "share/jupyter/lab/schemas"
+    if not schemas.is_dir():
+        pytest.skip("JupyterLab is not installed in this environment")
+    overrides = json.loads((NOTEBOOKS / "jupyterlab-overrides.json").read_text())
+    for plugin, values in overrides.items():
+        package, name = plugin.split(":")
+        schema_file = schemas / package / f"{name}.json"
+        assert schema_file.is_file(), f"{plugin} is no JupyterLab settings plugin"
+        properties = json.loads(schema_file.read_text())["properties"]
+        for key, value in values.items():
+            assert key in properties, f"{plugin} has no setting {key}"
+            if "$ref" not in json.dumps(properties[key]):
+                jsonschema.validate(value, properties[key])
+    browser = overrides["@jupyterlab/filebrowser-extension:browser"]
+    assert browser["showLastModifiedColumn"] is False  # paired names fit the sidebar

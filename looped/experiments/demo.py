@@ -7,26 +7,33 @@ the docs show; a plain `looped demo` writes under runs/ only. Finished runs are 
 from __future__ import annotations
 
 import json
+import os
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
+
+import torch
 
 from looped.experiments.bios import (
     BiosTrack,
     DemoSettings,
+    base_config,
     bios_summary,
     collect,
     probe_benefit,
     train_bios,
 )
 from looped.experiments.fidelity import QUICK as QUICK_FIDELITY
-from looped.experiments.fidelity import SETUP, FidelitySettings, run_fidelity
+from looped.experiments.fidelity import SETUP, FidelitySettings, compare, run_fidelity
 from looped.experiments.results import keep_earlier_times, machine_name, write_result
 from looped.experiments.runner import execute
 from looped.model import LoopedTransformer
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.report import bios as bios_report
+from looped.report.render import BUDGET_MINUTES
 from looped.runtime.lock import dir_lock
+from looped.training.optimizer import make_optimizer
 
 # The text track at demo size (`looped fidelity` at a chosen size), each schedule at the LR the
 # reference's sweep chose. bpe:2048, not 4096: in so narrow a model a 4096-token head costs as
@@ -53,9 +60,25 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
     yours_text, ref_text = out / "demo_text.json", REFERENCE.parent / "demo_text.json"
     text = None
     if result["meta"].get("text_results") and yours_text.is_file() and ref_text.is_file():
-        text = (json.loads(yours_text.read_text()), json.loads(ref_text.read_text()))
+        yours = json.loads(yours_text.read_text())
+        text = (
+            yours,
+            _at_seeds(json.loads(ref_text.read_text()), {r["seed"] for r in yours["runs"]}),
+        )
     reference = json.loads(REFERENCE.read_text())
     return bios_report.comparison(result, reference, (out / "demo.json", REFERENCE), figures, text)
+
+
+def _at_seeds(text: dict, seeds: set[int]) -> dict:
+    """A text track's result cut to these seeds, its tables recomputed: your seed 0 beside the
+    reference's seed 0, not beside its three-seed mean."""
+    rows = [r for r in text["runs"] if r["seed"] in seeds]
+    schedules = tuple(text["meta"]["settings"]["schedules"])
+    tables = {key: compare(rows, role, schedules) for key, role in TEXT_BASES}
+    return {**text, "runs": rows, **tables}
+
+
+TEXT_BASES = (("equal_tokens", "tokens"), ("equal_flops", "flops"))
 
 
 def _result(
@@ -121,9 +144,10 @@ def run_demo(
         runs_dir.mkdir(parents=True, exist_ok=True)
         bios = train_bios(settings, runs_dir, fresh, quiet, phases)
         text_on, text_trained = settings.text and text is not None, 0
-        if text_on:  # at the bios track's seeds and workers
+        if text_on:  # at its own seeds, the bios track's workers
             started, chosen = time.time(), None if settings.sweep else text.chosen_lr
-            text = replace(text, seeds=settings.seeds, workers=settings.workers, chosen_lr=chosen)
+            seeds, workers = settings.text_seeds, settings.workers
+            text = replace(text, seeds=seeds, workers=workers, chosen_lr=chosen)
             paths = (out / "runs" / "text", out / "demo_text.json", figures)
             done = run_fidelity(text, *paths, fresh, quiet, prefix="text")
             text_trained, phases["text"] = done["meta"]["runs_trained"], time.time() - started
@@ -150,22 +174,82 @@ def run_demo(
         return result
 
 
-def expected_time(quick: bool, timing: Path = Path("results/demo_time.json")) -> str:
-    """The demo's first line: how long the committed reference run took, and on what machine."""
+def calibrate(settings: DemoSettings, steps: int = 3) -> float:
+    """Seconds per training step of the bios model (fixed K=4, the demo's dtype, one thread as
+    each worker has), the fastest of `steps` after a warm-up: how fast this machine trains the
+    demo, set against the same step timed on the machine that wrote demo_time.json."""
+    cfg, threads = base_config(settings, 0, FIXED, 1.0), torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(0)
+        model = LoopedTransformer(cfg.model)
+        opt = make_optimizer(model, cfg.optim)
+        x = torch.randint(0, cfg.model.vocab_size, (cfg.batch_size, cfg.seq_len))
+        bf16 = torch.autocast("cpu", dtype=torch.bfloat16) if cfg.dtype == "bf16" else None
+        times = []
+        for _ in range(steps + 1):
+            started = time.perf_counter()
+            with bf16 or nullcontext():
+                loss = model(x, depth=4, targets=x)[1]
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            times.append(time.perf_counter() - started)
+        return min(times[1:])
+    finally:
+        torch.set_num_threads(threads)
+
+
+def estimate_seconds(settings: DemoSettings, step_s: float, timing: dict) -> float:
+    """The demo's wall time here: the timed reference's phases, each scaled by how many seeds
+    and workers it has against the reference's, and by this machine's step time against the
+    reference machine's."""
+    phases, ran = timing["phase_seconds"], timing["settings"]
+    bios = phases["bios"] * settings.seeds / ran["seeds"]
+    text = phases.get("text", 0.0) * settings.text_seeds / ran["text_seeds"] if settings.text else 0
+    rest = sum(v for k, v in phases.items() if k not in ("bios", "text"))
+    workers = min(settings.workers, os.cpu_count() or 1)
+    return (bios + text + rest) * ran["workers"] / workers * step_s / timing["calibration_step_s"]
+
+
+def expected_time(
+    settings: DemoSettings,
+    step_s: float,
+    quick: bool = False,
+    path: Path = Path("results/demo_time.json"),
+) -> str:
+    """The demo's first line: how long it will take on this machine (`step_s`: `calibrate`)."""
     if quick:
         return "looped demo --quick: every code path at toy size (a smoke test, not a result)"
-    if not timing.is_file():
-        return "looped demo: about ten minutes on a 2-core laptop CPU"
-    t = json.loads(timing.read_text())
-    return (
-        f"looped demo: the reference took {t['wall_seconds'] / 60:.0f} minutes on "
-        f"{t['machine']} ({t['dtype']}); finished runs in the output folder are reused"
+    timing = json.loads(path.read_text()) if path.is_file() else {}
+    if not timing.get("calibration_step_s"):
+        return f"looped demo: one training step takes {step_s:.2f}s here; finished runs are reused"
+    minutes = estimate_seconds(settings, step_s, timing) / 60
+    extra = [
+        k for k, on in (("LR sweeps", settings.sweep), ("depth runs", settings.depth_ks)) if on
+    ]
+    extra += ["catch-up runs"] if settings.catch_up else []
+    line = (
+        f"looped demo: about {minutes:.0f} minutes on this machine ({machine_name()}, "
+        f"{base_config(settings, 0, FIXED, 1.0).dtype}){' plus the ' + ' and '.join(extra) if extra else ''}; "
+        f"the reference took {timing['wall_seconds'] / 60:.0f} on {timing['machine']} "
+        f"({timing['dtype']}), whose training step this one runs at "
+        f"{timing['calibration_step_s'] / step_s:.2f}x the speed of; finished runs are reused"
     )
+    if minutes > BUDGET_MINUTES and settings.seeds > 1:
+        fewer = estimate_seconds(replace(settings, seeds=settings.seeds - 1), step_s, timing)
+        line += f" (--seeds {settings.seeds - 1}: about {fewer / 60:.0f} minutes)"
+    return line
 
 
-def write_timing(result: dict, out: Path, text: bool, command: str, path: Path) -> None:
-    """How long this demo took, phase by phase (the docs' timing table reads `path`)."""
+def write_timing(
+    result: dict, settings: DemoSettings, out: Path, command: str, step_s: float, path: Path
+) -> None:
+    """How long this demo took, phase by phase (the docs' timing table reads `path`), with the
+    calibration step and the seeds and workers a later demo's first line scales it by."""
     keys = ("machine", "dtype", "wall_seconds", "phase_seconds", "runs_trained")
-    runs = len(json.loads((out / "demo_text.json").read_text())["runs"]) if text else 0
+    runs = len(json.loads((out / "demo_text.json").read_text())["runs"]) if settings.text else 0
     timing = {k: result["meta"][k] for k in keys} | {"command": command, "text_runs": runs}
+    timing["settings"] = {k: getattr(settings, k) for k in ("seeds", "text_seeds", "workers")}
+    timing["calibration_step_s"] = step_s
     write_result(path, timing, say=False)

@@ -356,7 +356,16 @@ def text_note(result: dict) -> list[str]:
 
 def changed_settings(yours: dict, reference: dict) -> list[str]:
     """Settings that differ and bear on the full-budget table (not workers, not catch-up runs)."""
-    ignored = {"workers", "catch_up", "sweep", "sweep_lrs", "text", "probe", "depth_ks"}
+    ignored = {
+        "workers",
+        "catch_up",
+        "sweep",
+        "sweep_lrs",
+        "text",
+        "text_seeds",
+        "probe",
+        "depth_ks",
+    }
     yours, reference = json.loads(json.dumps(yours)), json.loads(json.dumps(reference))
     keys = sorted(set(yours) | set(reference))
     return [k for k in keys if k not in ignored and yours.get(k) != reference.get(k)]
@@ -499,7 +508,10 @@ def comparison(
         names = ", ".join(differ)
         text.append(f"(your {names} differ from the reference's: not a reproduction check)")
     if text_pair is not None:
-        text += ["\nYour text track beside the reference's, seed means:", compare_text(*text_pair)]
+        text += [
+            "\nYour text track beside the reference's at your seeds (seed means):",
+            compare_text(*text_pair),
+        ]
         text += text_note(text_pair[0])
     text.append(
         f"Your figures: {figures}/ (the reference's: figures/). "
