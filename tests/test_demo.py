@@ -356,7 +356,7 @@ def test_time_to_records_each_phase_of_the_run(quick, tmp_path):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         argv = ["--quick", "--out", str(out), "--time-to", str(timing_file)]
         assert demo_command.main(argv) == 0
-    timing = json.loads(timing_file.read_text())
+    (timing,) = json.loads(timing_file.read_text())["timings"]
     assert timing["command"] == f"looped demo --quick --out {out}"  # its own path left out
     assert set(timing["phase_seconds"]) == {"bios", "text", "probe", "figures"}
     saved = json.loads((out / "demo.json").read_text())["meta"]
@@ -367,7 +367,7 @@ def test_time_to_records_each_phase_of_the_run(quick, tmp_path):
     assert timing["calibration_step_s"] > 0  # a later demo's first line scales by it
 
 
-TIMED = {"wall_seconds": 600.0, "machine": "Ref CPU", "dtype": "bf16",
+TIMED = {"wall_seconds": 600.0, "machine": "Ref CPU", "dtype": "bf16", "command": "looped demo",
          "phase_seconds": {"bios": 300.0, "text": 240.0, "probe": 10.0, "figures": 5.0},
          "settings": {"seeds": 3, "text_seeds": 3, "workers": 2}, "calibration_step_s": 0.2}  # fmt: skip
 
@@ -390,13 +390,41 @@ def test_the_first_line_says_how_long_on_this_machine(tmp_path):
     settings = replace(bios.DemoSettings(), workers=2)  # the demo's own model and defaults
     line = demo.expected_time(settings, 0.2, path=path)
     assert line.startswith("looped demo: about 7 minutes on this machine (")  # 395 s
-    assert "the reference took 10 on Ref CPU (bf16)" in line and "--seeds" not in line
+    assert "a timed run of 10 minutes on Ref CPU (bf16)" in line and "--seeds" not in line
+    assert "calibration step 1.00x as fast here" in line
     slow = demo.expected_time(settings, 0.8, path=path)  # 1580 s: over budget, a way out named
     assert "about 26 minutes" in slow and "(--seeds 2: about 20 minutes)" in slow
     assert "plus the LR sweeps" in demo.expected_time(replace(settings, sweep=True), 0.2, path=path)
     assert "smoke test" in demo.expected_time(settings, 0.2, quick=True, path=path)
     missing = demo.expected_time(settings, 0.2, path=tmp_path / "none.json")
     assert missing.startswith("looped demo: one training step takes 0.20s here")
+
+
+def test_each_timed_demo_keeps_its_row_and_the_first_line_scales_from_its_own_dtype(tmp_path):
+    """`--time-to` keeps one row per command, machine and dtype: a rerun replaces its own row,
+    an fp32 run sits beside the bf16 one, and a demo in fp32 scales from the fp32 row."""
+    path = tmp_path / "demo_time.json"
+    path.write_text(json.dumps(TIMED))  # a file from before rows: read as one row
+    meta = {k: TIMED[k] for k in ("machine", "dtype", "wall_seconds", "phase_seconds")}
+    settings = replace(bios.DemoSettings(), text=False)
+
+    def timed(dtype: str, wall: float, command: str = "looped demo") -> None:
+        result = {"meta": dict(meta, dtype=dtype, wall_seconds=wall, runs_trained=3)}
+        demo.write_timing(result, settings, tmp_path, command, 0.3, path)
+
+    timed("bf16", 500.0)
+    timed("fp32", 700.0, "looped demo dtype=fp32")
+    timed("bf16", 400.0)  # replaces the first bf16 row of the same command
+    rows = render.timed_demos(json.loads(path.read_text()))
+    assert [(r["command"], r["dtype"], r["wall_seconds"]) for r in rows] == [
+        ("looped demo dtype=fp32", "fp32", 700.0), ("looped demo", "bf16", 400.0),
+    ]  # fmt: skip
+    assert demo._closest(json.loads(path.read_text()), "bf16")["wall_seconds"] == 400.0
+    assert demo._closest(json.loads(path.read_text()), "fp32")["wall_seconds"] == 700.0
+    table = render.timing_section(json.loads(path.read_text()))
+    assert (
+        table.count("\n") == 3 and "| `looped demo dtype=fp32` | Ref CPU | fp32 | 11.7 |" in table
+    )
 
 
 def test_calibration_times_one_thread_and_leaves_the_thread_count_alone():

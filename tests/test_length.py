@@ -366,3 +366,25 @@ def test_the_finding_is_a_table_of_each_recipes_longest_cell():
         assert line.startswith(f"| {paper.label(s)} vs uniform | d=32, {cell['steps']:,} steps")
         assert f"{100 * g['mean']:+.2f}% [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}]" in line
         assert cell["verdict"] in line
+
+
+def test_one_arm_trains_only_that_schedule_beside_uniform():
+    """`--arms k2` plans K=2's runs and uniform's, none of the other arms', so one arm can be
+    trained now and the study collected whole later; a misspelt arm is refused in one line."""
+    from looped.commands import length as length_command
+    from looped.errors import UserError
+    from looped.experiments.length import round_grid
+
+    parse = length_command.parser().parse_args
+    settings = length_command.settings_from(parse(["--arms", "k2"]))
+    assert settings.schedules == (paper.UNIFORM, paper.RECIPE_200M)
+    cells = {(s, n) for s in (paper.RECIPE_200M, paper.RECIPES_1B[1]) for n in (120, 240)}
+    grid = round_grid(settings, {120: 3e-3, 240: 3e-3}, cells)
+    assert set(grid) == {paper.UNIFORM, paper.RECIPE_200M}
+    assert grid[paper.RECIPE_200M] == {3e-3: (120, 240)}
+    whole = length_command.settings_from(parse([]))
+    assert (
+        length_command.settings_from(parse(["--arms", "micro,k4,k2"])).schedules == whole.schedules
+    )
+    with pytest.raises(UserError, match="--arms k3: name arms among k4,k2,micro"):
+        length_command.settings_from(parse(["--arms", "k3"]))

@@ -8,6 +8,7 @@
                                       # `datasets` source, split here by near-duplicate family)
     looped length --resume-from results/length.json   # on a fresh machine: reuse its scored runs
     looped length --d-model 128 --lengths 120,240,480 --max-seeds 4   # a second width
+    looped length --arms k2 --resume-from results/length.json   # one arm now (k4, k2, micro)
 
 The method is in `looped.experiments.length`; a rerun reuses every finished run.
 """
@@ -21,9 +22,10 @@ from pathlib import Path
 
 from looped.commands.common import number_list, study_parser
 from looped.errors import UserError
-from looped.experiments.length import QUICK, LengthSettings, run_study
+from looped.experiments.length import QUICK, SCHEDULES, LengthSettings, run_study
 from looped.experiments.results import write_result
 from looped.experiments.textsetup import TextSetup
+from looped.paper import UNIFORM
 from looped.report.length import fig_gap
 from looped.runtime.lock import dir_lock
 
@@ -44,7 +46,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", help="a `looped data text` directory or a `datasets` source")
     p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
     p.add_argument("--resume-from", help="an earlier length*.json: its scored runs are reused")
+    p.add_argument(
+        "--arms",
+        help=f"the schedules set against uniform, of {','.join(ARMS)} (default all): train one "
+        "arm now, collect them all later",
+    )
     return p
+
+
+ARMS = {"k4": SCHEDULES[1], "k2": SCHEDULES[2], "micro": SCHEDULES[3]}  # short names, pool order
+
+
+def _arms(text: str) -> tuple[str, ...]:
+    names = [a.strip() for a in text.split(",") if a.strip()]
+    if not names or any(a not in ARMS for a in names):
+        raise UserError(f"--arms {text}: name arms among {','.join(ARMS)}, e.g. --arms k2")
+    return (UNIFORM, *(spec for a, spec in ARMS.items() if a in names))
 
 
 def settings_from(a: argparse.Namespace) -> LengthSettings:
@@ -72,6 +89,7 @@ def settings_from(a: argparse.Namespace) -> LengthSettings:
         raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
     s.max_seeds = a.max_seeds or s.max_seeds
     s.setup = replace(s.setup, d_model=a.d_model or s.setup.d_model)
+    s.schedules = _arms(a.arms) if a.arms else s.schedules
     return s
 
 

@@ -31,7 +31,7 @@ from looped.experiments.runner import execute
 from looped.model import LoopedTransformer
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.report import bios as bios_report
-from looped.report.render import BUDGET_MINUTES
+from looped.report.render import BUDGET_MINUTES, timed_demos
 from looped.runtime.lock import dir_lock
 from looped.training.optimizer import make_optimizer
 
@@ -212,6 +212,12 @@ def estimate_seconds(settings: DemoSettings, step_s: float, timing: dict) -> flo
     return (bios + text + rest) * ran["workers"] / workers * step_s / timing["calibration_step_s"]
 
 
+def _closest(data: dict, dtype: str) -> dict:
+    """The timed demo to scale from: one in this machine's dtype where there is one."""
+    timed = [t for t in timed_demos(data) if t.get("calibration_step_s")] if data else []
+    return next((t for t in timed if t["dtype"] == dtype), timed[0] if timed else {})
+
+
 def expected_time(
     settings: DemoSettings,
     step_s: float,
@@ -221,7 +227,8 @@ def expected_time(
     """The demo's first line: how long it will take on this machine (`step_s`: `calibrate`)."""
     if quick:
         return "looped demo --quick: every code path at toy size (a smoke test, not a result)"
-    timing = json.loads(path.read_text()) if path.is_file() else {}
+    dtype = base_config(settings, 0, FIXED, 1.0).dtype
+    timing = _closest(json.loads(path.read_text()) if path.is_file() else {}, dtype)
     if not timing.get("calibration_step_s"):
         return f"looped demo: one training step takes {step_s:.2f}s here; finished runs are reused"
     minutes = estimate_seconds(settings, step_s, timing) / 60
@@ -231,10 +238,10 @@ def expected_time(
     extra += ["catch-up runs"] if settings.catch_up else []
     line = (
         f"looped demo: about {minutes:.0f} minutes on this machine ({machine_name()}, "
-        f"{base_config(settings, 0, FIXED, 1.0).dtype}){' plus the ' + ' and '.join(extra) if extra else ''}; "
-        f"the reference took {timing['wall_seconds'] / 60:.0f} on {timing['machine']} "
-        f"({timing['dtype']}), whose training step this one runs at "
-        f"{timing['calibration_step_s'] / step_s:.2f}x the speed of; finished runs are reused"
+        f"{dtype}){' plus the ' + ' and '.join(extra) if extra else ''}, scaled from a timed "
+        f"run of {timing['wall_seconds'] / 60:.0f} minutes on {timing['machine']} "
+        f"({timing['dtype']}) by a calibration step {timing['calibration_step_s'] / step_s:.2f}x "
+        "as fast here; finished runs are reused"
     )
     if minutes > BUDGET_MINUTES and settings.seeds > 1:
         fewer = estimate_seconds(replace(settings, seeds=settings.seeds - 1), step_s, timing)
@@ -252,4 +259,7 @@ def write_timing(
     timing = {k: result["meta"][k] for k in keys} | {"command": command, "text_runs": runs}
     timing["settings"] = {k: getattr(settings, k) for k in ("seeds", "text_seeds", "workers")}
     timing["calibration_step_s"] = step_s
-    write_result(path, timing, say=False)
+    same = ("command", "machine", "dtype")  # a rerun replaces its own row, keeps the others
+    earlier = timed_demos(json.loads(path.read_text())) if path.is_file() else []
+    kept = [t for t in earlier if [t[k] for k in same] != [timing[k] for k in same]]
+    write_result(path, {"timings": [*kept, timing]}, say=False)

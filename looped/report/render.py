@@ -46,13 +46,27 @@ def demo_minutes(timing: dict) -> tuple[float, bool]:
     return minutes, minutes <= BUDGET_MINUTES
 
 
-def timing_section(timing: dict) -> str:
+def timed_demos(data: dict) -> list[dict]:
+    """The timed demos in a demo_time.json: one per command, machine and dtype (a file from
+    before there could be several holds one, at the top level)."""
+    return data["timings"] if "timings" in data else [data]
+
+
+def timing_section(data: dict) -> str:
     """How long a plain `make demo` took on a fresh clone, phase by phase (`--time-to`)."""
-    minutes, within = demo_minutes(timing)
-    phases = ", ".join(f"{name} {sec / 60:.1f}" for name, sec in timing["phase_seconds"].items())
-    run = [f"`{timing['command'].strip()}`", timing["machine"], timing["dtype"], f"{minutes:.1f}"]
-    counts = [phases, timing["runs_trained"], timing["text_runs"], "yes" if within else "no"]
-    return md_table(TIMING_HEADER, [run + counts])
+    rows = []
+    for timing in timed_demos(data):
+        minutes, within = demo_minutes(timing)
+        phases = ", ".join(f"{k} {sec / 60:.1f}" for k, sec in timing["phase_seconds"].items())
+        run = [
+            f"`{timing['command'].strip()}`",
+            timing["machine"],
+            timing["dtype"],
+            f"{minutes:.1f}",
+        ]
+        counts = [phases, timing["runs_trained"], timing["text_runs"], "yes" if within else "no"]
+        rows.append(run + counts)
+    return md_table(TIMING_HEADER, rows)
 
 
 def step_speed_section(speed: dict) -> str:
