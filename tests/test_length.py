@@ -388,3 +388,26 @@ def test_one_arm_trains_only_that_schedule_beside_uniform():
     )
     with pytest.raises(UserError, match="--arms k3: name arms among k4,k2,micro"):
         length_command.settings_from(parse(["--arms", "k3"]))
+
+
+def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path: Path):
+    """Rows from another dtype never match a run here, so resuming would silently retrain every
+    one: refused in one line naming --dtype; in the same dtype each scored row is reused."""
+    import json
+
+    from looped.errors import UserError
+    from looped.experiments.length import CORPUS_KEYS, cached_rows
+
+    corpus = {"tokenizer": "bpe:512", "vocab_size": 512, "splits": {}, "dataset": "stdlib"}
+    old = {"meta": {"corpus": {k: corpus[k] for k in CORPUS_KEYS},
+                    "environment": {"dtype": "fp32"}},
+           "rows": [{"run": "uniform_lr0.003_s0_n120"}], "sweep": [{"run": "uniform_lr0.01_s100_n120"}]}  # fmt: skip
+    path = tmp_path / "length.json"
+    path.write_text(json.dumps(old))
+    assert set(cached_rows(str(path), corpus, "fp32")) == {
+        "uniform_lr0.003_s0_n120", "uniform_lr0.01_s100_n120",
+    }  # fmt: skip
+    with pytest.raises(
+        UserError, match="trained in fp32 and this study trains in bf16; add --dtype fp32"
+    ):
+        cached_rows(str(path), corpus, "bf16")

@@ -8,7 +8,7 @@
                                       # `datasets` source, split here by near-duplicate family)
     looped length --resume-from results/length.json   # on a fresh machine: reuse its scored runs
     looped length --d-model 128 --lengths 120,240,480 --max-seeds 4   # a second width
-    looped length --arms k2 --resume-from results/length.json   # one arm now (k4, k2, micro)
+    looped length --arms k2 --resume-from results/length.json --dtype fp32   # one arm now
 
 The method is in `looped.experiments.length`; a rerun reuses every finished run.
 """
@@ -46,6 +46,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", help="a `looped data text` directory or a `datasets` source")
     p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
     p.add_argument("--resume-from", help="an earlier length*.json: its scored runs are reused")
+    p.add_argument(
+        "--dtype",
+        choices=("auto", "fp32", "bf16"),
+        help="the runs' precision (default auto: bf16 where the CPU has a fast path); a study "
+        "resumed on another machine keeps the dtype it was trained in",
+    )
     p.add_argument(
         "--arms",
         help=f"the schedules set against uniform, of {','.join(ARMS)} (default all): train one "
@@ -88,7 +94,7 @@ def settings_from(a: argparse.Namespace) -> LengthSettings:
     if a.max_seeds is not None and a.max_seeds < 2:
         raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
     s.max_seeds = a.max_seeds or s.max_seeds
-    s.setup = replace(s.setup, d_model=a.d_model or s.setup.d_model)
+    s.setup = replace(s.setup, d_model=a.d_model or s.setup.d_model, dtype=a.dtype or "auto")
     s.schedules = _arms(a.arms) if a.arms else s.schedules
     return s
 

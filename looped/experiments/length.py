@@ -179,9 +179,10 @@ class Study:
         execute([p.spec for p in todo], cfgs, self.runs_dir, self.settings.workers, False, False)
 
 
-def cached_rows(path: str | None, corpus: dict) -> dict[str, dict]:
+def cached_rows(path: str | None, corpus: dict, dtype: str) -> dict[str, dict]:
     """The scored rows (reported and sweep) of an earlier results file, by run name; refused
-    if it was measured on another corpus (other documents, split or tokenizer)."""
+    if it was measured on another corpus (other documents, split or tokenizer) or in another
+    dtype (none of its rows would match a run here, so all would silently retrain)."""
     if not path:
         return {}
     if not Path(path).is_file():
@@ -189,6 +190,11 @@ def cached_rows(path: str | None, corpus: dict) -> dict[str, dict]:
     old = json.loads(Path(path).read_text())
     if old.get("meta", {}).get("corpus") != {k: corpus[k] for k in CORPUS_KEYS if k in corpus}:
         raise UserError(f"--resume-from {path} was measured on another corpus; drop the flag")
+    if (theirs := old.get("meta", {}).get("environment", {}).get("dtype", dtype)) != dtype:
+        raise UserError(
+            f"--resume-from {path} was trained in {theirs} and this study trains in {dtype}; "
+            f"add --dtype {theirs} to reuse its runs"
+        )
     tuned = old.get("tuned") or {}
     runs = [r for part in (old, tuned) for k in ("rows", "sweep") for r in part.get(k, [])]
     return {r["run"]: r for r in runs if "run" in r}
@@ -368,7 +374,8 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
     corpus = ensure_corpus(settings.setup, out, settings.corpus)
-    cached = cached_rows(settings.resume_from, corpus)
+    cfg = run_config(settings.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
+    cached = cached_rows(settings.resume_from, corpus, cfg.dtype)
     base = baselines(settings.setup, corpus, out / "baselines.json")
     batches = split_batches(settings.setup, corpus)
     study = Study(settings, corpus, out / "runs", train, cached, batches)
@@ -377,7 +384,6 @@ def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
     lrs = shared_lrs(settings, chosen)
     rows, cells, stop = run_rounds(study, lrs, base["test"]["bigram"])
     robust = tuned(study, lrs) if stop["complete"] else {}
-    cfg = run_config(settings.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
     env = {
         "dtype": cfg.dtype,
         "torch": torch.__version__,

@@ -45,6 +45,7 @@ class TextSetup:
     test_batches: int = 24  # test windows: every reported number
     val_frac: float = 0.05  # share of the corpus's near-duplicate clusters held out for val
     test_frac: float = 0.05  # and for test
+    dtype: str = "auto"  # auto (bf16 where the CPU has a fast path, else fp32) | fp32 | bf16
 
 
 def slug(text: str) -> str:
@@ -127,7 +128,7 @@ def run_config(
     own |= {f"model.{k}": getattr(setup, k) for k in ("d_model", "n_head", "seq_len")}
     own |= {"seq_len": setup.seq_len, "batch_size": setup.batch_size, "max_steps": steps}
     own |= {"optim.warmup_steps": setup.warmup_steps, "eval_batches": setup.val_batches}
-    own |= {"log_interval": log_interval}
+    own |= {"log_interval": log_interval, "dtype": setup.dtype}
     run = [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]
     overrides = [*fixed.split(), *(f"{k}={v}" for k, v in own.items()), *before, *run, *extra]
     cfg = load_config(preset, overrides)
