@@ -98,6 +98,7 @@ def main() -> int:
     parser.add_argument("--out", default="/tmp/looped-screens", help="where the PNGs go")
     parser.add_argument("--screens", type=int, default=30, help="most screenfuls per document")
     parser.add_argument("--width", type=int, default=1280, help="browser window width (px)")
+    parser.add_argument("--only", default="", help="only documents whose path holds this text")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -106,6 +107,7 @@ def main() -> int:
     lab = start_lab(port)
     docs = [f"notebooks/{p.name}" for p in sorted((ROOT / "notebooks").glob("*.ipynb"))]
     docs += ["README.md", *(f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md")))]
+    docs = [d for d in docs if args.only in d]
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_FLAGS)
