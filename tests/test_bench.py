@@ -71,6 +71,15 @@ def test_bad_arguments_are_user_errors():
         bench.run(replace(TOY, n_head=3))
 
 
+def test_a_bad_comma_list_is_one_line_naming_its_flag():
+    with pytest.raises(
+        UserError, match=r"--depths '1,x': give comma-separated integers, e.g. 1,4,8,16"
+    ):
+        bench_cli.main(["--quick", "--depths", "1,x"])
+    with pytest.raises(UserError, match=r"--widths '2,y': .* e.g. 256,512"):
+        bench_cli.main(["--quick", "--widths", "2,y"])
+
+
 def test_cli_quick_no_peer_json(tmp_path, capsys):
     argv = ["--quick", "--no-peer", "--threads", "1", "--precisions", "fp32", "--clock", "process"]
     assert bench_cli.main([*argv, "--real-steps", "0", "--json", "--out", str(tmp_path)]) == 0

@@ -202,6 +202,7 @@ def test_user_errors(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_overwrite_replaces_the_old_shards(tmp_path: Path) -> None:
     prepare_text(tmp_path, tokenizer=TOK, max_docs=N_DOCS, shard_tokens=1000, val_frac=0.0)
     n_old = len(list(tmp_path.glob("train_*.bin")))
+    (tmp_path / "test_00000.bin").write_bytes(b"\0\0")  # as a corpus with a test split holds
     prepare_text(tmp_path, tokenizer=TOK, max_docs=2, val_frac=0.0, overwrite=True)
     assert n_old > 1 and sorted(p.name for p in tmp_path.glob("*.bin")) == ["train_00000.bin"]
 

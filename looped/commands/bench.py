@@ -14,18 +14,11 @@ from dataclasses import replace
 
 from looped.bench.run import CLOCKS, QUICK, BenchConfig, run
 from looped.bench.tables import markdown, write
-from looped.commands.common import described
+from looped.commands.common import described, number_list
 
 # flags that override the BenchConfig field of the same name when given
 FIELDS = ("threads", "device", "clock", "depths", "d_model", "n_head", "seq_len", "batch_size",
           "vocab_size", "reps", "real_steps", "widths")  # fmt: skip
-
-
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of integers") from None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -39,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="auto | cpu | cuda | cuda:N")
     p.add_argument("--clock", choices=tuple(CLOCKS), help="wall (default) or process CPU time")
     p.add_argument("--precisions", help="comma list of fp32, bf16")
-    p.add_argument("--depths", type=_int_list, help="K to compare, e.g. 1,4,8,16")
+    p.add_argument("--depths", help="K to compare, e.g. 1,4,8,16")
     p.add_argument("--d-model", type=int, help="width")
     p.add_argument("--n-head", type=int, help="attention heads")
     p.add_argument("--seq-len", type=int, help="sequence length")
@@ -47,13 +40,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab-size", type=int, help="vocabulary")
     p.add_argument("--reps", type=int, help="timed steps per measurement")
     p.add_argument("--real-steps", type=int, help="steps of the real schedule run (0 = skip)")
-    p.add_argument("--widths", type=_int_list, help="width scan, e.g. 256,512 (0 = skip it)")
+    p.add_argument("--widths", help="width scan, e.g. 256,512 (0 = skip it)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     overrides = {f: getattr(args, f) for f in FIELDS if getattr(args, f) is not None}
+    for flag, example in (("depths", "1,4,8,16"), ("widths", "256,512")):  # comma lists
+        if flag in overrides:
+            overrides[flag] = number_list(f"--{flag}", overrides[flag], int, example)
     if overrides.get("widths") == (0,):
         overrides["widths"] = ()
     if args.precisions:

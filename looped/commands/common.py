@@ -74,9 +74,8 @@ def number_list(flag: str, text: str, kind: type = float, example: str = "") -> 
     try:
         return tuple(kind(x) for x in text.split(","))
     except ValueError:
-        noun, example = (
-            ("integers", "120,240") if kind is int else ("numbers", example or "1e-3,3e-3")
-        )
+        noun, default = ("integers", "120,240") if kind is int else ("numbers", "1e-3,3e-3")
+        example = example or default
         raise UserError(f"{flag} {text!r}: give comma-separated {noun}, e.g. {example}") from None
 
 

@@ -291,7 +291,8 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
             raise UserError(
                 f"{out} already holds a token corpus; pass --overwrite or choose another --out"
             )
-        for pattern in ("train_*.bin", "val_*.bin", "*.tmp", ".tmp-*", META, TOKENIZER_FILE):
+        shards = ("train_*.bin", "val_*.bin", "test_*.bin")  # every split a corpus can hold
+        for pattern in (*shards, "*.tmp", ".tmp-*", META, TOKENIZER_FILE):
             for p in out.glob(pattern):
                 p.unlink()
     out.mkdir(parents=True, exist_ok=True)
