@@ -174,7 +174,7 @@ def run_demo(
         return result
 
 
-def calibrate(settings: DemoSettings, steps: int = 3) -> float:
+def calibrate(settings: DemoSettings, steps: int = 5) -> float:
     """Seconds per training step of the bios model (fixed K=4, the demo's dtype, one thread as
     each worker has), the fastest of `steps` after a warm-up: how fast this machine trains the
     demo, set against the same step timed on the machine that wrote demo_time.json."""
