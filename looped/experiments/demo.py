@@ -69,6 +69,9 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
     return bios_report.comparison(result, reference, (out / "demo.json", REFERENCE), figures, text)
 
 
+TEXT_BASES = (("equal_tokens", "tokens"), ("equal_flops", "flops"))  # a text track's tables
+
+
 def _at_seeds(text: dict, seeds: set[int]) -> dict:
     """A text track's result cut to these seeds, its tables recomputed: your seed 0 beside the
     reference's seed 0, not beside its three-seed mean."""
@@ -76,9 +79,6 @@ def _at_seeds(text: dict, seeds: set[int]) -> dict:
     schedules = tuple(text["meta"]["settings"]["schedules"])
     tables = {key: compare(rows, role, schedules) for key, role in TEXT_BASES}
     return {**text, "runs": rows, **tables}
-
-
-TEXT_BASES = (("equal_tokens", "tokens"), ("equal_flops", "flops"))
 
 
 def _result(
