@@ -160,6 +160,8 @@ def facts_rows(result: dict) -> str:
         for n, c in sorted(result["chosen"][paper.UNIFORM].items(), key=num)
     )
     tok = {k: sp[k]["tokens"] for k in ("train", "val", "test")}
+    # the looks the study planned (`experiments.length.run_rounds`): rounds up to --max-seeds
+    planned = [n for n in st["rounds"] if n <= st["max_seeds"]] or [st["max_seeds"]]
     facts = {
         "corpus": f"{meta['corpus'].get('dataset', 'stdlib')}: {tok['train'] / 1e6:.1f}M train / "
         f"{tok['val'] / 1e3:.0f}k val / {tok['test'] / 1e3:.0f}k test tokens, "
@@ -170,7 +172,8 @@ def facts_rows(result: dict) -> str:
         f"LR sweep (uniform, seeds {', '.join(map(str, st['lr_seeds']))})": sweep,
         "baselines (test windows)": f"unigram {base['unigram']:.3f}, bigram "
         f"{base['bigram']:.3f} nats/token",
-        "rounds": f"{', '.join(map(str, st['rounds']))} seeds; stopped: {meta['stopped']['reason']}",
+        "rounds": f"{', '.join(map(str, planned))} seeds (--max-seeds {st['max_seeds']}); "
+        f"stopped: {meta['stopped']['reason']}",
         "cost": f"{meta['worker_s'] / 3600:.1f} worker-hours of reported runs",
         "environment": f"{env['machine']}, {env['dtype']}, torch {env['torch']}, "
         f"Python {env['python']}",
