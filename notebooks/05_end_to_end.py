@@ -296,8 +296,10 @@ if benefit:
 # The biographies measure knowledge; the paper measures held-out NLL on text. The demo's
 # text track trains uniform 1..16, the paper's 200M recipe ($K=2$ for 67%), its 1B recipe
 # ($K=4$ for 80%) and fixed $K=4$ on the Python standard library's source, each at its own
-# best learning rate, 3 seeds, and compares them at equal tokens and at equal modeled FLOPs
-# (uniform cut to each schedule's FLOPs).
+# best learning rate, and compares them at equal tokens and at equal modeled FLOPs (uniform cut
+# to each schedule's FLOPs). The reference shown here trains 3 seeds; a plain `make demo`
+# trains one (`--text-seeds`), since at this size the text models lose to a bigram table and
+# more seeds would buy minutes, not a verdict.
 
 # %%
 text_file = ROOT / "results" / "demo_text.json"
