@@ -32,6 +32,7 @@ from looped.model import LoopedTransformer
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.report import bios as bios_report
 from looped.report.render import BUDGET_MINUTES, timed_demos
+from looped.runtime.device import pick_device
 from looped.runtime.lock import dir_lock
 from looped.training.optimizer import make_optimizer
 
@@ -179,21 +180,24 @@ def calibrate(settings: DemoSettings, steps: int = 5) -> float:
     each worker has), the fastest of `steps` after a warm-up: how fast this machine trains the
     demo, set against the same step timed on the machine that wrote demo_time.json."""
     cfg, threads = base_config(settings, 0, FIXED, 1.0), torch.get_num_threads()
+    device = pick_device(cfg.device)  # where the demo's runs will train
     torch.set_num_threads(1)
     try:
         torch.manual_seed(0)
-        model = LoopedTransformer(cfg.model)
+        model = LoopedTransformer(cfg.model).to(device)
         opt = make_optimizer(model, cfg.optim)
-        x = torch.randint(0, cfg.model.vocab_size, (cfg.batch_size, cfg.seq_len))
-        bf16 = torch.autocast("cpu", dtype=torch.bfloat16) if cfg.dtype == "bf16" else None
+        x = torch.randint(0, cfg.model.vocab_size, (cfg.batch_size, cfg.seq_len), device=device)
+        bf16 = cfg.dtype == "bf16"
         times = []
         for _ in range(steps + 1):
             started = time.perf_counter()
-            with bf16 or nullcontext():
+            with torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext():
                 loss = model(x, depth=4, targets=x)[1]
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
             times.append(time.perf_counter() - started)
         return min(times[1:])
     finally:
