@@ -178,3 +178,13 @@ def test_length_runs_end_to_end_on_a_users_corpus_and_never_reports_an_lr_seed(t
     assert not list((again / "runs").glob("*/summary.json"))
     second = json.loads((again / "length.json").read_text())
     assert second["rows"] == result["rows"] and second["cells"] == result["cells"]
+
+
+def test_the_planned_looks_are_the_rounds_within_the_seed_budget():
+    """--max-seeds cuts the rounds a study looks at, which sets each look's interval width."""
+    from looped.eval.stats import planned_looks
+
+    assert planned_looks((4, 8, 12, 16), 16) == [4, 8, 12, 16]
+    assert planned_looks((4, 8, 12, 16), 10) == [4, 8]
+    assert planned_looks((4, 8, 12, 16), 4) == [4]
+    assert planned_looks((4, 8), 3) == [3]  # no round fits: the budget is the one look

@@ -20,12 +20,12 @@ from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
+from looped import paper
 from looped.commands.common import number_list, study_parser
 from looped.errors import UserError
-from looped.experiments.length import QUICK, SCHEDULES, LengthSettings, run_study
+from looped.experiments.length import MICRO, QUICK, LengthSettings, run_study
 from looped.experiments.results import write_result
 from looped.experiments.textsetup import TextSetup
-from looped.paper import UNIFORM
 from looped.report.length import fig_gap
 from looped.runtime.lock import dir_lock
 
@@ -60,14 +60,15 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-ARMS = {"k4": SCHEDULES[1], "k2": SCHEDULES[2], "micro": SCHEDULES[3]}  # short names, pool order
+# the arms set against uniform, by short name, in the study's order
+ARMS = {"k4": paper.RECIPES_1B[1], "k2": paper.RECIPE_200M, "micro": MICRO}
 
 
 def _arms(text: str) -> tuple[str, ...]:
     names = [a.strip() for a in text.split(",") if a.strip()]
     if not names or any(a not in ARMS for a in names):
         raise UserError(f"--arms {text}: name arms among {','.join(ARMS)}, e.g. --arms k2")
-    return (UNIFORM, *(spec for a, spec in ARMS.items() if a in names))
+    return (paper.UNIFORM, *(spec for a, spec in ARMS.items() if a in names))
 
 
 def settings_from(a: argparse.Namespace) -> LengthSettings:

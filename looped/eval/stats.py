@@ -209,6 +209,12 @@ def sequential_critical(looks: tuple[int, ...], alpha: float = 0.05, sims: int =
     return float(np.quantile(worst, 1 - alpha))
 
 
+def planned_looks(rounds: tuple[int, ...] | list[int], max_seeds: int) -> list[int]:
+    """The seed counts a sequential study looks at: its rounds up to its seed budget (the
+    budget itself when no round fits), which fix how wide each look's interval is."""
+    return [n for n in rounds if n <= max_seeds] or [max_seeds]
+
+
 def sequential_interval(values: list[float], looks: tuple[int, ...]) -> Interval:
     """The group-sequential 95% interval after len(values) seeds: stopping at the first look
     that decides keeps a cell's chance of a wrong verdict at 5% over all its looks (cells are

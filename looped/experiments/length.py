@@ -325,7 +325,7 @@ def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list
     """Seeds in rounds until every cell decides or the seeds run out: the reported rows, the
     cells at the last look and why the study stopped."""
     settings = study.settings
-    rounds = [n for n in settings.rounds if n <= settings.max_seeds] or [settings.max_seeds]
+    rounds = stats.planned_looks(settings.rounds, settings.max_seeds)
     open_cells = {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
     runs: dict[str, Planned] = {}
     cells: list[dict] = []

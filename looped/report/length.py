@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from looped import paper
-from looped.eval.stats import Verdict
+from looped.eval.stats import Verdict, planned_looks
 from looped.paper import label
 from looped.report import style
 from looped.report.tables import md_table
@@ -160,8 +160,7 @@ def facts_rows(result: dict) -> str:
         for n, c in sorted(result["chosen"][paper.UNIFORM].items(), key=num)
     )
     tok = {k: sp[k]["tokens"] for k in ("train", "val", "test")}
-    # the looks the study planned (`experiments.length.run_rounds`): rounds up to --max-seeds
-    planned = [n for n in st["rounds"] if n <= st["max_seeds"]] or [st["max_seeds"]]
+    planned = planned_looks(st["rounds"], st["max_seeds"])
     facts = {
         "corpus": f"{meta['corpus'].get('dataset', 'stdlib')}: {tok['train'] / 1e6:.1f}M train / "
         f"{tok['val'] / 1e3:.0f}k val / {tok['test'] / 1e3:.0f}k test tokens, "
