@@ -7,10 +7,12 @@ import json
 import pytest
 
 from looped.cli import main as cli
-from looped.experiments.results import write_result
+from looped.errors import UserError
+from looped.experiments.results import read_results_file, write_result
 
 STUDIES = ("demo", "fidelity", "diagnose", "length", "samples")
 REFERENCED = ("demo", "diagnose", "length", "samples")  # those with a committed result
+POOLED = ("demo", "fidelity", "diagnose", "length")  # those that train on a worker pool
 
 
 @pytest.mark.parametrize("study", REFERENCED)
@@ -50,3 +52,47 @@ def test_a_results_file_round_trips_and_ends_with_a_newline(tmp_path, capsys):
     text = path.read_text()
     assert text.endswith("}\n") and "é" in text and json.loads(text) == result
     assert capsys.readouterr().out == f"wrote {path}\n"
+
+
+@pytest.mark.parametrize("study", POOLED)
+@pytest.mark.parametrize("workers", ["0", "-1"])
+def test_no_workers_is_refused_in_one_line_before_anything_is_written(
+    study, workers, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    assert cli([study, "--quick", "--workers", workers]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--workers {workers}" in err[0] and "1 or more" in err[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def _refusal(path, flag="--resume-from") -> str:
+    with pytest.raises(UserError) as err:
+        read_results_file(path, flag, expect="a length*.json")
+    said = str(err.value)
+    assert "\n" not in said and said.startswith(f"{flag} {path}") and "a length*.json" in said
+    return said
+
+
+def test_a_results_file_that_is_missing_or_not_json_is_refused_naming_it(tmp_path):
+    assert "no such file" in _refusal(tmp_path / "absent.json")
+    assert "no such file" in _refusal(tmp_path)  # a folder is not a results file
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"meta":\n')
+    assert "not valid JSON" in _refusal(bad)
+    bad.write_bytes(b"\xff\xfe\x00")  # not even text
+    assert "not valid JSON" in _refusal(bad, flag="--results")
+
+
+@pytest.mark.parametrize(("text", "kind"), [("[]", "list"), ("3", "int"), ("null", "null")])
+def test_json_that_is_not_a_results_object_is_refused_naming_it(tmp_path, text, kind):
+    path = tmp_path / "l.json"
+    path.write_text(text)
+    assert f"a JSON {kind}, not a results object" in _refusal(path)
+
+
+def test_a_results_file_reads_back_what_was_written(tmp_path, capsys):
+    result = {"meta": {"corpus": {"tokenizer": "bpe:512"}}, "rows": [{"run": "a"}]}
+    path = write_result(tmp_path / "r.json", result, say=False)
+    assert read_results_file(path, "--resume-from") == result
+    assert read_results_file(str(path), "--resume-from") == result

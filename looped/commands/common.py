@@ -50,7 +50,8 @@ class _KeepLineBreaks(argparse.HelpFormatter):
 
 
 class _Refusals:
-    """Refuses `--reference` with `--quick`: it would write a toy result over the committed one."""
+    """Refuses `--reference` with `--quick` (it would write a toy result over the committed one)
+    and `--workers` below 1 (no process would train)."""
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
         parsed = super().parse_args(args, namespace)  # type: ignore[misc]
@@ -58,6 +59,8 @@ class _Refusals:
             raise UserError(
                 "--reference writes the committed results; leave out --quick (toy size)"
             )
+        if (workers := getattr(parsed, "workers", None)) is not None and workers < 1:
+            raise UserError(f"--workers {workers}: give 1 or more, or leave it out (default 2)")
         return parsed
 
 
@@ -107,7 +110,8 @@ def study_parser(
 ) -> argparse.ArgumentParser:
     """A parser with the shared flags: `--out`, `--reference` (unless `reference` is None),
     `--quick` (when `quick` says what it is), `--workers`, `--results` (with `reads`) and the
-    config overrides (with `overrides`). Parsing refuses `--reference` with `--quick`."""
+    config overrides (with `overrides`). Parsing refuses `--reference` with `--quick` and
+    `--workers` below 1."""
     kwargs = {"prog": prog, "description": doc.splitlines()[0]}
     if example:
         kwargs["epilog"] = f"example: {example}"

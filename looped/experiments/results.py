@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+from looped.errors import UserError, first_line
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import cpu_name
 from looped.runtime.metrics import read_metrics
@@ -45,6 +46,23 @@ def diverged(run_dir: Path) -> bool:
     """Whether a (sweep) run ended with a non-finite loss."""
     path = run_dir / "summary.json"
     return path.is_file() and "diverged" in json.loads(path.read_text())
+
+
+def read_results_file(path: str | Path, flag: str, expect: str = "a results/*.json") -> dict:
+    """The results object in the file a flag names, or a UserError in one line that names the
+    flag, the file and what to give instead (`expect`): a missing file, a file that is not JSON,
+    and JSON that is not an object (a list, a number) are all refused before anything trains."""
+    where = f"{flag} {path}"
+    if not Path(path).is_file():
+        raise UserError(f"{where}: no such file; give {expect}")
+    try:
+        result = json.loads(Path(path).read_text())
+    except ValueError as err:  # a JSONDecodeError or a UnicodeDecodeError
+        raise UserError(f"{where} is not valid JSON ({first_line(err)}); give {expect}") from None
+    if not isinstance(result, dict):
+        kind = type(result).__name__.replace("NoneType", "null")
+        raise UserError(f"{where} holds a JSON {kind}, not a results object; give {expect}")
+    return result
 
 
 def keep_earlier_times(meta: dict, results: Path, keys: tuple[str, ...]) -> None:
