@@ -6,7 +6,8 @@
 Times the same optimizer step (the length study's model: d=64, one looped layer, BPE-512 vocab,
 batch 32x128, at depth 8, about uniform 1..16's mean) under each candidate setting, one at a
 time, in one run, each in a fresh process so that no setting inherits another's threads or
-compiled graphs, and prints the ratio of each to the study's current setting (eager fp32, one
+compiled graphs (each its fastest step, by `runtime.device.time_min`, the timer of `looped bench`
+and of the demo's calibration), and prints the ratio of each to the study's current setting (eager fp32, one
 thread per worker). Absolute times are for this machine and this load only; the ratios are the
 finding. The last row runs two single-threaded processes at once, as the study's two workers
 do, and reports their combined throughput against one two-threaded process.
@@ -18,7 +19,6 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 VARIANTS = {  # name -> (compile, dtype, threads)
@@ -30,11 +30,12 @@ VARIANTS = {  # name -> (compile, dtype, threads)
 
 
 def one(compile_: bool, dtype: str, threads: int, steps: int, depth: int) -> float:
-    """Seconds per optimizer step after warm-up, in this process."""
+    """Seconds of the fastest of `steps` optimizer steps after warm-up, in this process."""
     import torch
 
     from looped.config import load_config
     from looped.model import LoopedTransformer
+    from looped.runtime.device import autocast, time_min
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -43,22 +44,16 @@ def one(compile_: bool, dtype: str, threads: int, steps: int, depth: int) -> flo
     if compile_:
         model.compile_block()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    x = torch.randint(0, 512, (32, 128))
-    cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16")
+    x, cpu = torch.randint(0, 512, (32, 128)), torch.device("cpu")
 
     def step() -> None:
-        with cast:
+        with autocast(cpu, dtype):
             _, loss = model(x[:, :-1], depth=depth, targets=x[:, 1:])
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for _ in range(3):  # warm-up (and compilation)
-        step()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    return (time.perf_counter() - t0) / steps
+    return time_min({"step": step}, 3, steps, cpu)["step"]  # 3 warm-up steps (and compilation)
 
 
 def in_child(args: list[str]) -> subprocess.Popen:
@@ -69,7 +64,9 @@ def in_child(args: list[str]) -> subprocess.Popen:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--steps", type=int, default=30, help="timed steps per setting")
+    p.add_argument(
+        "--steps", type=int, default=30, help="timed steps per setting (its fastest counts)"
+    )
     p.add_argument("--depth", type=int, default=8, help="loop count of every timed step")
     p.add_argument("--out", default="runs/step_speed.json", help="where the record goes")
     p.add_argument("--child", nargs=3, help=argparse.SUPPRESS)

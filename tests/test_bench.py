@@ -14,6 +14,7 @@ from looped.bench import tables as bench_report
 from looped.commands import bench as bench_cli
 from looped.errors import UserError
 from looped.flops import flops_per_token
+from looped.runtime.device import time_min
 
 torch.set_num_threads(1)
 
@@ -116,7 +117,7 @@ def test_time_min_rotates_the_order_and_keeps_the_minimum():
     function always follows the same one; the result is each function's fastest call."""
     calls = []
     fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
-    best = bench.time_min(fns, warmup=1, reps=3, device=torch.device("cpu"))
+    best = time_min(fns, warmup=1, reps=3, device=torch.device("cpu"))
     assert "".join(calls) == "abc" + "abc" + "bca" + "cab"
     assert set(best) == set("abc") and all(0 <= t < 1 for t in best.values())
 

@@ -71,15 +71,12 @@ def _gap(*values: float) -> dict:
     ],
 )  # fmt: skip
 def test_the_headline_verdict_reads_the_95_percent_interval(values, verdict):
-    got, said = stats.gap_verdict(_gap(*values), paper.NLL_GAP[0])
-    assert got is verdict and said.startswith(verdict.value)
-    iv = stats.ratio_interval(list(values))  # paired by seed, over log ratios
-    assert f"{iv.lo:+.1%} to {iv.hi:+.1%}" in said
+    assert stats.gap_verdict(_gap(*values), paper.NLL_GAP[0]) is verdict
 
 
 def test_a_text_row_whose_models_do_not_beat_the_bigram_gets_no_verdict():
-    got, said = stats.gap_verdict(_gap(-0.03, -0.01, -0.02), 0.005, informative=False)
-    assert got is Verdict.NOT_INFORMATIVE and "bigram" in said
+    got = stats.gap_verdict(_gap(-0.03, -0.01, -0.02), 0.005, informative=False)
+    assert got is Verdict.NOT_INFORMATIVE
 
 
 def _cells(table: str) -> list[list[str]]:

@@ -13,15 +13,13 @@ Every time is the minimum over ``reps`` interleaved steps; targets are reported,
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -32,7 +30,7 @@ from looped.errors import UserError
 from looped.flops import flops_per_token, saving
 from looped.kernels import causal_attention
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.runtime.device import cpu_name
+from looped.runtime.device import autocast, cpu_name, pick_device, time_min, time_once
 from looped.schedule_spec import parse_schedule
 from looped.training.optimizer import make_optimizer
 
@@ -91,41 +89,6 @@ QUICK = BenchConfig(
 CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
 
 
-Key = TypeVar("Key")  # a timed function's name: a label, or a depth K
-
-
-def time_min(
-    fns: dict[Key, Callable[[], object]],
-    warmup: int,
-    reps: int,
-    device: torch.device,
-    clock: Callable[[], float] = time.perf_counter,
-) -> dict[Key, float]:
-    """Minimum time (s) of each function. They take turns in every repetition (background load
-    hits all alike), each repetition starting one further along (a big GEMM leaves the caches
-    cold for whatever follows it)."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
-    best = dict.fromkeys(fns, math.inf)
-    names = list(fns)
-    for rep in range(max(1, reps)):
-        shift = rep % len(names)
-        for name in names[shift:] + names[:shift]:
-            best[name] = min(best[name], _once(fns[name], device, clock))
-    return best
-
-
-def _once(fn: Callable[[], object], device: torch.device, clock: Callable[[], float]) -> float:
-    """Seconds of one call, the device synchronized before and after."""
-    sync = torch.cuda.synchronize if device.type == "cuda" else lambda device: None
-    sync(device)
-    t0 = clock()
-    fn()
-    sync(device)
-    return clock() - t0
-
-
 def _timed(cfg: BenchConfig, fns: dict, device: torch.device, warmup: int) -> dict:
     return time_min(fns, warmup, cfg.reps, device, CLOCKS[cfg.clock])
 
@@ -164,7 +127,7 @@ def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> 
     ]
 
     def attention() -> None:
-        with _autocast(precision, device):
+        with autocast(device, precision):
             y = causal_attention(*qkv)
         y.backward(torch.ones_like(y))
 
@@ -176,11 +139,6 @@ def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> 
 def floor_seconds(times: dict[str, float], depth: int) -> float:
     """The kernel floor of a depth-K step from timed ``kernel_floor_fns``: K layers, one head."""
     return depth * sum(t for k, t in times.items() if k.startswith("floor ")) + times["floor-head"]
-
-
-def _autocast(precision: str, device: torch.device) -> AbstractContextManager:
-    bf16 = precision == "bf16"
-    return torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
 
 
 # -- the two models --------------------------------------------------------------------------
@@ -224,11 +182,11 @@ def make_peer(cfg: BenchConfig, layers: int) -> torch.nn.Module:
     return LlamaForCausalLM(hf)
 
 
-def _train_step(loss: Callable[[], torch.Tensor], opt, autocast) -> Callable[[], None]:
-    """One optimizer step on a fixed batch: the loss (under `autocast`), backward, AdamW."""
+def _train_step(loss: Callable[[], torch.Tensor], opt, cast) -> Callable[[], None]:
+    """One optimizer step on a fixed batch: the loss (under `cast`), backward, AdamW."""
 
     def step() -> None:
-        with autocast:
+        with cast:
             value = loss()
         value.backward()
         opt.step()
@@ -237,15 +195,15 @@ def _train_step(loss: Callable[[], torch.Tensor], opt, autocast) -> Callable[[],
     return step
 
 
-def _looped_step(model, opt, x, y, depth, autocast) -> Callable[[], None]:
-    return _train_step(lambda: model(x, depth=depth, targets=y)[1], opt, autocast)
+def _looped_step(model, opt, x, y, depth, cast) -> Callable[[], None]:
+    return _train_step(lambda: model(x, depth=depth, targets=y)[1], opt, cast)
 
 
-def _peer_step(peer, opt, x, y, autocast) -> Callable[[], None]:
+def _peer_step(peer, opt, x, y, cast) -> Callable[[], None]:
     def loss() -> torch.Tensor:  # the looped model's loss, computed the same way
         return F.cross_entropy(peer(input_ids=x).logits.float().flatten(0, 1), y.flatten())
 
-    return _train_step(loss, opt, autocast)
+    return _train_step(loss, opt, cast)
 
 
 def _model(cfg: BenchConfig, mc: LoopedConfig, device: torch.device) -> tuple[Any, Any]:
@@ -267,7 +225,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     _check(cfg)
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
-    device = _device(cfg.device)
+    device = pick_device(cfg.device)
     if cfg.clock == "process" and device.type != "cpu":
         raise UserError("--clock process measures CPU time only; use --clock wall on a GPU")
     mc = looped_config(cfg)
@@ -299,19 +257,19 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 
 def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
     """Measurements 1-3: train step at each K against the peer, the floor and the ceiling."""
-    autocast = _autocast(precision, device)
+    cast = autocast(device, precision)
     ceiling_mm = ceiling_fns(cfg, precision, device)
     floor_fns = kernel_floor_fns(cfg, precision, device)
     rows = []
     for k in cfg.depths:
-        fns = {"looped": _looped_step(model, opt, x, y, k, autocast)}
+        fns = {"looped": _looped_step(model, opt, x, y, k, cast)}
         if cfg.peer:
             torch.manual_seed(cfg.seed)
             peer = make_peer(cfg, k).to(device)
             if cfg.compile:  # the same trick as compile_block: compile the repeated layer
                 for layer in peer.model.layers:
                     layer.compile()
-            fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, autocast)
+            fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, cast)
         # the ceiling and the floor are timed in turn with the steps: load changes hit all alike
         t = _timed(cfg, fns | ceiling_mm | floor_fns, device, _warmup(cfg))
         row = {"precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"]}
@@ -330,14 +288,14 @@ def _rates(cfg: BenchConfig, mc: LoopedConfig, k: int, seconds: float, ceiling: 
 
 def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
     """Measurement 5: every serving depth 1..N from one pass against one depth-N forward."""
-    autocast, top = _autocast(precision, device), cfg.serve_depth
+    cast, top = autocast(device, precision), cfg.serve_depth
 
     def forward() -> None:
-        with autocast:
+        with cast:
             model(x, depth=top, targets=y)
 
     def sweep() -> None:
-        with autocast:
+        with cast:
             model.forward_depths(x, range(1, top + 1), y, return_logits=False)
 
     model.eval()
@@ -353,12 +311,12 @@ def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
 
 def _width_rows(cfg, precision, x, y, device) -> list[dict]:
     """Measurements 2 and 5 at growing width, where the matmuls' share of the work grows."""
-    autocast, rows, k = _autocast(precision, device), [], cfg.width_depth
+    cast, rows, k = autocast(device, precision), [], cfg.width_depth
     for d in cfg.widths:
         wcfg = _width(cfg, d)
         mc = looped_config(wcfg)
         model, opt = _model(wcfg, mc, device)
-        step = {"step": _looped_step(model, opt, x, y, k, autocast)}
+        step = {"step": _looped_step(model, opt, x, y, k, cast)}
         t = _timed(cfg, step | ceiling_fns(cfg, precision, device), device, _warmup(cfg))
         serve = _serve_row(wcfg, mc, precision, model, x, y, device)
         row = {"precision": precision, "d_model": d, "n_head": mc.n_head, "depth": k}
@@ -372,8 +330,8 @@ def _schedules(cfg, mc, precision, model, opt, x, y, device) -> tuple[list, dict
     """The schedule's saving over the reference: per-K step times weighted by the exact step
     counts of a `run_steps` run, and a short real run of both."""
     ours, ref = parse_schedule(cfg.schedule, cfg.seed), parse_schedule(cfg.reference, cfg.seed)
-    top, autocast = max(ours.max_depth(), ref.max_depth()), _autocast(precision, device)
-    steps = {k: _looped_step(model, opt, x, y, k, autocast) for k in range(1, top + 1)}
+    top, cast = max(ours.max_depth(), ref.max_depth()), autocast(device, precision)
+    steps = {k: _looped_step(model, opt, x, y, k, cast) for k in range(1, top + 1)}
     per_k = _timed(cfg, steps, device, 0)  # the model is warm from the train rows
     n = cfg.run_steps
 
@@ -397,7 +355,7 @@ def _real_run(cfg, mc, schedules, steps, per_k, device) -> dict:
     wall = [0.0, 0.0]
     for i in range(m):
         for j, seq in enumerate(seqs):
-            wall[j] += _once(steps[seq[i]], device, clock)
+            wall[j] += time_once(steps[seq[i]], device, clock)
     cost = [sum(flops_per_token(mc, k, cfg.seq_len) for k in seq) for seq in seqs]
     table = [sum(per_k[k] for k in seq) for seq in seqs]
     modeled, measured = 1 - cost[0] / cost[1], 1 - wall[0] / wall[1]
@@ -441,15 +399,6 @@ def _load() -> float | None:
         return os.getloadavg()[0]
     except OSError:
         return None
-
-
-def _device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"device {name} asked for but CUDA is not available; use --device cpu")
-    return device
 
 
 def _check(cfg: BenchConfig) -> None:

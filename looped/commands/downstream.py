@@ -9,10 +9,9 @@ import argparse
 import json
 from pathlib import Path
 
-import torch
-
 from looped.commands.common import described
 from looped.eval.downstream import evaluate_tasks, load_run
+from looped.runtime.device import pick_device
 from looped.schedule_spec import parse_depths
 
 
@@ -23,7 +22,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--depths", default="1-16", help="serving depths, e.g. 1-16 or 1,2,4,8")
     p.add_argument("--limit", type=int, default=None, help="first N items per task")
     p.add_argument("--batch-size", type=int, default=16, help="sequences per forward pass")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", default="auto", help="auto (a GPU when there is one), cpu, cuda:N")
     p.add_argument("--data", action="append", default=[], metavar="TASK=PATH", help="local data")
     p.add_argument("--out", default=None, help="write the results as JSON here")
     return p
@@ -32,9 +31,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     files = dict(kv.split("=", 1) for kv in a.data if "=" in kv)
-    model, tokenizer = load_run(a.run, a.device)
+    device = str(pick_device(a.device))
+    model, tokenizer = load_run(a.run, device)
     depths, tasks = parse_depths(a.depths), a.tasks.split(",")
-    res = evaluate_tasks(model, tokenizer, tasks, depths, a.limit, a.batch_size, a.device, files)
+    res = evaluate_tasks(model, tokenizer, tasks, depths, a.limit, a.batch_size, device, files)
     for task, by_depth in res.items():
         for d, m in by_depth.items():
             print(f"{task:<10} K={d:<3} acc={m['acc']:.4f} acc_norm={m['acc_norm']:.4f} n={m['n']}")

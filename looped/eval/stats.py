@@ -104,28 +104,6 @@ def verdict(gap: Interval, tolerance: float = PAPER_TOLERANCE, informative: bool
     return Verdict.UNDECIDED
 
 
-WHY = {
-    Verdict.WITHIN: "inside ±{tol}",
-    Verdict.BETTER: "wholly below zero: fixed-first has the lower NLL",
-    Verdict.NO_WORSE: "its upper end within +{tol}",
-    Verdict.WORSE: "wholly above +{tol}",
-    Verdict.UNDECIDED: "it straddles 0 or ±{tol}; more seeds would narrow it",
-}
-
-
-def describe(verdict: Verdict, gap: Interval, tolerance: float = PAPER_TOLERANCE) -> str:
-    """The verdict in words, with the interval it was read from."""
-    if verdict is Verdict.NOT_INFORMATIVE:
-        return f"{verdict.value}: its models score worse than a bigram count table"
-    if gap.n < 2:
-        return f"{verdict.value}: one seed, no interval"
-    why = WHY[verdict].format(tol=f"{tolerance:.1%}")
-    return (
-        f"{verdict.value}: 95% interval {gap.lo:+.1%} to {gap.hi:+.1%} over {gap.n} paired "
-        f"seeds, {why}"
-    )
-
-
 # -- seed spreads and seed-paired tables -----------------------------------------------------
 
 
@@ -174,14 +152,13 @@ def beats_bigram(result: dict, baseline: dict | None) -> bool:
     return bool(baseline) and below_bigram(worst_nll(result["equal_tokens"]), baseline)
 
 
-def gap_verdict(gap: dict, tolerance: float, informative: bool = True) -> tuple[Verdict, str]:
-    """(verdict, sentence) for "fixed-first is no worse than uniform, within `tolerance`", from
-    the `ratio_interval` of the per-seed gaps; not `informative`: no verdict at all."""
+def gap_verdict(gap: dict, tolerance: float, informative: bool = True) -> Verdict:
+    """The verdict on "fixed-first is no worse than uniform, within `tolerance`", from the
+    `ratio_interval` of the per-seed gaps; not `informative`: no verdict at all."""
     iv = ratio_interval(gap["values"]) if len(gap.get("values", [])) > 1 else None
     if iv is None:  # one seed: no interval, so nothing can be decided
         iv = Interval(gap["mean"], -math.inf, math.inf, 1, (gap["mean"],))
-    found = verdict(iv, tolerance, informative)
-    return found, describe(found, iv, tolerance)
+    return verdict(iv, tolerance, informative)
 
 
 def trend_direction(fit: Interval) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from looped.model import LoopedTransformer
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.report import bios as bios_report
 from looped.report.render import BUDGET_MINUTES, timed_demos
-from looped.runtime.device import pick_device
+from looped.runtime.device import autocast, pick_device, time_min
 from looped.runtime.lock import dir_lock
 from looped.training.optimizer import make_optimizer
 
@@ -187,19 +186,15 @@ def calibrate(settings: DemoSettings, steps: int = 5) -> float:
         model = LoopedTransformer(cfg.model).to(device)
         opt = make_optimizer(model, cfg.optim)
         x = torch.randint(0, cfg.model.vocab_size, (cfg.batch_size, cfg.seq_len), device=device)
-        bf16 = cfg.dtype == "bf16"
-        times = []
-        for _ in range(steps + 1):
-            started = time.perf_counter()
-            with torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext():
+
+        def step() -> None:
+            with autocast(device, cfg.dtype):
                 loss = model(x, depth=4, targets=x)[1]
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            times.append(time.perf_counter() - started)
-        return min(times[1:])
+
+        return time_min({"step": step}, 1, steps, device)["step"]
     finally:
         torch.set_num_threads(threads)
 

@@ -51,14 +51,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("looped.commands", "looped.cli", "looped.__main__", "looped")),
 )  # fmt: skip
 
-_NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-            "eleven", "twelve")  # fmt: skip
-
-
-def count_word(n: int) -> str:
-    """A count as prose writes it: 'seven', '13'."""
-    return _NUMBERS[n] if n < len(_NUMBERS) else str(n)
-
 
 @dataclass(frozen=True)
 class Notebook:
@@ -105,18 +97,12 @@ def _link(doc: Path, root: Path, target: str) -> str:
 
 
 def notebooks_section(root: Path, doc: Path = Path("README.md")) -> str:
-    """How many notebooks there are, and a table of them with their sections."""
-    books = notebooks(root)
-    intro = (
-        f"{count_word(len(books)).capitalize()} notebooks teach the paper one idea at a time, in "
-        "reading order. Each imports everything from `looped` and runs in seconds to a minute "
-        "on a laptop CPU (`LOOPED_FULL=1` switches to full size)."
-    )
+    """A table of the notebooks, in reading order, with their sections."""
     rows = []
-    for nb in books:
+    for nb in notebooks(root):
         link = _link(doc, root, f"notebooks/{nb.stem}.ipynb")
         rows.append([f"[{nb.stem.split('_')[0]} · {nb.title}]({link})", "; ".join(nb.sections)])
-    return intro + "\n\n" + md_table(["notebook", "its sections"], rows)
+    return md_table(["notebook", "its sections"], rows)
 
 
 def package_parts(root: Path) -> list[str]:

@@ -97,7 +97,7 @@ def verdict_table(result: dict, baseline: dict | None) -> str:
     for row in result["equal_tokens"]:
         if row["schedule"].startswith("fixed-first"):
             tol = NLL_GAP[1] if row["schedule"] in RECIPES_1B else NLL_GAP[0]
-            found = stats.gap_verdict(row["vs_uniform_by_seed"], tol, informative)[0]
+            found = stats.gap_verdict(row["vs_uniform_by_seed"], tol, informative)
             gap = interval_cell(row["vs_uniform_by_seed"])
             rows.append([label(row["schedule"]), gap, f"{tol:.1%}", found.value])
     return md_table(["equal tokens", "vs uniform [95% interval]", "tolerance", "verdict"], rows)

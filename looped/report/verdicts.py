@@ -60,7 +60,7 @@ def bios_rows(bios: dict | None) -> list[list]:
         if not row or "vs_uniform_by_seed" not in row:
             continue
         gap = row["vs_uniform_by_seed"]
-        verdict, _ = stats.gap_verdict(gap, tol)
+        verdict = stats.gap_verdict(gap, tol)
         on = f"bios facts, `looped demo`, d={bios['meta']['model']['d_model']}"
         claim = f"{_claim(FIXED_FIRST, ' at ' + basis)}, on memorised facts"
         n, iv = len(gap.get("values", [])), interval_cell(gap)

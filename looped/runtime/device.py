@@ -1,10 +1,15 @@
-"""Facts about the machine a run is on: which device, the CPU's name, a GPU's peak FLOP/s."""
+"""Facts about the machine a run is on: which device, the CPU's name, a GPU's peak FLOP/s, the
+dtype's autocast, and how long a function takes there."""
 
 from __future__ import annotations
 
+import math
 import platform
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -54,6 +59,13 @@ def pick_device(name: str, local_rank: int = 0) -> torch.device:
     return torch.device(f"cuda:{local_rank}" if name == "cuda" else name)
 
 
+def autocast(device: torch.device, dtype: str) -> AbstractContextManager:
+    """Where a step runs in `dtype`: bf16 autocast on `device`, or (fp32) a context doing nothing."""
+    if dtype == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return nullcontext()
+
+
 def model_device(model: Any) -> torch.device:
     """Where a model's parameters live (CPU for a model without parameters)."""
     try:
@@ -85,3 +97,40 @@ def peak_flops(device_name: str, dtype: str = "bf16") -> float | None:
         if key.lower() in name:
             return PEAK_FLOPS[key].get(dtype)
     return None
+
+
+Key = TypeVar("Key")  # a timed function's name: a label, or a depth K
+
+
+def time_min(
+    fns: dict[Key, Callable[[], object]],
+    warmup: int,
+    reps: int,
+    device: torch.device,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[Key, float]:
+    """Minimum time (s) of each function, after `warmup` untimed calls. They take turns in every
+    repetition (background load hits all alike), each repetition starting one further along (a
+    big GEMM leaves the caches cold for whatever follows it)."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    best = dict.fromkeys(fns, math.inf)
+    names = list(fns)
+    for rep in range(max(1, reps)):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            best[name] = min(best[name], time_once(fns[name], device, clock))
+    return best
+
+
+def time_once(
+    fn: Callable[[], object], device: torch.device, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """Seconds of one call, the device synchronized before and after."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else lambda device: None
+    sync(device)
+    t0 = clock()
+    fn()
+    sync(device)
+    return clock() - t0
