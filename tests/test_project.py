@@ -1,9 +1,8 @@
 """Project set-up: one dependency list (pyproject) mirrored by environment.yml, both entry
-points, and docs whose generated sections match the results files and the code: the README's
-first screen tells the story, every count and list is written from what it counts, every link
-and figure resolves."""
+points, and docs a reader can follow: the README's first screen tells the story, a hand-written
+count cannot drift, every link and figure resolves, the report layer reads results only. The
+docs' numbers, recomputed from results/: tests/test_doc_numbers.py."""
 
-import json
 import re
 import subprocess
 import sys
@@ -13,9 +12,7 @@ import pytest
 import yaml
 
 from looped.commands import report as report_command
-from looped.report import docs, length, render
-from looped.report.render import capitalized
-from looped.report.verdicts import verdicts_section
+from looped.report import docs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,17 +49,6 @@ def test_unknown_command_exits_2():
     assert proc.returncode == 2 and "unknown command" in proc.stderr
 
 
-@pytest.mark.parametrize("doc", render.DOCS, ids=str)
-def test_doc_sections_are_generated_from_results(doc):
-    """The numbers in the README, docs/RESULTS.md (every track's tables and verdicts),
-    docs/USAGE.md and the notebooks' index are exactly what `looped report` renders from
-    results/ and the code."""
-    text = (ROOT / doc).read_text()
-    assert render.render(text, ROOT, doc=doc) == text, (
-        f"{doc} is out of date: run `looped report` after `looped demo`/`looped bench`"
-    )
-
-
 def test_report_writes_each_doc_of_a_root_that_has_it(tmp_path):
     """`looped report --root DIR` renders the docs DIR holds (a lone README here, from the
     committed demo results) and leaves out the ones it lacks."""
@@ -79,20 +65,15 @@ def _sections(text: str) -> dict[str, str]:
 
 
 def test_readme_first_screen_tells_the_story():
-    """In its first 25 lines: what a looped model and fixed-first are, the finding generated
-    from the length study, one figure and the two commands; the verdicts follow, the rest
-    links out."""
+    """In its first 25 lines: the finding (its numbers: tests/test_doc_numbers.py), one figure
+    and the two commands; the verdicts and the map of the code follow, the rest links out."""
     lines = (ROOT / "README.md").read_text().splitlines()
     head = "\n".join(lines[:25])
-    study = json.loads((ROOT / "results" / "length.json").read_text())
-    assert _sections(head).get("finding") == capitalized(length.finding(study))
-    assert "weight-tied" in head and "fixed-first" in head
+    assert "finding" in _sections(head)
     assert len(re.findall(r"!\[[^]]*\]\(figures/[\w.]+\.png\)", head)) == 1
     assert "make demo" in head and "make test" in head and "](docs/RESULTS.md)" in head
-    rest = "\n".join(lines)
-    assert _sections(rest).get("verdicts", "") == verdicts_section(ROOT).strip()
-    assert len(_sections(rest).get("codemap", "").splitlines()) == len(docs.CODE_MAP)
-    assert "](docs/USAGE.md)" in rest
+    rest = _sections("\n".join(lines))
+    assert {"verdicts", "codemap"} <= set(rest) and "](docs/USAGE.md)" in "\n".join(lines)
 
 
 def _prose(text: str) -> str:
@@ -141,19 +122,6 @@ def test_every_link_resolves_and_every_figure_is_shown():
     results = (ROOT / "docs" / "RESULTS.md").read_text()
     for png in sorted((ROOT / "figures").glob("*.png")):
         assert f"(../figures/{png.name})" in results, f"docs/RESULTS.md does not show {png.name}"
-
-
-def test_generated_sentences_start_with_a_capital_and_say_each_value_once():
-    """Every generated bullet starts with a capital letter (after any bold), and no sentence
-    states the same value at the same depth twice ("+0.167 at K=16 ..., +0.167 at K=16")."""
-    for path in DOC_FILES:
-        for name, body in _sections(path.read_text()).items():
-            for line in body.splitlines():
-                if line.startswith("- "):
-                    first = line[2:].lstrip("*")[:1]
-                    assert not first.isalpha() or first.isupper(), f"{path.name} {name}: {line}"
-                said = re.findall(r"[-+]?\d[\d.,]*%? at K=\d+", line)
-                assert len(said) == len(set(said)), f"{path.name} {name} repeats: {line}"
 
 
 def test_the_report_layer_reads_results_not_the_studies():

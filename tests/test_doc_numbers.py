@@ -1,0 +1,250 @@
+"""The numbers a reader takes from README.md and docs/RESULTS.md, recomputed from results/*.json
+by a path of their own: plain arithmetic on the per-run NLLs, no looped code. A gap is the
+seed-paired relative NLL difference to uniform, its 95% interval Student's t over log ratios,
+its verdict the rule the docs state (lo > tol: worse; inside +-tol: within tolerance; ...)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+UNIFORM = "uniform:1-16"
+T975 = {2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365}  # t quantiles by df
+NUMBER = r"([-+]\d+\.\d+)%?"
+TRIPLE = re.compile(rf"{NUMBER}% \[{NUMBER}, {NUMBER}\]")
+
+
+def _json(name: str) -> dict:
+    return json.loads((ROOT / "results" / name).read_text())
+
+
+def _names(schedule: str, text: str) -> bool:
+    """Whether a cell names this fixed-first schedule: "K=4 (80%)" or "K=4 for 80%" for
+    fixed-first:k=4,frac=0.8."""
+    spec = dict(kv.split("=") for kv in schedule.split(":", 1)[1].split(",")[:2])
+    return bool(re.search(rf"\bK={spec['k']}\b\D*\b{round(float(spec['frac']) * 100)}%", text))
+
+
+def _interval(gaps: list[float]) -> tuple[float, float, float]:
+    """(mean, lo, hi) in percent: Student's t over the log ratios, mapped back."""
+    logs = [math.log1p(g) for g in gaps]
+    n = len(logs)
+    mean = sum(logs) / n
+    half = T975[n - 1] * math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1) / n)
+    return tuple(100 * math.expm1(v) for v in (mean, mean - half, mean + half))
+
+
+def _verdict(lo: float, hi: float, tol: float, informative: bool = True) -> str:
+    """The docs' rule, in percent."""
+    if not informative:
+        return "not informative"
+    if -tol <= lo and hi <= tol:
+        return "within tolerance"
+    if hi < 0:
+        return "better"
+    if hi <= tol:
+        return "no worse than tolerance"
+    return "worse" if lo > tol else "undecided"
+
+
+def _agrees(shown: str, mine: tuple[float, float, float]) -> None:
+    """The first "+a% [+b, +c]" in a cell matches a recomputed (mean, lo, hi) to its rounding
+    (the docs' interval is group-sequential: at a single look it is the t interval, up to the
+    simulation that sets its critical value)."""
+    found = TRIPLE.search(shown)
+    assert found, f"no gap [interval] in {shown!r}"
+    half = (mine[2] - mine[1]) / 2
+    for said, value in zip(map(float, found.groups()), mine):
+        assert abs(said - value) <= 0.006 + 0.002 * half, f"{shown!r}: recomputed {mine}"
+
+
+def _tables(text: str) -> list[list[dict[str, str]]]:
+    """Every Markdown table of a text, each a list of {header: cell} rows."""
+    tables, block = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif block:
+            head, rows = block[0], [r for r in block[1:] if not set("".join(r)) <= set("-: ")]
+            tables.append([dict(zip(head, r)) for r in rows])
+            block = []
+    return tables
+
+
+def _table(text: str, column: str) -> list[dict[str, str]]:
+    return next(t for t in _tables(text) if t and column in t[0])
+
+
+def _section(path: str, name: str) -> str:
+    text = (ROOT / path).read_text()
+    return re.search(rf"<!-- {name}:begin -->\n(.*?)<!-- {name}:end -->", text, re.S).group(1)
+
+
+# -- the length study: results/length.json ------------------------------------------------------
+LENGTH = _json("length.json")
+FIXED_FIRST = [s for s in LENGTH["meta"]["settings"]["schedules"] if s != UNIFORM]
+LONGEST = max(r["steps"] for r in LENGTH["rows"])
+
+
+def _nll(row: dict, depth: int | None = None) -> float:
+    """A run's test NLL: at one serving depth, or the mean over K=1..16."""
+    per_depth = row["token_nll"]
+    return per_depth[depth - 1] if depth else sum(per_depth) / len(per_depth)
+
+
+def _runs(schedule: str, steps: int) -> dict[int, dict]:
+    lrs = LENGTH["shared_lr"]
+    return {
+        r["seed"]: r
+        for r in LENGTH["rows"]
+        if r["schedule"] == schedule and r["steps"] == steps and r["lr"] == lrs[str(steps)]
+    }
+
+
+def _gaps(schedule: str, steps: int, depth: int | None = None) -> list[float]:
+    ours, ref = _runs(schedule, steps), _runs(UNIFORM, steps)
+    assert sorted(ours) == sorted(ref) and len(ours) > 1, "gaps are paired by seed"
+    return [_nll(ours[s], depth) / _nll(ref[s], depth) - 1 for s in sorted(ours)]
+
+
+def _informative(steps: int) -> bool:
+    """Every reported model at this length (uniform's too) beats the bigram table."""
+    worst = max(_nll(r) for s in (UNIFORM, *FIXED_FIRST) for r in _runs(s, steps).values())
+    return worst < LENGTH["baselines"]["test"]["bigram"]
+
+
+def _tolerance(schedule: str) -> float:
+    """The tolerance the README's finding states for this schedule, in percent."""
+    rows = _table(_section("README.md", "finding"), "verdict")
+    (said,) = [r["verdict"] for r in rows if _names(schedule, r["comparison"])]
+    return float(re.search(r"tolerance (\d+\.?\d*)%", said).group(1))
+
+
+def _tokens_per_param(steps: int) -> float:
+    setup = LENGTH["meta"]["settings"]["setup"]
+    params = {r["params"] for r in LENGTH["rows"]}
+    assert len(params) == 1
+    return steps * setup["batch_size"] * setup["seq_len"] / params.pop()
+
+
+def test_the_readme_finding_is_the_paired_gap_at_the_longest_length():
+    rows = _table(_section("README.md", "finding"), "verdict")
+    assert len(rows) == len(FIXED_FIRST)
+    for schedule in FIXED_FIRST:
+        (row,) = [r for r in rows if _names(schedule, r["comparison"])]
+        mine = _interval(_gaps(schedule, LONGEST))
+        cell = next(v for k, v in row.items() if k.startswith("gap to uniform"))
+        _agrees(cell, mine)
+        assert f"{len(_runs(schedule, LONGEST))} seeds" in cell
+        assert f"{LONGEST:,} steps" in row["regime"]
+        assert f"{_tokens_per_param(LONGEST):.0f} tokens/param" in row["regime"]
+        assert row["verdict"].startswith(_verdict(mine[1], mine[2], _tolerance(schedule)))
+
+
+def test_the_readme_verdicts_on_text_are_the_longest_lengths_gaps():
+    rows = [
+        r
+        for r in _table(_section("README.md", "verdicts"), "tolerance")
+        if "looped length" in r["measured on"]
+    ]
+    assert len(rows) == len(FIXED_FIRST)
+    for schedule in FIXED_FIRST:
+        (row,) = [r for r in rows if _names(schedule, r["paper claim"])]
+        mine = _interval(_gaps(schedule, LONGEST))
+        _agrees(next(v for k, v in row.items() if k.startswith("gap to uniform")), mine)
+        assert (row["steps"], row["seeds"]) == (str(LONGEST), str(len(_gaps(schedule, LONGEST))))
+        assert row["tokens/param"] == f"{_tokens_per_param(LONGEST):.0f}"
+        assert row["verdict"] == _verdict(mine[1], mine[2], _tolerance(schedule))
+
+
+def test_every_cell_of_the_length_table_recomputes_from_the_runs():
+    rows = _table(_section("docs/RESULTS.md", "length"), "tokens / param")
+    assert [int(r["steps"]) for r in rows] == LENGTH["meta"]["settings"]["lengths"]
+    for row in rows:
+        steps = int(row["steps"])
+        uniform = [_nll(r) for r in _runs(UNIFORM, steps).values()]
+        assert row["uniform NLL (± window SE)"].startswith(f"{sum(uniform) / len(uniform):.3f} ")
+        assert row["tokens / param"] == f"{_tokens_per_param(steps):.0f}"
+        assert row["LR"] == f"{LENGTH['shared_lr'][str(steps)]:g}"
+        for schedule in FIXED_FIRST:
+            cell = next(v for k, v in row.items() if _names(schedule, k))
+            mine = _interval(_gaps(schedule, steps))
+            _agrees(cell, mine)
+            said = _verdict(mine[1], mine[2], _tolerance(schedule), _informative(steps))
+            assert cell.endswith(said) or said in cell, f"{steps} steps: {cell!r}, not {said}"
+
+
+def test_the_gap_at_each_serving_depth_recomputes_from_the_runs():
+    rows = _table(_section("docs/RESULTS.md", "length"), "K=1")
+    assert len(rows) == len(FIXED_FIRST)
+    for schedule in FIXED_FIRST:
+        (row,) = [r for r in rows if _names(schedule, r["schedule"])]
+        steps = int(row["steps"])
+        _agrees(row["mean over K=1..16"], _interval(_gaps(schedule, steps)))
+        for column in [c for c in row if re.fullmatch(r"K=\d+", c)]:
+            _agrees(row[column], _interval(_gaps(schedule, steps, int(column[2:]))))
+
+
+def test_the_gap_trend_is_a_least_squares_slope_per_seed_over_the_informative_lengths():
+    """Per seed, the gap against log2(tokens) over the lengths whose models beat the bigram;
+    the slopes' mean and t interval (a plain difference, not a ratio), in percent per doubling."""
+    lengths = [n for n in LENGTH["meta"]["settings"]["lengths"] if _informative(n)]
+    rows = _table(_section("docs/RESULTS.md", "length"), "direction")
+    for schedule in FIXED_FIRST:
+        (row,) = [r for r in rows if _names(schedule, r["schedule"])]
+        by_length = [_gaps(schedule, n) for n in lengths]
+        xs = [math.log2(n) for n in lengths]
+        mx = sum(xs) / len(xs)
+        slopes = []
+        for seed_gaps in zip(*by_length):
+            my = sum(seed_gaps) / len(seed_gaps)
+            cov = sum((x - mx) * (y - my) for x, y in zip(xs, seed_gaps))
+            slopes.append(100 * cov / sum((x - mx) ** 2 for x in xs))
+        n, mean = len(slopes), sum(slopes) / len(slopes)
+        half = T975[n - 1] * math.sqrt(sum((s - mean) ** 2 for s in slopes) / (n - 1) / n)
+        _agrees(
+            next(v for k, v in row.items() if k.startswith("slope")),
+            (mean, mean - half, mean + half),
+        )
+        assert row["lengths"] == str(len(lengths)) and row["seeds"] == str(n)
+        assert row["per seed"] == ", ".join(f"{s:+.2f}" for s in slopes)
+        rising, falling = mean - half > 0, mean + half < 0
+        assert row["direction"] == (
+            "rising" if rising else "falling" if falling else "no clear trend"
+        )
+
+
+# -- the demo's bios track: results/demo.json -------------------------------------------------
+def test_the_readme_verdicts_on_memorised_facts_recompute_from_the_demo_runs():
+    """Fact NLL (mean over depths) per seed: fixed-first at equal tokens (its `tokens` runs, as
+    many steps as uniform) and at equal FLOPs (its full-budget run), against uniform's."""
+    runs = _json("demo.json")["runs"]
+    ff = next(s for s in {r["schedule"] for r in runs} if s.startswith("fixed-first"))
+
+    def fact_nll(schedule: str, group: str, budget: float) -> dict[int, float]:
+        return {
+            r["seed"]: sum(r["fact_nll"]) / len(r["fact_nll"])
+            for r in runs
+            if (r["schedule"], r["group"], r["budget"]) == (schedule, group, budget)
+        }
+
+    uniform = fact_nll(UNIFORM, "main", 1.0)
+    rows = [
+        r
+        for r in _table(_section("README.md", "verdicts"), "tolerance")
+        if "bios" in r["measured on"]
+    ]
+    for claim, (group, budget) in {
+        "equal tokens": ("tokens", 0.0),
+        "equal FLOPs": ("main", 1.0),
+    }.items():
+        ours = fact_nll(ff, group, budget)
+        assert sorted(ours) == sorted(uniform)
+        mine = _interval([ours[s] / uniform[s] - 1 for s in sorted(uniform)])
+        (row,) = [r for r in rows if claim in r["paper claim"]]
+        _agrees(next(v for k, v in row.items() if k.startswith("gap to uniform")), mine)
+        assert row["seeds"] == str(len(uniform))
+        assert row["verdict"] == _verdict(mine[1], mine[2], float(row["tolerance"].rstrip("%")))
