@@ -61,8 +61,16 @@ _BY_LABEL = {label: spec for spec, (label, _, _) in SHOWN.items()}
 # modeled training compute saved against uniform 1..16, as the abstract states it
 SAVINGS = {RECIPE_200M: 0.45, RECIPES_1B[0]: 0.31, RECIPES_1B[1]: 0.37}
 WALL_SAVING = "32-39%"  # the paper's measured wall-clock saving of its 1B recipes
-# how close fixed-first's mean NLL across serving depths ends to uniform's (fraction, worst case)
-NLL_GAP = (0.005, 0.008)
+# Each recipe's tolerance: how far its mean held-out NLL over serving depths 1..16 may end above
+# uniform 1..16's (a fraction of uniform's, paired by seed) and still count as level, as the
+# paper states it per recipe. Every verdict reads its tolerance here, through `tolerance`. The
+# per-micro-batch arm is not the paper's; it is held to the tighter of the two.
+TOLERANCE = {
+    RECIPE_200M: 0.005,
+    RECIPES_1B[0]: 0.008,
+    RECIPES_1B[1]: 0.008,
+    UNIFORM_PER_MICRO: 0.005,
+}
 
 
 def _entry(label_or_spec: str) -> tuple[str, str, str] | None:
@@ -103,3 +111,11 @@ def fixed_phase(schedule: str = FIXED_FIRST) -> tuple[int, float]:
 def fixed_depth(schedule: str = FIXED) -> int:
     """K of a fixed schedule (`fixed:4` -> 4)."""
     return int(schedule.split(":")[1])
+
+
+def tolerance(schedule: str) -> float:
+    """The tolerance a schedule's gap to uniform is judged at (its spec or its label)."""
+    spec = schedule if schedule in TOLERANCE else _BY_LABEL.get(schedule, schedule)
+    if spec not in TOLERANCE:
+        raise KeyError(f"{schedule}: the paper states no tolerance for it")
+    return TOLERANCE[spec]

@@ -71,7 +71,7 @@ def _gap(*values: float) -> dict:
     ],
 )  # fmt: skip
 def test_the_headline_verdict_reads_the_95_percent_interval(values, verdict):
-    assert stats.gap_verdict(_gap(*values), paper.NLL_GAP[0]) is verdict
+    assert stats.gap_verdict(_gap(*values), paper.tolerance(paper.RECIPE_200M)) is verdict
 
 
 def test_a_text_row_whose_models_do_not_beat_the_bigram_gets_no_verdict():
@@ -143,7 +143,7 @@ def test_every_number_of_the_verdicts_is_its_results_files():
     assert (
         _num(bios_row[5]) == pytest.approx(iv.mean, abs=5e-4) and int(bios_row[2]) == tok["steps"]
     )
-    assert bios_row[7] == stats.verdict(iv, paper.NLL_GAP[1]).value
+    assert bios_row[7] == stats.verdict(iv, paper.tolerance(paper.FIXED_FIRST)).value
     text = json.loads((ROOT / "results" / "demo_text.json").read_text())
     saved = {r["schedule"]: r["compute_saving"] for r in text["equal_tokens"]}
     for row in costs[:2]:

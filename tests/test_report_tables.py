@@ -67,7 +67,7 @@ def test_every_number_of_the_text_section_is_its_results_file():
         assert float(cells[4].split()[0]) == pytest.approx(r["mean_nll"]["mean"], abs=5e-4)
     fixed_first = [r for r in result["equal_tokens"] if r["schedule"].startswith("fixed-first")]
     for cells, r in zip(verdicts, fixed_first, strict=True):
-        tol = paper.NLL_GAP[1] if r["schedule"] in paper.RECIPES_1B else paper.NLL_GAP[0]
+        tol = paper.tolerance(r["schedule"])
         found = stats.gap_verdict(r["vs_uniform_by_seed"], tol, worst < baseline["bigram"])
         assert cells[3] == found.value
         iv = stats.ratio_interval(r["vs_uniform_by_seed"]["values"])

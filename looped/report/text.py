@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import looped.eval.stats as stats
-from looped.paper import NLL_GAP, RECIPES_1B, UNIFORM, label
+from looped.paper import UNIFORM, label, tolerance
 from looped.report import style
 from looped.report.tables import md_table
 
@@ -96,7 +96,7 @@ def verdict_table(result: dict, baseline: dict | None) -> str:
     rows = []
     for row in result["equal_tokens"]:
         if row["schedule"].startswith("fixed-first"):
-            tol = NLL_GAP[1] if row["schedule"] in RECIPES_1B else NLL_GAP[0]
+            tol = tolerance(row["schedule"])
             found = stats.gap_verdict(row["vs_uniform_by_seed"], tol, informative)
             gap = interval_cell(row["vs_uniform_by_seed"])
             rows.append([label(row["schedule"]), gap, f"{tol:.1%}", found.value])
