@@ -108,11 +108,22 @@ def test_interval_is_students_t_over_the_paired_differences():
     assert (iv.mean, iv.lo, iv.hi) == pytest.approx((0.02, 0.02 - half, 0.02 + half))
 
 
-def test_paired_gap_is_relative_to_the_reference_seed_by_seed():
-    gap = stats.paired_gap([1.1, 2.2], [1.0, 2.0])
-    assert gap.values == pytest.approx((0.1, 0.1)) and gap.lo == pytest.approx(0.1)
-    with pytest.raises(ValueError):
-        stats.paired_gap([1.0], [1.0, 2.0])
+def test_the_gap_is_relative_seed_by_seed_its_interval_over_log_ratios():
+    """The gap the tables show: (ours - uniform) / uniform per seed; the mean and interval are
+    taken over log ratios, so a gap never reads below -100%, and at a single look the
+    group-sequential interval is the t interval."""
+    ours, ref = [2.2, 3.1, 1.9], [2.0, 3.0, 2.0]
+    gaps = [a / b - 1 for a, b in zip(ours, ref)]
+    iv = stats.ratio_interval(gaps)
+    logs = stats.interval([math.log(a / b) for a, b in zip(ours, ref)])
+    assert (iv.mean, iv.lo, iv.hi) == pytest.approx(
+        tuple(math.expm1(x) for x in (logs.mean, logs.lo, logs.hi))
+    )
+    assert iv.values == tuple(gaps) and iv.lo < iv.mean < iv.hi
+    wide = stats.ratio_interval([-0.9, 0.5, -0.5])
+    assert stats.interval([-0.9, 0.5, -0.5]).lo < -1 < wide.lo
+    once = stats.sequential_ratio(gaps, (3,))
+    assert (once.lo, once.hi) == pytest.approx((iv.lo, iv.hi), rel=0.02)
 
 
 @pytest.mark.parametrize(
