@@ -19,7 +19,7 @@ F/R = 1.2, which the 200m and 1b presets reproduce.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 
@@ -101,6 +101,20 @@ def saving(
     """Fraction of the reference's compute `schedule` saves at equal steps (0.45 = 45%)."""
     ours = schedule_flops(config, schedule, total_steps, 1, seq_len)
     return 1.0 - ours / schedule_flops(config, reference, total_steps, 1, seq_len)
+
+
+def drawn_seconds(step_seconds: Mapping[int, float], schedule: Schedule, total_steps: int) -> float:
+    """A whole run's time at measured per-depth step times, over its seed's actual draws (not
+    their expectation: a short run's draws can average K=10 where 8.5 is expected)."""
+    return sum(step_seconds[schedule.depth(s, total_steps)] for s in range(total_steps))
+
+
+def drawn_saving(
+    step_seconds: Mapping[int, float], schedule: Schedule, reference: Schedule, total_steps: int
+) -> float:
+    """Fraction of the reference's wall time `schedule` saves, both over their exact draws."""
+    ours = drawn_seconds(step_seconds, schedule, total_steps)
+    return 1.0 - ours / drawn_seconds(step_seconds, reference, total_steps)
 
 
 def saving_at_ratio(

@@ -410,7 +410,7 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
     from looped.experiments.length import CORPUS_KEYS, cached_rows
 
     corpus = {"tokenizer": "bpe:512", "vocab_size": 512, "splits": {}, "dataset": "stdlib"}
-    old = {"meta": {"corpus": {k: corpus[k] for k in CORPUS_KEYS},
+    old = {"meta": {"corpus": {k: corpus[k] for k in CORPUS_KEYS if k in corpus},
                     "environment": {"dtype": "fp32"}},
            "rows": [{"run": "uniform_lr0.003_s0_n120"}], "sweep": [{"run": "uniform_lr0.01_s100_n120"}]}  # fmt: skip
     path = tmp_path / "length.json"

@@ -24,6 +24,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from tqdm import tqdm
 
+from looped.data.package_corpus import MANIFESTS, manifest_digest, package_documents
 from looped.data.splits import assign_splits, near_duplicate_keys, split_of
 from looped.errors import UserError, first_line
 from looped.runtime.atomic import write_text_atomic
@@ -162,7 +163,13 @@ def stdlib_named_documents() -> list[tuple[str, str]]:
     ]
 
 
-NAMED_CORPORA = {"pydoc": pydoc_named_documents, "stdlib": stdlib_named_documents}
+NAMED_CORPORA = {
+    "pydoc": pydoc_named_documents,
+    "stdlib": stdlib_named_documents,
+    "torch-2.13.0": functools.partial(
+        package_documents, "torch-2.13.0"
+    ),  # the map's one-pass corpus
+}
 
 
 def local_data_files(path: Path) -> tuple[str, list[str]]:
@@ -370,6 +377,8 @@ def _write_meta(out: Path, tok: TextTokenizer, splits: dict, **fields: Any) -> d
     meta |= {"eos_id": tok.eos_id, "dtype": token_dtype(tok.vocab_size).name, "splits": splits}
     # the built-in corpora follow the interpreter that read them
     meta["python"] = sys.version.split()[0] if fields["dataset"] in NAMED_CORPORA else None
+    if (MANIFESTS / f"{fields['dataset']}.tsv").is_file():  # a pinned package's sources
+        meta["manifest"] = manifest_digest(fields["dataset"])
     write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
     return meta
 

@@ -44,8 +44,25 @@ SCHEDULES = (paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M, MICRO)  # th
 # when the pool starts each schedule's seeds: the 200M recipe's after the first two's, MICRO last
 LATER = {paper.UNIFORM: 0, paper.RECIPES_1B[1]: 0, paper.RECIPE_200M: 20, MICRO: 40}
 TOLERANCE = {paper.RECIPE_200M: 0.005, paper.RECIPES_1B[1]: 0.008, MICRO: 0.005}  # the paper's
+
+
+def tolerance_of(schedule: str) -> float:
+    """The paper's tolerance for a recipe; another fraction (the frontier) takes its K's."""
+    if schedule in TOLERANCE:
+        return TOLERANCE[schedule]
+    return TOLERANCE[
+        paper.RECIPE_200M if paper.fixed_phase(schedule)[0] == 2 else paper.FIXED_FIRST
+    ]
+
+
 DEPTHS_SHOWN = (1, 4, 16)  # the per-depth gaps beside the mean: a mean can hide opposite moves
-CORPUS_KEYS = ("tokenizer", "vocab_size", "splits", "dataset")  # what a results file says of it
+CORPUS_KEYS = (
+    "tokenizer",
+    "vocab_size",
+    "splits",
+    "dataset",
+    "manifest",
+)  # what a results file says of it
 
 
 @dataclass
@@ -123,7 +140,9 @@ def plan(
                         cfg.batch_size //= 4  # and the same validation windows as the others
                         cfg.eval_batches *= 4
                     name = name_of(schedule, lr, seed, steps)
-                    priority = 0 if seed in settings.lr_seeds else 1 + seed + LATER[schedule]
+                    priority = (
+                        0 if seed in settings.lr_seeds else 1 + seed + LATER.get(schedule, 20)
+                    )
                     spec = RunSpec(name, spec_s, seed, steps, may_diverge=True, priority=priority)
                     parents = [trunk.spec.name] if trunk is not None else []
                     planner.add(spec, cfg, parents, runs_dir=runs_dir)
@@ -143,6 +162,7 @@ class Study:
     train: bool = True
     cached: dict[str, dict] = field(default_factory=dict)  # run name -> its scored row
     batches: list = field(default_factory=list)  # the test windows every run is scored on
+    bigram: float = math.inf  # the bigram table's test NLL: a run's plateau ends below it
 
     def plan(self, seeds: list[int] | tuple[int, ...], grid: Grid) -> dict[str, Planned]:
         return plan(self.settings, self.corpus, seeds, grid, self.runs_dir)
@@ -179,15 +199,25 @@ class Study:
         execute([p.spec for p in todo], cfgs, self.runs_dir, self.settings.workers, False, False)
 
 
-def cached_rows(path: str | None, corpus: dict, dtype: str) -> dict[str, dict]:
-    """The scored rows (reported and sweep) of an earlier results file, by run name; refused
-    if it was measured on another corpus (other documents, split or tokenizer) or in another
-    dtype (none of its rows would match a run here, so all would silently retrain)."""
-    if not path:
-        return {}
+def read_results(path: str) -> dict:
+    """An earlier results file as a dict, or one line naming the file and what to do."""
     if not Path(path).is_file():
-        raise UserError(f"--resume-from {path}: no such results file; give a length*.json")
-    old = json.loads(Path(path).read_text())
+        raise UserError(f"--resume-from {path}: no such results file; give a results .json")
+    try:
+        old = json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(
+            f"--resume-from {path} is not valid JSON ({e}); give a results file"
+        ) from None
+    if not isinstance(old, dict) or not isinstance(old.get("meta", {}), dict):
+        raise UserError(f"--resume-from {path} is not a results object; give a length*.json")
+    return old
+
+
+def rows_of(old: dict, path: str, corpus: dict, dtype: str) -> dict[str, dict]:
+    """The scored rows (reported and sweep) of an earlier study, by run name; refused if it was
+    measured on another corpus (other documents, split or tokenizer) or in another dtype (none
+    of its rows would match a run here, so all would silently retrain)."""
     if old.get("meta", {}).get("corpus") != {k: corpus[k] for k in CORPUS_KEYS if k in corpus}:
         raise UserError(f"--resume-from {path} was measured on another corpus; drop the flag")
     if (theirs := old.get("meta", {}).get("environment", {}).get("dtype", dtype)) != dtype:
@@ -197,7 +227,12 @@ def cached_rows(path: str | None, corpus: dict, dtype: str) -> dict[str, dict]:
         )
     tuned = old.get("tuned") or {}
     runs = [r for part in (old, tuned) for k in ("rows", "sweep") for r in part.get(k, [])]
-    return {r["run"]: r for r in runs if "run" in r}
+    return {r["run"]: r for r in runs if isinstance(r, dict) and "run" in r}
+
+
+def cached_rows(path: str | None, corpus: dict, dtype: str) -> dict[str, dict]:
+    """The scored rows of the results file at `path` (none without one)."""
+    return rows_of(read_results(path), path, corpus, dtype) if path else {}
 
 
 def choose(runs: dict[str, Planned], study: Study) -> dict:
@@ -295,12 +330,14 @@ def score(runs: dict[str, Planned], study: Study) -> list[dict]:
     rows = []
     for p in runs.values():
         if (cached := study.row(p)) is not None:
-            rows.append(cached)
+            rows.append(cached | {"epochs": epochs_of(cached, study.corpus)})
             continue
         run_dir = study.runs_dir / p.spec.name
         if not study.finished(p) or diverged(run_dir):
             continue
         model = LoopedTransformer(p.cfg.model)
+        train = [m for m in read_metrics(run_dir) if m["kind"] == "train"]
+        tokens = p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len
         study.cached[p.spec.name] = row = {
             "run": p.spec.name,
             "config_sha": fingerprint(p.cfg),
@@ -309,16 +346,37 @@ def score(runs: dict[str, Planned], study: Study) -> list[dict]:
             "steps": p.spec.steps,
             "seed": p.spec.seed,
             "lr": p.lr,
-            "tokens": p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len,
+            "tokens": tokens,
+            **epochs_fields(tokens, study.corpus),
+            "d_model": p.cfg.model.d_model,
+            "vocab_size": p.cfg.model.vocab_size,
             "params": model.num_params(),
             "params_non_embedding": model.num_params(non_embedding=True),
-            "own_wall": own_wall([m for m in read_metrics(run_dir) if m["kind"] == "train"]),
+            "escape_step": escape_step(train, study.bigram),
+            "own_wall": own_wall(train),
             "val_nll": study.val_nll(p),
             **heldout_nll(run_dir, p.cfg, study.batches),
         }
         rows.append(row)
     order = {s: i for i, s in enumerate(SCHEDULES)}
-    return sorted(rows, key=lambda r: (r["steps"], order[r["schedule"]], r["seed"], r["lr"]))
+    key = lambda r: (r["steps"], order.get(r["schedule"], 9), r["schedule"], r["seed"], r["lr"])  # noqa: E731
+    return sorted(rows, key=key)
+
+
+def escape_step(train: list[dict], bigram: float) -> int | None:
+    """The first logged step whose train loss is below the bigram table's NLL: where a run
+    leaves its early plateau (None: it never does, or no bigram was given)."""
+    return next((int(m["step"]) for m in train if m["loss"] < bigram), None)
+
+
+def epochs_fields(tokens: int, corpus: dict) -> dict[str, float]:
+    """Passes over the train split: past 1, a run has seen some tokens twice."""
+    return {"epochs": tokens / corpus["splits"]["train"]["tokens"]}
+
+
+def epochs_of(row: dict, corpus: dict) -> float:
+    """A row's passes; rows written before `epochs` was recorded get it here."""
+    return row.get("epochs", epochs_fields(row["tokens"], corpus)["epochs"])
 
 
 def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list, list, dict]:
@@ -334,7 +392,8 @@ def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list
         runs.update(study.plan(list(range(n)), round_grid(settings, lrs, open_cells)))
         study.run(runs)
         rows = score(runs, study)
-        cells = sequential_cells(rows, bigram, settings.schedules, tuple(rounds), TOLERANCE, cells)
+        tolerance = {s: tolerance_of(s) for s in settings.schedules if s != paper.UNIFORM}
+        cells = sequential_cells(rows, bigram, settings.schedules, tuple(rounds), tolerance, cells)
         open_cells = {(c["schedule"], c["steps"]) for c in cells if c.get("open")}
         if not all(study.finished(p) for p in runs.values()):
             reason, complete = f"budget: the round of {n} seeds unfinished when collected", False
@@ -365,20 +424,24 @@ def tuned(study: Study, lrs: dict[int, float]) -> dict:
         "chosen": chosen,
         "sweep": sweep_rows(swept, study),
         "rows": rows,
-        "cells": tuned_cells(rows, own, TOLERANCE),
+        "cells": tuned_cells(rows, own, {s: tolerance_of(s) for s in own}),
     }
 
 
-def run_study(settings: LengthSettings, out: Path, train: bool = True) -> dict:
-    """The shared LR, seeds in rounds, the robustness check; `train` False only collects."""
+def run_study(
+    settings: LengthSettings, out: Path, train: bool = True, cached: dict | None = None
+) -> dict:
+    """The shared LR, seeds in rounds, the robustness check; `train` False only collects;
+    `cached`: scored rows by run name (default: those of `settings.resume_from`)."""
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
     corpus = ensure_corpus(settings.setup, out, settings.corpus)
     cfg = run_config(settings.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
-    cached = cached_rows(settings.resume_from, corpus, cfg.dtype)
+    if cached is None:
+        cached = cached_rows(settings.resume_from, corpus, cfg.dtype)
     base = baselines(settings.setup, corpus, out / "baselines.json")
     batches = split_batches(settings.setup, corpus)
-    study = Study(settings, corpus, out / "runs", train, cached, batches)
+    study = Study(settings, corpus, out / "runs", train, cached, batches, base["test"]["bigram"])
     grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
     swept, chosen = sweep(study, grid)
     lrs = shared_lrs(settings, chosen)
@@ -432,6 +495,12 @@ def _cell_base(mine: list[dict], bigram: float) -> dict:
         "se_windows": float(np.mean([r["se"] for r in mine])),
         "tokens_per_param": first["tokens"] / first["params"],
         "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
+        "epochs": first.get("epochs"),
+        "one_pass": first.get("epochs", 0) <= 1,  # False: past one pass, marked, never reported
+        "params_non_embedding": first["params_non_embedding"],
+        "d_model": first.get("d_model"),
+        "vocab_size": first.get("vocab_size"),
+        "escape_steps": [r.get("escape_step") for r in mine],
         "beats_bigram": bool(max(r["mean_nll"] for r in mine) < bigram),
     }
 
@@ -463,7 +532,7 @@ def judged_cell(
         "tolerance": tol,
         "verdict": found.value,
         "planned_look": gap.n in looks,  # False: an interim look (a round collected unfinished)
-        "open": keeps_going(found),
+        "open": keeps_going(found) and cell["one_pass"],
         "gap_by_depth": by_depth,
     }
 
@@ -504,6 +573,7 @@ def seed_trends(cells: list[dict]) -> dict[str, dict]:
     for s in dict.fromkeys(c["schedule"] for c in cells if "gap" in c):
         mine = [c for c in cells if c["schedule"] == s and "gap" in c]
         mine = [c for c in mine if c["verdict"] != Verdict.NOT_INFORMATIVE.value]
+        mine = [c for c in mine if c.get("one_pass", True)]  # repeated data: not a trend point
         per_seed: dict[int, list[tuple[float, float]]] = {}
         for c in mine:
             for seed, v in zip(c["seed_ids"], c["gap"]["values"]):

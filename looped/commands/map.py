@@ -1,0 +1,69 @@
+"""`looped map`: where fixed-first holds, by model width, vocabulary and length, on one pass.
+
+    looped map                                   # runs/map/: every block, priority order
+    looped map --blocks d32,d64 --workers 2      # some blocks now, the rest in a later session
+    looped map --collect                         # train nothing: the results of what finished
+    looped map --resume-from results/map.json    # on a fresh machine: reuse its scored runs
+    looped map --reference --collect             # write results/map.json and figures/map_gap.png
+    looped map --quick                           # toy size on the standard library, every path
+
+The method is in `looped.experiments.map`; a rerun reuses every finished run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import nullcontext
+from dataclasses import replace
+from pathlib import Path
+
+from looped.commands.common import study_parser
+from looped.errors import UserError
+from looped.experiments.map import BLOCKS, QUICK, MapSettings, run_map
+from looped.experiments.results import write_result
+from looped.report.map import fig_map
+from looped.runtime.lock import dir_lock
+
+
+def parser() -> argparse.ArgumentParser:
+    p = study_parser(
+        "looped map",
+        __doc__,
+        out="output directory (default runs/map[-quick])",
+        reference="results/map.json and figures/map_gap.png",
+        quick="toy size on the standard library, every code path",
+    )
+    p.add_argument("--blocks", help=f"blocks to run, of {','.join(b.name for b in BLOCKS)}")
+    p.add_argument("--max-seeds", type=int, help="stop adding seed rounds past this many (8)")
+    p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
+    p.add_argument("--resume-from", help="an earlier map.json: its scored runs are reused")
+    return p
+
+
+def settings_from(a: argparse.Namespace) -> MapSettings:
+    """The settings the command line asks for, each problem refused in one line."""
+    s = replace(QUICK if a.quick else MapSettings(), resume_from=a.resume_from)
+    s.workers = a.workers or s.workers
+    if a.blocks:
+        names = [n.strip() for n in a.blocks.split(",") if n.strip()]
+        known = {b.name: b for b in s.blocks}
+        if not names or any(n not in known for n in names):
+            raise UserError(f"--blocks {a.blocks}: name blocks among {','.join(known)}")
+        s.blocks = tuple(known[n] for n in names)
+    if a.max_seeds is not None:
+        if a.max_seeds < 2:
+            raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
+        s.max_seeds = a.max_seeds
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    settings = settings_from(a)
+    out = Path(a.out or ("runs/map-quick" if a.quick else "runs/map"))
+    with nullcontext() if a.collect else dir_lock(out, "looped map"):
+        result = run_map(settings, out, train=not a.collect)
+    results, figures = (Path("results"), Path("figures")) if a.reference else (out, out)
+    write_result(results / "map.json", result)
+    print(f"wrote {fig_map(result, figures / 'map_gap.png')}")
+    return 0

@@ -1,0 +1,163 @@
+"""The map: where fixed-first holds, by model width, vocabulary and training length, on one pass.
+
+    looped map                                 # runs/map/: every block in priority order
+    looped map --blocks d32,d64                # some blocks now, the rest later
+    looped map --collect                       # no training: the results of what finished
+    looped map --resume-from results/map.json  # a fresh machine: reuse that file's scored runs
+    looped map --quick                         # toy size, every code path
+
+A block is one length study (`experiments.length`: the shared LR chosen on seed 100 at every
+length, seeds in rounds, paired gaps and per-seed trends) at one width and tokenizer, on the
+pinned torch sources (`data.package_corpus`) so that no reported cell sees a token twice. Its
+lengths are spaced in training tokens per non-embedding parameter, the same levels at every
+width. Blocks at the same width and tokenizer share one runs directory: the frontier's, the
+robustness check's and the micro arm's uniform runs are the width block's, trained once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from looped import paper
+from looped.config import load_config
+from looped.errors import UserError
+from looped.experiments import length
+from looped.experiments.results import write_result
+from looped.experiments.textsetup import TextSetup, ensure_corpus, run_config
+from looped.model import LoopedTransformer
+
+CORPUS = "torch-2.13.0"  # the Python sources of the torch CI pins: ~46 MB, checked by hash
+TPP = (20, 40, 80, 160)  # lengths: training tokens per non-embedding parameter (8x)
+ARMS = (paper.RECIPES_1B[1], paper.RECIPE_200M)  # K=4 (80%) and K=2 (67%) against uniform
+# the paper's Fig. 2 (left): both fixed depths at three switch fractions
+FRONTIER = tuple(
+    f"fixed-first:k={k},frac={f},then=uniform:1-16" for k in (2, 4) for f in (0.5, 0.67, 0.8)
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str  # its key in map.json
+    d_model: int  # width of the looped layer
+    tokenizer: str = "bpe:512"  # BPE fit on the train split
+    tpp: tuple[float, ...] = TPP  # lengths, in tokens per non-embedding parameter
+    arms: tuple[str, ...] = ARMS  # the schedules set against uniform 1..16
+    tuned: bool = False  # robustness: each arm at its own LR as well, at the longest length
+
+    @property
+    def home(self) -> str:
+        """The runs directory it shares with every block of its width and tokenizer."""
+        return f"d{self.d_model}-{self.tokenizer.replace(':', '')}"
+
+    @property
+    def n_head(self) -> int:
+        return 2 if self.d_model <= 32 else 4 if self.d_model <= 128 else 8
+
+
+# Priority order. The cheap widths first so that a session ends with whole widths; the 2x2
+# (d in {64, 128} x BPE in {512, 4096} at 40 tokens per parameter) is d64, d64-bpe4096, d128,
+# d128-bpe4096; then the frontier, the own-LR check and the per-micro-batch arm.
+BLOCKS = (
+    Block("d32", 32),
+    Block("d64", 64),
+    Block("d64-bpe4096", 64, "bpe:4096", (40,)),
+    Block("d128", 128, tpp=(20, 40)),
+    Block("d128-bpe4096", 128, "bpe:4096", (40,)),
+    Block("frontier-d64", 64, tpp=(160,), arms=FRONTIER),
+    Block("robust-d32", 32, tpp=(160,), tuned=True),
+    Block("robust-d64", 64, tpp=(160,), tuned=True),
+    Block("micro-d64", 64, tpp=(160,), arms=(length.MICRO,)),
+)
+
+
+@dataclass
+class MapSettings:
+    blocks: tuple[Block, ...] = BLOCKS
+    corpus: str = CORPUS  # a named corpus, a `looped data text` directory or a datasets source
+    setup: TextSetup = field(default_factory=lambda: TextSetup(dtype="fp32"))  # batch, windows
+    lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # each length's sweep (an edge extends it)
+    rounds: tuple[int, ...] = (4, 8)  # reported seeds after each round
+    max_seeds: int = 8  # wide widths' uniform seeds spread: up to 8 before a cell is left open
+    workers: int = 2  # single-threaded worker processes
+    resume_from: str | None = None  # an earlier map.json whose scored runs are reused
+
+
+QUICK = MapSettings(  # every code path at toy size, on the standard library
+    blocks=(
+        Block("d16", 16, tpp=(2, 4, 8)),
+        Block("d32", 32, tpp=(2, 4)),
+        Block("frontier-d16", 16, tpp=(8,), arms=FRONTIER[:2]),
+    ),
+    corpus="stdlib",
+    setup=replace(length.TOY, dtype="fp32", test_batches=2),
+    lrs=(3e-3, 1e-2, 3e-2),
+    rounds=(2, 3),
+    max_seeds=3,
+)
+
+
+def steps_for(block: Block, setup: TextSetup) -> tuple[int, ...]:
+    """Each length in steps: tokens per non-embedding parameter x parameters / tokens per step."""
+    over = [f"model.d_model={block.d_model}", f"model.n_head={block.n_head}"]
+    params = LoopedTransformer(load_config("demo", over).model).num_params(non_embedding=True)
+    per_step = setup.batch_size * setup.seq_len
+    return tuple(max(1, round(t * params / per_step)) for t in block.tpp)
+
+
+def block_settings(block: Block, settings: MapSettings) -> length.LengthSettings:
+    """One block as the length study it is."""
+    setup = replace(
+        settings.setup, d_model=block.d_model, n_head=block.n_head, tokenizer=block.tokenizer
+    )
+    steps = steps_for(block, setup)
+    return length.LengthSettings(
+        setup=setup,
+        lengths=steps,
+        lrs=settings.lrs,
+        lr_lengths=steps,  # the LR is chosen where every verdict is made
+        rounds=settings.rounds,
+        max_seeds=settings.max_seeds,
+        schedules=(paper.UNIFORM, *block.arms),
+        tuned_at=max(steps) if block.tuned else 0,
+        workers=settings.workers,
+        corpus=settings.corpus,
+    )
+
+
+def earlier_rows(settings: MapSettings, block: Block, corpus: dict, dtype: str) -> dict:
+    """The scored rows of every block at `block`'s home in the `resume_from` map.json."""
+    if not settings.resume_from:
+        return {}
+    old = length.read_results(settings.resume_from)
+    rows: dict[str, dict] = {}
+    for b in settings.blocks:
+        if b.home == block.home and (part := old.get("blocks", {}).get(b.name)):
+            rows |= length.rows_of(part, settings.resume_from, corpus, dtype)
+    return rows
+
+
+def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
+    """Every block in order, map.json rewritten after each so that a stop loses nothing scored."""
+    t0, path = time.time(), out / "map.json"
+    done = json.loads(path.read_text()).get("blocks", {}) if path.is_file() and train else {}
+    result = {"meta": {"settings": asdict(settings)}, "blocks": done}
+    for block in settings.blocks:
+        bs = block_settings(block, settings)
+        home = out / block.home
+        home.mkdir(parents=True, exist_ok=True)
+        corpus = ensure_corpus(bs.setup, out, bs.corpus, quiet=False)
+        bs.corpus = corpus["path"]  # tokenized once per tokenizer, shared by the blocks
+        cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
+        cached = earlier_rows(settings, block, corpus, cfg.dtype)
+        try:
+            result["blocks"][block.name] = length.run_study(bs, home, train, cached)
+        except UserError as e:
+            if train or "no finished LR sweep" not in str(e):
+                raise
+            continue  # collecting: a block whose sweep has not finished has nothing to show
+        result["meta"] |= {"wall_s": round(time.time() - t0, 1), "corpus": settings.corpus}
+        write_result(path, result, say=False)
+    return result

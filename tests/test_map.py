@@ -1,0 +1,238 @@
+"""The map: a pinned one-pass corpus, cells past one pass never reported, the per-seed fit, the
+wall-clock saving from a schedule's exact draws, and shorter runs branched off longer ones."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from looped import paper
+from looped.config import load_config
+from looped.data.package_corpus import package_documents, write_manifest
+from looped.data.splits import split_of
+from looped.data.text import prepare_documents
+from looped.errors import UserError
+from looped.eval.gapfit import gap_fit
+from looped.experiments import length
+from looped.flops import drawn_saving, drawn_seconds
+from looped.report.map import fit_cells, map_rows
+from looped.schedule_spec import parse_schedule
+from looped.training.lineage import branch_point
+from looped.training.trainer import train
+
+torch.set_num_threads(1)
+
+
+def _module(i: int) -> str:
+    """A module whose long lines are its own: no two of them form a near-duplicate family."""
+    return "\n".join(
+        f"def function_{i}_{j}(argument_{j}):  return argument_{j} * {i + j}" for j in range(12)
+    )
+
+
+def _names_for(fracs: dict) -> tuple[str, str]:
+    """An original module that alone would go to train, and a vendored copy whose name (its
+    family's key: it sorts first) sends the family to test: apart, they would straddle."""
+    original = next(
+        f"pkg/m{i}.py" for i in range(999) if split_of(f"pkg/m{i}.py", **fracs) == "train"
+    )
+    vendored = next(
+        f"pkg/_vendor/v{i}.py"
+        for i in range(999)
+        if split_of(f"pkg/_vendor/v{i}.py", **fracs) == "test"
+    )
+    return original, vendored
+
+
+def test_the_corpus_builder_keeps_a_vendored_copy_in_its_familys_split(tmp_path: Path):
+    fracs = {"val_frac": 0.2, "test_frac": 0.2}
+    original, vendored = _names_for(fracs)
+    root = tmp_path / "site" / "pkg"
+    for i in range(30):
+        (root / f"x{i}.py").parent.mkdir(parents=True, exist_ok=True)
+        (root / f"x{i}.py").write_text(_module(i))
+    (root / original.split("/", 1)[1]).write_text(_module(500))
+    (root / vendored.split("/", 1)[1]).parent.mkdir(parents=True)
+    (root / vendored.split("/", 1)[1]).write_text(_module(500))  # the vendored copy
+    manifest = tmp_path / "pkg-1.0.tsv"
+    write_manifest(root, "pkg", manifest)
+    docs = package_documents("pkg-1.0", root=root, manifest=manifest)
+    assert {original, vendored} <= {n for n, _ in docs}
+    meta = prepare_documents(tmp_path / "corpus", docs, "bpe:300", dataset="pkg-1.0", **fracs)
+    held = meta["held_out_documents"]
+    assert original in held["test"] and vendored in held["test"]  # together, in the key's split
+
+
+def test_a_corpus_file_that_differs_from_its_manifest_is_refused_in_one_line(tmp_path: Path):
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    write_manifest(root, "pkg", tmp_path / "pkg-2.0.tsv")
+    (root / "a.py").write_text("x = 2\n")
+    with pytest.raises(UserError, match=r"a.py differs from the committed manifest.*pkg==2.0"):
+        package_documents("pkg-2.0", root=root, manifest=tmp_path / "pkg-2.0.tsv")
+
+
+def test_the_committed_torch_manifest_lists_only_python_sources():
+    lines = (Path(length.__file__).parents[1] / "data/manifests/torch-2.13.0.tsv").read_text()
+    paths = [line.split("\t")[0] for line in lines.splitlines()]
+    assert len(paths) > 2000 and all(p.startswith("torch/") and p.endswith(".py") for p in paths)
+    assert "torch/version.py" not in paths  # differs between the CPU and CUDA wheels
+
+
+def _row(schedule: str, seed: int, nll: float, tokens: int, train_tokens: int) -> dict:
+    return {
+        "run": f"{schedule}-{seed}",
+        "schedule": schedule,
+        "label": paper.label(schedule),
+        "steps": tokens // 100,
+        "seed": seed,
+        "lr": 3e-3,
+        "tokens": tokens,
+        "params": 1000,
+        "params_non_embedding": 500,
+        "d_model": 8,
+        "vocab_size": 512,
+        "mean_nll": nll,
+        "token_nll": [nll] * 16,
+        "se": 0.01,
+        **length.epochs_fields(tokens, {"splits": {"train": {"tokens": train_tokens}}}),
+    }
+
+
+def test_epochs_are_tokens_over_the_train_split_and_a_cell_past_one_pass_is_never_reported():
+    k2 = paper.RECIPE_200M
+    rows = []
+    for tokens in (1000, 4000):  # 0.5 and 2.0 passes over 2,000 train tokens
+        for seed in range(4):
+            rows += [_row(paper.UNIFORM, seed, 3.0, tokens, 2000)]
+            rows += [_row(k2, seed, 3.0 * (1.01 + 0.001 * seed), tokens, 2000)]
+    assert {r["epochs"] for r in rows} == {0.5, 2.0}
+    cells = length.sequential_cells(rows, 9.0, (paper.UNIFORM, k2), (4,), {k2: 0.005})
+    judged = {c["steps"]: c for c in cells if "gap" in c}
+    assert judged[10]["one_pass"] and not judged[40]["one_pass"]
+    assert not judged[40]["open"]  # no more seeds for a cell that is never reported
+    result = {"blocks": {"d8": {"cells": cells}}}
+    assert [c["steps"] for c in fit_cells(result, k2)] == [10]
+    table = map_rows(result)
+    assert "past one pass: not reported" in table and table.count("worse") == 1
+
+
+def test_the_fit_recovers_a_known_crossing_from_constructed_cells():
+    # gap = a + b log2 T + c log2 P, so at P the gap crosses 0 at log2 T = -(a + c log2 P) / b
+    a, b, c = -0.05, 0.01, 0.001
+    rng = np.random.default_rng(0)
+    seeds = range(6)
+    noise = {s: rng.normal(0, 1e-4, 3) for s in seeds}
+    cells = []
+    for d, params in ((32, 2**14), (64, 2**16), (128, 2**18)):
+        for tpp in (20, 40, 80):
+            gaps = [
+                a
+                + noise[s][0]
+                + (b + noise[s][1]) * math.log2(tpp)
+                + (c + noise[s][2]) * math.log2(params)
+                for s in seeds
+            ]
+            cells.append(
+                {
+                    "d_model": d,
+                    "params_non_embedding": params,
+                    "tokens_per_non_embedding_param": tpp,
+                    "seed_ids": list(seeds),
+                    "gap": {"values": gaps},
+                }
+            )
+    fit = gap_fit(cells, tolerance=0.005)
+    for d, params in ((32, 14), (64, 16), (128, 18)):
+        want = 2 ** (-(a + c * params) / b)
+        got = fit["crossing"][str(d)]["zero"]
+        assert got["lo"] <= want <= got["hi"] and got["tokens_per_param"] == pytest.approx(
+            want, rel=0.05
+        )
+        tol = fit["crossing"][str(d)]["tolerance"]["tokens_per_param"]
+        assert tol == pytest.approx(2 ** ((0.005 - a - c * params) / b), rel=0.05)
+    slope = fit["fit"]["per_doubling_tokens_per_param"]
+    assert slope["lo"] <= b <= slope["hi"]
+    assert fit["extrapolation"]["params"] == 200e6
+
+
+def test_a_fit_needs_two_widths_and_two_lengths():
+    cells = [
+        {
+            "d_model": 64,
+            "params_non_embedding": 5e4,
+            "tokens_per_non_embedding_param": t,
+            "seed_ids": [0, 1],
+            "gap": {"values": [0.01, 0.02]},
+        }
+        for t in (20, 40, 80)
+    ]
+    assert gap_fit(cells, 0.005)["fit"] is None
+
+
+def test_the_wall_clock_saving_weights_per_depth_step_times_by_the_exact_draws():
+    total = 40
+    seconds = {k: 0.1 + 0.05 * k for k in range(1, 17)}  # a fixed part and a part per loop
+    uniform = parse_schedule(paper.UNIFORM, 3)
+    k2 = parse_schedule(paper.RECIPE_200M, 3)
+    draws_u = [uniform.depth(s, total) for s in range(total)]
+    draws_k2 = [k2.depth(s, total) for s in range(total)]
+    assert drawn_seconds(seconds, uniform, total) == pytest.approx(sum(seconds[k] for k in draws_u))
+    by_hand = 1 - sum(seconds[k] for k in draws_k2) / sum(seconds[k] for k in draws_u)
+    assert drawn_saving(seconds, k2, uniform, total) == pytest.approx(by_hand)
+    assert draws_k2[:26] == [2] * 26  # the fixed phase: 67% of 40 steps at K=2
+    # a fixed schedule against itself saves nothing, whatever the times
+    fixed = parse_schedule("fixed:4")
+    assert drawn_saving(seconds, fixed, fixed, total) == 0
+
+
+def _weights(run: Path) -> dict:
+    ckpt = sorted((run / "checkpoints").iterdir())[-1]
+    return load_file(str(ckpt / "model.safetensors"))
+
+
+@pytest.mark.slow
+def test_a_shorter_run_branched_off_a_longer_trunk_equals_it_trained_from_scratch(tmp_path: Path):
+    """The map's trunks: with WSD, a 20-step K=2 (67%) run is the 40-step run's prefix up to its
+    own switch, then its own uniform phase and decay; branched there, it is bitwise the same."""
+    common = [
+        "data.kind=bios",
+        "data.persons=12",
+        "model.d_model=16",
+        "model.n_head=2",
+        "batch_size=4",
+        "seq_len=64",
+        "model.seq_len=64",
+        "eval_interval=0",
+        "eval_batches=1",
+        "eval_depths=1-2",
+        "optim.lr_schedule=wsd",
+        "optim.warmup_steps=2",
+        f"schedule={paper.RECIPE_200M}",
+    ]
+    short, long_ = (
+        load_config("demo", [*common, "max_steps=20"]),
+        load_config("demo", [*common, "max_steps=40"]),
+    )
+    at = branch_point(short, 20, long_, 40)
+    switch = next(s for s in range(20) if parse_schedule(paper.RECIPE_200M, 0).depth(s, 20) != 2)
+    assert 0 < at == switch  # the short run's own switch, before its decay
+    train(
+        load_config("demo", [*common, "max_steps=40"]),
+        tmp_path / "trunk",
+        quiet=True,
+        save_steps=(at,),
+    )
+    ckpt = tmp_path / "trunk" / "checkpoints" / f"step_{at:07d}"
+    train(short, tmp_path / "branch", quiet=True, branch_from=str(ckpt))
+    train(load_config("demo", [*common, "max_steps=20"]), tmp_path / "scratch", quiet=True)
+    a, b = _weights(tmp_path / "branch"), _weights(tmp_path / "scratch")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert json.loads((tmp_path / "branch" / "lineage.json").read_text())["parent_step"] == at
