@@ -1,4 +1,5 @@
-"""Run configuration: typed dataclasses, a YAML preset, and `key=value` overrides.
+"""Run configuration: typed dataclasses, a YAML preset, and `key=value` overrides; and `lr_at`,
+the learning rate the optim section gives each step.
 
     cfg = load_config("tiny", ["schedule=fixed:2", "model.d_model=64", "optim.lr=1e-3"])
 
@@ -9,6 +10,7 @@ checking keys and types; ``validate`` checks every value. Each failure is one li
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -47,6 +49,26 @@ class OptimConfig:
     lr_schedule: str = "cosine"  # cosine | wsd (warmup-stable-decay)
     decay_frac: float = 0.2  # wsd: fraction of the run spent decaying
     grad_clip: float = 1.0  # max global grad norm; 0 = off
+
+
+def lr_at(step: int, total_steps: int, optim: OptimConfig) -> float:
+    """Learning rate at `step`: linear warmup, then cosine to min, or warmup-stable-decay (WSD:
+    runs of different length agree on every LR before the decay, so one can branch off another).
+    Like the depth and the batch, a function of the step alone: resumes are bitwise."""
+    peak, floor = optim.lr, optim.lr * optim.min_lr_ratio
+    warm = min(optim.warmup_steps, max(total_steps - 1, 0))
+    if step < warm:
+        return peak * (step + 1) / warm
+    if optim.lr_schedule == "cosine":
+        progress = (step - warm) / max(1, total_steps - warm - 1)
+        return floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
+    if optim.lr_schedule == "wsd":
+        decay_start = total_steps - max(1, round(optim.decay_frac * total_steps))
+        if step < max(decay_start, warm):
+            return peak
+        progress = (step - decay_start + 1) / max(1, total_steps - decay_start)
+        return peak - (peak - floor) * min(1.0, progress)
+    raise UserError(f"optim.lr_schedule={optim.lr_schedule!r}: choose cosine or wsd")
 
 
 @dataclass

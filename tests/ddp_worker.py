@@ -8,7 +8,6 @@ from pathlib import Path
 
 import torch
 
-import looped.training.records as records_mod
 import looped.training.trainer as train_mod
 from looped.config import load_config
 from looped.model import LoopedTransformer
@@ -24,7 +23,7 @@ def recording_forward(self, idx, depth, *args, **kwargs):
     return forward(self, idx, depth, *args, **kwargs)
 
 
-full = records_mod.full_weights
+full = train_mod.full_weights
 
 
 def recording_full(*args, **kwargs):
@@ -33,7 +32,7 @@ def recording_full(*args, **kwargs):
 
 
 LoopedTransformer.forward = recording_forward
-records_mod.full_weights = recording_full
+train_mod.full_weights = recording_full
 cfg = load_config(
     "tiny",
     [

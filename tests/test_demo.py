@@ -11,6 +11,7 @@ import pytest
 
 from looped.commands import demo as demo_command
 from looped.commands import report as report_command
+from looped.config import lr_at
 from looped.errors import UserError
 from looped.experiments import bios, demo
 from looped.experiments.bios import QUICK, plan
@@ -19,7 +20,6 @@ from looped.paper import FIXED, FIXED_FIRST, UNIFORM
 from looped.report import bios as bios_report
 from looped.report import render
 from looped.schedule_spec import parse_schedule
-from looped.training.optimizer import lr_at
 
 LR = f"lr{bios.BIOS_LR[UNIFORM]:g}"  # the default LR in run names
 

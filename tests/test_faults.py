@@ -60,7 +60,7 @@ def test_sigkill_at_every_failpoint_then_resume_is_bitwise_identical(tmp_path, r
         "ckpt.after_weights:10",  # inside the save of step 10: step 5 is the newest complete
         "metrics.mid_line:13",  # half a line of step 13 on disk
         "ckpt.before_rename:15",  # step 15 fully written in .tmp-*, not renamed
-        "train.before_summary:20",  # step 20 saved, no final evaluation or summary
+        "ckpt.after_save:20",  # step 20 saved, no final evaluation or summary
         "atomic.between_renames",  # the resume re-saves step 20: killed between the renames
     ]
     for i, fault in enumerate(faults):

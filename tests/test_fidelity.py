@@ -122,7 +122,7 @@ def test_equal_token_runs_share_steps_and_tokens():
 
 
 def test_equal_flop_uniform_runs_spend_each_schedules_flops_and_branch_at_their_decay():
-    from looped.training.optimizer import lr_at
+    from looped.config import lr_at
 
     plan = _plan(_best(), steps=40)
     tokens = {p.spec.name: p for p in plan.runs.values() if "tokens" in p.roles}

@@ -14,11 +14,10 @@ import torch
 from safetensors.torch import load_file
 
 from looped.cli import main as cli
-from looped.config import load_config
+from looped.config import load_config, lr_at
 from looped.flops import flops_per_token, schedule_flops
 from looped.runtime import checkpoint as ckpt_lib
 from looped.schedule_spec import parse_schedule
-from looped.training.optimizer import lr_at
 from looped.training.run import total_steps_for
 from looped.training.trainer import train
 

@@ -32,7 +32,7 @@ from looped.kernels import causal_attention
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.runtime.device import autocast, cpu_name, pick_device, time_min, time_once
 from looped.schedule_spec import parse_schedule
-from looped.training.optimizer import make_optimizer
+from looped.training.run import make_optimizer
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 PRECISIONS = tuple(DTYPES)

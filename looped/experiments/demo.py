@@ -33,7 +33,7 @@ from looped.report import bios as bios_report
 from looped.report.render import BUDGET_MINUTES, timed_demos
 from looped.runtime.device import autocast, pick_device, time_min
 from looped.runtime.lock import dir_lock
-from looped.training.optimizer import make_optimizer
+from looped.training.run import make_optimizer
 
 # The text track at demo size (`looped fidelity` at a chosen size), each schedule at the LR the
 # reference's sweep chose. bpe:2048, not 4096: in so narrow a model a 4096-token head costs as

@@ -14,12 +14,12 @@ from typing import Any
 
 import torch
 
-from looped.config import load_config
+from looped.config import load_config, lr_at
 from looped.data.batching import batch_generator, build_source
 from looped.eval.evaluate import token_nll_by_depth
 from looped.model import LoopedTransformer
 from looped.runtime import checkpoint as ckpt_lib
-from looped.training.optimizer import lr_at, make_optimizer
+from looped.training.run import make_optimizer
 
 
 def one_update(

@@ -84,6 +84,7 @@ def save_checkpoint(
             shutil.rmtree(path, ignore_errors=True)
     for stale in root.glob(".tmp-*"):  # left by a crash mid-write
         shutil.rmtree(stale, ignore_errors=True)
+    failpoint("ckpt.after_save", step)
     return final
 
 

@@ -9,7 +9,8 @@ power cut:
 - ``ckpt.before_rename``   every file of the checkpoint is written, the rename has not happened
 - ``atomic.between_renames``  a re-saved directory is moved aside, the new one not yet in place
 - ``metrics.mid_line``     half of a metrics.jsonl line is on disk
-- ``train.before_summary`` the final checkpoint is saved, the final evaluation and summary are not
+- ``ckpt.after_save``      a checkpoint is complete and older ones pruned (at the last step: the
+  final evaluation and summary are not written)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import signal
 
 POINTS = (
     "ckpt.after_weights", "ckpt.before_rename", "atomic.between_renames", "metrics.mid_line",
-    "train.before_summary",
+    "ckpt.after_save",
 )  # fmt: skip
 
 

@@ -1,5 +1,6 @@
 """A run directory's `metrics.jsonl`: one JSON record per line (`kind`, `step`, ...), appended by
-the trainer and read back by the studies; and the same records as TensorBoard scalars.
+the trainer (`RunLog`, which mirrors them as TensorBoard scalars when asked and writes the
+summary last) and read back by the studies.
 
 Readers take no lock: a last line cut short (a live or killed run) is not a record yet.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from looped.errors import UserError
 from looped.runtime import faults
+from looped.runtime.atomic import write_text_atomic
 
 
 def read_metrics(run_dir: Path) -> list[dict]:
@@ -53,24 +55,36 @@ def writing(run_dir: Path) -> Iterator[None]:
         ) from None
 
 
-class Board:
-    """TensorBoard scalars of every record, in RUN/tb (tensorboard is an optional extra)."""
+class RunLog:
+    """What a run writes as it goes: records appended to RUN/metrics.jsonl and, with
+    `tensorboard`, the same as TensorBoard scalars in RUN/tb; at the end RUN/summary.json. Only
+    the main process writes (`main`); on the others each method does nothing."""
 
-    def __init__(self, run_dir: Path) -> None:
-        try:  # an optional extra, imported only when a run asks for it
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            raise UserError(
-                "tensorboard=true needs the tensorboard package: pip install -e '.[tensorboard]'"
-            ) from None
-        self.writer = SummaryWriter(str(run_dir / "tb"))
+    def __init__(self, run_dir: Path, main: bool, tensorboard: bool) -> None:
+        self.run_dir, self.main, self.board = run_dir, main, None
+        if tensorboard and main:
+            try:  # an optional extra, imported only when a run asks for it
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                raise UserError(
+                    "tensorboard=true needs the tensorboard package: pip install -e '.[tensorboard]'"
+                ) from None
+            self.board = SummaryWriter(str(run_dir / "tb"))
 
-    def write(self, record: dict[str, Any]) -> None:
-        for key, value in _scalars(record):
-            self.writer.add_scalar(f"{record['kind']}/{key}", value, record["step"])
+    def append(self, record: dict[str, Any]) -> None:
+        if not self.main:
+            return
+        append_record(self.run_dir, record)
+        for key, value in _scalars(record) if self.board is not None else ():
+            self.board.add_scalar(f"{record['kind']}/{key}", value, record["step"])
 
-    def close(self) -> None:
-        self.writer.close()
+    def finish(self, summary: dict[str, Any]) -> None:
+        """Close TensorBoard and write summary.json: a run directory holding it is finished."""
+        if self.board is not None:
+            self.board.close()
+        if self.main:
+            with writing(self.run_dir):
+                write_text_atomic(self.run_dir / "summary.json", json.dumps(summary, indent=2))
 
 
 def _scalars(record: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, float]]:

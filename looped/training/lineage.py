@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from looped.config import RESUMABLE, TrainConfig, differences, load_config
+from looped.config import RESUMABLE, TrainConfig, differences, load_config, lr_at
 from looped.errors import UserError
 from looped.model import LoopedTransformer
 from looped.runtime import checkpoint as ckpt_lib
@@ -23,7 +23,6 @@ from looped.runtime.atomic import write_text_atomic
 from looped.runtime.distributed import Dist
 from looped.schedule_spec import parse_schedule
 from looped.schedules import Schedule
-from looped.training.optimizer import lr_at
 
 # What a branch must share with its parent (a section name stands for all of its fields); the
 # schedule and the run length may differ, as long as depths and learning rates agree up to the

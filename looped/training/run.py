@@ -1,5 +1,5 @@
-"""A prepared run: data, model, where it starts (afresh, resumed, branched), optimizer and run
-directory, all settled before the first step; and what the loop updates as it goes.
+"""A prepared run: everything settled before the first step (data, model, where it starts,
+optimizer, run directory), as one plain `Run`; and the AdamW it trains with.
 
 The config is never changed in place: what the run settles (dtype, vocabulary, grad_accum)
 makes a new config, the one recorded in config.yaml and every checkpoint.
@@ -7,31 +7,26 @@ makes a new config, the one recorded in config.yaml and every checkpoint.
 
 from __future__ import annotations
 
-import math
 import sys
-import time
-from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from looped.config import TrainConfig, to_yaml
+from looped.config import OptimConfig, TrainConfig, to_yaml
 from looped.data.batching import DataSource, build_source
 from looped.errors import UserError
 from looped.eval.recall import check_queries_fit, recall_queries
-from looped.flops import flops_per_token, schedule_flops, steps_for_budget, tokens_per_step
+from looped.flops import schedule_flops, steps_for_budget, tokens_per_step
 from looped.model import LoopedTransformer, fit_vocab
 from looped.runtime import progress as console
 from looped.runtime.atomic import write_text_atomic
-from looped.runtime.device import device_name, peak_flops
 from looped.runtime.distributed import Dist, load_optimizer_state, wrap_distributed
-from looped.runtime.metrics import Board, writing
+from looped.runtime.metrics import RunLog, writing
 from looped.schedule_spec import parse_schedule
 from looped.schedules import Schedule
 from looped.training.lineage import Restored, restore, write_start
-from looped.training.optimizer import make_optimizer
 
 
 @dataclass
@@ -48,67 +43,31 @@ class RunOptions:
 
 @dataclass
 class Run:
-    """Everything the loop and its hooks read, fixed before the first step."""
+    """What the loop reads, fixed before the first step (`prepare` builds it)."""
 
     cfg: TrainConfig  # as resolved for this run (see the module docstring)
     out: Path  # the run directory
-    dist: Dist
+    dist: Dist  # this process under torchrun, or the one process
     opts: RunOptions
     source: DataSource  # training batches, evaluation batches, the bios corpus for recall
-    schedule: Schedule
+    schedule: Schedule  # the depth K of every step
     total: int  # optimizer steps of the whole run
+    tokens_per_step: int  # over all processes
+    planned: float  # modeled FLOPs of the whole run (expected over K)
     model: LoopedTransformer  # the model itself: evaluation, weights, parameter count
     wrapped: torch.nn.Module  # what a step calls: DDP(model), or the model (one process, FSDP2)
     optimizer: torch.optim.Optimizer
     start: Restored  # the first step, lineage, run id and the loss of the step before
-    config_yaml: str  # the resolved config, stored in every checkpoint
-    board: Board | None = None  # TensorBoard, when the config asks for it
-    tokens_per_step: int = field(init=False)  # over all processes
-    autocast: Any = field(init=False)  # bf16 autocast context, or a null context for fp32
-    flops_at: dict[int, float] = field(init=False)  # modeled training FLOPs/token at each depth
-    planned: float = field(init=False)  # modeled FLOPs of the whole run (expected over K)
-    peak: float | None = field(init=False)  # the device's peak FLOP/s for MFU; None when unknown
-
-    def __post_init__(self) -> None:
-        cfg, device = self.cfg, self.dist.device
-        self.tokens_per_step = tokens_per_step(cfg, self.dist.world)
-        bf16 = cfg.dtype == "bf16"
-        self.autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
-        depths = range(1, self.schedule.max_depth() + 1)
-        self.flops_at = {k: flops_per_token(cfg.model, k, cfg.seq_len) for k in depths}
-        self.planned = schedule_flops(
-            cfg.model, self.schedule, self.total, self.tokens_per_step, cfg.seq_len
-        )
-        self.peak = peak_flops(device_name(device), cfg.dtype)
+    log: RunLog  # metrics.jsonl (and TensorBoard), summary.json
 
     @property
     def start_flops(self) -> float:
         """Modeled FLOPs spent before the first step this process trains."""
         return self.start.flops if self.start.step else 0.0
 
-    @property
-    def sharded(self) -> bool:
-        return self.dist.enabled and self.cfg.fsdp
-
     def say(self, msg: str) -> None:
         if self.dist.main and not self.opts.quiet:
             console.say(msg)
-
-
-@dataclass
-class Progress:
-    """What the loop and its hooks update as the run goes."""
-
-    flops: float  # modeled FLOPs spent so far
-    t0: float = field(default_factory=time.time)  # when this process started stepping
-    overhead: float = 0.0  # seconds spent in evaluation and checkpoints (not training)
-    saved: set[int] = field(default_factory=set)  # steps checkpointed by this process
-    last_loss: float = math.nan
-    last_eval: dict[str, Any] | None = None
-    t_last: float = field(default_factory=time.time)  # the previous train record: time,
-    tokens_since: int = 0  # tokens since then,
-    flops_last: float = 0.0  # and FLOPs spent then (throughput and MFU per record)
-    grad_norm: Any = None  # the last step's pre-clip global gradient norm (a tensor)
 
 
 def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | None:
@@ -123,16 +82,28 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
         if dist.main and not opts.quiet:
             print(f"{out} already finished {total} steps; nothing to resume", file=sys.stderr)
         return None
-    placed = _place(model, cfg, dist, schedule, total, start.optimizer)  # wrapped, optimizer
-    config_yaml = to_yaml(cfg)
+    wrapped, optimizer = _place(model, cfg, dist, schedule, total, start.optimizer)
     if dist.main:
         with writing(out):  # the first write: everything before it only reads
             out.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(out / "config.yaml", config_yaml)
+            write_text_atomic(out / "config.yaml", to_yaml(cfg))
             write_start(out, start)
-    board = Board(out) if cfg.tensorboard and dist.main else None
+    tokens = tokens_per_step(cfg, dist.world)
     return Run(
-        cfg, out, dist, opts, source, schedule, total, model, *placed, start, config_yaml, board
+        cfg=cfg,
+        out=out,
+        dist=dist,
+        opts=opts,
+        source=source,
+        schedule=schedule,
+        total=total,
+        tokens_per_step=tokens,
+        planned=schedule_flops(cfg.model, schedule, total, tokens, cfg.seq_len),
+        model=model,
+        wrapped=wrapped,
+        optimizer=optimizer,
+        start=start,
+        log=RunLog(out, dist.main, cfg.tensorboard),
     )
 
 
@@ -213,3 +184,19 @@ def _place(
     if state is not None:
         load_optimizer_state(model, optimizer, state, dist.enabled and cfg.fsdp, dist.device)
     return wrapped, optimizer
+
+
+def make_optimizer(
+    model: torch.nn.Module, optim: OptimConfig, fused: bool = False
+) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices only: not on norms, not on the embedding (or tied head)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (decay if p.ndim >= 2 and "embed" not in name else no_decay).append(p)
+    groups = [
+        {"params": decay, "weight_decay": optim.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=optim.lr, betas=tuple(optim.betas), fused=fused or None)

@@ -8,7 +8,10 @@ Each optimizer step: K = schedule.depth(step), then `grad_accum` micro-batches a
 from a generator seeded by (seed, step, micro, rank), then AdamW at `lr_at(step)`. All three are
 functions of the step, so a resumed run repeats the uninterrupted one bitwise (fp32, CPU). The
 run stops at `max_steps` or where its modeled FLOPs fit the budget; a NaN/inf loss stops it.
-`training.run` prepares a run, `training.records` writes what it leaves behind.
+
+This file reads top to bottom: the set-up, the loop, one step, then what a run leaves behind
+(train and eval records, checkpoints, the summary). `run.` is a `training.run.Run`, prepared
+before the first step; `cfg.` is a `looped.config.TrainConfig`, where `lr_at` lives too.
 """
 
 from __future__ import annotations
@@ -16,28 +19,30 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from looped.config import TrainConfig, validate
+from looped.config import TrainConfig, lr_at, to_yaml, validate
 from looped.data.batching import train_generator
 from looped.errors import UserError
+from looped.eval.evaluate import evaluate
+from looped.flops import flops_per_token
 from looped.runtime import checkpoint as ckpt_lib
-from looped.runtime import faults
 from looped.runtime import progress as console
-from looped.runtime.device import resolve_dtype
-from looped.runtime.distributed import Dist, StopRequested, no_sync
+from looped.runtime.device import autocast, device_name, peak_flops, resolve_dtype
+from looped.runtime.distributed import Dist, StopRequested, no_sync, optimizer_state
 from looped.runtime.lock import dir_lock
-from looped.training.optimizer import lr_at
-from looped.training.records import evaluate_now, log_train, save, show_step, write_summary
-from looped.training.run import Progress, Run, RunOptions, prepare
+from looped.schedule_spec import parse_depths
+from looped.training.run import Run, RunOptions, prepare
 
 
+# -- set-up ----------------------------------------------------------------------------------
 def train(cfg: TrainConfig, out_dir: str | Path, **options: Any) -> dict[str, Any]:
     """Train a run into `out_dir` (options: RunOptions); returns and writes the summary."""
     opts = RunOptions(**options)
@@ -51,6 +56,21 @@ def train(cfg: TrainConfig, out_dir: str | Path, **options: Any) -> dict[str, An
             return _train(cfg, out, dist, opts)
     finally:
         dist.close()
+
+
+@dataclass
+class Progress:
+    """What the loop and the records update as the run goes."""
+
+    flops: float  # modeled FLOPs spent so far
+    t0: float = field(default_factory=time.time)  # when this process started stepping
+    overhead: float = 0.0  # seconds spent in evaluation and checkpoints (not training)
+    saved: set[int] = field(default_factory=set)  # steps checkpointed by this process
+    last_loss: float = math.nan
+    last_eval: dict[str, Any] | None = None
+    t_last: float = field(default_factory=time.time)  # the previous train record: time,
+    tokens_since: int = 0  # tokens since then,
+    flops_last: float = 0.0  # and FLOPs spent then (throughput and MFU per record)
 
 
 def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[str, Any]:
@@ -70,13 +90,11 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         return {"stopped": stopped}
     if run.total not in progress.saved:
         save(run, progress, run.total)  # the weights first: a failing evaluation must not lose them
-    faults.failpoint("train.before_summary", run.total)
     progress.last_eval = evaluate_now(run, progress, run.total)
-    if run.board is not None:
-        run.board.close()
     return write_summary(run, progress)
 
 
+# -- the loop --------------------------------------------------------------------------------
 def _loop(run: Run, progress: Progress) -> int | None:
     """Train to the end; returns the step at which a stop request (Ctrl-C) saved it."""
     cfg, opts = run.cfg, run.opts
@@ -88,13 +106,13 @@ def _loop(run: Run, progress: Progress) -> int | None:
             lr = lr_at(step, run.total, cfg.optim)
             done = step + 1
             logged = done % cfg.log_interval == 0 or done == run.total
-            loss, stop_now = train_step(run, step, depths, lr, stop, progress, logged)
+            loss, grad_norm, stop_now = train_step(run, step, depths, lr, stop, logged)
             progress.flops += step_flops(run, depths)
             progress.tokens_since += run.tokens_per_step
             progress.last_loss = loss
             show_step(run, progress, bar, done, loss, depths[0])
             if logged:
-                log_train(run, progress, done, loss, depths, lr)
+                log_train(run, progress, done, loss, depths, lr, grad_norm)
             if _due(cfg.eval_interval, done, opts.eval_steps) and done < run.total:
                 progress.last_eval = evaluate_now(run, progress, done)
             if _due(cfg.ckpt_interval, done, opts.save_steps):
@@ -122,10 +140,11 @@ def step_depths(run: Run, step: int) -> list[int]:
 
 def step_flops(run: Run, depths: list[int]) -> float:
     """Modeled FLOPs of one step whose micro-batches ran at `depths`."""
+    per_token = [flops_per_token(run.cfg.model, k, run.cfg.seq_len) for k in depths]
     if len(set(depths)) == 1:
-        return run.flops_at[depths[0]] * run.tokens_per_step
+        return per_token[0] * run.tokens_per_step
     per_micro = run.tokens_per_step // len(depths)
-    return sum(run.flops_at[k] * per_micro for k in depths)
+    return sum(f * per_micro for f in per_token)
 
 
 def micro_batches(run: Run, step: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -143,16 +162,11 @@ def micro_batches(run: Run, step: int) -> Iterator[tuple[torch.Tensor, torch.Ten
 
 
 def train_step(
-    run: Run,
-    step: int,
-    depths: list[int],
-    lr: float,
-    stop: StopRequested,
-    progress: Progress,
-    logged: bool = True,
-) -> tuple[float, bool]:
-    """One optimizer step: micro-batch m at depth depths[m], then AdamW. Returns the mean loss and
-    whether any process was asked to stop; leaves the pre-clip gradient norm in `progress`."""
+    run: Run, step: int, depths: list[int], lr: float, stop: StopRequested, logged: bool = True
+) -> tuple[float, torch.Tensor | None, bool]:
+    """One optimizer step: micro-batch m at depth depths[m], then AdamW. Returns the mean loss,
+    the pre-clip gradient norm (None when neither clipping nor the record needs it) and whether
+    any process was asked to stop."""
     cfg, dist = run.cfg, run.dist
     for group in run.optimizer.param_groups:
         group["lr"] = lr
@@ -160,7 +174,7 @@ def train_step(
     for micro, (x, y) in enumerate(micro_batches(run, step)):
         x, y = x.to(dist.device), y.to(dist.device)
         last = micro == cfg.grad_accum - 1
-        with no_sync(run.wrapped, cfg.fsdp, dist, last), run.autocast:
+        with no_sync(run.wrapped, cfg.fsdp, dist, last), autocast(dist.device, cfg.dtype):
             _, loss = run.wrapped(x, depth=depths[micro], targets=y)
         (loss / cfg.grad_accum).backward()
         loss_acc += loss.detach().float() / cfg.grad_accum
@@ -174,9 +188,142 @@ def train_step(
         )
     # The norm comes free with clipping; without it, only a logged step pays for it (max_norm=inf
     # leaves the gradients as they are: a multiply by exactly 1)
+    grad_norm = None
     if cfg.optim.grad_clip > 0 or logged:
         clip = cfg.optim.grad_clip if cfg.optim.grad_clip > 0 else math.inf
-        progress.grad_norm = torch.nn.utils.clip_grad_norm_(run.wrapped.parameters(), clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(run.wrapped.parameters(), clip)
     run.optimizer.step()
     run.optimizer.zero_grad(set_to_none=True)
-    return loss_value, stop_now
+    return loss_value, grad_norm, stop_now
+
+
+# -- what a run leaves behind ----------------------------------------------------------------
+def log_train(
+    run: Run,
+    progress: Progress,
+    done: int,
+    loss: float,
+    depths: list[int],
+    lr: float,
+    grad_norm: torch.Tensor | None,
+) -> None:
+    """A train record of the last step, with throughput since the previous record."""
+    now = time.time()
+    dt = max(now - progress.t_last, 1e-9)
+    device, world = run.dist.device, run.dist.world
+    peak = peak_flops(device_name(device), run.cfg.dtype)
+    mfu = (progress.flops - progress.flops_last) / dt / (peak * world) if peak else None
+    cuda = device.type == "cuda"
+    if grad_norm is not None:  # FSDP: a DTensor
+        grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
+    record = {
+        "kind": "train",
+        "step": done,
+        "loss": loss,
+        "depth": depths[0],
+        "lr": lr,
+        "grad_norm": None if grad_norm is None else float(grad_norm),
+        **({"depths": depths} if run.cfg.depth_per_micro else {}),
+        "tokens": done * run.tokens_per_step,
+        "flops": progress.flops,
+        "wall": now - progress.t0,
+        "train_wall": now - progress.t0 - progress.overhead,
+        "tokens_per_s": progress.tokens_since / dt,
+        "mfu": mfu,
+        "mem_gb": torch.cuda.max_memory_allocated(device) / 2**30 if cuda else None,
+    }
+    run.log.append(record)
+    progress.tokens_since, progress.t_last, progress.flops_last = 0, now, progress.flops
+
+
+def show_step(run: Run, progress: Progress, bar: Any, done: int, loss: float, depth: int) -> None:
+    """The progress bar (or on_step), and after ~20 steps the wall time still to go."""
+    eta_at = min(run.start.step + 20, run.total - 1)
+    if done == eta_at and done > run.start.step + 5:
+        rate = (progress.flops - run.start_flops) / max(time.time() - progress.t0, 1e-9)
+        run.say(console.eta_line(run.out.name, rate, run.planned - progress.flops))
+    bar.update(1)
+    bar.set_postfix(loss=f"{loss:.3f}", K=depth, refresh=False)
+    if run.opts.on_step is not None:
+        run.opts.on_step(done, run.total, loss, depth)
+
+
+def evaluate_now(run: Run, progress: Progress, step: int) -> dict[str, Any]:
+    """Evaluate at every serving depth and log the record (its time counts as overhead)."""
+    started = time.time()
+    cfg = run.cfg
+    run.model.eval()
+    with autocast(run.dist.device, cfg.dtype):
+        result = evaluate(
+            run.model,
+            run.source,
+            parse_depths(cfg.eval_depths),
+            cfg.batch_size,
+            cfg.seq_len,
+            cfg.eval_batches,
+            run.dist.device,
+        )
+    run.model.train()
+    record = {"kind": "eval", "step": step, "flops": progress.flops, **result}
+    run.log.append(record)
+    progress.overhead += time.time() - started
+    return record
+
+
+def full_weights(model: torch.nn.Module, cfg: TrainConfig, dist: Dist) -> dict[str, torch.Tensor]:
+    """Unsharded CPU weights for a checkpoint (gathers FSDP2 shards on every rank)."""
+    if dist.enabled and cfg.fsdp:
+        # torch.distributed.checkpoint takes over a second to import; one process never needs it
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        sd = get_model_state_dict(
+            model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+        )
+        if cfg.model.tie_embeddings:
+            sd.pop("head.weight", None)
+        return {k: v.contiguous() for k, v in sd.items()}
+    return ckpt_lib.unique_state_dict(model)
+
+
+def save(run: Run, progress: Progress, step: int) -> None:
+    """Checkpoint weights, optimizer and position (every rank gathers; rank 0 writes)."""
+    started = time.time()
+    progress.saved.add(step)
+    cfg = run.cfg
+    weights = full_weights(run.model, cfg, run.dist)
+    opt_state = optimizer_state(run.model, run.optimizer, run.dist.enabled and cfg.fsdp)
+    if not run.dist.main:
+        return
+    state = {
+        "step": step,
+        "total_steps": run.total,
+        "schedule": str(run.schedule),
+        "optimizer": opt_state,
+        "flops": progress.flops,
+        "lineage": run.start.lineage,
+        "lr_schedule": [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps],
+        "world_size": run.dist.world,  # checked on resume and branch (lineage.check_resume)
+        "run_id": run.start.run_id,  # binds the checkpoint's files together (checkpoint.load_state)
+        "loss": progress.last_loss,  # the summary's final_loss when resumed at the last step
+    }
+    keep = tuple(run.opts.save_steps)
+    ckpt_lib.save_checkpoint(run.out, step, weights, state, to_yaml(cfg), cfg.keep_last, keep)
+    progress.overhead += time.time() - started
+
+
+def write_summary(run: Run, progress: Progress) -> dict[str, Any]:
+    """The run's summary, returned and written to summary.json (the run is then finished)."""
+    summary = {
+        "steps": run.total,
+        "schedule": str(run.schedule),
+        "flops": progress.flops,
+        "final_loss": progress.last_loss,
+        "wall": time.time() - progress.t0,
+        "params": run.model.num_params(),
+        "tokens": run.total * run.tokens_per_step,
+        "switch_step": run.schedule.switch_step(run.total),
+        "eval": progress.last_eval,
+        "lineage": run.start.lineage,
+    }
+    run.log.finish(summary)
+    return summary
