@@ -13,13 +13,14 @@ The method is in `looped.experiments.map`; a rerun reuses every finished run.
 from __future__ import annotations
 
 import argparse
+import json
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
 from looped.commands.common import study_parser
 from looped.errors import UserError
-from looped.experiments.map import BLOCKS, QUICK, MapSettings, run_map
+from looped.experiments.map import BLOCKS, QUICK, MapSettings, run_map, time_blocks
 from looped.experiments.results import write_result
 from looped.report.map import fig_map
 from looped.runtime.lock import dir_lock
@@ -37,6 +38,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-seeds", type=int, help="stop adding seed rounds past this many (8)")
     p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
     p.add_argument("--resume-from", help="an earlier map.json: its scored runs are reused")
+    p.add_argument(
+        "--time",
+        type=int,
+        metavar="REPS",
+        help="train nothing: time a step at every K=1..16 for each width REPS times, and add "
+        "each arm's wall-clock saving over its seeds' exact draws to map.json",
+    )
     return p
 
 
@@ -61,9 +69,19 @@ def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     settings = settings_from(a)
     out = Path(a.out or ("runs/map-quick" if a.quick else "runs/map"))
+    results, figures = (Path("results"), Path("figures")) if a.reference else (out, out)
+    if a.time is not None:
+        if a.time < 2:
+            raise UserError(f"--time {a.time}: a spread needs 2 or more repeats, e.g. --time 5")
+        path = results / "map.json"
+        result = json.loads(path.read_text()) if path.is_file() else {}
+        write_result(path, result | {"wallclock": time_blocks(settings, out, a.time)})
+        return 0
     with nullcontext() if a.collect else dir_lock(out, "looped map"):
         result = run_map(settings, out, train=not a.collect)
-    results, figures = (Path("results"), Path("figures")) if a.reference else (out, out)
+    old = results / "map.json"
+    if old.is_file() and "wallclock" in (timed := json.loads(old.read_text())):
+        result["wallclock"] = timed["wallclock"]  # measured apart, kept across collections
     write_result(results / "map.json", result)
     print(f"wrote {fig_map(result, figures / 'map_gap.png')}")
     return 0

@@ -21,13 +21,19 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+import torch
+
 from looped import paper
 from looped.config import load_config
 from looped.errors import UserError
 from looped.experiments import length
-from looped.experiments.results import write_result
+from looped.experiments.results import machine_name, write_result
 from looped.experiments.textsetup import TextSetup, ensure_corpus, run_config
+from looped.flops import drawn_seconds, saving
 from looped.model import LoopedTransformer
+from looped.runtime.device import time_min
+from looped.schedule_spec import parse_schedule
 
 CORPUS = "torch-2.13.0"  # the Python sources of the torch CI pins: ~46 MB, checked by hash
 TPP = (20, 40, 80, 160)  # lengths: training tokens per non-embedding parameter (8x)
@@ -161,3 +167,67 @@ def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
         result["meta"] |= {"wall_s": round(time.time() - t0, 1), "corpus": settings.corpus}
         write_result(path, result, say=False)
     return result
+
+
+def depth_seconds(block: Block, settings: MapSettings, corpus: dict, reps: int = 5) -> dict:
+    """One training step's seconds at every K=1..16 (forward, backward, AdamW; one thread, the
+    study's dtype), the depths taking turns in each of `reps` repeats so that background load
+    hits them alike: {K: [seconds per repeat]}."""
+    setup = block_settings(block, settings).setup
+    cfg = run_config(setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
+    model = LoopedTransformer(cfg.model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randint(0, cfg.model.vocab_size, (setup.batch_size, setup.seq_len + 1))
+
+    def step(k: int) -> None:
+        _, loss = model(x[:, :-1], depth=k, targets=x[:, 1:])
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    fns = {k: (lambda k=k: step(k)) for k in range(1, 17)}
+    cpu = torch.device("cpu")
+    time_min(fns, warmup=1, reps=0, device=cpu)  # warm every depth once
+    per_rep = [time_min(fns, warmup=0, reps=1, device=cpu) for _ in range(reps)]
+    return {k: [r[k] for r in per_rep] for k in fns}
+
+
+def wall_saving(seconds: dict, steps: int, seeds: range, arm: str) -> dict:
+    """The arm's wall-clock saving against uniform over whole runs of `steps`: each repeat's
+    per-depth times weighted by every seed's exact draws; the mean and range over repeats."""
+    reps = len(next(iter(seconds.values())))
+    savings = []
+    for r in range(reps):
+        at = {int(k): v[r] for k, v in seconds.items()}
+        ours = sum(drawn_seconds(at, parse_schedule(arm, s), steps) for s in seeds)
+        ref = sum(drawn_seconds(at, parse_schedule(paper.UNIFORM, s), steps) for s in seeds)
+        savings.append(1 - ours / ref)
+    return {"mean": float(np.mean(savings)), "min": min(savings), "max": max(savings), "reps": reps}
+
+
+def time_blocks(settings: MapSettings, out: Path, reps: int = 5) -> dict:
+    """Per-depth step seconds for each width and tokenizer of the settings, and each arm's
+    saving over its reported seeds' draws at every length, written into map.json's "wallclock"."""
+    timed: dict[str, dict] = {}
+    for block in settings.blocks:
+        bs = block_settings(block, settings)
+        corpus = ensure_corpus(bs.setup, out, bs.corpus)
+        if block.home not in timed:
+            sec = depth_seconds(block, settings, corpus, reps)
+            timed[block.home] = {"seconds": sec, "savings": {}, "machine": machine_name()}
+        entry = timed[block.home]
+        cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
+        model_cfg, seq = cfg.model, cfg.seq_len
+        for arm in block.arms:
+            if arm == length.MICRO:
+                continue  # uniform's draws, one per micro-batch: no saving to show
+            for steps in bs.lengths:
+                entry["savings"][f"{paper.label(arm)} @ {steps}"] = {
+                    "arm": arm,
+                    "steps": steps,
+                    "wall": wall_saving(entry["seconds"], steps, range(4), arm),
+                    "modeled": saving(
+                        model_cfg, parse_schedule(arm), parse_schedule(paper.UNIFORM), steps, seq
+                    ),
+                }
+    return timed
