@@ -123,6 +123,18 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
     return style.save(fig, path)
 
 
+def _trunk(full: dict, label: str, switch: int) -> str | None:
+    """The run whose training curve a fixed-first run follows exactly until its switch (the
+    run it branched from): drawn twice, the two would read as one curve."""
+    curve = np.asarray(full[label][0]["curve"], dtype=float)
+    before = curve[curve[:, 0] < switch]
+    for other, group in full.items():
+        theirs = np.asarray(group[0]["curve"], dtype=float)[: len(before)]
+        if other != label and len(before) and np.array_equal(theirs[:, :2], before[:, :2]):
+            return other
+    return None
+
+
 def fig3_loss(result: dict, path: Path) -> Path:
     """Training loss over steps with the switch marked, full and terminal (paper Fig. 3)."""
     full = at_full_budget(result, seed=0)
@@ -132,9 +144,13 @@ def fig3_loss(result: dict, path: Path) -> Path:
         curve = np.asarray(group[0]["curve"], dtype=float)
         smoothed = style.trailing_mean(curve[:, 1], SMOOTHING)
         kw = {"color": style.color(label, i), "label": label, "lw": 1.2, **style.dashes(label)}
-        left.plot(curve[:, 0], smoothed, **kw)
+        shown = np.ones(len(curve), dtype=bool)
+        if group[0].get("switch_step") and (trunk := _trunk(full, label, switch)):
+            shown = curve[:, 0] >= switch - 1  # from the step before, so the curve attaches
+            kw["label"] = f"{label}\n({trunk} until the switch)"
+        left.plot(curve[shown, 0], smoothed[shown], **kw)
         if switch and curve[-1, 0] >= switch:  # a run that ends before the switch is not shown
-            right.plot(curve[:, 0], smoothed, **kw)
+            right.plot(curve[shown, 0], smoothed[shown], **kw)
         if group[0].get("switch_step"):
             tail = curve[:, 0] >= switch * 0.9
             right.set_xlim(curve[tail, 0].min(), curve[:, 0].max())
@@ -225,6 +241,9 @@ def fig_finish(result: dict, path: Path) -> Path:
     return style.save(fig, path)
 
 
+DODGE = 0.25  # serving depths apart that equal values at one depth are drawn, side by side
+
+
 def fig_two_hop(result: dict, path: Path) -> Path:
     """Two-hop recall (employer -> city) across serving depths: where extra loops can matter.
     The fixed-depth runs (`looped demo --full`) get a panel of their own beside the bands."""
@@ -235,13 +254,15 @@ def fig_two_hop(result: dict, path: Path) -> Path:
     _bands(ax, at_full_budget(result), lambda r: r["two_hop_acc"], lambda _, r: "two_hop_acc" in r)
     ax.set(xlabel="serving depth K", ylabel="two-hop exact-match accuracy")
     ax.set_title("The three schedules (seed bands)" if depth_runs else "Two-hop recall")
-    for i, r in enumerate(depth_runs):  # one seed each: solid lines with markers, no band
+    for i, r in enumerate(depth_runs):  # one seed each: markers, side by side at each depth
         name = paper.label(r["schedule"])
         colour = style.color(name, (3, 5, 8)[i % 3])  # red, brown, olive: none a schedule's
-        kw = {"color": colour, "marker": style.marker(name, i), "ms": 4}
-        axes[0][1].plot(r["depths"], r["two_hop_acc"], lw=1.5, label=name, **kw)
+        kw = {"color": colour, "marker": style.marker(name, i), "ms": 3.5, "ls": "none"}
+        dodge = DODGE * (i - (len(depth_runs) - 1) / 2)  # their accuracies are often equal (0)
+        axes[0][1].plot(np.asarray(r["depths"]) + dodge, r["two_hop_acc"], label=name, **kw)
     if depth_runs:
-        axes[0][1].set(xlabel="serving depth K", title="Fixed K at other depths (seed 0)")
+        title = "Fixed K at other depths (seed 0), side by side"
+        axes[0][1].set(xlabel="serving depth K", title=title)
     for panel in axes[0]:
         panel.legend(fontsize=8)
     return style.save(fig, path)

@@ -123,6 +123,18 @@ def _data_pixels(ax: Any) -> list[tuple[str, np.ndarray]]:
     return found
 
 
+def _reference_pixels(ax: Any) -> list[tuple[str, np.ndarray]]:
+    """(name, display points) of each reference line with a legend entry (an axhline or axvline
+    the reader is asked to compare against): a legend may cover none of it."""
+    found = []
+    for line in ax.lines:
+        if line.get_visible() and _labelled(line) and not _is_data_line(ax, line):
+            xy = np.asarray(line.get_xydata(), dtype=float)
+            px = line.get_transform().transform(xy[np.isfinite(xy).all(axis=1)])
+            found.append((line.get_label(), _inside(ax, _along(px)) if len(px) > 1 else px))
+    return found
+
+
 def _shown_axes(fig: Any) -> list[tuple[int, Any]]:
     return [(i, ax) for i, ax in enumerate(fig.axes) if ax.get_visible() and ax.axison]
 
@@ -164,7 +176,7 @@ def legend_clashes(fig: Any, legend: Any, renderer: Any) -> list[str]:
     for i, ax in enumerate(fig.axes):
         if not ax.get_visible():
             continue
-        for name, px in _data_pixels(ax):
+        for name, px in _data_pixels(ax) + _reference_pixels(ax):
             covered = (px[:, 0] > box.x0) & (px[:, 0] < box.x1)
             covered &= (px[:, 1] > box.y0) & (px[:, 1] < box.y1)
             if covered.any():
@@ -327,48 +339,146 @@ def text_problems(fig: Any) -> list[str]:
     ]
 
 
-SHOWN_WIDTH_PX = 900  # how wide the docs and JupyterLab show a figure (narrower ones at their size)
+# How wide a page shows a figure, measured in JupyterLab at 1280x900 in `make lab`'s layout
+# (headless Chromium, the element's width): a notebook's output area is 848 px, a Markdown
+# preview's column 886 px (GitHub's file view gives about the same). A narrower figure is
+# shown at its own size; a figure in a table cell gets its column's share (`shown_widths`).
+NOTEBOOK_WIDTH_PX = 848  # a notebook's image output (`style.show`, IPython's Image)
+PAGE_WIDTH_PX = 880  # a full-width image in README.md or docs/*.md
+CELL_PADDING_PX = 26  # a Markdown table cell's left and right padding (GitHub's CSS)
 SMALLEST_TEXT_PX = 9  # the smallest text a reader can read there, in screen pixels
 SAVED_DPI = 130  # the resolution `style.save` writes
 
 
-def small_text(fig: Any, dpi: float = SAVED_DPI) -> list[str]:
-    """Text under `SMALLEST_TEXT_PX` pixels once the figure, rendered at `dpi` (a saved figure's
-    or a notebook's inline dpi), is shown `SHOWN_WIDTH_PX` wide (narrower: at its own size)."""
-    shown, least = SHOWN_WIDTH_PX, SMALLEST_TEXT_PX
-    scale = min(1.0, shown / (fig.get_figwidth() * dpi)) * dpi / 72  # screen pixels per point
+def _shown_texts(fig: Any) -> list[Any]:
     texts = _texts(fig) + [t for ax in fig.axes for t in ax.texts if t.get_visible()]
     for legend, _ in legends(fig):
         texts += [*legend.get_texts(), legend.get_title()]
-    small = {
-        t.get_text(): t.get_fontsize() * scale
-        for t in texts
-        if t.get_text().strip() and t.get_fontsize() * scale < least
-    }
+    return [t for t in texts if t.get_text().strip()]
+
+
+def text_px(fig: Any, dpi: float = SAVED_DPI, shown: float = NOTEBOOK_WIDTH_PX) -> dict[str, float]:
+    """Each text's height in screen pixels once the figure, rendered at `dpi` (a saved figure's
+    or a notebook's inline dpi), is shown `shown` pixels wide (narrower: at its own size)."""
+    scale = min(1.0, shown / (fig.get_figwidth() * dpi)) * dpi / 72  # screen pixels per point
+    sizes: dict[str, float] = {}
+    for t in _shown_texts(fig):
+        sizes[t.get_text()] = min(sizes.get(t.get_text(), np.inf), t.get_fontsize() * scale)
+    return sizes
+
+
+def small_text(fig: Any, dpi: float = SAVED_DPI, shown: float = NOTEBOOK_WIDTH_PX) -> list[str]:
+    """Text under `SMALLEST_TEXT_PX` pixels at the width the figure is shown (`text_px`)."""
+    small = {text: px for text, px in text_px(fig, dpi, shown).items() if px < SMALLEST_TEXT_PX}
     return [
-        f"the text {text!r} is {px:.1f} px at {shown:.0f} px wide (under {least:g})"
-        for text, px in list(small.items())[:3]
+        f"the text {text!r} is {px:.1f} px at {shown:.0f} px wide (under {SMALLEST_TEXT_PX:g})"
+        for text, px in sorted(small.items(), key=lambda item: item[1])[:3]
     ]
 
 
-def coinciding_series(fig: Any, share: float = 0.95) -> list[str]:
-    """Two labelled lines that lie within a pixel of each other along nearly all their length:
-    whatever their dashes or markers, a reader sees one curve where the legend promises two."""
-    problems = []
-    for i, ax in enumerate(fig.axes):
-        lines = [ln for ln in ax.lines if _is_data_line(ax, ln) and _labelled(ln)]
-        pixels = {id(ln): _line_pixels(ax, ln) for ln in lines}
-        pixels = {k: _thin(px) if len(px) else px for k, px in pixels.items()}
-        for j, a in enumerate(lines):
-            for b in lines[j + 1 :]:
-                pa, pb = pixels[id(a)], pixels[id(b)]
-                if len(pa) < 3 or len(pb) < 3:
-                    continue
-                near = min(np.mean(_distances(pa, pb) <= 1.5), np.mean(_distances(pb, pa) <= 1.5))
-                if near >= share:
-                    what = f"{a.get_label()!r} and {b.get_label()!r} coincide"
-                    problems.append(f"{_panel(ax, i)}: {what} along {near:.0%} of their length")
-    return problems
+_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)[^)]*\)|<img\b[^>]*\bsrc=\"([^\"]+)\"[^>]*>")
+_IMG_WIDTH = re.compile(r"\bwidth=\"?(\d+)")
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def _table_widths(rows: list[str], natural: Any, page: float) -> dict[str, float]:
+    """A Markdown table's images: the browser's automatic layout gives each column a share of
+    the page (less the cells' padding) in proportion to its widest image, measured so."""
+    grid = [_cells(r) for r in rows if not re.fullmatch(r"[\s|:-]+", r)]
+    columns = max(len(r) for r in grid)
+    widest = [0.0] * columns
+    for row in grid:
+        for j, cell in enumerate(row):
+            for m in _IMAGE.finditer(cell):
+                widest[j] = max(widest[j], natural(m.group(1) or m.group(2)))
+    room = page - CELL_PADDING_PX * columns
+    shown = {}
+    for row in grid:
+        for j, cell in enumerate(row):
+            for m in _IMAGE.finditer(cell):
+                src = m.group(1) or m.group(2)
+                share = room * widest[j] / sum(widest) if columns > 1 else page
+                shown[src] = min(shown.get(src, np.inf), natural(src), share)
+    return shown
+
+
+def shown_widths(markdown: str, natural: Any, page: float = PAGE_WIDTH_PX) -> dict[str, float]:
+    """How wide a Markdown page shows each image it holds, in screen pixels, by its path as
+    written: its natural width (`natural(path)`) up to the page's, a table cell's share of the
+    page (`_table_widths`), or the `width` an <img> tag gives it; the narrowest where shown twice."""
+    shown: dict[str, float] = {}
+    lines, i = markdown.splitlines(), 0
+    while i < len(lines):
+        if lines[i].lstrip().startswith("|"):
+            j = i
+            while j < len(lines) and lines[j].lstrip().startswith("|"):
+                j += 1
+            found, i = _table_widths(lines[i:j], natural, page), j
+        else:
+            found, i = {}, i + 1
+            for m in _IMAGE.finditer(lines[i - 1]):
+                src, width = m.group(1) or m.group(2), _IMG_WIDTH.search(m.group(0))
+                found[src] = min(natural(src), page, float(width.group(1)) if width else np.inf)
+        for src, px in found.items():
+            shown[src] = min(shown.get(src, np.inf), px)
+    return shown
+
+
+COINCIDE_SHARE = 0.6  # more of their shared range than this, and two lines read as one
+
+
+def _half_width(ax: Any, line: Any) -> float:
+    """Half the thickness a line is drawn with, in display pixels: its stroke, else a marker."""
+    points = line.get_linewidth() if _has_stroke(line) else line.get_markersize()
+    return points * ax.figure.dpi / 72 / 2
+
+
+def _told_apart(ax: Any, a: Any, b: Any, pa: np.ndarray, pb: np.ndarray) -> float | None:
+    """The share of a's drawn points, within the x-range both lines span, that cannot be told
+    from b: closer to it than their half-thicknesses and one pixel of gap between them."""
+    lo, hi = max(pa[:, 0].min(), pb[:, 0].min()), min(pa[:, 0].max(), pb[:, 0].max())
+    mine = pa[(pa[:, 0] >= lo - 0.5) & (pa[:, 0] <= hi + 0.5)]
+    if len(mine) < 3:
+        return None
+    gap = _half_width(ax, a) + _half_width(ax, b) + 1.0
+    if _has_stroke(b) and len(pb) > 1:
+        distance = _distances(mine, pb)
+    else:  # markers alone: the nearest marker
+        distance = np.array([np.hypot(*(pb - p).T).min() for p in mine])
+    return float(np.mean(distance <= gap))
+
+
+def coinciding_pairs(ax: Any, share: float = COINCIDE_SHARE) -> list[tuple[Any, Any, float]]:
+    """(line, line, share) for two labelled lines of a panel that a reader cannot tell apart
+    (their strokes touch, or their markers overlap) over more than `share` of the x-range both
+    span: whatever their dashes or markers, the reader sees one curve where the legend
+    promises two."""
+    lines = [ln for ln in ax.lines if _is_data_line(ax, ln) and _labelled(ln)]
+    pixels = {id(ln): _line_pixels(ax, ln) for ln in lines}
+    pixels = {k: _thin(px) if len(px) else px for k, px in pixels.items()}
+    pairs = []
+    for j, a in enumerate(lines):
+        for b in lines[j + 1 :]:
+            pa, pb = pixels[id(a)], pixels[id(b)]
+            if len(pa) < 3 or len(pb) < 3:
+                continue
+            shares = (_told_apart(ax, a, b, pa, pb), _told_apart(ax, b, a, pb, pa))
+            if None not in shares and min(shares) > share:
+                pairs.append((a, b, min(shares)))
+    return pairs
+
+
+def coinciding_series(fig: Any, share: float = COINCIDE_SHARE) -> list[str]:
+    """Two labelled lines of a panel that a reader cannot tell apart (`coinciding_pairs`)."""
+    return [
+        f"{_panel(ax, i)}: {a.get_label()!r} and {b.get_label()!r} cannot be told apart along "
+        f"{near:.0%} of their shared range"
+        for i, ax in enumerate(fig.axes)
+        for a, b, near in coinciding_pairs(ax, share)
+    ]
 
 
 RESOLVED = 1e-3  # the smallest relative difference a plotted measure can claim by default

@@ -170,6 +170,7 @@ def fig_nll(result: dict, path: Path) -> Path:
     ax.set_ylabel(f"{metric.split('_')[0]} NLL ({unit}, held out)")
     seeds = f"{s['seeds']} seed{'s' * (s['seeds'] > 1)}"
     ax.set_title(f"After {s['steps']} steps, equal tokens ({seeds})")
+    style.one_line_where_they_coincide(ax)  # the two interventions often end level
     ax.legend(fontsize=8)
     return style.save(fig, path)
 

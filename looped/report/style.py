@@ -60,6 +60,32 @@ def band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **
         ax.fill_between(x, arr.min(0), arr.max(0), color=color, alpha=0.2, lw=0)
 
 
+def one_line_where_they_coincide(ax: Any) -> list[str]:
+    """Where two series coinciding is the finding: each pair a reader cannot tell apart
+    (`checks.coinciding_pairs`, over the same x) drawn as one line, their mean, shaded between
+    them, the legend naming both; the labels merged. Call it before the legend."""
+    ax.figure.canvas.draw()  # the pixels the check measures
+    merged = []
+    while pairs := [(a, b) for a, b, _ in checks.coinciding_pairs(ax) if _same_x(a, b)]:
+        a, b = pairs[0]
+        (x, ya), yb = a.get_data(), np.asarray(b.get_ydata(), dtype=float)
+        ya = np.asarray(ya, dtype=float)
+        a.set_ydata((ya + yb) / 2)
+        a.set_label(
+            f"{a.get_label()} and {b.get_label()}\n(one line: they coincide; shaded between)"
+        )
+        low, high = np.minimum(ya, yb), np.maximum(ya, yb)
+        ax.fill_between(x, low, high, color=a.get_color(), alpha=0.3, lw=0)
+        b.remove()
+        merged.append(a.get_label())
+    return merged
+
+
+def _same_x(a: Any, b: Any) -> bool:
+    xa, xb = (np.asarray(line.get_xdata(), dtype=float) for line in (a, b))
+    return xa.shape == xb.shape and bool(np.allclose(xa, xb))
+
+
 def schedule_band(ax: Any, x: Iterable, ys: list[list[float]], label: str, i: int) -> None:
     """`band` in the schedule's own colour and marker (small markers: one per serving depth)."""
     band(ax, x, ys, label, color(label, i), marker=marker(label, i), ms=3)
@@ -72,10 +98,12 @@ def show(fig: Any) -> None:
 
 
 def checked(fig: Any) -> Any:
-    """The figure finished, refused if a panel is empty or `readability_problems` finds any."""
+    """The figure finished, refused if a panel is empty, `readability_problems` finds any, or
+    its text is too small in a notebook's output area (`checks.NOTEBOOK_WIDTH_PX`)."""
     finish(fig)
     checks.refuse_empty(fig)
-    if problems := checks.readability_problems(fig) + checks.small_text(fig, fig.dpi):
+    small = checks.small_text(fig, fig.dpi, checks.NOTEBOOK_WIDTH_PX)
+    if problems := checks.readability_problems(fig) + small:
         plt.close(fig)
         raise ValueError("figure is hard to read: " + "; ".join(problems))
     return fig
