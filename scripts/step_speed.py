@@ -35,7 +35,7 @@ def one(compile_: bool, dtype: str, threads: int, steps: int, depth: int) -> flo
 
     from looped.config import load_config
     from looped.model import LoopedTransformer
-    from looped.runtime.device import autocast, time_min
+    from looped.runtime.device import fixed_step, time_min
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -45,14 +45,7 @@ def one(compile_: bool, dtype: str, threads: int, steps: int, depth: int) -> flo
         model.compile_block()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     x, cpu = torch.randint(0, 512, (32, 128)), torch.device("cpu")
-
-    def step() -> None:
-        with autocast(cpu, dtype):
-            _, loss = model(x[:, :-1], depth=depth, targets=x[:, 1:])
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
+    step = fixed_step(lambda: model(x[:, :-1], depth=depth, targets=x[:, 1:])[1], opt, cpu, dtype)
     return time_min({"step": step}, 3, steps, cpu)["step"]  # 3 warm-up steps (and compilation)
 
 

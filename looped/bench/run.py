@@ -30,7 +30,14 @@ from looped.errors import UserError
 from looped.flops import flops_per_token, saving
 from looped.kernels import causal_attention
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.runtime.device import autocast, cpu_name, pick_device, time_min, time_once
+from looped.runtime.device import (
+    autocast,
+    cpu_name,
+    fixed_step,
+    pick_device,
+    time_min,
+    time_once,
+)
 from looped.schedule_spec import parse_schedule
 from looped.training.run import make_optimizer
 
@@ -182,28 +189,15 @@ def make_peer(cfg: BenchConfig, layers: int) -> torch.nn.Module:
     return LlamaForCausalLM(hf)
 
 
-def _train_step(loss: Callable[[], torch.Tensor], opt, cast) -> Callable[[], None]:
-    """One optimizer step on a fixed batch: the loss (under `cast`), backward, AdamW."""
-
-    def step() -> None:
-        with cast:
-            value = loss()
-        value.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return step
+def _looped_step(model, opt, x, y, depth, precision) -> Callable[[], None]:
+    return fixed_step(lambda: model(x, depth=depth, targets=y)[1], opt, x.device, precision)
 
 
-def _looped_step(model, opt, x, y, depth, cast) -> Callable[[], None]:
-    return _train_step(lambda: model(x, depth=depth, targets=y)[1], opt, cast)
-
-
-def _peer_step(peer, opt, x, y, cast) -> Callable[[], None]:
+def _peer_step(peer, opt, x, y, precision) -> Callable[[], None]:
     def loss() -> torch.Tensor:  # the looped model's loss, computed the same way
         return F.cross_entropy(peer(input_ids=x).logits.float().flatten(0, 1), y.flatten())
 
-    return _train_step(loss, opt, cast)
+    return fixed_step(loss, opt, x.device, precision)
 
 
 def _model(cfg: BenchConfig, mc: LoopedConfig, device: torch.device) -> tuple[Any, Any]:
@@ -257,19 +251,18 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 
 def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
     """Measurements 1-3: train step at each K against the peer, the floor and the ceiling."""
-    cast = autocast(device, precision)
     ceiling_mm = ceiling_fns(cfg, precision, device)
     floor_fns = kernel_floor_fns(cfg, precision, device)
     rows = []
     for k in cfg.depths:
-        fns = {"looped": _looped_step(model, opt, x, y, k, cast)}
+        fns = {"looped": _looped_step(model, opt, x, y, k, precision)}
         if cfg.peer:
             torch.manual_seed(cfg.seed)
             peer = make_peer(cfg, k).to(device)
             if cfg.compile:  # the same trick as compile_block: compile the repeated layer
                 for layer in peer.model.layers:
                     layer.compile()
-            fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, cast)
+            fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, precision)
         # the ceiling and the floor are timed in turn with the steps: load changes hit all alike
         t = _timed(cfg, fns | ceiling_mm | floor_fns, device, _warmup(cfg))
         row = {"precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"]}
@@ -311,12 +304,12 @@ def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
 
 def _width_rows(cfg, precision, x, y, device) -> list[dict]:
     """Measurements 2 and 5 at growing width, where the matmuls' share of the work grows."""
-    cast, rows, k = autocast(device, precision), [], cfg.width_depth
+    rows, k = [], cfg.width_depth
     for d in cfg.widths:
         wcfg = _width(cfg, d)
         mc = looped_config(wcfg)
         model, opt = _model(wcfg, mc, device)
-        step = {"step": _looped_step(model, opt, x, y, k, cast)}
+        step = {"step": _looped_step(model, opt, x, y, k, precision)}
         t = _timed(cfg, step | ceiling_fns(cfg, precision, device), device, _warmup(cfg))
         serve = _serve_row(wcfg, mc, precision, model, x, y, device)
         row = {"precision": precision, "d_model": d, "n_head": mc.n_head, "depth": k}
@@ -330,8 +323,8 @@ def _schedules(cfg, mc, precision, model, opt, x, y, device) -> tuple[list, dict
     """The schedule's saving over the reference: per-K step times weighted by the exact step
     counts of a `run_steps` run, and a short real run of both."""
     ours, ref = parse_schedule(cfg.schedule, cfg.seed), parse_schedule(cfg.reference, cfg.seed)
-    top, cast = max(ours.max_depth(), ref.max_depth()), autocast(device, precision)
-    steps = {k: _looped_step(model, opt, x, y, k, cast) for k in range(1, top + 1)}
+    top = max(ours.max_depth(), ref.max_depth())
+    steps = {k: _looped_step(model, opt, x, y, k, precision) for k in range(1, top + 1)}
     per_k = _timed(cfg, steps, device, 0)  # the model is warm from the train rows
     n = cfg.run_steps
 

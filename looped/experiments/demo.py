@@ -31,7 +31,7 @@ from looped.model import LoopedTransformer
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.report import bios as bios_report
 from looped.report.render import BUDGET_MINUTES, timed_demos
-from looped.runtime.device import autocast, pick_device, time_min
+from looped.runtime.device import fixed_step, pick_device, time_min
 from looped.runtime.lock import dir_lock
 from looped.training.run import make_optimizer
 
@@ -186,14 +186,7 @@ def calibrate(settings: DemoSettings, steps: int = 5) -> float:
         model = LoopedTransformer(cfg.model).to(device)
         opt = make_optimizer(model, cfg.optim)
         x = torch.randint(0, cfg.model.vocab_size, (cfg.batch_size, cfg.seq_len), device=device)
-
-        def step() -> None:
-            with autocast(device, cfg.dtype):
-                loss = model(x, depth=4, targets=x)[1]
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-
+        step = fixed_step(lambda: model(x, depth=4, targets=x)[1], opt, device, cfg.dtype)
         return time_min({"step": step}, 1, steps, device)["step"]
     finally:
         torch.set_num_threads(threads)

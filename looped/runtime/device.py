@@ -102,6 +102,22 @@ def peak_flops(device_name: str, dtype: str = "bf16") -> float | None:
 Key = TypeVar("Key")  # a timed function's name: a label, or a depth K
 
 
+def fixed_step(
+    loss: Callable[[], torch.Tensor], optimizer: Any, device: torch.device, dtype: str
+) -> Callable[[], None]:
+    """One optimizer step on a fixed batch, to time: `loss()` under the dtype's autocast, its
+    backward pass, the optimizer's step."""
+
+    def step() -> None:
+        with autocast(device, dtype):
+            value = loss()
+        value.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
 def time_min(
     fns: dict[Key, Callable[[], object]],
     warmup: int,
