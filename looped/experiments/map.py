@@ -160,6 +160,7 @@ def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
         cached = earlier_rows(settings, block, corpus, cfg.dtype)
         try:
             result["blocks"][block.name] = length.run_study(bs, home, train, cached)
+            result["blocks"][block.name]["modeled_saving"] = modeled(bs, corpus)
         except UserError as e:
             if train or "no finished LR sweep" not in str(e):
                 raise
@@ -167,6 +168,21 @@ def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
         result["meta"] |= {"wall_s": round(time.time() - t0, 1), "corpus": settings.corpus}
         write_result(path, result, say=False)
     return result
+
+
+def modeled(bs: length.LengthSettings, corpus: dict) -> dict[str, dict[str, float]]:
+    """Each arm's modeled compute saving against uniform at every length, of this block's model
+    (its width and vocabulary: the head's share of a step's FLOPs moves the saving)."""
+    cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
+    uniform = parse_schedule(paper.UNIFORM)
+    return {
+        arm: {
+            str(n): saving(cfg.model, parse_schedule(arm), uniform, n, cfg.seq_len)
+            for n in bs.lengths
+        }
+        for arm in bs.schedules
+        if arm not in (paper.UNIFORM, length.MICRO)
+    }
 
 
 def depth_seconds(block: Block, settings: MapSettings, corpus: dict, reps: int = 5) -> dict:

@@ -11,7 +11,8 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from looped import paper
-from looped.eval.stats import Verdict
+from looped.eval.gapfit import gap_fit
+from looped.eval.stats import Verdict, interval
 from looped.paper import label
 from looped.report import style
 from looped.report.length import gap_cell
@@ -148,3 +149,156 @@ def _steps(escapes: list | None) -> str:
 def fit_cells(result: dict, schedule: str) -> list[dict]:
     """The cells a fit or a headline may use: this recipe's, informative and within one pass."""
     return [c for c in cells(result) if c["schedule"] == schedule and reported(c)]
+
+
+def _iv(g: dict, scale: float = 100, unit: str = "%") -> str:
+    return f"{scale * g['mean']:+.2f}{unit} [{scale * g['lo']:+.2f}, {scale * g['hi']:+.2f}]"
+
+
+def two_by_two(result: dict, tpp: float = 40) -> str:
+    """Width x vocabulary at one length: each arm's gap, so a reader sees which factor moves it."""
+    at = [c for c in cells(result, vocab=None) if round(_tpp(c)) == tpp]
+    rows = []
+    for arm in (paper.RECIPES_1B[1], paper.RECIPE_200M):
+        for d in sorted({c["d_model"] for c in at}):
+            by_vocab = {
+                c["vocab_size"]: c for c in at if c["d_model"] == d and c["schedule"] == arm
+            }
+            row = [label(arm), d]
+            row += [gap_cell(by_vocab[v]) if v in by_vocab else "not yet run" for v in (512, 4096)]
+            rows.append(row)
+    head = ["arm", "d", "BPE-512: gap [95% interval], n, verdict", "BPE-4096: gap, n, verdict"]
+    return md_table(head, rows)
+
+
+def fit_section(result: dict) -> str:
+    """Per recipe: the per-seed plane's coefficients, each width's crossings and the labelled
+    extrapolation to 200M parameters; or why the cells do not support a fit."""
+    rows = []
+    for arm in (paper.RECIPES_1B[1], paper.RECIPE_200M):
+        mine = fit_cells(result, arm)
+        fit = gap_fit(mine, mine[0]["tolerance"]) if mine else {"fit": None, "why": "no cells"}
+        if fit["fit"] is None:
+            rows.append([label(arm), "no fit: " + fit["why"], "-", "-", "-"])
+            continue
+        f = fit["fit"]
+        cross = "; ".join(
+            f"d={d}: 0 at {_tpp_iv(c['zero'])}, tolerance at {_tpp_iv(c['tolerance'])}"
+            for d, c in fit["crossing"].items()
+        )
+        ext = fit["extrapolation"]
+        rows.append(
+            [
+                label(arm),
+                f"{_iv(f['per_doubling_tokens_per_param'])} per doubling of tokens/param, "
+                f"{_iv(f['per_doubling_params'])} per doubling of parameters, {len(fit['seeds'])} seeds",
+                cross,
+                f"{_iv(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param",
+                _tpp_iv(ext["crossing"]["zero"]),
+            ]
+        )
+    head = ["recipe", "fit (per seed, interval over seeds)", "crossings by width (tokens/param)"]
+    head += ["EXTRAPOLATION to 200M parameters: gap", "EXTRAPOLATION: crosses 0 at"]
+    return md_table(head, rows)
+
+
+def _tpp_iv(c: dict | None) -> str:
+    if c is None:
+        return "no crossing (seeds' slopes differ in sign)"
+    return f"{c['tokens_per_param']:.3g} [{c['lo']:.3g}, {c['hi']:.3g}]"
+
+
+def frontier_section(result: dict) -> str:
+    """The frontier block: each fixed-first fraction's modeled saving, its mean NLL over K=1..16
+    (95% interval over seeds) and its gap to uniform with the verdict at its tolerance."""
+    block = result.get("blocks", {}).get("frontier-d64") or next(
+        (b for n, b in result.get("blocks", {}).items() if n.startswith("frontier")), None
+    )
+    if not block:
+        return md_table(["frontier"], [["not yet run"]])
+    saved = block.get("modeled_saving", {})
+    rows = []
+    for c in sorted(block["cells"], key=lambda c: (c["steps"], c["schedule"] != paper.UNIFORM)):
+        nll = interval(c["seed_nll"]) if len(c["seed_nll"]) > 1 else None
+        nll_text = f"{nll.mean:.3f} [{nll.lo:.3f}, {nll.hi:.3f}]" if nll else f"{c['mean_nll']:.3f}"
+        s = saved.get(c["schedule"], {}).get(str(c["steps"]))
+        gap = gap_cell(c) if "gap" in c else "-"
+        rows.append(
+            [label(c["schedule"]), c["steps"], "-" if s is None else f"{s:.1%}", nll_text, gap]
+        )
+    head = ["schedule", "steps", "modeled compute saved", "mean NLL over K=1..16 [95%]"]
+    return md_table(head + ["gap to uniform [95% interval], n, verdict"], rows)
+
+
+def cost_section(result: dict) -> str:
+    """Modeled savings of the study's own models beside the wall-clock saving of whole runs (per-
+    depth step times weighted by the seeds' exact draws), at the precision its repeats allow."""
+    rows = []
+    for home, entry in result.get("wallclock", {}).items():
+        for key, s in entry["savings"].items():
+            w = s["wall"]
+            rows.append([home, key, f"{s['modeled']:.1%}", _spread(w), entry["machine"]])
+    head = [
+        "model",
+        "arm @ steps",
+        "modeled compute saved",
+        "wall-clock saved, mean (range over repeats)",
+    ]
+    return md_table(head + ["machine"], rows) if rows else md_table(["costs"], [["not yet timed"]])
+
+
+def _spread(w: dict) -> str:
+    """A saving at no more precision than its range over repeats: whole percent when the range
+    is a percent or wider, one decimal when it is narrower."""
+    digits = 0 if w["max"] - w["min"] >= 0.01 else 1
+    f = f"{{:.{digits}%}}"
+    return f"{f.format(w['mean'])} ({f.format(w['min'])}-{f.format(w['max'])}, {w['reps']} repeats)"
+
+
+def section(result: dict) -> str:
+    """RESULTS' map section: every cell, then the 2x2."""
+    return map_rows(result) + "\n\n" + two_by_two(result)
+
+
+def fig_frontier(result: dict, path: Path) -> Path:
+    """The paper's Fig. 2 (left) at the map's scale: mean NLL over K=1..16 (seed mean, 95%
+    interval over seeds) against modeled compute, uniform's = 1; one line per fixed K, its
+    switch fractions marked along it."""
+    style.use_theme()
+    name = next((n for n in result.get("blocks", {}) if n.startswith("frontier")), None)
+    block = result["blocks"][name]
+    saved = block.get("modeled_saving", {})
+    steps = max(c["steps"] for c in block["cells"])
+    at = {c["schedule"]: c for c in block["cells"] if c["steps"] == steps}
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    uni = interval(at[paper.UNIFORM]["seed_nll"])
+    ax.errorbar([1.0], [uni.mean], yerr=[[uni.mean - uni.lo], [uni.hi - uni.mean]], marker="o",
+                color=paper.color_of(paper.UNIFORM), capsize=3, ls="", label=label(paper.UNIFORM))  # fmt: skip
+    for k, colour in ((2, "#e7298a"), (4, "#1b9e77")):
+        arms = sorted(
+            (s for s in at if s.startswith(f"fixed-first:k={k},") and s in saved),
+            key=lambda s: paper.fixed_phase(s)[1],
+        )
+        if not arms:
+            continue
+        x = [1 - saved[s][str(steps)] for s in arms]
+        ivs = [interval(at[s]["seed_nll"]) for s in arms]
+        y = np.array([i.mean for i in ivs])
+        err = [y - [i.lo for i in ivs], [i.hi for i in ivs] - y]
+        ax.errorbar(x, y, yerr=err, marker="s", color=colour, capsize=3, label=f"fixed-first K={k}")
+        for xi, yi, s in zip(x, y, arms):
+            ax.annotate(f"{paper.fixed_phase(s)[1]:.0%}", (xi, yi), textcoords="offset points",
+                        xytext=(6, 6), fontsize=9, color=colour)  # fmt: skip
+    ax.set_xlabel("modeled training compute, uniform 1..16 = 1")
+    ax.set_ylabel("test NLL, mean over K=1..16")
+    ax.set_title(f"d={at[paper.UNIFORM].get('d_model')}, {steps} steps", fontsize=10)
+    ax.legend(fontsize=9)
+    return style.save(fig, path)
+
+
+def figures(result: dict, out: Path) -> list[Path]:
+    """The map's figures: the gap by width and length, and the frontier where it has run."""
+    paths = [fig_map(result, out / "map_gap.png")]
+    if any(n.startswith("frontier") for n in result.get("blocks", {})):
+        paths.append(fig_frontier(result, out / "map_frontier.png"))
+    return paths

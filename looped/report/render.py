@@ -13,6 +13,7 @@ from looped.config import load_config
 from looped.flops import preset_rows
 from looped.model import LoopedConfig
 from looped.report import bios, diagnose, docs, length, samples, text
+from looped.report import map as map_report
 from looped.report.tables import md_table
 from looped.report.verdicts import load_result, verdicts_section
 
@@ -101,6 +102,10 @@ SECTIONS = {
         lambda r: text.section(r, "looped demo (its text track)", r.get("baselines")),
     ),
     "length": ("length.json", length.length_section),
+    "map": ("map.json", map_report.section),
+    "map_fit": ("map.json", map_report.fit_section),
+    "map_frontier": ("map.json", map_report.frontier_section),
+    "map_costs": ("map.json", map_report.cost_section),
     "finding": ("length.json", length.finding),
     "samples": ("samples.json", samples.section),
     "diagnose": ("diagnose.json", diagnose.section),
@@ -150,6 +155,8 @@ def figures(root: Path, out: Path | None = None) -> list[Path]:
         paths += diagnose.figures(result, out)
     if (result := load_result(root, "length")) is not None:
         paths.append(length.fig_gap(result, out / "length_gap.png"))
+    if (result := load_result(root, "map")) is not None:
+        paths += map_report.figures(result, out)
     return paths
 
 
