@@ -1,29 +1,27 @@
 #!/usr/bin/env bash
-# The length study on a GPU: the same recipe as `looped length` (one shared LR chosen on
-# uniform by LR seeds that are never reported, seeds in rounds until each cell's group-sequential
-# interval decides), at 16x the CPU study's longest run: 1,920 .. 30,720 steps (~126M tokens,
-# ~1,460 tokens per parameter at d=64), the LR chosen at every length. Then the same at d=128,
-# so the report can say how the gap moves with width. Resumable: run it again after an
-# interruption and finished runs are reused.
+# The map on a GPU: the same recipe as `looped map` (the LR chosen on seed 100 at every length,
+# seeds in rounds up to 8, paired gaps, one pass over the data) at widths 64 to 512 and lengths
+# from 20 to 2,000 training tokens per non-embedding parameter (100x). Blocks run in order, the
+# narrow widths first, so a short loan ends with whole widths. Resumable: run it again and
+# finished runs are reused; --resume-from a committed map.json skips what that file scored.
 #
-#   bash scripts/gpu_length.sh                                  # d=64, then d=128
-#   LENGTHS=960,1920,3840,7680 WIDTHS=64 bash scripts/gpu_length.sh
-#   MAX_SEEDS=8 WORKERS=12 bash scripts/gpu_length.sh            # a smaller budget, more at once
+#   bash scripts/gpu_length.sh                                   # every GPU block
+#   BLOCKS=d64,d128 bash scripts/gpu_length.sh                   # some widths now
+#   CORPUS=/data/code-text bash scripts/gpu_length.sh            # a corpus past 20M tokens
+#                                 # (`looped data text` output): the torch sources repeat there
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
-LENGTHS=${LENGTHS:-1920,3840,7680,15360,30720}
-WIDTHS=${WIDTHS:-64 128}
 WORKERS=${WORKERS:-8}     # one small model per worker process; a GPU holds many at once
-MAX_SEEDS=${MAX_SEEDS:-16}
-OUT=${OUT:-runs/length-gpu}
+OUT=${OUT:-runs/map-gpu}
+ARGS=(--gpu --out "$OUT" --workers "$WORKERS")
+[ -n "${BLOCKS:-}" ] && ARGS+=(--blocks "$BLOCKS")
+[ -n "${CORPUS:-}" ] && ARGS+=(--corpus "$CORPUS")
+[ -n "${MAX_SEEDS:-}" ] && ARGS+=(--max-seeds "$MAX_SEEDS")
 
 if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   echo "gpu_length: no CUDA GPU visible to torch; nothing to do (run it on a GPU machine)."
   exit 0
 fi
-for D in $WIDTHS; do
-  "$PY" -m looped length --out "$OUT-d$D" --lengths "$LENGTHS" --lr-lengths "$LENGTHS" \
-    --d-model "$D" --workers "$WORKERS" --max-seeds "$MAX_SEEDS"
-  echo "gpu_length: $OUT-d$D/ holds length*.json and the gap figure (commit as results/length_gpu_d$D.json)"
-done
+"$PY" -m looped map "${ARGS[@]}"
+echo "gpu_length: $OUT/map.json and map_gap.png (commit as results/map_gpu.json)"

@@ -6,6 +6,7 @@
     looped map --resume-from results/map.json    # on a fresh machine: reuse its scored runs
     looped map --reference --collect             # write results/map.json and figures/map_gap.png
     looped map --quick                           # toy size on the standard library, every path
+    looped map --gpu --out runs/map-gpu          # a GPU: widths to 512, lengths over 100x
 
 The method is in `looped.experiments.map`; a rerun reuses every finished run.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from looped.commands.common import study_parser
 from looped.errors import UserError
-from looped.experiments.map import BLOCKS, QUICK, MapSettings, run_map, time_blocks
+from looped.experiments.map import BLOCKS, GPU, QUICK, MapSettings, run_map, time_blocks
 from looped.experiments.results import write_result
 from looped.report.map import fig_map
 from looped.runtime.lock import dir_lock
@@ -34,7 +35,13 @@ def parser() -> argparse.ArgumentParser:
         reference="results/map.json and figures/map_gap.png",
         quick="toy size on the standard library, every code path",
     )
-    p.add_argument("--blocks", help=f"blocks to run, of {','.join(b.name for b in BLOCKS)}")
+    p.add_argument(
+        "--blocks", help=f"blocks to run, of {','.join(b.name for b in BLOCKS)} (--gpu: d64..d512)"
+    )
+    p.add_argument("--gpu", action="store_true", help="the GPU map: widths to 512, 100x lengths")
+    p.add_argument(
+        "--corpus", help="a named corpus, a `looped data text` directory or a datasets source"
+    )
     p.add_argument("--max-seeds", type=int, help="stop adding seed rounds past this many (8)")
     p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
     p.add_argument("--resume-from", help="an earlier map.json: its scored runs are reused")
@@ -50,7 +57,10 @@ def parser() -> argparse.ArgumentParser:
 
 def settings_from(a: argparse.Namespace) -> MapSettings:
     """The settings the command line asks for, each problem refused in one line."""
-    s = replace(QUICK if a.quick else MapSettings(), resume_from=a.resume_from)
+    if a.quick and a.gpu:
+        raise UserError("--quick and --gpu are two sizes; give one")
+    s = replace(QUICK if a.quick else GPU if a.gpu else MapSettings(), resume_from=a.resume_from)
+    s.corpus = a.corpus or s.corpus
     s.workers = a.workers or s.workers
     if a.blocks:
         names = [n.strip() for n in a.blocks.split(",") if n.strip()]

@@ -91,6 +91,15 @@ class MapSettings:
     resume_from: str | None = None  # an earlier map.json whose scored runs are reused
 
 
+# A lent GPU: widths to 512, lengths over 100x in tokens per parameter. Past ~20M tokens the
+# torch sources repeat (cells marked past one pass): give a larger corpus with --corpus.
+GPU = MapSettings(
+    blocks=tuple(
+        Block(f"d{d}", d, tpp=(20, 40, 80, 160, 320, 640, 2000)) for d in (64, 128, 256, 512)
+    ),
+    workers=8,
+)
+
 QUICK = MapSettings(  # every code path at toy size, on the standard library
     blocks=(
         Block("d16", 16, tpp=(2, 4, 8)),
