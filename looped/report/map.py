@@ -302,3 +302,22 @@ def figures(result: dict, out: Path) -> list[Path]:
     if any(n.startswith("frontier") for n in result.get("blocks", {})):
         paths.append(fig_frontier(result, out / "map_frontier.png"))
     return paths
+
+
+def finding(result: dict) -> str:
+    """The README's finding: for each recipe and width, its longest reported cell."""
+    rows = []
+    for arm in (paper.RECIPES_1B[1], paper.RECIPE_200M):
+        mine = fit_cells(result, arm)
+        for d in sorted({c["d_model"] for c in mine}):
+            c = max((c for c in mine if c["d_model"] == d), key=_tpp)
+            rows.append(
+                [
+                    f"{label(arm)} vs uniform 1..16",
+                    f"d={d}, {_tpp(c):.0f} tokens/param, {c['epochs']:.2f} passes, LR {c['lr']:g}",
+                    f"{_iv(c['gap'])}, {c['gap']['n']} seeds",
+                    f"{c['verdict']} (tolerance {100 * c['tolerance']:.1f}%)",
+                ]
+            )
+    head = ["comparison", "regime (longest reported cell)", "gap to uniform [95% interval]"]
+    return md_table(head + ["verdict"], rows or [["no reported cell yet", "-", "-", "-"]])
