@@ -8,6 +8,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
 
 from looped import paper
 from looped.eval.stats import Verdict, planned_looks
@@ -25,6 +26,7 @@ def longest(result: dict, schedule: str) -> dict | None:
     """A schedule's cell at the longest length it was judged at."""
     cells = [c for c in result["cells"] if c["schedule"] == schedule and "gap" in c]
     cells = [c for c in cells if c["gap"]["n"] > 1] or cells  # one seed has no interval
+    cells = [c for c in cells if c.get("one_pass", True)] or cells  # repeated data: not reported
     return max(cells, key=lambda c: c["steps"]) if cells else None
 
 
@@ -45,8 +47,25 @@ def fig_gap(result: dict, path: Path) -> Path:
     style.depth_ticks(right)
     for ax in (left, right):
         ax.axhline(0, color="0.3", lw=0.8)
-        ax.legend(fontsize=8)
+    handles, _ = left.get_legend_handles_labels()
+    left.legend(handles=handles + _marks_key(result), fontsize=8)
+    right.legend(fontsize=8)
     return style.save(fig, path)
+
+
+def _marks_key(result: dict) -> list:
+    """Legend entries for the marks that carry no schedule: one seed's gap, a hollow length
+    (its models miss the bigram: no verdict), a crossed one (past one pass: not reported)."""
+    judged = [c for c in result["cells"] if "gap" in c]
+    grey = {"color": "0.4", "ls": ""}
+    keys = [Line2D([], [], marker="o", ms=3, alpha=0.45, label="one seed", **grey)]
+    if any(c["verdict"] == Verdict.NOT_INFORMATIVE for c in judged):
+        keys.append(
+            Line2D([], [], marker="o", mfc="white", label="misses bigram: no verdict", **grey)
+        )
+    if any(not c.get("one_pass", True) for c in judged):
+        keys.append(Line2D([], [], marker="x", label="past one pass: not reported", **grey))
+    return keys
 
 
 def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
@@ -61,6 +80,8 @@ def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
         ax.scatter([xi] * c["seeds"], seeds, s=7, color=colour, alpha=0.45, zorder=2)
     quiet = [k for k, c in enumerate(mine) if c["verdict"] == Verdict.NOT_INFORMATIVE]
     ax.scatter(x[quiet], mean[quiet], s=50, facecolors="white", edgecolors=colour, zorder=4)
+    past = [k for k, c in enumerate(mine) if not c.get("one_pass", True)]
+    ax.scatter(x[past], mean[past], s=60, marker="x", color="black", zorder=5)
     if s != paper.UNIFORM_PER_MICRO:  # the paper's tolerance is a claim about its recipes only
         tol = 100 * mine[0]["tolerance"]
         ax.axhline(tol, color=colour, ls="--", lw=1, label=f"its tolerance, +{tol:.1f}%")
@@ -87,7 +108,10 @@ def verdict_of(cell: dict) -> str:
 
 
 def gap_cell(cell: dict) -> str:
-    """ "+2.10% [+1.40, +2.80], n=4, worse": the paired mean gap, its interval and the verdict."""
+    """ "+2.10% [+1.40, +2.80], n=4, worse": the paired mean gap, its interval and the verdict;
+    a cell past one pass over its data has no verdict."""
+    if not cell.get("one_pass", True):
+        return f"{_iv(cell['gap'])}, n={cell['gap']['n']}, past one pass: not reported"
     return f"{_iv(cell['gap'])}, n={cell['gap']['n']}, {verdict_of(cell)}"
 
 
@@ -95,14 +119,21 @@ def table_rows(result: dict) -> str:
     """One row per length: tokens, tokens per parameter, the shared LR, uniform's test NLL, and
     each schedule's paired gap to uniform with its interval, seeds and verdict."""
     others = compared(result)
-    head = ["steps", "tokens", "tokens / param", "LR", "uniform NLL (± window SE)"]
+    head = ["steps", "tokens", "tokens / param", "epochs", "LR", "uniform NLL (± window SE)"]
     rows = []
     for steps in sorted({c["steps"] for c in result["cells"]}):
         at = {c["schedule"]: c for c in result["cells"] if c["steps"] == steps}
         u = at[paper.UNIFORM]
         gaps = [gap_cell(at[s]) if s in at and "gap" in at[s] else "-" for s in others]
         nll = f"{u['mean_nll']:.3f} ± {u['se_windows']:.3f}"
-        row = [steps, f"{u['tokens'] / 1e6:.2f}M", f"{u['tokens_per_param']:.0f}", f"{u['lr']:g}"]
+        passes = f"{u['epochs']:.2f}" if u.get("epochs") is not None else "-"
+        row = [
+            steps,
+            f"{u['tokens'] / 1e6:.2f}M",
+            f"{u['tokens_per_param']:.0f}",
+            passes,
+            f"{u['lr']:g}",
+        ]
         rows.append([*row, nll, *gaps])
     return md_table(head + [f"{label(s)} vs uniform" for s in others], rows)
 
