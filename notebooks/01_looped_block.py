@@ -262,7 +262,7 @@ torch.manual_seed(0)
 untrained = LoopedTransformer(run_cfg.model).eval()
 stats = {"trained at K=4": dynamics(model, x, 16), "untrained": dynamics(untrained, x, 16)}
 
-fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+fig, axes = plt.subplots(1, 3, figsize=(11.5, 3.6))
 for (name, s), fmt in zip(stats.items(), ("o-", "s--")):
     axes[0].plot(depths, s["norm"], fmt, label=name)
     axes[1].plot(depths[1:], s["turn"], fmt, label=name)

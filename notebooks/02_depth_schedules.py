@@ -65,9 +65,10 @@ SPECS = {  # the paper's three schedules (looped.paper), then the two baselines
     "curriculum": "curriculum:start=1,end=16,frac=0.5",
 }
 schedules = {name: parse_schedule(spec, seed=0) for name, spec in SPECS.items()}
+wide = max(map(len, schedules)), max(len(str(s)) for s in schedules.values())  # the columns
 for name, s in schedules.items():
     assert str(s) == SPECS[name]  # the canonical spec round-trips
-    print(f"{name:<20} {s!s:<46} largest K {s.max_depth()}")
+    print(f"{name:<{wide[0]}}  {s!s:<{wide[1]}}  largest K {s.max_depth()}")
 
 # %% [markdown]
 # ### Fixed-first, in code
@@ -150,7 +151,7 @@ for name, s in schedules.items():
 # sampled steps that share it.
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), sharey=True)
+fig, axes = plt.subplots(1, 3, figsize=(11.5, 3.4), sharey=True)
 for ax, name in zip(axes, (label(UNIFORM), "log-normal Poisson", label(FIXED_FIRST))):
     s = schedules[name]
     exact = s.probs(T - 1, T)  # for fixed-first: the finishing phase
@@ -281,12 +282,14 @@ style.show(fig)
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.8))
 uniform_total = schedules[label(UNIFORM)].mean_depth(T) * T
-for name, s in schedules.items():
-    cumulative = np.cumsum([s.expected_depth(int(i), T) for i in steps])
-    dashes = "--" if name == label(FIXED_FIRST) else "-"  # fixed K=4's line until the switch
-    ax.plot(
-        steps, cumulative / uniform_total, dashes, label=f"{name} ({s.mean_depth(T) / 8.5:.0%})"
-    )
+loops = {n: np.cumsum([s.expected_depth(int(i), T) for i in steps]) for n, s in schedules.items()}
+for name, cumulative in loops.items():
+    shown, text = steps, f"{name} ({schedules[name].mean_depth(T) / 8.5:.0%})"
+    if name == label(FIXED_FIRST):  # fixed K=4's line until the switch: drawn from there on
+        shown = steps[np.argmax(cumulative != loops[label(FIXED)]) - 1 :]
+        text += f"\n({label(FIXED)}'s line until the switch)"
+    dashes = "--" if name == label(FIXED_FIRST) else "-"
+    ax.plot(shown, cumulative[shown] / uniform_total, dashes, label=text)
 ax.set(
     xlabel="optimizer step",
     ylabel="loops run / uniform's total",
