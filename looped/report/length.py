@@ -199,7 +199,8 @@ def facts_rows(result: dict) -> str:
         "model": f"d={st['setup']['d_model']}, one looped layer, {first['params']:,} parameters "
         f"({first['params_non_embedding']:,} outside the embedding)",
         "batch": f"{st['setup']['batch_size']}x{st['setup']['seq_len']} tokens per step",
-        f"LR sweep (uniform, seeds {', '.join(map(str, st['lr_seeds']))})": sweep,
+        f"LR sweep (uniform, LR seed{'s' * (len(st['lr_seeds']) > 1)} "
+        f"{', '.join(map(str, st['lr_seeds']))})": sweep,
         "baselines (test windows)": f"unigram {base['unigram']:.3f}, bigram "
         f"{base['bigram']:.3f} nats/token",
         "rounds": f"{', '.join(map(str, planned))} seeds (--max-seeds {st['max_seeds']}); "
