@@ -5,6 +5,9 @@
 # CPU-only machines pins the CPU build that lies on disk: `make test TORCH_SPEC=torch==2.13.0`.
 PYTHON ?= python3
 VENV ?= .venv
+# pytest-xdist workers; a notebook's cells share one kernel, so a file's tests stay on one worker
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 TORCH_SPEC ?= torch
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -30,13 +33,13 @@ flops: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
+	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider $(XDIST)
 
 # The inner loop: lint and the tests not marked slow (no training grids, torchrun or notebooks).
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest tests -m "not slow" -p no:cacheprovider
+	$(BIN)/python -m pytest tests -m "not slow" -p no:cacheprovider $(XDIST)
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -36,17 +36,24 @@ def test_the_presets_reproduce_the_abstracts_savings(preset):
         assert rows[schedule] == pytest.approx(saving, abs=0.005), schedule
 
 
-def test_labels_colours_and_fixed_first_facts():
-    assert [paper.label(s) for s in paper.MAIN_SCHEDULES] == [
-        "fixed K=4",
-        "fixed-first K=4 (80%)",
-        "uniform 1..16",
-    ]
-    assert paper.label("fixed:8") == "fixed K=8"
-    assert paper.color_of(paper.FIXED_FIRST) == paper.color_of("fixed-first K=4 (80%)") is not None
-    assert paper.color_of("fixed K=8") is None
-    assert paper.fixed_phase() == (4, 0.8) and paper.fixed_phase(paper.RECIPE_200M) == (2, 0.67)
-    assert paper.fixed_depth("fixed:8") == 8
+def test_every_shown_schedule_is_told_apart_and_its_label_states_its_fixed_phase():
+    """A legend tells each schedule apart (its own label, colour and marker), finds the same
+    entry from the spec or the label, and a fixed-first label states the K and the share of
+    steps its spec trains at, also for a recipe SHOWN leaves out."""
+    for part in range(3):
+        assert len({entry[part] for entry in paper.SHOWN.values()}) == len(paper.SHOWN)
+    for spec in paper.SHOWN:
+        name = paper.label(spec)
+        assert (paper.color_of(name), paper.marker_of(name)) == (
+            paper.color_of(spec),
+            paper.marker_of(spec),
+        )
+        if spec.startswith("fixed-first"):
+            k, frac = paper.fixed_phase(spec)
+            assert f"K={k} ({frac:.0%})" in name
+    assert paper.label("fixed-first:k=3,frac=0.5,then=uniform:1-16").endswith("K=3 (50%)")
+    assert paper.color_of(paper.label("fixed:8")) is None
+    assert paper.fixed_depth("fixed:8") == 8 and "8" in paper.label("fixed:8")
     with pytest.raises(ValueError, match="not a fixed-first"):
         paper.fixed_phase(paper.UNIFORM)
 
