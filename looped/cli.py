@@ -1,7 +1,7 @@
 """The ``looped`` command line: one entry point routing to one module per subcommand.
 
     looped demo [--quick] [--out DIR]           # the scaled-down reproduction (figures + tables)
-    looped fidelity | length | diagnose | samples [--quick]   # the studies (text and bios)
+    looped length | diagnose | samples [--quick] # the studies (text and bios)
     looped train --config tiny --out runs/r     # train one run (also under torchrun)
     looped eval --run runs/r --depths 1-16      # NLL / recall at serving depths
     looped downstream --run runs/r --tasks piqa # zero-shot multiple choice at serving depths
@@ -22,7 +22,6 @@ from looped.errors import UserError
 # subcommand -> its one-line help; its module is looped.commands.<subcommand>
 HELP = {
     "demo": "train and evaluate the small schedule grid, write figures/results",
-    "fidelity": "text track: held-out NLL across depths, equal tokens",
     "train": "train one run from a preset or YAML config",
     "eval": "evaluate a run at serving depths (NLL, recalled bits)",
     "flops": "modeled training compute per preset and schedule",

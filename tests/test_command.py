@@ -10,9 +10,9 @@ from looped.cli import main as cli
 from looped.errors import UserError
 from looped.experiments.results import read_results_file, write_result
 
-STUDIES = ("demo", "fidelity", "diagnose", "length", "samples")
+STUDIES = ("demo", "diagnose", "length", "samples")
 REFERENCED = ("demo", "diagnose", "length", "samples")  # those with a committed result
-POOLED = ("demo", "fidelity", "diagnose", "length")  # those that train on a worker pool
+POOLED = ("demo", "diagnose", "length")  # those that train on a worker pool
 
 
 @pytest.mark.parametrize("study", REFERENCED)
@@ -34,16 +34,6 @@ def test_the_shared_flags_mean_the_same_in_every_study(capsys):
         shown = capsys.readouterr().out
         assert "--out" in shown, study
         assert ("--reference" in shown) == (study in REFERENCED), study
-
-
-def test_a_study_without_a_committed_result_refuses_reference(tmp_path, monkeypatch, capsys):
-    """`looped fidelity` writes to its --out only: `--reference` is no flag of it."""
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as exit_:
-        cli(["fidelity", "--quick", "--reference"])
-    assert exit_.value.code == 2
-    assert "unrecognized arguments: --reference" in capsys.readouterr().err
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_results_file_round_trips_and_ends_with_a_newline(tmp_path, capsys):

@@ -145,7 +145,8 @@ def test_each_verdict_from_a_constructed_interval(lo, hi, expected):
 
 # -- the planner -------------------------------------------------------------------------------
 def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
-    from looped.experiments.length import QUICK, plan
+    from looped.experiments.engine import plan
+    from looped.experiments.length import QUICK
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
@@ -167,7 +168,7 @@ def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
 
 
 def test_an_edge_choice_extends_the_sweep_on_that_side_at_that_length_only():
-    from looped.experiments.length import extended
+    from looped.experiments.engine import extended
 
     grid = {"a": dict.fromkeys((1e-3, 3e-3, 1e-2), (30, 60)), "b": {1e-3: (30,), 3e-3: (30,)}}
     chosen = {"a": {30: {"lr": 1e-2, "edge": "high"}, 60: {"lr": 3e-3, "edge": None}},
@@ -238,7 +239,8 @@ def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
 
 def _synthetic_study() -> dict:
     """A length.json as `looped length` writes it, with made-up numbers: 4 lengths, 4 seeds."""
-    from looped.experiments.length import SCHEDULES, TOLERANCE, seed_trends, sequential_cells
+    from looped.experiments.engine import SCHEDULES
+    from looped.experiments.length import TOLERANCE, seed_trends, sequential_cells
 
     rows = []
     for i, steps in enumerate((30, 60, 120, 240)):
@@ -274,7 +276,8 @@ def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigr
 
 
 def test_a_length_added_after_the_trunks_ran_branches_at_a_checkpoint_they_hold(tmp_path: Path):
-    from looped.experiments.length import QUICK, plan
+    from looped.experiments.engine import plan
+    from looped.experiments.length import QUICK
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
@@ -305,7 +308,8 @@ def test_samples_continue_the_length_studys_models_at_every_serving_depth(tmp_pa
     from dataclasses import replace
 
     from looped.experiments import samples
-    from looped.experiments.length import QUICK, name_of
+    from looped.experiments.engine import name_of
+    from looped.experiments.length import QUICK
     from looped.experiments.runner import RunSpec, execute
     from looped.experiments.textsetup import ensure_corpus, run_config
 

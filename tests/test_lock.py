@@ -1,4 +1,4 @@
-"""A run directory has one writer: a second `looped train` (or demo, fidelity, diagnose, pool run)
+"""A run directory has one writer: a second `looped train` (or demo, diagnose, pool run)
 into a directory another live process writes is refused with one line naming the holder, before
 it writes anything; a lock left by a process that died is taken over, with a line that says so."""
 
@@ -191,14 +191,12 @@ def test_a_second_quick_demo_into_one_directory_is_refused(tmp_path):
 
 
 def test_every_writer_takes_the_lock_before_writing(tmp_path):
-    """train, mark_diverged (the pool's other write), and the demo, fidelity and diagnose
+    """train, mark_diverged (the pool's other write), and the demo and diagnose
     output directories: each refuses a directory another writer holds, before any write."""
     from looped.experiments.bios import QUICK as DEMO
     from looped.experiments.demo import run_demo
     from looped.experiments.diagnose import QUICK as DIAGNOSE
     from looped.experiments.diagnose import run_diagnose
-    from looped.experiments.fidelity import QUICK as FIDELITY
-    from looped.experiments.fidelity import run_fidelity
     from looped.experiments.runner import mark_diverged
 
     out = tmp_path / "out"
@@ -207,7 +205,6 @@ def test_every_writer_takes_the_lock_before_writing(tmp_path):
         "train": lambda: train(cfg, out, quiet=True),
         "pool": lambda: mark_diverged(out, cfg, "why"),
         "demo": lambda: run_demo(DEMO, out, out / "figures", quiet=True),
-        "fidelity": lambda: run_fidelity(FIDELITY, out, out / "f.json", out / "figures"),
         "diagnose": lambda: run_diagnose(DIAGNOSE, out, out / "d.json", out / "figures"),
     }
     with dir_lock(out, "the test"):  # another open file: flock refuses it even in this process

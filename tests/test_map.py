@@ -19,7 +19,7 @@ from looped.data.splits import split_of
 from looped.data.text import prepare_documents
 from looped.errors import UserError
 from looped.eval.gapfit import gap_fit
-from looped.experiments import length
+from looped.experiments import engine, length
 from looped.flops import drawn_saving, drawn_seconds
 from looped.report.map import fit_cells, map_rows
 from looped.schedule_spec import parse_schedule
@@ -102,7 +102,7 @@ def _row(schedule: str, seed: int, nll: float, tokens: int, train_tokens: int) -
         "mean_nll": nll,
         "token_nll": [nll] * 16,
         "se": 0.01,
-        **length.epochs_fields(tokens, {"splits": {"train": {"tokens": train_tokens}}}),
+        **engine.epochs_fields(tokens, {"splits": {"train": {"tokens": train_tokens}}}),
     }
 
 

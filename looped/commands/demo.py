@@ -26,6 +26,7 @@ from looped.experiments.demo import (
     run_demo,
     write_timing,
 )
+from looped.experiments.length import LengthSettings
 
 
 def _parser() -> OverrideParser:
@@ -46,14 +47,14 @@ def _parser() -> OverrideParser:
     add(
         "--text-seeds",
         type=int,
-        help="seeds of the text track (default 1: at demo size its models lose to a bigram "
-        "table, so it shows the metric, not a verdict; --reference runs 3)",
+        help="seeds of the text track (default 1: its gap's direction; --reference runs 3, "
+        "an interval)",
     )
     add(
         "--sweep",
         action="store_true",
-        help="first sweep every schedule's LR (both tracks, "
-        "seed 0) and use each one's best; without it, the LRs the reference's sweep chose",
+        help="first sweep the LRs (the bios track's per schedule on seed 0, the text track's "
+        "shared one on seed 100); without it, the LRs the reference's sweep chose",
     )
     add("--no-text", action="store_true", help="the bios grid only (no text track)")
     add(
@@ -106,6 +107,14 @@ def _settings(args: argparse.Namespace) -> DemoSettings:
     return settings
 
 
+def _text_settings(args: argparse.Namespace) -> LengthSettings:
+    """The text track's settings: overrides configure the bios grid, and a `dtype=` both tracks."""
+    text = QUICK_TEXT if args.quick else TEXT
+    if dtype := [o.split("=", 1)[1] for o in args.overrides if o.startswith("dtype=")]:
+        text = replace(text, setup=replace(text.setup, dtype=dtype[-1]))
+    return text
+
+
 def _without_time_to(argv: list[str]) -> list[str]:
     """The command line as a reader would type it: without where its timing was written."""
     drop = {i + 1 for i, arg in enumerate(argv) if arg == "--time-to"}
@@ -126,8 +135,7 @@ def main(argv: list[str]) -> int:
     else:
         out = Path(args.out or ("runs/demo-quick" if args.quick else "runs/demo"))
         figures = Path(args.figures or out / "figures")
-    text = replace(QUICK_TEXT if args.quick else TEXT)
-    text.overrides = text.overrides + args.overrides
+    text = _text_settings(args)
     step_s = calibrate(settings)  # about a second: how fast this machine trains the demo
     if not args.quiet:
         print(expected_time(settings, step_s, args.quick), flush=True)

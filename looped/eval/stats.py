@@ -1,6 +1,6 @@
 """Seed-paired differences, their 95% intervals, and the verdict an interval supports.
 
-    gap = paired_gap(ours=[5.01, 4.98, 5.03], ref=[5.00, 5.02, 4.99])  # relative, per seed
+    gap = ratio_interval([0.002, -0.004, 0.008])  # per-seed relative gaps (`experiments.engine`)
     verdict(gap, tolerance=0.005)       # Verdict.WITHIN / NO_WORSE / BETTER / WORSE / UNDECIDED
 
 Seed s of two schedules shares initialisation, data order and evaluation windows, so the
@@ -76,14 +76,6 @@ def interval(values: list[float]) -> Interval:
     return Interval(mean, mean - half, mean + half, n, tuple(values))
 
 
-def paired_gap(ours: list[float], ref: list[float]) -> Interval:
-    """Relative gap (ours - ref) / ref per seed (positive: ours has the higher NLL), with its
-    interval; the one definition of "vs uniform" the tables and verdicts share."""
-    if len(ours) != len(ref):
-        raise ValueError(f"{len(ours)} seeds against {len(ref)}: a paired gap needs the same seeds")
-    return interval([(a - b) / b for a, b in zip(ours, ref)])
-
-
 def ratio_interval(values: list[float]) -> Interval:
     """The paired gap from per-seed relative gaps (ours / ref - 1), its interval taken over log
     ratios: the one gap definition, never below -100% (a plain interval can be)."""
@@ -121,20 +113,6 @@ def spread(values: list[float]) -> dict[str, Any]:
         "max": float(arr.max()),
         "values": [float(v) for v in arr],
     }
-
-
-# -- learning-rate choice --------------------------------------------------------------------
-def best_lrs(sweep: list[dict]) -> dict[str, float]:
-    """Each schedule's LR with the lowest validation NLL (mean over serving depths, then over
-    the sweep's seeds; ties: the smaller LR). Test windows never choose anything."""
-    by: dict[tuple[str, float], list[float]] = {}
-    for r in sweep:
-        by.setdefault((r["schedule"], r["lr"]), []).append(r.get("val_mean_nll", r["mean_nll"]))
-    best: dict[str, tuple[float, float]] = {}
-    for (schedule, lr), vals in sorted(by.items(), key=lambda kv: kv[0][1]):
-        if schedule not in best or np.mean(vals) < best[schedule][0]:
-            best[schedule] = (float(np.mean(vals)), lr)
-    return {s: lr for s, (_, lr) in best.items()}
 
 
 # -- baselines and verdicts ------------------------------------------------------------------

@@ -9,6 +9,7 @@ prefix with a longer one branches off its checkpoint (`experiments.plan`), exact
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,7 +21,8 @@ from looped import paper
 from looped.config import TrainConfig, load_config
 from looped.data.batching import build_source
 from looped.eval.evaluate import token_nll_of
-from looped.eval.stats import best_lrs, spread
+from looped.eval.stats import spread
+from looped.experiments.engine import choose_lr, paired_values
 from looped.experiments.plan import Planner
 from looped.experiments.probes import update_benefit
 from looped.experiments.results import before_branch, branched_wall, diverged
@@ -312,8 +314,16 @@ def sweep_bios(
             lr = configs[s.name].optim.lr
             sweep.append({"schedule": s.schedule, "label": label(s.schedule), "lr": lr})
             sweep[-1] |= {"mean_nll": None, "diverged": True}
-    best = best_lrs([r for r in sweep if r["mean_nll"] is not None])
-    return specs, configs, sweep, best, trained
+    return specs, configs, sweep, best_lrs(sweep), trained
+
+
+def best_lrs(sweep: list[dict]) -> dict[str, float]:
+    """Each schedule's LR by `engine.choose_lr` over its sweep rows (a diverged one never wins)."""
+    by: dict[str, dict[float, list[float]]] = {}
+    for r in sweep:
+        nll = math.inf if r["mean_nll"] is None else r["mean_nll"]
+        by.setdefault(r["schedule"], {}).setdefault(r["lr"], []).append(nll)
+    return {s: c["lr"] for s, v in by.items() if (c := choose_lr(v)) is not None}
 
 
 def probe_benefit(specs: list[BiosRun], runs_dir: Path) -> list[dict]:
@@ -393,16 +403,12 @@ def bios_summary(rows: list[dict], budget: float, tokens: bool = False) -> list[
 
 def _summary_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
     """One schedule's row: seed means, the seed spread of its mean fact NLL and of its paired gap."""
-    seeds, depths = {r["seed"]: r for r in uni}, runs[0]["depths"]
+    depths = runs[0]["depths"]
     shown = [k for k in (1, 4, 8, 16) if k in depths]
     bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
     nll = spread([float(np.mean(r["fact_nll"])) for r in runs])
     u_nll = float(np.mean([np.mean(r["fact_nll"]) for r in uni]))
-    paired = [
-        float(np.mean(r["fact_nll"]) / np.mean(seeds[r["seed"]]["fact_nll"]) - 1)
-        for r in runs
-        if r["seed"] in seeds
-    ]
+    paired = paired_values(runs, uni, lambda r: np.mean(r["fact_nll"]))
     return {
         "schedule": schedule,
         "label": label(schedule),

@@ -1,5 +1,5 @@
 """The scaled-down reproduction: the bios grid (`experiments.bios`) and the text track
-(`experiments.fidelity` at demo size), then the paper's Fig. 4 probe, the figures and optional
+(the text study, `experiments.length`, at one length), then the paper's Fig. 4 probe, the figures and optional
 catch-up runs, each phase timed. The committed results/demo.json and figures/ are the reference
 the docs show; a plain `looped demo` writes under runs/ only. Finished runs are reused.
 """
@@ -23,30 +23,34 @@ from looped.experiments.bios import (
     probe_benefit,
     train_bios,
 )
-from looped.experiments.fidelity import QUICK as QUICK_FIDELITY
-from looped.experiments.fidelity import SETUP, FidelitySettings, compare, run_fidelity
+from looped.experiments.engine import compare
+from looped.experiments.length import QUICK as QUICK_LENGTH
+from looped.experiments.length import TEXT_TABLES, LengthSettings, run_text
 from looped.experiments.results import keep_earlier_times, machine_name, write_result
 from looped.experiments.runner import execute
 from looped.model import LoopedTransformer
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.report import bios as bios_report
+from looped.report import text as text_report
 from looped.report.render import BUDGET_MINUTES, timed_demos
 from looped.runtime.device import fixed_step, pick_device, time_min
 from looped.runtime.lock import dir_lock
 from looped.training.run import make_optimizer
 
-# The text track at demo size (`looped fidelity` at a chosen size), each schedule at the LR the
-# reference's sweep chose. bpe:2048, not 4096: in so narrow a model a 4096-token head costs as
-# much as ~4 loops per token, far more than the head's share in the paper's models.
-TEXT_LR = {UNIFORM: 3e-3, RECIPE_200M: 3e-3, RECIPES_1B[1]: 3e-3, FIXED: 3e-3}
-TEXT = FidelitySettings(
-    setup=replace(SETUP, tokenizer="bpe:2048", d_model=64, val_batches=12, test_batches=12),
-    steps=150,
-    seeds=3,
-    lrs=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2),
-    chosen_lr=dict(TEXT_LR),
+# The text track: the text study (`experiments.length`) at one length, at a size whose models
+# beat the bigram table (d=64, BPE-512, 480 steps: the length study's 480-step cell), every
+# schedule at the LR the length study shares there; `--sweep` chooses it again on seed 100.
+TEXT_LR = 3e-3
+TEXT = LengthSettings(
+    lengths=(480,),
+    lrs=(TEXT_LR,),
+    lr_seeds=(),
+    rounds=(3,),
+    schedules=(UNIFORM, RECIPES_1B[1], RECIPE_200M),
+    tuned_at=0,
 )
-QUICK_TEXT = replace(QUICK_FIDELITY, chosen_lr=dict(TEXT_LR))  # toy size, pydoc corpus
+SWEEP_LRS, SWEEP_SEEDS = (1e-3, 3e-3, 1e-2), (100,)  # the text track's `--sweep`
+QUICK_TEXT = replace(TEXT, setup=QUICK_LENGTH.setup, lengths=(40,), corpus="pydoc")  # toy size
 
 
 REFERENCE = Path("results") / "demo.json"  # the committed reference, relative to the repository
@@ -69,15 +73,12 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
     return bios_report.comparison(result, reference, (out / "demo.json", REFERENCE), figures, text)
 
 
-TEXT_BASES = (("equal_tokens", "tokens"), ("equal_flops", "flops"))  # a text track's tables
-
-
 def _at_seeds(text: dict, seeds: set[int]) -> dict:
     """A text track's result cut to these seeds, its tables recomputed: your seed 0 beside the
     reference's seed 0, not beside its three-seed mean."""
     rows = [r for r in text["runs"] if r["seed"] in seeds]
     schedules = tuple(text["meta"]["settings"]["schedules"])
-    tables = {key: compare(rows, role, schedules) for key, role in TEXT_BASES}
+    tables = {key: compare(rows, role, schedules) for key, role in TEXT_TABLES}
     return {**text, "runs": rows, **tables}
 
 
@@ -135,7 +136,7 @@ def run_demo(
     figures: Path,
     fresh: bool = False,
     quiet: bool = False,
-    text: FidelitySettings | None = None,
+    text: LengthSettings | None = None,
 ) -> dict:
     """The demo's phases, each timed: [bios LR sweep], bios grid, text track, Fig. 4 probe,
     figures, [catch-up runs]; writes OUT/demo.json (and OUT/demo_text.json) and the figures."""
@@ -145,12 +146,9 @@ def run_demo(
         bios = train_bios(settings, runs_dir, fresh, quiet, phases)
         text_on, text_trained = settings.text and text is not None, 0
         if text_on:  # at its own seeds, the bios track's workers
-            started, chosen = time.time(), None if settings.sweep else text.chosen_lr
-            seeds, workers = settings.text_seeds, settings.workers
-            text = replace(text, seeds=seeds, workers=workers, chosen_lr=chosen)
-            paths = (out / "runs" / "text", out / "demo_text.json", figures)
-            done = run_fidelity(text, *paths, fresh, quiet, prefix="text")
-            text_trained, phases["text"] = done["meta"]["runs_trained"], time.time() - started
+            started = time.time()
+            text_trained = run_text_track(settings, text, out, figures, fresh, quiet)
+            phases["text"] = time.time() - started
         benefit = []
         if settings.probe:
             started = time.time()
@@ -172,6 +170,25 @@ def run_demo(
         if not quiet:
             _print_end(result, out, figures, paths)
         return result
+
+
+def run_text_track(
+    settings: DemoSettings, text: LengthSettings, out: Path, figures: Path, fresh: bool, quiet: bool
+) -> int:
+    """The text track at the demo's text seeds and workers (with `--sweep`, the LR chosen on
+    SWEEP_SEEDS): OUT/demo_text.json, its figures and its table; returns the runs it trained."""
+    text = replace(text, rounds=(settings.text_seeds,), workers=settings.workers)
+    if settings.sweep:
+        text = replace(text, lrs=SWEEP_LRS, lr_seeds=SWEEP_SEEDS)
+    result = run_text(text, out / "runs" / "text", fresh, quiet)
+    path = out / "demo_text.json"
+    if result["meta"]["runs_trained"] == 0:
+        keep_earlier_times(result["meta"], path, ("wall_seconds",))
+    write_result(path, result, say=False)
+    paths = text_report.figures(result, figures, "text")
+    print(text_report.format_table(result))  # even with --quiet
+    print(f"wrote {path} and {len(paths)} figures in {figures}")
+    return result["meta"]["runs_trained"]
 
 
 def calibrate(settings: DemoSettings, steps: int = 5) -> float:

@@ -10,12 +10,10 @@ A rerun reuses every finished run (and, `resume_from`, an earlier results file's
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import platform
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,25 +22,28 @@ import numpy as np
 import torch
 
 from looped import paper
-from looped.config import TrainConfig, to_yaml
 from looped.errors import UserError
 from looped.eval import stats
-from looped.eval.heldout import heldout_nll
 from looped.eval.stats import Verdict
-from looped.experiments.plan import Planner
-from looped.experiments.results import diverged, machine_name, own_wall
-from looped.experiments.runner import RunSpec, execute
+from looped.experiments.engine import (
+    MICRO,
+    SCHEDULES,
+    Grid,
+    Planned,
+    Study,
+    compare,
+    paired_gap,
+    score,
+    sweep,
+    sweep_rows,
+)
+from looped.experiments.results import before_branch, branched_wall, machine_name
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import heldout_windows as split_batches
-from looped.model import LoopedTransformer
+from looped.flops import schedule_flops, steps_for_budget, tokens_per_step
 from looped.runtime.metrics import read_metrics
+from looped.schedule_spec import parse_schedule
 
-MICRO = paper.UNIFORM_PER_MICRO  # uniform with a K per micro-batch (4 micro-batches)
-# the per-micro-batch arm draws its partner's 32 sequences once, split into 4 micro-batches
-MICRO_ARGS = paper.UNIFORM, ("depth_per_micro=true", "grad_accum=4", "split_step_batch=true")
-SCHEDULES = (paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M, MICRO)  # the pool's order
-# when the pool starts each schedule's seeds: the 200M recipe's after the first two's, MICRO last
-LATER = {paper.UNIFORM: 0, paper.RECIPES_1B[1]: 0, paper.RECIPE_200M: 20, MICRO: 40}
 TOLERANCE = {paper.RECIPE_200M: 0.005, paper.RECIPES_1B[1]: 0.008, MICRO: 0.005}  # the paper's
 
 
@@ -92,113 +93,6 @@ QUICK = LengthSettings(  # every code path at toy size
 )
 
 
-def name_of(schedule: str, lr: float, seed: int, steps: int) -> str:
-    """A run's directory name (`looped samples` names its fixed K=4 twin here too)."""
-    short = {MICRO: "micro", paper.FIXED: "fixed4"}.get(schedule, "uniform")
-    if schedule.startswith("fixed-first"):
-        k, frac = paper.fixed_phase(schedule)
-        short = f"ff{k}_{round(frac * 100)}"
-    return f"{short}_lr{lr:g}_s{seed}_n{steps}"
-
-
-@dataclass
-class Planned:
-    spec: RunSpec
-    cfg: TrainConfig
-    schedule: str  # the studied schedule (MICRO included)
-    lr: float
-
-
-Grid = dict[str, dict[float, tuple[int, ...]]]  # schedule -> LR -> the lengths trained at it
-
-
-def fingerprint(cfg: TrainConfig) -> str:
-    """A run's config in 16 hex digits, its corpus path left out: a cached row stands for a run
-    only if they agree, so rows from another dtype, device or config version are retrained."""
-    blank = replace(cfg, data=replace(cfg.data, path=""))
-    return hashlib.sha256(to_yaml(blank).encode()).hexdigest()[:16]
-
-
-def plan(
-    settings: LengthSettings,
-    corpus: dict,
-    seeds: list[int] | tuple[int, ...],
-    grid: Grid,
-    runs_dir: Path | None = None,
-) -> dict[str, Planned]:
-    """Runs of (schedule, LR, seed) at each of the grid's lengths: shorter ones branch off the
-    longest where they agree, or at a checkpoint a finished trunk in `runs_dir` holds."""
-    planner, runs = Planner(), {}
-    for schedule, by_lr in grid.items():
-        spec_s, extra = MICRO_ARGS if schedule == MICRO else (schedule, ())
-        for lr, lengths in by_lr.items():
-            for seed in seeds:
-                trunk, kw = None, {"schedule": spec_s, "lr": lr, "seed": seed, "extra": extra}
-                for steps in sorted(lengths, reverse=True):
-                    cfg = run_config(settings.setup, corpus, steps=steps, **kw)
-                    if schedule == MICRO:  # the same tokens per step, in 4 micro-batches,
-                        cfg.batch_size //= 4  # and the same validation windows as the others
-                        cfg.eval_batches *= 4
-                    name = name_of(schedule, lr, seed, steps)
-                    priority = (
-                        0 if seed in settings.lr_seeds else 1 + seed + LATER.get(schedule, 20)
-                    )
-                    spec = RunSpec(name, spec_s, seed, steps, may_diverge=True, priority=priority)
-                    parents = [trunk.spec.name] if trunk is not None else []
-                    planner.add(spec, cfg, parents, runs_dir=runs_dir)
-                    runs[spec.name] = Planned(spec, cfg, schedule, lr)
-                    trunk = trunk or runs[spec.name]
-    return runs
-
-
-@dataclass
-class Study:
-    """A study's runs: trained into `runs_dir` (unless collecting), or an earlier results file's
-    scored rows where name and config agree, so a study on a fresh machine trains only the rest."""
-
-    settings: LengthSettings
-    corpus: dict
-    runs_dir: Path
-    train: bool = True
-    cached: dict[str, dict] = field(default_factory=dict)  # run name -> its scored row
-    batches: list = field(default_factory=list)  # the test windows every run is scored on
-    bigram: float = math.inf  # the bigram table's test NLL: a run's plateau ends below it
-
-    def plan(self, seeds: list[int] | tuple[int, ...], grid: Grid) -> dict[str, Planned]:
-        return plan(self.settings, self.corpus, seeds, grid, self.runs_dir)
-
-    def row(self, p: Planned) -> dict | None:
-        r = self.cached.get(p.spec.name)
-        return r if r is not None and r.get("config_sha") == fingerprint(p.cfg) else None
-
-    def finished(self, p: Planned) -> bool:
-        return self.row(p) is not None or (self.runs_dir / p.spec.name / "summary.json").is_file()
-
-    def val_nll(self, p: Planned) -> float:
-        """Mean validation NLL over serving depths 1..16 (final eval); infinite if it diverged."""
-        if (r := self.row(p)) is not None:
-            return r["val_nll"]
-        if diverged(self.runs_dir / p.spec.name):
-            return math.inf
-        evals = [m for m in read_metrics(self.runs_dir / p.spec.name) if m["kind"] == "eval"]
-        nll = evals[-1].get("token_nll", evals[-1].get("nll"))
-        return float(np.mean(list(nll.values())))
-
-    def run(self, runs: dict[str, Planned]) -> None:
-        """Train every trunk family (a trunk and its branches) with an uncached run, whole: the
-        branches need the trunk's checkpoints; the pool skips what is finished on disk."""
-        if not self.train:
-            return
-        family = {n: n for n in runs}
-        for n, p in runs.items():
-            while p.spec.parent in runs:
-                family[n], p = p.spec.parent, runs[p.spec.parent]
-        missing = {family[n] for n, p in runs.items() if self.row(p) is None}
-        todo = [p for n, p in runs.items() if family[n] in missing]
-        cfgs = {p.spec.name: p.cfg for p in todo}
-        execute([p.spec for p in todo], cfgs, self.runs_dir, self.settings.workers, False, False)
-
-
 def read_results(path: str) -> dict:
     """An earlier results file as a dict, or one line naming the file and what to do."""
     if not Path(path).is_file():
@@ -235,73 +129,6 @@ def cached_rows(path: str | None, corpus: dict, dtype: str) -> dict[str, dict]:
     return rows_of(read_results(path), path, corpus, dtype) if path else {}
 
 
-def choose(runs: dict[str, Planned], study: Study) -> dict:
-    """Per schedule and length, from each LR's validation NLLs on the LR seeds (infinite for a
-    diverged run): the LR of the lowest mean (ties: the smaller LR), every LR's mean, and whether
-    the choice sits at an edge of the LRs tried ("low" or "high"; None inside)."""
-    table: dict[tuple[str, int], dict[float, list[float]]] = {}
-    for p in runs.values():
-        if study.finished(p):
-            vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
-            vals.append(study.val_nll(p))
-    out: dict[str, dict[int, dict]] = {}
-    for (schedule, steps), by_lr in table.items():
-        means = {lr: float(np.mean(v)) for lr, v in by_lr.items()}
-        finite = {lr: m for lr, m in means.items() if math.isfinite(m)}
-        best = min(sorted(finite), key=lambda lr: finite[lr])
-        edge = "low" if best == min(means) else "high" if best == max(means) else None
-        out.setdefault(schedule, {})[steps] = {"lr": best, "val": means, "edge": edge}
-    return out
-
-
-def sweep_rows(runs: dict[str, Planned], study: Study) -> list[dict]:
-    """The LR seeds' runs as the results file keeps them (reusable with `resume_from`)."""
-    return [
-        {
-            "run": n,
-            "config_sha": fingerprint(p.cfg),
-            "schedule": p.schedule,
-            "lr": p.lr,
-            "seed": p.spec.seed,
-            "steps": p.spec.steps,
-            "val_nll": study.val_nll(p),
-        }
-        for n, p in sorted(runs.items())
-        if study.finished(p)
-    ]
-
-
-def extended(grid: Grid, chosen: dict) -> Grid:
-    """The grid with one more LR (/3 or x3) beyond each edge a length chose, at that length only
-    (a short run that wants a larger LR does not make the long runs train at it)."""
-    out = {s: dict(by_lr) for s, by_lr in grid.items()}
-    for s, by_len in chosen.items():
-        for n, c in by_len.items():
-            if c["edge"]:
-                lr = float(f"{c['lr'] / 3 if c['edge'] == 'low' else c['lr'] * 3:.3g}")
-                out[s][lr] = tuple(sorted({*out[s].get(lr, ()), int(n)}))
-    return out
-
-
-def sweep(study: Study, grid: Grid, rounds: int = 2) -> tuple[dict[str, Planned], dict]:
-    """The sweep of `grid` on the LR seeds and each (schedule, length)'s LR; a choice at an edge
-    extends the LRs tried there and chooses again (at most `rounds` times)."""
-    seeds = study.settings.lr_seeds
-    for _ in range(rounds + 1):
-        runs = study.plan(seeds, grid)
-        study.run(runs)
-        chosen = choose(runs, study)
-        wider = extended(grid, chosen)
-        if wider == grid:
-            break
-        if not study.train:  # collecting: follow an extension only as far as training went
-            more = study.plan(seeds, wider)
-            if not any(study.finished(p) for n, p in more.items() if n not in runs):
-                break
-        grid = wider
-    return runs, chosen
-
-
 def shared_lrs(settings: LengthSettings, chosen: dict) -> dict[int, float]:
     """Each length's shared LR: uniform's choice there, or at the longest swept length."""
     by_len = chosen.get(paper.UNIFORM, {})
@@ -323,60 +150,6 @@ def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set)
             by_lr = grid.setdefault(s, {})
             by_lr[lrs[n]] = tuple(sorted({*by_lr.get(lrs[n], ()), n}))
     return grid
-
-
-def score(runs: dict[str, Planned], study: Study) -> list[dict]:
-    """One row per finished reported run, scored on the test windows once (cached in `study`)."""
-    rows = []
-    for p in runs.values():
-        if (cached := study.row(p)) is not None:
-            rows.append(cached | {"epochs": epochs_of(cached, study.corpus)})
-            continue
-        run_dir = study.runs_dir / p.spec.name
-        if not study.finished(p) or diverged(run_dir):
-            continue
-        model = LoopedTransformer(p.cfg.model)
-        train = [m for m in read_metrics(run_dir) if m["kind"] == "train"]
-        tokens = p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len
-        study.cached[p.spec.name] = row = {
-            "run": p.spec.name,
-            "config_sha": fingerprint(p.cfg),
-            "schedule": p.schedule,
-            "label": paper.label(p.schedule),
-            "steps": p.spec.steps,
-            "seed": p.spec.seed,
-            "lr": p.lr,
-            "tokens": tokens,
-            **epochs_fields(tokens, study.corpus),
-            "d_model": p.cfg.model.d_model,
-            "vocab_size": p.cfg.model.vocab_size,
-            "params": model.num_params(),
-            "params_non_embedding": model.num_params(non_embedding=True),
-            "escape_step": escape_step(train, study.bigram),
-            "own_wall": own_wall(train),
-            "val_nll": study.val_nll(p),
-            **heldout_nll(run_dir, p.cfg, study.batches),
-        }
-        rows.append(row)
-    order = {s: i for i, s in enumerate(SCHEDULES)}
-    key = lambda r: (r["steps"], order.get(r["schedule"], 9), r["schedule"], r["seed"], r["lr"])  # noqa: E731
-    return sorted(rows, key=key)
-
-
-def escape_step(train: list[dict], bigram: float) -> int | None:
-    """The first logged step whose train loss is below the bigram table's NLL: where a run
-    leaves its early plateau (None: it never does, or no bigram was given)."""
-    return next((int(m["step"]) for m in train if m["loss"] < bigram), None)
-
-
-def epochs_fields(tokens: int, corpus: dict) -> dict[str, float]:
-    """Passes over the train split: past 1, a run has seen some tokens twice."""
-    return {"epochs": tokens / corpus["splits"]["train"]["tokens"]}
-
-
-def epochs_of(row: dict, corpus: dict) -> float:
-    """A row's passes; rows written before `epochs` was recorded get it here."""
-    return row.get("epochs", epochs_fields(row["tokens"], corpus)["epochs"])
 
 
 def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list, list, dict]:
@@ -510,20 +283,16 @@ def judged_cell(
 ) -> dict:
     """One schedule at one length against uniform's same seeds: the paired gap's group-sequential
     interval and verdict at `tol`, the gap at K=1, 4 and 16, and whether the cell stays open."""
-    by_seed = {r["seed"]: r for r in uni}
-    mine = [r for r in mine if r["seed"] in by_seed]
-    ref = [by_seed[r["seed"]] for r in mine]
-
-    def gap_of(nll: Callable[[dict], float]) -> stats.Interval:
-        return stats.sequential_ratio([nll(a) / nll(b) - 1 for a, b in zip(mine, ref)], looks)
-
-    cell, gap = _cell_base(mine, bigram), gap_of(lambda r: r["mean_nll"])
+    paired = {r["seed"] for r in uni}
+    mine = [r for r in mine if r["seed"] in paired]
+    cell, gap = _cell_base(mine, bigram), paired_gap(mine, uni, looks=looks)
+    ref = [r for r in uni if r["seed"] in {m["seed"] for m in mine}]
     informative = cell["beats_bigram"] and max(r["mean_nll"] for r in ref) < bigram
     found = Verdict.UNDECIDED
     if gap.n > 1 or not informative:
         found = stats.verdict(gap, tol, informative)
     by_depth = {
-        str(k): gap_of(lambda r, k=k: r["token_nll"][k - 1]).as_dict()
+        str(k): paired_gap(mine, uni, lambda r, k=k: r["token_nll"][k - 1], looks).as_dict()
         for k in DEPTHS_SHOWN
         if len(mine[0]["token_nll"]) >= k
     }
@@ -601,7 +370,7 @@ def tuned_cells(rows: list[dict], own: dict[str, float], tolerance: dict[str, fl
         pairs = [(r, uni[r["seed"]]) for r in mine if r["seed"] in uni]
         if len(pairs) < 2:
             continue
-        gap = stats.ratio_interval([a["mean_nll"] / b["mean_nll"] - 1 for a, b in pairs])
+        gap = paired_gap(mine, list(uni.values()))
         out.append(
             {
                 "schedule": s,
@@ -613,3 +382,97 @@ def tuned_cells(rows: list[dict], own: dict[str, float], tolerance: dict[str, fl
             }
         )
     return out
+
+
+# -- the demo's text track: the study at one length, at equal tokens and at equal FLOPs ---------
+def flop_lengths(settings: LengthSettings, corpus: dict, steps: int) -> dict[str, int]:
+    """Uniform's steps at each other schedule's modeled FLOPs over `steps` steps."""
+    out = {}
+    for s in (x for x in settings.schedules if x not in (paper.UNIFORM, MICRO)):
+        cfg = run_config(settings.setup, corpus, schedule=s, lr=1e-3, seed=0, steps=steps)
+        per_step, uniform = tokens_per_step(cfg), parse_schedule(paper.UNIFORM)
+        budget = schedule_flops(cfg.model, parse_schedule(s), steps, per_step, cfg.seq_len)
+        out[s] = steps_for_budget(cfg.model, uniform, budget, per_step, cfg.seq_len)
+    return out
+
+
+def run_text(settings: LengthSettings, out: Path, fresh: bool = False, quiet: bool = False) -> dict:
+    """The study at its one length (`lengths[0]`): the shared LR (swept on the LR seeds, or
+    `lrs[0]` without any), the first round's seeds, each schedule against uniform at equal
+    tokens and against uniform cut to its modeled FLOPs; the result as `report.text` reads it."""
+    t0, n = time.time(), settings.lengths[0]
+    corpus = ensure_corpus(settings.setup, out, settings.corpus, quiet=quiet)
+    base = baselines(settings.setup, corpus, out / "baselines.json")
+    batches = split_batches(settings.setup, corpus)
+    bigram = base["test"]["bigram"]
+    study = Study(settings, corpus, out / "runs", True, {}, batches, bigram, fresh, quiet)
+    swept, lr = {}, settings.lrs[0]
+    if settings.lr_seeds:
+        swept, chosen = sweep(study, {paper.UNIFORM: dict.fromkeys(settings.lrs, (n,))})
+        lr = shared_lrs(settings, chosen)[n]
+    cut = flop_lengths(settings, corpus, n)
+    grid = {s: {lr: (n,)} for s in settings.schedules} | {paper.UNIFORM: {lr: (n, *cut.values())}}
+    runs = study.plan(range(settings.rounds[0]), grid)
+    trained = study.run(runs)
+    roles = {
+        (paper.UNIFORM, m): {f"flops:{s}" for s, k in cut.items() if k == m} for m in cut.values()
+    }
+    rows = [
+        text_run(r, runs[r["run"]], study, roles.get((r["schedule"], r["steps"]), set()))
+        for r in score(runs, study)
+    ]
+    result = {
+        "meta": text_meta(settings, corpus, study, trained) | {"wall_seconds": time.time() - t0},
+        "runs": rows,
+        "sweep": [
+            r | {"mean_nll": r["val_nll"], "label": paper.label(r["schedule"])}
+            for r in sweep_rows(swept, study)
+        ],
+        "baselines": base["test"] | {"k": base["k"], "windows": "test"},
+        "chosen_lr": dict.fromkeys(settings.schedules, lr),
+    }
+    tables = {key: compare(rows, role, settings.schedules) for key, role in TEXT_TABLES}
+    return result | tables
+
+
+TEXT_TABLES = (("equal_tokens", "tokens"), ("equal_flops", "flops"))  # the text track's tables
+
+
+def text_run(row: dict, p: Planned, study: Study, flops_roles: set[str]) -> dict:
+    """A scored row as the text track's report reads it: its roles, modeled FLOPs, wall time and
+    training curve as if it had trained from scratch (a branch's parent's share included)."""
+    runs_dir, spec = study.runs_dir, p.spec
+    train = [m for m in read_metrics(runs_dir / spec.name) if m["kind"] == "train"]
+    inherited = before_branch(runs_dir, spec.parent, spec.branch_step)
+    parent = [m for m in inherited if m["kind"] == "train"]
+    per_step, schedule = tokens_per_step(p.cfg), parse_schedule(spec.schedule, spec.seed)
+    roles = flops_roles | ({"tokens"} if spec.steps == study.settings.lengths[0] else set())
+    return row | {
+        "name": spec.name,
+        "roles": sorted(roles),
+        "flops": schedule_flops(p.cfg.model, schedule, spec.steps, per_step, p.cfg.seq_len),
+        "wall": branched_wall(train, parent, spec.branch_step),
+        "depths": list(range(1, len(row["token_nll"]) + 1)),
+        "val_mean_nll": row["val_nll"],
+        "se_windows": row["se"],
+        "curve": [[m["step"], m["loss"], m["depth"]] for m in parent + train],
+    }
+
+
+def text_meta(settings: LengthSettings, corpus: dict, study: Study, trained: int) -> dict:
+    """What the text track's result says of itself: its settings, corpus, machine and dtype."""
+    s = settings.setup
+    splits = {k: v["tokens"] for k, v in corpus["splits"].items()}
+    keys = ("tokenizer", "d_model", "n_head", "batch_size", "seq_len", "warmup_steps")
+    return {
+        "settings": {"dataset": corpus["dataset"], **{k: getattr(s, k) for k in keys}}
+        | {"steps": settings.lengths[0], "seeds": settings.rounds[0], "lrs": list(settings.lrs)}
+        | {"lr_seeds": list(settings.lr_seeds), "schedules": list(settings.schedules)}
+        | {"workers": settings.workers},
+        "machine": machine_name(),
+        "corpus": {k: corpus.get(k) for k in ("dataset", "tokenizer", "vocab_size")} | splits,
+        "dtype": run_config(s, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1).dtype,
+        "tokens_per_step": s.batch_size * s.seq_len,
+        "metric": "mean held-out token NLL over serving depths 1..16 (nats/token)",
+        "runs_trained": trained,  # by this invocation (reused ones not counted)
+    }

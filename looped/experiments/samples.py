@@ -16,7 +16,8 @@ from looped import paper
 from looped.data.text import load_tokenizer
 from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
-from looped.experiments.length import LengthSettings, name_of
+from looped.experiments.engine import name_of
+from looped.experiments.length import LengthSettings
 from looped.experiments.runner import RunSpec, execute
 from looped.experiments.textsetup import ensure_corpus, heldout_windows, run_config
 from looped.model import LoopedTransformer

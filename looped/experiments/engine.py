@@ -1,0 +1,366 @@
+"""The study engine: a study declares its grid, what it measures per run and which seeds choose
+the LR; this module does the rest, the same way for every study.
+
+    grid: {schedule: {LR: (lengths...)}} x seeds
+      -> plan       one run per (schedule, LR, seed, length), named by `name_of`; shorter runs
+                    branch off the longest where they agree (`experiments.plan`)
+      -> run        the missing trunk families on the pool (`experiments.runner`); a results
+                    file's scored rows (`Study.cached`) stand for runs whose config agrees
+      -> choose_lr  on the LR seeds (never reported): the lowest mean validation NLL
+      -> score      one row per reported run: what the study measures
+      -> paired_gap each schedule against uniform's same seeds: per seed ours / uniform - 1,
+                    its interval over log ratios (`eval.stats`), then `stats.verdict`
+
+The length study (`experiments.length`), the demo's text track (its one-length configuration)
+and the map's blocks all run through here; the bios grid uses its LR choice and its gap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from looped import paper
+from looped.config import TrainConfig, to_yaml
+from looped.eval import stats
+from looped.eval.heldout import heldout_nll
+from looped.eval.stats import spread
+from looped.experiments.plan import Planner
+from looped.experiments.results import diverged, own_wall
+from looped.experiments.runner import RunSpec, execute
+from looped.experiments.textsetup import run_config
+from looped.model import LoopedTransformer
+from looped.runtime.metrics import read_metrics
+
+MICRO = paper.UNIFORM_PER_MICRO  # uniform with a K per micro-batch (4 micro-batches)
+# the per-micro-batch arm draws its partner's 32 sequences once, split into 4 micro-batches
+MICRO_ARGS = paper.UNIFORM, ("depth_per_micro=true", "grad_accum=4", "split_step_batch=true")
+SCHEDULES = (paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M, MICRO)  # the pool's order
+# when the pool starts each schedule's seeds: the 200M recipe's after the first two's, MICRO last
+LATER = {paper.UNIFORM: 0, paper.RECIPES_1B[1]: 0, paper.RECIPE_200M: 20, MICRO: 40}
+
+Grid = dict[str, dict[float, tuple[int, ...]]]  # schedule -> LR -> the lengths trained at it
+
+
+def name_of(schedule: str, lr: float, seed: int, steps: int) -> str:
+    """A run's directory name, the one every text study uses (`looped samples` names its fixed
+    K=4 twin here too)."""
+    short = {MICRO: "micro", paper.FIXED: "fixed4"}.get(schedule, "uniform")
+    if schedule.startswith("fixed-first"):
+        k, frac = paper.fixed_phase(schedule)
+        short = f"ff{k}_{round(frac * 100)}"
+    return f"{short}_lr{lr:g}_s{seed}_n{steps}"
+
+
+@dataclass
+class Planned:
+    """One planned run: what the pool trains, its config, and what it is to the study."""
+
+    spec: RunSpec
+    cfg: TrainConfig
+    schedule: str  # the studied schedule (MICRO included)
+    lr: float
+
+
+def fingerprint(cfg: TrainConfig) -> str:
+    """A run's config in 16 hex digits, its corpus path left out: a cached row stands for a run
+    only if they agree, so rows from another dtype, device or config version are retrained."""
+    blank = replace(cfg, data=replace(cfg.data, path=""))
+    return hashlib.sha256(to_yaml(blank).encode()).hexdigest()[:16]
+
+
+def plan(
+    settings: Any,
+    corpus: dict,
+    seeds: list[int] | tuple[int, ...],
+    grid: Grid,
+    runs_dir: Path | None = None,
+) -> dict[str, Planned]:
+    """Runs of (schedule, LR, seed) at each of the grid's lengths (`settings`: a text study's,
+    with its `setup` and `lr_seeds`): shorter ones branch off the longest where they agree, or
+    at a checkpoint a finished trunk in `runs_dir` holds."""
+    planner, runs = Planner(), {}
+    for schedule, by_lr in grid.items():
+        spec_s, extra = MICRO_ARGS if schedule == MICRO else (schedule, ())
+        for lr, lengths in by_lr.items():
+            for seed in seeds:
+                trunk, kw = None, {"schedule": spec_s, "lr": lr, "seed": seed, "extra": extra}
+                for steps in sorted(lengths, reverse=True):
+                    cfg = run_config(settings.setup, corpus, steps=steps, **kw)
+                    if schedule == MICRO:  # the same tokens per step, in 4 micro-batches,
+                        cfg.batch_size //= 4  # and the same validation windows as the others
+                        cfg.eval_batches *= 4
+                    name = name_of(schedule, lr, seed, steps)
+                    priority = (
+                        0 if seed in settings.lr_seeds else 1 + seed + LATER.get(schedule, 20)
+                    )
+                    spec = RunSpec(name, spec_s, seed, steps, may_diverge=True, priority=priority)
+                    parents = [trunk.spec.name] if trunk is not None else []
+                    planner.add(spec, cfg, parents, runs_dir=runs_dir)
+                    runs[spec.name] = Planned(spec, cfg, schedule, lr)
+                    trunk = trunk or runs[spec.name]
+    return runs
+
+
+@dataclass
+class Study:
+    """A study's runs: trained into `runs_dir` (unless collecting), or an earlier results file's
+    scored rows where name and config agree, so a study on a fresh machine trains only the rest."""
+
+    settings: Any  # the study's declaration: setup, lr_seeds, workers (a `LengthSettings`)
+    corpus: dict
+    runs_dir: Path
+    train: bool = True
+    cached: dict[str, dict] = field(default_factory=dict)  # run name -> its scored row
+    batches: list = field(default_factory=list)  # the test windows every run is scored on
+    bigram: float = math.inf  # the bigram table's test NLL: a run's plateau ends below it
+    fresh: bool = False  # retrain runs finished on disk
+    quiet: bool = False  # no progress bars
+
+    def plan(self, seeds: list[int] | tuple[int, ...], grid: Grid) -> dict[str, Planned]:
+        return plan(self.settings, self.corpus, seeds, grid, self.runs_dir)
+
+    def row(self, p: Planned) -> dict | None:
+        r = self.cached.get(p.spec.name)
+        return r if r is not None and r.get("config_sha") == fingerprint(p.cfg) else None
+
+    def finished(self, p: Planned) -> bool:
+        return self.row(p) is not None or (self.runs_dir / p.spec.name / "summary.json").is_file()
+
+    def val_nll(self, p: Planned) -> float:
+        """Mean validation NLL over serving depths 1..16 (final eval); infinite if it diverged."""
+        if (r := self.row(p)) is not None:
+            return r["val_nll"]
+        if diverged(self.runs_dir / p.spec.name):
+            return math.inf
+        evals = [m for m in read_metrics(self.runs_dir / p.spec.name) if m["kind"] == "eval"]
+        nll = evals[-1].get("token_nll", evals[-1].get("nll"))
+        return float(np.mean(list(nll.values())))
+
+    def run(self, runs: dict[str, Planned]) -> int:
+        """Train every trunk family (a trunk and its branches) with an uncached run, whole: the
+        branches need the trunk's checkpoints; the pool skips what is finished on disk. Returns
+        how many runs it trained."""
+        if not self.train:
+            return 0
+        family = {n: n for n in runs}
+        for n, p in runs.items():
+            while p.spec.parent in runs:
+                family[n], p = p.spec.parent, runs[p.spec.parent]
+        missing = {family[n] for n, p in runs.items() if self.row(p) is None}
+        todo = [p for n, p in runs.items() if family[n] in missing]
+        cfgs = {p.spec.name: p.cfg for p in todo}
+        specs = [p.spec for p in todo]
+        return execute(specs, cfgs, self.runs_dir, self.settings.workers, self.fresh, self.quiet)
+
+
+# -- the LR: chosen on the LR seeds, never on a reported one ------------------------------------
+def choose_lr(by_lr: dict[float, list[float]]) -> dict | None:
+    """From each LR's validation NLLs (infinite: diverged): the LR of the lowest mean (ties: the
+    smaller LR), every LR's mean, and whether the choice sits at an edge of the LRs tried ("low"
+    or "high"; None inside). None when every LR diverged. The one LR choice of every study."""
+    means = {lr: float(np.mean(v)) for lr, v in by_lr.items()}
+    finite = {lr: m for lr, m in means.items() if math.isfinite(m)}
+    if not finite:
+        return None
+    best = min(sorted(finite), key=lambda lr: finite[lr])
+    edge = "low" if best == min(means) else "high" if best == max(means) else None
+    return {"lr": best, "val": means, "edge": edge}
+
+
+def choose(runs: dict[str, Planned], study: Study) -> dict:
+    """`choose_lr` per schedule and length, over the finished runs of `runs` (the LR seeds')."""
+    table: dict[tuple[str, int], dict[float, list[float]]] = {}
+    for p in runs.values():
+        if study.finished(p):
+            vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
+            vals.append(study.val_nll(p))
+    out: dict[str, dict[int, dict]] = {}
+    for (schedule, steps), by_lr in table.items():
+        if (chosen := choose_lr(by_lr)) is not None:
+            out.setdefault(schedule, {})[steps] = chosen
+    return out
+
+
+def sweep_rows(runs: dict[str, Planned], study: Study) -> list[dict]:
+    """The LR seeds' runs as the results file keeps them (reusable with `resume_from`)."""
+    return [
+        {
+            "run": n,
+            "config_sha": fingerprint(p.cfg),
+            "schedule": p.schedule,
+            "lr": p.lr,
+            "seed": p.spec.seed,
+            "steps": p.spec.steps,
+            "val_nll": study.val_nll(p),
+        }
+        for n, p in sorted(runs.items())
+        if study.finished(p)
+    ]
+
+
+def extended(grid: Grid, chosen: dict) -> Grid:
+    """The grid with one more LR (/3 or x3) beyond each edge a length chose, at that length only
+    (a short run that wants a larger LR does not make the long runs train at it)."""
+    out = {s: dict(by_lr) for s, by_lr in grid.items()}
+    for s, by_len in chosen.items():
+        for n, c in by_len.items():
+            if c["edge"]:
+                lr = float(f"{c['lr'] / 3 if c['edge'] == 'low' else c['lr'] * 3:.3g}")
+                out[s][lr] = tuple(sorted({*out[s].get(lr, ()), int(n)}))
+    return out
+
+
+def sweep(study: Study, grid: Grid, rounds: int = 2) -> tuple[dict[str, Planned], dict]:
+    """The sweep of `grid` on the LR seeds and each (schedule, length)'s LR; a choice at an edge
+    extends the LRs tried there and chooses again (at most `rounds` times)."""
+    seeds = study.settings.lr_seeds
+    for _ in range(rounds + 1):
+        runs = study.plan(seeds, grid)
+        study.run(runs)
+        chosen = choose(runs, study)
+        wider = extended(grid, chosen)
+        if wider == grid:
+            break
+        if not study.train:  # collecting: follow an extension only as far as training went
+            more = study.plan(seeds, wider)
+            if not any(study.finished(p) for n, p in more.items() if n not in runs):
+                break
+        grid = wider
+    return runs, chosen
+
+
+# -- what a text run measures ---------------------------------------------------------------------
+def score(runs: dict[str, Planned], study: Study) -> list[dict]:
+    """One row per finished reported run, scored on the test windows once (cached in `study`)."""
+    rows = []
+    for p in runs.values():
+        if (cached := study.row(p)) is not None:
+            rows.append(cached | {"epochs": epochs_of(cached, study.corpus)})
+            continue
+        run_dir = study.runs_dir / p.spec.name
+        if not study.finished(p) or diverged(run_dir):
+            continue
+        study.cached[p.spec.name] = row = measure(p, study)
+        rows.append(row)
+    order = {s: i for i, s in enumerate(SCHEDULES)}
+    key = lambda r: (r["steps"], order.get(r["schedule"], 9), r["schedule"], r["seed"], r["lr"])  # noqa: E731
+    return sorted(rows, key=key)
+
+
+def measure(p: Planned, study: Study) -> dict:
+    """A finished text run's row: what it was, and its test NLL at every serving depth."""
+    run_dir = study.runs_dir / p.spec.name
+    model = LoopedTransformer(p.cfg.model)
+    train = [m for m in read_metrics(run_dir) if m["kind"] == "train"]
+    tokens = p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len
+    return {
+        "run": p.spec.name,
+        "config_sha": fingerprint(p.cfg),
+        "schedule": p.schedule,
+        "label": paper.label(p.schedule),
+        "steps": p.spec.steps,
+        "seed": p.spec.seed,
+        "lr": p.lr,
+        "tokens": tokens,
+        **epochs_fields(tokens, study.corpus),
+        "d_model": p.cfg.model.d_model,
+        "vocab_size": p.cfg.model.vocab_size,
+        "params": model.num_params(),
+        "params_non_embedding": model.num_params(non_embedding=True),
+        "escape_step": escape_step(train, study.bigram),
+        "own_wall": own_wall(train),
+        "val_nll": study.val_nll(p),
+        **heldout_nll(run_dir, p.cfg, study.batches),
+    }
+
+
+def escape_step(train: list[dict], bigram: float) -> int | None:
+    """The first logged step whose train loss is below the bigram table's NLL: where a run
+    leaves its early plateau (None: it never does, or no bigram was given)."""
+    return next((int(m["step"]) for m in train if m["loss"] < bigram), None)
+
+
+def epochs_fields(tokens: int, corpus: dict) -> dict[str, float]:
+    """Passes over the train split: past 1, a run has seen some tokens twice."""
+    return {"epochs": tokens / corpus["splits"]["train"]["tokens"]}
+
+
+def epochs_of(row: dict, corpus: dict) -> float:
+    """A row's passes; rows written before `epochs` was recorded get it here."""
+    return row.get("epochs", epochs_fields(row["tokens"], corpus)["epochs"])
+
+
+# -- the gap: each schedule against uniform's same seeds ----------------------------------------
+def mean_nll(row: dict) -> float:
+    return row["mean_nll"]
+
+
+def paired_values(
+    mine: list[dict], ref: list[dict], value: Callable[[dict], float] = mean_nll
+) -> list[float]:
+    """The one definition of the gap, per seed: value(ours) / value(ref's same seed) - 1
+    (positive: ours is higher, i.e. behind); seeds `ref` lacks are left out."""
+    by_seed = {r["seed"]: r for r in ref}
+    return [value(r) / value(by_seed[r["seed"]]) - 1 for r in mine if r["seed"] in by_seed]
+
+
+def paired_gap(
+    mine: list[dict],
+    ref: list[dict],
+    value: Callable[[dict], float] = mean_nll,
+    looks: tuple[int, ...] = (),
+) -> stats.Interval:
+    """The paired gap and its 95% interval over log ratios: a t interval, or with `looks` the
+    group-sequential one of a study whose seeds come in rounds."""
+    values = paired_values(mine, ref, value)
+    return stats.sequential_ratio(values, looks) if looks else stats.ratio_interval(values)
+
+
+# -- table rows: each schedule's seeds against uniform's, at equal tokens or equal FLOPs ---------
+def by_role(rows: list[dict], role: str, schedule: str) -> list[dict]:
+    """The rows of one schedule that serve `role` ("tokens", "flops:SCHEDULE"), by seed."""
+    mine = (r for r in rows if role in r["roles"] and r["schedule"] == schedule)
+    return sorted(mine, key=lambda r: r["seed"])
+
+
+def compare(rows: list[dict], role: str, schedules: tuple[str, ...] | list[str]) -> list[dict]:
+    """One row per schedule, its seeds against uniform's at equal steps ("tokens") or at its
+    modeled FLOPs ("flops": uniform cut to them)."""
+    table = []
+    for s in schedules:
+        runs = by_role(rows, "tokens", s)
+        if not runs or (role == "flops" and s == paper.UNIFORM):
+            continue
+        partner = by_role(rows, "tokens" if role == "tokens" else f"flops:{s}", paper.UNIFORM)
+        if partner:
+            table.append(compare_row(s, runs, partner))
+    return table
+
+
+def compare_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
+    """One table row: `runs` (one per seed) against `uni`, uniform's runs, paired by seed."""
+    nll, u_nll = spread([r["mean_nll"] for r in runs]), float(np.mean([u["mean_nll"] for u in uni]))
+    paired = paired_values(runs, uni)
+    flops, u_flops = np.mean([r["flops"] for r in runs]), np.mean([u["flops"] for u in uni])
+    wall, u_wall = np.mean([r["wall"] for r in runs]), np.mean([u["wall"] for u in uni])
+    first = runs[0]  # every seed's run has the same LR, steps, tokens and depths
+    return {
+        **{"schedule": schedule, "label": paper.label(schedule), "lr": first["lr"]},
+        **{"seeds": len(runs), "steps": first["steps"], "tokens": first["tokens"]},
+        "flops": float(flops),
+        "mean_nll": nll,
+        "vs_uniform": paired_gap(runs, uni).mean if paired else nll["mean"] / u_nll - 1,
+        "vs_uniform_by_seed": spread(paired) if paired else None,
+        **{"compute_saving": float(1 - flops / u_flops), "wall_saving": float(1 - wall / u_wall)},
+        "depths": first["depths"],
+        "token_nll": np.mean([r["token_nll"] for r in runs], axis=0).tolist(),
+        "uniform_steps": uni[0]["steps"],
+        "uniform_nll": spread([u["mean_nll"] for u in uni]),
+    }
