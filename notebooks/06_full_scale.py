@@ -325,29 +325,35 @@ print(
 # x-axis the paper uses for matched-compute comparisons) and the depth each step trained at.
 
 # %%
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.6))
-# fixed-first trains at K=4 until its switch, like fixed_k4: distinct markers and dashes, and
-# the depth panel lifts each run by a little, so neither hides the other
+fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 3.6))
+# fixed-first trains at K=4 until its switch exactly as fixed_k4 does (same seed, same batches):
+# drawn from its switch on, as its legend says. From there it draws uniform's depths (the same
+# seed): the depth panel lifts the other two runs apart, so no run hides another
 LOOKS = {
-    "fixed_k4": ("s", "-", -0.25),
+    "fixed_k4": ("s", "-", -0.5),
     "fixed_first": ("^", "--", 0.0),
-    "uniform": ("o", "-", 0.25),
+    "uniform": ("o", "-", 0.5),
 }
+switch = json.loads((runs_dir / "fixed_first" / "summary.json").read_text())["switch_step"]
 for name in SCHEDULES:
     recs = [
         json.loads(line) for line in (runs_dir / name / "metrics.jsonl").read_text().splitlines()
     ]
     train_recs = [r for r in recs if r["kind"] == "train"]
+    text = name
+    if name == "fixed_first":  # from the last record before the switch, so the line attaches
+        first = max(i for i, r in enumerate(train_recs) if r["step"] < switch)
+        train_recs, text = train_recs[first:], f"{name} (fixed_k4's run until step {switch})"
     flops = np.array([r["flops"] for r in train_recs])
     marker, dashes, lift = LOOKS[name]
-    left.plot(flops, [r["loss"] for r in train_recs], dashes, label=name)
+    left.plot(flops, [r["loss"] for r in train_recs], dashes, label=text)
     right.plot(
         [r["step"] for r in train_recs],
         [r["depth"] + lift for r in train_recs],
         marker,
-        ms=4,
+        ms=2.5,
         ls="none",
-        label=name,
+        label=text,
     )
 left.set(
     xlabel="modeled training FLOPs",
@@ -356,7 +362,7 @@ left.set(
 )
 right.set(
     xlabel="optimizer step",
-    ylabel="training depth K (runs lifted ±0.25)",
+    ylabel="training depth K (runs lifted ±0.5)",
     title="Training depth of each logged step",
 )
 for ax in (left, right):

@@ -118,7 +118,7 @@ def shipped_figures(tmp_path_factory):
     def save(fig, path):
         style.finish(fig)  # the layout as saved
         small = checks.small_text(fig, shown=widths[path.name])
-        found[path.name] = checks.readability_problems(fig) + small
+        found[path.name] = checks.readability_problems(fig) + small + checks.unkeyed_marks(fig)
         return original(fig, path)
 
     style.save = save
@@ -413,7 +413,7 @@ def test_one_line_where_they_coincide_merges_only_the_pairs_a_reader_cannot_tell
     ax.plot(DEPTHS, INTERVENTIONS["uniform 1..16, K per micro-batch"], label="b")
     ax.plot(DEPTHS, INTERVENTIONS["fixed K=4"], label="c")
     merged = style.one_line_where_they_coincide(ax)
-    assert merged == ["a and b\n(one line: they coincide; shaded between)"]
+    assert merged == ["a and b\n(drawn as one line: they coincide)"]
     assert [ln.get_label() for ln in ax.lines] == [merged[0], "c"]
     mean = (np.array(INTERVENTIONS["uniform 2..16"]) + INTERVENTIONS[
         "uniform 1..16, K per micro-batch"]) / 2  # fmt: skip
@@ -465,4 +465,26 @@ def test_a_legend_never_covers_a_reference_line_it_names():
     assert any("of 'knows which values occur'" in p for p in found), found
     style.finish(fig)
     assert checks.legend_problems(fig) == []
+    plt.close(fig)
+
+
+def test_every_mark_has_a_key():
+    """A seed band and a reference line at K=4 with no key are found; `style.key` (written as
+    the legend's title by `finish`) and a label on the line key them."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    style.band(ax, DEPTHS, [INTERVENTIONS["uniform 2..16"], INTERVENTIONS["fixed K=4"]], "a", "C0")
+    ax.legend(fontsize=8)
+    fig.canvas.draw()
+    assert checks.unkeyed_marks(fig) == ["'panel 1': shading or bars with no key"]
+    style.finish(fig)  # band() keyed its shading: the legend's title says what it spans
+    assert ax.get_legend().get_title().get_text() == f"shading: {style.SEED_RANGE}"
+    assert checks.unkeyed_marks(fig) == []
+    line = ax.axvline(4, ls=":")
+    assert checks.unkeyed_marks(fig) == ["'panel 1': a reference line with no key"]
+    line.set_label("training depth")
+    ax.legend(fontsize=8)  # a new legend: its title is written again by finish
+    style.finish(fig)
+    assert checks.unkeyed_marks(fig) == []
+    ax.axhline(0, color="k")  # a zero line keys itself
+    assert checks.unkeyed_marks(fig) == []
     plt.close(fig)

@@ -102,6 +102,7 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         kw = {"marker": style.marker(label, i), "color": color, "label": label}
         left.plot(xs, [np.mean(y) for y in ys], **kw, **style.dashes(label))
         left.vlines(xs, [min(y) for y in ys], [max(y) for y in ys], color=color, alpha=0.5)
+        style.key(left, "bars", style.SEED_RANGE)
     left.set(xscale="log", yscale="log")
     left.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ylabel = f"mean {nll_label(result, True)} over depths 1..16"
@@ -176,7 +177,8 @@ def fig5_specialisation(result: dict, path: Path) -> Path:
         marker = ("o", "s", "^", "D", "v", "P")[i % 6]  # models that recall nothing coincide
         kw = {"marker": marker, "ms": 3, "color": color, "label": f"trained at K={k}"}
         left.plot(r["depths"], bits / max(bits.max(), 1e-9), **kw)
-        left.axvline(k, color=color, ls=":", lw=0.8)
+        trained = "dotted: each model's training depth" if i == 0 else None
+        left.axvline(k, color=color, ls=":", lw=0.8, label=trained)
         right.plot(r["depths"], nll(r), **kw)
     left.set_ylabel("recall / peak recall")
     left.set_title("Recall, normalised by each model's peak")
@@ -196,9 +198,12 @@ def fig7_schedules(result: dict, path: Path) -> Path:
         if label not in full:
             continue
         curve = np.asarray(full[label][0]["curve"], dtype=float)
-        ax.scatter(curve[:, 0], curve[:, 2], s=2, color=style.color(label), alpha=0.6)
+        drawn = "the K of each step"
+        ax.scatter(curve[:, 0], curve[:, 2], s=2, color=style.color(label), alpha=0.6, label=drawn)
         if full[label][0].get("switch_step"):
-            ax.axvline(full[label][0]["switch_step"], color="k", ls="--", lw=0.8)
+            switch = full[label][0]["switch_step"]
+            ax.axvline(switch, color="k", ls="--", lw=0.8, label="switch to uniform")
+            ax.legend(fontsize=8, markerscale=3)
         ax.set_title(label)
         ax.set_xlabel("optimizer step")
     axes[0].set_ylabel("training depth K")
@@ -234,7 +239,7 @@ def fig_finish(result: dict, path: Path) -> Path:
     for r in full.get(paper.label(UNIFORM), [])[:1]:
         end = f"{paper.label(UNIFORM)}, end (step {r['steps']})"
         ax.plot(r["depths"], nll(r), "s:", color=style.color(UNIFORM), ms=3, label=end)
-    ax.axvline(4, color="k", ls=":", lw=0.8)
+    ax.axvline(4, color="k", ls=":", lw=0.8, label="fixed-first's fixed depth, K=4")
     ax.set(yscale="log", xlabel="serving depth K", ylabel=nll_label(result))
     ax.set_title("What the finishing phase does (seed 0, full budget)")
     ax.legend(fontsize=8)

@@ -523,6 +523,36 @@ def _shows_data(ax: Any, artist: Any) -> bool:
     return True
 
 
+def _keyed(fig: Any) -> set[str]:
+    """Every label a legend of the figure shows, and whether any legend has a title (the key of
+    marks without an entry of their own, such as seed bands: `style.key`)."""
+    shown = {t.get_text() for legend, _ in legends(fig) for t in legend.get_texts()}
+    titled = any(legend.get_title().get_text() for legend, _ in legends(fig))
+    return shown | ({"<title>"} if titled else set())
+
+
+def unkeyed_marks(fig: Any) -> list[str]:
+    """Marks a reader finds no key for: a reference line (other than a line at zero) that no
+    legend names, and shading or bars (a seed band, an error bar) in a figure whose legends have
+    no title to say what they span. A figure without any legend is read by its labels alone."""
+    keyed = _keyed(fig)
+    if not legends(fig):
+        return []
+    problems = []
+    for i, ax in enumerate(fig.axes):
+        refs = [ln for ln in ax.lines if not _is_data_line(ax, ln) and ln.get_visible()]
+        styles = {ln.get_linestyle() for ln in refs if ln.get_label() in keyed}  # "dotted: ..."
+        for line in refs:
+            xy = np.asarray(line.get_xydata(), dtype=float)
+            at_zero = len(xy) and (np.all(xy[:, 0] == 0) or np.all(xy[:, 1] == 0))
+            if not at_zero and line.get_label() not in keyed and line.get_linestyle() not in styles:
+                problems.append(f"{_panel(ax, i)}: a reference line with no key")
+        spans = [c for c in ax.collections if isinstance(c, PolyCollection | LineCollection)]
+        if any(not _labelled(c) for c in spans) and "<title>" not in keyed:
+            problems.append(f"{_panel(ax, i)}: shading or bars with no key")
+    return problems
+
+
 def empty_legend_entries(fig: Any) -> list[str]:
     """A legend entry whose series shows no data (a stacked bar of height 0, a line outside the
     view): the legend names something the reader cannot find."""

@@ -51,6 +51,32 @@ def dashes(label: str) -> dict[str, Any]:
     return {"ls": "--", "zorder": 2.5} if label.startswith("fixed-first") else {"ls": "-"}
 
 
+SEED_RANGE = "the seeds' range (min to max)"
+
+
+def key(ax: Any, mark: str, meaning: str) -> None:
+    """Say what a mark without a legend entry of its own means (a seed band, a bar over the
+    seeds): `finish` writes it as the title of the figure's first legend."""
+    keys = getattr(ax.figure, "looped_keys", {})
+    ax.figure.looped_keys = {**keys, mark: meaning}
+
+
+def _write_keys(fig: Any) -> None:
+    """The marks `key` names, as the first legend's title ("shading and bars: ...")."""
+    keys, found = getattr(fig, "looped_keys", {}), checks.legends(fig)
+    if not keys or not found:
+        return
+    marks: dict[str, list[str]] = {}
+    for mark, meaning in keys.items():
+        marks.setdefault(meaning, []).append(mark)
+    note = "; ".join(f"{' and '.join(m)}: {meaning}" for meaning, m in marks.items())
+    legend = found[0][0]
+    title = legend.get_title().get_text()
+    if note not in title:
+        size = legend.get_texts()[0].get_fontsize() if legend.get_texts() else None
+        legend.set_title(f"{title}\n{note}" if title else note, prop={"size": size})
+
+
 def band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **kw: Any) -> None:
     """Seed mean as a line, min-max across seeds as a band; fixed-first dashed (`dashes`)."""
     arr, x = np.asarray(ys, dtype=float), list(x)
@@ -58,6 +84,7 @@ def band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **
     ax.plot(x, arr.mean(0), label=name, color=color, **{**dashes(label), **kw})
     if len(arr) > 1:
         ax.fill_between(x, arr.min(0), arr.max(0), color=color, alpha=0.2, lw=0)
+        key(ax, "shading", SEED_RANGE)
 
 
 def one_line_where_they_coincide(ax: Any) -> list[str]:
@@ -71,11 +98,10 @@ def one_line_where_they_coincide(ax: Any) -> list[str]:
         (x, ya), yb = a.get_data(), np.asarray(b.get_ydata(), dtype=float)
         ya = np.asarray(ya, dtype=float)
         a.set_ydata((ya + yb) / 2)
-        a.set_label(
-            f"{a.get_label()} and {b.get_label()}\n(one line: they coincide; shaded between)"
-        )
+        a.set_label(f"{a.get_label()} and {b.get_label()}\n(drawn as one line: they coincide)")
         low, high = np.minimum(ya, yb), np.maximum(ya, yb)
         ax.fill_between(x, low, high, color=a.get_color(), alpha=0.3, lw=0)
+        key(ax, "shading", "what separates two series drawn as one line")
         b.remove()
         merged.append(a.get_label())
     return merged
@@ -301,7 +327,8 @@ def _ticks(fig: Any) -> None:
 
 
 def finish(fig: Any) -> None:
-    """Ticks a reader can read, then a layout in which no legend covers data or labels."""
+    """Keys, ticks a reader can read, then a layout in which no legend covers data or labels."""
+    _write_keys(fig)
     _ticks(fig)
     fig.tight_layout()
     if _enough_ticks(fig):

@@ -210,6 +210,7 @@ def _flops_point(ax: Any, runs: list[dict], **kw: Any) -> tuple[float, float]:
     y = np.array([x["mean_nll"] for x in runs])
     x = float(np.mean([r["flops"] for r in runs]))
     ax.errorbar([x], [y.mean()], yerr=[[y.mean() - y.min()], [y.max() - y.mean()]], **kw)
+    style.key(ax, "bars", style.SEED_RANGE)
     return x, float(y.mean())
 
 
