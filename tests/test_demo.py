@@ -168,11 +168,11 @@ def test_quick_demo_writes_every_number_and_figure(quick):
     # both tracks, every seed; the text track's equal-token rows share steps and tokens
     runs = saved["runs"]
     text = json.loads((out / "demo_text.json").read_text())
-    assert {r["seed"] for r in text["runs"]} == set(range(QUICK.seeds))
+    assert {r["seed"] for r in text["runs"]} == set(range(QUICK.text_seeds))
     assert len({(r["steps"], r["tokens"]) for r in text["equal_tokens"]}) == 1
-    # without --sweep the text track trains at the chosen LRs: no sweep phase, no sweep figure
-    assert text["sweep"] == [] and text["chosen_lr"] == demo.TEXT_LR
-    assert set(text["meta"]["phase_seconds"]) == {"corpus", "comparison"}
+    assert {r["schedule"] for r in text["equal_flops"]} == set(demo.TEXT.schedules[1:])
+    # without --sweep the text track trains at the shared LR: no sweep, no sweep figure
+    assert text["sweep"] == [] and set(text["chosen_lr"].values()) == {demo.TEXT_LR}
     assert "text_lr_sweep.png" not in names
     # equal tokens on the bios track: the same steps as uniform, fewer modeled FLOPs
     tok = {r["schedule"]: r for r in saved["summary_tokens"]}
@@ -311,7 +311,7 @@ def test_demo_ends_with_its_table_beside_the_reference(quick, monkeypatch, tmp_p
     assert f"Your figures: {out / 'figures'}/" in text
     assert "| fixed-first K=4 (80%) | steps |" in text
     assert "| equal tokens | fixed-first K=2 (67%) | mean NLL K=1..16 |" in text  # the text track
-    assert "| equal FLOPs | fixed K=4 | vs uniform |" in text
+    assert "| equal FLOPs | fixed-first K=4 (80%) | vs uniform |" in text
     assert "| - | - |" not in text  # every row found its reference row
     diffs = [line.rsplit("|", 2)[1].strip() for line in text.splitlines()
              if line.count("|") in (6, 7) and not line.startswith(("| schedule", "| basis", "|---"))]  # fmt: skip
@@ -346,7 +346,7 @@ def test_the_demos_default_lrs_are_what_the_reference_sweeps_chose():
     text = json.loads((root / "demo_text.json").read_text())
     assert grid["sweep"] and text["sweep"]  # the reference ran both sweeps
     assert bios.BIOS_LR == grid["chosen_lr"]
-    assert demo.TEXT_LR == text["chosen_lr"]
+    assert set(text["chosen_lr"].values()) == {demo.TEXT_LR}
 
 
 @pytest.mark.slow
