@@ -35,13 +35,13 @@ def fig_gap(result: dict, path: Path) -> Path:
     group-sequential 95% interval, each seed a dot, its tolerance dashed). Right: the gap at
     every serving depth at the longest length, where the deficit sits."""
     style.use_theme()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 4.0))
     for i, s in enumerate(compared(result)):
         _gap_line(left, [c for c in result["cells"] if c.get("gap") and c["schedule"] == s], s, i)
         _depth_line(right, result, s, i)
     left.set_xscale("log", base=2)
     left.set_xlabel("training tokens (millions)")
-    left.set_ylabel("NLL gap to uniform, % (+: behind)")
+    left.set_ylabel("gap to uniform, % (+: behind)")
     right.set_xlabel("serving depth K")
     right.set_ylabel("gap at depth K, %")
     style.depth_ticks(right)
@@ -58,7 +58,8 @@ def _marks_key(result: dict) -> list:
     (its models miss the bigram: no verdict), a crossed one (past one pass: not reported)."""
     judged = [c for c in result["cells"] if "gap" in c]
     grey = {"color": "0.4", "ls": ""}
-    keys = [Line2D([], [], marker="o", ms=3, alpha=0.45, label="one seed", **grey)]
+    keys = [Line2D([], [], color="0.4", ls="--", lw=1, label="its tolerance (its colour)")]
+    keys.append(Line2D([], [], marker="o", ms=3, alpha=0.45, label="one seed", **grey))
     if any(c["verdict"] == Verdict.NOT_INFORMATIVE for c in judged):
         keys.append(
             Line2D([], [], marker="o", mfc="white", label="misses bigram: no verdict", **grey)
@@ -84,7 +85,7 @@ def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
     ax.scatter(x[past], mean[past], s=60, marker="x", color="black", zorder=5)
     if s != paper.UNIFORM_PER_MICRO:  # the paper's tolerance is a claim about its recipes only
         tol = 100 * mine[0]["tolerance"]
-        ax.axhline(tol, color=colour, ls="--", lw=1, label=f"its tolerance, +{tol:.1f}%")
+        ax.axhline(tol, color=colour, ls="--", lw=1)
 
 
 def _depth_line(ax: Any, result: dict, s: str, i: int) -> None:

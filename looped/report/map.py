@@ -272,9 +272,18 @@ def fig_frontier(result: dict, path: Path) -> Path:
     at = {c["schedule"]: c for c in block["cells"] if c["steps"] == steps}
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     uni = interval(at[paper.UNIFORM]["seed_nll"])
-    ax.errorbar([1.0], [uni.mean], yerr=[[uni.mean - uni.lo], [uni.hi - uni.mean]], marker="o",
-                color=paper.color_of(paper.UNIFORM), capsize=3, ls="", label=label(paper.UNIFORM))  # fmt: skip
-    for k, colour in ((2, "#e7298a"), (4, "#1b9e77")):
+    ax.errorbar(
+        [1.0],
+        [uni.mean],
+        yerr=[[uni.mean - uni.lo], [uni.hi - uni.mean]],
+        marker="o",
+        color=paper.color_of(paper.UNIFORM),
+        capsize=3,
+        ls="",
+        label=label(paper.UNIFORM),
+    )
+    for k, recipe in ((2, paper.RECIPE_200M), (4, paper.RECIPES_1B[1])):
+        colour = paper.color_of(recipe)
         arms = sorted(
             (s for s in at if s.startswith(f"fixed-first:k={k},") and s in saved),
             key=lambda s: paper.fixed_phase(s)[1],
@@ -287,8 +296,14 @@ def fig_frontier(result: dict, path: Path) -> Path:
         err = [y - [i.lo for i in ivs], [i.hi for i in ivs] - y]
         ax.errorbar(x, y, yerr=err, marker="s", color=colour, capsize=3, label=f"fixed-first K={k}")
         for xi, yi, s in zip(x, y, arms):
-            ax.annotate(f"{paper.fixed_phase(s)[1]:.0%}", (xi, yi), textcoords="offset points",
-                        xytext=(6, 6), fontsize=9, color=colour)  # fmt: skip
+            ax.annotate(
+                f"{paper.fixed_phase(s)[1]:.0%}",
+                (xi, yi),
+                textcoords="offset points",
+                xytext=(6, 6),
+                fontsize=9,
+                color=colour,
+            )
     ax.set_xlabel("modeled training compute, uniform 1..16 = 1")
     ax.set_ylabel("test NLL, mean over K=1..16")
     ax.set_title(f"d={at[paper.UNIFORM].get('d_model')}, {steps} steps", fontsize=10)
