@@ -240,7 +240,8 @@ def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
 def _synthetic_study() -> dict:
     """A length.json as `looped length` writes it, with made-up numbers: 4 lengths, 4 seeds."""
     from looped.experiments.engine import SCHEDULES
-    from looped.experiments.length import TOLERANCE, seed_trends, sequential_cells
+    from looped.experiments.length import seed_trends, sequential_cells
+    from looped.paper import TOLERANCE
 
     rows = []
     for i, steps in enumerate((30, 60, 120, 240)):
@@ -426,3 +427,22 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
         UserError, match="trained in fp32 and this study trains in bf16; add --dtype fp32"
     ):
         cached_rows(str(path), corpus, "bf16")
+
+
+def test_a_flag_a_mode_would_override_is_honoured_or_refused_and_bad_results_files_in_one_line(
+    tmp_path: Path,
+):
+    from looped.commands import length as length_command
+    from looped.errors import UserError
+    from looped.experiments.length import cached_rows
+
+    parse = length_command.parser().parse_args
+    assert length_command.settings_from(parse(["--quick", "--d-model", "16"])).setup.d_model == 16
+    with pytest.raises(UserError, match=r"^--d-model 0: give a positive width"):
+        length_command.settings_from(parse(["--quick", "--d-model", "0"]))
+    listed, broken = tmp_path / "list.json", tmp_path / "broken.json"
+    listed.write_text("[1, 2]")
+    broken.write_text("{\n")
+    for path, said in ((listed, "holds a JSON list"), (broken, "is not valid JSON")):
+        with pytest.raises(UserError, match=f"--resume-from {path}.*{said}"):
+            cached_rows(str(path), {}, "fp32")

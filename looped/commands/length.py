@@ -95,7 +95,12 @@ def settings_from(a: argparse.Namespace) -> LengthSettings:
     if a.max_seeds is not None and a.max_seeds < 2:
         raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
     s.max_seeds = a.max_seeds or s.max_seeds
-    s.setup = replace(s.setup, d_model=a.d_model or s.setup.d_model, dtype=a.dtype or "auto")
+    if a.d_model is not None and (a.d_model < 1 or a.d_model % s.setup.n_head):
+        raise UserError(
+            f"--d-model {a.d_model}: give a positive width divisible by {s.setup.n_head} heads"
+        )  # --quick honours it too: a mode never drops a flag silently
+    d_model = a.d_model if a.d_model is not None else s.setup.d_model
+    s.setup = replace(s.setup, d_model=d_model, dtype=a.dtype or "auto")
     s.schedules = _arms(a.arms) if a.arms else s.schedules
     return s
 

@@ -10,7 +10,6 @@ A rerun reuses every finished run (and, `resume_from`, an earlier results file's
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import time
@@ -37,23 +36,26 @@ from looped.experiments.engine import (
     sweep,
     sweep_rows,
 )
-from looped.experiments.results import before_branch, branched_wall, machine_name
+from looped.experiments.results import (
+    before_branch,
+    branched_wall,
+    machine_name,
+    read_results_file,
+)
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import heldout_windows as split_batches
 from looped.flops import schedule_flops, steps_for_budget, tokens_per_step
 from looped.runtime.metrics import read_metrics
 from looped.schedule_spec import parse_schedule
 
-TOLERANCE = {paper.RECIPE_200M: 0.005, paper.RECIPES_1B[1]: 0.008, MICRO: 0.005}  # the paper's
-
 
 def tolerance_of(schedule: str) -> float:
-    """The paper's tolerance for a recipe; another fraction (the frontier) takes its K's."""
-    if schedule in TOLERANCE:
-        return TOLERANCE[schedule]
-    return TOLERANCE[
-        paper.RECIPE_200M if paper.fixed_phase(schedule)[0] == 2 else paper.FIXED_FIRST
-    ]
+    """The paper's tolerance for a recipe (`paper.TOLERANCE`); another switch fraction (the
+    frontier) is judged at its fixed K's: 0.5% for K=2, 0.8% for K=4."""
+    if schedule in paper.TOLERANCE:
+        return paper.tolerance(schedule)
+    k = paper.fixed_phase(schedule)[0]
+    return paper.tolerance(paper.RECIPE_200M if k == 2 else paper.FIXED_FIRST)
 
 
 DEPTHS_SHOWN = (1, 4, 16)  # the per-depth gaps beside the mean: a mean can hide opposite moves
@@ -93,21 +95,6 @@ QUICK = LengthSettings(  # every code path at toy size
 )
 
 
-def read_results(path: str) -> dict:
-    """An earlier results file as a dict, or one line naming the file and what to do."""
-    if not Path(path).is_file():
-        raise UserError(f"--resume-from {path}: no such results file; give a results .json")
-    try:
-        old = json.loads(Path(path).read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(
-            f"--resume-from {path} is not valid JSON ({e}); give a results file"
-        ) from None
-    if not isinstance(old, dict) or not isinstance(old.get("meta", {}), dict):
-        raise UserError(f"--resume-from {path} is not a results object; give a length*.json")
-    return old
-
-
 def rows_of(old: dict, path: str, corpus: dict, dtype: str) -> dict[str, dict]:
     """The scored rows (reported and sweep) of an earlier study, by run name; refused if it was
     measured on another corpus (other documents, split or tokenizer) or in another dtype (none
@@ -126,7 +113,9 @@ def rows_of(old: dict, path: str, corpus: dict, dtype: str) -> dict[str, dict]:
 
 def cached_rows(path: str | None, corpus: dict, dtype: str) -> dict[str, dict]:
     """The scored rows of the results file at `path` (none without one)."""
-    return rows_of(read_results(path), path, corpus, dtype) if path else {}
+    if not path:
+        return {}
+    return rows_of(read_results_file(path, "--resume-from", "a length*.json"), path, corpus, dtype)
 
 
 def shared_lrs(settings: LengthSettings, chosen: dict) -> dict[int, float]:
@@ -174,7 +163,10 @@ def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list
         if not open_cells:
             break
     if complete and open_cells:
-        reason = f"budget: {len(open_cells)} cells undecided at {rounds[-1]} seeds"
+        reason = (
+            f"budget: {len(open_cells)} cells still open (undecided, or no worse than tolerance "
+            f"and not yet within) at {rounds[-1]} seeds"
+        )
     seeds = max((len(c["seed_ids"]) for c in cells), default=0)
     return rows, cells, {"reason": reason, "seeds": seeds, "complete": complete}
 

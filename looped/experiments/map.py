@@ -28,7 +28,7 @@ from looped import paper
 from looped.config import load_config
 from looped.errors import UserError
 from looped.experiments import length
-from looped.experiments.results import machine_name, write_result
+from looped.experiments.results import machine_name, read_results_file, write_result
 from looped.experiments.textsetup import TextSetup, ensure_corpus, run_config
 from looped.flops import drawn_seconds, saving
 from looped.model import LoopedTransformer
@@ -146,7 +146,7 @@ def earlier_rows(settings: MapSettings, block: Block, corpus: dict, dtype: str) 
     """The scored rows of every block at `block`'s home in the `resume_from` map.json."""
     if not settings.resume_from:
         return {}
-    old = length.read_results(settings.resume_from)
+    old = read_results_file(settings.resume_from, "--resume-from", "a map.json")
     rows: dict[str, dict] = {}
     for b in settings.blocks:
         if b.home == block.home and (part := old.get("blocks", {}).get(b.name)):
