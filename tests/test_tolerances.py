@@ -107,7 +107,7 @@ def test_the_paper_states_one_tolerance_per_recipe():
         paper.tolerance(paper.UNIFORM)
 
 
-@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", PAGES + NOTEBOOKS, ids=lambda p: p.name)
 def test_every_verdict_shown_reads_its_recipes_tolerance(path):
     text = notebook_outputs(path) if path.suffix == ".ipynb" else path.read_text()
     assert not wrong_tolerances(text), f"{path.name}: {wrong_tolerances(text)}"

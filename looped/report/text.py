@@ -57,6 +57,9 @@ def settings_table(result: dict, command: str) -> str:
     chosen_on = (
         f"mean validation NLL of {s['sweep_seeds']} seeds" if "sweep_seeds" in s else "seed 0"
     )
+    if "lr_seeds" in s:  # the text study at one length: one LR shared by every schedule
+        seeds, n = ", ".join(map(str, s["lr_seeds"])), len(s["lr_seeds"])
+        chosen_on = f"uniform's validation NLL, seed{'s' * (n > 1)} {seeds}" if n else "not swept"
     rows = [
         ("command", f"`{command}`"),
         ("machine", meta["machine"]),
