@@ -175,7 +175,8 @@ def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
                 raise
             continue  # collecting: a block whose sweep has not finished has nothing to show
         result["meta"] |= {"wall_s": round(time.time() - t0, 1), "corpus": settings.corpus}
-        write_result(path, result, say=False)
+        if train:  # a stop mid-study keeps every block scored so far
+            write_result(path, result, say=False)
     return result
 
 

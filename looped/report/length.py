@@ -58,8 +58,7 @@ def _marks_key(result: dict) -> list:
     (its models miss the bigram: no verdict), a crossed one (past one pass: not reported)."""
     judged = [c for c in result["cells"] if "gap" in c]
     grey = {"color": "0.4", "ls": ""}
-    keys = [Line2D([], [], color="0.4", ls="--", lw=1, label="its tolerance (its colour)")]
-    keys.append(Line2D([], [], marker="o", ms=3, alpha=0.45, label="one seed", **grey))
+    keys = [Line2D([], [], marker="o", ms=3, alpha=0.45, label="one seed", **grey)]
     if any(c["verdict"] == Verdict.NOT_INFORMATIVE for c in judged):
         keys.append(
             Line2D([], [], marker="o", mfc="white", label="misses bigram: no verdict", **grey)
@@ -85,7 +84,9 @@ def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
     ax.scatter(x[past], mean[past], s=60, marker="x", color="black", zorder=5)
     if s != paper.UNIFORM_PER_MICRO:  # the paper's tolerance is a claim about its recipes only
         tol = 100 * mine[0]["tolerance"]
-        ax.axhline(tol, color=colour, ls="--", lw=1)
+        ax.axhline(
+            tol, color=colour, ls="--", lw=1, label="its tolerance (its colour)" if i == 0 else None
+        )
 
 
 def _depth_line(ax: Any, result: dict, s: str, i: int) -> None:

@@ -52,7 +52,8 @@ def fig_map(result: dict, path: Path) -> Path:
         for d in sorted({c["d_model"] for c in mine}):
             _width_line(ax, sorted((c for c in mine if c["d_model"] == d), key=_tpp), d)
         tol = 100 * (mine[0]["tolerance"] if mine else paper.NLL_GAP[0])
-        ax.axhline(tol, color="0.35", ls="--", lw=1)
+        ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
+        style.key(ax, "bars", "95% interval over seeds")
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_title(f"{label(s)} vs uniform 1..16", fontsize=10)
