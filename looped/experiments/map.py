@@ -214,7 +214,9 @@ def depth_seconds(block: Block, settings: MapSettings, corpus: dict, reps: int =
     fns = {k: (lambda k=k: step(k)) for k in range(1, 17)}
     cpu = torch.device("cpu")
     time_min(fns, warmup=1, reps=0, device=cpu)  # warm every depth once
-    per_rep = [time_min(fns, warmup=0, reps=1, device=cpu) for _ in range(reps)]
+    order = list(fns)  # each repeat starts one depth further along: no depth always goes first
+    turns = [order[r % 16 :] + order[: r % 16] for r in range(reps)]
+    per_rep = [time_min({k: fns[k] for k in t}, warmup=0, reps=1, device=cpu) for t in turns]
     return {k: [r[k] for r in per_rep] for k in fns}
 
 
