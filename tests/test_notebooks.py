@@ -196,7 +196,7 @@ def test_a_widget_opened_without_a_kernel_shows_a_note_not_its_repr(rendered: Pa
 
 def test_the_knobs_notebooks_have_knobs() -> None:
     """02 (schedule knobs) and 04 (saving knobs) carry committed widgets."""
-    for stem in ("02_depth_schedules", "04_flop_model"):
+    for stem in ("02_schedules", "04_flop_model"):
         text = (NOTEBOOKS / f"{stem}.ipynb").read_text()
         assert WIDGET in text, f"{stem} has no widget output; execute it (notebooks/README.md)"
 
