@@ -113,10 +113,6 @@ def rendered_notebook(path: Path) -> str:
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-# Known and not ours to fix: the length study's stop reason (written by
-# looped/experiments/length.py into results/length.json) counts the cells still taking seeds,
-# "undecided" and "no worse than tolerance" alike, as "undecided".
-KNOWN = {"docs/RESULTS.md": ["'2 cells undecided', the table beside it shows 1"]}
 
 
 def _text(path: Path) -> str:
@@ -125,18 +121,8 @@ def _text(path: Path) -> str:
 
 @pytest.mark.parametrize("path", PAGES + NOTEBOOKS, ids=lambda p: p.name)
 def test_prose_agrees_with_the_tables_it_describes(path):
-    known = KNOWN.get(str(path.relative_to(ROOT)), [])
-    found = [w for w in mismatches(_text(path)) if not any(w.endswith(k) for k in known)]
+    found = mismatches(_text(path))
     assert not found, f"{path.name}: {found}"
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="length.py's stop reason says '2 cells undecided' where its table shows one "
-    "undecided cell and one 'no worse than tolerance'; when fixed, delete KNOWN and this mark",
-)
-def test_the_length_studys_stop_reason_agrees_with_its_table():
-    assert mismatches((ROOT / "docs" / "RESULTS.md").read_text()) == []
 
 
 def test_the_check_catches_a_count_or_a_quote_its_table_does_not_show():

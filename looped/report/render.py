@@ -87,11 +87,12 @@ def capitalized(markdown: str) -> str:
 
 
 def _replace(text: str, name: str, body: str) -> str:
-    pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)", re.S)
+    # the body between the markers may be empty (a section not rendered yet)
+    pattern = re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
     if not pattern.search(text):
         return text
     body = capitalized(body.strip())
-    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+    return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
 
 
 # marker -> (results file, its tables); each is rendered where a doc has the marker
