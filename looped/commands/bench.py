@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from looped.bench.run import CLOCKS, QUICK, BenchConfig, run
 from looped.bench.tables import markdown, write
-from looped.commands.common import described, number_list
+from looped.commands.common import described, device_flag, number_list
 
 # flags that override the BenchConfig field of the same name when given
 FIELDS = ("threads", "device", "clock", "depths", "d_model", "n_head", "seq_len", "batch_size",
@@ -47,6 +47,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     overrides = {f: getattr(args, f) for f in FIELDS if getattr(args, f) is not None}
+    if args.device:
+        device_flag(args.device)  # a missing GPU refused naming the flag, before any timing
     for flag, example in (("depths", "1,4,8,16"), ("widths", "256,512")):  # comma lists
         if flag in overrides:
             overrides[flag] = number_list(f"--{flag}", overrides[flag], int, example)

@@ -1,43 +1,57 @@
-"""What several commands share: the parser of every command that resolves a TrainConfig, and
-the flags every study has (`--quick`, `--out`, `--reference`, `--workers`), worded alike::
+"""What several commands share: one parser (with the `key=value` config overrides where a
+command resolves a TrainConfig), the flags every study has (`--quick`, `--out`, `--reference`,
+`--workers`) worded alike, and the flags of the text studies (`looped length`, `looped map`)::
 
-    parser = study_parser("looped length", __doc__, out="output directory (default runs/length)",
-                          reference="results/length.json and figures/length_gap.png",
+    parser = study_parser("looped length", __doc__, reference="results/length.json",
                           quick="toy size, every code path")
+    text_study_flags(parser, "length", seeds=16)
     parser.add_argument("--lengths", help="training lengths in steps")
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import textwrap
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any
 
 from looped.errors import UserError
+from looped.runtime.lock import dir_lock
 
 
-class OverrideParser(argparse.ArgumentParser):
-    """A parser with the `key=value` overrides and ``--print-config``, accepting flags and
-    overrides in any order (intermixed parsing: plain ``parse_args`` takes positionals in one
-    run only, so ``--out r max_steps=4 --quiet eval_depths=1-2`` would fail)."""
+class Parser(argparse.ArgumentParser):
+    """Every command's parser. With `overrides` (what they configure) it takes `key=value` config
+    overrides and ``--print-config``, intermixed with the flags (plain ``parse_args`` takes
+    positionals in one run only, so ``--out r max_steps=4 --quiet eval_depths=1-2`` would fail).
+    Parsing refuses, in one line, `--reference` with `--quick` (it would write a toy result over
+    the committed one), `--workers` below 1 (no process would train) and `--max-seeds` below 2."""
 
-    def __init__(self, *args: Any, overrides_help: str = "config overrides", **kwargs: Any):
+    def __init__(self, *args: Any, overrides: str = "", **kwargs: Any):
         kwargs.setdefault("formatter_class", _KeepLineBreaks)
         super().__init__(*args, **kwargs)
-        self.add_argument(
-            "overrides",
-            nargs="*",
-            metavar="KEY=VALUE",
-            help=f"{overrides_help}, e.g. schedule=fixed:2 model.d_model=128; anywhere among the flags",
-        )
-        self.add_argument(
-            "--print-config",
-            action="store_true",
-            help="print the resolved config as YAML and exit (nothing runs)",
-        )
+        self.overrides = overrides
+        if overrides:
+            example = "e.g. schedule=fixed:2 model.d_model=128; anywhere among the flags"
+            self.add_argument(
+                "overrides", nargs="*", metavar="KEY=VALUE", help=f"{overrides}, {example}"
+            )
+            shown = "print the resolved config as YAML and exit (nothing runs)"
+            self.add_argument("--print-config", action="store_true", help=shown)
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
-        return self.parse_intermixed_args(args, namespace)
+        parse = self.parse_intermixed_args if self.overrides else super().parse_args
+        parsed = parse(args, namespace)
+        if getattr(parsed, "reference", False) and getattr(parsed, "quick", False):
+            raise UserError(
+                "--reference writes the committed results; leave out --quick (toy size)"
+            )
+        if (workers := getattr(parsed, "workers", None)) is not None and workers < 1:
+            raise UserError(f"--workers {workers}: give 1 or more, or leave it out (default 2)")
+        if (seeds := getattr(parsed, "max_seeds", None)) is not None and seeds < 2:
+            raise UserError(f"--max-seeds {seeds}: an interval needs two seeds or more")
+        return parsed
 
 
 class _KeepLineBreaks(argparse.HelpFormatter):
@@ -47,29 +61,6 @@ class _KeepLineBreaks(argparse.HelpFormatter):
         if "\n" not in text:
             return super()._fill_text(text, width, indent)
         return "".join(indent + line for line in text.splitlines(keepends=True))
-
-
-class _Refusals:
-    """Refuses `--reference` with `--quick` (it would write a toy result over the committed one)
-    and `--workers` below 1 (no process would train)."""
-
-    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
-        parsed = super().parse_args(args, namespace)  # type: ignore[misc]
-        if getattr(parsed, "reference", False) and getattr(parsed, "quick", False):
-            raise UserError(
-                "--reference writes the committed results; leave out --quick (toy size)"
-            )
-        if (workers := getattr(parsed, "workers", None)) is not None and workers < 1:
-            raise UserError(f"--workers {workers}: give 1 or more, or leave it out (default 2)")
-        return parsed
-
-
-class _StudyParser(_Refusals, argparse.ArgumentParser):
-    pass
-
-
-class _StudyOverrideParser(_Refusals, OverrideParser):
-    pass
 
 
 def number_list(flag: str, text: str, kind: type = float, example: str = "") -> tuple:
@@ -82,53 +73,67 @@ def number_list(flag: str, text: str, kind: type = float, example: str = "") -> 
         raise UserError(f"{flag} {text!r}: give comma-separated {noun}, e.g. {example}") from None
 
 
-def described(prog: str, doc: str, **kwargs: Any) -> argparse.ArgumentParser:
-    """A parser whose description is the docstring's first paragraph (after "`looped x`: ") and
-    whose epilog is the examples after it."""
+def described(prog: str, doc: str, **kwargs: Any) -> Parser:
+    """A parser whose description is the docstring's first paragraph (without a leading
+    "`looped x`: ") and whose epilog is the examples after it."""
     head, _, examples = doc.partition("\n\n")
-    what = " ".join(head.split()).split(": ", 1)[-1]
+    what = re.sub(r"^`[^`]+`: ", "", " ".join(head.split()))
     examples = textwrap.indent(textwrap.dedent(examples).strip(), "  ")
-    examples = "examples:\n" + examples if examples else None
-    kwargs.setdefault("formatter_class", _KeepLineBreaks)
-    return argparse.ArgumentParser(
-        prog=prog, description=what[:1].upper() + what[1:], epilog=examples, **kwargs
-    )
+    epilog = "examples:\n" + examples if examples else None
+    return Parser(prog=prog, description=what[:1].upper() + what[1:], epilog=epilog, **kwargs)
 
 
 def study_parser(
     prog: str,
     doc: str,
     *,
-    out: str,
-    reference: str | None,
-    quick: str | None = None,
+    reference: str,
+    quick: str,
+    out: str = "",
     workers: bool = True,
-    overrides: bool = False,
-    example: str | None = None,
-    default_out: str | None = None,
-    reads: bool = False,
-) -> argparse.ArgumentParser:
-    """A parser with the shared flags: `--out`, `--reference` (unless `reference` is None),
-    `--quick` (when `quick` says what it is), `--workers`, `--results` (with `reads`) and the
-    config overrides (with `overrides`). Parsing refuses `--reference` with `--quick` and
-    `--workers` below 1."""
-    kwargs = {"prog": prog, "description": doc.splitlines()[0]}
-    if example:
-        kwargs["epilog"] = f"example: {example}"
-    parser = (
-        _StudyOverrideParser(overrides_help="config overrides for every run", **kwargs)
-        if overrides
-        else _StudyParser(**kwargs)
-    )
-    if quick:
-        parser.add_argument("--quick", action="store_true", help=quick)
-    parser.add_argument("--out", default=default_out, help=out)
-    if reference is not None:
-        parser.add_argument("--reference", action="store_true", help=f"write {reference}")
+    overrides: str = "",
+) -> Parser:
+    """`described`, with the shared flags: `--quick` (`quick` says what it is), `--out`,
+    `--reference` (writing `reference`) and `--workers` (unless `workers` is False)."""
+    parser = described(prog, doc, overrides=overrides)
+    parser.add_argument("--quick", action="store_true", help=quick)
+    name = prog.split()[-1]
+    parser.add_argument("--out", help=out or f"output directory (default runs/{name}[-quick])")
+    parser.add_argument("--reference", action="store_true", help=f"write {reference}")
     if workers:
         parser.add_argument("--workers", type=int, help="worker processes (default 2)")
-    if reads:
-        parser.add_argument(
-            "--results", default="results", help="where the results files it reads are"
-        )
     return parser
+
+
+def study_dirs(args: argparse.Namespace, name: str) -> tuple[Path, Path, Path]:
+    """Where a study trains (`--out`, else runs/NAME, runs/NAME-quick with `--quick`) and where
+    it writes its results file and figures: results/ and figures/ with `--reference`, else there."""
+    out = Path(args.out or f"runs/{name}{'-quick' * args.quick}")
+    return (out, Path("results"), Path("figures")) if args.reference else (out, out, out)
+
+
+def text_study_flags(parser: argparse.ArgumentParser, name: str, seeds: int) -> None:
+    """The flags of a text study (`looped length`, `looped map`): the corpus, the most seeds,
+    collecting what finished and resuming from an earlier results file."""
+    add = parser.add_argument
+    add("--corpus", help="a named corpus, a `looped data text` directory or a `datasets` source")
+    add("--max-seeds", type=int, help=f"stop adding seed rounds past this many ({seeds})")
+    add("--collect", action="store_true", help="train nothing: the results of what finished")
+    add("--resume-from", help=f"an earlier {name}*.json: its scored runs are reused")
+
+
+def device_flag(name: str) -> str:
+    """`--device NAME` as a device string (auto: a GPU when there is one), a missing GPU refused
+    in one line that names the flag."""
+    from looped.runtime.device import pick_device  # torch: only the commands that run a model
+
+    try:
+        return str(pick_device(name))
+    except UserError:
+        raise UserError(f"--device {name}: no CUDA GPU is visible; use --device cpu") from None
+
+
+def study_lock(out: Path, collect: bool, prog: str) -> AbstractContextManager:
+    """One writer per study directory: a second study into OUT is refused; `--collect` only
+    reads finished runs, so it takes no lock."""
+    return nullcontext() if collect else dir_lock(out, prog)

@@ -9,16 +9,12 @@
 
 from __future__ import annotations
 
-import argparse
-
+from looped.commands.common import Parser, described
 from looped.data.text import prepare_text
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="looped data text",
-        description="Tokenize a text corpus into memory-mapped token shards (train/val) with meta.json.",
-    )
+def _parser() -> Parser:
+    p = described("looped data text", __doc__)
     add = p.add_argument
     offline = "pydoc (CPython's docs, offline; default) or stdlib (its source, ~3M tokens, offline)"
     add("--dataset", default="pydoc", help=f"hub name, local file/dir, {offline}")

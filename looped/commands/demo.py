@@ -13,7 +13,7 @@ import argparse
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from looped.commands.common import OverrideParser, number_list, study_parser
+from looped.commands.common import Parser, number_list, study_dirs, study_parser
 from looped.config import load_config, to_yaml
 from looped.errors import UserError
 from looped.experiments.bios import FULL_DEPTH_KS, QUICK, DemoSettings
@@ -29,17 +29,15 @@ from looped.experiments.demo import (
 from looped.experiments.length import LengthSettings
 
 
-def _parser() -> OverrideParser:
+def _parser() -> Parser:
     parser = study_parser(
         "looped demo",
         __doc__,
-        out="results directory: runs, demo.json, figures (default: runs/demo, or "
-        "runs/demo-quick with --quick)",
+        out="results directory: runs, demo.json, figures (default runs/demo[-quick])",
         reference="the committed reference: results/demo.json and figures/, with the LR sweeps "
         "and the depth runs (--sweep --full) as the docs show them; then run `looped report`",
         quick="toy size, under a minute (what the tests run)",
-        overrides=True,
-        example="looped demo --quick --out runs/q model.d_model=48 --fresh",
+        overrides="config overrides for every run",
     )
     add = parser.add_argument
     add("--figures", default=None, help="figures directory (default: OUT/figures)")
@@ -77,7 +75,7 @@ def _parser() -> OverrideParser:
     )
     add("--fresh", action="store_true", help="retrain every run instead of reusing finished ones")
     add("--quiet", action="store_true", help="no progress bars")
-    return parser  # type: ignore[return-value]
+    return parser
 
 
 def _positive(flag: str, value: int | None) -> int | None:
@@ -92,7 +90,7 @@ def _settings(args: argparse.Namespace) -> DemoSettings:
     settings = DemoSettings(**{**asdict(base), "overrides": base.overrides + args.overrides})
     settings.seeds = _positive("--seeds", args.seeds) or settings.seeds
     settings.text_seeds = _positive("--text-seeds", args.text_seeds) or settings.text_seeds
-    settings.workers = _positive("--workers", args.workers) or settings.workers
+    settings.workers = args.workers or settings.workers
     if args.catch_up:
         settings.catch_up = number_list("--catch-up", args.catch_up, example="2,3")
         if any(b <= 1 for b in settings.catch_up):
@@ -133,7 +131,7 @@ def main(argv: list[str]) -> int:
     if args.reference:
         out, figures = REFERENCE.parent, Path(args.figures or "figures")
     else:
-        out = Path(args.out or ("runs/demo-quick" if args.quick else "runs/demo"))
+        out = study_dirs(args, "demo")[0]
         figures = Path(args.figures or out / "figures")
     text = _text_settings(args)
     step_s = calibrate(settings)  # about a second: how fast this machine trains the demo

@@ -10,23 +10,19 @@ The runs and probes are `looped.experiments.diagnose`'s; tables and figures `loo
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from looped.commands.common import study_parser
+from looped.commands.common import study_dirs, study_parser
 from looped.config import to_yaml
 from looped.errors import UserError
-from looped.experiments.diagnose import REFERENCE, plan, run_diagnose, settings_for
+from looped.experiments.diagnose import plan, run_diagnose, settings_for
 
 
 def main(argv: list[str]) -> int:
     parser = study_parser(
         "looped diagnose",
         __doc__,
-        out="runs and results (default runs/diagnose)",
         reference="results/diagnose.json and figures/",
         quick="toy size, under a minute",
-        overrides=True,
-        example="looped diagnose --quick --out runs/dq model.d_model=48",
+        overrides="config overrides for every run",
     )
     parser.add_argument("--steps", type=int, help="optimizer steps per run (default 150)")
     parser.add_argument("--seeds", type=int, help="seeds per variant (default 3)")
@@ -38,9 +34,8 @@ def main(argv: list[str]) -> int:
         return 0
     if args.reference and args.out:
         raise UserError("--reference writes results/ and figures/; leave out --out")
-    out = Path(args.out or ("runs/diagnose-quick" if args.quick else "runs/diagnose"))
-    results, figures = (
-        (REFERENCE, Path("figures")) if args.reference else (out / "diagnose.json", out / "figures")
-    )
-    run_diagnose(settings, out, results, figures, quiet=args.quiet)
+    out, results, figures = study_dirs(args, "diagnose")
+    if not args.reference:  # beside the runs, its figures in a folder of their own
+        figures = out / "figures"
+    run_diagnose(settings, out, results / "diagnose.json", figures, quiet=args.quiet)
     return 0

@@ -9,9 +9,8 @@ import argparse
 import json
 from pathlib import Path
 
-from looped.commands.common import described
+from looped.commands.common import described, device_flag
 from looped.eval.downstream import evaluate_tasks, load_run
-from looped.runtime.device import pick_device
 from looped.schedule_spec import parse_depths
 
 
@@ -31,7 +30,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     files = dict(kv.split("=", 1) for kv in a.data if "=" in kv)
-    device = str(pick_device(a.device))
+    device = device_flag(a.device)
     model, tokenizer = load_run(a.run, device)
     depths, tasks = parse_depths(a.depths), a.tasks.split(",")
     res = evaluate_tasks(model, tokenizer, tasks, depths, a.limit, a.batch_size, device, files)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from looped.commands.common import described
+from looped.commands.common import described, device_flag
 from looped.eval.evaluate import evaluate_run
-from looped.runtime.device import pick_device
 from looped.schedule_spec import parse_depths
 
 
@@ -29,7 +28,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     depths = parse_depths(args.depths)
-    result = evaluate_run(args.run, depths, args.batches, str(pick_device(args.device)))
+    result = evaluate_run(args.run, depths, args.batches, device_flag(args.device))
     if args.json:
         print(json.dumps({"run": args.run, "depths": depths, **result}, indent=2))
         return 0

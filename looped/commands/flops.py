@@ -3,9 +3,9 @@ plain-text tables or JSON."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
+from looped.commands.common import described
 from looped.config import preset_names
 from looped.errors import UserError
 from looped.flops import REFERENCE, preset_rows
@@ -53,9 +53,7 @@ def format_table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="looped flops", description="Modeled training compute per preset and schedule."
-    )
+    parser = described("looped flops", __doc__)
     parser.add_argument("--json", action="store_true", help="print a JSON list of records")
     parser.add_argument(
         "--preset",

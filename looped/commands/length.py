@@ -16,36 +16,35 @@ The method is in `looped.experiments.length`; a rerun reuses every finished run.
 from __future__ import annotations
 
 import argparse
-from contextlib import nullcontext
 from dataclasses import replace
-from pathlib import Path
 
 from looped import paper
-from looped.commands.common import number_list, study_parser
+from looped.commands.common import (
+    number_list,
+    study_dirs,
+    study_lock,
+    study_parser,
+    text_study_flags,
+)
 from looped.errors import UserError
 from looped.experiments.length import MICRO, QUICK, LengthSettings, run_study
 from looped.experiments.results import write_result
 from looped.experiments.textsetup import TextSetup
 from looped.report.length import fig_gap
-from looped.runtime.lock import dir_lock
 
 
 def parser() -> argparse.ArgumentParser:
     p = study_parser(
         "looped length",
         __doc__,
-        out="output directory (default runs/length[-quick])",
         reference="results/length.json and figures/length_gap.png (another width: length_dW)",
         quick="toy size, every code path",
     )
+    text_study_flags(p, "length", seeds=16)
     p.add_argument("--lengths", help="training lengths in steps, e.g. 120,240,480,960,1920")
     p.add_argument("--lrs", help="the shared LR's sweep, e.g. 1e-3,3e-3,1e-2")
     p.add_argument("--lr-lengths", help="lengths the LR is chosen at (longer: the last's LR)")
     p.add_argument("--d-model", type=int, help="width of the looped layer (default 64)")
-    p.add_argument("--max-seeds", type=int, help="stop adding seed rounds past this many (16)")
-    p.add_argument("--corpus", help="a `looped data text` directory or a `datasets` source")
-    p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
-    p.add_argument("--resume-from", help="an earlier length*.json: its scored runs are reused")
     p.add_argument(
         "--dtype",
         choices=("auto", "fp32", "bf16"),
@@ -92,8 +91,6 @@ def settings_from(a: argparse.Namespace) -> LengthSettings:
     if not set(s.lr_lengths) <= set(s.lengths):
         raise UserError("--lr-lengths must be among --lengths")
     s.tuned_at = s.tuned_at if s.tuned_at in s.lengths else 0  # robustness needs its length
-    if a.max_seeds is not None and a.max_seeds < 2:
-        raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
     s.max_seeds = a.max_seeds or s.max_seeds
     if a.d_model is not None and (a.d_model < 1 or a.d_model % s.setup.n_head):
         raise UserError(
@@ -108,13 +105,11 @@ def settings_from(a: argparse.Namespace) -> LengthSettings:
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     settings = settings_from(a)
-    out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
-    # one writer: a second study into OUT is refused; --collect only reads finished runs
-    with nullcontext() if a.collect else dir_lock(out, "looped length"):
+    out, results, figures = study_dirs(a, "length")
+    with study_lock(out, a.collect, "looped length"):
         result = run_study(settings, out, train=not a.collect)
     d = settings.setup.d_model
     stem = "length" if d == TextSetup().d_model or a.quick else f"length_d{d}"
-    results, figures = (Path("results"), Path("figures")) if a.reference else (out, out)
     write_result(results / f"{stem}.json", result)
     print(f"wrote {fig_gap(result, figures / f'{stem}_gap.png')}")
     return 0

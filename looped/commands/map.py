@@ -15,36 +15,31 @@ from __future__ import annotations
 
 import argparse
 import json
-from contextlib import nullcontext
 from dataclasses import replace
-from pathlib import Path
 
-from looped.commands.common import study_parser
+from looped.commands.common import (
+    study_dirs,
+    study_lock,
+    study_parser,
+    text_study_flags,
+)
 from looped.errors import UserError
 from looped.experiments.map import BLOCKS, GPU, QUICK, MapSettings, run_map, time_blocks
 from looped.experiments.results import write_result
 from looped.report.map import fig_map
-from looped.runtime.lock import dir_lock
 
 
 def parser() -> argparse.ArgumentParser:
     p = study_parser(
         "looped map",
         __doc__,
-        out="output directory (default runs/map[-quick])",
         reference="results/map.json and figures/map_gap.png",
         quick="toy size on the standard library, every code path",
     )
-    p.add_argument(
-        "--blocks", help=f"blocks to run, of {','.join(b.name for b in BLOCKS)} (--gpu: d64..d512)"
-    )
+    text_study_flags(p, "map", seeds=8)
+    blocks = ",".join(b.name for b in BLOCKS)
+    p.add_argument("--blocks", help=f"blocks to run, of {blocks} (--gpu: d64..d512)")
     p.add_argument("--gpu", action="store_true", help="the GPU map: widths to 512, 100x lengths")
-    p.add_argument(
-        "--corpus", help="a named corpus, a `looped data text` directory or a datasets source"
-    )
-    p.add_argument("--max-seeds", type=int, help="stop adding seed rounds past this many (8)")
-    p.add_argument("--collect", action="store_true", help="train nothing: results of what finished")
-    p.add_argument("--resume-from", help="an earlier map.json: its scored runs are reused")
     p.add_argument(
         "--time",
         type=int,
@@ -68,18 +63,14 @@ def settings_from(a: argparse.Namespace) -> MapSettings:
         if not names or any(n not in known for n in names):
             raise UserError(f"--blocks {a.blocks}: name blocks among {','.join(known)}")
         s.blocks = tuple(known[n] for n in names)
-    if a.max_seeds is not None:
-        if a.max_seeds < 2:
-            raise UserError(f"--max-seeds {a.max_seeds}: an interval needs two seeds or more")
-        s.max_seeds = a.max_seeds
+    s.max_seeds = a.max_seeds or s.max_seeds
     return s
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     settings = settings_from(a)
-    out = Path(a.out or ("runs/map-quick" if a.quick else "runs/map"))
-    results, figures = (Path("results"), Path("figures")) if a.reference else (out, out)
+    out, results, figures = study_dirs(a, "map")
     if a.time is not None:
         if a.time < 2:
             raise UserError(f"--time {a.time}: a spread needs 2 or more repeats, e.g. --time 5")
@@ -87,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(path.read_text()) if path.is_file() else {}
         write_result(path, result | {"wallclock": time_blocks(settings, out, a.time)})
         return 0
-    with nullcontext() if a.collect else dir_lock(out, "looped map"):
+    with study_lock(out, a.collect, "looped map"):
         result = run_map(settings, out, train=not a.collect)
     old = results / "map.json"
     if old.is_file() and "wallclock" in (timed := json.loads(old.read_text())):

@@ -9,17 +9,15 @@ The figures are drawn by `looped.report.runs` (and `looped.report.bios` for a de
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
+from looped.commands.common import described
 from looped.report import bios, runs, style
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="looped plot", description="the paper's figures from run directories"
-    )
+    parser = described("looped plot", __doc__)
     parser.add_argument(
         "--runs", nargs="+", required=True, help="run directories, or folders holding them"
     )

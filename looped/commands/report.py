@@ -8,16 +8,16 @@ looped report --figures  # redraw every figure in figures/ from results/ (no tra
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from looped.commands.common import Parser, described
 from looped.errors import UserError
 from looped.report import render, style
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="looped report", description=__doc__.splitlines()[0])
+def _parser() -> Parser:
+    parser = described("looped report", __doc__)
     parser.add_argument("--root", default=".", help="project root (README.md, docs/, results/)")
     parser.add_argument("--check", action="store_true", help="fail if a doc is out of date")
     parser.add_argument(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from looped.commands.common import study_parser
+from looped.commands.common import study_dirs, study_parser
 from looped.errors import UserError
 from looped.experiments.length import QUICK, LengthSettings
 from looped.experiments.results import write_result
@@ -19,7 +19,7 @@ from looped.report.samples import section
 
 
 def main(argv: list[str] | None = None) -> int:
-    a = study_parser(
+    p = study_parser(
         "looped samples",
         __doc__,
         out="the length study's output directory, whose runs are sampled (default runs/length, "
@@ -27,9 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         reference="results/samples.json",
         quick="the models of `looped length --quick` (read from OUT/length.json)",
         workers=False,
-        reads=True,
-    ).parse_args(argv)
-    out = Path(a.out or ("runs/length-quick" if a.quick else "runs/length"))
+    )
+    p.add_argument("--results", default="results", help="where the results files it reads are")
+    a = p.parse_args(argv)
+    out = study_dirs(a, "length")[0]  # the length study's runs
     study = out / "length.json" if a.quick else Path(a.results) / "length.json"
     if not study.is_file():
         raise UserError(f"{study} not found; run `looped length{' --quick' * a.quick}` first")

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 
-from looped.commands.common import OverrideParser
+from looped.commands.common import Parser
 from looped.config import load_config, to_yaml
 from looped.errors import UserError
 from looped.training.trainer import train
 
 
-def _parser() -> OverrideParser:
-    parser = OverrideParser(
+def _parser() -> Parser:
+    parser = Parser(
+        overrides="config overrides",
         prog="looped train",
         description="Train a looped transformer. Overrides are key=value pairs on the config "
         "fields of looped/config.py, e.g. schedule=fixed:2 model.d_model=128 optim.lr=1e-3.",
