@@ -122,7 +122,10 @@ def main_runs(schedule: str, budget: float) -> list[dict]:
 # %% [markdown]
 # ## 1. The tables: compute, time and quality, at equal FLOPs and at equal tokens
 #
-# Rows are seed means; the brackets give the range over seeds, and "per-seed range" the
+# These are `docs/RESULTS.md`'s bios tables, written by `looped.report.bios.section`: the
+# setup, the schedules at equal FLOPs and at equal tokens, and, where the runs exist, the
+# serving depths 1, 4, 8 and 16, depth specialisation, the switch and catch-up; the sections
+# below draw their figures. Rows are seed means; the brackets give the range over seeds, and "per-seed range" the
 # difference from uniform computed seed by seed (same seed, same data order). At a matched
 # budget every schedule spends about the same modeled compute, so the saving shows up as
 # *steps*: fixed-first runs more of them than uniform for the same FLOPs. At equal tokens it
@@ -130,13 +133,7 @@ def main_runs(schedule: str, budget: float) -> list[dict]:
 # quality across serving depths stays close to uniform training's.
 
 # %%
-display(Markdown("**Equal FLOPs** (full budget)\n\n" + bios.format_summary(result["summary"])))
-if result.get("summary_tokens"):
-    display(
-        Markdown(
-            "**Equal tokens** (uniform's steps)\n\n" + bios.format_summary(result["summary_tokens"])
-        )
-    )
+display(Markdown(bios.section(result)))
 
 # %% [markdown]
 # ## 2. What was trained: the paper's Fig. 7
@@ -334,26 +331,26 @@ if text_file.is_file() and "text_loss_by_seed" in text_figures:
 # %% [markdown]
 # ## What we saw
 #
-# The tables below are written from the numbers loaded above by `looped.report.bios.section`
-# and `looped.report.verdicts.verdicts_section`, the same code that writes `docs/RESULTS.md`
-# and the README's verdicts. What they show, read against the paper: at this size uniform
-# training is still on its memorisation plateau when the budget ends, so fixed-first and fixed
-# K=4 end far ahead of it on the bios facts; fixed K=4 serves best near its training depth and
-# fixed-first holds its recall across the deeper serving depths after its short uniform finish;
-# each fixed-depth model serves best at its own depth; two-hop recall stays near chance. The
-# text comparisons carry the verdicts on the paper's own metric.
+# The verdicts below are written from the committed results by
+# `looped.report.verdicts.verdicts_section`, the same code that writes the README's verdicts;
+# section 1 showed the bios tables. What tables and verdicts show, read against the paper: at
+# this size uniform training is still on its memorisation plateau when the budget ends, so
+# fixed-first and fixed K=4 end far ahead of it on the bios facts; fixed K=4 serves best near its
+# training depth and fixed-first holds its recall across the deeper serving depths after its
+# short uniform finish; each fixed-depth model serves best at its own depth; two-hop recall stays
+# near chance. The text comparisons carry the verdicts on the paper's own metric.
 
 # %%
-print(origin)
-display(Markdown(bios.section(result)))
 if (ROOT / "results" / "demo_text.json").is_file():
     display(Markdown(verdicts_section(ROOT)))
+else:
+    print("no results/demo_text.json: the verdicts need the committed results")
 
 # %% [markdown]
-# With the reference results these are the tables of `docs/RESULTS.md` and the verdicts on the
-# README. At toy size (no `results/demo.json`) the models train for a few dozen steps and recall
-# next to nothing: the tables and figures then show the shapes of the code path, not the
-# paper's results. Notebook 06 shows how to run the paper's 200M and 1B scales and draw the
+# With the reference results, section 1's tables are those of `docs/RESULTS.md` and these are
+# the verdicts on the README. At toy size (no `results/demo.json`) the models train for a few
+# dozen steps and recall next to nothing: the tables and figures then show the shapes of the
+# code path, not the paper's results. Notebook 06 shows how to run the paper's 200M and 1B scales and draw the
 # same figures from their run directories.
 
 # %%
