@@ -69,24 +69,29 @@ def _marks_key(result: dict) -> list:
 
 
 def _gap_line(ax: Any, mine: list[dict], s: str, i: int) -> None:
-    """One schedule's gap per length; lengths whose models miss the bigram are hollow."""
+    """One schedule's gap per length, each seed a dot, its tolerance dashed."""
     colour = style.color(s, i)
     x = np.array([c["tokens"] / 1e6 for c in mine]) * 2 ** (0.06 * (i - 1))  # side by side
-    mean, lo, hi = (np.array([100 * c["gap"][k] for c in mine]) for k in ("mean", "lo", "hi"))
-    err = [mean - lo, hi - mean]
-    ax.errorbar(x, mean, yerr=err, marker="o", capsize=3, color=colour, label=label(s), zorder=3)
+    gap_marks(ax, x, mine, colour, label=label(s), zorder=3)
     for xi, c in zip(x, mine):
         seeds = [100 * v for v in c["gap"]["values"]]
         ax.scatter([xi] * c["seeds"], seeds, s=7, color=colour, alpha=0.45, zorder=2)
-    quiet = [k for k, c in enumerate(mine) if c["verdict"] == Verdict.NOT_INFORMATIVE]
-    ax.scatter(x[quiet], mean[quiet], s=50, facecolors="white", edgecolors=colour, zorder=4)
-    past = [k for k, c in enumerate(mine) if not c.get("one_pass", True)]
-    ax.scatter(x[past], mean[past], s=60, marker="x", color="black", zorder=5)
     if s != paper.UNIFORM_PER_MICRO:  # the paper's tolerance is a claim about its recipes only
         tol = 100 * mine[0]["tolerance"]
         ax.axhline(
             tol, color=colour, ls="--", lw=1, label="its tolerance (its colour)" if i == 0 else None
         )
+
+
+def gap_marks(ax: Any, x: np.ndarray, cells: list[dict], colour: Any, **kw: Any) -> None:
+    """Cells' paired gap to uniform at `x` (seed mean, 95% interval, in %); hollow where the
+    models miss the bigram (no verdict), crossed where a cell is past one pass (not reported)."""
+    mean, lo, hi = (np.array([100 * c["gap"][k] for c in cells]) for k in ("mean", "lo", "hi"))
+    ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], marker="o", capsize=3, color=colour, **kw)
+    quiet = [k for k, c in enumerate(cells) if c["verdict"] == Verdict.NOT_INFORMATIVE]
+    ax.scatter(x[quiet], mean[quiet], s=50, facecolors="white", edgecolors=colour, zorder=4)
+    past = [k for k, c in enumerate(cells) if not c.get("one_pass", True)]
+    ax.scatter(x[past], mean[past], s=60, marker="x", color="black", zorder=5)
 
 
 def _depth_line(ax: Any, result: dict, s: str, i: int) -> None:
@@ -99,7 +104,7 @@ def _depth_line(ax: Any, result: dict, s: str, i: int) -> None:
     style.band(ax, depths, gaps, f"{label(s)}, {cell['steps']} steps", style.color(s, i))
 
 
-def _iv(g: dict) -> str:
+def percent_iv(g: dict) -> str:
     """ "+2.10% [+1.40, +2.80]": a mean with its interval, in percent."""
     return f"{100 * g['mean']:+.2f}% [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}]"
 
@@ -113,8 +118,8 @@ def gap_cell(cell: dict) -> str:
     """ "+2.10% [+1.40, +2.80], n=4, worse": the paired mean gap, its interval and the verdict;
     a cell past one pass over its data has no verdict."""
     if not cell.get("one_pass", True):
-        return f"{_iv(cell['gap'])}, n={cell['gap']['n']}, past one pass: not reported"
-    return f"{_iv(cell['gap'])}, n={cell['gap']['n']}, {verdict_of(cell)}"
+        return f"{percent_iv(cell['gap'])}, n={cell['gap']['n']}, past one pass: not reported"
+    return f"{percent_iv(cell['gap'])}, n={cell['gap']['n']}, {verdict_of(cell)}"
 
 
 def table_rows(result: dict) -> str:
@@ -149,7 +154,7 @@ def depth_rows(result: dict) -> str:
         by = c.get("gap_by_depth", {})
         rows.append(
             [label(s), c["steps"], gap_cell(c)]
-            + [_iv(by[k]) if k in by else "-" for k in ("1", "4", "16")]
+            + [percent_iv(by[k]) if k in by else "-" for k in ("1", "4", "16")]
         )
     return md_table(["schedule", "steps", "mean over K=1..16", "K=1", "K=4", "K=16"], rows)
 
@@ -163,7 +168,11 @@ def trend_rows(result: dict) -> str:
             continue
         per = ", ".join(f"{100 * v:+.2f}" for v in t["per_seed"].values()) or "-"
         sl = t["slope"]
-        fit = [sl["n"], _iv(sl), t["direction"]] if sl else [len(t["per_seed"]), "-", "too few"]
+        fit = (
+            [sl["n"], percent_iv(sl), t["direction"]]
+            if sl
+            else [len(t["per_seed"]), "-", "too few"]
+        )
         rows.append([label(s), t["lengths"], *fit, per])
     head = ["schedule", "lengths", "seeds", "slope per doubling of tokens [95% interval]"]
     return md_table(head + ["direction", "per seed"], rows)
@@ -177,7 +186,10 @@ def tuned_rows(result: dict) -> str:
         return md_table(head, [["-"] * 5 + ["not run: " + result["meta"]["stopped"]["reason"]]])
     rows = []
     for c in tuned["cells"]:
-        lrs, gap = [f"{c['lr']:g}", f"{c['shared_lr']:g}"], f"{_iv(c['gap'])}, n={c['gap']['n']}"
+        lrs, gap = (
+            [f"{c['lr']:g}", f"{c['shared_lr']:g}"],
+            f"{percent_iv(c['gap'])}, n={c['gap']['n']}",
+        )
         rows.append([label(c["schedule"]), tuned["steps"], *lrs, gap, c["verdict"]])
     return md_table(head, rows)
 
@@ -233,7 +245,7 @@ def finding(result: dict) -> str:
             rows.append([f"{label(s)} vs uniform", "-", "-", "not measured"])
             continue
         regime = f"d={d}, {c['steps']:,} steps, {c['tokens_per_param']:.0f} tokens/param"
-        gap = f"{_iv(c['gap'])}, {c['gap']['n']} seeds"
+        gap = f"{percent_iv(c['gap'])}, {c['gap']['n']} seeds"
         tol = f" (tolerance {100 * c['tolerance']:.1f}%)"
         rows.append([f"{label(s)} vs uniform", regime, gap, verdict_of(c) + tol])
     return md_table(head, rows)

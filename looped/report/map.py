@@ -15,7 +15,7 @@ from looped.eval.gapfit import gap_fit
 from looped.eval.stats import Verdict, interval
 from looped.paper import label
 from looped.report import style
-from looped.report.length import gap_cell
+from looped.report.length import gap_cell, gap_marks, percent_iv
 from looped.report.tables import md_table
 
 WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
@@ -68,14 +68,7 @@ def _tpp(c: dict) -> float:
 
 
 def _width_line(ax: Any, mine: list[dict], d: int) -> None:
-    colour = WIDTH_COLOURS.get(d, "#333333")
-    x = np.array([_tpp(c) for c in mine])
-    mean, lo, hi = (np.array([100 * c["gap"][k] for c in mine]) for k in ("mean", "lo", "hi"))
-    ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], color=colour, marker="o", capsize=3)
-    quiet = [k for k, c in enumerate(mine) if c["verdict"] == Verdict.NOT_INFORMATIVE.value]
-    ax.scatter(x[quiet], mean[quiet], s=50, facecolors="white", edgecolors=colour, zorder=4)
-    past = [k for k, c in enumerate(mine) if not c.get("one_pass", True)]
-    ax.scatter(x[past], mean[past], s=60, marker="x", color="black", zorder=5)
+    gap_marks(ax, np.array([_tpp(c) for c in mine]), mine, WIDTH_COLOURS.get(d, "#333333"))
 
 
 def _key(every: list[dict]) -> list[Line2D]:
@@ -152,10 +145,6 @@ def fit_cells(result: dict, schedule: str) -> list[dict]:
     return [c for c in cells(result) if c["schedule"] == schedule and reported(c)]
 
 
-def _iv(g: dict, scale: float = 100, unit: str = "%") -> str:
-    return f"{scale * g['mean']:+.2f}{unit} [{scale * g['lo']:+.2f}, {scale * g['hi']:+.2f}]"
-
-
 def two_by_two(result: dict, tpp: float = 40) -> str:
     """Width x vocabulary at one length: each arm's gap, so a reader sees which factor moves it."""
     at = [c for c in cells(result, vocab=None) if round(_tpp(c)) == tpp]
@@ -184,18 +173,18 @@ def fit_section(result: dict) -> str:
             continue
         f = fit["fit"]
         cross = "; ".join(
-            f"d={d}: 0 at {_tpp_iv(c['zero'])}, tolerance at {_tpp_iv(c['tolerance'])}"
+            f"d={d}: 0 at {_tpppercent_iv(c['zero'])}, tolerance at {_tpppercent_iv(c['tolerance'])}"
             for d, c in fit["crossing"].items()
         )
         ext = fit["extrapolation"]
         rows.append(
             [
                 label(arm),
-                f"{_iv(f['per_doubling_tokens_per_param'])} per doubling of tokens/param, "
-                f"{_iv(f['per_doubling_params'])} per doubling of parameters, {len(fit['seeds'])} seeds",
+                f"{percent_iv(f['per_doubling_tokens_per_param'])} per doubling of tokens/param, "
+                f"{percent_iv(f['per_doubling_params'])} per doubling of parameters, {len(fit['seeds'])} seeds",
                 cross,
-                f"{_iv(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param",
-                _tpp_iv(ext["crossing"]["zero"]),
+                f"{percent_iv(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param",
+                _tpppercent_iv(ext["crossing"]["zero"]),
             ]
         )
     head = ["recipe", "fit (per seed, interval over seeds)", "crossings by width (tokens/param)"]
@@ -203,7 +192,7 @@ def fit_section(result: dict) -> str:
     return md_table(head, rows)
 
 
-def _tpp_iv(c: dict | None) -> str:
+def _tpppercent_iv(c: dict | None) -> str:
     if c is None:
         return "no crossing (seeds' slopes differ in sign)"
     return f"{c['tokens_per_param']:.3g} [{c['lo']:.3g}, {c['hi']:.3g}]"
@@ -318,22 +307,3 @@ def figures(result: dict, out: Path) -> list[Path]:
     if any(n.startswith("frontier") for n in result.get("blocks", {})):
         paths.append(fig_frontier(result, out / "map_frontier.png"))
     return paths
-
-
-def finding(result: dict) -> str:
-    """The README's finding: for each recipe and width, its longest reported cell."""
-    rows = []
-    for arm in (paper.RECIPES_1B[1], paper.RECIPE_200M):
-        mine = fit_cells(result, arm)
-        for d in sorted({c["d_model"] for c in mine}):
-            c = max((c for c in mine if c["d_model"] == d), key=_tpp)
-            rows.append(
-                [
-                    f"{label(arm)} vs uniform 1..16",
-                    f"d={d}, {_tpp(c):.0f} tokens/param, {c['epochs']:.2f} passes, LR {c['lr']:g}",
-                    f"{_iv(c['gap'])}, {c['gap']['n']} seeds",
-                    f"{c['verdict']} (tolerance {100 * c['tolerance']:.1f}%)",
-                ]
-            )
-    head = ["comparison", "regime (longest reported cell)", "gap to uniform [95% interval]"]
-    return md_table(head + ["verdict"], rows or [["no reported cell yet", "-", "-", "-"]])

@@ -107,7 +107,6 @@ SECTIONS = {
     "map_fit": ("map.json", map_report.fit_section),
     "map_frontier": ("map.json", map_report.frontier_section),
     "map_costs": ("map.json", map_report.cost_section),
-    "map_finding": ("map.json", map_report.finding),
     "finding": ("length.json", length.finding),
     "samples": ("samples.json", samples.section),
     "diagnose": ("diagnose.json", diagnose.section),
