@@ -67,7 +67,7 @@ def _sections(text: str) -> dict[str, str]:
 def test_readme_first_screen_tells_the_story():
     """Before its first section, in at most 40 lines: the terms, the finding (its numbers:
     tests/test_doc_numbers.py), the two commands and one figure (the rendered first screen at
-    1280x900 is checked by eye: scripts/readme_screen.py); the verdicts and the map of the code
+    1280x900 is checked by eye: scripts/screenshots.py); the verdicts and the map of the code
     follow, the rest links out."""
     lines = (ROOT / "README.md").read_text().splitlines()
     head = "\n".join(lines[: lines.index("## What we measured")])
