@@ -75,13 +75,11 @@ def _target(name, precision, value, op, key, note, applies=True) -> dict:
 def markdown(record: dict[str, Any]) -> str:
     """The tables docs/USAGE.md quotes, with the machine they were measured on: one paragraph per
     setting, then train step, schedule saving, serving sweep, width scan and targets."""
-    lines = _preamble(record)
-    lines += _train_table(record["train"])
-    lines += _schedule_table(record["schedule"], record["config"])
-    lines += _serve_table(record["serve"])
+    lines = _preamble(record) + _table(TRAIN, record["train"])
+    lines += _schedule_table(record["schedule"], record["config"]) + _table(SERVE, record["serve"])
     if record.get("widths"):
         lines += _width_table(record["widths"], record["config"])
-    lines += _target_table(record["targets"])
+    lines += _table(TARGET, record["targets"])
     return "\n".join(lines) + "\n"
 
 
@@ -104,83 +102,67 @@ def _preamble(record: dict[str, Any]) -> list[str]:
     ]
 
 
-def _table(header: str, align: str, rows: list[str]) -> list[str]:
-    return ["", header, align, *rows]
+def _table(columns: tuple, rows: list[dict]) -> list[str]:
+    """A markdown table after a blank line: `columns` is (header, alignment, cell of a row)."""
+    line = lambda cells: "| " + " | ".join(cells) + " |"  # noqa: E731
+    align = "|" + "|".join(a for _, a, _ in columns) + "|"
+    return [
+        "",
+        line(h for h, _, _ in columns),
+        align,
+        *(line(c(r) for *_, c in columns) for r in rows),
+    ]
 
 
-def _train_table(rows: list[dict]) -> list[str]:
-    def line(r: dict) -> str:
-        peer = "-" if r["peer_ms"] is None else f"{r['peer_ms']:.1f}"
-        ratio = "-" if r["peer_over_looped"] is None else f"{r['peer_over_looped']:.3f}"
-        return (
-            f"| {r['precision']} | {r['depth']} | {r['looped_ms']:.1f} | {peer} | {ratio} | "
-            f"{r['floor_ms']:.1f} | {r['looped_flops_per_s'] / 1e9:.1f} | "
-            f"{r['ceiling_flops_per_s'] / 1e9:.1f} | {r['of_ceiling']:.1%} |"
-        )
+def _col(header: str, key: str, spec: str = "", scale: float = 1) -> tuple:
+    """A right-aligned column of `row[key]` (divided by `scale`) in `spec`, "-" where None."""
 
-    header = (
-        "| precision | K | looped ms | peer ms | peer / looped | kernel floor ms | "
-        "looped GFLOP/s | matmul ceiling GFLOP/s | of ceiling |"
-    )
-    return _table(header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|", list(map(line, rows)))
+    def cell(r: dict) -> str:
+        return "-" if r[key] is None else format(r[key] if scale == 1 else r[key] / scale, spec)
+
+    return header, "---:", cell
+
+
+PRECISION = ("precision", "---", lambda r: r["precision"])
+TRAIN = (PRECISION, _col("K", "depth"), _col("looped ms", "looped_ms", ".1f"),
+         _col("peer ms", "peer_ms", ".1f"), _col("peer / looped", "peer_over_looped", ".3f"),
+         _col("kernel floor ms", "floor_ms", ".1f"),
+         _col("looped GFLOP/s", "looped_flops_per_s", ".1f", scale=1e9),
+         _col("matmul ceiling GFLOP/s", "ceiling_flops_per_s", ".1f", scale=1e9),
+         _col("of ceiling", "of_ceiling", ".1%"))  # fmt: skip
+SCHEDULE = (("schedule saving", "---", lambda r: r["kind"]), PRECISION, _col("steps", "steps"),
+            _col("modeled", "modeled_saving", ".1%"), _col("measured", "measured_saving", ".1%"),
+            _col("measured / modeled", "ratio", ".3f"))  # fmt: skip
+SERVE = (("serving sweep", "---", lambda r: f"K=1..{r['depth']} vs K={r['depth']}"), PRECISION,
+         _col("forward ms", "forward_ms", ".1f"), _col("forward_depths ms", "sweep_ms", ".1f"),
+         _col("ratio", "sweep_over_forward", ".3f"),
+         _col("modeled FLOP ratio", "modeled_ratio", ".3f"))  # fmt: skip
+TARGET = (("target", "---", lambda t: t["target"]), PRECISION,
+          _col("measured", "value", ".3f"), ("bound", "---", lambda t: f"{t['op']} {t['bound']}"),
+          ("met", "---", lambda t: _MET[t["met"]]), ("note", "---", lambda t: t["note"]))  # fmt: skip
+_MET = {True: "yes", False: "**no**", None: "n/a"}
+OF, SWEEP = TARGETS["of_ceiling"], TARGETS["sweep_ratio"]
+WIDTH = (PRECISION, _col("width", "d_model"), _col("heads", "n_head"),
+         _col("step ms", "looped_ms", ".1f"), _col("of ceiling", "of_ceiling", ".1%"),
+         (f">= {OF:.0%}", "---", lambda r: _MET[r["of_ceiling"] >= OF]),
+         _col("sweep / forward", "sweep_over_forward", ".3f"),
+         _col("modeled floor", "sweep_modeled_ratio", ".3f"),
+         (f"<= {SWEEP}", "---", lambda r: _MET[r["sweep_over_forward"] <= SWEEP]))  # fmt: skip
 
 
 def _schedule_table(rows: list[dict], cfg: dict[str, Any]) -> list[str]:
-    lines = [
-        f"| {r['kind']} | {r['precision']} | {r['steps']} | {r['modeled_saving']:.1%} | "
-        f"{r['measured_saving']:.1%} | {'-' if r['ratio'] is None else format(r['ratio'], '.3f')} |"
-        for r in rows
-    ]
-    header = "| schedule saving | precision | steps | modeled | measured | measured / modeled |"
-    return _table(header, "|---|---|---:|---:|---:|---:|", lines) + [
-        "",
-        f"Schedule: `{cfg['schedule']}` against `{cfg['reference']}`.",
-    ]
-
-
-def _serve_table(rows: list[dict]) -> list[str]:
-    lines = [
-        f"| K=1..{r['depth']} vs K={r['depth']} | {r['precision']} | {r['forward_ms']:.1f} | "
-        f"{r['sweep_ms']:.1f} | {r['sweep_over_forward']:.3f} | {r['modeled_ratio']:.3f} |"
-        for r in rows
-    ]
-    header = "| serving sweep | precision | forward ms | forward_depths ms | ratio | modeled FLOP ratio |"
-    return _table(header, "|---|---|---:|---:|---:|---:|", lines)
+    schedule = f"Schedule: `{cfg['schedule']}` against `{cfg['reference']}`."
+    return _table(SCHEDULE, rows) + ["", schedule]
 
 
 def _width_table(rows: list[dict], cfg: dict[str, Any]) -> list[str]:
     """Measurements 2 and 5 at each width, each against its target."""
-    of, sweep = TARGETS["of_ceiling"], TARGETS["sweep_ratio"]
-    lines = [
-        f"| {r['precision']} | {r['d_model']} | {r['n_head']} | {r['looped_ms']:.1f} | "
-        f"{r['of_ceiling']:.1%} | {_MET[r['of_ceiling'] >= of]} | "
-        f"{r['sweep_over_forward']:.3f} | {r['sweep_modeled_ratio']:.3f} | "
-        f"{_MET[r['sweep_over_forward'] <= sweep]} |"
-        for r in rows
-    ]
-    header = (
-        f"| precision | width | heads | step ms | of ceiling | >= {of:.0%} | "
-        f"sweep / forward | modeled floor | <= {sweep} |"
-    )
     intro = (
         f"Width scan (heads = width / 64, looped model only): train step at K={rows[0]['depth']}, "
         f"serving sweep K=1..{cfg['serve_depth']}; the targets of measurements 2 and 5 at each "
         "width."
     )
-    return ["", intro, *_table(header, "|---|---:|---:|---:|---:|---|---:|---:|---|", lines)]
-
-
-def _target_table(rows: list[dict]) -> list[str]:
-    lines = [
-        f"| {t['target']} | {t['precision']} | {t['value']:.3f} | {t['op']} {t['bound']} | "
-        f"{_MET[t['met']]} | {t['note']} |"
-        for t in rows
-    ]
-    header = "| target | precision | measured | bound | met | note |"
-    return _table(header, "|---|---|---:|---|---|---|", lines)
-
-
-_MET = {True: "yes", False: "**no**", None: "n/a"}
+    return ["", intro, *_table(WIDTH, rows)]
 
 
 # -- files -----------------------------------------------------------------------------------

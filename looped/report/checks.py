@@ -339,13 +339,10 @@ def text_problems(fig: Any) -> list[str]:
     ]
 
 
-# How wide a page shows a figure, measured in JupyterLab at 1280x900 in `make lab`'s layout
-# (headless Chromium, the element's width): a notebook's output area is 848 px, a Markdown
-# preview's column 886 px (GitHub's file view gives about the same). A narrower figure is
-# shown at its own size; a figure in a table cell gets its column's share (`shown_widths`).
+# How wide a notebook shows a figure, measured in JupyterLab at 1280x900 in `make lab`'s layout
+# (headless Chromium, the element's width); the widths the docs' pages give a figure are
+# measured by tests/test_figures.py, which checks every shipped figure there.
 NOTEBOOK_WIDTH_PX = 848  # a notebook's image output (`style.show`, IPython's Image)
-PAGE_WIDTH_PX = 880  # a full-width image in README.md or docs/*.md
-CELL_PADDING_PX = 26  # a Markdown table cell's left and right padding (GitHub's CSS)
 SMALLEST_TEXT_PX = 9  # the smallest text a reader can read there, in screen pixels
 SAVED_DPI = 130  # the resolution `style.save` writes
 
@@ -374,57 +371,6 @@ def small_text(fig: Any, dpi: float = SAVED_DPI, shown: float = NOTEBOOK_WIDTH_P
         f"the text {text!r} is {px:.1f} px at {shown:.0f} px wide (under {SMALLEST_TEXT_PX:g})"
         for text, px in sorted(small.items(), key=lambda item: item[1])[:3]
     ]
-
-
-_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)[^)]*\)|<img\b[^>]*\bsrc=\"([^\"]+)\"[^>]*>")
-_IMG_WIDTH = re.compile(r"\bwidth=\"?(\d+)")
-
-
-def _cells(row: str) -> list[str]:
-    return [c.strip() for c in row.strip().strip("|").split("|")]
-
-
-def _table_widths(rows: list[str], natural: Any, page: float) -> dict[str, float]:
-    """A Markdown table's images: the browser's automatic layout gives each column a share of
-    the page (less the cells' padding) in proportion to its widest image, measured so."""
-    grid = [_cells(r) for r in rows if not re.fullmatch(r"[\s|:-]+", r)]
-    columns = max(len(r) for r in grid)
-    widest = [0.0] * columns
-    for row in grid:
-        for j, cell in enumerate(row):
-            for m in _IMAGE.finditer(cell):
-                widest[j] = max(widest[j], natural(m.group(1) or m.group(2)))
-    room = page - CELL_PADDING_PX * columns
-    shown = {}
-    for row in grid:
-        for j, cell in enumerate(row):
-            for m in _IMAGE.finditer(cell):
-                src = m.group(1) or m.group(2)
-                share = room * widest[j] / sum(widest) if columns > 1 else page
-                shown[src] = min(shown.get(src, np.inf), natural(src), share)
-    return shown
-
-
-def shown_widths(markdown: str, natural: Any, page: float = PAGE_WIDTH_PX) -> dict[str, float]:
-    """How wide a Markdown page shows each image it holds, in screen pixels, by its path as
-    written: its natural width (`natural(path)`) up to the page's, a table cell's share of the
-    page (`_table_widths`), or the `width` an <img> tag gives it; the narrowest where shown twice."""
-    shown: dict[str, float] = {}
-    lines, i = markdown.splitlines(), 0
-    while i < len(lines):
-        if lines[i].lstrip().startswith("|"):
-            j = i
-            while j < len(lines) and lines[j].lstrip().startswith("|"):
-                j += 1
-            found, i = _table_widths(lines[i:j], natural, page), j
-        else:
-            found, i = {}, i + 1
-            for m in _IMAGE.finditer(lines[i - 1]):
-                src, width = m.group(1) or m.group(2), _IMG_WIDTH.search(m.group(0))
-                found[src] = min(natural(src), page, float(width.group(1)) if width else np.inf)
-        for src, px in found.items():
-            shown[src] = min(shown.get(src, np.inf), px)
-    return shown
 
 
 COINCIDE_SHARE = 0.6  # more of their shared range than this, and two lines read as one
@@ -485,25 +431,18 @@ RESOLVED = 1e-3  # the smallest relative difference a plotted measure can claim 
 
 
 def below_noise(fig: Any) -> list[str]:
-    """A value axis whose whole span is below the noise of what it shows: the ticks then read
-    as differences the measurement cannot resolve. The noise is what `claim_noise` stated for
-    the panel, else a 0.1% relative difference."""
+    """A value axis whose whole span is below a 0.1% relative difference: its ticks then read as
+    differences no measurement here resolves."""
     problems = []
     for i, ax in _shown_axes(fig):
         if ax.get_yscale() != "linear" or not _data_pixels(ax):
             continue
         low, high = sorted(ax.get_ylim())
-        noise = getattr(ax, "looped_noise", None) or RESOLVED * max(abs(low), abs(high))
+        noise = RESOLVED * max(abs(low), abs(high))
         if 0 < high - low < noise:
             what = f"the y axis spans {high - low:.2g} ({low:.4g} to {high:.4g})"
             problems.append(f"{_panel(ax, i)}: {what}, below its noise ({noise:.2g})")
     return problems
-
-
-def claim_noise(ax: Any, noise: float) -> None:
-    """State the noise of what a panel shows (a standard error, a seed spread), for
-    `below_noise`: an axis narrower than it shows nothing a reader can trust."""
-    ax.looped_noise = noise
 
 
 def _labelled(artist: Any) -> bool:

@@ -149,24 +149,15 @@ def _modules(root: Path) -> dict[str, Path]:
     return out
 
 
-def _runtime_imports(tree: ast.AST, package: str) -> set[str]:
-    """The dotted names a module imports outside `if TYPE_CHECKING:` (`from a import x`: a, a.x)."""
+def _imports(tree: ast.AST) -> set[str]:
+    """The dotted names a module imports anywhere (`from a import x`: a, a.x); the package has
+    no relative and no type-only imports (tests/test_imports.py walks the graph its own way)."""
     found: set[str] = set()
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            todo += node.orelse
-            continue
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            found |= {base} | {f"{base}.{a.name}" for a in node.names}
-        todo += ast.iter_child_nodes(node)
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
     return found
 
 
@@ -176,8 +167,7 @@ def package_imports(root: Path) -> dict[str, set[str]]:
     packages = {m for m, path in modules.items() if path.name == "__init__.py"}
     graph = {}
     for name, path in modules.items():
-        package = name if name in packages else name.rpartition(".")[0]
-        found = _runtime_imports(ast.parse(path.read_text()), package)
+        found = _imports(ast.parse(path.read_text()))
         graph[name] = {m for m in found if m in modules and m not in packages and m != name}
     return graph
 

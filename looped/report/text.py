@@ -1,5 +1,5 @@
-"""The text track (`looped fidelity`, the demo's text runs) as tables and figures: pure
-functions of demo_text.json's dict (or a `looped fidelity` run's fidelity.json)."""
+"""The demo's text track (the text study at one length, `experiments.length.run_text`) as tables
+and figures: pure functions of demo_text.json's dict."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def schedules_table(result: dict) -> str:
     return md_table(["schedule", "chosen LR", "at the sweep's edge", "seed spread (nats)"], rows)
 
 
-def section(result: dict, command: str = "looped fidelity", baseline: dict | None = None) -> str:
+def section(result: dict, command: str, baseline: dict | None = None) -> str:
     """The text-track section of docs/RESULTS.md: tables only (the prose is written by hand)."""
     tables = [settings_table(result, command), baselines_table(result, baseline)]
     tables += [format_table(result), verdict_table(result, baseline), schedules_table(result)]
@@ -269,7 +269,7 @@ def fig_lr_sweep(
     return style.save(fig, path)
 
 
-def figures(result: dict, out_dir: Path, prefix: str = "fidelity") -> list[Path]:
+def figures(result: dict, out_dir: Path, prefix: str = "text") -> list[Path]:
     """The track's figures as OUT_DIR/PREFIX_*.png (the LR sweep's only when it ran)."""
     paths = [fig_nll_by_depth(result, out_dir / f"{prefix}_nll_by_depth.png")]
     if result["equal_tokens"] and all(r.get("curve") for r in result["runs"]):
