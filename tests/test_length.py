@@ -337,6 +337,7 @@ def test_samples_continue_the_length_studys_models_at_every_serving_depth(tmp_pa
     assert twin.stat().st_mtime_ns == before
 
 
+@pytest.mark.slow
 def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
     """A results file is byte for byte the same from the same runs: the trends follow the
     table's schedule order, not the order of a set (which changes with PYTHONHASHSEED)."""

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
 def test_gpu_smoke_exits_cleanly_without_a_gpu():
     proc = subprocess.run(
@@ -21,6 +22,7 @@ def test_gpu_smoke_exits_cleanly_without_a_gpu():
     assert proc.returncode == 0 and "no CUDA GPU" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
 def test_gpu_length_exits_cleanly_without_a_gpu():
     proc = subprocess.run(
@@ -29,6 +31,7 @@ def test_gpu_length_exits_cleanly_without_a_gpu():
     assert proc.returncode == 0 and "no CUDA GPU" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", [["--lengths", "30,x"], ["--lengths", "30"], ["--lrs", "fast"]])
 def test_looped_length_refuses_bad_flags_in_one_line(bad):
     proc = subprocess.run(

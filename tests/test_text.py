@@ -75,6 +75,7 @@ def test_shards_decode_back_to_the_documents(corpus: Path) -> None:
     assert len(val) > 0 and abs(n_val - 0.2 * n_all) <= longest
 
 
+@pytest.mark.slow
 def test_parallel_and_sharded_write_equals_serial(corpus: Path, tmp_path: Path) -> None:
     prepare_text(
         tmp_path,

@@ -217,6 +217,7 @@ def test_bad_config_exits_2_with_one_line(tmp_path, capsys, override, message):
     assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_cli_errors_have_no_traceback_in_a_real_process(tmp_path):
     proc = subprocess.run(
         _train_cmd(tmp_path / "r", "schedule=bogus:3"), capture_output=True, text=True
