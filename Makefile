@@ -35,7 +35,8 @@ test: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider $(XDIST)
 
-# The inner loop: lint and the tests not marked slow (no training grids, torchrun or notebooks).
+# The inner loop: lint and the tests not marked slow (no training grids, subprocesses, torchrun
+# or notebooks); about 40 s of pytest on an idle 2-core CPU.
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
