@@ -114,8 +114,12 @@ def fixed_depth(schedule: str = FIXED) -> int:
 
 
 def tolerance(schedule: str) -> float:
-    """The tolerance a schedule's gap to uniform is judged at (its spec or its label)."""
+    """The tolerance a schedule's gap to uniform is judged at (its spec or its label); a
+    fixed-first schedule at another switch fraction (the frontier) is judged at its fixed K's:
+    0.5% for K=2, 0.8% for K=4."""
     spec = schedule if schedule in TOLERANCE else _BY_LABEL.get(schedule, schedule)
+    if spec not in TOLERANCE and spec.startswith("fixed-first:"):
+        spec = RECIPE_200M if fixed_phase(spec)[0] == 2 else FIXED_FIRST
     if spec not in TOLERANCE:
         raise KeyError(f"{schedule}: the paper states no tolerance for it")
     return TOLERANCE[spec]

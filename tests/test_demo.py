@@ -16,26 +16,32 @@ from looped.errors import UserError
 from looped.experiments import bios, demo
 from looped.experiments.bios import QUICK, plan
 from looped.experiments.demo import run_demo
+from looped.experiments.engine import name_of
 from looped.paper import FIXED, FIXED_FIRST, UNIFORM
 from looped.report import bios as bios_report
 from looped.report import render
 from looped.schedule_spec import parse_schedule
 
-LR = f"lr{bios.BIOS_LR[UNIFORM]:g}"  # the default LR in run names
+
+def named(schedule: str, budget: float, seed: int = 0, lr: float = bios.BIOS_LR[UNIFORM]) -> str:
+    """A bios run's name (`engine.name_of`): at a budget, or at `steps` given as an int."""
+    if isinstance(budget, int):
+        return name_of(schedule, lr, seed, steps=budget)
+    return name_of(schedule, lr, seed, budget=budget)
 
 
 def test_plan_shares_only_exact_prefixes():
-    specs, configs = plan(replace(QUICK, seeds=1))
-    by = {s.name: s for s in specs}
-    ff = by[f"fixed_first_b100_{LR}_s0"]
+    by = plan(replace(QUICK, seeds=1))
+    specs = list(by.values())
+    ff = by[named(FIXED_FIRST, 1.0)]
     assert by[ff.parent].schedule == FIXED and by[ff.parent].budget == 1.0
     assert ff.branch_step == parse_schedule(FIXED_FIRST).switch_step(ff.steps)
-    assert by[by[f"uniform_b045_{LR}_s0"].parent].schedule == UNIFORM
+    assert by[by[named(UNIFORM, 0.45)].parent].schedule == UNIFORM
     for s in specs:
         if s.parent:
             parent = by[s.parent]
             assert s.branch_step in parent.save_steps
-            child_cfg, parent_cfg = configs[s.name], configs[s.parent]
+            child_cfg, parent_cfg = s.cfg, parent.cfg
             for step in range(s.branch_step):  # the shared prefix is truly shared
                 assert lr_at(step, s.steps, child_cfg.optim) == lr_at(
                     step, parent.steps, parent_cfg.optim
@@ -54,10 +60,8 @@ def test_plan_shares_only_exact_prefixes():
     # equal tokens: fixed-first and fixed K=4 at uniform's full-budget steps (the same tokens)
     tokens = [s for s in specs if s.group == "tokens"]
     assert sorted(s.schedule for s in tokens) == sorted([FIXED, FIXED_FIRST])
-    assert {s.steps for s in tokens} == {by[f"uniform_b100_{LR}_s0"].steps}
-    assert {configs[s.name].batch_size for s in tokens} == {
-        configs[f"uniform_b100_{LR}_s0"].batch_size
-    }
+    assert {s.steps for s in tokens} == {by[named(UNIFORM, 1.0)].steps}
+    assert {s.cfg.batch_size for s in tokens} == {by[named(UNIFORM, 1.0)].cfg.batch_size}
 
 
 def test_the_plain_grid_is_the_full_grid_without_the_depth_runs():
@@ -67,9 +71,8 @@ def test_the_plain_grid_is_the_full_grid_without_the_depth_runs():
     from looped.config import to_yaml
 
     assert bios.DemoSettings().depth_ks == ()
-    full_specs, full_cfgs = plan(replace(QUICK, depth_ks=bios.FULL_DEPTH_KS))
-    plain_specs, plain_cfgs = plan(replace(QUICK, depth_ks=()))
-    full = {s.name: s for s in full_specs}
+    full = plan(replace(QUICK, depth_ks=bios.FULL_DEPTH_KS))
+    full_specs, plain_specs = list(full.values()), list(plan(replace(QUICK, depth_ks=())).values())
     assert {s.schedule for s in full_specs} - {s.schedule for s in plain_specs} == {
         "fixed:1",
         "fixed:2",
@@ -78,7 +81,7 @@ def test_the_plain_grid_is_the_full_grid_without_the_depth_runs():
     assert not any("depth" in s.group for s in plain_specs)
     for s in plain_specs:
         other = full[s.name]
-        assert to_yaml(plain_cfgs[s.name]) == to_yaml(full_cfgs[s.name])
+        assert to_yaml(s.cfg) == to_yaml(other.cfg)
         assert (s.parent, s.branch_step, s.steps) == (other.parent, other.branch_step, other.steps)
         assert s.save_steps == other.save_steps and s.eval_steps == other.eval_steps
 
@@ -87,17 +90,16 @@ def test_runs_at_different_lrs_never_share_a_prefix():
     """Each schedule at its own LR: fixed-first can no longer branch off fixed K=4, so its
     full-budget run is trained from scratch and its shorter runs branch off that one."""
     lrs = {FIXED: 1e-2, FIXED_FIRST: 3e-3, UNIFORM: 1e-3}
-    specs, configs = plan(replace(QUICK, seeds=2, lr=lrs))
-    by = {s.name: s for s in specs}
-    for s in specs:
-        assert configs[s.name].optim.lr == lrs.get(s.schedule, lrs[FIXED])
+    by = plan(replace(QUICK, seeds=2, lr=lrs))
+    for s in by.values():
+        assert s.cfg.optim.lr == lrs.get(s.schedule, lrs[FIXED])
         if s.parent:
-            assert configs[s.parent].optim.lr == configs[s.name].optim.lr
-            assert by[s.parent].seed == s.seed
-    ff = by["fixed_first_b100_lr0.003_s1"]
+            assert by[s.parent].lr == s.lr and by[s.parent].seed == s.seed
+    ff = by[named(FIXED_FIRST, 1.0, 1, 3e-3)]
     assert ff.parent is None
-    assert by["fixed_first_b045_lr0.003_s1"].parent == ff.name
-    assert by["fixed_first_tok_lr0.003_s1"].parent == ff.name
+    assert by[named(FIXED_FIRST, 0.45, 1, 3e-3)].parent == ff.name
+    tok = by[named(FIXED_FIRST, by[named(UNIFORM, 1.0, 1, 1e-3)].steps, 1, 3e-3)]
+    assert tok.group == "tokens" and tok.parent == ff.name
 
 
 @pytest.mark.slow
@@ -107,24 +109,26 @@ def test_the_sweep_at_the_chosen_lrs_is_the_grids_seed_0():
     parent's checkpoint at the same LR."""
     from looped.config import to_yaml
 
-    specs, configs = bios.sweep_plan(QUICK)
-    sweep = {s.name: (s.parent, s.branch_step, list(s.save_steps)) for s in specs}
+    swept = bios.sweep_plan(QUICK)
+    sweep = {
+        n: (s.parent, s.branch_step, list(s.save_steps), to_yaml(s.cfg)) for n, s in swept.items()
+    }
     chosen = {FIXED: 1e-2, FIXED_FIRST: 3e-3, UNIFORM: 1e-3}  # any mix of the sweep's LRs
-    grid, grid_configs = plan(replace(QUICK, lr=chosen))
-    merged = bios.merge_sweep(grid, specs)
-    by = {s.name: s for s in merged}
-    seed0 = [s for s in merged if s.seed == 0 and s.group in ("main", "main+depth", "tokens")]
+    alone = plan(replace(QUICK, lr=chosen))  # the grid as it would be without the sweep
+    by = plan(replace(QUICK, lr=chosen), dict(swept))
+    seed0 = [s for s in by.values() if s.seed == 0 and s.group in ("main", "main+depth", "tokens")]
     assert seed0 and all(s.name in sweep for s in seed0)
     for s in seed0:
-        assert to_yaml(grid_configs[s.name]) == to_yaml(configs[s.name])
-        assert (s.parent, s.branch_step, s.save_steps) == sweep[s.name]
-    every = {**configs, **grid_configs}
-    for s in merged:
+        assert to_yaml(alone[s.name].cfg) == sweep[s.name][3]
+        assert (s.parent, s.branch_step, s.save_steps) == sweep[s.name][:3]
+    assert set(alone) <= set(by) and {s.group for s in by.values() if s.name not in alone} == {
+        "sweep"
+    }
+    for s in by.values():
         if s.parent:
-            assert s.branch_step in by[s.parent].save_steps
-            assert every[s.parent].optim.lr == every[s.name].optim.lr
+            assert s.branch_step in by[s.parent].save_steps and by[s.parent].lr == s.lr
     # fixed-first at 3e-3 keeps branching off the swept fixed K=4 run at 3e-3
-    assert by["fixed_first_b100_lr0.003_s0"].parent == "fixed_k4_b100_lr0.003_s0"
+    assert by[named(FIXED_FIRST, 1.0, lr=3e-3)].parent == named(FIXED, 1.0, lr=3e-3)
 
 
 @pytest.fixture(scope="module")
@@ -245,15 +249,15 @@ def test_report_renders_readme_sections_from_results(quick):
 
 
 def test_catch_up_adds_longer_uniform_runs_without_touching_the_grid():
-    base, _ = plan(replace(QUICK, seeds=1))
-    more, _ = plan(replace(QUICK, seeds=1, catch_up=(2.0, 3.0)))
+    base = list(plan(replace(QUICK, seeds=1)).values())
+    more = list(plan(replace(QUICK, seeds=1, catch_up=(2.0, 3.0))).values())
     extra = {s.name: s for s in more if s.group == "catchup"}
-    assert sorted(extra) == [f"uniform_b200_{LR}_s0", f"uniform_b300_{LR}_s0"]
+    assert sorted(extra) == [named(UNIFORM, 2.0), named(UNIFORM, 3.0)]
     # both continue uniform's full-budget run from where its LR starts to decay
-    top = next(s for s in more if s.name == f"uniform_b100_{LR}_s0")
+    top = next(s for s in more if s.name == named(UNIFORM, 1.0))
     assert {s.parent for s in extra.values()} == {top.name}
     assert {s.branch_step for s in extra.values()} <= set(top.save_steps)
-    assert extra[f"uniform_b300_{LR}_s0"].steps > extra[f"uniform_b200_{LR}_s0"].steps
+    assert extra[named(UNIFORM, 3.0)].steps > extra[named(UNIFORM, 2.0)].steps
     grid = [(s.name, s.steps, s.parent, s.branch_step) for s in more if s.group != "catchup"]
     assert grid == [(s.name, s.steps, s.parent, s.branch_step) for s in base]
     assert all(s.parent is None or s.parent in {b.name for b in base} for s in base)

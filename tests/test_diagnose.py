@@ -8,7 +8,7 @@ import json
 import pytest
 
 from looped.cli import main as cli
-from looped.experiments.diagnose import QUICK, grad_norm_by_depth, plan
+from looped.experiments.diagnose import QUICK, VARIANTS, grad_norm_by_depth, plan, runs_of
 
 
 def test_grad_norm_by_depth_is_the_median_of_the_steps_of_each_depth_after_warmup():
@@ -24,15 +24,16 @@ def test_grad_norm_by_depth_is_the_median_of_the_steps_of_each_depth_after_warmu
 
 
 def test_every_variant_sees_the_same_steps_and_tokens_and_the_probed_ones_keep_checkpoints():
-    specs, configs = plan(QUICK)
-    assert {s.variant for s in specs} == {"uniform", "fixed", "fixed-first", "per-micro", "no-k1"}
-    tokens = {n: c.batch_size * c.grad_accum * c.seq_len for n, c in configs.items()}
-    assert len(set(tokens.values())) == 1
-    assert {c.max_steps for c in configs.values()} == {QUICK.steps}
-    micro = configs["per-micro_s0"]
-    assert micro.depth_per_micro and micro.grad_accum == 4
-    assert not configs["uniform_s0"].depth_per_micro
-    saved = {s.variant: s.save_steps for s in specs}
+    runs = plan(QUICK)
+    assert len(runs) == len(VARIANTS) * QUICK.seeds and not any(p.parent for p in runs.values())
+    configs = [p.cfg for p in runs.values()]
+    assert len({c.batch_size * c.grad_accum * c.seq_len for c in configs}) == 1
+    assert {c.max_steps for c in configs} == {QUICK.steps}
+    (micro,) = runs_of("per-micro", runs)
+    assert micro.cfg.depth_per_micro and micro.cfg.grad_accum == 4
+    assert micro.cfg.schedule == runs_of("uniform", runs)[0].cfg.schedule
+    assert not runs_of("uniform", runs)[0].cfg.depth_per_micro
+    saved = {v: runs_of(v, runs)[0].save_steps for v in VARIANTS}
     assert saved["uniform"] == saved["fixed"] == list(QUICK.probe_at)
     assert saved["per-micro"] == saved["no-k1"] == []
 

@@ -7,8 +7,15 @@ import random
 import pytest
 
 from looped.data.text import prepare_documents
-from looped.experiments.bios import best_lrs
-from looped.experiments.engine import choose_lr, compare, paired_gap, paired_values, plan
+from looped.experiments.engine import (
+    choose_each,
+    choose_lr,
+    compare,
+    paired_gap,
+    paired_values,
+    plan,
+    text_runs,
+)
 from looped.experiments.length import QUICK, flop_lengths
 from looped.flops import schedule_flops, tokens_per_step
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
@@ -24,14 +31,15 @@ def test_the_lr_is_the_lowest_mean_over_the_lr_seeds_ties_to_the_smaller_and_nev
     assert choose_lr({1e-3: [5.0], 1e-2: [4.0]})["edge"] == "high"
     assert choose_lr({1e-3: [math.inf]}) is None
     sweep = [
-        {"schedule": UNIFORM, "lr": 1e-3, "mean_nll": 5.0},
-        {"schedule": UNIFORM, "lr": 3e-3, "mean_nll": 4.5},
-        {"schedule": FIXED, "lr": 1e-3, "mean_nll": 4.0},
-        {"schedule": FIXED, "lr": 1e-2, "mean_nll": 4.0},  # a tie: the smaller LR wins
-        {"schedule": RECIPE_200M, "lr": 1e-2, "mean_nll": None},  # diverged: never the best
-        {"schedule": RECIPE_200M, "lr": 1e-3, "mean_nll": 4.4},
+        (UNIFORM, 1e-3, 5.0),
+        (UNIFORM, 3e-3, 4.5),
+        (FIXED, 1e-3, 4.0),
+        (FIXED, 1e-2, 4.0),  # a tie: the smaller LR wins
+        (RECIPE_200M, 1e-2, math.inf),  # diverged: never the best
+        (RECIPE_200M, 1e-3, 4.4),
     ]
-    assert best_lrs(sweep) == {UNIFORM: 3e-3, FIXED: 1e-3, RECIPE_200M: 1e-3}
+    chosen = {s: c["lr"] for s, c in choose_each(sweep).items()}
+    assert chosen == {UNIFORM: 3e-3, FIXED: 1e-3, RECIPE_200M: 1e-3}
 
 
 def test_the_gap_is_paired_by_seed_and_its_interval_taken_over_log_ratios():
@@ -86,10 +94,11 @@ def test_equal_flop_uniform_runs_spend_each_schedules_flops_and_branch_off_its_t
     cut = flop_lengths(QUICK, corpus, 40)
     # mean K per step: K=2 for 67% (4.2) < K=4 for 80% (4.9) < uniform (8.5)
     assert cut[RECIPE_200M] < cut[RECIPES_1B[1]] < 40
-    runs = plan(QUICK, corpus, [0], {UNIFORM: {1e-2: (40, *cut.values())}, arms[0]: {1e-2: (40,)}})
+    grid = {UNIFORM: {1e-2: (40, *cut.values())}, arms[0]: {1e-2: (40,)}}
+    runs = plan(text_runs(QUICK, corpus, [0], grid))
     for s, n in cut.items():
-        (p,) = [p for p in runs.values() if p.schedule == UNIFORM and p.spec.steps == n]
-        assert runs[p.spec.parent].spec.steps == 40 and p.spec.branch_step >= int(0.8 * n)
+        (p,) = [p for p in runs.values() if p.schedule == UNIFORM and p.steps == n]
+        assert runs[p.parent].steps == 40 and p.branch_step >= int(0.8 * n)
         per_step, sched = tokens_per_step(p.cfg), parse_schedule(UNIFORM)
         budget = schedule_flops(p.cfg.model, parse_schedule(s), 40, per_step, p.cfg.seq_len)
         spent = schedule_flops(p.cfg.model, sched, n, per_step, p.cfg.seq_len)

@@ -145,24 +145,24 @@ def test_each_verdict_from_a_constructed_interval(lo, hi, expected):
 
 # -- the planner -------------------------------------------------------------------------------
 def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
-    from looped.experiments.engine import plan
+    from looped.experiments.engine import plan, text_runs
     from looped.experiments.length import QUICK
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
     corpus = {"path": str(tmp_path / "c"), "vocab_size": 300}
     lengths = tuple(QUICK.lengths)
-    runs = plan(QUICK, corpus, [0], {s: {1e-2: lengths} for s in QUICK.schedules})
+    runs = plan(text_runs(QUICK, corpus, [0], {s: {1e-2: lengths} for s in QUICK.schedules}))
     longest = max(QUICK.lengths)
     for p in runs.values():
-        if p.spec.steps == longest:
-            assert p.spec.parent is None
+        if p.steps == longest:
+            assert p.parent is None
             continue
-        assert p.spec.parent is not None and 0 < p.spec.branch_step < p.spec.steps
+        assert p.parent is not None and 0 < p.branch_step < p.steps
         k, frac = paper.fixed_phase(p.schedule) if "fixed-first" in p.schedule else (0, 0.8)
         # the shared prefix runs to the short run's switch (fixed-first) or decay (uniform)
-        assert p.spec.branch_step >= int(frac * p.spec.steps)
-        assert p.spec.branch_step in runs[p.spec.parent].spec.save_steps
+        assert p.branch_step >= int(frac * p.steps)
+        assert p.branch_step in runs[p.parent].save_steps
     micro = [p for p in runs.values() if p.cfg.depth_per_micro]
     assert micro and all(p.cfg.grad_accum == 4 for p in micro)
 
@@ -277,29 +277,30 @@ def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigr
 
 
 def test_a_length_added_after_the_trunks_ran_branches_at_a_checkpoint_they_hold(tmp_path: Path):
-    from looped.experiments.engine import plan
+    from looped.experiments.engine import plan, text_runs
     from looped.experiments.length import QUICK
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
     corpus = {"path": str(tmp_path / "c"), "vocab_size": 300}
     base = {paper.UNIFORM: {1e-2: (16, 64)}}
-    first = plan(QUICK, corpus, [0], base)
-    trunk = next(p for p in first.values() if p.spec.steps == 64)
+    first = plan(text_runs(QUICK, corpus, [0], base))
+    trunk = next(p for p in first.values() if p.steps == 64)
     runs_dir = tmp_path / "runs"
-    for step in [*trunk.spec.save_steps, 64]:  # the trunk as it finished: its checkpoints
-        ckpt = runs_dir / trunk.spec.name / "checkpoints" / f"step_{step:07d}"
+    for step in [*trunk.save_steps, 64]:  # the trunk as it finished: its checkpoints
+        ckpt = runs_dir / trunk.name / "checkpoints" / f"step_{step:07d}"
         ckpt.mkdir(parents=True)
         (ckpt / "model.safetensors").write_bytes(b"")
         (ckpt / "state.pt").write_bytes(b"")
-    (runs_dir / trunk.spec.name / "summary.json").write_text("{}")
-    later = plan(QUICK, corpus, [0], {paper.UNIFORM: {1e-2: (16, 48, 64)}}, runs_dir)
-    added = next(p for p in later.values() if p.spec.steps == 48)
-    assert added.spec.branch_step == trunk.spec.save_steps[0]  # the 16-step run's checkpoint
-    again = next(p for p in later.values() if p.spec.steps == 64)
-    assert sorted(again.spec.save_steps) == sorted(trunk.spec.save_steps)  # nothing to retrain
-    fresh = plan(QUICK, corpus, [0], {paper.UNIFORM: {1e-2: (16, 48, 64)}})
-    assert next(p for p in fresh.values() if p.spec.steps == 48).spec.branch_step > 13
+    (runs_dir / trunk.name / "summary.json").write_text("{}")
+    longer = {paper.UNIFORM: {1e-2: (16, 48, 64)}}
+    later = plan(text_runs(QUICK, corpus, [0], longer), runs_dir=runs_dir)
+    added = next(p for p in later.values() if p.steps == 48)
+    assert added.branch_step == trunk.save_steps[0]  # the 16-step run's checkpoint
+    again = next(p for p in later.values() if p.steps == 64)
+    assert sorted(again.save_steps) == sorted(trunk.save_steps)  # nothing to retrain
+    fresh = plan(text_runs(QUICK, corpus, [0], longer))
+    assert next(p for p in fresh.values() if p.steps == 48).branch_step > 13
 
 
 @pytest.mark.slow
@@ -311,21 +312,23 @@ def test_samples_continue_the_length_studys_models_at_every_serving_depth(tmp_pa
     from looped.experiments import samples
     from looped.experiments.engine import name_of
     from looped.experiments.length import QUICK
-    from looped.experiments.runner import RunSpec, execute
+    from looped.experiments.runner import Planned, execute
     from looped.experiments.textsetup import ensure_corpus, run_config
 
     settings = replace(QUICK, setup=replace(QUICK.setup, d_model=16), lengths=(4, 6))
     corpus = ensure_corpus(settings.setup, tmp_path)
     ff, uni = paper.RECIPE_200M, paper.UNIFORM
     study = {"shared_lr": {"6": 1e-2}}
-    specs = [RunSpec(name_of(s, 1e-2, 0, 6), s, seed=0, steps=6) for s in (ff, uni)]
-    configs = {
-        spec.name: run_config(
-            settings.setup, corpus, schedule=spec.schedule, lr=1e-2, seed=0, steps=6
+    specs = [
+        Planned(
+            name_of(s, 1e-2, 0, 6),
+            run_config(settings.setup, corpus, schedule=s, lr=1e-2, seed=0, steps=6),
+            s,
+            6,
         )
-        for spec in specs
-    }
-    execute(specs, configs, tmp_path / "runs", 2, False, True)
+        for s in (ff, uni)
+    ]
+    execute(specs, tmp_path / "runs", 2, False, True)
     first = samples.sample_all(study, tmp_path, settings)
     assert sorted(first["models"]) == sorted(["fixed K=4", paper.label(ff), paper.label(uni)])
     for model in first["models"].values():

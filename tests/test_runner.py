@@ -16,38 +16,37 @@ import pytest
 from looped.errors import UserError
 from looped.experiments.bios import QUICK, collect, plan
 from looped.experiments.results import diverged
-from looped.experiments.runner import RunSpec, execute
+from looped.experiments.runner import Planned, execute
 
 pytestmark = pytest.mark.slow  # every test trains runs in worker processes
 
 
-def _pair(lr: float) -> tuple[list[RunSpec], dict]:
+def _pair(lr: float) -> list[Planned]:
     """Fixed K=4 at the full budget and the fixed-first run that branches off it, at `lr`."""
     settings = replace(QUICK, seeds=1, lr=dict.fromkeys(QUICK.lr, lr), probe=False)
-    specs, configs = plan(settings)
-    keep = [s for s in specs if s.budget == 1.0 and s.schedule in ("fixed:4",) or
+    keep = [s for s in plan(settings).values() if s.budget == 1.0 and s.schedule in ("fixed:4",) or
             (s.parent and s.budget == 1.0 and s.schedule.startswith("fixed-first"))]  # fmt: skip
     for s in keep:
         s.save_steps = [x for x in s.save_steps if any(k.branch_step == x for k in keep)]
-    return keep, {s.name: configs[s.name] for s in keep}
+    return keep
 
 
 def test_a_diverged_sweep_run_and_its_children_are_results(tmp_path: Path):
-    specs, configs = _pair(1e4)  # far too high: the loss leaves the finite numbers at once
+    specs = _pair(1e4)  # far too high: the loss leaves the finite numbers at once
     assert [s.parent is not None for s in specs] == [False, True]
     for s in specs:
         s.may_diverge = True
-    assert execute(specs, configs, tmp_path, 1, fresh=False, quiet=True) == 2
+    assert execute(specs, tmp_path, 1, fresh=False, quiet=True) == 2
     assert all(diverged(tmp_path / s.name) for s in specs)
-    assert collect(specs, tmp_path, configs) == []  # no numbers from them
+    assert collect(specs, tmp_path) == []  # no numbers from them
     # a second time nothing is retrained: a diverged sweep run is a finished result
-    assert execute(specs, configs, tmp_path, 1, fresh=False, quiet=True) == 0
+    assert execute(specs, tmp_path, 1, fresh=False, quiet=True) == 0
 
 
 def test_a_diverged_grid_run_still_stops_with_one_line(tmp_path: Path):
-    specs, configs = _pair(1e4)
+    specs = _pair(1e4)
     with pytest.raises(UserError, match="loss became"):
-        execute(specs[:1], configs, tmp_path, 1, fresh=False, quiet=True)
+        execute(specs[:1], tmp_path, 1, fresh=False, quiet=True)
 
 
 def _children(pid: int) -> list[int]:
@@ -80,14 +79,14 @@ from pathlib import Path
 from looped.experiments.bios import QUICK, plan
 from looped.errors import UserError
 from looped.experiments.runner import execute
-specs, configs = plan(replace(QUICK, seeds=1, probe=False))
-long, bad = [s for s in specs if s.parent is None][:2]
+runs = plan(replace(QUICK, seeds=1, probe=False))
+long, bad = [s for s in runs.values() if s.parent is None][:2]
 for s in (long, bad):
     s.save_steps = []
-configs[long.name].budget_frac, configs[long.name].max_steps, long.steps = 0.0, 100000, 100000
-configs[bad.name].optim.lr = 1e4
+long.cfg.budget_frac, long.cfg.max_steps, long.steps = 0.0, 100000, 100000
+bad.cfg.optim.lr = 1e4
 try:
-    execute([long, bad] if {failing} else [long], configs, Path({str(out)!r}), 2, False, True)
+    execute([long, bad] if {failing} else [long], Path({str(out)!r}), 2, False, True)
 except UserError as err:
     print(err)
     sys.exit(2)

@@ -2,8 +2,9 @@
 
 Per seed: fixed K=4, fixed-first and uniform 1..16 at 15%, 45% and 100% of the full modeled-FLOP
 budget (equal FLOPs), fixed K=4 and fixed-first at uniform's full-budget steps (equal tokens);
-optionally fixed K=1, 2, 8 (Fig. 5) and uniform beyond the budget (catch-up). A run that shares a
-prefix with a longer one branches off its checkpoint (`experiments.plan`), exactly.
+optionally fixed K=1, 2, 8 (Fig. 5) and uniform beyond the budget (catch-up). A configuration
+of the study engine: its planner (a run branches off the root run of its seed it shares the
+longest prefix with, exactly), names, LR choice and gap.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,28 +24,18 @@ from looped.config import TrainConfig, load_config
 from looped.data.batching import build_source
 from looped.eval.evaluate import token_nll_of
 from looped.eval.stats import spread
-from looped.experiments.engine import choose_lr, paired_values
-from looped.experiments.plan import Planner
+from looped.experiments import engine
+from looped.experiments.engine import name_of, paired_values, ratio_of_means
 from looped.experiments.probes import update_benefit
-from looped.experiments.results import before_branch, branched_wall, diverged
-from looped.experiments.runner import RunSpec, execute
-from looped.flops import flops_per_token, schedule_flops, tokens_per_step
+from looped.experiments.results import diverged, from_scratch
+from looped.experiments.runner import Planned, execute
+from looped.flops import flops_per_token, tokens_per_step
 from looped.model import fit_vocab
 from looped.paper import FIXED, FIXED_FIRST, MAIN_SCHEDULES, UNIFORM, label
 from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.device import pick_device, resolve_dtype
-from looped.runtime.metrics import read_metrics
 from looped.schedule_spec import parse_schedule
-
-
-@dataclass
-class BiosRun(RunSpec):
-    """A run of the bios grid: its budget and the groups it serves."""
-
-    budget: float = 0.0  # fraction of the full budget (0 for a run of given steps)
-    # "main", "tokens" (equal tokens), "depth" (Fig. 5), "catchup" or "sweep", "+"-joined
-    group: str = "main"
-
+from looped.training.run import total_steps_for
 
 # Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
 # (`looped demo --reference`; tests/test_demo.py checks these against results/demo.json).
@@ -118,117 +110,104 @@ def worth_branching(shared: int, steps: int) -> bool:
     return shared >= max(2, steps // 10)
 
 
-class _Grid:
-    """The grid as it is planned: each run's config and the root run of its seed it branches off."""
-
-    def __init__(self, settings: DemoSettings) -> None:
-        self.settings = settings
-        self.full, self.vocab = resolve_budget(settings)
-        self.planner = Planner()
-
-    def name(self, schedule: str, budget: float | str, seed: int) -> str:
-        short = {FIXED_FIRST: "fixed_first", UNIFORM: "uniform"}.get(
-            schedule, schedule.replace(":", "").replace("fixed", "fixed_k")
-        )
-        size = budget if isinstance(budget, str) else f"b{round(budget * 100):03d}"
-        return f"{short}_{size}_lr{lr_of(self.settings, schedule):g}_s{seed}"
-
-    def __getitem__(self, name: str) -> BiosRun:
-        return self.planner.runs[name]  # type: ignore[return-value]
-
-    def add(
-        self, schedule: str, budget: float | str, seed: int, group: str, steps: int = 0
-    ) -> BiosRun:
-        """The run of `schedule` at `budget` (or of `steps` steps: "tok"), planned once."""
-        name, size = self.name(schedule, budget, seed), 0.0 if steps else float(budget)
-        spec = BiosRun(name, schedule, seed, group=group, budget=size)
-        if spec.name in self.planner:
-            old = self[spec.name]
-            if group not in old.group:
-                old.group += "+" + group
-            return old
-        cfg = base_config(self.settings, seed, schedule, size, lr_of(self.settings, schedule))
-        cfg.full_budget_flops, cfg.model.vocab_size, cfg.max_steps = self.full, self.vocab, 0
-        if steps:  # a run of given steps (equal tokens), not of a budget
-            cfg.budget_frac, cfg.max_steps = 0.0, steps
-        roots = [r.name for r in self.planner.runs.values() if r.seed == seed and not r.parent]
-        return self.planner.add(spec, cfg, roots, enough=worth_branching)
+def _run(
+    settings: DemoSettings,
+    full: tuple,
+    budget: float,
+    seed: int,
+    schedule: str,
+    group: str,
+    steps: int = 0,
+) -> Planned:
+    """The run of `schedule` at `budget` of `full` (the full budget in modeled FLOPs, and the
+    vocabulary: `resolve_budget`), or of `steps` steps."""
+    (full_flops, vocab), lr = full, lr_of(settings, schedule)
+    budget = 0.0 if steps else float(budget)
+    cfg = base_config(settings, seed, schedule, budget, lr)
+    cfg.full_budget_flops, cfg.model.vocab_size, cfg.max_steps = full_flops, vocab, 0
+    if steps:  # a run of given steps (equal tokens), not of a budget
+        cfg.budget_frac, cfg.max_steps = 0.0, steps
+    name = name_of(schedule, lr, seed, steps, budget)
+    return Planned(name, cfg, schedule, steps, budget=budget, group=group)
 
 
-def plan(settings: DemoSettings) -> tuple[list[BiosRun], dict[str, TrainConfig]]:
-    """Every run of the grid with its steps, parent and branch step (off the root run of its seed
-    with which it shares the longest prefix: same LR, depths and batches)."""
-    grid = _Grid(settings)
-    for seed in range(settings.seeds):
-        _plan_seed(grid, seed)
-    specs: list[BiosRun] = list(grid.planner.runs.values())  # type: ignore[arg-type]
-    if settings.probe:  # Fig. 4's checkpoints: where each fixed-first run switches
-        grid[grid.name(FIXED, max(settings.budgets), 0)].save_steps += _probe_steps(specs)
-    for spec in specs:
-        spec.eval_steps = sorted(set(spec.eval_steps))
-        spec.save_steps = sorted(set(spec.save_steps))
-    return grid.planner.specs()  # type: ignore[return-value]
-
-
-def _plan_seed(grid: _Grid, seed: int) -> None:
+def _seed_runs(grid: DemoSettings, full: tuple, seed: int) -> list[Planned]:
     """One seed's runs: roots first (the others branch off them), then the grid in order."""
-    settings, top = grid.settings, max(grid.settings.budgets)
-    for s in (FIXED, UNIFORM, FIXED_FIRST):
-        grid.add(s, top, seed, "main")
-    for schedule in MAIN_SCHEDULES:
-        for budget in settings.budgets:
-            spec = grid.add(schedule, budget, seed, "main")
-            if schedule == FIXED_FIRST:  # an evaluation just before the switch
-                switch = parse_schedule(schedule, seed).switch_step(spec.steps)
-                at_switch = spec.parent and spec.branch_step == switch
-                (grid[spec.parent] if at_switch else spec).eval_steps.append(switch)
-    uniform_steps = grid[grid.name(UNIFORM, top, seed)].steps
-    for schedule in (FIXED_FIRST, FIXED):  # equal tokens: uniform's full-budget steps
-        grid.add(schedule, "tok", seed, "tokens", steps=uniform_steps)
+    top = max(grid.budgets)
+    runs = [_run(grid, full, top, seed, s, "main") for s in (FIXED, UNIFORM, FIXED_FIRST)]
+    runs += [_run(grid, full, b, seed, s, "main") for s in MAIN_SCHEDULES for b in grid.budgets]
+    steps = total_steps_for(runs[1].cfg)  # equal tokens: uniform's full-budget steps
+    runs += [_run(grid, full, 0, seed, s, "tokens", steps) for s in (FIXED_FIRST, FIXED)]
     if seed == 0:
-        for k in settings.depth_ks:
-            grid.add(f"fixed:{k}", settings.depth_budget, seed, "depth")
-        for budget in sorted(b for b in settings.catch_up if b > top):  # after the grid
-            grid.add(UNIFORM, budget, seed, "catchup")
+        runs += [
+            _run(grid, full, grid.depth_budget, 0, f"fixed:{k}", "depth") for k in grid.depth_ks
+        ]
+        after = sorted(b for b in grid.catch_up if b > top)  # when uniform catches up
+        runs += [_run(grid, full, b, 0, UNIFORM, "catchup") for b in after]
+    return runs
 
 
-def collect(specs: list[BiosRun], runs_dir: Path, configs: dict[str, TrainConfig]) -> list[dict]:
+def _plan_into(runs: dict[str, Planned], settings: DemoSettings, seeds: range) -> set[str]:
+    """Plan the grid's runs at `seeds` into `runs` (a name there stands for the grid's run of
+    that name) with an evaluation just before each fixed-first switch and Fig. 4's checkpoints;
+    returns the names the grid asked for."""
+    full = resolve_budget(settings)
+    wanted = [r for seed in seeds for r in _seed_runs(settings, full, seed)]
+    engine.plan(wanted, lambda p: p.seed, worth_branching, into=runs)
+    asked = {r.name for r in wanted}
+    for p in [runs[n] for n in asked]:
+        if p.schedule == FIXED_FIRST and "main" in p.group:  # evaluated just before the switch
+            switch = parse_schedule(p.schedule, p.seed).switch_step(p.steps)
+            at_switch = p.parent and p.branch_step == switch
+            (runs[p.parent] if at_switch else p).eval_steps.append(switch)
+    if settings.probe and 0 in seeds:  # Fig. 4's checkpoints: where fixed-first switches
+        fixed = name_of(FIXED, lr_of(settings, FIXED), 0, budget=max(settings.budgets))
+        runs[fixed].save_steps += _probe_steps([runs[n] for n in asked])
+    for p in runs.values():
+        p.eval_steps, p.save_steps = sorted(set(p.eval_steps)), sorted(set(p.save_steps))
+    return asked
+
+
+def plan(settings: DemoSettings, swept: dict[str, Planned] | None = None) -> dict[str, Planned]:
+    """Every run of the grid with its steps, parent and branch step. A run the LR sweep trained
+    (`swept`) is the grid's run of its name; the sweep's other runs come along, group "sweep"."""
+    runs = dict(swept or {})
+    asked = _plan_into(runs, settings, range(settings.seeds))
+    for p in runs.values():
+        if p.name not in asked:
+            p.group = "sweep"
+    return runs
+
+
+def collect(specs: Iterable[Planned], runs_dir: Path) -> list[dict]:
     """Per run: its spec, modeled FLOPs (`flops`: the expectation budgets match; `flops_sampled`:
     the depths drawn), wall seconds (the parent's up to the branch too), numbers per depth."""
     rows = []
     for spec in specs:
         if diverged(runs_dir / spec.name):  # a sweep run whose LR was too high: no numbers
             continue
-        cfg = configs[spec.name]
-        metrics = read_metrics(runs_dir / spec.name)
+        records, evals, wall = from_scratch(runs_dir, spec.name, spec.parent, spec.branch_step)
         summary = json.loads((runs_dir / spec.name / "summary.json").read_text())
-        train = [m for m in metrics if m["kind"] == "train"]
-        evals = [m for m in metrics if m["kind"] == "eval"]
-        parent = before_branch(runs_dir, spec.parent, spec.branch_step)  # none for a root
-        ptrain = [m for m in parent if m["kind"] == "train"]
-        evals = [m for m in parent if m["kind"] == "eval" and m["step"] == spec.branch_step] + evals
         switch = summary.get("switch_step")
         pre = [m for m in evals if switch and m["step"] == switch]
         rows.append(
-            _run_row(spec, cfg, summary, branched_wall(train, ptrain, spec.branch_step))
+            _run_row(spec, summary, wall)
             | {
                 "parent": spec.parent,
                 "branch_step": spec.branch_step or None,
                 **eval_row(evals[-1]),
                 "pre_switch": eval_row(pre[0]) if pre else None,
-                "curve": [[m["step"], m["loss"], m["depth"]] for m in ptrain + train],
+                "curve": [[m["step"], m["loss"], m["depth"]] for m in records],
             }
         )
     return rows
 
 
-def _run_row(spec: BiosRun, cfg: TrainConfig, summary: dict, wall: float) -> dict:
-    schedule = parse_schedule(spec.schedule, spec.seed)
-    flops = schedule_flops(cfg.model, schedule, spec.steps, tokens_per_step(cfg), cfg.seq_len)
+def _run_row(spec: Planned, summary: dict, wall: float) -> dict:
     row = {"name": spec.name, "schedule": spec.schedule, "label": paper.label(spec.schedule)}
-    row |= {k: getattr(spec, k) for k in ("budget", "seed", "group", "steps")}
-    row |= {"lr": cfg.optim.lr, "switch_step": summary.get("switch_step"), "wall": wall}
-    return row | {"flops_sampled": summary["flops"], "flops": flops}
+    row |= {k: getattr(spec, k) for k in ("budget", "seed", "group", "steps", "lr")}
+    row |= {"switch_step": summary.get("switch_step"), "wall": wall}
+    return row | {"flops_sampled": summary["flops"], "flops": spec.flops()}
 
 
 def eval_row(record: dict) -> dict:
@@ -255,78 +234,46 @@ def eval_row(record: dict) -> dict:
     return row
 
 
-def sweep_plan(settings: DemoSettings) -> tuple[list[BiosRun], dict[str, TrainConfig]]:
+def sweep_plan(settings: DemoSettings) -> dict[str, Planned]:
     """The LR sweep's runs: seed 0's grid at each LR of `sweep_lrs`; at the LR a schedule then
-    uses, they are the grid's seed-0 runs, so none is trained twice."""
-    specs: list[BiosRun] = []
-    configs: dict[str, TrainConfig] = {}
+    uses, they are the grid's seed-0 runs (`plan(settings, swept)`), so none is trained twice."""
+    runs: dict[str, Planned] = {}
     for lr in settings.sweep_lrs:
-        lrs = dict.fromkeys(MAIN_SCHEDULES, lr)
-        s, c = plan(replace(settings, seeds=1, lr=lrs, depth_ks=(), catch_up=()))
-        specs += [x for x in s if x.name not in configs]
-        configs.update(c)
-    for spec in specs:
-        spec.may_diverge = True
-    return specs, configs
-
-
-def merge_sweep(specs: list[BiosRun], sweep: list[BiosRun]) -> list[BiosRun]:
-    """The grid with its seed-0 runs replaced by the sweep's runs of the same name (trained, maybe
-    off another parent than the grid would pick), and the checkpoints grid runs branch off."""
-    swept = {s.name: s for s in sweep}
-    merged = [swept.get(s.name, s) for s in specs]
-    for old, new in zip(specs, merged, strict=True):
-        if old is not new:
-            new.group = old.group
-            new.eval_steps = sorted(set(new.eval_steps) | set(old.eval_steps))
-    by = {s.name: s for s in merged}
-    for s in list(merged):  # a swept parent outside the grid (another LR) comes along
-        while s.parent and s.parent not in by:
-            parent = swept[s.parent]
-            parent.group, by[parent.name] = "sweep", parent
-            merged.append(parent)
-            s = parent
-    for s in merged:
-        if s.parent and s.branch_step not in by[s.parent].save_steps:
-            by[s.parent].save_steps = sorted({*by[s.parent].save_steps, s.branch_step})
-    return merged
+        at = replace(settings, lr=dict.fromkeys(MAIN_SCHEDULES, lr), depth_ks=(), catch_up=())
+        _plan_into(runs, at, range(1))
+    for p in runs.values():
+        p.may_diverge = True
+    return runs
 
 
 def sweep_bios(
     settings: DemoSettings, runs_dir: Path, fresh: bool, quiet: bool
-) -> tuple[list[BiosRun], dict[str, TrainConfig], list[dict], dict[str, float], int]:
+) -> tuple[dict[str, Planned], list[dict], dict[str, float], int]:
     """Train the sweep; each main schedule's best LR by mean fact NLL over K=1..16 at the full
-    budget (ties: the smaller LR); the last item is how many runs it trained."""
-    specs, configs = sweep_plan(settings)
+    budget (`engine.choose_lr`; a diverged run never wins); the last item is how many runs it
+    trained."""
+    runs = sweep_plan(settings)
     if not quiet:
-        print(f"looped demo: bios LR sweep: {len(specs)} runs, LRs {settings.sweep_lrs}")
-    trained = execute(specs, configs, runs_dir, settings.workers, fresh, quiet)
-    rows = collect(specs, runs_dir, configs)
+        print(f"looped demo: bios LR sweep: {len(runs)} runs, LRs {settings.sweep_lrs}")
+    trained = execute(list(runs.values()), runs_dir, settings.workers, fresh, quiet)
     top = max(settings.budgets)
     sweep = [
         {"schedule": r["schedule"], "label": r["label"], "lr": r["lr"]}
         | {"mean_nll": float(np.mean(r["fact_nll"])), "fact_nll": r["fact_nll"]}
-        for r in rows
+        for r in collect(runs.values(), runs_dir)
         if r["budget"] == top and "main" in r["group"]
     ]
-    for s in specs:  # an LR at which the full-budget run diverged: a result, never the best
+    for s in runs.values():  # an LR at which the full-budget run diverged: a result, never the best
         if s.budget == top and "main" in s.group and diverged(runs_dir / s.name):
-            lr = configs[s.name].optim.lr
-            sweep.append({"schedule": s.schedule, "label": label(s.schedule), "lr": lr})
+            sweep.append({"schedule": s.schedule, "label": label(s.schedule), "lr": s.lr})
             sweep[-1] |= {"mean_nll": None, "diverged": True}
-    return specs, configs, sweep, best_lrs(sweep), trained
+    points = [(r["schedule"], r["lr"], r["mean_nll"]) for r in sweep if not r.get("diverged")]
+    points += [(r["schedule"], r["lr"], math.inf) for r in sweep if r.get("diverged")]
+    best = {s: c["lr"] for s, c in engine.choose_each(points).items()}
+    return runs, sweep, best, trained
 
 
-def best_lrs(sweep: list[dict]) -> dict[str, float]:
-    """Each schedule's LR by `engine.choose_lr` over its sweep rows (a diverged one never wins)."""
-    by: dict[str, dict[float, list[float]]] = {}
-    for r in sweep:
-        nll = math.inf if r["mean_nll"] is None else r["mean_nll"]
-        by.setdefault(r["schedule"], {}).setdefault(r["lr"], []).append(nll)
-    return {s: c["lr"] for s, v in by.items() if (c := choose_lr(v)) is not None}
-
-
-def probe_benefit(specs: list[BiosRun], runs_dir: Path) -> list[dict]:
+def probe_benefit(specs: Iterable[Planned], runs_dir: Path) -> list[dict]:
     """The paper's Fig. 4 at seed 0's full-budget fixed K=4 run, where fixed-first switches."""
     main = [s for s in specs if "main" in s.group]
     top = max(s.budget for s in main)
@@ -339,7 +286,7 @@ def probe_benefit(specs: list[BiosRun], runs_dir: Path) -> list[dict]:
     return [{k: r[k] for k in keys} for r in benefit]
 
 
-def _probe_steps(specs: list[BiosRun]) -> list[int]:
+def _probe_steps(specs: Iterable[Planned]) -> list[int]:
     """Where each of seed 0's main fixed-first runs switches: Fig. 4's checkpoints."""
     main = [s for s in specs if s.schedule == FIXED_FIRST and s.seed == 0 and "main" in s.group]
     return sorted({parse_schedule(s.schedule, 0).switch_step(s.steps) for s in main})
@@ -350,9 +297,7 @@ class BiosTrack:
     """What the bios phases leave for the rest of the demo."""
 
     settings: DemoSettings  # with each schedule's LR (the sweep's choice, with --sweep)
-    specs: list[BiosRun]  # the grid (with the sweep's runs it reuses)
-    configs: dict[str, TrainConfig]
-    sweep_specs: list[BiosRun]  # every run of the sweep
+    runs: dict[str, Planned]  # the grid, and the sweep's other runs (group "sweep")
     sweep: list[dict]  # the sweep's full-budget results, per schedule and LR
     trained: int  # runs trained (reused ones not counted)
 
@@ -362,26 +307,23 @@ def train_bios(
 ) -> BiosTrack:
     """[The LR sweep, then] the grid at each schedule's LR, catch-up runs left for later."""
     started = time.time()
-    sweep_specs, sweep_configs, sweep, trained = [], {}, [], 0
+    swept, sweep, trained = {}, [], 0
     if settings.sweep:
-        sweep_specs, sweep_configs, sweep, best, trained = sweep_bios(
-            settings, runs_dir, fresh, quiet
-        )
+        swept, sweep, best, trained = sweep_bios(settings, runs_dir, fresh, quiet)
         settings = replace(settings, lr={**settings.lr, **best})
         phases["bios LR sweep"] = time.time() - started
         started = time.time()
-    specs, configs = plan(settings)
-    specs, configs = merge_sweep(specs, sweep_specs), {**sweep_configs, **configs}
+    runs = plan(settings, swept)
     if not quiet:
-        n_main = sum("main" in s.group for s in specs)
+        n_main = sum("main" in s.group for s in runs.values())
         print(
-            f"looped demo: bios: {len(specs)} runs ({n_main} in the main grid, {settings.seeds} "
+            f"looped demo: bios: {len(runs)} runs ({n_main} in the main grid, {settings.seeds} "
             f"seeds, LRs {settings.lr}), {settings.workers} workers -> {runs_dir.parent}"
         )
-    grid = [s for s in specs if s.group != "catchup"]
-    trained += execute(grid, configs, runs_dir, settings.workers, fresh, quiet)
+    grid = [s for s in runs.values() if s.group != "catchup"]
+    trained += execute(grid, runs_dir, settings.workers, fresh, quiet)
     phases["bios"] = time.time() - started
-    return BiosTrack(settings, specs, configs, sweep_specs, sweep, trained)
+    return BiosTrack(settings, runs, sweep, trained)
 
 
 def runs_of(rows: list[dict], schedule: str, group: str, budget: float | None = None) -> list[dict]:
@@ -401,29 +343,29 @@ def bios_summary(rows: list[dict], budget: float, tokens: bool = False) -> list[
     return table
 
 
+def fact_nll(row: dict) -> float:
+    """A bios run's mean fact NLL over serving depths."""
+    return float(np.mean(row["fact_nll"]))
+
+
 def _summary_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
     """One schedule's row: seed means, the seed spread of its mean fact NLL and of its paired gap."""
     depths = runs[0]["depths"]
     shown = [k for k in (1, 4, 8, 16) if k in depths]
     bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
-    nll = spread([float(np.mean(r["fact_nll"])) for r in runs])
-    u_nll = float(np.mean([np.mean(r["fact_nll"]) for r in uni]))
-    paired = paired_values(runs, uni, lambda r: np.mean(r["fact_nll"]))
+    nll = spread([fact_nll(r) for r in runs])
+    paired = paired_values(runs, uni, fact_nll)
     return {
         "schedule": schedule,
         "label": label(schedule),
         "seeds": len(runs),
         "steps": runs[0]["steps"],
         "lr": runs[0].get("lr"),
-        "compute_vs_uniform": _ratio(runs, uni, "flops"),
-        "wall_vs_uniform": _ratio(runs, uni, "wall"),
+        "compute_vs_uniform": ratio_of_means(runs, uni, lambda r: r["flops"]),
+        "wall_vs_uniform": ratio_of_means(runs, uni, lambda r: r["wall"]),
         "mean_fact_nll": nll["mean"],
-        "fact_nll_vs_uniform": nll["mean"] / u_nll - 1,
+        "fact_nll_vs_uniform": ratio_of_means(runs, uni, fact_nll) - 1,
         "fact_nll": nll,
         "vs_uniform_by_seed": spread(paired),
         "bits": {str(k): float(bits[depths.index(k)]) for k in shown if bits is not None},
     }
-
-
-def _ratio(runs: list[dict], uni: list[dict], key: str) -> float:
-    return float(np.mean([r[key] for r in runs]) / np.mean([r[key] for r in uni]))

@@ -86,13 +86,9 @@ def _result(
     bios: BiosTrack, runs_dir: Path, phases: dict, benefit: list, text: bool, trained: tuple
 ) -> dict:
     """Everything demo.json holds; `trained`: runs trained and the catch-up's seconds."""
-    settings, specs, configs = bios.settings, bios.specs, bios.configs
-    names = {s.name for s in specs}
-    extra = [s for s in bios.sweep_specs if s.name not in names]
-    for s in extra:
-        s.group = "sweep"
-    rows = collect(specs + extra, runs_dir, configs)
-    top, cfg0 = max(settings.budgets), configs[specs[0].name]
+    settings = bios.settings
+    rows = collect(bios.runs.values(), runs_dir)
+    top, cfg0 = max(settings.budgets), next(iter(bios.runs.values())).cfg
     return {
         "meta": {
             "settings": asdict(settings),
@@ -152,11 +148,11 @@ def run_demo(
         benefit = []
         if settings.probe:
             started = time.time()
-            benefit = probe_benefit(bios.specs, runs_dir)
+            benefit = probe_benefit(bios.runs.values(), runs_dir)
             phases["probe"] = time.time() - started
         started = time.time()
-        extra = [s for s in bios.specs if s.group == "catchup"]
-        ran = execute(extra, bios.configs, runs_dir, settings.workers, fresh, quiet)
+        extra = [s for s in bios.runs.values() if s.group == "catchup"]
+        ran = execute(extra, runs_dir, settings.workers, fresh, quiet)
         catchup = time.time() - started if extra else None
         result = _result(bios, runs_dir, phases, benefit, text_on, (bios.trained + ran, catchup))
         started = time.time()

@@ -16,32 +16,27 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.config import TrainConfig
 from looped.errors import UserError
-from looped.experiments import bios
-from looped.experiments.plan import Planner
+from looped.experiments import bios, engine
+from looped.experiments.engine import MICRO, name_of
 from looped.experiments.probes import agreement_at
 from looped.experiments.results import own_wall, write_result
-from looped.experiments.runner import RunSpec, execute
+from looped.experiments.runner import Planned, execute
 from looped.report import diagnose as report
 from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.lock import dir_lock
 from looped.runtime.metrics import read_metrics
 
-# variant -> (schedule, extra overrides); equal steps and tokens per step for all
+# variant -> (the schedule it is studied as, extra overrides); equal steps and tokens per step
+# for all; the per-micro-batch variant (MICRO) trains uniform 1..16 with a K per micro-batch
 VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "uniform": (paper.UNIFORM, ()),
     "fixed": (paper.FIXED, ()),
     "fixed-first": (paper.FIXED_FIRST, ()),
-    "per-micro": (paper.UNIFORM, ("depth_per_micro=true", "grad_accum=4")),
+    "per-micro": (MICRO, ("depth_per_micro=true", "grad_accum=4")),
     "no-k1": (paper.NO_K1, ()),
 }
 PROBED = ("uniform", "fixed")  # runs whose checkpoints get the gradient-agreement probe
-
-
-@dataclass
-class VariantRun(RunSpec):
-    variant: str = ""  # which variant the run trains
 
 
 @dataclass
@@ -65,13 +60,15 @@ QUICK = DiagnoseSettings(
 )
 
 
-def plan(settings: DiagnoseSettings) -> tuple[list[VariantRun], dict[str, TrainConfig]]:
-    """One run per (variant, seed), all `steps` long, checkpointed at the probe steps."""
+def plan(settings: DiagnoseSettings) -> dict[str, Planned]:
+    """One run per (variant, seed), all `steps` long from scratch, checkpointed at the probe
+    steps (the engine's planner, no run branching off another)."""
     base = bios.DemoSettings(preset=settings.preset, overrides=list(settings.overrides))
     _, vocab = bios.resolve_budget(base)  # the vocabulary the trainer will fit to the corpus
-    planner = Planner()
+    wanted = []
     for seed in range(settings.seeds):
-        for variant, (schedule, extra) in VARIANTS.items():
+        for variant, (studied, extra) in VARIANTS.items():
+            schedule = paper.UNIFORM if studied == MICRO else studied
             lr = bios.BIOS_LR.get(schedule, bios.BIOS_LR[paper.UNIFORM])  # the demo's tuned LRs
             with_extra = replace(base, overrides=base.overrides + list(extra))
             cfg = bios.base_config(with_extra, seed, schedule, 0, lr)
@@ -83,10 +80,14 @@ def plan(settings: DiagnoseSettings) -> tuple[list[VariantRun], dict[str, TrainC
                 cfg.batch_size //= 4
             cfg.keep_last, cfg.model.vocab_size = 1, vocab
             save = [s for s in settings.probe_at if variant in PROBED and s <= settings.steps]
-            name = f"{variant}_s{seed}"
-            run = VariantRun(name, schedule, seed, settings.steps, save_steps=save, variant=variant)
-            planner.add(run, cfg)
-    return planner.specs()  # type: ignore[return-value]
+            name = name_of(studied, lr, seed, settings.steps)
+            wanted.append(Planned(name, cfg, studied, settings.steps, save_steps=save))
+    return engine.plan(wanted, family=lambda p: p.name)
+
+
+def runs_of(variant: str, runs: dict[str, Planned]) -> list[Planned]:
+    """A variant's runs, in seed order."""
+    return [p for p in runs.values() if p.schedule == VARIANTS[variant][0]]
 
 
 def grad_norm_by_depth(metrics: list[dict], after: int) -> dict[int, float]:
@@ -99,11 +100,11 @@ def grad_norm_by_depth(metrics: list[dict], after: int) -> dict[int, float]:
     return {k: float(np.median(v)) for k, v in sorted(by.items())}
 
 
-def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path) -> dict:
+def collect(settings: DiagnoseSettings, specs: dict[str, Planned], runs_dir: Path) -> dict:
     """Per variant: serving-depth NLL at the end, gradient norms by depth, gradient agreement."""
     out: dict[str, Any] = {}
     for variant in VARIANTS:
-        runs = [s for s in specs if s.variant == variant]
+        runs = runs_of(variant, specs)
         rows, norms = [], []
         for spec in runs:
             metrics = read_metrics(runs_dir / spec.name)
@@ -115,7 +116,7 @@ def collect(settings: DiagnoseSettings, specs: list[VariantRun], runs_dir: Path)
         means = [float(np.mean(r[key])) for r in rows]
         entry = {
             "label": report.label(variant),
-            "schedule": runs[0].schedule,
+            "schedule": runs[0].cfg.schedule,
             "metric": key,
             "depths": rows[0]["depths"],
             "nll": np.mean([r[key] for r in rows], 0).tolist(),
@@ -147,12 +148,12 @@ def run_diagnose(
     """Train what is missing, probe, write `results` and the figures, print the summary."""
     with dir_lock(out, "looped diagnose"):  # one writer: a second one into OUT is refused
         t0 = time.time()
-        specs, configs = plan(settings)
+        runs = plan(settings)
         runs_dir = out / "runs"
         runs_dir.mkdir(parents=True, exist_ok=True)
-        trained = execute(specs, configs, runs_dir, settings.workers, False, quiet)
-        variants = collect(settings, specs, runs_dir)
-        meta = _meta(settings, specs, configs, runs_dir, trained, t0)
+        trained = execute(list(runs.values()), runs_dir, settings.workers, False, quiet)
+        variants = collect(settings, runs, runs_dir)
+        meta = _meta(settings, runs, runs_dir, trained, t0)
         result = {"meta": meta, "variants": variants}
         write_result(results, result, say=False)
         paths = report.figures(result, figures)
@@ -162,19 +163,14 @@ def run_diagnose(
 
 
 def _meta(
-    settings: DiagnoseSettings,
-    specs: list[VariantRun],
-    configs: dict[str, TrainConfig],
-    runs_dir: Path,
-    trained: int,
-    t0: float,
+    settings: DiagnoseSettings, runs: dict[str, Planned], runs_dir: Path, trained: int, t0: float
 ) -> dict:
     """What the tables say about the runs: their size, time and LRs."""
     train_seconds = sum(  # every run's own training time (one core each), reused ones included
         own_wall([m for m in read_metrics(runs_dir / s.name) if m["kind"] == "train"])
-        for s in specs
+        for s in runs.values()
     )
-    cfg0 = configs[specs[0].name]
+    cfg0 = next(iter(runs.values())).cfg
     return {
         "settings": asdict(settings),
         "preset": settings.preset,
@@ -185,7 +181,7 @@ def _meta(
         "wall_seconds": time.time() - t0,
         "train_seconds": train_seconds,
         "grad_clip": cfg0.optim.grad_clip,
-        "lr": {s.variant: configs[s.name].optim.lr for s in specs if s.seed == 0},
+        "lr": {v: runs_of(v, runs)[0].lr for v in VARIANTS},
     }
 
 

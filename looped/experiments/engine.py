@@ -2,8 +2,8 @@
 the LR; this module does the rest, the same way for every study.
 
     grid: {schedule: {LR: (lengths...)}} x seeds
-      -> plan       one run per (schedule, LR, seed, length), named by `name_of`; shorter runs
-                    branch off the longest where they agree (`experiments.plan`)
+      -> plan       one `Planned` run per (schedule, LR, seed, length), named by `name_of`;
+                    a run branches off the longest of its family where they agree
       -> run        the missing trunk families on the pool (`experiments.runner`); a results
                     file's scored rows (`Study.cached`) stand for runs whose config agrees
       -> choose_lr  on the LR seeds (never reported): the lowest mean validation NLL
@@ -12,14 +12,17 @@ the LR; this module does the rest, the same way for every study.
                     its interval over log ratios (`eval.stats`), then `stats.verdict`
 
 The length study (`experiments.length`), the demo's text track (its one-length configuration)
-and the map's blocks all run through here; the bios grid uses its LR choice and its gap.
+and the map's blocks all run through here; the bios grid (budgets of FLOPs, branching across
+schedules within a seed) and the diagnosis (no branching) declare their runs and use the same
+planner, names, LR choice and gap.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,12 +34,14 @@ from looped.config import TrainConfig, to_yaml
 from looped.eval import stats
 from looped.eval.heldout import heldout_nll
 from looped.eval.stats import spread
-from looped.experiments.plan import Planner
 from looped.experiments.results import diverged, own_wall
-from looped.experiments.runner import RunSpec, execute
+from looped.experiments.runner import Planned, execute
 from looped.experiments.textsetup import run_config
 from looped.model import LoopedTransformer
+from looped.runtime.checkpoint import list_checkpoints
 from looped.runtime.metrics import read_metrics
+from looped.training.lineage import branch_point
+from looped.training.run import total_steps_for
 
 MICRO = paper.UNIFORM_PER_MICRO  # uniform with a K per micro-batch (4 micro-batches)
 # the per-micro-batch arm draws its partner's 32 sequences once, split into 4 micro-batches
@@ -48,24 +53,15 @@ LATER = {paper.UNIFORM: 0, paper.RECIPES_1B[1]: 0, paper.RECIPE_200M: 20, MICRO:
 Grid = dict[str, dict[float, tuple[int, ...]]]  # schedule -> LR -> the lengths trained at it
 
 
-def name_of(schedule: str, lr: float, seed: int, steps: int) -> str:
-    """A run's directory name, the one every text study uses (`looped samples` names its fixed
-    K=4 twin here too)."""
-    short = {MICRO: "micro", paper.FIXED: "fixed4"}.get(schedule, "uniform")
+def name_of(schedule: str, lr: float, seed: int, steps: int = 0, budget: float = 0.0) -> str:
+    """A run's directory name, the one every study uses: schedule, LR, seed, then its length in
+    steps or (bios) its share of the full modeled-FLOP budget."""
+    short = {MICRO: "micro", paper.UNIFORM: "uniform"}.get(schedule) or re.sub(r"\W", "", schedule)
     if schedule.startswith("fixed-first"):
         k, frac = paper.fixed_phase(schedule)
         short = f"ff{k}_{round(frac * 100)}"
-    return f"{short}_lr{lr:g}_s{seed}_n{steps}"
-
-
-@dataclass
-class Planned:
-    """One planned run: what the pool trains, its config, and what it is to the study."""
-
-    spec: RunSpec
-    cfg: TrainConfig
-    schedule: str  # the studied schedule (MICRO included)
-    lr: float
+    size = f"b{round(budget * 100):03d}" if budget else f"n{steps}"
+    return f"{short}_lr{lr:g}_s{seed}_{size}"
 
 
 def fingerprint(cfg: TrainConfig) -> str:
@@ -75,37 +71,64 @@ def fingerprint(cfg: TrainConfig) -> str:
     return hashlib.sha256(to_yaml(blank).encode()).hexdigest()[:16]
 
 
+# -- the planner: runs that share a prefix train it once ---------------------------------------
 def plan(
-    settings: Any,
-    corpus: dict,
-    seeds: list[int] | tuple[int, ...],
-    grid: Grid,
+    wanted: Iterable[Planned],
+    family: Callable[[Planned], Hashable] = lambda p: (p.schedule, p.lr, p.seed),
+    enough: Callable[[int, int], bool] = lambda shared, steps: shared > 0,
     runs_dir: Path | None = None,
+    into: dict[str, Planned] | None = None,
 ) -> dict[str, Planned]:
-    """Runs of (schedule, LR, seed) at each of the grid's lengths (`settings`: a text study's,
-    with its `setup` and `lr_seeds`): shorter ones branch off the longest where they agree, or
-    at a checkpoint a finished trunk in `runs_dir` holds."""
-    planner, runs = Planner(), {}
+    """The one planner of every study. Each run, in the order given, branches off the root of
+    its `family` planned before it (a text grid's: the longest run of its schedule, LR and seed)
+    that it shares the most steps with, if `enough(shared, steps)`: two runs of the same seed,
+    batch and LR agree exactly until their schedules or LRs part (a shorter run's decay, a
+    fixed-first switch; `training.lineage.branch_point`). With `runs_dir`, a finished parent is
+    not retrained: the branch starts at its latest checkpoint in time. A name planned before
+    (in `into` too) stands: it takes the new run's group."""
+    runs = {} if into is None else into
+    for run in wanted:
+        if (old := runs.get(run.name)) is not None:
+            old.group += "" if run.group in old.group else "+" + run.group
+            continue
+        run.steps = run.steps or total_steps_for(run.cfg)  # the trainer's own derivation
+        roots = [p for p in runs.values() if not p.parent and family(p) == family(run)]
+        shared = [(_shared(run, p, runs_dir), -i, p) for i, p in enumerate(roots)]
+        at, _, parent = max(shared, default=(0, 0, None), key=lambda t: t[:2])
+        if parent is not None and enough(at, run.steps):
+            run.parent, run.branch_step = parent.name, at
+            if at not in parent.save_steps:
+                parent.save_steps.append(at)
+        runs[run.name] = run
+    return runs
+
+
+def _shared(run: Planned, parent: Planned, runs_dir: Path | None) -> int:
+    """The step `run` can branch off `parent` at (0: none)."""
+    at = branch_point(run.cfg, run.steps, parent.cfg, parent.steps)
+    done = runs_dir is not None and (runs_dir / parent.name / "summary.json").is_file()
+    held = [s for s, _ in list_checkpoints(runs_dir / parent.name)] if done else []
+    if held and at not in held:
+        at = max((s for s in held if s <= at), default=0)
+    return at
+
+
+def text_runs(settings: Any, corpus: dict, seeds: Iterable[int], grid: Grid) -> Iterator[Planned]:
+    """A text grid's runs of (schedule, LR, seed), longest first (`settings`: a text study's,
+    with its `setup` and `lr_seeds`); MICRO trains uniform in 4 micro-batches."""
     for schedule, by_lr in grid.items():
         spec_s, extra = MICRO_ARGS if schedule == MICRO else (schedule, ())
         for lr, lengths in by_lr.items():
             for seed in seeds:
-                trunk, kw = None, {"schedule": spec_s, "lr": lr, "seed": seed, "extra": extra}
+                priority = 0 if seed in settings.lr_seeds else 1 + seed + LATER.get(schedule, 20)
                 for steps in sorted(lengths, reverse=True):
+                    kw = {"schedule": spec_s, "lr": lr, "seed": seed, "extra": extra}
                     cfg = run_config(settings.setup, corpus, steps=steps, **kw)
                     if schedule == MICRO:  # the same tokens per step, in 4 micro-batches,
                         cfg.batch_size //= 4  # and the same validation windows as the others
                         cfg.eval_batches *= 4
                     name = name_of(schedule, lr, seed, steps)
-                    priority = (
-                        0 if seed in settings.lr_seeds else 1 + seed + LATER.get(schedule, 20)
-                    )
-                    spec = RunSpec(name, spec_s, seed, steps, may_diverge=True, priority=priority)
-                    parents = [trunk.spec.name] if trunk is not None else []
-                    planner.add(spec, cfg, parents, runs_dir=runs_dir)
-                    runs[spec.name] = Planned(spec, cfg, schedule, lr)
-                    trunk = trunk or runs[spec.name]
-    return runs
+                    yield Planned(name, cfg, schedule, steps, may_diverge=True, priority=priority)
 
 
 @dataclass
@@ -123,23 +146,23 @@ class Study:
     fresh: bool = False  # retrain runs finished on disk
     quiet: bool = False  # no progress bars
 
-    def plan(self, seeds: list[int] | tuple[int, ...], grid: Grid) -> dict[str, Planned]:
-        return plan(self.settings, self.corpus, seeds, grid, self.runs_dir)
+    def plan(self, seeds: Iterable[int], grid: Grid) -> dict[str, Planned]:
+        return plan(text_runs(self.settings, self.corpus, seeds, grid), runs_dir=self.runs_dir)
 
     def row(self, p: Planned) -> dict | None:
-        r = self.cached.get(p.spec.name)
+        r = self.cached.get(p.name)
         return r if r is not None and r.get("config_sha") == fingerprint(p.cfg) else None
 
     def finished(self, p: Planned) -> bool:
-        return self.row(p) is not None or (self.runs_dir / p.spec.name / "summary.json").is_file()
+        return self.row(p) is not None or (self.runs_dir / p.name / "summary.json").is_file()
 
     def val_nll(self, p: Planned) -> float:
         """Mean validation NLL over serving depths 1..16 (final eval); infinite if it diverged."""
         if (r := self.row(p)) is not None:
             return r["val_nll"]
-        if diverged(self.runs_dir / p.spec.name):
+        if diverged(self.runs_dir / p.name):
             return math.inf
-        evals = [m for m in read_metrics(self.runs_dir / p.spec.name) if m["kind"] == "eval"]
+        evals = [m for m in read_metrics(self.runs_dir / p.name) if m["kind"] == "eval"]
         nll = evals[-1].get("token_nll", evals[-1].get("nll"))
         return float(np.mean(list(nll.values())))
 
@@ -151,13 +174,11 @@ class Study:
             return 0
         family = {n: n for n in runs}
         for n, p in runs.items():
-            while p.spec.parent in runs:
-                family[n], p = p.spec.parent, runs[p.spec.parent]
+            while p.parent in runs:
+                family[n], p = p.parent, runs[p.parent]
         missing = {family[n] for n, p in runs.items() if self.row(p) is None}
         todo = [p for n, p in runs.items() if family[n] in missing]
-        cfgs = {p.spec.name: p.cfg for p in todo}
-        specs = [p.spec for p in todo]
-        return execute(specs, cfgs, self.runs_dir, self.settings.workers, self.fresh, self.quiet)
+        return execute(todo, self.runs_dir, self.settings.workers, self.fresh, self.quiet)
 
 
 # -- the LR: chosen on the LR seeds, never on a reported one ------------------------------------
@@ -174,17 +195,23 @@ def choose_lr(by_lr: dict[float, list[float]]) -> dict | None:
     return {"lr": best, "val": means, "edge": edge}
 
 
+def choose_each(points: Iterable[tuple[Hashable, float, float]]) -> dict[Hashable, dict]:
+    """`choose_lr` for each key of (key, LR, validation NLL) points: a key whose every LR
+    diverged is left out."""
+    table: dict[Hashable, dict[float, list[float]]] = {}
+    for key, lr, nll in points:
+        table.setdefault(key, {}).setdefault(lr, []).append(nll)
+    return {k: c for k, by_lr in table.items() if (c := choose_lr(by_lr)) is not None}
+
+
 def choose(runs: dict[str, Planned], study: Study) -> dict:
     """`choose_lr` per schedule and length, over the finished runs of `runs` (the LR seeds')."""
-    table: dict[tuple[str, int], dict[float, list[float]]] = {}
-    for p in runs.values():
-        if study.finished(p):
-            vals = table.setdefault((p.schedule, p.spec.steps), {}).setdefault(p.lr, [])
-            vals.append(study.val_nll(p))
+    done = [p for p in runs.values() if study.finished(p)]
     out: dict[str, dict[int, dict]] = {}
-    for (schedule, steps), by_lr in table.items():
-        if (chosen := choose_lr(by_lr)) is not None:
-            out.setdefault(schedule, {})[steps] = chosen
+    for (schedule, steps), chosen in choose_each(
+        ((p.schedule, p.steps), p.lr, study.val_nll(p)) for p in done
+    ).items():
+        out.setdefault(schedule, {})[steps] = chosen
     return out
 
 
@@ -196,8 +223,8 @@ def sweep_rows(runs: dict[str, Planned], study: Study) -> list[dict]:
             "config_sha": fingerprint(p.cfg),
             "schedule": p.schedule,
             "lr": p.lr,
-            "seed": p.spec.seed,
-            "steps": p.spec.steps,
+            "seed": p.seed,
+            "steps": p.steps,
             "val_nll": study.val_nll(p),
         }
         for n, p in sorted(runs.items())
@@ -244,10 +271,10 @@ def score(runs: dict[str, Planned], study: Study) -> list[dict]:
         if (cached := study.row(p)) is not None:
             rows.append(cached | {"epochs": epochs_of(cached, study.corpus)})
             continue
-        run_dir = study.runs_dir / p.spec.name
+        run_dir = study.runs_dir / p.name
         if not study.finished(p) or diverged(run_dir):
             continue
-        study.cached[p.spec.name] = row = measure(p, study)
+        study.cached[p.name] = row = measure(p, study)
         rows.append(row)
     order = {s: i for i, s in enumerate(SCHEDULES)}
     key = lambda r: (r["steps"], order.get(r["schedule"], 9), r["schedule"], r["seed"], r["lr"])  # noqa: E731
@@ -256,17 +283,17 @@ def score(runs: dict[str, Planned], study: Study) -> list[dict]:
 
 def measure(p: Planned, study: Study) -> dict:
     """A finished text run's row: what it was, and its test NLL at every serving depth."""
-    run_dir = study.runs_dir / p.spec.name
+    run_dir = study.runs_dir / p.name
     model = LoopedTransformer(p.cfg.model)
     train = [m for m in read_metrics(run_dir) if m["kind"] == "train"]
-    tokens = p.spec.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len
+    tokens = p.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len
     return {
-        "run": p.spec.name,
+        "run": p.name,
         "config_sha": fingerprint(p.cfg),
         "schedule": p.schedule,
         "label": paper.label(p.schedule),
-        "steps": p.spec.steps,
-        "seed": p.spec.seed,
+        "steps": p.steps,
+        "seed": p.seed,
         "lr": p.lr,
         "tokens": tokens,
         **epochs_fields(tokens, study.corpus),
@@ -311,6 +338,14 @@ def paired_values(
     return [value(r) / value(by_seed[r["seed"]]) - 1 for r in mine if r["seed"] in by_seed]
 
 
+def ratio_of_means(
+    mine: list[dict], ref: list[dict], value: Callable[[dict], float] = mean_nll
+) -> float:
+    """mean value(ours) / mean value(ref) over seeds, unpaired: compute and wall time (the same
+    for every seed), and the gap where no seed pairs (value - 1)."""
+    return float(np.mean([value(r) for r in mine]) / np.mean([value(r) for r in ref]))
+
+
 def paired_gap(
     mine: list[dict],
     ref: list[dict],
@@ -346,19 +381,17 @@ def compare(rows: list[dict], role: str, schedules: tuple[str, ...] | list[str])
 
 def compare_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
     """One table row: `runs` (one per seed) against `uni`, uniform's runs, paired by seed."""
-    nll, u_nll = spread([r["mean_nll"] for r in runs]), float(np.mean([u["mean_nll"] for u in uni]))
-    paired = paired_values(runs, uni)
-    flops, u_flops = np.mean([r["flops"] for r in runs]), np.mean([u["flops"] for u in uni])
-    wall, u_wall = np.mean([r["wall"] for r in runs]), np.mean([u["wall"] for u in uni])
+    nll, paired = spread([r["mean_nll"] for r in runs]), paired_values(runs, uni)
     first = runs[0]  # every seed's run has the same LR, steps, tokens and depths
     return {
         **{"schedule": schedule, "label": paper.label(schedule), "lr": first["lr"]},
         **{"seeds": len(runs), "steps": first["steps"], "tokens": first["tokens"]},
-        "flops": float(flops),
+        "flops": float(np.mean([r["flops"] for r in runs])),
         "mean_nll": nll,
-        "vs_uniform": paired_gap(runs, uni).mean if paired else nll["mean"] / u_nll - 1,
+        "vs_uniform": paired_gap(runs, uni).mean if paired else ratio_of_means(runs, uni) - 1,
         "vs_uniform_by_seed": spread(paired) if paired else None,
-        **{"compute_saving": float(1 - flops / u_flops), "wall_saving": float(1 - wall / u_wall)},
+        "compute_saving": 1 - ratio_of_means(runs, uni, lambda r: r["flops"]),
+        "wall_saving": 1 - ratio_of_means(runs, uni, lambda r: r["wall"]),
         "depths": first["depths"],
         "token_nll": np.mean([r["token_nll"] for r in runs], axis=0).tolist(),
         "uniform_steps": uni[0]["steps"],

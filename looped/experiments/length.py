@@ -28,7 +28,6 @@ from looped.experiments.engine import (
     MICRO,
     SCHEDULES,
     Grid,
-    Planned,
     Study,
     compare,
     paired_gap,
@@ -36,27 +35,12 @@ from looped.experiments.engine import (
     sweep,
     sweep_rows,
 )
-from looped.experiments.results import (
-    before_branch,
-    branched_wall,
-    machine_name,
-    read_results_file,
-)
+from looped.experiments.results import from_scratch, machine_name, read_results_file
+from looped.experiments.runner import Planned
 from looped.experiments.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.experiments.textsetup import heldout_windows as split_batches
 from looped.flops import schedule_flops, steps_for_budget, tokens_per_step
-from looped.runtime.metrics import read_metrics
 from looped.schedule_spec import parse_schedule
-
-
-def tolerance_of(schedule: str) -> float:
-    """The paper's tolerance for a recipe (`paper.TOLERANCE`); another switch fraction (the
-    frontier) is judged at its fixed K's: 0.5% for K=2, 0.8% for K=4."""
-    if schedule in paper.TOLERANCE:
-        return paper.tolerance(schedule)
-    k = paper.fixed_phase(schedule)[0]
-    return paper.tolerance(paper.RECIPE_200M if k == 2 else paper.FIXED_FIRST)
-
 
 DEPTHS_SHOWN = (1, 4, 16)  # the per-depth gaps beside the mean: a mean can hide opposite moves
 CORPUS_KEYS = (
@@ -154,7 +138,7 @@ def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list
         runs.update(study.plan(list(range(n)), round_grid(settings, lrs, open_cells)))
         study.run(runs)
         rows = score(runs, study)
-        tolerance = {s: tolerance_of(s) for s in settings.schedules if s != paper.UNIFORM}
+        tolerance = {s: paper.tolerance(s) for s in settings.schedules if s != paper.UNIFORM}
         cells = sequential_cells(rows, bigram, settings.schedules, tuple(rounds), tolerance, cells)
         open_cells = {(c["schedule"], c["steps"]) for c in cells if c.get("open")}
         if not all(study.finished(p) for p in runs.values()):
@@ -189,7 +173,7 @@ def tuned(study: Study, lrs: dict[int, float]) -> dict:
         "chosen": chosen,
         "sweep": sweep_rows(swept, study),
         "rows": rows,
-        "cells": tuned_cells(rows, own, {s: tolerance_of(s) for s in own}),
+        "cells": tuned_cells(rows, own, {s: paper.tolerance(s) for s in own}),
     }
 
 
@@ -433,21 +417,17 @@ TEXT_TABLES = (("equal_tokens", "tokens"), ("equal_flops", "flops"))  # the text
 def text_run(row: dict, p: Planned, study: Study, flops_roles: set[str]) -> dict:
     """A scored row as the text track's report reads it: its roles, modeled FLOPs, wall time and
     training curve as if it had trained from scratch (a branch's parent's share included)."""
-    runs_dir, spec = study.runs_dir, p.spec
-    train = [m for m in read_metrics(runs_dir / spec.name) if m["kind"] == "train"]
-    inherited = before_branch(runs_dir, spec.parent, spec.branch_step)
-    parent = [m for m in inherited if m["kind"] == "train"]
-    per_step, schedule = tokens_per_step(p.cfg), parse_schedule(spec.schedule, spec.seed)
-    roles = flops_roles | ({"tokens"} if spec.steps == study.settings.lengths[0] else set())
+    records, _, wall = from_scratch(study.runs_dir, p.name, p.parent, p.branch_step)
+    roles = flops_roles | ({"tokens"} if p.steps == study.settings.lengths[0] else set())
     return row | {
-        "name": spec.name,
+        "name": p.name,
         "roles": sorted(roles),
-        "flops": schedule_flops(p.cfg.model, schedule, spec.steps, per_step, p.cfg.seq_len),
-        "wall": branched_wall(train, parent, spec.branch_step),
+        "flops": p.flops(),
+        "wall": wall,
         "depths": list(range(1, len(row["token_nll"]) + 1)),
         "val_mean_nll": row["val_nll"],
         "se_windows": row["se"],
-        "curve": [[m["step"], m["loss"], m["depth"]] for m in parent + train],
+        "curve": [[m["step"], m["loss"], m["depth"]] for m in records],
     }
 
 

@@ -1,7 +1,7 @@
 """What finished runs wrote, read the one way every study reads it.
 
-A branched run is read as if it had trained from scratch: its parent's records up to the branch
-step come first (`before_branch`), its training time adds the parent's share (`branched_wall`).
+A branched run is read as if it had trained from scratch (`from_scratch`): its parent's records
+up to the branch step come first, its training time adds the parent's share.
 """
 
 from __future__ import annotations
@@ -16,13 +16,6 @@ from looped.runtime.device import cpu_name
 from looped.runtime.metrics import read_metrics
 
 
-def before_branch(runs_dir: Path, parent: str | None, branch_step: int) -> list[dict]:
-    """The parent's records up to the step a branch continues from (none for a root run)."""
-    if not parent:
-        return []
-    return [m for m in read_metrics(runs_dir / parent) if m["step"] <= branch_step]
-
-
 def train_wall(record: dict) -> float:
     """Seconds spent training (evaluations and checkpoints excluded where the log has it)."""
     return record.get("train_wall", record["wall"])
@@ -33,13 +26,22 @@ def own_wall(train: list[dict]) -> float:
     return train_wall(train[-1]) if train else 0.0
 
 
-def branched_wall(train: list[dict], parent: list[dict], branch_step: int) -> float:
-    """A run's training seconds as if it had trained from scratch: its own plus its parent's
-    (`parent`: train records up to the branch step, the last one scaled to it)."""
+def from_scratch(
+    runs_dir: Path, name: str, parent: str | None, branch_step: int
+) -> tuple[list[dict], list[dict], float]:
+    """A run read as if it had trained from scratch: its train records (its parent's up to the
+    branch step first), its evaluations (the parent's at the branch step first) and its training
+    seconds (its own plus its parent's, the parent's last record scaled to the branch step)."""
+    own = read_metrics(runs_dir / name)
+    inherited = read_metrics(runs_dir / parent) if parent else []
+    inherited = [m for m in inherited if m["step"] <= branch_step]
+    train = [m for m in own if m["kind"] == "train"]
+    before = [m for m in inherited if m["kind"] == "train"]
+    evals = [m for m in inherited if m["kind"] == "eval" and m["step"] == branch_step]
     wall = own_wall(train)
-    if parent:
-        wall += train_wall(parent[-1]) * branch_step / parent[-1]["step"]
-    return wall
+    if before:
+        wall += train_wall(before[-1]) * branch_step / before[-1]["step"]
+    return before + train, evals + [m for m in own if m["kind"] == "eval"], wall
 
 
 def diverged(run_dir: Path) -> bool:

@@ -1,7 +1,7 @@
 """Train a set of runs on a pool of single-threaded worker processes, parents before children.
 
-Every study plans its runs as `RunSpec`s (`experiments.plan`), hands them to `execute`, then
-reads what they wrote (`experiments.results`). Two single-threaded workers use a 2-core machine
+Every study plans its runs as `Planned`s (`engine.plan`), hands them to `execute`, then reads
+what they wrote (`experiments.results`). Two single-threaded workers use a 2-core machine
 better than one two-threaded process; finished runs are reused.
 """
 
@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +35,38 @@ from looped.training.trainer import train
 
 
 @dataclass
-class RunSpec:
-    """One run as the pool trains it (a study may subclass it to add what a run means to it)."""
+class Planned:
+    """One planned run, the one run type of every study: what the pool trains (its config, steps,
+    the run it branches off and the checkpoints its branches need) and what it is to the study."""
 
     name: str  # directory name under runs/
-    schedule: str  # depth schedule spec
-    seed: int
-    steps: int = 0  # total optimizer steps
+    cfg: TrainConfig
+    schedule: str  # the studied schedule (`engine.MICRO` included; the trained one: cfg.schedule)
+    steps: int = 0  # total optimizer steps (0: the planner derives them from the config)
     parent: str | None = None  # run this one branches off
     branch_step: int = 0  # step of the parent checkpoint it continues
     save_steps: list[int] = field(default_factory=list)  # checkpoints its children need
     eval_steps: list[int] = field(default_factory=list)  # extra evaluations (before the switch)
     may_diverge: bool = False  # a sweep run: a non-finite loss is a result (diverged), not an error
     priority: int = 0  # lower starts first (then the costliest): e.g. whole seeds before new ones
+    budget: float = 0.0  # bios: fraction of the full modeled-FLOP budget (0: a run of given steps)
+    # bios: "main", "tokens" (equal tokens), "depth" (Fig. 5), "catchup" or "sweep", "+"-joined
+    group: str = "main"
+
+    @property
+    def seed(self) -> int:
+        return self.cfg.seed
+
+    @property
+    def lr(self) -> float:
+        return self.cfg.optim.lr
+
+    def flops(self, steps: int | None = None) -> float:
+        """Modeled training FLOPs of its first `steps` steps (all by default), at the depths its
+        schedule expects."""
+        cfg, n = self.cfg, self.steps if steps is None else steps
+        schedule = parse_schedule(cfg.schedule, cfg.seed)
+        return schedule_flops(cfg.model, schedule, n, tokens_per_step(cfg), cfg.seq_len)
 
 
 # -- execution -------------------------------------------------------------------------------
@@ -94,7 +113,7 @@ def _exit_with_parent(parent: int, every: float = 0.5) -> None:
     os._exit(1)
 
 
-def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None) -> dict:
+def _run_one(run: Planned, run_dir: str, branch_dir: str | None) -> dict:
     """One run in a worker process: single-threaded, progress sent to the parent's queue."""
     torch.set_num_threads(1)
     last = [0.0]
@@ -103,15 +122,15 @@ def _run_one(spec: dict, cfg: TrainConfig, run_dir: str, branch_dir: str | None)
         now = time.time()
         if now - last[0] > 0.25 or done == total:
             last[0] = now
-            _progress.put((spec["name"], done, total, loss, depth))
+            _progress.put((run.name, done, total, loss, depth))
 
-    steps = {"save_steps": tuple(spec["save_steps"]), "eval_steps": tuple(spec["eval_steps"])}
+    steps = {"save_steps": tuple(run.save_steps), "eval_steps": tuple(run.eval_steps)}
     try:
-        return train(cfg, run_dir, branch_from=branch_dir, on_step=on_step, quiet=True, **steps)
+        return train(run.cfg, run_dir, branch_from=branch_dir, on_step=on_step, quiet=True, **steps)
     except UserError as err:
-        if not (spec["may_diverge"] and "loss became" in str(err)):
+        if not (run.may_diverge and "loss became" in str(err)):
             raise
-        return mark_diverged(Path(run_dir), cfg, str(err))
+        return mark_diverged(Path(run_dir), run.cfg, str(err))
 
 
 def mark_diverged(run_dir: Path, cfg: TrainConfig, why: str) -> dict:
@@ -123,7 +142,7 @@ def mark_diverged(run_dir: Path, cfg: TrainConfig, why: str) -> dict:
     return summary
 
 
-def _descendants(name: str, todo: dict[str, RunSpec]) -> list[str]:
+def _descendants(name: str, todo: dict[str, Planned]) -> list[str]:
     """The runs in `todo` that branch off `name`, directly or through others."""
     found, frontier = [], [name]
     while frontier:
@@ -134,32 +153,21 @@ def _descendants(name: str, todo: dict[str, RunSpec]) -> list[str]:
     return found
 
 
-def _finished(spec: RunSpec, cfg: TrainConfig, runs_dir: Path) -> bool:
+def _finished(spec: Planned, runs_dir: Path) -> bool:
     """A finished run with the same config and every checkpoint its children need."""
     run_dir = runs_dir / spec.name
     if not (run_dir / "summary.json").is_file():
         return False
-    if (run_dir / "config.yaml").read_text() != to_yaml(cfg):
+    if (run_dir / "config.yaml").read_text() != to_yaml(spec.cfg):
         return False
     if diverged(run_dir):
         return spec.may_diverge
     return all(checkpoint_dir(run_dir, s).is_dir() for s in spec.save_steps)
 
 
-def _cost(spec: RunSpec, cfg: TrainConfig) -> float:
-    """Modeled FLOPs this run trains itself (a branch leaves its parent's share out)."""
-    schedule, tokens = parse_schedule(spec.schedule, spec.seed), tokens_per_step(cfg)
-    total = schedule_flops(cfg.model, schedule, spec.steps, tokens, cfg.seq_len)
-    if spec.parent:
-        total -= schedule_flops(cfg.model, schedule, spec.branch_step, tokens, cfg.seq_len)
-    return total
-
-
-def _to_train(
-    specs: list[RunSpec], configs: dict[str, TrainConfig], runs_dir: Path, fresh: bool
-) -> dict[str, RunSpec]:
+def _to_train(specs: list[Planned], runs_dir: Path, fresh: bool) -> dict[str, Planned]:
     """The unfinished runs and their children (to (re)train), their old directories removed."""
-    todo = {s.name: s for s in specs if fresh or not _finished(s, configs[s.name], runs_dir)}
+    todo = {s.name: s for s in specs if fresh or not _finished(s, runs_dir)}
     for spec in specs:  # parents come first: this reaches grandchildren too
         if spec.parent in todo:
             todo.setdefault(spec.name, spec)
@@ -172,9 +180,12 @@ class _Bars:
     """An overall bar in modeled GFLOPs and one bar per busy worker, fed by the workers' (name,
     step, total, loss, depth) messages."""
 
-    def __init__(self, todo: dict, configs: dict, workers: int, disable: bool) -> None:
+    def __init__(self, todo: dict[str, Planned], workers: int, disable: bool) -> None:
         self.todo, self.disable = todo, disable
-        self.costs = {name: _cost(spec, configs[name]) for name, spec in todo.items()}
+        # modeled FLOPs each run trains itself (a branch leaves its parent's share out)
+        self.costs = {
+            n: p.flops() - (p.flops(p.branch_step) if p.parent else 0.0) for n, p in todo.items()
+        }
         self.overall = tqdm(
             total=sum(self.costs.values()) / 1e9,
             desc="demo",
@@ -187,7 +198,7 @@ class _Bars:
         self.seen: dict[str, int] = {}  # steps already counted in the overall bar, per run
         self.free = list(range(1, workers + 1))  # bar positions of idle workers
 
-    def open(self, spec: RunSpec) -> None:
+    def open(self, spec: Planned) -> None:
         self.slots[spec.name] = tqdm(
             total=spec.steps,
             initial=spec.branch_step,
@@ -224,28 +235,21 @@ class _Bars:
         self.overall.close()
 
 
-def execute(
-    specs: list[RunSpec],
-    configs: dict[str, TrainConfig],
-    runs_dir: Path,
-    workers: int,
-    fresh: bool,
-    quiet: bool,
-) -> int:
+def execute(specs: list[Planned], runs_dir: Path, workers: int, fresh: bool, quiet: bool) -> int:
     """Train the runs on a process pool, parents first; return how many were trained (finished
     ones are reused unless `fresh`)."""
-    todo = _to_train(specs, configs, runs_dir, fresh)
+    todo = _to_train(specs, runs_dir, fresh)
     if not todo:
         return 0
     lines = not quiet and progress_mode() == "lines"
-    bars = _Bars(todo, configs, workers, quiet or lines)
+    bars = _Bars(todo, workers, quiet or lines)
     ctx = mp.get_context("spawn")
     progress = ctx.Queue()
     pool = ProcessPoolExecutor(
         workers, mp_context=ctx, initializer=_start_worker, initargs=(progress, os.getpid())
     )
     try:
-        _drive(pool, progress, todo, configs, runs_dir, workers, bars, lines)
+        _drive(pool, progress, todo, runs_dir, workers, bars, lines)
     except BaseException:  # a run failed, or Ctrl-C: do not wait for the other workers' runs
         _stop(pool)
         raise
@@ -261,13 +265,13 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)  # quick now: it only cleans up
 
 
-def _drive(pool, progress, todo, configs, runs_dir: Path, workers: int, bars: _Bars, lines: bool):
+def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, lines: bool):
     """Submit runs as their parents finish, by priority then costliest first, until all are
     done; a worker's error is re-raised here."""
     running: dict[Any, str] = {}
     done: set[str] = set()
 
-    def ready() -> list[RunSpec]:
+    def ready() -> list[Planned]:
         busy = done | set(running.values())
         waiting = [s for s in todo.values() if s.name not in busy]
         ok = [s for s in waiting if s.parent not in todo or s.parent in done]  # None: not in todo
@@ -278,8 +282,7 @@ def _drive(pool, progress, todo, configs, runs_dir: Path, workers: int, bars: _B
             spec = ready()[0]
             parent = runs_dir / spec.parent if spec.parent else None
             branch = str(checkpoint_dir(parent, spec.branch_step)) if parent else None
-            args = (asdict(spec), configs[spec.name], str(runs_dir / spec.name), branch)
-            running[pool.submit(_run_one, *args)] = spec.name
+            running[pool.submit(_run_one, spec, str(runs_dir / spec.name), branch)] = spec.name
             bars.open(spec)
         finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
         bars.drain(progress)
@@ -292,16 +295,16 @@ def _drive(pool, progress, todo, configs, runs_dir: Path, workers: int, bars: _B
             bars.close(name)
             done.add(name)
             if "diverged" in summary:  # its children cannot branch off it: diverged too
-                done.update(_diverge_children(name, todo, configs, runs_dir, lines))
+                done.update(_diverge_children(name, todo, runs_dir, lines))
     bars.drain(progress)
 
 
-def _diverge_children(name: str, todo, configs, runs_dir: Path, lines: bool) -> list[str]:
+def _diverge_children(name: str, todo, runs_dir: Path, lines: bool) -> list[str]:
     """Mark every run branching off the diverged run `name` diverged too; return their names."""
     children = _descendants(name, todo)
     for child in children:
         why = f"its parent {name} diverged"
-        mark_diverged(runs_dir / child, configs[child], why)
+        mark_diverged(runs_dir / child, todo[child].cfg, why)
         if lines:
             print(run_line(child, {"diverged": why}), flush=True)
     return children

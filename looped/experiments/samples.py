@@ -18,7 +18,7 @@ from looped.errors import UserError
 from looped.eval.heldout import heldout_nll
 from looped.experiments.engine import name_of
 from looped.experiments.length import LengthSettings
-from looped.experiments.runner import RunSpec, execute
+from looped.experiments.runner import Planned, execute
 from looped.experiments.textsetup import ensure_corpus, heldout_windows, run_config
 from looped.model import LoopedTransformer
 from looped.runtime.checkpoint import list_checkpoints, load_weights
@@ -56,9 +56,10 @@ def models(study: dict, out: Path, settings: LengthSettings, corpus: dict) -> di
     for schedule in (paper.RECIPE_200M, paper.UNIFORM, paper.FIXED):
         cfg = run_config(settings.setup, corpus, schedule=schedule, lr=lr, seed=0, steps=steps)
         picked[paper.label(schedule)] = (out / "runs" / name_of(schedule, lr, 0, steps), cfg)
-    name = name_of(paper.FIXED, lr, 0, steps)
-    twin = {name: picked[paper.label(paper.FIXED)][1]}
-    execute([RunSpec(name, paper.FIXED, seed=0, steps=steps)], twin, out / "runs", 1, False, False)
+    twin = Planned(
+        name_of(paper.FIXED, lr, 0, steps), picked[paper.label(paper.FIXED)][1], paper.FIXED, steps
+    )
+    execute([twin], out / "runs", 1, False, False)
     return picked
 
 
