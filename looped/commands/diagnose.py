@@ -13,7 +13,7 @@ from __future__ import annotations
 from looped.commands.common import study_dirs, study_parser
 from looped.config import to_yaml
 from looped.errors import UserError
-from looped.experiments.diagnose import plan, run_diagnose, settings_for
+from looped.experiments.diagnose import plan, run_diagnose, runs_of, settings_for
 
 
 def main(argv: list[str]) -> int:
@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     settings = settings_for(args.quick, args.steps, args.seeds, args.workers, args.overrides)
     if args.print_config:
-        print(to_yaml(plan(settings)[1]["uniform_s0"]), end="")
+        print(to_yaml(runs_of("uniform", plan(settings))[0].cfg), end="")
         return 0
     if args.reference and args.out:
         raise UserError("--reference writes results/ and figures/; leave out --out")
