@@ -102,7 +102,9 @@ def _row(schedule: str, seed: int, nll: float, tokens: int, train_tokens: int) -
         "mean_nll": nll,
         "token_nll": [nll] * 16,
         "se": 0.01,
-        **engine.epochs_fields(tokens, {"splits": {"train": {"tokens": train_tokens}}}),
+        "epochs": engine.epochs(
+            {"tokens": tokens}, {"splits": {"train": {"tokens": train_tokens}}}
+        ),
     }
 
 

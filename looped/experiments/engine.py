@@ -269,7 +269,8 @@ def score(runs: dict[str, Planned], study: Study) -> list[dict]:
     rows = []
     for p in runs.values():
         if (cached := study.row(p)) is not None:
-            rows.append(cached | {"epochs": epochs_of(cached, study.corpus)})
+            # rows written before `epochs` was recorded get it here
+            rows.append(cached | {"epochs": cached.get("epochs", epochs(cached, study.corpus))})
             continue
         run_dir = study.runs_dir / p.name
         if not study.finished(p) or diverged(run_dir):
@@ -296,7 +297,7 @@ def measure(p: Planned, study: Study) -> dict:
         "seed": p.seed,
         "lr": p.lr,
         "tokens": tokens,
-        **epochs_fields(tokens, study.corpus),
+        "epochs": epochs({"tokens": tokens}, study.corpus),
         "d_model": p.cfg.model.d_model,
         "vocab_size": p.cfg.model.vocab_size,
         "params": model.num_params(),
@@ -314,14 +315,9 @@ def escape_step(train: list[dict], bigram: float) -> int | None:
     return next((int(m["step"]) for m in train if m["loss"] < bigram), None)
 
 
-def epochs_fields(tokens: int, corpus: dict) -> dict[str, float]:
-    """Passes over the train split: past 1, a run has seen some tokens twice."""
-    return {"epochs": tokens / corpus["splits"]["train"]["tokens"]}
-
-
-def epochs_of(row: dict, corpus: dict) -> float:
-    """A row's passes; rows written before `epochs` was recorded get it here."""
-    return row.get("epochs", epochs_fields(row["tokens"], corpus)["epochs"])
+def epochs(row: dict, corpus: dict) -> float:
+    """A row's passes over the train split: past 1, a run has seen some tokens twice."""
+    return row["tokens"] / corpus["splits"]["train"]["tokens"]
 
 
 # -- the gap: each schedule against uniform's same seeds ----------------------------------------

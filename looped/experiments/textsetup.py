@@ -22,12 +22,10 @@ from looped.data.text import (
     TokenShards,
     open_documents,
     prepare_documents,
-    prepare_text,
     read_meta,
 )
 from looped.errors import UserError
 from looped.eval.baselines import corpus_baselines
-from looped.experiments.runner import progress_mode
 from looped.model import fit_vocab
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
@@ -63,19 +61,11 @@ def source_documents(source: str) -> list[tuple[str, str]]:
 
 
 def ensure_corpus(
-    setup: TextSetup,
-    out: Path,
-    source: str | None = None,
-    *,
-    directory: Path | None = None,
-    subset: str | None = None,
-    max_docs: int | None = None,
-    stream: bool = False,
-    quiet: bool = True,
+    setup: TextSetup, out: Path, source: str | None = None, *, quiet: bool = True
 ) -> dict[str, Any]:
-    """The corpus's meta.json and path, tokenized into `directory` (default: one per source and
-    tokenizer) once, then reused. `source`: None (stdlib), a built-in name, a `looped data text`
-    directory (as it is), or a `datasets` source (in memory, or `stream`ed and split by hash)."""
+    """The corpus's meta.json and path, tokenized into OUT/corpus-SOURCE-TOKENIZER-split once,
+    then reused. `source`: None (stdlib), a built-in name, a `looped data text` directory (as it
+    is), or a `datasets` source (read into memory, near-duplicates kept in one split)."""
     if source and (Path(source) / META).is_file():  # a `looped data text` directory, as it is
         meta = read_meta(source)
         if "test" not in meta["splits"]:
@@ -84,23 +74,17 @@ def ensure_corpus(
             )
         return {**meta, "path": str(Path(source).resolve())}
     name = slug(source)[-40:] if source else "stdlib"
-    path = directory or out / f"corpus-{name}-{setup.tokenizer.replace(':', '')}-split"
+    path = out / f"corpus-{name}-{setup.tokenizer.replace(':', '')}-split"
     dataset = str(Path(source).expanduser()) if source else "stdlib"
     if not (path / META).is_file():
         if not quiet:
             print(f"tokenizing {dataset} ({setup.tokenizer}) into {path}")
         fracs = {"val_frac": setup.val_frac, "test_frac": setup.test_frac}
-        if dataset in NAMED_CORPORA or not stream:  # near-duplicates kept in one split
-            named = NAMED_CORPORA.get(dataset)
-            docs = named()[:max_docs] if named else source_documents(dataset)
-            prepare_documents(path, docs, setup.tokenizer, **fracs, dataset=dataset, overwrite=True)
-        else:  # streamed, each document's split a hash of its text
-            only = {"subset": subset, "max_docs": max_docs, "overwrite": True}
-            bar = not quiet and progress_mode() != "lines"
-            prepare_text(path, dataset, setup.tokenizer, **only, **fracs, progress=bar)
+        docs = NAMED_CORPORA[dataset]() if dataset in NAMED_CORPORA else source_documents(dataset)
+        prepare_documents(path, docs, setup.tokenizer, **fracs, dataset=dataset, overwrite=True)
     meta = read_meta(path)
     if (meta["dataset"], meta["tokenizer"]) != (dataset, setup.tokenizer) or (
-        not stream and "test" not in meta["splits"]
+        "test" not in meta["splits"]
     ):
         raise UserError(
             f"{path} holds {meta['dataset']} ({meta['tokenizer']}), not {dataset} "
@@ -118,20 +102,17 @@ def run_config(
     seed: int,
     steps: int,
     extra: tuple[str, ...] = (),
-    preset: str = "demo",
-    log_interval: int = 10,
-    before: tuple[str, ...] | list[str] = (),
 ) -> TrainConfig:
-    """One text run, scored on validation at the end; `before` the run's LR, seed, schedule."""
+    """One text run (the demo preset at the setup's size), scored on validation at the end."""
     fixed = "data.kind=text eval_depths=1-16 eval_interval=0 keep_last=1 paper_schedules=[]"
     own = {"data.path": corpus["path"]}
     own |= {f"model.{k}": getattr(setup, k) for k in ("d_model", "n_head", "seq_len")}
     own |= {"seq_len": setup.seq_len, "batch_size": setup.batch_size, "max_steps": steps}
     own |= {"optim.warmup_steps": setup.warmup_steps, "eval_batches": setup.val_batches}
-    own |= {"log_interval": log_interval, "dtype": setup.dtype}
+    own |= {"log_interval": 10, "dtype": setup.dtype}
     run = [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]
-    overrides = [*fixed.split(), *(f"{k}={v}" for k, v in own.items()), *before, *run, *extra]
-    cfg = load_config(preset, overrides)
+    overrides = [*fixed.split(), *(f"{k}={v}" for k, v in own.items()), *run, *extra]
+    cfg = load_config("demo", overrides)
     cfg.model.vocab_size = fit_vocab(cfg.model.vocab_size, corpus["vocab_size"])
     cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))
     return cfg
