@@ -32,7 +32,7 @@ from looped.experiments.results import machine_name, read_results_file, write_re
 from looped.experiments.textsetup import TextSetup, ensure_corpus, run_config
 from looped.flops import drawn_seconds, saving
 from looped.model import LoopedTransformer
-from looped.runtime.device import time_min
+from looped.runtime.device import fixed_step, time_min
 from looped.schedule_spec import parse_schedule
 
 CORPUS = "torch-2.13.0"  # the Python sources of the torch CI pins: ~46 MB, checked by hash
@@ -204,15 +204,13 @@ def depth_seconds(block: Block, settings: MapSettings, corpus: dict, reps: int =
     model = LoopedTransformer(cfg.model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.randint(0, cfg.model.vocab_size, (setup.batch_size, setup.seq_len + 1))
-
-    def step(k: int) -> None:
-        _, loss = model(x[:, :-1], depth=k, targets=x[:, 1:])
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    fns = {k: (lambda k=k: step(k)) for k in range(1, 17)}
     cpu = torch.device("cpu")
+    fns = {  # `runtime.device.fixed_step`: the step every timer in the package takes
+        k: fixed_step(
+            lambda k=k: model(x[:, :-1], depth=k, targets=x[:, 1:])[1], opt, cpu, cfg.dtype
+        )
+        for k in range(1, 17)
+    }
     time_min(fns, warmup=1, reps=0, device=cpu)  # warm every depth once
     order = list(fns)  # each repeat starts one depth further along: no depth always goes first
     turns = [order[r % 16 :] + order[: r % 16] for r in range(reps)]
