@@ -241,16 +241,33 @@ def test_too_few_ticks_overlapping_labels_and_float_noise_are_found():
 
 
 def test_a_series_under_another_is_hidden_unless_dashed_or_marked_apart():
-    def panel(**top):
-        fig, ax = plt.subplots(figsize=(4, 3))
-        ax.plot([1, 2, 3, 4], [1, 2, 2, 3], "o-", label="below")
-        ax.plot([1, 2, 3, 4], [1, 2, 2, 3], **{"marker": "o", "ls": "-", **top}, label="above")
-        fig.canvas.draw()
-        return checks.hidden_series(fig)
+    """A line that follows one drawn over it for over half their shared range is hidden where
+    the top one is solid with the same markers; dashes or other markers let it show through.
+    Followed all the way, the two cannot be told apart whatever their dashes or markers. Dots
+    on dots hide."""
+    above = [1, 2, 2, 3, 3, 3, 2, 2, 1, 1, 2]
 
-    assert panel() and "'below' is hidden under 'above'" in panel()[0]
-    assert panel(ls="--") == []  # the line below shows through the gaps
-    assert panel(marker="s") == []  # and its markers beside the others
+    def panel(below=above, **top):
+        fig, ax = plt.subplots(figsize=(4, 3))
+        ax.plot(range(11), below, "o-", label="below")
+        ax.plot(range(11), above, **{"marker": "o", "ls": "-", **top}, label="above")
+        fig.canvas.draw()
+        return checks.lost_series(fig)
+
+    for top in ({}, {"ls": "--"}, {"marker": "s"}):
+        (found,) = panel(**top)
+        assert "'below' and 'above' cannot be told apart along 100%" in found, top
+    apart = above[:7] + [3, 4, 4, 3]  # apart from the eighth point: not one line, yet hidden
+    (found,) = panel(apart)
+    assert "'below' is hidden under 'above' along 55%" in found
+    assert panel(apart, ls="--") == [] and panel(apart, marker="s") == []
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.scatter([1, 2, 3, 4], [1, 2, 3, 4], label="dots")
+    ax.scatter([1, 2, 5], [1, 2, 0], marker="x", label="over them")
+    fig.canvas.draw()
+    assert checks.lost_series(fig) == [
+        "'panel 1': 'dots' is hidden under 'over them' along 50% of their shared range"
+    ]
     plt.close("all")
 
 
@@ -341,14 +358,14 @@ def test_coinciding_curves_a_flat_axis_and_an_empty_legend_entry_are_found():
     ax.axvline(4, ls=":", label="training depth")  # a reference line is drawn: not flagged
     ax.legend()
     fig.canvas.draw()
-    assert checks.coinciding_series(fig) == [
+    assert checks.lost_series(fig) == [
         "'panel 1': 'a' and 'b' cannot be told apart along 100% of their shared range"
     ]
     assert checks.empty_legend_entries(fig) == [
         "'panel 1': the legend names 'zero bits', which shows no data"
     ]
     ax.lines[1].set_ydata(x * 0.5)
-    assert checks.coinciding_series(fig) == []
+    assert checks.lost_series(fig) == []
     plt.close(fig)
 
     fig, ax = plt.subplots()
@@ -426,11 +443,11 @@ def test_lines_a_reader_cannot_tell_apart_are_found_where_95_percent_missed_them
     interventions end within a stroke's width of each other from K=2: a reader sees one line
     where the legend names two, yet neither covers 95% of the other's length."""
     two_hop = _as_drawn_before(TWO_HOP, (10, 3.8), panels=2, lw=1.5)
-    found = checks.coinciding_series(two_hop)
+    found = checks.lost_series(two_hop)
     assert len(found) == 1 and "'fixed K=1' and 'fixed K=8' cannot be told apart" in found[0]
     assert _the_old_rule(two_hop) < 0.95
     diag = _as_drawn_before(INTERVENTIONS, (7, 3.6))
-    found = checks.coinciding_series(diag)
+    found = checks.lost_series(diag)
     micro = "'uniform 1..16, K per micro-batch' and 'uniform 2..16' cannot be told apart"
     assert len(found) == 1 and micro in found[0]
     assert _the_old_rule(diag) < 0.95
@@ -487,7 +504,7 @@ def test_fixed_first_is_drawn_from_its_switch_where_it_follows_its_trunk(monkeyp
 
     demo = json.loads(REFERENCE.read_text())
     full = at_full_budget(demo, seed=0)
-    for ls, check in (("-", checks.hidden_series), ("--", checks.coinciding_series)):
+    for ls in ("-", "--"):
         fig, ax = plt.subplots(figsize=(5, 3.8))
         for label in ("fixed K=4", "fixed-first K=4 (80%)"):
             curve = np.asarray(full[label][0]["curve"])
@@ -495,7 +512,7 @@ def test_fixed_first_is_drawn_from_its_switch_where_it_follows_its_trunk(monkeyp
                     ls="-" if label == "fixed K=4" else ls)  # fmt: skip
         ax.set_yscale("log")
         fig.canvas.draw()
-        assert any("'fixed K=4'" in p for p in check(fig)), ls
+        assert any("'fixed K=4'" in p for p in checks.lost_series(fig)), ls
     fig = _drawn(monkeypatch, bios.fig3_loss, demo)
     assert checks.readability_problems(fig) == []
     switch = full["fixed-first K=4 (80%)"][0]["switch_step"]

@@ -280,40 +280,6 @@ def _hides(below: Any, above: Any) -> bool:
     return True
 
 
-def _under(ax: Any, above: Any, px: np.ndarray, top: np.ndarray) -> float:
-    """The share of a line's pixels under another line's stroke or markers."""
-    if _has_stroke(above):
-        tol = max(1.0, above.get_linewidth() * ax.figure.dpi / 72 / 2)
-        return float(np.mean(_distances(px, _thin(top)) <= tol))
-    return float(np.mean([np.hypot(*(top - p).T).min() <= 1.0 for p in px]))
-
-
-def hidden_series(fig: Any, share: float = 0.5) -> list[str]:
-    """Series at least `share` of whose length (or points) lies under one drawn on top."""
-    problems = []
-    for i, ax in enumerate(fig.axes):
-        lines = sorted((ln for ln in ax.lines if _is_data_line(ax, ln)), key=Line2D.get_zorder)
-        pixels = {id(ln): _line_pixels(ax, ln) for ln in lines}
-        for j, low in enumerate(lines):
-            for high in lines[j + 1 :]:
-                px, top = pixels[id(low)], pixels[id(high)]
-                if len(px) < 2 or not len(top) or not _hides(low, high):
-                    continue
-                under = _under(ax, high, px, top)
-                if under >= share:
-                    what = f"{low.get_label()!r} is hidden under {high.get_label()!r}"
-                    problems.append(f"{_panel(ax, i)}: {what} along {under:.0%} of its length")
-        dots = [c for c in ax.collections if isinstance(c, PathCollection) and len(c.get_offsets())]
-        for j, low in enumerate(dots):
-            for high in dots[j + 1 :]:
-                a, b = (c.get_offset_transform().transform(c.get_offsets()) for c in (low, high))
-                near = np.array([np.hypot(*(b - p).T).min() for p in a]) <= 1.0
-                if near.mean() >= share:
-                    what = f"scatter {low.get_label()!r} is hidden under {high.get_label()!r}"
-                    problems.append(f"{_panel(ax, i)}: {what} ({near.mean():.0%} of its points)")
-    return problems
-
-
 def noisy_numbers(fig: Any) -> list[str]:
     """Numbers printed with float noise (0.30000000000000004) in any text of the figure."""
     return [
@@ -373,28 +339,58 @@ def small_text(fig: Any, dpi: float = SAVED_DPI, shown: float = NOTEBOOK_WIDTH_P
     ]
 
 
-COINCIDE_SHARE = 0.6  # more of their shared range than this, and two lines read as one
+COINCIDE_SHARE = 0.6  # more of their shared range than this, and two series read as one
+HIDDEN_SHARE = 0.5  # this much of its shared range under a series drawn over it, and it is lost
 
 
-def _half_width(ax: Any, line: Any) -> float:
-    """Half the thickness a line is drawn with, in display pixels: its stroke, else a marker."""
-    points = line.get_linewidth() if _has_stroke(line) else line.get_markersize()
+def _half_width(ax: Any, mark: Any) -> float:
+    """Half the thickness a series is drawn with, in display pixels: a line's stroke, else its
+    marker; a scatter's dots are their centres."""
+    if isinstance(mark, PathCollection):
+        return 0.0
+    points = mark.get_linewidth() if _has_stroke(mark) else mark.get_markersize()
     return points * ax.figure.dpi / 72 / 2
 
 
-def _told_apart(ax: Any, a: Any, b: Any, pa: np.ndarray, pb: np.ndarray) -> float | None:
-    """The share of a's drawn points, within the x-range both lines span, that cannot be told
-    from b: closer to it than their half-thicknesses and one pixel of gap between them."""
+def _near(ax: Any, a: Any, b: Any, pa: np.ndarray, pb: np.ndarray, reach: float) -> float | None:
+    """The share of a's drawn points, within the x-range both series span, at most `reach`
+    display pixels from b's stroke (else from its nearest marker or dot)."""
     lo, hi = max(pa[:, 0].min(), pb[:, 0].min()), min(pa[:, 0].max(), pb[:, 0].max())
     mine = pa[(pa[:, 0] >= lo - 0.5) & (pa[:, 0] <= hi + 0.5)]
-    if len(mine) < 3:
+    if len(mine) < (1 if isinstance(a, PathCollection) else 2):
         return None
-    gap = _half_width(ax, a) + _half_width(ax, b) + 1.0
-    if _has_stroke(b) and len(pb) > 1:
+    if isinstance(b, Line2D) and _has_stroke(b) and len(pb) > 1:
         distance = _distances(mine, pb)
-    else:  # markers alone: the nearest marker
+    else:
         distance = np.array([np.hypot(*(pb - p).T).min() for p in mine])
-    return float(np.mean(distance <= gap))
+    return float(np.mean(distance <= reach))
+
+
+def _series(ax: Any, labelled: bool = False) -> list[list[tuple[Any, np.ndarray]]]:
+    """A panel's lines (`labelled`: those with a legend entry only) in the order drawn, then
+    its scatters, as (series, its display points)."""
+    lines = [ln for ln in ax.lines if _is_data_line(ax, ln) and (_labelled(ln) or not labelled)]
+    kinds = [[(ln, _line_pixels(ax, ln)) for ln in sorted(lines, key=Line2D.get_zorder)]]
+    if not labelled:
+        dots = [c for c in ax.collections if isinstance(c, PathCollection) and c.get_visible()]
+        at = [(c, c.get_offset_transform().transform(c.get_offsets())) for c in dots]
+        kinds.append([(c, _inside(ax, px)) for c, px in at if len(px)])
+    return [[(s, _thin(px)) for s, px in kind if len(px)] for kind in kinds]
+
+
+def _apart(ax: Any, labelled: bool = False) -> list[tuple]:
+    """(below, above, their points, share) for each two series of one kind in a panel, the one
+    drawn first below; share: of each, the part within touching distance of the other (their
+    half-thicknesses and a pixel of gap: `_near`), the smaller."""
+    found = []
+    for kind in _series(ax, labelled):
+        for j, (a, pa) in enumerate(kind):
+            for b, pb in kind[j + 1 :]:
+                touch = _half_width(ax, a) + _half_width(ax, b) + 1.0
+                shares = (_near(ax, a, b, pa, pb, touch), _near(ax, b, a, pb, pa, touch))
+                if None not in shares:
+                    found.append((a, b, pa, pb, min(shares)))
+    return found
 
 
 def coinciding_pairs(ax: Any, share: float = COINCIDE_SHARE) -> list[tuple[Any, Any, float]]:
@@ -402,29 +398,27 @@ def coinciding_pairs(ax: Any, share: float = COINCIDE_SHARE) -> list[tuple[Any, 
     (their strokes touch, or their markers overlap) over more than `share` of the x-range both
     span: whatever their dashes or markers, the reader sees one curve where the legend
     promises two."""
-    lines = [ln for ln in ax.lines if _is_data_line(ax, ln) and _labelled(ln)]
-    pixels = {id(ln): _line_pixels(ax, ln) for ln in lines}
-    pixels = {k: _thin(px) if len(px) else px for k, px in pixels.items()}
-    pairs = []
-    for j, a in enumerate(lines):
-        for b in lines[j + 1 :]:
-            pa, pb = pixels[id(a)], pixels[id(b)]
-            if len(pa) < 3 or len(pb) < 3:
-                continue
-            shares = (_told_apart(ax, a, b, pa, pb), _told_apart(ax, b, a, pb, pa))
-            if None not in shares and min(shares) > share:
-                pairs.append((a, b, min(shares)))
-    return pairs
+    return [(a, b, near) for a, b, _, _, near in _apart(ax, labelled=True) if near > share]
 
 
-def coinciding_series(fig: Any, share: float = COINCIDE_SHARE) -> list[str]:
-    """Two labelled lines of a panel that a reader cannot tell apart (`coinciding_pairs`)."""
-    return [
-        f"{_panel(ax, i)}: {a.get_label()!r} and {b.get_label()!r} cannot be told apart along "
-        f"{near:.0%} of their shared range"
-        for i, ax in enumerate(fig.axes)
-        for a, b, near in coinciding_pairs(ax, share)
-    ]
+def lost_series(fig: Any) -> list[str]:
+    """Series a reader cannot find: two that cannot be told apart (`coinciding_pairs`, here for
+    every line and scatter), or one at least `HIDDEN_SHARE` of which lies under the stroke or
+    markers of one drawn over it that hides it (a solid stroke as wide, the same markers; any
+    dots on dots)."""
+    problems = []
+    for i, ax in enumerate(fig.axes):
+        for low, high, pl, ph, near in _apart(ax):
+            a, b = repr(low.get_label()), repr(high.get_label())
+            hides = isinstance(low, PathCollection) or _hides(low, high)
+            under = _near(ax, low, high, pl, ph, max(1.0, _half_width(ax, high))) if hides else 0
+            if near > COINCIDE_SHARE:
+                what = f"{a} and {b} cannot be told apart along {near:.0%} of their shared range"
+                problems.append(f"{_panel(ax, i)}: {what}")
+            elif under >= HIDDEN_SHARE:
+                what = f"{a} is hidden under {b} along {under:.0%} of their shared range"
+                problems.append(f"{_panel(ax, i)}: {what}")
+    return problems
 
 
 RESOLVED = 1e-3  # the smallest relative difference a plotted measure can claim by default
@@ -506,8 +500,8 @@ def empty_legend_entries(fig: Any) -> list[str]:
 
 
 # what `readability_problems` checks, in the order it reports
-CHECKS = (legend_problems, tick_problems, text_problems, hidden_series, coinciding_series,
-          below_noise, empty_legend_entries, noisy_numbers)  # fmt: skip
+CHECKS = (legend_problems, tick_problems, text_problems, lost_series, below_noise,
+          empty_legend_entries, noisy_numbers)  # fmt: skip
 
 
 def readability_problems(fig: Any) -> list[str]:
