@@ -1,6 +1,6 @@
 """What the docs list that the code already knows, written by `looped report` so it cannot
-drift: the notebooks (read from their jupytext sources), the map of the package and the module
-map of docs/ARCHITECTURE.md (read from the package's files)."""
+drift: the notebooks (read from their jupytext sources) and the module map of
+docs/ARCHITECTURE.md (read from the package's files)."""
 
 from __future__ import annotations
 
@@ -11,29 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from looped.report.tables import md_table
-
-# the README's map of the package, one line per group of layers, lowest first: (name, modules
-# and subpackages, what they hold); one not named here joins the last line
-CODE_MAP = (
-    ("The paper's concepts", ("model", "kernels", "schedules", "schedule_spec", "schedules_more",
-                              "flops", "paper", "config", "errors"),
-     "P, one block A applied K times with input injection, H (hand-written RMSNorm and RoPE "
-     "backward passes); which K each step trains at and what it costs in modeled FLOPs; the "
-     "paper's recipes and reported numbers; configs"),
-    ("Disk and devices", ("runtime",),
-     "atomic writes, locks, checkpoints, metrics files, the device and dtype, DDP / FSDP2, "
-     "injected faults"),
-    ("Data, evaluation and training", ("data", "eval", "training"),
-     "synthetic biographies and text corpora; token and fact NLL, recalled bits, baselines, "
-     "downstream tasks at every serving depth, and the statistics that judge them; the training "
-     "loop with exact resume and branching"),
-    ("Reports", ("report",),
-     "every figure and generated table of the docs, drawn from the results files"),
-    ("Studies and the command line", ("experiments", "bench", "commands", "cli"),
-     "the demo, the text track, the length study, the diagnosis and the samples, planned and run "
-     "on a pool of worker processes; the benchmark; one entry point routing to a module per "
-     "subcommand"),
-)  # fmt: skip
 
 # The tower of layers, lowest first: a module imports only from its own layer and those below
 # (tests/test_layers.py enforces it); a module belongs to the layer of its longest prefix.
@@ -103,34 +80,6 @@ def notebooks_section(root: Path, doc: Path = Path("README.md")) -> str:
         link = _link(doc, root, f"notebooks/{nb.stem}.ipynb")
         rows.append([f"[{nb.stem.split('_')[0]} · {nb.title}]({link})", "; ".join(nb.sections)])
     return md_table(["notebook", "its sections"], rows)
-
-
-def package_parts(root: Path) -> list[str]:
-    """The package's modules and subpackages by name (`model`, `data`), dunder files left out."""
-    pkg = root / "looped"
-    modules = [p.stem for p in pkg.glob("*.py") if not p.stem.startswith("__")]
-    packages = [p.name for p in pkg.iterdir() if (p / "__init__.py").is_file()]
-    return sorted(modules + packages)
-
-
-def code_map(root: Path, doc: Path = Path("README.md")) -> str:
-    """The package in five lines, one per group of layers, each module and subpackage linked."""
-    parts = package_parts(root)
-    named = {m for _, modules, _ in CODE_MAP for m in modules}
-    rows = [list(modules) for _, modules, _ in CODE_MAP]
-    rows[-1] += [m for m in parts if m not in named]
-    lines = []
-    for (name, _, what), modules in zip(CODE_MAP, rows):
-        links = [_module_link(root, doc, m) for m in modules if m in parts]
-        lines.append(f"- **{name}** ({', '.join(links)}): {what}.")
-    return "\n".join(lines)
-
-
-def _module_link(root: Path, doc: Path, module: str) -> str:
-    """A module (`model`) or subpackage (`data/`) of the package as a link from `doc`."""
-    is_package = (root / "looped" / module).is_dir()
-    target = f"looped/{module}/" if is_package else f"looped/{module}.py"
-    return f"[`{module}{'/' if is_package else ''}`]({_link(doc, root, target)})"
 
 
 def layer_of(module: str) -> int:

@@ -123,7 +123,6 @@ def render(
     (the demo's from `results` where given) and from the code."""
     from_code = {
         "notebooks": lambda: docs.notebooks_section(root, doc),
-        "codemap": lambda: docs.code_map(root, doc),
         "modules": lambda: docs.module_map(root),
         "flops": flops_section,
         "verdicts": lambda: verdicts_section(root),
