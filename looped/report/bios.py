@@ -320,43 +320,38 @@ def paired_mean(row: dict) -> float:
     return row["fact_nll_vs_uniform"]
 
 
-def _cell(key: str, bits: bool = False) -> Any:
-    """A summary row's value of `key` (of its bits at depth `key` with `bits`), NaN if absent."""
-    return lambda r: float((r.get("bits", {}) if bits else r).get(key, float("nan")))
+def _value(row: dict | None, path: str) -> float:
+    """A row's value at `path` (`bits.16`: its bits at depth 16), NaN where it has none."""
+    for key in path.split("."):
+        row = row.get(key) if isinstance(row, dict) else None
+    return float("nan") if row is None else float(row)
 
 
-COMPARED = (  # (measure, its value in a summary row, format of a value, of a difference)
-    ("steps", _cell("steps"), "{:.0f}", "{:+.0f}"),
-    ("compute vs uniform", _cell("compute_vs_uniform"), "{:.2f}x", "{:+.2f}"),
-    ("wall-clock vs uniform", _cell("wall_vs_uniform"), "{:.2f}x", "{:+.2f}"),
-    ("mean fact NLL K=1..16", _cell("mean_fact_nll"), "{:.3f}", "{:+.3f}"),
-    ("fact NLL vs uniform", _cell("fact_nll_vs_uniform"), "{:+.1%}", "{:+.1%}"),
-    *((f"bits/person K={k}", _cell(str(k), True), "{:.1f}", "{:+.1f}") for k in (1, 4, 8, 16)),
-)
+# what the demo's closing tables put beside the reference: (measure, its path in a row, format);
+# a difference is formatted as its values are, signed
+COMPARED = (("steps", "steps", ".0f"), ("compute vs uniform", "compute_vs_uniform", ".2f"),
+            ("wall-clock vs uniform", "wall_vs_uniform", ".2f"),
+            ("mean fact NLL K=1..16", "mean_fact_nll", ".3f"),
+            ("fact NLL vs uniform", "fact_nll_vs_uniform", "+.1%"),
+            *((f"bits/person K={k}", f"bits.{k}", ".1f") for k in (1, 4, 8, 16)))  # fmt: skip
+TEXT_COMPARED = (("mean NLL K=1..16", "mean_nll.mean", ".3f"), ("vs uniform", "vs_uniform", "+.1%"))
+BESIDE = ["schedule", "measure", "yours", "reference", "difference"]
 
 
 def _beside(yours: list[dict], reference: list[dict], measures: tuple, *first: str) -> list[list]:
-    """Per schedule and measure (name, value of a row, formats): yours, the reference's, the gap."""
+    """Per schedule of yours and measure: your value, the reference's and the difference."""
     ref, rows = {r["schedule"]: r for r in reference}, []
     for row in yours:
-        o = ref.get(row["schedule"])
-        for measure, get, fmt, diff in measures:
-            a, b = get(row), get(o) if o else float("nan")
-            cells = [fmt.format(b), diff.format(a - b)] if b == b else ["-", "-"]
-            rows.append([*first, paper.label(row["schedule"]), measure, fmt.format(a), *cells])
+        for measure, path, spec in measures:
+            a, b = _value(row, path), _value(ref.get(row["schedule"]), path)
+            cells = [f"{b:{spec}}", f"{a - b:+{spec.lstrip('+')}}"] if b == b else ["-", "-"]
+            rows.append([*first, paper.label(row["schedule"]), measure, f"{a:{spec}}", *cells])
     return rows
 
 
 def compare_summaries(yours: list[dict], reference: list[dict]) -> str:
     """Your full-budget table beside the reference's: one row per schedule and measure."""
-    rows = _beside(yours, reference, COMPARED)
-    return md_table(["schedule", "measure", "yours", "reference", "difference"], rows)
-
-
-TEXT_COMPARED = (
-    ("mean NLL K=1..16", lambda r: r["mean_nll"]["mean"], "{:.3f}", "{:+.3f}"),
-    ("vs uniform", lambda r: r["vs_uniform"], "{:+.1%}", "{:+.1%}"),
-)
+    return md_table(BESIDE, _beside(yours, reference, COMPARED))
 
 
 def compare_text(yours: dict, reference: dict) -> str:
@@ -364,7 +359,7 @@ def compare_text(yours: dict, reference: dict) -> str:
     rows = []
     for basis, key in (("equal tokens", "equal_tokens"), ("equal FLOPs", "equal_flops")):
         rows += _beside(yours.get(key, []), reference.get(key, []), TEXT_COMPARED, basis)
-    return md_table(["basis", "schedule", "measure", "yours", "reference", "difference"], rows)
+    return md_table(["basis", *BESIDE], rows)
 
 
 def text_note(result: dict) -> list[str]:
@@ -380,21 +375,15 @@ def text_note(result: dict) -> list[str]:
     ]
 
 
+# settings that do not bear on the full-budget table: how it was run, the runs beside it
+IGNORED = {"workers", "catch_up", "sweep", "sweep_lrs", "text", "text_seeds", "probe", "depth_ks"}
+
+
 def changed_settings(yours: dict, reference: dict) -> list[str]:
     """Settings that differ and bear on the full-budget table (not workers, not catch-up runs)."""
-    ignored = {
-        "workers",
-        "catch_up",
-        "sweep",
-        "sweep_lrs",
-        "text",
-        "text_seeds",
-        "probe",
-        "depth_ks",
-    }
     yours, reference = json.loads(json.dumps(yours)), json.loads(json.dumps(reference))
     keys = sorted(set(yours) | set(reference))
-    return [k for k in keys if k not in ignored and yours.get(k) != reference.get(k)]
+    return [k for k in keys if k not in IGNORED and yours.get(k) != reference.get(k)]
 
 
 def figures(result: dict, out: Path) -> list[Path]:
