@@ -10,6 +10,7 @@ from typing import Any
 
 from looped.flops import flops_per_token
 from looped.model import LoopedConfig
+from looped.report.tables import md_table
 
 TARGETS = {
     "peer_ratio": 1.10,  # peer step time / looped step time, at least
@@ -104,14 +105,9 @@ def _preamble(record: dict[str, Any]) -> list[str]:
 
 def _table(columns: tuple, rows: list[dict]) -> list[str]:
     """A markdown table after a blank line: `columns` is (header, alignment, cell of a row)."""
-    line = lambda cells: "| " + " | ".join(cells) + " |"  # noqa: E731
-    align = "|" + "|".join(a for _, a, _ in columns) + "|"
-    return [
-        "",
-        line(h for h, _, _ in columns),
-        align,
-        *(line(c(r) for *_, c in columns) for r in rows),
-    ]
+    header, align, cells = zip(*columns, strict=True)
+    table = md_table(list(header), [[c(r) for c in cells] for r in rows], list(align))
+    return ["", *table.split("\n")]
 
 
 def _col(header: str, key: str, spec: str = "", scale: float = 1) -> tuple:
