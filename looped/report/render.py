@@ -17,7 +17,7 @@ from looped.report import map as map_report
 from looped.report.tables import md_table
 from looped.report.verdicts import load_result, verdicts_section
 
-BUDGET_MINUTES = 12  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
+BUDGET_MINUTES = 10  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
 
 
 FLOPS_HEADER = ["preset", "parameters", "layers (prelude + loop + coda)", "width", "seq", "F/R",
