@@ -173,7 +173,7 @@ def fit_section(result: dict) -> str:
             continue
         f = fit["fit"]
         cross = "; ".join(
-            f"d={d}: 0 at {_tpppercent_iv(c['zero'])}, tolerance at {_tpppercent_iv(c['tolerance'])}"
+            f"d={d}: 0 at {_crossing(c['zero'])}, tolerance at {_crossing(c['tolerance'])}"
             for d, c in fit["crossing"].items()
         )
         ext = fit["extrapolation"]
@@ -184,7 +184,7 @@ def fit_section(result: dict) -> str:
                 f"{percent_iv(f['per_doubling_params'])} per doubling of parameters, {len(fit['seeds'])} seeds",
                 cross,
                 f"{percent_iv(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param",
-                _tpppercent_iv(ext["crossing"]["zero"]),
+                _crossing(ext["crossing"]["zero"]),
             ]
         )
     head = ["recipe", "fit (per seed, interval over seeds)", "crossings by width (tokens/param)"]
@@ -192,7 +192,7 @@ def fit_section(result: dict) -> str:
     return md_table(head, rows)
 
 
-def _tpppercent_iv(c: dict | None) -> str:
+def _crossing(c: dict | None) -> str:
     if c is None:
         return "no crossing (seeds' slopes differ in sign)"
     return f"{c['tokens_per_param']:.3g} [{c['lo']:.3g}, {c['hi']:.3g}]"
