@@ -88,6 +88,7 @@ def gap_marks(ax: Any, x: np.ndarray, cells: list[dict], colour: Any, **kw: Any)
     models miss the bigram (no verdict), crossed where a cell is past one pass (not reported)."""
     mean, lo, hi = (np.array([100 * c["gap"][k] for c in cells]) for k in ("mean", "lo", "hi"))
     ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], marker="o", capsize=3, color=colour, **kw)
+    style.key(ax, "bars", "95% interval over seeds")
     quiet = [k for k, c in enumerate(cells) if c["verdict"] == Verdict.NOT_INFORMATIVE]
     ax.scatter(x[quiet], mean[quiet], s=50, facecolors="white", edgecolors=colour, zorder=4)
     past = [k for k, c in enumerate(cells) if not c.get("one_pass", True)]

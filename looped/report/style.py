@@ -56,25 +56,27 @@ SEED_RANGE = "the seeds' range (min to max)"
 
 def key(ax: Any, mark: str, meaning: str) -> None:
     """Say what a mark without a legend entry of its own means (a seed band, a bar over the
-    seeds): `finish` writes it as the title of the figure's first legend."""
-    keys = getattr(ax.figure, "looped_keys", {})
-    ax.figure.looped_keys = {**keys, mark: meaning}
+    seeds): `finish` writes it as the title of that panel's legend (else the figure's first), so
+    a reader finds the key beside the mark it explains."""
+    ax.looped_keys = {**getattr(ax, "looped_keys", {}), mark: meaning}
 
 
 def _write_keys(fig: Any) -> None:
-    """The marks `key` names, as the first legend's title ("shading and bars: ...")."""
-    keys, found = getattr(fig, "looped_keys", {}), checks.legends(fig)
-    if not keys or not found:
-        return
-    marks: dict[str, list[str]] = {}
-    for mark, meaning in keys.items():
-        marks.setdefault(meaning, []).append(mark)
-    note = "; ".join(f"{' and '.join(m)}: {meaning}" for meaning, m in marks.items())
-    legend = found[0][0]
-    title = legend.get_title().get_text()
-    if note not in title:
-        size = legend.get_texts()[0].get_fontsize() if legend.get_texts() else None
-        legend.set_title(f"{title}\n{note}" if title else note, prop={"size": size})
+    """Each panel's keyed marks as its legend's title ("shading and bars: ...")."""
+    found = checks.legends(fig)
+    for ax in fig.axes:
+        keys = getattr(ax, "looped_keys", {})
+        legend = ax.get_legend() or (found[0][0] if found else None)
+        if not keys or legend is None:
+            continue
+        marks: dict[str, list[str]] = {}
+        for mark, meaning in keys.items():
+            marks.setdefault(meaning, []).append(mark)
+        note = "; ".join(f"{' and '.join(m)}: {meaning}" for meaning, m in marks.items())
+        title = legend.get_title().get_text()
+        if note not in title:
+            size = legend.get_texts()[0].get_fontsize() if legend.get_texts() else None
+            legend.set_title(f"{title}\n{note}" if title else note, prop={"size": size})
 
 
 def band(ax: Any, x: Iterable, ys: list[list[float]], label: str, color: Any, **kw: Any) -> None:
