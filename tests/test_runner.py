@@ -3,6 +3,7 @@ any other run's divergence still stops everything with one line."""
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,11 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file
 
 from looped.errors import UserError
 from looped.experiments.bios import QUICK, collect, plan
 from looped.experiments.results import diverged
 from looped.experiments.runner import Planned, execute
+from looped.runtime.checkpoint import checkpoint_dir
 
 pytestmark = pytest.mark.slow  # every test trains runs in worker processes
 
@@ -47,6 +51,32 @@ def test_a_diverged_grid_run_still_stops_with_one_line(tmp_path: Path):
     specs = _pair(1e4)
     with pytest.raises(UserError, match="loss became"):
         execute(specs[:1], tmp_path, 1, fresh=False, quiet=True)
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_bitwise_the_same(tmp_path):
+    """A study stopped mid-run (a kill, a session's end) goes on from the run's newest checkpoint
+    instead of training it again from step 0, and ends where the uninterrupted run ended."""
+    (root,) = [s for s in _pair(0.01) if s.parent is None]
+    mid = root.steps // 2
+    root.save_steps = [mid]
+    assert execute([root], tmp_path, 1, fresh=False, quiet=True) == 1
+    run_dir, last = tmp_path / root.name, checkpoint_dir(tmp_path / root.name, root.steps)
+    whole = load_file(last / "model.safetensors")
+    # what a kill after the mid checkpoint leaves: no summary, no final checkpoint
+    (run_dir / "summary.json").unlink()
+    shutil.rmtree(last)
+    kept = checkpoint_dir(run_dir, mid).stat().st_mtime_ns
+    assert execute([root], tmp_path, 1, fresh=False, quiet=True) == 1
+    assert checkpoint_dir(run_dir, mid).stat().st_mtime_ns == kept  # continued, not retrained
+    again = load_file(last / "model.safetensors")
+    assert again.keys() == whole.keys()
+    assert all(torch.equal(again[k], whole[k]) for k in whole)
+    # another config under the same name is not resumed: it trains from step 0
+    (run_dir / "summary.json").unlink()
+    shutil.rmtree(last)
+    other = replace(root, cfg=replace(root.cfg, seed=root.cfg.seed + 1))
+    assert execute([other], tmp_path, 1, fresh=False, quiet=True) == 1
+    assert checkpoint_dir(run_dir, mid).stat().st_mtime_ns != kept
 
 
 def _children(pid: int) -> list[int]:

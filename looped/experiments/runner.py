@@ -28,7 +28,7 @@ from looped.errors import UserError
 from looped.experiments.results import diverged
 from looped.flops import schedule_flops, tokens_per_step
 from looped.runtime.atomic import write_text_atomic
-from looped.runtime.checkpoint import checkpoint_dir
+from looped.runtime.checkpoint import checkpoint_dir, list_checkpoints
 from looped.runtime.lock import dir_lock
 from looped.schedule_spec import parse_schedule
 from looped.training.trainer import train
@@ -125,8 +125,11 @@ def _run_one(run: Planned, run_dir: str, branch_dir: str | None) -> dict:
             _progress.put((run.name, done, total, loss, depth))
 
     steps = {"save_steps": tuple(run.save_steps), "eval_steps": tuple(run.eval_steps)}
+    # an interrupted run (`_to_train` kept only one of this config) goes on where it stopped
+    resume = bool(list_checkpoints(run_dir))
+    start = {"resume": True} if resume else {"branch_from": branch_dir}
     try:
-        return train(run.cfg, run_dir, branch_from=branch_dir, on_step=on_step, quiet=True, **steps)
+        return train(run.cfg, run_dir, on_step=on_step, quiet=True, **start, **steps)
     except UserError as err:
         if not (run.may_diverge and "loss became" in str(err)):
             raise
@@ -165,14 +168,26 @@ def _finished(spec: Planned, runs_dir: Path) -> bool:
     return all(checkpoint_dir(run_dir, s).is_dir() for s in spec.save_steps)
 
 
+def _interrupted(spec: Planned, runs_dir: Path) -> bool:
+    """A run of the same config stopped before its end (a crash, a kill, a session's end) with a
+    checkpoint to go on from: it resumes, so hours of a long run are not trained twice."""
+    run_dir = runs_dir / spec.name
+    config = run_dir / "config.yaml"
+    if (run_dir / "summary.json").is_file() or not config.is_file():
+        return False
+    return config.read_text() == to_yaml(spec.cfg) and bool(list_checkpoints(run_dir))
+
+
 def _to_train(specs: list[Planned], runs_dir: Path, fresh: bool) -> dict[str, Planned]:
-    """The unfinished runs and their children (to (re)train), their old directories removed."""
+    """The unfinished runs and their children (to (re)train), their old directories removed
+    unless interrupted (those resume)."""
     todo = {s.name: s for s in specs if fresh or not _finished(s, runs_dir)}
     for spec in specs:  # parents come first: this reaches grandchildren too
         if spec.parent in todo:
             todo.setdefault(spec.name, spec)
-    for name in todo:
-        shutil.rmtree(runs_dir / name, ignore_errors=True)
+    for name, spec in todo.items():
+        if fresh or not _interrupted(spec, runs_dir):
+            shutil.rmtree(runs_dir / name, ignore_errors=True)
     return todo
 
 
