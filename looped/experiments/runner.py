@@ -304,6 +304,11 @@ def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, line
         for future in finished:
             name = running.pop(future)
             summary = future.result()  # re-raise a worker's error here
+            if "stopped" in summary:  # a stop signal reached the worker: it saved and returned
+                raise UserError(
+                    f"{name} stopped at step {summary['stopped']} (its checkpoint is saved); "
+                    "run the same command again to continue"
+                )
             if lines:
                 print(run_line(name, summary), flush=True)
             bars.drain(progress)
