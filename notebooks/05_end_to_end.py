@@ -240,7 +240,7 @@ for s in MAIN_SCHEDULES:
 #
 # Fixed-depth models trained at $K = 1, 2, 4, 8$, each normalised by its own peak: each model
 # should serve best near the depth it was trained at. These runs come with `looped demo --full`
-# (the reference ran it; a plain `make demo` leaves them out to stay within 12 minutes).
+# (the reference ran it; a plain `make demo` leaves them out to stay within 10 minutes).
 
 # %%
 display(Image(figures["fig5_depth_specialisation"]))
@@ -291,12 +291,12 @@ if benefit:
 # ## 10. The paper's metric: held-out text NLL (the demo's text track)
 #
 # The biographies measure knowledge; the paper measures held-out NLL on text. The demo's
-# text track trains uniform 1..16, the paper's 200M recipe ($K=2$ for 67%), its 1B recipe
-# ($K=4$ for 80%) and fixed $K=4$ on the Python standard library's source, each at its own
-# best learning rate, and compares them at equal tokens and at equal modeled FLOPs (uniform cut
-# to each schedule's FLOPs). The reference shown here trains 3 seeds; a plain `make demo`
-# trains one (`--text-seeds`), since at this size the text models lose to a bigram table and
-# more seeds would buy minutes, not a verdict.
+# text track trains uniform 1..16, the paper's 200M recipe ($K=2$ for 67%) and its 1B recipe
+# ($K=4$ for 80%) on the Python standard library's source ($d=64$, a 512-token BPE, 480 steps),
+# all at one learning rate chosen on uniform's validation NLL, and compares them at equal tokens
+# and at equal modeled FLOPs (uniform cut to each schedule's FLOPs). The reference shown here
+# trains 3 seeds; a plain `make demo` trains one (`--text-seeds`), which shows the direction
+# of each gap.
 
 # %%
 text_file = ROOT / "results" / "demo_text.json"
@@ -310,15 +310,15 @@ if text_file.is_file():
 # %% [markdown]
 # A bigram count table (which token follows which, fit on the training split) is the line a
 # text model has to cross before its numbers say anything about depth schedules; the table's
-# score on the same windows is printed above the comparison. The demo's models stay above it:
-# at the demo's budget the text track cannot test the paper's claim, and notebook 07 shows
-# the committed longer study (`looped length`) where every model crosses it (`looped length
-# --d-model 128` runs the same study at a second width).
+# score on the same windows is printed above the comparison, and at this size every model is
+# below it. At equal tokens fixed-first ends close to uniform, with intervals that three seeds
+# leave on both sides of each recipe's tolerance; at equal FLOPs it is far ahead. Notebook 07
+# follows the same gap as training lengthens (`looped length`) and across widths (`looped map`).
 #
-# These models are early in training: each run sits on a plateau before it
-# learns the text's structure and leaves it at a step that differs from seed to seed. The
-# training losses per seed show where the seeds part ways, and the spread of each schedule's
-# mean NLL over its seeds says whose seeds decide the comparison.
+# Each run first sits on a plateau before it learns the text's structure and leaves it at a
+# step that differs from seed to seed. The training losses per seed show where the seeds part
+# ways, and the spread of each schedule's mean NLL over its seeds says how much one seed moves
+# the comparison.
 
 # %%
 if text_file.is_file() and "text_loss_by_seed" in text_figures:
