@@ -232,8 +232,8 @@ display(Markdown(length.trend_rows(study)))
 
 # %%
 atlas = json.loads((ROOT / "results" / "map.json").read_text())
-map_figure = map_report.fig_map(atlas, Path(tempfile.mkdtemp()) / "map_gap.png")
-display(Image(filename=str(map_figure)))
+map_figures = [map_report.fig_map(atlas, Path(tempfile.mkdtemp()) / "map_gap.png")]
+display(Image(filename=str(map_figures[0])))
 display(Markdown(map_report.section(atlas)))
 
 # %% [markdown]

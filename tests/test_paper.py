@@ -182,9 +182,9 @@ def test_the_claims_table_reads_the_length_studys_longest_cells(tmp_path):
 
 
 def test_the_timing_line_says_each_phase():
-    timing = {"command": "looped demo --time-to x.json", "wall_seconds": 690.0, "machine": "CPU",
+    timing = {"command": "looped demo --time-to x.json", "wall_seconds": 570.0, "machine": "CPU",
               "dtype": "fp32", "runs_trained": 36, "text_runs": 21,
-              "phase_seconds": {"bios": 480.0, "text": 190.0, "probe": 12.0, "figures": 8.0}}  # fmt: skip
-    assert render.demo_minutes(timing) == (11.5, True)
-    slow = {**timing, "wall_seconds": 724.0}  # 12.07 min, printed as 12.1
-    assert render.demo_minutes(slow) == (12.1, False)
+              "phase_seconds": {"bios": 400.0, "text": 150.0, "probe": 12.0, "figures": 8.0}}  # fmt: skip
+    assert render.demo_minutes(timing) == (9.5, True)
+    slow = {**timing, "wall_seconds": 604.0}  # 10.07 min, printed as 10.1: over the budget
+    assert render.demo_minutes(slow) == (10.1, False)
