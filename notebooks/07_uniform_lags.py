@@ -20,8 +20,8 @@
 #   held-out token NLL on text (the Python standard library's source) at serving depths 1..16,
 #   every schedule at one shared learning rate, 3 seeds, at equal tokens and at equal modeled
 #   FLOPs, beside a bigram table scored on the same windows;
-# - `results/length.json` from `looped length`: the gap at five training lengths, one shared
-#   learning rate, where the models beat that bigram table;
+# - `results/length.json` from `looped length`: the gap at five training lengths, one learning
+#   rate per length, reported where the models beat that bigram table on one pass over the data;
 # - `results/map.json` from `looped map`: the same gap by model width and length, on data seen
 #   once.
 #
@@ -95,9 +95,10 @@ figures = diagnose.figures(result, Path(tempfile.mkdtemp()))
 display(Markdown(diagnose.format_summary(result)))
 
 # %% [markdown]
-# First, the size of each step's gradient by the depth it trained at. Uniform's shallowest
-# depths take the largest gradients, and every depth's norm sits near the clip line, so
-# clipping and Adam's running second moment are set by a mix of depths. Fixed-first's curve
+# First, the size of each step's gradient by the depth it trained at. Uniform's $K=1$ steps
+# take the largest gradient, above the clip line, while the other depths sit below it by up to
+# a factor of two, so clipping cuts mostly $K=1$ steps and Adam's running second moment is set
+# by a mix of depths. Fixed-first's curve
 # is the striking one: its fixed phase trains at $K=4$ only, and when the finish starts
 # drawing $K=16$ the gradient at that depth is several times the clip (the deepest and the
 # shallowest depths were never trained), so the first finishing steps are clipped hard.
@@ -107,9 +108,10 @@ display(Image(filename=str(figures[0])))
 
 # %% [markdown]
 # Next, the direction: the cosine between two depths' gradients on the same batch, at
-# checkpoints along training. In the uniform run, neighbouring deep depths agree and the
-# shallowest depth drifts away from the deepest; in the fixed $K=4$ run, depths it never
-# trains at point elsewhere from the one it does.
+# checkpoints along training. In the uniform run, the deep depths agree throughout, and the
+# shallowest depth starts opposed to the others and by the end still barely agrees with the
+# deepest; in the fixed $K=4$ run, depths it never trains at point elsewhere from the one it
+# does.
 
 # %%
 display(Image(filename=str(figures[1])))
@@ -224,11 +226,14 @@ display(Markdown(length.trend_rows(study)))
 # $$\tau = \frac{\text{steps} \times \text{batch} \times \text{sequence}}{P_{\text{non-emb}}},$$
 #
 # and the learning rate chosen again at every length. If the gap were about the regime, the
-# curves of wider models would sit lower at the same $\tau$. Each row also gives the plateau
+# curves of wider models would sit lower at the same $\tau$. So far only $d=32$ has finished and
+# $d=64$ is running; no $d=32$ cell has a verdict, because at its longest length uniform still
+# misses the bigram table in most seeds (the plateau-escape column), so its gaps measure
+# uniform's late escape rather than a finding. Each row also gives the plateau
 # escape: the first logged step at which a run's train loss fell below the bigram table, so a
 # gap made by uniform's slow start shows as a late escape in uniform's column. The map runs
-# over several sessions (`looped map --resume-from results/map.json` continues it); what has
-# not finished is not shown.
+# over several sessions (`looped map --resume-from results/map.json` continues it); a width
+# that has not finished is not drawn, and its 2x2 cells read "not yet run".
 
 # %%
 atlas = json.loads((ROOT / "results" / "map.json").read_text())
@@ -239,7 +244,7 @@ display(Markdown(map_report.section(atlas)))
 # %% [markdown]
 # The fit puts one plane through each seed's gaps, against $\log_2 \tau$ and $\log_2$ of the
 # parameter count, and takes intervals over seeds; it needs two reported widths in the same
-# seeds, and until then the cells above are the result.
+# seeds; until then the map has no result, and the cells above show where each width stands.
 
 # %%
 display(Markdown(map_report.fit_section(atlas)))

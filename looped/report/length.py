@@ -16,6 +16,8 @@ from looped.paper import label
 from looped.report import style
 from looped.report.tables import md_table
 
+MISSES = "a model misses the bigram: no verdict"  # the key of a hollow (unjudged) cell
+
 
 def compared(result: dict) -> list[str]:
     """The schedules set against uniform, in the study's order."""
@@ -60,9 +62,7 @@ def _marks_key(result: dict) -> list:
     grey = {"color": "0.4", "ls": ""}
     keys = [Line2D([], [], marker="o", ms=3, alpha=0.45, label="one seed", **grey)]
     if any(c["verdict"] == Verdict.NOT_INFORMATIVE for c in judged):
-        keys.append(
-            Line2D([], [], marker="o", mfc="white", label="misses bigram: no verdict", **grey)
-        )
+        keys.append(Line2D([], [], marker="o", mfc="white", label=MISSES, **grey))
     if any(not c.get("one_pass", True) for c in judged):
         keys.append(Line2D([], [], marker="x", label="past one pass: not reported", **grey))
     return keys

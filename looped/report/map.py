@@ -15,7 +15,7 @@ from looped.eval.gapfit import gap_fit
 from looped.eval.stats import Verdict, interval
 from looped.paper import label
 from looped.report import style
-from looped.report.length import gap_cell, gap_marks, percent_iv
+from looped.report.length import MISSES, gap_cell, gap_marks, percent_iv
 from looped.report.tables import md_table
 
 WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
@@ -78,9 +78,7 @@ def _key(every: list[dict]) -> list[Line2D]:
         Line2D([], [], color=WIDTH_COLOURS.get(d, "#333333"), marker="o", label=f"d={d}")
         for d in widths
     ]
-    handles.append(
-        Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", label="misses bigram: no verdict")
-    )
+    handles.append(Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", label=MISSES))
     if any(not c.get("one_pass", True) for c in every):
         handles.append(Line2D([], [], ls="", marker="x", color="black", label="past one pass"))
     handles.append(Line2D([], [], color="0.35", ls="--", label="the recipe's tolerance"))
@@ -145,12 +143,15 @@ def fit_cells(result: dict, schedule: str) -> list[dict]:
     return [c for c in cells(result) if c["schedule"] == schedule and reported(c)]
 
 
+TWO_BY_TWO_WIDTHS = (64, 128)  # the vocabulary 2x2's widths (experiments.map's d64/d128 blocks)
+
+
 def two_by_two(result: dict, tpp: float = 40) -> str:
     """Width x vocabulary at one length: each arm's gap, so a reader sees which factor moves it."""
     at = [c for c in cells(result, vocab=None) if round(_tpp(c)) == tpp]
     rows = []
     for arm in (paper.RECIPES_1B[1], paper.RECIPE_200M):
-        for d in sorted({c["d_model"] for c in at}):
+        for d in TWO_BY_TWO_WIDTHS:
             by_vocab = {
                 c["vocab_size"]: c for c in at if c["d_model"] == d and c["schedule"] == arm
             }
@@ -167,7 +168,8 @@ def fit_section(result: dict) -> str:
     rows = []
     for arm in (paper.RECIPES_1B[1], paper.RECIPE_200M):
         mine = fit_cells(result, arm)
-        fit = gap_fit(mine, mine[0]["tolerance"]) if mine else {"fit": None, "why": "no cells"}
+        none = {"fit": None, "why": "no reported cell yet"}
+        fit = gap_fit(mine, mine[0]["tolerance"]) if mine else none
         if fit["fit"] is None:
             rows.append([label(arm), "no fit: " + fit["why"], "-", "-", "-"])
             continue
