@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import torch
 from safetensors.torch import load_file
 
 from looped.errors import UserError
+from looped.experiments import runner
 from looped.experiments.bios import QUICK, collect, plan
 from looped.experiments.results import diverged
 from looped.experiments.runner import Planned, execute
@@ -77,6 +79,30 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_bitwise_the_sam
     other = replace(root, cfg=replace(root.cfg, seed=root.cfg.seed + 1))
     assert execute([other], tmp_path, 1, fresh=False, quiet=True) == 1
     assert checkpoint_dir(run_dir, mid).stat().st_mtime_ns != kept
+
+
+class _StoppedPool:
+    """A pool whose every run comes back as a worker stopped by a signal returns it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    def submit(self, fn, *args) -> Future:
+        done = Future()
+        done.set_result({"stopped": 3})
+        return done
+
+    def shutdown(self, *args, **kwargs) -> None:
+        pass
+
+
+def test_a_run_stopped_by_a_signal_ends_the_study_with_one_line(tmp_path, monkeypatch):
+    """Its checkpoint is saved and it is not finished: nothing may branch off it or count it
+    done; the study stops and says how to go on."""
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", _StoppedPool)
+    (root,) = [s for s in _pair(0.01) if s.parent is None]
+    with pytest.raises(UserError, match=r"stopped at step 3 .*run the same command again"):
+        execute([root], tmp_path, 1, fresh=False, quiet=True)
 
 
 def _children(pid: int) -> list[int]:
