@@ -189,7 +189,11 @@ def fit_section(result: dict) -> str:
                 _crossing(ext["crossing"]["zero"]),
             ]
         )
-    head = ["recipe", "fit (per seed, interval over seeds)", "crossings by width (tokens/param)"]
+    head = [
+        "recipe",
+        "fit (per seed, interval over seeds)",
+        "crossings by width (non-emb. tokens/param)",
+    ]
     head += ["EXTRAPOLATION to 200M parameters: gap", "EXTRAPOLATION: crosses 0 at"]
     return md_table(head, rows)
 
