@@ -226,8 +226,8 @@ display(Markdown(length.trend_rows(study)))
 # $$\tau = \frac{\text{steps} \times \text{batch} \times \text{sequence}}{P_{\text{non-emb}}},$$
 #
 # and the learning rate chosen again at every length. If the gap were about the regime, the
-# curves of wider models would sit lower at the same $\tau$. So far only $d=32$ has finished and
-# $d=64$ is running; no $d=32$ cell has a verdict, because at its longest length uniform still
+# curves of wider models would sit lower at the same $\tau$. So far $d=32$ has finished and $d=64$
+# nearly (on fresh tokens it shows K=4 falling behind as training lengthens); no $d=32$ cell has a verdict, because at its longest length uniform still
 # misses the bigram table in most seeds (the plateau-escape column), so its gaps measure
 # uniform's late escape rather than a finding. Each row also gives the plateau
 # escape: the first logged step at which a run's train loss fell below the bigram table, so a
