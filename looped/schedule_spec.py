@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 import re
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from looped.errors import UserError
@@ -25,7 +25,9 @@ from looped.schedules_more import Curriculum, LogNormalPoisson
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _RANGE = re.compile(r"(\d+)-(\d+)")
-KINDS = ("fixed", "uniform", "fixed-first", "lognormal-poisson", "curriculum")
+# each kind's keys, their order and types are its class's fields (all but `seed`)
+CLASSES = {c.kind: c for c in (Fixed, Uniform, FixedFirst, LogNormalPoisson, Curriculum)}
+KINDS = tuple(CLASSES)
 _EXAMPLES = {
     "fixed": "fixed:4",
     "uniform": "uniform:1-16",
@@ -33,13 +35,6 @@ _EXAMPLES = {
     "lognormal-poisson": "lognormal-poisson:mean=8,sigma=0.5,max=16",
     "curriculum": "curriculum:start=1,end=16,frac=0.5",
 }
-_KEYS = {
-    "fixed-first": ("k", "frac", "then"),
-    "lognormal-poisson": ("mean", "sigma", "max"),
-    "curriculum": ("start", "end", "frac"),
-}
-_FLOAT_KEYS = ("frac", "mean", "sigma")  # every other key is an integer
-_CLASSES = {"lognormal-poisson": LogNormalPoisson, "curriculum": Curriculum}
 
 
 def parse_schedule(spec: str, seed: int = 0) -> Schedule:
@@ -61,7 +56,7 @@ def _parse(spec: str, seed: int) -> Schedule:
     if not sep or not body:
         raise UserError(f"{kind} needs arguments, e.g. {_EXAMPLES[kind]}")
     if kind == "fixed":
-        return Fixed(_number("K", body, kind, int), seed=seed)
+        return Fixed(_number("K", body, kind, "int"), seed=seed)
     if kind == "uniform":
         m = _RANGE.fullmatch(body)
         if not m:
@@ -69,22 +64,22 @@ def _parse(spec: str, seed: int) -> Schedule:
                 f"{body!r} is not a range LO-HI of positive integers, e.g. uniform:1-16"
             )
         return Uniform(int(m.group(1)), int(m.group(2)), seed=seed)
-    args = _key_values(kind, body)
-    if kind == "fixed-first":
-        then_spec = args.pop("then")
-        if then_spec.partition(":")[0].strip() == "fixed-first":
-            raise UserError(f"then={then_spec} cannot itself be fixed-first")
-        try:
-            then = _parse(then_spec, seed)
+    types = {f.name: f.type for f in fields(CLASSES[kind]) if f.name != "seed"}
+    args: dict[str, Any] = _key_values(kind, body, tuple(types))
+    for key, text in args.items():
+        if key != "then":
+            args[key] = _number(key, text, kind, types[key])
+            continue
+        try:  # FixedFirst itself refuses a fixed-first `then`
+            args[key] = _parse(text, seed)
         except UserError as err:
-            raise UserError(f"then={then_spec}: {err}") from None
-        return FixedFirst(*_numbers(kind, args), then, seed=seed)
-    return _CLASSES[kind](*_numbers(kind, args), seed=seed)
+            raise UserError(f"then={text}: {err}") from None
+    return CLASSES[kind](**args, seed=seed)
 
 
-def _key_values(kind: str, body: str) -> dict[str, str]:
+def _key_values(kind: str, body: str, keys: tuple[str, ...]) -> dict[str, str]:
     """Split `a=1,b=2,then=SPEC` into a dict; `then=` swallows the rest, commas included."""
-    keys, out = _KEYS[kind], {}
+    out = {}
     parts = body.split(",")
     for i, part in enumerate(parts):
         key, eq, value = part.partition("=")
@@ -107,20 +102,12 @@ def _key_values(kind: str, body: str) -> dict[str, str]:
     return out
 
 
-def _numbers(kind: str, args: dict[str, str]) -> list[float | int]:
-    """The values of `args` in the order of the kind's keys, each of its field's type."""
-    return [
-        _number(key, args[key], kind, float if key in _FLOAT_KEYS else int)
-        for key in _KEYS[kind]
-        if key in args
-    ]
-
-
-def _number(key: str, text: str, kind: str, type_: type) -> Any:
-    if not (_INT if type_ is int else _FLOAT).fullmatch(text.strip()):
-        noun = "an integer" if type_ is int else "a number"
+def _number(key: str, text: str, kind: str, type_name: str) -> Any:
+    """`text` as the field's type, "int" or "float" (its annotation)."""
+    if not (_INT if type_name == "int" else _FLOAT).fullmatch(text.strip()):
+        noun = "an integer" if type_name == "int" else "a number"
         raise UserError(f"{key}={text!r} is not {noun}; write {_EXAMPLES[kind]}")
-    return type_(text)
+    return int(text) if type_name == "int" else float(text)
 
 
 def parse_depths(spec: str) -> list[int]:

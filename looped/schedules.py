@@ -16,7 +16,8 @@ import hashlib
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from typing import ClassVar
 
 from looped.errors import UserError
 
@@ -27,7 +28,14 @@ class Schedule:
     of K), ``_counts(total)`` (expected steps at each K) and ``_draw(pos, total, bits)`` (K given
     the step's 64 random bits); the public methods check arguments and add the bits."""
 
+    kind: ClassVar[str]  # the spec's name of the schedule, before the ':'
     seed: int
+
+    def __str__(self) -> str:
+        """The canonical spec, `kind:key=value,...` in field order (`schedule_spec`)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "seed"}
+        args = (f"{k}={fmt_number(v) if isinstance(v, float) else v}" for k, v in values.items())
+        return f"{self.kind}:{','.join(args)}"
 
     def max_depth(self) -> int:
         """Largest K the schedule can produce (e.g. to size the model's max_depth)."""
@@ -72,6 +80,7 @@ class Schedule:
 class Fixed(Schedule):
     """Train at one depth k throughout (the paper's fixed-depth baseline)."""
 
+    kind = "fixed"
     k: int
     seed: int = 0
 
@@ -98,6 +107,7 @@ class Fixed(Schedule):
 class Uniform(Schedule):
     """K uniform on lo..hi (inclusive), drawn afresh every step (the paper's uniform baseline)."""
 
+    kind = "uniform"
     lo: int
     hi: int
     seed: int = 0
@@ -132,6 +142,7 @@ class FixedFirst(Schedule):
     """The paper's schedule: fixed k for steps below round(frac*T), then `then`, on its own clock
     (s - switch of T - switch) but with the absolute step's bits: the K `then` alone draws."""
 
+    kind = "fixed-first"
     k: int
     frac: float
     then: Schedule
@@ -148,9 +159,6 @@ class FixedFirst(Schedule):
             raise UserError(f"then={self.then} must be a schedule other than fixed-first")
         if self.then.seed != self.seed:
             object.__setattr__(self, "then", replace(self.then, seed=self.seed))
-
-    def __str__(self) -> str:
-        return f"fixed-first:k={self.k},frac={fmt_number(self.frac)},then={self.then}"
 
     def switch_step(self, total_steps: int) -> int | None:
         _, total_steps = _check_step(0, total_steps)

@@ -26,6 +26,7 @@ _Z_RANGE, _Z_POINTS = 10.0, 2001  # trapezoid grid for z ~ N(0, 1)
 class LogNormalPoisson(Schedule):
     """Recurrent-depth sampler: K = Poisson(rate) + 1, capped at `max` (takes the tail)."""
 
+    kind = "lognormal-poisson"
     mean: float
     sigma: float
     max: int
@@ -39,12 +40,6 @@ class LogNormalPoisson(Schedule):
         check_depth_value("max", self.max)
         if self.max > MAX_TABULATED:
             raise UserError(f"max={self.max} is above {MAX_TABULATED}; cap K lower")
-
-    def __str__(self) -> str:
-        return (
-            f"lognormal-poisson:mean={fmt_number(self.mean)},sigma={fmt_number(self.sigma)},"
-            f"max={self.max}"
-        )
 
     def _table(self) -> tuple[float, ...]:
         return _lognormal_poisson_probs(float(self.mean), float(self.sigma), self.max)
@@ -68,6 +63,7 @@ class LogNormalPoisson(Schedule):
 class Curriculum(Schedule):
     """Deterministic linear ramp start..end over the first frac of the run, then end."""
 
+    kind = "curriculum"
     start: int
     end: int
     frac: float
@@ -84,9 +80,6 @@ class Curriculum(Schedule):
             raise UserError(
                 f"frac={fmt_number(self.frac)} must be in (0, 1] (fraction of the run ramping)"
             )
-
-    def __str__(self) -> str:
-        return f"curriculum:start={self.start},end={self.end},frac={fmt_number(self.frac)}"
 
     def _k(self, pos: int, total: int) -> int:
         ramp = round(self.frac * total)
