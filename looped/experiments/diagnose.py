@@ -185,9 +185,6 @@ def _meta(
     }
 
 
-REFERENCE = Path("results") / "diagnose.json"
-
-
 def settings_for(
     quick: bool, steps: int | None, seeds: int | None, workers: int | None, overrides: list[str]
 ) -> DiagnoseSettings:

@@ -43,13 +43,8 @@ from looped.flops import schedule_flops, steps_for_budget, tokens_per_step
 from looped.schedule_spec import parse_schedule
 
 DEPTHS_SHOWN = (1, 4, 16)  # the per-depth gaps beside the mean: a mean can hide opposite moves
-CORPUS_KEYS = (
-    "tokenizer",
-    "vocab_size",
-    "splits",
-    "dataset",
-    "manifest",
-)  # what a results file says of it
+# what a results file says of its corpus
+CORPUS_KEYS = ("tokenizer", "vocab_size", "splits", "dataset", "manifest")
 
 
 @dataclass

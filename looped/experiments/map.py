@@ -195,11 +195,10 @@ def modeled(bs: length.LengthSettings, corpus: dict) -> dict[str, dict[str, floa
     }
 
 
-def depth_seconds(block: Block, settings: MapSettings, corpus: dict, reps: int = 5) -> dict:
+def depth_seconds(setup: TextSetup, corpus: dict, reps: int = 5) -> dict:
     """One training step's seconds at every K=1..16 (forward, backward, AdamW; one thread, the
     study's dtype), the depths taking turns in each of `reps` repeats so that background load
     hits them alike: {K: [seconds per repeat]}."""
-    setup = block_settings(block, settings).setup
     cfg = run_config(setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
     model = LoopedTransformer(cfg.model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -239,21 +238,16 @@ def time_blocks(settings: MapSettings, out: Path, reps: int = 5) -> dict:
         bs = block_settings(block, settings)
         corpus = ensure_corpus(bs.setup, out, bs.corpus)
         if block.home not in timed:
-            sec = depth_seconds(block, settings, corpus, reps)
+            sec = depth_seconds(bs.setup, corpus, reps)
             timed[block.home] = {"seconds": sec, "savings": {}, "machine": machine_name()}
         entry = timed[block.home]
-        cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
-        model_cfg, seq = cfg.model, cfg.seq_len
-        for arm in block.arms:
-            if arm == length.MICRO:
-                continue  # uniform's draws, one per micro-batch: no saving to show
+        # MICRO: uniform's draws, one per micro-batch: no saving to show (`modeled` leaves it out)
+        for arm, by_steps in modeled(bs, corpus).items():
             for steps in bs.lengths:
                 entry["savings"][f"{paper.label(arm)} @ {steps}"] = {
                     "arm": arm,
                     "steps": steps,
                     "wall": wall_saving(entry["seconds"], steps, range(4), arm),
-                    "modeled": saving(
-                        model_cfg, parse_schedule(arm), parse_schedule(paper.UNIFORM), steps, seq
-                    ),
+                    "modeled": by_steps[str(steps)],
                 }
     return timed

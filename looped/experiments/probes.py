@@ -12,9 +12,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from looped.config import load_config, lr_at
+from looped.config import lr_at
 from looped.data.batching import batch_generator, build_source
 from looped.eval.evaluate import token_nll_by_depth
 from looped.model import LoopedTransformer
@@ -52,11 +53,8 @@ def one_update(
 def _load(run: str | Path) -> tuple[Path, Any, dict, LoopedTransformer]:
     """A run's (or checkpoint directory's) checkpoint: its path, config, state and model."""
     ckpt = ckpt_lib.resolve_checkpoint(run)
-    cfg = load_config(str(ckpt / "config.yaml"))
-    state = ckpt_lib.load_state(ckpt)
-    model = LoopedTransformer(cfg.model)
-    ckpt_lib.load_weights(ckpt, model)
-    return ckpt, cfg, state, model
+    model, cfg = ckpt_lib.load_model(ckpt)
+    return ckpt, cfg, ckpt_lib.load_state(ckpt), model
 
 
 def update_benefit(
@@ -144,16 +142,12 @@ def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict
         gen = batch_generator(cfg.seed, step, -1 - b, 0)
         x, y = source.train.sample_batch(cfg.batch_size, cfg.seq_len, gen)
         per_batch.append(gradient_agreement(model, x, y, depths))
-    n = len(depths)
-    cosine = [
-        [sum(r["cosine"][i][j] for r in per_batch) / n_batches for j in range(n)] for i in range(n)
-    ]
     return {
         "checkpoint": str(ckpt),
         "step": step,
         "depths": depths,
-        "cosine": cosine,
-        "norm": {k: sum(r["norm"][k] for r in per_batch) / n_batches for k in depths},
-        "mean_survives": sum(r["mean_survives"] for r in per_batch) / n_batches,
+        "cosine": np.mean([r["cosine"] for r in per_batch], axis=0).tolist(),
+        "norm": {k: float(np.mean([r["norm"][k] for r in per_batch])) for k in depths},
+        "mean_survives": float(np.mean([r["mean_survives"] for r in per_batch])),
         "per_batch": per_batch,
     }

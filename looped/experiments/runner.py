@@ -145,48 +145,32 @@ def mark_diverged(run_dir: Path, cfg: TrainConfig, why: str) -> dict:
     return summary
 
 
-def _descendants(name: str, todo: dict[str, Planned]) -> list[str]:
-    """The runs in `todo` that branch off `name`, directly or through others."""
-    found, frontier = [], [name]
-    while frontier:
-        parent = frontier.pop()
-        kids = [s.name for s in todo.values() if s.parent == parent and s.name not in found]
-        found += kids
-        frontier += kids
-    return found
-
-
-def _finished(spec: Planned, runs_dir: Path) -> bool:
-    """A finished run with the same config and every checkpoint its children need."""
-    run_dir = runs_dir / spec.name
-    if not (run_dir / "summary.json").is_file():
-        return False
-    if (run_dir / "config.yaml").read_text() != to_yaml(spec.cfg):
-        return False
-    if diverged(run_dir):
-        return spec.may_diverge
-    return all(checkpoint_dir(run_dir, s).is_dir() for s in spec.save_steps)
-
-
-def _interrupted(spec: Planned, runs_dir: Path) -> bool:
-    """A run of the same config stopped before its end (a crash, a kill, a session's end) with a
-    checkpoint to go on from: it resumes, so hours of a long run are not trained twice."""
+def _on_disk(spec: Planned, runs_dir: Path) -> str:
+    """What a run's directory holds of the same config: "finished" (with every checkpoint its
+    children need), "interrupted" (stopped before its end, by a crash, a kill or a session's end,
+    with a checkpoint to go on from: it resumes, so hours of a long run are not trained twice),
+    or "" (nothing to reuse)."""
     run_dir = runs_dir / spec.name
     config = run_dir / "config.yaml"
-    if (run_dir / "summary.json").is_file() or not config.is_file():
-        return False
-    return config.read_text() == to_yaml(spec.cfg) and bool(list_checkpoints(run_dir))
+    if not config.is_file() or config.read_text() != to_yaml(spec.cfg):
+        return ""
+    if not (run_dir / "summary.json").is_file():
+        return "interrupted" if list_checkpoints(run_dir) else ""
+    if diverged(run_dir):
+        return "finished" if spec.may_diverge else ""
+    kept = all(checkpoint_dir(run_dir, s).is_dir() for s in spec.save_steps)
+    return "finished" if kept else ""
 
 
 def _to_train(specs: list[Planned], runs_dir: Path, fresh: bool) -> dict[str, Planned]:
     """The unfinished runs and their children (to (re)train), their old directories removed
     unless interrupted (those resume)."""
-    todo = {s.name: s for s in specs if fresh or not _finished(s, runs_dir)}
+    todo = {s.name: s for s in specs if fresh or _on_disk(s, runs_dir) != "finished"}
     for spec in specs:  # parents come first: this reaches grandchildren too
         if spec.parent in todo:
             todo.setdefault(spec.name, spec)
     for name, spec in todo.items():
-        if fresh or not _interrupted(spec, runs_dir):
+        if fresh or _on_disk(spec, runs_dir) != "interrupted":
             shutil.rmtree(runs_dir / name, ignore_errors=True)
     return todo
 
@@ -320,8 +304,12 @@ def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, line
 
 
 def _diverge_children(name: str, todo, runs_dir: Path, lines: bool) -> list[str]:
-    """Mark every run branching off the diverged run `name` diverged too; return their names."""
-    children = _descendants(name, todo)
+    """Mark every run branching off the diverged run `name`, directly or through others,
+    diverged too; return their names."""
+    found = [name]
+    while more := [n for n, s in todo.items() if s.parent in found and n not in found]:
+        found += more
+    children = found[1:]
     for child in children:
         why = f"its parent {name} diverged"
         mark_diverged(runs_dir / child, todo[child].cfg, why)

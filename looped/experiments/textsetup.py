@@ -46,10 +46,6 @@ class TextSetup:
     dtype: str = "auto"  # auto (bf16 where the CPU has a fast path, else fp32) | fp32 | bf16
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
-
-
 def source_documents(source: str) -> list[tuple[str, str]]:
     """(name, text) of every document of a `datasets` source, read into memory."""
     docs = [(f"doc{i:07d}", str(row["text"])) for i, row in enumerate(open_documents(source))]
@@ -73,7 +69,7 @@ def ensure_corpus(
                 f"{source} has no test split; prepare it with `looped data text ... --test-frac 0.05`"
             )
         return {**meta, "path": str(Path(source).resolve())}
-    name = slug(source)[-40:] if source else "stdlib"
+    name = re.sub(r"[^A-Za-z0-9]+", "_", source).strip("_")[-40:] if source else "stdlib"
     path = out / f"corpus-{name}-{setup.tokenizer.replace(':', '')}-split"
     dataset = str(Path(source).expanduser()) if source else "stdlib"
     if not (path / META).is_file():
@@ -118,14 +114,11 @@ def run_config(
     return cfg
 
 
-def windows(path: str, split: str, batch_size: int, seq_len: int, n: int) -> list:
-    """The fixed windows of a held-out split: the same list for every model and baseline."""
-    return list(TokenShards(path, split).iter_eval_batches(batch_size, seq_len, n, split))
-
-
 def heldout_windows(setup: TextSetup, corpus: dict[str, Any], split: str = "test") -> list:
+    """The fixed windows of a held-out split: the same list for every model and baseline."""
     n = setup.val_batches if split == "val" else setup.test_batches
-    return windows(corpus["path"], split, setup.batch_size, setup.seq_len, n)
+    shards = TokenShards(corpus["path"], split)
+    return list(shards.iter_eval_batches(setup.batch_size, setup.seq_len, n, split))
 
 
 def baselines(setup: TextSetup, corpus: dict[str, Any], cache: Path) -> dict[str, Any]:
