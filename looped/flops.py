@@ -81,16 +81,10 @@ def _cost_fn(config: LoopedConfig, schedule: Schedule, seq_len: int) -> Callable
     return table.__getitem__
 
 
-def _check_steps(total_steps: int) -> None:
-    if total_steps < 1:
-        raise UserError(f"total_steps={total_steps} must be >= 1")
-
-
 def schedule_flops(
     config: LoopedConfig, schedule: Schedule, total_steps: int, tokens_per_step: int, seq_len: int
 ) -> float:
     """Total modeled training FLOPs of a run of `total_steps` steps (exact expectation over K)."""
-    _check_steps(total_steps)
     cost = _cost_fn(config, schedule, seq_len)
     return tokens_per_step * schedule.run_expectation(cost, total_steps)
 
@@ -109,20 +103,11 @@ def drawn_seconds(step_seconds: Mapping[int, float], schedule: Schedule, total_s
     return sum(step_seconds[schedule.depth(s, total_steps)] for s in range(total_steps))
 
 
-def drawn_saving(
-    step_seconds: Mapping[int, float], schedule: Schedule, reference: Schedule, total_steps: int
-) -> float:
-    """Fraction of the reference's wall time `schedule` saves, both over their exact draws."""
-    ours = drawn_seconds(step_seconds, schedule, total_steps)
-    return 1.0 - ours / drawn_seconds(step_seconds, reference, total_steps)
-
-
 def saving_at_ratio(
     fixed_over_loop: float, schedule: Schedule, reference: Schedule, total_steps: int
 ) -> float:
     """`saving` for any model whose fixed cost is `fixed_over_loop` loop passes (F/R, full
     backprop): with C(K) = F + K R it depends only on F/R and the two mean depths."""
-    _check_steps(total_steps)
     if not fixed_over_loop >= 0:
         raise UserError(f"F/R={fixed_over_loop} must be >= 0 (a cost in loop passes)")
     ours = fixed_over_loop + schedule.mean_depth(total_steps)
