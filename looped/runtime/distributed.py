@@ -120,9 +120,9 @@ def load_optimizer_state(
     optimizer: torch.optim.Optimizer,
     state: dict[str, Any],
     sharded: bool,
-    device: torch.device,
 ) -> None:
-    """Restore a checkpoint's full optimizer state (scattered to the shards when sharded)."""
+    """Restore a checkpoint's full optimizer state (scattered to the shards when sharded); torch
+    moves the AdamW moments to their parameters' device, "step" stays on the CPU."""
     if sharded:  # torch.distributed.checkpoint: slow to import, see optimizer_state
         from torch.distributed.checkpoint.state_dict import (
             StateDictOptions,
@@ -134,10 +134,6 @@ def load_optimizer_state(
         )
         return
     optimizer.load_state_dict(state)
-    for per_param in optimizer.state.values():  # AdamW moments to the device; "step" stays put
-        for k, v in per_param.items():
-            if torch.is_tensor(v) and k != "step":
-                per_param[k] = v.to(device)
 
 
 class StopRequested:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tqdm.auto import tqdm
 
 from looped.config import OptimConfig, TrainConfig, to_yaml
 from looped.data.batching import DataSource, build_source
@@ -20,7 +21,6 @@ from looped.errors import UserError
 from looped.eval.recall import check_queries_fit, recall_queries
 from looped.flops import schedule_flops, steps_for_budget, tokens_per_step
 from looped.model import LoopedTransformer, fit_vocab
-from looped.runtime import progress as console
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.distributed import Dist, load_optimizer_state, wrap_distributed
 from looped.runtime.metrics import RunLog, writing
@@ -67,7 +67,7 @@ class Run:
 
     def say(self, msg: str) -> None:
         if self.dist.main and not self.opts.quiet:
-            console.say(msg)
+            tqdm.write(msg, file=sys.stderr)  # a line that does not break the progress bar
 
 
 def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | None:
@@ -182,7 +182,7 @@ def _place(
     wrapped = wrap_distributed(model, cfg.fsdp, dist, depths)
     optimizer = make_optimizer(model, cfg.optim)  # after sharding: FSDP2 swaps in DTensor params
     if state is not None:
-        load_optimizer_state(model, optimizer, state, dist.enabled and cfg.fsdp, dist.device)
+        load_optimizer_state(model, optimizer, state, dist.enabled and cfg.fsdp)
     return wrapped, optimizer
 
 

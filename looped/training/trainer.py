@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tqdm.auto import tqdm
 
 from looped.config import TrainConfig, lr_at, to_yaml, validate
 from looped.data.batching import train_generator
@@ -34,7 +35,6 @@ from looped.errors import UserError
 from looped.eval.evaluate import evaluate
 from looped.flops import flops_per_token
 from looped.runtime import checkpoint as ckpt_lib
-from looped.runtime import progress as console
 from looped.runtime.device import autocast, device_name, peak_flops, resolve_dtype
 from looped.runtime.distributed import Dist, StopRequested, no_sync, optimizer_state
 from looped.runtime.lock import dir_lock
@@ -99,7 +99,10 @@ def _loop(run: Run, progress: Progress) -> int | None:
     """Train to the end; returns the step at which a stop request (Ctrl-C) saved it."""
     cfg, opts = run.cfg, run.opts
     hidden = opts.quiet or opts.on_step is not None or not run.dist.main
-    bar = console.bar(run.total, run.start.step, opts.desc or run.out.name, hidden)
+    desc = opts.desc or run.out.name
+    bar = tqdm(
+        total=run.total, initial=run.start.step, desc=desc, disable=hidden, dynamic_ncols=True
+    )
     with bar, StopRequested() as stop:
         for step in range(run.start.step, run.total):
             depths = step_depths(run, step)
@@ -241,11 +244,23 @@ def show_step(run: Run, progress: Progress, bar: Any, done: int, loss: float, de
     eta_at = min(run.start.step + 20, run.total - 1)
     if done == eta_at and done > run.start.step + 5:
         rate = (progress.flops - run.start_flops) / max(time.time() - progress.t0, 1e-9)
-        run.say(console.eta_line(run.out.name, rate, run.planned - progress.flops))
+        left = run.planned - progress.flops  # at the modeled throughput so far
+        run.say(
+            f"{run.out.name}: {rate / 1e12:.3g} modeled TFLOP/s so far; the remaining "
+            f"{left:.3g} FLOPs need about {duration(left / rate)}"
+        )
     bar.update(1)
     bar.set_postfix(loss=f"{loss:.3f}", K=depth, refresh=False)
     if run.opts.on_step is not None:
         run.opts.on_step(done, run.total, loss, depth)
+
+
+def duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def evaluate_now(run: Run, progress: Progress, step: int) -> dict[str, Any]:
