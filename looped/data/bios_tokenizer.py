@@ -67,10 +67,6 @@ class WordTokenizer:
             parts.append(word)
         return "".join(parts)
 
-    def unknown_words(self, text: str) -> list[str]:
-        """The words of `text` that would become <unk> (to warn before querying a model)."""
-        return [w for w in split_words(text) if w not in self.index]
-
     def __eq__(self, other: object) -> bool:
         return isinstance(other, WordTokenizer) and self.vocab == other.vocab
 

@@ -143,10 +143,6 @@ class BiosConfig:
             "gender": len(PRONOUNS),
         }
 
-    def bits_per_person(self) -> float:
-        """Entropy of one person's facts: what a model that knows everything recalls."""
-        return sum(math.log2(s) for s in self.pool_sizes().values())
-
     def check(self) -> None:
         """Raise UserError naming the first field that cannot work."""
         names = self.n_first * self.n_middle * self.n_last
