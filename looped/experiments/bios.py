@@ -100,16 +100,6 @@ def resolve_budget(settings: DemoSettings) -> tuple[float, int]:
     return full, cfg.model.vocab_size
 
 
-def lr_of(settings: DemoSettings, schedule: str) -> float:
-    """A schedule's peak LR: its own for the main schedules, fixed K=4's for other fixed K."""
-    return settings.lr.get(schedule, settings.lr[FIXED])
-
-
-def worth_branching(shared: int, steps: int) -> bool:
-    """A few shared steps are not worth waiting for a parent: at least 2, and a tenth of the run."""
-    return shared >= max(2, steps // 10)
-
-
 def _run(
     settings: DemoSettings,
     full: tuple,
@@ -121,7 +111,8 @@ def _run(
 ) -> Planned:
     """The run of `schedule` at `budget` of `full` (the full budget in modeled FLOPs, and the
     vocabulary: `resolve_budget`), or of `steps` steps."""
-    (full_flops, vocab), lr = full, lr_of(settings, schedule)
+    full_flops, vocab = full
+    lr = settings.lr.get(schedule, settings.lr[FIXED])  # fixed K=1, 2, 8: fixed K=4's
     budget = 0.0 if steps else float(budget)
     cfg = base_config(settings, seed, schedule, budget, lr)
     cfg.full_budget_flops, cfg.model.vocab_size, cfg.max_steps = full_flops, vocab, 0
@@ -153,7 +144,8 @@ def _plan_into(runs: dict[str, Planned], settings: DemoSettings, seeds: range) -
     returns the names the grid asked for."""
     full = resolve_budget(settings)
     wanted = [r for seed in seeds for r in _seed_runs(settings, full, seed)]
-    engine.plan(wanted, lambda p: p.seed, worth_branching, into=runs)
+    # a few shared steps are not worth waiting for a parent: at least 2, and a tenth of the run
+    engine.plan(wanted, lambda p: p.seed, lambda at, steps: at >= max(2, steps // 10), into=runs)
     asked = {r.name for r in wanted}
     for p in [runs[n] for n in asked]:
         if p.schedule == FIXED_FIRST and "main" in p.group:  # evaluated just before the switch
@@ -161,7 +153,7 @@ def _plan_into(runs: dict[str, Planned], settings: DemoSettings, seeds: range) -
             at_switch = p.parent and p.branch_step == switch
             (runs[p.parent] if at_switch else p).eval_steps.append(switch)
     if settings.probe and 0 in seeds:  # Fig. 4's checkpoints: where fixed-first switches
-        fixed = name_of(FIXED, lr_of(settings, FIXED), 0, budget=max(settings.budgets))
+        fixed = name_of(FIXED, settings.lr[FIXED], 0, budget=max(settings.budgets))
         runs[fixed].save_steps += _probe_steps([runs[n] for n in asked])
     for p in runs.values():
         p.eval_steps, p.save_steps = sorted(set(p.eval_steps)), sorted(set(p.save_steps))
@@ -256,19 +248,18 @@ def sweep_bios(
     if not quiet:
         print(f"looped demo: bios LR sweep: {len(runs)} runs, LRs {settings.sweep_lrs}")
     trained = execute(list(runs.values()), runs_dir, settings.workers, fresh, quiet)
-    top = max(settings.budgets)
-    sweep = [
-        {"schedule": r["schedule"], "label": r["label"], "lr": r["lr"]}
-        | {"mean_nll": float(np.mean(r["fact_nll"])), "fact_nll": r["fact_nll"]}
-        for r in collect(runs.values(), runs_dir)
-        if r["budget"] == top and "main" in r["group"]
-    ]
-    for s in runs.values():  # an LR at which the full-budget run diverged: a result, never the best
-        if s.budget == top and "main" in s.group and diverged(runs_dir / s.name):
-            sweep.append({"schedule": s.schedule, "label": label(s.schedule), "lr": s.lr})
+    top = [s for s in runs.values() if s.budget == max(settings.budgets) and "main" in s.group]
+    rows = {r["name"]: r for r in collect(top, runs_dir)}  # a diverged run has none
+    sweep = []
+    for s in top:  # an LR at which the full-budget run diverged: a result, never the best
+        sweep.append({"schedule": s.schedule, "label": label(s.schedule), "lr": s.lr})
+        if (r := rows.get(s.name)) is None:
             sweep[-1] |= {"mean_nll": None, "diverged": True}
-    points = [(r["schedule"], r["lr"], r["mean_nll"]) for r in sweep if not r.get("diverged")]
-    points += [(r["schedule"], r["lr"], math.inf) for r in sweep if r.get("diverged")]
+        else:
+            sweep[-1] |= {"mean_nll": float(np.mean(r["fact_nll"])), "fact_nll": r["fact_nll"]}
+    points = [
+        (r["schedule"], r["lr"], math.inf if "diverged" in r else r["mean_nll"]) for r in sweep
+    ]
     best = {s: c["lr"] for s, c in engine.choose_each(points).items()}
     return runs, sweep, best, trained
 
