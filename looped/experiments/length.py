@@ -385,13 +385,7 @@ def run_text(settings: LengthSettings, out: Path, fresh: bool = False, quiet: bo
     grid = {s: {lr: (n,)} for s in settings.schedules} | {paper.UNIFORM: {lr: (n, *cut.values())}}
     runs = study.plan(range(settings.rounds[0]), grid)
     trained = study.run(runs)
-    roles = {
-        (paper.UNIFORM, m): {f"flops:{s}" for s, k in cut.items() if k == m} for m in cut.values()
-    }
-    rows = [
-        text_run(r, runs[r["run"]], study, roles.get((r["schedule"], r["steps"]), set()))
-        for r in score(runs, study)
-    ]
+    rows = [text_run(r, runs[r["run"]], study, cut) for r in score(runs, study)]
     result = {
         "meta": text_meta(settings, corpus, study, trained) | {"wall_seconds": time.time() - t0},
         "runs": rows,
@@ -409,11 +403,13 @@ def run_text(settings: LengthSettings, out: Path, fresh: bool = False, quiet: bo
 TEXT_TABLES = (("equal_tokens", "tokens"), ("equal_flops", "flops"))  # the text track's tables
 
 
-def text_run(row: dict, p: Planned, study: Study, flops_roles: set[str]) -> dict:
-    """A scored row as the text track's report reads it: its roles, modeled FLOPs, wall time and
-    training curve as if it had trained from scratch (a branch's parent's share included)."""
+def text_run(row: dict, p: Planned, study: Study, cut: dict[str, int]) -> dict:
+    """A scored row as the text track's report reads it: its roles (equal tokens, or uniform cut
+    to a schedule's FLOPs: `cut`), modeled FLOPs, wall time and training curve as if it had
+    trained from scratch (a branch's parent's share included)."""
     records, _, wall = from_scratch(study.runs_dir, p.name, p.parent, p.branch_step)
-    roles = flops_roles | ({"tokens"} if p.steps == study.settings.lengths[0] else set())
+    roles = {f"flops:{s}" for s, n in cut.items() if p.schedule == paper.UNIFORM and n == p.steps}
+    roles |= {"tokens"} if p.steps == study.settings.lengths[0] else set()
     return row | {
         "name": p.name,
         "roles": sorted(roles),
