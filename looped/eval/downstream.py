@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
+from torch.nn.utils.rnn import pad_sequence
 
 from looped.data.text import load_tokenizer, local_data_files
 from looped.errors import UserError, first_line
@@ -163,23 +164,14 @@ def loglikelihoods(
     order = sorted(range(len(rows)), key=lambda i: -len(rows[i][0]))  # similar lengths together
     for b in range(0, len(order), batch_size):
         idx = order[b : b + batch_size]
-        x, y = _padded([rows[i] for i in idx], pad_id)
+        batch = [rows[i] for i in idx]  # right-padded to the longest: with pad_id and -100
+        x = pad_sequence([torch.tensor(inp, dtype=torch.long) for inp, _ in batch], True, pad_id)
+        y = pad_sequence([torch.tensor(tgt, dtype=torch.long) for _, tgt in batch], True, -100)
         scored = _score_batch(model, x.to(device), y.to(device), depths, greedy)
         for d in depths:
             for j, i in enumerate(idx):
                 out[d][i] = scored[d][j]
     return out
-
-
-def _padded(rows: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[Tensor, Tensor]:
-    """(inputs, targets) right-padded to the longest row, with `pad_id` and -100."""
-    width = max(len(inp) for inp, _ in rows)
-    x = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    y = torch.full((len(rows), width), -100, dtype=torch.long)
-    for j, (inp, tgt) in enumerate(rows):
-        x[j, : len(inp)] = torch.tensor(inp)
-        y[j, : len(tgt)] = torch.tensor(tgt)
-    return x, y
 
 
 def _score_batch(model, x: Tensor, y: Tensor, depths: list[int], greedy: bool) -> dict:
@@ -201,13 +193,6 @@ def mc_scores(lls: Sequence[float], item: MCItem) -> tuple[float, float]:
     lls = np.asarray(lls, dtype=np.float64)
     lengths = np.array([float(len(c)) for c in item.choices])
     return float(np.argmax(lls) == item.gold), float(np.argmax(lls / lengths) == item.gold)
-
-
-def _mean_stderr(xs: Sequence[float]) -> float:
-    if len(xs) < 2:
-        return float("nan")
-    mu = sum(xs) / len(xs)
-    return math.sqrt(sum((x - mu) ** 2 for x in xs) / (len(xs) - 1)) / math.sqrt(len(xs))
 
 
 def score_items(
@@ -254,14 +239,11 @@ def evaluate_tasks(
         lls = score_items(model, tokenizer, items, depths, batch_size, device, max_length)
         results[task] = {}
         for d in depths:
-            accs, norms = zip(*(mc_scores(ll, item) for ll, item in zip(lls[d], items)))
-            results[task][d] = {
-                "acc": sum(accs) / len(accs),
-                "acc_norm": sum(norms) / len(norms),
-                "acc_stderr": _mean_stderr(accs),
-                "acc_norm_stderr": _mean_stderr(norms),
-                "n": len(items),
-            }
+            scores = np.array([mc_scores(ll, item) for ll, item in zip(lls[d], items)])
+            n, names = len(items), ("acc", "acc_norm", "acc_stderr", "acc_norm_stderr")
+            se = scores.std(axis=0, ddof=1) / math.sqrt(n) if n > 1 else [math.nan] * 2
+            values = [*scores.mean(axis=0), *se]
+            results[task][d] = {k: float(v) for k, v in zip(names, values)} | {"n": n}
     return results
 
 
