@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
-import matplotlib.ticker
 import numpy as np
 import seaborn as sns
 
@@ -64,12 +63,14 @@ def at_full_budget(result: dict, **match: Any) -> dict[str, list[dict]]:
 
 
 def _bands(ax: Any, groups: dict, value: Any, shown: Any = None, least: int = 1) -> None:
-    """A seed band of `value(run)` at depths >= `least` per schedule that is `shown(label, run)`."""
+    """A seed band of `value(run)` at depths >= `least` per schedule that is `shown(label, run)`,
+    in the schedule's own colour and marker (small markers: one per serving depth)."""
     for i, (label, group) in enumerate(groups.items()):
         if shown is None or shown(label, group[0]):
             keep = [j for j, k in enumerate(group[0]["depths"]) if k >= least]
             ys = [[value(r)[j] for j in keep] for r in group]
-            style.schedule_band(ax, [group[0]["depths"][j] for j in keep], ys, label, i)
+            depths, marker = [group[0]["depths"][j] for j in keep], style.marker(label, i)
+            style.band(ax, depths, ys, label, style.color(label, i), marker=marker, ms=3)
 
 
 def fig1_recall(result: dict, path: Path) -> Path:
@@ -104,7 +105,6 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         left.vlines(xs, [min(y) for y in ys], [max(y) for y in ys], color=color, alpha=0.5)
         style.key(left, "bars", style.SEED_RANGE)
     left.set(xscale="log", yscale="log")
-    left.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ylabel = f"mean {nll_label(result, True)} over depths 1..16"
     left.set(xlabel="modeled training FLOPs", ylabel=ylabel)
     left.set_title("Serving quality against training compute")

@@ -90,20 +90,23 @@ def _inside(ax: Any, px: np.ndarray) -> np.ndarray:
 
 
 def _line_pixels(ax: Any, line: Any) -> np.ndarray:
-    """A data line in display pixels (vertices and points along its stroke) inside its panel."""
+    """A line in display pixels (vertices and points along its stroke) inside its panel."""
     xy = np.asarray(line.get_xydata(), dtype=float)
     xy = xy[np.isfinite(xy).all(axis=1)]
     if not len(xy):
         return np.empty((0, 2))
-    px = ax.transData.transform(xy)
+    px = line.get_transform().transform(xy)  # data coordinates, or an axhline's axes-and-data
     if _has_stroke(line) and len(px) > 1:
         px = _along(px)
     return _inside(ax, px)
 
 
 def _data_pixels(ax: Any) -> list[tuple[str, np.ndarray]]:
-    """(name, display points) of everything a panel plots; bands are shading, not points."""
-    found = [(ln.get_label(), _line_pixels(ax, ln)) for ln in ax.lines if _is_data_line(ax, ln)]
+    """(name, display points) of everything a panel plots and of each reference line with a
+    legend entry (an axhline or axvline the reader is asked to compare against): a legend may
+    cover none of it. Bands are shading, not points."""
+    lines = [ln for ln in ax.lines if _is_data_line(ax, ln) or (ln.get_visible() and _labelled(ln))]
+    found = [(ln.get_label(), _line_pixels(ax, ln)) for ln in lines]
     for c in ax.collections:
         if not c.get_visible():
             continue
@@ -120,18 +123,6 @@ def _data_pixels(ax: Any) -> list[tuple[str, np.ndarray]]:
             e = p.get_window_extent()
             edge = np.array([[e.x0, e.y0], [e.x1, e.y0], [e.x1, e.y1], [e.x0, e.y1], [e.x0, e.y0]])
             found.append(("bar", _inside(ax, _along(edge))))
-    return found
-
-
-def _reference_pixels(ax: Any) -> list[tuple[str, np.ndarray]]:
-    """(name, display points) of each reference line with a legend entry (an axhline or axvline
-    the reader is asked to compare against): a legend may cover none of it."""
-    found = []
-    for line in ax.lines:
-        if line.get_visible() and _labelled(line) and not _is_data_line(ax, line):
-            xy = np.asarray(line.get_xydata(), dtype=float)
-            px = line.get_transform().transform(xy[np.isfinite(xy).all(axis=1)])
-            found.append((line.get_label(), _inside(ax, _along(px)) if len(px) > 1 else px))
     return found
 
 
@@ -176,7 +167,7 @@ def legend_clashes(fig: Any, legend: Any, renderer: Any) -> list[str]:
     for i, ax in enumerate(fig.axes):
         if not ax.get_visible():
             continue
-        for name, px in _data_pixels(ax) + _reference_pixels(ax):
+        for name, px in _data_pixels(ax):
             covered = (px[:, 0] > box.x0) & (px[:, 0] < box.x1)
             covered &= (px[:, 1] > box.y0) & (px[:, 1] < box.y1)
             if covered.any():

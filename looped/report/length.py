@@ -46,7 +46,6 @@ def fig_gap(result: dict, path: Path) -> Path:
     left.set_ylabel("gap to uniform, % (+: behind)")
     right.set_xlabel("serving depth K")
     right.set_ylabel("gap at depth K, %")
-    style.depth_ticks(right)
     for ax in (left, right):
         ax.axhline(0, color="0.3", lw=0.8)
     handles, _ = left.get_legend_handles_labels()

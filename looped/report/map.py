@@ -207,10 +207,7 @@ def _crossing(c: dict | None) -> str:
 def frontier_section(result: dict) -> str:
     """The frontier block: each fixed-first fraction's modeled saving, its mean NLL over K=1..16
     (95% interval over seeds) and its gap to uniform with the verdict at its tolerance."""
-    block = result.get("blocks", {}).get("frontier-d64") or next(
-        (b for n, b in result.get("blocks", {}).items() if n.startswith("frontier")), None
-    )
-    if not block:
+    if not (block := _frontier(result)):
         return md_table(["frontier"], [["not yet run"]])
     saved = block.get("modeled_saving", {})
     rows = []
@@ -256,28 +253,33 @@ def section(result: dict) -> str:
     return map_rows(result) + "\n\n" + two_by_two(result)
 
 
+def _frontier(result: dict) -> dict | None:
+    """The frontier block: d=64's, else the first of another width (`--quick`'s d=16)."""
+    blocks = result.get("blocks", {})
+    frontiers = [b for n, b in blocks.items() if n.startswith("frontier")]
+    return blocks.get("frontier-d64") or next(iter(frontiers), None)
+
+
+def _nll_bars(ax: Any, x: list[float], cells: list[dict], **kw: Any) -> np.ndarray:
+    """Cells' mean NLL over K=1..16 at `x`: the seed mean and its 95% interval over seeds."""
+    ivs = [interval(c["seed_nll"]) for c in cells]
+    y = np.array([i.mean for i in ivs])
+    ax.errorbar(x, y, yerr=[y - [i.lo for i in ivs], [i.hi for i in ivs] - y], capsize=3, **kw)
+    return y
+
+
 def fig_frontier(result: dict, path: Path) -> Path:
     """The paper's Fig. 2 (left) at the map's scale: mean NLL over K=1..16 (seed mean, 95%
     interval over seeds) against modeled compute, uniform's = 1; one line per fixed K, its
     switch fractions marked along it."""
     style.use_theme()
-    name = next((n for n in result.get("blocks", {}) if n.startswith("frontier")), None)
-    block = result["blocks"][name]
+    block = _frontier(result)
     saved = block.get("modeled_saving", {})
     steps = max(c["steps"] for c in block["cells"])
     at = {c["schedule"]: c for c in block["cells"] if c["steps"] == steps}
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    uni = interval(at[paper.UNIFORM]["seed_nll"])
-    ax.errorbar(
-        [1.0],
-        [uni.mean],
-        yerr=[[uni.mean - uni.lo], [uni.hi - uni.mean]],
-        marker="o",
-        color=paper.color_of(paper.UNIFORM),
-        capsize=3,
-        ls="",
-        label=label(paper.UNIFORM),
-    )
+    uniform = {"color": paper.color_of(paper.UNIFORM), "label": label(paper.UNIFORM)}
+    _nll_bars(ax, [1.0], [at[paper.UNIFORM]], marker="o", ls="", **uniform)
     for k, recipe in ((2, paper.RECIPE_200M), (4, paper.RECIPES_1B[1])):
         colour = paper.color_of(recipe)
         arms = sorted(
@@ -287,10 +289,9 @@ def fig_frontier(result: dict, path: Path) -> Path:
         if not arms:
             continue
         x = [1 - saved[s][str(steps)] for s in arms]
-        ivs = [interval(at[s]["seed_nll"]) for s in arms]
-        y = np.array([i.mean for i in ivs])
-        err = [y - [i.lo for i in ivs], [i.hi for i in ivs] - y]
-        ax.errorbar(x, y, yerr=err, marker="s", color=colour, capsize=3, label=f"fixed-first K={k}")
+        y = _nll_bars(
+            ax, x, [at[s] for s in arms], marker="s", color=colour, label=f"fixed-first K={k}"
+        )
         for xi, yi, s in zip(x, y, arms):
             ax.annotate(
                 f"{paper.fixed_phase(s)[1]:.0%}",
@@ -310,6 +311,6 @@ def fig_frontier(result: dict, path: Path) -> Path:
 def figures(result: dict, out: Path) -> list[Path]:
     """The map's figures: the gap by width and length, and the frontier where it has run."""
     paths = [fig_map(result, out / "map_gap.png")]
-    if any(n.startswith("frontier") for n in result.get("blocks", {})):
+    if _frontier(result):
         paths.append(fig_frontier(result, out / "map_frontier.png"))
     return paths

@@ -114,11 +114,6 @@ def _same_x(a: Any, b: Any) -> bool:
     return xa.shape == xb.shape and bool(np.allclose(xa, xb))
 
 
-def schedule_band(ax: Any, x: Iterable, ys: list[list[float]], label: str, i: int) -> None:
-    """`band` in the schedule's own colour and marker (small markers: one per serving depth)."""
-    band(ax, x, ys, label, color(label, i), marker=marker(label, i), ms=3)
-
-
 def show(fig: Any) -> None:
     """Show a notebook's figure once `checked`: a blank panel or a legend over data is a bug."""
     checked(fig)
@@ -171,17 +166,14 @@ def depth_ticks(ax: Any, axis: str = "x") -> None:
     (ax.set_xticks if axis == "x" else ax.set_yticks)([t for t in ticks if lo <= t <= hi])
 
 
-def _plain_ticks(axis: Any, ticks: list[float]) -> None:
-    axis.set_major_locator(ticker.FixedLocator(ticks))
-    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain(v)))
-
-
 def _round_ticks(axis: Any) -> bool:
     """Round ticks with plain labels (0.5, 2, 1e13, not `6.1022x10^0`); whether it could."""
     lo, hi = sorted(axis.get_view_interval())
     log, linear = axis.get_scale() == "log" and lo > 0, axis.get_scale() == "linear"
     if log or linear:
-        _plain_ticks(axis, _log_ticks(lo, hi) if log else _linear_ticks(lo, hi))
+        ticks = _log_ticks(lo, hi) if log else _linear_ticks(lo, hi)
+        axis.set_major_locator(ticker.FixedLocator(ticks))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain(v)))
     return log or linear
 
 
