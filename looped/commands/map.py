@@ -71,18 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     settings = settings_from(a)
     out, results, figures = study_dirs(a, "map")
+    path = results / "map.json"
+    old = json.loads(path.read_text()) if path.is_file() else {}
     if a.time is not None:
         if a.time < 2:
             raise UserError(f"--time {a.time}: a spread needs 2 or more repeats, e.g. --time 5")
-        path = results / "map.json"
-        result = json.loads(path.read_text()) if path.is_file() else {}
-        write_result(path, result | {"wallclock": time_blocks(settings, out, a.time)})
+        write_result(path, old | {"wallclock": time_blocks(settings, out, a.time)})
         return 0
     with study_lock(out, a.collect, "looped map"):
         result = run_map(settings, out, train=not a.collect)
-    old = results / "map.json"
-    if old.is_file() and "wallclock" in (timed := json.loads(old.read_text())):
-        result["wallclock"] = timed["wallclock"]  # measured apart, kept across collections
-    write_result(results / "map.json", result)
+    if "wallclock" in old:  # measured apart, kept across collections
+        result["wallclock"] = old["wallclock"]
+    write_result(path, result)
     print(f"wrote {fig_map(result, figures / 'map_gap.png')}")
     return 0
