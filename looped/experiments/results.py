@@ -16,14 +16,10 @@ from looped.runtime.device import cpu_name
 from looped.runtime.metrics import read_metrics
 
 
-def train_wall(record: dict) -> float:
-    """Seconds spent training (evaluations and checkpoints excluded where the log has it)."""
-    return record.get("train_wall", record["wall"])
-
-
 def own_wall(train: list[dict]) -> float:
-    """The seconds a run itself spent training, from its train records (0 before the first)."""
-    return train_wall(train[-1]) if train else 0.0
+    """The seconds a run itself spent training, from its train records (0 before the first;
+    evaluations and checkpoints excluded where the log has it)."""
+    return train[-1].get("train_wall", train[-1]["wall"]) if train else 0.0
 
 
 def from_scratch(
@@ -40,7 +36,7 @@ def from_scratch(
     evals = [m for m in inherited if m["kind"] == "eval" and m["step"] == branch_step]
     wall = own_wall(train)
     if before:
-        wall += train_wall(before[-1]) * branch_step / before[-1]["step"]
+        wall += own_wall(before) * branch_step / before[-1]["step"]
     return before + train, evals + [m for m in own if m["kind"] == "eval"], wall
 
 
