@@ -73,6 +73,13 @@ def number_list(flag: str, text: str, kind: type = float, example: str = "") -> 
         raise UserError(f"{flag} {text!r}: give comma-separated {noun}, e.g. {example}") from None
 
 
+def positive(flag: str, value: int | None) -> int | None:
+    """A count given to `flag` (None: not given), refused in one line below 1."""
+    if value is not None and value < 1:
+        raise UserError(f"{flag} {value} must be >= 1")
+    return value
+
+
 def described(prog: str, doc: str, **kwargs: Any) -> Parser:
     """A parser whose description is the docstring's first paragraph (without a leading
     "`looped x`: ") and whose epilog is the examples after it."""

@@ -13,7 +13,7 @@ import argparse
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from looped.commands.common import Parser, number_list, study_dirs, study_parser
+from looped.commands.common import Parser, number_list, positive, study_dirs, study_parser
 from looped.config import load_config, to_yaml
 from looped.errors import UserError
 from looped.experiments.bios import FULL_DEPTH_KS, QUICK, DemoSettings
@@ -78,18 +78,12 @@ def _parser() -> Parser:
     return parser
 
 
-def _positive(flag: str, value: int | None) -> int | None:
-    if value is not None and value < 1:
-        raise UserError(f"{flag} {value} must be >= 1")
-    return value
-
-
 def _settings(args: argparse.Namespace) -> DemoSettings:
     """The bios track's settings from the command line (bad values refused, one line each)."""
     base = QUICK if args.quick else DemoSettings()
     settings = DemoSettings(**{**asdict(base), "overrides": base.overrides + args.overrides})
-    settings.seeds = _positive("--seeds", args.seeds) or settings.seeds
-    settings.text_seeds = _positive("--text-seeds", args.text_seeds) or settings.text_seeds
+    settings.seeds = positive("--seeds", args.seeds) or settings.seeds
+    settings.text_seeds = positive("--text-seeds", args.text_seeds) or settings.text_seeds
     settings.workers = args.workers or settings.workers
     if args.catch_up:
         settings.catch_up = number_list("--catch-up", args.catch_up, example="2,3")

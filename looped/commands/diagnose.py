@@ -10,10 +10,24 @@ The runs and probes are `looped.experiments.diagnose`'s; tables and figures `loo
 
 from __future__ import annotations
 
-from looped.commands.common import study_dirs, study_parser
+import argparse
+from dataclasses import replace
+
+from looped.commands.common import positive, study_dirs, study_parser
 from looped.config import to_yaml
 from looped.errors import UserError
-from looped.experiments.diagnose import plan, run_diagnose, runs_of, settings_for
+from looped.experiments.diagnose import QUICK, DiagnoseSettings, plan, run_diagnose, runs_of
+
+
+def settings_from(args: argparse.Namespace) -> DiagnoseSettings:
+    """The command line's settings, the probes clipped to the run and its last step probed."""
+    s = replace(QUICK if args.quick else DiagnoseSettings())
+    s.overrides = s.overrides + list(args.overrides)
+    s.steps = positive("--steps", args.steps) or s.steps
+    s.seeds = positive("--seeds", args.seeds) or s.seeds
+    s.workers = args.workers or s.workers
+    s.probe_at = (*(x for x in s.probe_at if x < s.steps), s.steps)
+    return s
 
 
 def main(argv: list[str]) -> int:
@@ -28,7 +42,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seeds", type=int, help="seeds per variant (default 3)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
-    settings = settings_for(args.quick, args.steps, args.seeds, args.workers, args.overrides)
+    settings = settings_from(args)
     if args.print_config:
         print(to_yaml(runs_of("uniform", plan(settings))[0].cfg), end="")
         return 0

@@ -183,19 +183,3 @@ def _meta(
         "grad_clip": cfg0.optim.grad_clip,
         "lr": {v: runs_of(v, runs)[0].lr for v in VARIANTS},
     }
-
-
-def settings_for(
-    quick: bool, steps: int | None, seeds: int | None, workers: int | None, overrides: list[str]
-) -> DiagnoseSettings:
-    """The command line's settings, the probes clipped to the run and its last step probed."""
-    settings = replace(QUICK if quick else DiagnoseSettings())
-    settings.overrides = settings.overrides + list(overrides)
-    for flag, value in (("steps", steps), ("seeds", seeds), ("workers", workers)):
-        if value is not None:
-            if value < 1:
-                raise UserError(f"--{flag} {value} must be >= 1")
-            setattr(settings, flag, value)
-    probes = tuple(s for s in settings.probe_at if s < settings.steps)
-    settings.probe_at = probes + (settings.steps,)
-    return settings
