@@ -21,7 +21,7 @@ from looped.experiments.length import LengthSettings
 from looped.experiments.runner import Planned, execute
 from looped.experiments.textsetup import ensure_corpus, heldout_windows, run_config
 from looped.model import LoopedTransformer
-from looped.runtime.checkpoint import list_checkpoints, load_weights
+from looped.runtime.checkpoint import list_checkpoints, load_model
 
 PROMPTS = (
     "def __init__(self, ",
@@ -56,10 +56,8 @@ def models(study: dict, out: Path, settings: LengthSettings, corpus: dict) -> di
     for schedule in (paper.RECIPE_200M, paper.UNIFORM, paper.FIXED):
         cfg = run_config(settings.setup, corpus, schedule=schedule, lr=lr, seed=0, steps=steps)
         picked[paper.label(schedule)] = (out / "runs" / name_of(schedule, lr, 0, steps), cfg)
-    twin = Planned(
-        name_of(paper.FIXED, lr, 0, steps), picked[paper.label(paper.FIXED)][1], paper.FIXED, steps
-    )
-    execute([twin], out / "runs", 1, False, False)
+    run_dir, cfg = picked[paper.label(paper.FIXED)]  # the fixed-K twin, trained here
+    execute([Planned(run_dir.name, cfg, paper.FIXED, steps)], out / "runs", 1, False, False)
     return picked
 
 
@@ -75,9 +73,7 @@ def sample_all(study: dict, out: Path, settings: LengthSettings | None = None) -
     for label, (run_dir, cfg) in models(study, out, settings, corpus).items():
         if not (checkpoints := list_checkpoints(run_dir)):
             raise UserError(f"{run_dir} has no checkpoint; run `looped length` first")
-        model = LoopedTransformer(cfg.model)
-        load_weights(checkpoints[-1][1], model)
-        model.eval()
+        model = load_model(checkpoints[-1][1])[0]
         nll = heldout_nll(run_dir, cfg, windows)["token_nll"]
         result["models"][label] = {
             "run": run_dir.name,
