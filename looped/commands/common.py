@@ -63,8 +63,11 @@ class _KeepLineBreaks(argparse.HelpFormatter):
         return "".join(indent + line for line in text.splitlines(keepends=True))
 
 
-def number_list(flag: str, text: str, kind: type = float, example: str = "") -> tuple:
-    """A comma list of numbers given to `flag`, refused in one line that names the flag."""
+def number_list(flag: str, text: str | None, kind: type = float, example: str = "") -> tuple | None:
+    """A comma list of numbers given to `flag` (None: not given), refused in one line that names
+    the flag."""
+    if not text:
+        return None
     try:
         return tuple(kind(x) for x in text.split(","))
     except ValueError:

@@ -74,14 +74,9 @@ def settings_from(a: argparse.Namespace) -> LengthSettings:
     """The settings the command line asks for, each problem refused in one line."""
     s = replace(QUICK if a.quick else LengthSettings(), corpus=a.corpus, resume_from=a.resume_from)
     s.workers = a.workers or s.workers
-    lengths, lr_lengths, lrs = (
-        number_list(flag, text, kind) if text else None
-        for flag, text, kind in (
-            ("--lengths", a.lengths, int),
-            ("--lr-lengths", a.lr_lengths, int),
-            ("--lrs", a.lrs, float),
-        )
-    )
+    lengths = number_list("--lengths", a.lengths, int)
+    lr_lengths = number_list("--lr-lengths", a.lr_lengths, int)
+    lrs = number_list("--lrs", a.lrs)
     if lengths:
         s.lengths = lengths
         s.lr_lengths = tuple(n for n in s.lr_lengths if n in lengths) or lengths
