@@ -136,7 +136,7 @@ def test_vocab_over_65536_is_stored_as_uint32(
         def encode_batch(self, texts: list[str]) -> list[list[int]]:
             return [[65_000 + ord(c) for c in t] for t in texts]
 
-    monkeypatch.setattr(text, "make_tokenizer", lambda spec: BigVocab())
+    monkeypatch.setattr(text, "make_tokenizer", lambda spec, texts=None: BigVocab())
     (tmp_path / "d.jsonl").write_text('{"text": "abc"}\n')
     meta = prepare_text(
         tmp_path / "out", dataset=str(tmp_path / "d.jsonl"), tokenizer="test:big", val_frac=0.0

@@ -112,8 +112,13 @@ class HFTokenizer(TextTokenizer):
         self._tok.save(str(path))
 
 
-def train_bpe(texts: Iterator[str], vocab_size: int) -> HFTokenizer:
+def train_bpe(spec: str, texts: Iterator[str]) -> HFTokenizer:
     """A byte-level BPE (any text encodes); ``<|endoftext|>`` = id 0 separates documents."""
+    try:
+        vocab_size = int(spec.split(":", 1)[1])
+    except ValueError:
+        msg = f"tokenizer spec {spec!r}: the vocabulary must be an integer, e.g. bpe:4096"
+        raise UserError(msg) from None
     if vocab_size < 257:
         raise UserError(
             f"bpe:{vocab_size} is too small; byte-level BPE needs a vocabulary of at least 257"
@@ -127,12 +132,15 @@ def train_bpe(texts: Iterator[str], vocab_size: int) -> HFTokenizer:
     return HFTokenizer(tok, f"bpe:{vocab_size}", eos_id=tok.token_to_id("<|endoftext|>"))
 
 
-def make_tokenizer(spec: str) -> TextTokenizer:
-    """A ready tokenizer from a spec that needs no corpus (``gpt2``, ``tiktoken:NAME``, ``hf:...``)."""
+def make_tokenizer(spec: str, texts: Callable[[], Iterator[str]] | None = None) -> TextTokenizer:
+    """A tokenizer from its spec: ``gpt2``, ``tiktoken:NAME``, ``hf:NAME_OR_PATH``, or
+    ``bpe:VOCAB`` fit on `texts()` (read only then)."""
     if spec == "gpt2" or spec.startswith("tiktoken:"):
         return TiktokenTokenizer(spec.removeprefix("tiktoken:"))
     if spec.startswith("hf:"):
         return HFTokenizer.from_spec(spec.split(":", 1)[1])
+    if spec.startswith("bpe:") and texts is not None:
+        return train_bpe(spec, texts())
     raise UserError(
         f"unknown tokenizer spec {spec!r}; use gpt2, tiktoken:NAME, hf:NAME_OR_PATH or bpe:VOCAB"
     )
@@ -163,12 +171,11 @@ def stdlib_named_documents() -> list[tuple[str, str]]:
     ]
 
 
+# the built-in corpora; torch's sources are the map's one-pass corpus
 NAMED_CORPORA = {
     "pydoc": pydoc_named_documents,
     "stdlib": stdlib_named_documents,
-    "torch-2.13.0": functools.partial(
-        package_documents, "torch-2.13.0"
-    ),  # the map's one-pass corpus
+    "torch-2.13.0": functools.partial(package_documents, "torch-2.13.0"),
 }
 
 
@@ -348,7 +355,7 @@ def prepare_text(
         return (t for c in documents(n_bpe) for t in c if t and hashed(t) == "train")
 
     assign = hashed if test_frac > 0 else count_rule(val_frac)
-    tok = _tokenizer_for(tokenizer, train_texts, out)
+    tok = make_tokenizer(tokenizer, train_texts)
     names = ("train", "val", "test") if test_frac > 0 else ("train", "val")
     splits = _write_splits(out, documents(), tok, names, assign, shard_tokens, num_proc, progress)
     _check_splits(splits, out, dataset, text_field, test_frac)
@@ -372,13 +379,16 @@ def _check_splits(splits: dict, out: Path, dataset: str, text_field: str, test_f
 
 
 def _write_meta(out: Path, tok: TextTokenizer, splits: dict, **fields: Any) -> dict[str, Any]:
-    """meta.json, written last and atomically: a directory holding it holds a whole corpus."""
+    """meta.json (after tokenizer.json), written last and atomically: a directory holding it
+    holds a whole corpus."""
     meta = {"format": 1, **fields, "tokenizer": tok.spec, "vocab_size": tok.vocab_size}
     meta |= {"eos_id": tok.eos_id, "dtype": token_dtype(tok.vocab_size).name, "splits": splits}
     # the built-in corpora follow the interpreter that read them
     meta["python"] = sys.version.split()[0] if fields["dataset"] in NAMED_CORPORA else None
     if (MANIFESTS / f"{fields['dataset']}.tsv").is_file():  # a pinned package's sources
         meta["manifest"] = manifest_digest(fields["dataset"])
+    if isinstance(tok, HFTokenizer):  # tiktoken's need no file: load_tokenizer names them
+        tok.save(out / TOKENIZER_FILE)
     write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
     return meta
 
@@ -406,29 +416,13 @@ def prepare_documents(
             f"{len(texts)} documents leave a split empty ({', '.join(f'{k}: {len(v)}' for k, v in by_split.items())}); "
             "use more documents or larger fractions"
         )
-    tok = _tokenizer_for(tokenizer, lambda: iter(by_split["train"]), out)
+    tok = make_tokenizer(tokenizer, lambda: iter(by_split["train"]))
     order = iter([split for text, split in pairs if text])
     written = _write_splits(out, iter([texts]), tok, by_split, lambda *_: next(order), 2**27)
     held = {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")}
     kept = dict(dataset=dataset, subset=None, split="train", text_field="text", max_docs=None)
     fracs = {"val_frac": val_frac, "test_frac": test_frac, "held_out_documents": held}
     return _write_meta(out, tok, written, **kept, **fracs)
-
-
-def _tokenizer_for(spec: str, texts: Callable[[], Iterator[str]], out: Path) -> TextTokenizer:
-    """``bpe:N`` fits a BPE on `texts()`, else an existing tokenizer; HF ones are saved in `out`."""
-    if not spec.startswith("bpe:"):
-        tok = make_tokenizer(spec)
-    else:
-        try:
-            vocab = int(spec.split(":", 1)[1])
-        except ValueError:
-            msg = f"tokenizer spec {spec!r}: the vocabulary must be an integer, e.g. bpe:4096"
-            raise UserError(msg) from None
-        tok = train_bpe(texts(), vocab)
-    if isinstance(tok, HFTokenizer):
-        tok.save(out / TOKENIZER_FILE)
-    return tok
 
 
 def count_rule(val_frac: float) -> Callable[[str, int], str]:
