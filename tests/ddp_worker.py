@@ -23,16 +23,17 @@ def recording_forward(self, idx, depth, *args, **kwargs):
     return forward(self, idx, depth, *args, **kwargs)
 
 
-full = train_mod.full_weights
+full = train_mod.full_state
 
 
 def recording_full(*args, **kwargs):
-    seen["weights"] = full(*args, **kwargs)
-    return seen["weights"]
+    weights, opt_state = full(*args, **kwargs)
+    seen["weights"] = weights
+    return weights, opt_state
 
 
 LoopedTransformer.forward = recording_forward
-train_mod.full_weights = recording_full
+train_mod.full_state = recording_full
 cfg = load_config(
     "tiny",
     [

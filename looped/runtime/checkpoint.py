@@ -176,10 +176,6 @@ def load_state(ckpt: Path) -> dict[str, Any]:
     return state
 
 
-class UnsafeCheckpoint(UserError):
-    """A state file that needs more than data to load: it would import or call code."""
-
-
 def _load_state_file(ckpt: Path) -> dict[str, Any]:
     """state.pt as data only, by torch's weights-only unpickler (a pickle can call anything); a
     file that needs more is refused before any of it runs, and `--resume` does not fall back."""
@@ -195,7 +191,7 @@ def _load_state_file(ckpt: Path) -> dict[str, Any]:
             if named
             else f"it is not a pickle of plain data ({_unpickling_reason(err)})"
         )
-        raise UnsafeCheckpoint(
+        raise UserError(  # not DamagedCheckpoint: `--resume` must not fall back past it
             f"checkpoint file {path} is refused, nothing in it was run: {why}; a checkpoint holds "
             "only tensors, numbers, strings and plain containers, so use one from a source you trust"
         ) from None

@@ -1,6 +1,6 @@
 """What changes when the trainer runs under torchrun (DDP or FSDP2): the process group, the
-wrapped model, the gradient sync of micro-batches, optimizer state of sharded parameters, and
-stop requests. One process (no torchrun) takes the plain path of each helper.
+wrapped model, the gradient sync of micro-batches, a checkpoint's full weights and optimizer
+state from sharded parameters, and stop requests. One process (no torchrun) takes the plain path of each helper.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from looped.model import LoopedTransformer
+from looped.runtime.checkpoint import unique_state_dict
 from looped.runtime.device import pick_device
 
 
@@ -101,18 +102,21 @@ def no_sync(wrapped: torch.nn.Module, fsdp: bool, dist: Dist, last: bool) -> Any
     return wrapped.no_sync()
 
 
-def optimizer_state(
-    model: torch.nn.Module, optimizer: torch.optim.Optimizer, sharded: bool
-) -> dict[str, Any]:
-    """The optimizer's full state for a checkpoint (gathered from every rank when sharded)."""
+def full_state(
+    model: LoopedTransformer, optimizer: torch.optim.Optimizer, sharded: bool
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """Unsharded CPU weights (tied ones once) and the optimizer's full state for a checkpoint;
+    when sharded, every rank takes part in gathering them."""
     if not sharded:
-        return optimizer.state_dict()
-    # torch.distributed.checkpoint: slow to import, and only a sharded run needs it
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+        return unique_state_dict(model), optimizer.state_dict()
+    # torch.distributed.checkpoint takes over a second to import; one process never needs it
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
 
-    return get_optimizer_state_dict(
-        model, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
-    )
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    weights, opt_state = get_state_dict(model, optimizer, options=options)
+    if model.config.tie_embeddings:
+        weights.pop("head.weight", None)
+    return {k: v.contiguous() for k, v in weights.items()}, opt_state
 
 
 def load_optimizer_state(
@@ -123,7 +127,7 @@ def load_optimizer_state(
 ) -> None:
     """Restore a checkpoint's full optimizer state (scattered to the shards when sharded); torch
     moves the AdamW moments to their parameters' device, "step" stays on the CPU."""
-    if sharded:  # torch.distributed.checkpoint: slow to import, see optimizer_state
+    if sharded:  # torch.distributed.checkpoint: slow to import, see full_state
         from torch.distributed.checkpoint.state_dict import (
             StateDictOptions,
             set_optimizer_state_dict,

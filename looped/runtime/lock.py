@@ -49,9 +49,18 @@ def dir_lock(directory: str | Path, command: str = "looped") -> Iterator[Holder 
     """Hold the write lock of `directory` (created if missing, removed if left empty) for the
     block; yields the dead holder whose stale lock was taken over, or None."""
     directory = Path(directory)
-    created = _make_dirs(directory)
+    created = [p for p in (directory, *directory.parents) if not p.exists()]  # deepest first
     path = directory / LOCK_NAME
-    fd, stale = _acquire(directory, path, Holder(command=command))
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, stale = _acquire(directory, path, Holder(command=command))
+    except FileExistsError:
+        raise UserError(f"{directory} is a file, not a directory; choose another output") from None
+    except OSError as err:  # a read-only or full file system: mkdir or the lock file's open
+        raise UserError(
+            f"cannot write {directory}: {err.strerror or err}; free space in {directory.parent} "
+            "(or make it writable) and run again"
+        ) from None
     try:
         yield stale
     finally:
@@ -64,31 +73,10 @@ def holder_of(directory: str | Path) -> Holder | None:
     return _read(Path(directory) / LOCK_NAME)
 
 
-def _make_dirs(directory: Path) -> list[Path]:
-    """mkdir -p, returning the directories it created (deepest first), to remove if unused."""
-    missing = [p for p in (directory, *directory.parents) if not p.exists()]
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise UserError(f"{directory} is a file, not a directory; choose another output") from None
-    except OSError as err:
-        raise UserError(
-            f"cannot write {err.filename or directory}: {err.strerror or err}; free space in "
-            f"{directory.parent} (or make it writable) and run again"
-        ) from None
-    return missing
-
-
 def _acquire(directory: Path, path: Path, me: Holder) -> tuple[int | None, Holder | None]:
     """Open and flock the lock file; retry when it was replaced between the open and the flock."""
     while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as err:
-            raise UserError(
-                f"cannot write {directory}: {err.strerror or err}; free space in {directory} (or "
-                "make it writable) and run again"
-            ) from None
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

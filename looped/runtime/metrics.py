@@ -31,17 +31,6 @@ def read_metrics(run_dir: Path) -> list[dict]:
     return records
 
 
-def append_record(run_dir: Path, record: dict[str, Any]) -> None:
-    """Append one record to RUN_DIR/metrics.jsonl (failpoint `metrics.mid_line`)."""
-    line = json.dumps(record) + "\n"
-    with writing(run_dir), open(run_dir / "metrics.jsonl", "a") as f:
-        if faults.armed("metrics.mid_line", record["step"]):
-            f.write(line[: len(line) // 2])
-            f.flush()
-            faults.kill()
-        f.write(line)
-
-
 @contextmanager
 def writing(run_dir: Path) -> Iterator[None]:
     """Turn a failed write in the run directory into one line naming the file and why."""
@@ -72,9 +61,16 @@ class RunLog:
             self.board = SummaryWriter(str(run_dir / "tb"))
 
     def append(self, record: dict[str, Any]) -> None:
+        """Append one record to RUN/metrics.jsonl (failpoint `metrics.mid_line`)."""
         if not self.main:
             return
-        append_record(self.run_dir, record)
+        line = json.dumps(record) + "\n"
+        with writing(self.run_dir), open(self.run_dir / "metrics.jsonl", "a") as f:
+            if faults.armed("metrics.mid_line", record["step"]):
+                f.write(line[: len(line) // 2])
+                f.flush()
+                faults.kill()
+            f.write(line)
         for key, value in _scalars(record) if self.board is not None else ():
             self.board.add_scalar(f"{record['kind']}/{key}", value, record["step"])
 

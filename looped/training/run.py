@@ -77,7 +77,11 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
     source, cfg = _data(cfg, dist.world)
     schedule = parse_schedule(cfg.schedule, cfg.seed)
     total = total_steps_for(cfg, dist.world)
-    model, start = _start(cfg, out, dist, opts, schedule, total)
+    torch.manual_seed(cfg.seed)
+    model = LoopedTransformer(cfg.model)
+    start = restore(
+        cfg, out, model, schedule, total, dist, opts.resume, opts.branch_from, opts.init_from
+    )
     if start.finished:
         if dist.main and not opts.quiet:
             print(f"{out} already finished {total} steps; nothing to resume", file=sys.stderr)
@@ -105,16 +109,6 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
         start=start,
         log=RunLog(out, dist.main, cfg.tensorboard),
     )
-
-
-def _start(
-    cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions, schedule: Schedule, total: int
-) -> tuple[LoopedTransformer, Restored]:
-    """The model, initialised from the seed, and where it starts (restored weights)."""
-    torch.manual_seed(cfg.seed)
-    model = LoopedTransformer(cfg.model)
-    options = (opts.resume, opts.branch_from, opts.init_from)
-    return model, restore(cfg, out, model, schedule, total, dist, *options)
 
 
 def _data(cfg: TrainConfig, world: int) -> tuple[DataSource, TrainConfig]:

@@ -36,7 +36,7 @@ from looped.eval.evaluate import evaluate
 from looped.flops import flops_per_token
 from looped.runtime import checkpoint as ckpt_lib
 from looped.runtime.device import autocast, device_name, peak_flops, resolve_dtype
-from looped.runtime.distributed import Dist, StopRequested, no_sync, optimizer_state
+from looped.runtime.distributed import Dist, StopRequested, full_state, no_sync
 from looped.runtime.lock import dir_lock
 from looped.schedule_spec import parse_depths
 from looped.training.run import Run, RunOptions, prepare
@@ -285,28 +285,12 @@ def evaluate_now(run: Run, progress: Progress, step: int) -> dict[str, Any]:
     return record
 
 
-def full_weights(model: torch.nn.Module, cfg: TrainConfig, dist: Dist) -> dict[str, torch.Tensor]:
-    """Unsharded CPU weights for a checkpoint (gathers FSDP2 shards on every rank)."""
-    if dist.enabled and cfg.fsdp:
-        # torch.distributed.checkpoint takes over a second to import; one process never needs it
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-        sd = get_model_state_dict(
-            model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
-        )
-        if cfg.model.tie_embeddings:
-            sd.pop("head.weight", None)
-        return {k: v.contiguous() for k, v in sd.items()}
-    return ckpt_lib.unique_state_dict(model)
-
-
 def save(run: Run, progress: Progress, step: int) -> None:
     """Checkpoint weights, optimizer and position (every rank gathers; rank 0 writes)."""
     started = time.time()
     progress.saved.add(step)
     cfg = run.cfg
-    weights = full_weights(run.model, cfg, run.dist)
-    opt_state = optimizer_state(run.model, run.optimizer, run.dist.enabled and cfg.fsdp)
+    weights, opt_state = full_state(run.model, run.optimizer, run.dist.enabled and cfg.fsdp)
     if not run.dist.main:
         return
     state = {
