@@ -179,7 +179,7 @@ class _Bars:
     """An overall bar in modeled GFLOPs and one bar per busy worker, fed by the workers' (name,
     step, total, loss, depth) messages."""
 
-    def __init__(self, todo: dict[str, Planned], workers: int, disable: bool) -> None:
+    def __init__(self, todo: dict[str, Planned], disable: bool) -> None:
         self.todo, self.disable = todo, disable
         # modeled FLOPs each run trains itself (a branch leaves its parent's share out)
         self.costs = {
@@ -195,14 +195,12 @@ class _Bars:
         )
         self.slots: dict[str, Any] = {}
         self.seen: dict[str, int] = {}  # steps already counted in the overall bar, per run
-        self.free = list(range(1, workers + 1))  # bar positions of idle workers
 
     def open(self, spec: Planned) -> None:
-        self.slots[spec.name] = tqdm(
+        self.slots[spec.name] = tqdm(  # at the lowest line free below the overall bar
             total=spec.steps,
             initial=spec.branch_step,
             desc=spec.name,
-            position=self.free.pop(0),
             leave=False,
             disable=self.disable,
             dynamic_ncols=True,
@@ -210,10 +208,7 @@ class _Bars:
         self.seen[spec.name] = spec.branch_step
 
     def close(self, name: str) -> None:
-        bar = self.slots.pop(name)
-        self.free.append(bar.pos if bar.pos is not None else 1)
-        self.free.sort()
-        bar.close()
+        self.slots.pop(name).close()
 
     def drain(self, progress: Any) -> None:
         while True:
@@ -241,7 +236,7 @@ def execute(specs: list[Planned], runs_dir: Path, workers: int, fresh: bool, qui
     if not todo:
         return 0
     lines = not quiet and progress_mode() == "lines"
-    bars = _Bars(todo, workers, quiet or lines)
+    bars = _Bars(todo, quiet or lines)
     ctx = mp.get_context("spawn")
     progress = ctx.Queue()
     pool = ProcessPoolExecutor(
