@@ -390,10 +390,9 @@ def figures(result: dict, out: Path) -> list[Path]:
     """The bios figures, the LR sweep's (with --sweep) and Fig. 4."""
     paths = paper_figures(result, out)
     if result["sweep"]:
-        view = {"meta": {"settings": {"schedules": list(MAIN_SCHEDULES)}}}
-        view |= {"sweep": result["sweep"], "chosen_lr": result["chosen_lr"]}
         title = "Bios LR sweep (seed 0, full FLOP budget; circled: chosen)"
-        paths.append(fig_lr_sweep(view, out / "demo_lr_sweep.png", "mean fact NLL, K=1..16", title))
+        ylabel = "mean fact NLL, K=1..16"
+        paths.append(fig_lr_sweep(result, out / "demo_lr_sweep.png", ylabel, title))
     if result["update_benefit"]:
         rows = result["update_benefit"]
         rows = [dict(r, benefit={int(k): v for k, v in r["benefit"].items()}) for r in rows]

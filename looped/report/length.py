@@ -49,21 +49,22 @@ def fig_gap(result: dict, path: Path) -> Path:
     for ax in (left, right):
         ax.axhline(0, color="0.3", lw=0.8)
     handles, _ = left.get_legend_handles_labels()
-    left.legend(handles=handles + _marks_key(result), fontsize=8)
+    one_seed = Line2D([], [], marker="o", ms=3, alpha=0.45, color="0.4", ls="", label="one seed")
+    left.legend(handles=[*handles, one_seed, *gap_keys(result["cells"])], fontsize=8)
     right.legend(fontsize=8)
     return style.save(fig, path)
 
 
-def _marks_key(result: dict) -> list:
-    """Legend entries for the marks that carry no schedule: one seed's gap, a hollow length
+def gap_keys(cells: list[dict]) -> list[Line2D]:
+    """Legend entries for the marks `gap_marks` adds where the cells have them: a hollow cell
     (its models miss the bigram: no verdict), a crossed one (past one pass: not reported)."""
-    judged = [c for c in result["cells"] if "gap" in c]
-    grey = {"color": "0.4", "ls": ""}
-    keys = [Line2D([], [], marker="o", ms=3, alpha=0.45, label="one seed", **grey)]
+    judged = [c for c in cells if "gap" in c]
+    keys = []
     if any(c["verdict"] == Verdict.NOT_INFORMATIVE for c in judged):
-        keys.append(Line2D([], [], marker="o", mfc="white", label=MISSES, **grey))
+        keys.append(Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", label=MISSES))
     if any(not c.get("one_pass", True) for c in judged):
-        keys.append(Line2D([], [], marker="x", label="past one pass: not reported", **grey))
+        past = "past one pass: not reported"
+        keys.append(Line2D([], [], ls="", marker="x", color="black", label=past))
     return keys
 
 

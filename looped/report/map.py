@@ -15,7 +15,7 @@ from looped.eval.gapfit import gap_fit
 from looped.eval.stats import Verdict, interval
 from looped.paper import label
 from looped.report import style
-from looped.report.length import MISSES, gap_cell, gap_marks, percent_iv
+from looped.report.length import gap_cell, gap_keys, gap_marks, percent_iv
 from looped.report.tables import md_table
 
 WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
@@ -78,11 +78,8 @@ def _key(every: list[dict]) -> list[Line2D]:
         Line2D([], [], color=WIDTH_COLOURS.get(d, "#333333"), marker="o", label=f"d={d}")
         for d in widths
     ]
-    handles.append(Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", label=MISSES))
-    if any(not c.get("one_pass", True) for c in every):
-        handles.append(Line2D([], [], ls="", marker="x", color="black", label="past one pass"))
-    handles.append(Line2D([], [], color="0.35", ls="--", label="the recipe's tolerance"))
-    return handles
+    tolerance = Line2D([], [], color="0.35", ls="--", label="the recipe's tolerance")
+    return [*handles, *gap_keys(every), tolerance]
 
 
 def map_rows(result: dict) -> str:

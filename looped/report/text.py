@@ -248,7 +248,7 @@ def fig_lr_sweep(
     """Mean NLL over serving depths against the peak LR, per schedule; the chosen LR circled."""
     style.use_theme()
     fig, ax = plt.subplots(figsize=(6, 3.8))
-    for i, s in enumerate(result["meta"]["settings"]["schedules"]):
+    for i, s in enumerate(result["chosen_lr"]):  # every schedule, in the study's order
         rows = [r for r in result["sweep"] if r["schedule"] == s]
         pts = sweep_means(rows)
         if not pts:
