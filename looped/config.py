@@ -232,10 +232,6 @@ def to_yaml(cfg: TrainConfig) -> str:
     return OmegaConf.to_yaml(OmegaConf.structured(cfg))
 
 
-def save_config(cfg: TrainConfig, path: str | Path) -> None:
-    Path(path).write_text(to_yaml(cfg))
-
-
 # -- validation ------------------------------------------------------------------------------
 POSITIVE = (  # sizes and rates that must be > 0
     "model.vocab_size", "model.seq_len", "model.d_model", "model.n_head", "model.n_block",

@@ -154,11 +154,11 @@ def test_yaml_file_that_is_not_a_mapping_is_one_line(tmp_path, capsys):
 def test_a_saved_run_config_loads_unchecked_for_evaluation(tmp_path):
     """Evaluating a checkpoint reads its config with check=False: a training-time rule must not
     make an existing run unreadable; a fresh load of the same file still refuses it."""
-    from looped.config import TrainConfig, save_config
+    from looped.config import TrainConfig, to_yaml
 
     cfg = TrainConfig()
     cfg.model.max_depth = 4  # eval_depths stays 1-16: train would refuse this, eval must not
-    save_config(cfg, tmp_path / "config.yaml")
+    (tmp_path / "config.yaml").write_text(to_yaml(cfg))
     assert load_config(str(tmp_path / "config.yaml"), check=False) == cfg
     with pytest.raises(UserError, match="eval_depths=1-16 goes above model.max_depth=4"):
         load_config(str(tmp_path / "config.yaml"))

@@ -340,16 +340,15 @@ def test_adapter_rolling_and_greedy_generation() -> None:
 def test_run_directory_cli_and_adapter(model: LoopedTransformer, tmp_path: Path) -> None:
     """A checkpoint trained on a text corpus evaluates by run directory: the tokenizer comes
     from the corpus the run names."""
-    from looped.config import TrainConfig, save_config
+    from looped.config import TrainConfig, to_yaml
     from looped.data.text import prepare_text
     from looped.runtime.checkpoint import save_checkpoint, unique_state_dict
 
     prepare_text(tmp_path / "corpus", tokenizer=f"hf:{FIXTURES / 'tokenizer.json'}", max_docs=2)
     cfg = TrainConfig(model=model.config)
     cfg.data.kind, cfg.data.path = "text", str(tmp_path / "corpus")
-    save_config(cfg, tmp_path / "config.yaml")
     run = tmp_path / "run"
-    save_checkpoint(run, 1, unique_state_dict(model), {}, (tmp_path / "config.yaml").read_text())
+    save_checkpoint(run, 1, unique_state_dict(model), {}, to_yaml(cfg))
     out = tmp_path / "res.json"
     args = ["--run", str(run), "--tasks", "piqa,arc_easy", "--depths", "1,3", "--device", "cpu"]
     args += [
