@@ -166,23 +166,15 @@ def tokens_per_step(cfg: TrainConfig, world_size: int = 1) -> int:
     return cfg.batch_size * cfg.grad_accum * cfg.seq_len * world_size
 
 
-def preset_steps(cfg: TrainConfig) -> int | None:
-    """The run length a preset states (max_steps, else max_tokens), or None if budget-driven."""
-    if cfg.max_steps:
-        return cfg.max_steps
-    if cfg.max_tokens:
-        return max(1, cfg.max_tokens // tokens_per_step(cfg))
-    return None
-
-
 def preset_rows(name: str) -> list[dict]:
     """One record per schedule of a preset (its paper schedules, its default, the reference)."""
     cfg = load_config(name)
     m, seq_len, tps = cfg.model, cfg.seq_len, tokens_per_step(cfg)
     reference = parse_schedule(REFERENCE if m.max_depth >= 16 else f"uniform:1-{m.max_depth}")
     specs = list(dict.fromkeys([*cfg.paper_schedules, cfg.schedule, str(reference)]))
-    steps = preset_steps(cfg)
-    if steps is None:  # budget-driven preset: compare at the reference's length for the budget
+    # the run length a preset states (max_steps, else max_tokens), or 0 if budget-driven
+    steps = cfg.max_steps or (max(1, cfg.max_tokens // tps) if cfg.max_tokens else 0)
+    if not steps:  # budget-driven preset: compare at the reference's length for the budget
         if not cfg.full_budget_flops:
             raise UserError(f"preset {name} sets none of max_steps, max_tokens, full_budget_flops")
         steps = steps_for_budget(m, reference, cfg.full_budget_flops, tps, seq_len)

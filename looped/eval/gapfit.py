@@ -23,16 +23,6 @@ from looped.eval.stats import interval
 PAPER_SCALE = 200e6  # the paper's smaller model, in parameters: an extrapolation, labelled so
 
 
-def seed_points(cells: list[dict]) -> dict[int, list[tuple[float, float, float]]]:
-    """(T, P, gap) per seed, over the cells given (each cell: its seeds and their gaps)."""
-    points: dict[int, list[tuple[float, float, float]]] = {}
-    for c in cells:
-        tpp, params = c["tokens_per_non_embedding_param"], c["params_non_embedding"]
-        for seed, gap in zip(c["seed_ids"], c["gap"]["values"]):
-            points.setdefault(seed, []).append((tpp, params, gap))
-    return points
-
-
 def plane(points: list[tuple[float, float, float]]) -> np.ndarray | None:
     """(a, b, c) of one seed's least-squares plane; None when the points do not span both axes."""
     x = np.array([[1.0, math.log2(t), math.log2(p)] for t, p, _ in points])
@@ -44,7 +34,11 @@ def plane(points: list[tuple[float, float, float]]) -> np.ndarray | None:
 def gap_fit(cells: list[dict], tolerance: float, widths: dict[int, float] | None = None) -> dict:
     """The per-seed planes, their coefficients' intervals, each width's crossings of 0 and of
     `tolerance`, and the gap predicted at 200M parameters. `widths`: d -> non-embedding params."""
-    points = seed_points(cells)
+    points: dict[int, list[tuple[float, float, float]]] = {}  # seed -> its cells' (T, P, gap)
+    for c in cells:
+        tpp, params = c["tokens_per_non_embedding_param"], c["params_non_embedding"]
+        for seed, gap in zip(c["seed_ids"], c["gap"]["values"]):
+            points.setdefault(seed, []).append((tpp, params, gap))
     full = max((len(p) for p in points.values()), default=0)
     planes = {s: f for s, p in points.items() if len(p) == full and (f := plane(p)) is not None}
     if len(planes) < 2:
