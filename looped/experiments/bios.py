@@ -182,8 +182,12 @@ def collect(specs: Iterable[Planned], runs_dir: Path) -> list[dict]:
         summary = json.loads((runs_dir / spec.name / "summary.json").read_text())
         switch = summary.get("switch_step")
         pre = [m for m in evals if switch and m["step"] == switch]
+        row = {"name": spec.name, "schedule": spec.schedule, "label": paper.label(spec.schedule)}
+        row |= {k: getattr(spec, k) for k in ("budget", "seed", "group", "steps", "lr")}
+        row |= {"switch_step": switch, "wall": wall}
+        row |= {"flops_sampled": summary["flops"], "flops": spec.flops()}
         rows.append(
-            _run_row(spec, summary, wall)
+            row
             | {
                 "parent": spec.parent,
                 "branch_step": spec.branch_step or None,
@@ -193,13 +197,6 @@ def collect(specs: Iterable[Planned], runs_dir: Path) -> list[dict]:
             }
         )
     return rows
-
-
-def _run_row(spec: Planned, summary: dict, wall: float) -> dict:
-    row = {"name": spec.name, "schedule": spec.schedule, "label": paper.label(spec.schedule)}
-    row |= {k: getattr(spec, k) for k in ("budget", "seed", "group", "steps", "lr")}
-    row |= {"switch_step": summary.get("switch_step"), "wall": wall}
-    return row | {"flops_sampled": summary["flops"], "flops": spec.flops()}
 
 
 def eval_row(record: dict) -> dict:
