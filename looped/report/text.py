@@ -52,14 +52,10 @@ def settings_table(result: dict, command: str) -> str:
     """What was run, one setting a row."""
     meta, s = result["meta"], result["meta"]["settings"]
     corpus = meta["corpus"]
-    minutes = sum(r.get("own_wall", r["wall"]) for r in result["runs"]) / 60  # older: branched
-    held = f"{corpus['val']:,} / {corpus['test']:,}" if "test" in corpus else f"{corpus['val']:,}"
-    chosen_on = (
-        f"mean validation NLL of {s['sweep_seeds']} seeds" if "sweep_seeds" in s else "seed 0"
-    )
-    if "lr_seeds" in s:  # the text study at one length: one LR shared by every schedule
-        seeds, n = ", ".join(map(str, s["lr_seeds"])), len(s["lr_seeds"])
-        chosen_on = f"uniform's validation NLL, seed{'s' * (n > 1)} {seeds}" if n else "not swept"
+    minutes = sum(r["own_wall"] for r in result["runs"]) / 60
+    # the text study at one length: one LR shared by every schedule, chosen on uniform's seeds
+    seeds, n = ", ".join(map(str, s["lr_seeds"])), len(s["lr_seeds"])
+    chosen_on = f"uniform's validation NLL, seed{'s' * (n > 1)} {seeds}" if n else "not swept"
     rows = [
         ("command", f"`{command}`"),
         ("machine", meta["machine"]),
@@ -67,7 +63,7 @@ def settings_table(result: dict, command: str) -> str:
         ("training minutes (one core each)", f"{minutes:.0f}"),
         ("corpus", f"`{corpus['dataset']}`, {corpus['tokenizer']}"),
         ("train tokens", f"{corpus['train']:,}"),
-        ("validation / test tokens" if "test" in corpus else "held-out tokens", held),
+        ("validation / test tokens", f"{corpus['val']:,} / {corpus['test']:,}"),
         ("d_model (one looped layer)", s["d_model"]),
         ("steps", s["steps"]),
         ("tokens per step", meta["tokens_per_step"]),
