@@ -76,10 +76,19 @@ def _target(name, precision, value, op, key, note, applies=True) -> dict:
 def markdown(record: dict[str, Any]) -> str:
     """The tables docs/USAGE.md quotes, with the machine they were measured on: one paragraph per
     setting, then train step, schedule saving, serving sweep, width scan and targets."""
+    cfg, widths = record["config"], record.get("widths")
     lines = _preamble(record) + _table(TRAIN, record["train"])
-    lines += _schedule_table(record["schedule"], record["config"]) + _table(SERVE, record["serve"])
-    if record.get("widths"):
-        lines += _width_table(record["widths"], record["config"])
+    lines += _table(SCHEDULE, record["schedule"])
+    lines += ["", f"Schedule: `{cfg['schedule']}` against `{cfg['reference']}`."]
+    lines += _table(SERVE, record["serve"])
+    if widths:  # measurements 2 and 5 at each width, each against its target
+        lines += [
+            "",
+            f"Width scan (heads = width / 64, looped model only): train step at "
+            f"K={widths[0]['depth']}, serving sweep K=1..{cfg['serve_depth']}; the targets of "
+            "measurements 2 and 5 at each width.",
+            *_table(WIDTH, widths),
+        ]
     lines += _table(TARGET, record["targets"])
     return "\n".join(lines) + "\n"
 
@@ -144,21 +153,6 @@ WIDTH = (PRECISION, _col("width", "d_model"), _col("heads", "n_head"),
          _col("sweep / forward", "sweep_over_forward", ".3f"),
          _col("modeled floor", "sweep_modeled_ratio", ".3f"),
          (f"<= {SWEEP}", "---", lambda r: _MET[r["sweep_over_forward"] <= SWEEP]))  # fmt: skip
-
-
-def _schedule_table(rows: list[dict], cfg: dict[str, Any]) -> list[str]:
-    schedule = f"Schedule: `{cfg['schedule']}` against `{cfg['reference']}`."
-    return _table(SCHEDULE, rows) + ["", schedule]
-
-
-def _width_table(rows: list[dict], cfg: dict[str, Any]) -> list[str]:
-    """Measurements 2 and 5 at each width, each against its target."""
-    intro = (
-        f"Width scan (heads = width / 64, looped model only): train step at K={rows[0]['depth']}, "
-        f"serving sweep K=1..{cfg['serve_depth']}; the targets of measurements 2 and 5 at each "
-        "width."
-    )
-    return ["", intro, *_table(WIDTH, rows)]
 
 
 # -- files -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from looped.model import LoopedTransformer
 from looped.runtime import checkpoint as ckpt_lib
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.distributed import Dist
+from looped.runtime.metrics import read_metrics
 from looped.schedule_spec import parse_schedule
 from looped.schedules import Schedule
 
@@ -229,13 +230,6 @@ def write_start(out: Path, restored: Restored) -> None:
     if restored.lineage:
         write_text_atomic(out / "lineage.json", json.dumps(restored.lineage, indent=2))
     path = out / "metrics.jsonl"
-    if not path.exists():
-        return
-    keep = []
-    for line in path.read_text().splitlines():
-        try:
-            if json.loads(line).get("step", 0) <= restored.step:
-                keep.append(line)
-        except json.JSONDecodeError:
-            continue  # a line cut by a crash
-    write_text_atomic(path, "".join(line + "\n" for line in keep))
+    if path.exists():
+        keep = [r for r in read_metrics(out) if r.get("step", 0) <= restored.step]
+        write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in keep))

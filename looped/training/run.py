@@ -60,11 +60,6 @@ class Run:
     start: Restored  # the first step, lineage, run id and the loss of the step before
     log: RunLog  # metrics.jsonl (and TensorBoard), summary.json
 
-    @property
-    def start_flops(self) -> float:
-        """Modeled FLOPs spent before the first step this process trains."""
-        return self.start.flops if self.start.step else 0.0
-
     def say(self, msg: str) -> None:
         if self.dist.main and not self.opts.quiet:
             tqdm.write(msg, file=sys.stderr)  # a line that does not break the progress bar

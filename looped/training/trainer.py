@@ -83,7 +83,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         f"(mean K {run.schedule.mean_depth(run.total):.2f}), modeled compute {run.planned:.3g} "
         f"FLOPs, {run.model.num_params() / 1e6:.2f}M params"
     )
-    progress = Progress(flops=run.start_flops, flops_last=run.start_flops, last_loss=run.start.loss)
+    progress = Progress(flops=run.start.flops, flops_last=run.start.flops, last_loss=run.start.loss)
     stopped = _loop(run, progress)
     if stopped is not None:
         print(f"stopped at step {stopped}; continue with --resume", file=sys.stderr)
@@ -243,7 +243,7 @@ def show_step(run: Run, progress: Progress, bar: Any, done: int, loss: float, de
     """The progress bar (or on_step), and after ~20 steps the wall time still to go."""
     eta_at = min(run.start.step + 20, run.total - 1)
     if done == eta_at and done > run.start.step + 5:
-        rate = (progress.flops - run.start_flops) / max(time.time() - progress.t0, 1e-9)
+        rate = (progress.flops - run.start.flops) / max(time.time() - progress.t0, 1e-9)
         left = run.planned - progress.flops  # at the modeled throughput so far
         run.say(
             f"{run.out.name}: {rate / 1e12:.3g} modeled TFLOP/s so far; the remaining "
