@@ -19,6 +19,7 @@ F/R = 1.2, which the 200m and 1b presets reproduce.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping
 
 import torch
@@ -121,7 +122,7 @@ def steps_for_budget(
     tokens_per_step: int,
     seq_len: int,
 ) -> int:
-    """The most steps a run can take within `budget_flops` (bisection: cost grows with steps)."""
+    """The most steps a run can take within `budget_flops` (a bisection: cost grows with steps)."""
     cost = _cost_fn(config, schedule, seq_len)
 
     def run(n: int) -> float:
@@ -132,15 +133,8 @@ def steps_for_budget(
             f"budget {budget_flops:.3g} FLOPs is below one step ({run(1):.3g} FLOPs with "
             f"{tokens_per_step} tokens/step); raise the budget or shrink the batch"
         )
-    cheapest, dearest = cost(1), cost(schedule.max_depth())
-    lo = max(1, int(budget_flops // (tokens_per_step * dearest)))  # fits at any depth
-    hi = int(budget_flops // (tokens_per_step * cheapest)) + 1  # too long even at depth 1
-    while run(lo) > budget_flops:  # guards float rounding at the bracket's edge
-        lo -= 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if run(mid) <= budget_flops else (lo, mid)
-    return lo
+    too_long = int(budget_flops // (tokens_per_step * cost(1))) + 1  # even at depth 1
+    return bisect.bisect_right(range(1, too_long), budget_flops, key=run)
 
 
 # -- throughput ----------------------------------------------------------------------------------
