@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from looped.data.bios import BiosConfig, BiosCorpus, generate
-from looped.data.text import TokenShards, load_tokenizer
+from looped.data.text import TokenShards
 from looped.errors import UserError
 
 _MASK = (1 << 64) - 1
@@ -85,7 +85,6 @@ class DataSource:
     eval: Any  # has iter_eval_batches(batch_size, seq_len, n_batches)
     vocab_size: int
     bios: Any = None  # the BiosCorpus for recall evaluation, when training on bios
-    tokenizer: Any = None
 
 
 def bios_config(data_cfg: Any) -> Any:
@@ -111,12 +110,12 @@ def build_source(data_cfg: Any) -> DataSource:
             return TokenStream(ids, tok.vocab_size)
 
         train, val = stream(corpus.train_texts), stream(corpus.eval_texts)
-        return DataSource(train, val, tok.vocab_size, corpus, tok)
+        return DataSource(train, val, tok.vocab_size, corpus)
     if data_cfg.kind == "text":
         if not path or not Path(path).is_dir():
             raise UserError(
                 f"text corpus {path!r} not found; write one with `looped data text --out DIR` and set data.path=DIR"
             )
         train, val = TokenShards(path, "train"), TokenShards(path, "val")
-        return DataSource(train, val, train.vocab_size, None, load_tokenizer(path))
+        return DataSource(train, val, train.vocab_size)
     raise UserError(f"data.kind={data_cfg.kind!r}: choose bios or text")
