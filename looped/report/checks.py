@@ -168,10 +168,8 @@ def legend_clashes(fig: Any, legend: Any, renderer: Any) -> list[str]:
         if not ax.get_visible():
             continue
         for name, px in _data_pixels(ax):
-            covered = (px[:, 0] > box.x0) & (px[:, 0] < box.x1)
-            covered &= (px[:, 1] > box.y0) & (px[:, 1] < box.y1)
-            if covered.any():
-                clashes.append(f"covers {int(covered.sum())} points of {name!r} in {_panel(ax, i)}")
+            if covered := box.count_contains(px):
+                clashes.append(f"covers {covered} points of {name!r} in {_panel(ax, i)}")
     for t in _texts(fig):
         if box.overlaps(t.get_window_extent(renderer)):
             clashes.append(f"covers the text {t.get_text()!r}")
@@ -242,8 +240,7 @@ def tick_problems(fig: Any) -> list[str]:
 
 
 def _distances(points: np.ndarray, polyline: np.ndarray) -> np.ndarray:
-    if len(polyline) == 1:
-        return np.hypot(*(points - polyline[0]).T)
+    """Each point's distance to the nearest segment of a polyline (two vertices or more)."""
     a, ab = polyline[:-1], np.diff(polyline, axis=0)
     length2 = np.maximum(np.einsum("mk,mk->m", ab, ab), 1e-12)
     t = np.einsum("pmk,mk->pm", points[:, None, :] - a[None], ab) / length2
@@ -447,21 +444,15 @@ def _shows_data(ax: Any, artist: Any) -> bool:
     return True
 
 
-def _keyed(fig: Any) -> set[str]:
-    """Every label a legend of the figure shows, and whether any legend has a title (the key of
-    marks without an entry of their own, such as seed bands: `style.key`)."""
-    shown = {t.get_text() for legend, _ in legends(fig) for t in legend.get_texts()}
-    titled = any(legend.get_title().get_text() for legend, _ in legends(fig))
-    return shown | ({"<title>"} if titled else set())
-
-
 def unkeyed_marks(fig: Any) -> list[str]:
     """Marks a reader finds no key for: a reference line (other than a line at zero) that no
     legend names, and shading or bars (a seed band, an error bar) in a figure whose legends have
     no title to say what they span. A figure without any legend is read by its labels alone."""
-    keyed = _keyed(fig)
     if not legends(fig):
         return []
+    keyed = {t.get_text() for legend, _ in legends(fig) for t in legend.get_texts()}
+    # a legend's title keys the marks without an entry of their own, such as seed bands
+    titled = any(legend.get_title().get_text() for legend, _ in legends(fig))
     problems = []
     for i, ax in enumerate(fig.axes):
         refs = [ln for ln in ax.lines if not _is_data_line(ax, ln) and ln.get_visible()]
@@ -472,7 +463,7 @@ def unkeyed_marks(fig: Any) -> list[str]:
             if not at_zero and line.get_label() not in keyed and line.get_linestyle() not in styles:
                 problems.append(f"{_panel(ax, i)}: a reference line with no key")
         spans = [c for c in ax.collections if isinstance(c, PolyCollection | LineCollection)]
-        if any(not _labelled(c) for c in spans) and "<title>" not in keyed:
+        if any(not _labelled(c) for c in spans) and not titled:
             problems.append(f"{_panel(ax, i)}: shading or bars with no key")
     return problems
 
