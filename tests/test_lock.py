@@ -23,7 +23,7 @@ from safetensors import safe_open
 from looped.cli import main as cli
 from looped.config import load_config
 from looped.runtime import checkpoint as ckpt_lib
-from looped.runtime.lock import LOCK_NAME, DirectoryLocked, Holder, dir_lock, holder_of
+from looped.runtime.lock import LOCK_NAME, DirectoryLocked, Holder, dir_lock
 from looped.training.trainer import train
 
 torch.set_num_threads(1)
@@ -54,6 +54,14 @@ def _wait_for(what: Callable[[], bool], proc: subprocess.Popen, limit: float = 1
         assert proc.poll() is None, f"exited {proc.returncode} first"
         assert time.time() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def holder_of(directory: Path) -> Holder | None:
+    """The holder `directory`'s lock file names (live or dead), None while it names none."""
+    try:
+        return Holder(**json.loads((directory / LOCK_NAME).read_text()))
+    except (OSError, ValueError):
+        return None
 
 
 def _holds(directory: Path, proc: subprocess.Popen) -> Callable[[], bool]:

@@ -186,10 +186,12 @@ def _load_state_file(ckpt: Path) -> dict[str, Any]:
             state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         named = re.search(r"GLOBAL (\S+)", str(err))
+        inner = err.__cause__ or err.__context__  # the unpickler's reason, not torch's advice
+        reason = first_line(inner) if inner is not None else "the weights-only reader refuses it"
         why = (
             f"loading it would call {named.group(1)}"
             if named
-            else f"it is not a pickle of plain data ({_unpickling_reason(err)})"
+            else f"it is not a pickle of plain data ({reason})"
         )
         raise UserError(  # not DamagedCheckpoint: `--resume` must not fall back past it
             f"checkpoint file {path} is refused, nothing in it was run: {why}; a checkpoint holds "
@@ -200,12 +202,6 @@ def _load_state_file(ckpt: Path) -> dict[str, Any]:
     if not isinstance(state, dict):
         raise damaged(ckpt, "state.pt", f"holds a {type(state).__name__}, not a checkpoint state")
     return state
-
-
-def _unpickling_reason(err: BaseException) -> str:
-    """The weights-only unpickler's own reason, not torch's advice to pass weights_only=False."""
-    inner = err.__cause__ or err.__context__
-    return first_line(inner) if inner is not None else "the weights-only reader refuses it"
 
 
 def _sha256(text: str) -> str:

@@ -68,11 +68,6 @@ def dir_lock(directory: str | Path, command: str = "looped") -> Iterator[Holder 
             _release(fd, path, created)
 
 
-def holder_of(directory: str | Path) -> Holder | None:
-    """The holder named in `directory`'s lock file (live or dead), or None when there is none."""
-    return _read(Path(directory) / LOCK_NAME)
-
-
 def _acquire(directory: Path, path: Path, me: Holder) -> tuple[int | None, Holder | None]:
     """Open and flock the lock file; retry when it was replaced between the open and the flock."""
     while True:

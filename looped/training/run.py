@@ -175,9 +175,7 @@ def _place(
     return wrapped, optimizer
 
 
-def make_optimizer(
-    model: torch.nn.Module, optim: OptimConfig, fused: bool = False
-) -> torch.optim.AdamW:
+def make_optimizer(model: torch.nn.Module, optim: OptimConfig) -> torch.optim.AdamW:
     """AdamW with weight decay on matrices only: not on norms, not on the embedding (or tied head)."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
@@ -188,4 +186,4 @@ def make_optimizer(
         {"params": decay, "weight_decay": optim.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=optim.lr, betas=tuple(optim.betas), fused=fused or None)
+    return torch.optim.AdamW(groups, lr=optim.lr, betas=tuple(optim.betas))
