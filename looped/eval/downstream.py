@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
 from looped.data.text import load_tokenizer, local_data_files
@@ -167,24 +166,14 @@ def loglikelihoods(
         batch = [rows[i] for i in idx]  # right-padded to the longest: with pad_id and -100
         x = pad_sequence([torch.tensor(inp, dtype=torch.long) for inp, _ in batch], True, pad_id)
         y = pad_sequence([torch.tensor(tgt, dtype=torch.long) for _, tgt in batch], True, -100)
-        scored = _score_batch(model, x.to(device), y.to(device), depths, greedy)
-        for d in depths:
+        x, y = x.to(device), y.to(device)
+        res = model.forward_depths(x, depths, targets=y, reduction="none", return_logits=greedy)
+        for d in depths:  # the summed log-likelihood of the scored targets, all argmax-correct
+            logits, loss = res[d]
+            ll = (-loss.double().sum(dim=1)).tolist()
+            hit = ((logits.argmax(-1) == y) | (y == -100)).all(dim=1).tolist() if greedy else None
             for j, i in enumerate(idx):
-                out[d][i] = scored[d][j]
-    return out
-
-
-def _score_batch(model, x: Tensor, y: Tensor, depths: list[int], greedy: bool) -> dict:
-    """{depth: [(summed log-likelihood of the scored targets, all argmax-correct or None)]}."""
-    res = model.forward_depths(x, depths, targets=y, reduction="none", return_logits=greedy)
-    scored, out = y != -100, {}
-    for d in depths:
-        logits, loss = res[d]
-        ll = (-loss.double().sum(dim=1)).tolist()
-        hit = (
-            ((logits.argmax(-1) == y) | ~scored).all(dim=1).tolist() if greedy else [None] * len(ll)
-        )
-        out[d] = list(zip(ll, hit))
+                out[d][i] = (ll[j], hit[j] if greedy else None)
     return out
 
 
