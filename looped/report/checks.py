@@ -381,12 +381,12 @@ def _apart(ax: Any, labelled: bool = False) -> list[tuple]:
     return found
 
 
-def coinciding_pairs(ax: Any, share: float = COINCIDE_SHARE) -> list[tuple[Any, Any, float]]:
+def coinciding_pairs(ax: Any) -> list[tuple[Any, Any, float]]:
     """(line, line, share) for two labelled lines of a panel that a reader cannot tell apart
-    (their strokes touch, or their markers overlap) over more than `share` of the x-range both
-    span: whatever their dashes or markers, the reader sees one curve where the legend
-    promises two."""
-    return [(a, b, near) for a, b, _, _, near in _apart(ax, labelled=True) if near > share]
+    (their strokes touch, or their markers overlap) over more than `COINCIDE_SHARE` of the
+    x-range both span: whatever their dashes or markers, the reader sees one curve where the
+    legend promises two."""
+    return [(a, b, near) for a, b, _, _, near in _apart(ax, labelled=True) if near > COINCIDE_SHARE]
 
 
 def lost_series(fig: Any) -> list[str]:

@@ -17,6 +17,7 @@ from looped.report import style
 from looped.report.tables import md_table
 
 MISSES = "a model misses the bigram: no verdict"  # the key of a hollow (unjudged) cell
+RECIPES = (paper.RECIPES_1B[1], paper.RECIPE_200M)  # the text recipes judged, in order
 
 
 def compared(result: dict) -> list[str]:
@@ -241,7 +242,7 @@ def finding(result: dict) -> str:
     regime, its gap to uniform (mean over K=1..16, 95% interval) and the verdict."""
     head = ["comparison", "regime", "gap to uniform, mean over K=1..16 [95% interval]", "verdict"]
     d, rows = result["meta"]["settings"]["setup"]["d_model"], []
-    for s in (paper.RECIPES_1B[1], paper.RECIPE_200M):
+    for s in RECIPES:
         if (c := longest(result, s)) is None:
             rows.append([f"{label(s)} vs uniform", "-", "-", "not measured"])
             continue

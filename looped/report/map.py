@@ -15,7 +15,7 @@ from looped.eval.gapfit import gap_fit
 from looped.eval.stats import Verdict, interval
 from looped.paper import label
 from looped.report import style
-from looped.report.length import gap_cell, gap_keys, gap_marks, percent_iv
+from looped.report.length import RECIPES, gap_cell, gap_keys, gap_marks, percent_iv
 from looped.report.tables import md_table
 
 WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
@@ -44,10 +44,9 @@ def fig_map(result: dict, path: Path) -> Path:
     tokens per non-embedding parameter; hollow where the models miss the bigram table (no
     verdict), crossed where a cell is past one pass (never reported); the tolerance dashed."""
     style.use_theme()
-    arms = [s for s in (paper.RECIPES_1B[1], paper.RECIPE_200M)]
-    fig, axes = plt.subplots(1, len(arms), figsize=(9.0, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, len(RECIPES), figsize=(9.0, 3.8), sharey=True)
     every = cells(result)
-    for ax, s in zip(np.atleast_1d(axes), arms):
+    for ax, s in zip(np.atleast_1d(axes), RECIPES):
         mine = [c for c in every if c["schedule"] == s]
         for d in sorted({c["d_model"] for c in mine}):
             _width_line(ax, sorted((c for c in mine if c["d_model"] == d), key=_tpp), d)
@@ -147,7 +146,7 @@ def two_by_two(result: dict, tpp: float = 40) -> str:
     """Width x vocabulary at one length: each arm's gap, so a reader sees which factor moves it."""
     at = [c for c in cells(result, vocab=None) if round(_tpp(c)) == tpp]
     rows = []
-    for arm in (paper.RECIPES_1B[1], paper.RECIPE_200M):
+    for arm in RECIPES:
         for d in TWO_BY_TWO_WIDTHS:
             by_vocab = {
                 c["vocab_size"]: c for c in at if c["d_model"] == d and c["schedule"] == arm
@@ -163,7 +162,7 @@ def fit_section(result: dict) -> str:
     """Per recipe: the per-seed plane's coefficients, each width's crossings and the labelled
     extrapolation to 200M parameters; or why the cells do not support a fit."""
     rows = []
-    for arm in (paper.RECIPES_1B[1], paper.RECIPE_200M):
+    for arm in RECIPES:
         mine = fit_cells(result, arm)
         none = {"fit": None, "why": "no reported cell yet"}
         fit = gap_fit(mine, mine[0]["tolerance"]) if mine else none

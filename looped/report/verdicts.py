@@ -8,13 +8,13 @@ from pathlib import Path
 
 import looped.eval.stats as stats
 from looped import paper
-from looped.paper import FIXED_FIRST, RECIPE_200M, RECIPES_1B, SAVINGS, WALL_SAVING, tolerance
+from looped.paper import FIXED_FIRST, SAVINGS, WALL_SAVING, tolerance
 from looped.report import length
+from looped.report.length import RECIPES
 from looped.report.tables import md_table
 from looped.report.text import interval_cell
 from looped.schedule_spec import parse_schedule
 
-RECIPES = (RECIPES_1B[1], RECIPE_200M)  # the text recipes the length study judges, in order
 # the bios track's two bases; each judges FIXED_FIRST at that recipe's own tolerance
 BIOS_BASES = (("summary_tokens", "equal tokens"), ("summary", "equal FLOPs"))
 TREND_HEADER = ["schedule", "lengths", "seeds", "gap change per doubling of tokens [95% interval]",
