@@ -143,11 +143,6 @@ def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> 
     return fns | {"floor attention": attention, "floor-head": linear(d, V)}
 
 
-def floor_seconds(times: dict[str, float], depth: int) -> float:
-    """The kernel floor of a depth-K step from timed ``kernel_floor_fns``: K layers, one head."""
-    return depth * sum(t for k, t in times.items() if k.startswith("floor ")) + times["floor-head"]
-
-
 # -- the two models --------------------------------------------------------------------------
 def looped_config(cfg: BenchConfig) -> LoopedConfig:
     schedules = (parse_schedule(s).max_depth() for s in (cfg.schedule, cfg.reference))
@@ -268,7 +263,8 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
         row = {"precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"]}
         row["peer_ms"] = 1e3 * t["peer"] if cfg.peer else None
         row["peer_over_looped"] = t["peer"] / t["looped"] if cfg.peer else None
-        row["floor_ms"] = 1e3 * floor_seconds(t, k)
+        layer = sum(s for name, s in t.items() if name.startswith("floor "))
+        row["floor_ms"] = 1e3 * (k * layer + t["floor-head"])  # K layers, one head
         rows.append(row | _rates(cfg, mc, k, t["looped"], ceiling_rate(t)))
     return rows
 

@@ -28,7 +28,8 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
     tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
     try:
         yield tmp
-        _fsync_tree(tmp)
+        for path in (*tmp.rglob("*"), tmp):  # a directory's files first (a file has none)
+            _fsync(path)
         if tmp.is_dir() and final.is_dir():
             old = final.parent / f".old-{final.name}"
             shutil.rmtree(old, ignore_errors=True)
@@ -51,13 +52,6 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     """`Path.write_text`, atomically (see `atomic_path`)."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
-
-
-def _fsync_tree(path: Path) -> None:
-    if path.is_dir():
-        for child in path.rglob("*"):
-            _fsync(child)
-    _fsync(path)
 
 
 def _fsync(path: Path) -> None:
