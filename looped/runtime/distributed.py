@@ -92,14 +92,10 @@ def may_leave_unused(model: LoopedTransformer, depths: Iterable[int]) -> bool:
 
 def no_sync(wrapped: torch.nn.Module, fsdp: bool, dist: Dist, last: bool) -> Any:
     """Skip the gradient all-reduce on all but the last micro-batch of a step."""
-    if not dist.enabled or last:
-        if dist.enabled and fsdp:
-            wrapped.set_requires_gradient_sync(True)
+    if dist.enabled and fsdp:
+        wrapped.set_requires_gradient_sync(last)
         return nullcontext()
-    if fsdp:
-        wrapped.set_requires_gradient_sync(False)
-        return nullcontext()
-    return wrapped.no_sync()
+    return wrapped.no_sync() if dist.enabled and not last else nullcontext()
 
 
 def full_state(
