@@ -83,10 +83,8 @@ def _along(points: np.ndarray, step: float = 2.0) -> np.ndarray:
 
 
 def _inside(ax: Any, px: np.ndarray) -> np.ndarray:
-    box = ax.get_window_extent()
-    keep = (px[:, 0] >= box.x0 - 0.5) & (px[:, 0] <= box.x1 + 0.5)
-    keep &= (px[:, 1] >= box.y0 - 0.5) & (px[:, 1] <= box.y1 + 0.5)
-    return px[keep]
+    box = ax.get_window_extent().padded(0.5)
+    return px[((px >= box.min) & (px <= box.max)).all(axis=1)]
 
 
 def _line_pixels(ax: Any, line: Any) -> np.ndarray:
@@ -120,9 +118,7 @@ def _data_pixels(ax: Any) -> list[tuple[str, np.ndarray]]:
                 found.append((c.get_label(), _inside(ax, np.concatenate(pts))))
     for p in ax.patches:
         if p.get_visible() and hasattr(p, "get_height") and p.get_data_transform() == ax.transData:
-            e = p.get_window_extent()
-            edge = np.array([[e.x0, e.y0], [e.x1, e.y0], [e.x1, e.y1], [e.x0, e.y1], [e.x0, e.y0]])
-            found.append(("bar", _inside(ax, _along(edge))))
+            found.append(("bar", _inside(ax, _along(p.get_verts()))))  # its outline
     return found
 
 
