@@ -57,7 +57,7 @@ def test_every_number_of_the_diagnosis_is_its_results_file():
 def test_every_number_of_the_text_section_is_its_results_file():
     result = _load("demo_text")
     baseline = result.get("baselines")
-    _, base, table, verdicts, _ = _tables(text.section(result, "looped demo", baseline))
+    _, base, table, verdicts, _ = _tables(text.section(result, "looped demo"))
     worst = max(max(r["mean_nll"]["max"], r["uniform_nll"]["max"]) for r in result["equal_tokens"])
     assert float(base[0][3]) == pytest.approx(worst, abs=5e-4)
     assert float(base[0][2]) == pytest.approx(baseline["bigram"], abs=5e-4)

@@ -98,10 +98,7 @@ def _replace(text: str, name: str, body: str) -> str:
 # marker -> (results file, its tables); each is rendered where a doc has the marker
 SECTIONS = {
     "demo": ("demo.json", bios.section),
-    "text": (
-        "demo_text.json",
-        lambda r: text.section(r, "looped demo (its text track)", r.get("baselines")),
-    ),
+    "text": ("demo_text.json", text.section),
     "length": ("length.json", length.length_section),
     "map": ("map.json", map_report.section),
     "map_fit": ("map.json", map_report.fit_section),
