@@ -297,20 +297,17 @@ SMALLEST_TEXT_PX = 9  # the smallest text a reader can read there, in screen pix
 SAVED_DPI = 130  # the resolution `style.save` writes
 
 
-def _shown_texts(fig: Any) -> list[Any]:
-    texts = _texts(fig) + [t for ax in fig.axes for t in ax.texts if t.get_visible()]
-    for legend, _ in legends(fig):
-        texts += [*legend.get_texts(), legend.get_title()]
-    return [t for t in texts if t.get_text().strip()]
-
-
 def text_px(fig: Any, dpi: float = SAVED_DPI, shown: float = NOTEBOOK_WIDTH_PX) -> dict[str, float]:
     """Each text's height in screen pixels once the figure, rendered at `dpi` (a saved figure's
     or a notebook's inline dpi), is shown `shown` pixels wide (narrower: at its own size)."""
     scale = min(1.0, shown / (fig.get_figwidth() * dpi)) * dpi / 72  # screen pixels per point
+    texts = _texts(fig) + [t for ax in fig.axes for t in ax.texts if t.get_visible()]
+    for legend, _ in legends(fig):
+        texts += [*legend.get_texts(), legend.get_title()]
     sizes: dict[str, float] = {}
-    for t in _shown_texts(fig):
-        sizes[t.get_text()] = min(sizes.get(t.get_text(), np.inf), t.get_fontsize() * scale)
+    for t in texts:
+        if t.get_text().strip():
+            sizes[t.get_text()] = min(sizes.get(t.get_text(), np.inf), t.get_fontsize() * scale)
     return sizes
 
 
