@@ -387,7 +387,7 @@ def run_text(settings: LengthSettings, out: Path, fresh: bool = False, quiet: bo
     trained = study.run(runs)
     rows = [text_run(r, runs[r["run"]], study, cut) for r in score(runs, study)]
     result = {
-        "meta": text_meta(settings, corpus, study, trained) | {"wall_seconds": time.time() - t0},
+        "meta": text_meta(settings, corpus, trained) | {"wall_seconds": time.time() - t0},
         "runs": rows,
         "sweep": [
             r | {"mean_nll": r["val_nll"], "label": paper.label(r["schedule"])}
@@ -422,7 +422,7 @@ def text_run(row: dict, p: Planned, study: Study, cut: dict[str, int]) -> dict:
     }
 
 
-def text_meta(settings: LengthSettings, corpus: dict, study: Study, trained: int) -> dict:
+def text_meta(settings: LengthSettings, corpus: dict, trained: int) -> dict:
     """What the text track's result says of itself: its settings, corpus, machine and dtype."""
     s = settings.setup
     splits = {k: v["tokens"] for k, v in corpus["splits"].items()}
