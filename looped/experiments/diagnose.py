@@ -7,7 +7,6 @@ tuned LRs; read: gradient norms by depth, gradient cosines between depths at che
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -110,8 +109,7 @@ def collect(settings: DiagnoseSettings, specs: dict[str, Planned], runs_dir: Pat
             metrics = read_metrics(runs_dir / spec.name)
             final = [m for m in metrics if m["kind"] == "eval"][-1]
             rows.append(bios.eval_row(final))
-            warm = json.loads((runs_dir / spec.name / "summary.json").read_text())["steps"] // 10
-            norms.append(grad_norm_by_depth(metrics, warm))
+            norms.append(grad_norm_by_depth(metrics, spec.steps // 10))  # past the warmup
         key = "fact_nll" if "fact_nll" in rows[0] else "token_nll"
         means = [float(np.mean(r[key])) for r in rows]
         entry = {
