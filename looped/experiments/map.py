@@ -161,14 +161,12 @@ def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
     result = {"meta": {"settings": asdict(settings)}, "blocks": done}
     for block in settings.blocks:
         bs = block_settings(block, settings)
-        home = out / block.home
-        home.mkdir(parents=True, exist_ok=True)
         corpus = ensure_corpus(bs.setup, out, bs.corpus, quiet=False)
         bs.corpus = corpus["path"]  # tokenized once per tokenizer, shared by the blocks
         cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
         cached = earlier_rows(settings, block, corpus, cfg.dtype)
         try:
-            result["blocks"][block.name] = length.run_study(bs, home, train, cached)
+            result["blocks"][block.name] = length.run_study(bs, out / block.home, train, cached)
             result["blocks"][block.name]["modeled_saving"] = modeled(bs, corpus)
         except UserError as e:
             if train or "no finished LR sweep" not in str(e):
