@@ -68,17 +68,13 @@ def notebooks(root: Path) -> list[Notebook]:
     return [read_notebook(p) for p in sorted((root / "notebooks").glob("[0-9]*.py"))]
 
 
-def _link(doc: Path, root: Path, target: str) -> str:
-    """`target` (relative to the repository root) as a link from the file `doc`."""
-    return Path(os.path.relpath(root / target, (root / doc).parent)).as_posix()
-
-
 def notebooks_section(root: Path, doc: Path = Path("README.md")) -> str:
     """A table of the notebooks, in reading order, with their sections."""
     rows = []
     for nb in notebooks(root):
-        link = _link(doc, root, f"notebooks/{nb.stem}.ipynb")
-        rows.append([f"[{nb.stem.split('_')[0]} · {nb.title}]({link})", "; ".join(nb.sections)])
+        link = os.path.relpath(root / "notebooks" / f"{nb.stem}.ipynb", (root / doc).parent)
+        name = f"[{nb.stem.split('_')[0]} · {nb.title}]({Path(link).as_posix()})"
+        rows.append([name, "; ".join(nb.sections)])
     return md_table(["notebook", "its sections"], rows)
 
 

@@ -49,7 +49,9 @@ def fig_map(result: dict, path: Path) -> Path:
     for ax, s in zip(np.atleast_1d(axes), RECIPES):
         mine = [c for c in every if c["schedule"] == s]
         for d in sorted({c["d_model"] for c in mine}):
-            _width_line(ax, sorted((c for c in mine if c["d_model"] == d), key=_tpp), d)
+            width = sorted((c for c in mine if c["d_model"] == d), key=_tpp)
+            x = np.array([_tpp(c) for c in width])
+            gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"))
         tol = 100 * (mine[0]["tolerance"] if mine else paper.NLL_GAP[0])
         ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
         style.key(ax, "bars", "95% interval over seeds")
@@ -64,10 +66,6 @@ def fig_map(result: dict, path: Path) -> Path:
 
 def _tpp(c: dict) -> float:
     return c["tokens_per_non_embedding_param"]
-
-
-def _width_line(ax: Any, mine: list[dict], d: int) -> None:
-    gap_marks(ax, np.array([_tpp(c) for c in mine]), mine, WIDTH_COLOURS.get(d, "#333333"))
 
 
 def _key(every: list[dict]) -> list[Line2D]:

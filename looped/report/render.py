@@ -81,17 +81,13 @@ def step_speed_section(speed: dict) -> str:
     return md_table(header, rows)
 
 
-def capitalized(markdown: str) -> str:
-    """Generated markdown whose every bullet starts with a capital letter."""
-    return re.sub(r"^- ([a-z])", lambda m: "- " + m.group(1).upper(), markdown, flags=re.M)
-
-
 def _replace(text: str, name: str, body: str) -> str:
     # the body between the markers may be empty (a section not rendered yet)
     pattern = re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
     if not pattern.search(text):
         return text
-    body = capitalized(body.strip())
+    # every generated bullet starts with a capital letter
+    body = re.sub(r"^- ([a-z])", lambda m: "- " + m.group(1).upper(), body.strip(), flags=re.M)
     return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
 
 

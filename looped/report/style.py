@@ -207,13 +207,6 @@ def plain(v: float) -> str:
     return f"{float(mantissa):g}e{int(exponent)}"
 
 
-def _plain_large(axis: Any) -> None:
-    """Large numbers (FLOPs) in full at each tick (7.5e11), not as an offset in the corner."""
-    big = max(abs(v) for v in axis.get_view_interval()) >= 1e5
-    if big and isinstance(axis.get_major_formatter(), ticker.ScalarFormatter):
-        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain(v)))
-
-
 def _enough_ticks(fig: Any) -> bool:
     """Round ticks on every numeric axis with under three labelled ones; whether any changed."""
     fig.canvas.draw()
@@ -316,8 +309,10 @@ def _ticks(fig: Any) -> None:
             if axis.get_scale() == "log" and lo > 0 and hi / lo <= 1e3:  # under three decades
                 _round_ticks(axis)
                 axis.set_minor_formatter(ticker.NullFormatter())
-            elif axis.get_scale() == "linear":
-                _plain_large(axis)
+            elif axis.get_scale() == "linear" and max(abs(lo), abs(hi)) >= 1e5:
+                # large numbers (FLOPs) in full at each tick (7.5e11), not as an offset
+                if isinstance(axis.get_major_formatter(), ticker.ScalarFormatter):
+                    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain(v)))
 
 
 def finish(fig: Any) -> None:
