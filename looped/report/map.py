@@ -35,10 +35,6 @@ def cells(result: dict, vocab: int | None = 512) -> list[dict]:
     return out
 
 
-def reported(cell: dict) -> bool:
-    return cell.get("one_pass", True) and cell["verdict"] != Verdict.NOT_INFORMATIVE.value
-
-
 def fig_map(result: dict, path: Path) -> Path:
     """One panel per recipe: each width's paired gap (seed mean, 95% interval) against training
     tokens per non-embedding parameter; hollow where the models miss the bigram table (no
@@ -134,7 +130,8 @@ def _steps(escapes: list | None) -> str:
 
 def fit_cells(result: dict, schedule: str) -> list[dict]:
     """The cells a fit or a headline may use: this recipe's, informative and within one pass."""
-    return [c for c in cells(result) if c["schedule"] == schedule and reported(c)]
+    informative = [c for c in cells(result) if c["verdict"] != Verdict.NOT_INFORMATIVE.value]
+    return [c for c in informative if c["schedule"] == schedule and c.get("one_pass", True)]
 
 
 TWO_BY_TWO_WIDTHS = (64, 128)  # the vocabulary 2x2's widths (experiments.map's d64/d128 blocks)

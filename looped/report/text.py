@@ -38,14 +38,10 @@ def format_table(result: dict) -> str:
             if key == "equal_flops" and "uniform_steps" in r:
                 steps += f" (uniform {r['uniform_steps']})"
             nll = f"{n['mean']:.3f} ({n['min']:.3f}-{n['max']:.3f})"
-            gap, saved = interval_cell(r["vs_uniform_by_seed"]), _share(r["compute_saving"])
+            gap, x = interval_cell(r["vs_uniform_by_seed"]), r["compute_saving"]
+            saved = "0%" if round(x * 100) == 0 else f"{x:.0%}"  # not "-0%" for nothing saved
             rows.append([basis, label(r["schedule"]), f"{r['lr']:g}", steps, nll, gap, saved])
     return md_table(TABLE_HEAD, rows)
-
-
-def _share(x: float) -> str:
-    """A whole percentage, "0%" (not "-0%") for what rounds to nothing."""
-    return "0%" if round(x * 100) == 0 else f"{x:.0%}"
 
 
 def settings_table(result: dict, command: str) -> str:
@@ -106,12 +102,12 @@ def schedules_table(result: dict) -> str:
     """Each schedule's chosen LR, whether it lies at the edge of the sweep (its optimum may lie
     beyond), and the spread of its seeds' mean NLL (max - min, equal tokens)."""
     lrs, chosen = result["meta"]["settings"]["lrs"], result.get("chosen_lr") or {}
-    edge = set(at_edge(chosen, lrs)) if result["sweep"] else set()
     spread = seed_spreads(result)
     rows = []
     for s, lr in chosen.items():
+        edge = result["sweep"] and lr in (min(lrs), max(lrs))  # the smallest or largest swept
         width = f"{spread[s]:.2f}" if s in spread else "-"
-        rows.append([label(s), f"{lr:g}", "yes" if s in edge else "no", width])
+        rows.append([label(s), f"{lr:g}", "yes" if edge else "no", width])
     return md_table(["schedule", "chosen LR", "at the sweep's edge", "seed spread (nats)"], rows)
 
 
@@ -142,11 +138,6 @@ def sweep_means(rows: list[dict]) -> list[tuple[float, float]]:
         if r.get("mean_nll") is not None:
             by.setdefault(r["lr"], []).append(r["mean_nll"])
     return sorted((lr, float(np.mean(v))) for lr, v in by.items())
-
-
-def at_edge(chosen: dict[str, float], lrs: tuple[float, ...] | list[float]) -> list[str]:
-    """The schedules whose chosen LR is the smallest or largest swept (the optimum may lie out)."""
-    return [s for s, lr in chosen.items() if lr in (min(lrs), max(lrs))]
 
 
 def fig_loss_by_seed(result: dict, path: Path) -> Path:
