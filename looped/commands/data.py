@@ -32,7 +32,7 @@ def bios_parser() -> Parser:
 
 def bios(argv: list[str]) -> int:
     """A synthetic-biographies corpus, its tokenizer and recall queries."""
-    from looped.data.bios import BiosConfig, generate
+    from looped.data.bios import BiosConfig, generate  # only this kind needs the bios world
 
     args = bios_parser().parse_args(argv)
     kwargs = dict(n_persons=args.persons, seed=args.seed, bios_per_person=args.bios_per_person)
@@ -76,7 +76,7 @@ def text_parser() -> Parser:
 
 def text(argv: list[str]) -> int:
     """A text corpus tokenized into memory-mapped shards (tokenizers, torch: only this kind)."""
-    from looped.data.text import prepare_text
+    from looped.data.text import prepare_text  # tokenizers and torch: only this kind
 
     a = vars(text_parser().parse_args(argv))
     out, quiet = a.pop("out"), a.pop("quiet")
