@@ -86,7 +86,9 @@ def map_rows(result: dict) -> str:
     ]
     rows = []
     every = cells(result, vocab=None)
-    uni = {(c["d_model"], c["vocab_size"], c["steps"]): c for c in _uniform_cells(result)}
+    blocks = result.get("blocks", {}).values()
+    uniform = [c for b in blocks for c in b.get("cells", []) if c["schedule"] == paper.UNIFORM]
+    uni = {(c["d_model"], c["vocab_size"], c["steps"]): c for c in uniform}
     for c in sorted(
         every, key=lambda c: (c["d_model"], c["vocab_size"], c["steps"], c["schedule"])
     ):
@@ -107,15 +109,6 @@ def map_rows(result: dict) -> str:
             ]
         )
     return md_table(head, rows)
-
-
-def _uniform_cells(result: dict) -> list[dict]:
-    return [
-        c
-        for block in result.get("blocks", {}).values()
-        for c in block.get("cells", [])
-        if c["schedule"] == paper.UNIFORM
-    ]
 
 
 def _steps(escapes: list | None) -> str:

@@ -206,13 +206,10 @@ def _flops_point(ax: Any, runs: list[dict], **kw: Any) -> tuple[float, float]:
     return x, float(y.mean())
 
 
-def _on_a_budget(run: dict) -> bool:
-    """Whether a uniform run is the equal-token reference or cut to another schedule's FLOPs."""
-    return any(r == "tokens" or r.startswith("flops:") for r in run["roles"])
-
-
 def _by_flops_panel(ax: Any, result: dict) -> None:
-    uni = [x for x in result["runs"] if x["schedule"] == UNIFORM and _on_a_budget(x)]
+    uni = [x for x in result["runs"] if x["schedule"] == UNIFORM]
+    # the equal-token reference and the runs cut to another schedule's FLOPs
+    uni = [x for x in uni if any(r == "tokens" or r.startswith("flops:") for r in x["roles"])]
     color = style.color(UNIFORM, 0)
     curve = sorted(
         _flops_point(ax, [x for x in uni if x["steps"] == n], fmt="none", capsize=2, color=color)
