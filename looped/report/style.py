@@ -255,12 +255,9 @@ def _first_clear_spot(fig: Any, legend: Any, spots: tuple[str, ...], renderer: A
 def _headroom(ax: Any, legend: Any, renderer: Any) -> None:
     """Raise the top of a panel's y-range so that a legend fits above everything it plots."""
     share = legend.get_window_extent(renderer).height / ax.bbox.height + 0.04
-    lo, hi = ax.get_ylim()
-    if ax.get_yscale() == "log":
-        top = np.log10(lo) + (np.log10(hi) - np.log10(lo)) / (1 - share)
-        ax.set_ylim(lo, 10**top)
-    else:
-        ax.set_ylim(lo, lo + (hi - lo) / (1 - share))
+    scale = ax.yaxis.get_transform()  # linear or log: the share is of the panel's height
+    lo, hi = scale.transform(ax.get_ylim())
+    ax.set_ylim(top=float(scale.inverted().transform(lo + (hi - lo) / (1 - share))))
 
 
 def place_legends(fig: Any) -> bool:
