@@ -159,13 +159,6 @@ def with_knobs(draw: Any, knobs: dict[str, Any]) -> None:
 DEPTH_TICKS = [1, 2, 4, 6, 8, 10, 12, 14, 16]
 
 
-def depth_ticks(ax: Any, axis: str = "x") -> None:
-    """Depths are integers: tick them so (1, 4, 8, 12, 16 on a short vertical axis)."""
-    lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
-    ticks = DEPTH_TICKS if axis == "x" else [1, 4, 8, 12, 16]
-    (ax.set_xticks if axis == "x" else ax.set_yticks)([t for t in ticks if lo <= t <= hi])
-
-
 def _round_ticks(axis: Any) -> bool:
     """Round ticks with plain labels (0.5, 2, 1e13, not `6.1022x10^0`); whether it could."""
     lo, hi = sorted(axis.get_view_interval())
@@ -295,15 +288,18 @@ def _outside(legend: Any, ax: Any, renderer: Any) -> None:
 
 
 def _ticks(fig: Any) -> None:
-    """Integer depth ticks, plain labels on short log axes and on axes of large numbers."""
+    """Integer depth ticks (fewer on a short vertical axis), plain labels on short log axes and
+    on axes of large numbers."""
     for ax in fig.axes:
-        if ax.get_xlabel().startswith("serving depth"):
-            depth_ticks(ax)
-        if ax.get_ylabel().startswith("training depth"):
-            depth_ticks(ax, "y")
-        for axis in (ax.xaxis, ax.yaxis):
+        depths = (
+            (ax.xaxis, "serving depth", DEPTH_TICKS),
+            (ax.yaxis, "training depth", [1, 4, 8, 12, 16]),
+        )
+        for axis, depth, ticks in depths:
             lo, hi = sorted(axis.get_view_interval())
-            if axis.get_scale() == "log" and lo > 0 and hi / lo <= 1e3:  # under three decades
+            if axis.get_label_text().startswith(depth):
+                axis.set_ticks([t for t in ticks if lo <= t <= hi])
+            elif axis.get_scale() == "log" and lo > 0 and hi / lo <= 1e3:  # under three decades
                 _round_ticks(axis)
                 axis.set_minor_formatter(ticker.NullFormatter())
             elif axis.get_scale() == "linear" and max(abs(lo), abs(hi)) >= 1e5:
