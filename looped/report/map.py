@@ -42,7 +42,7 @@ def fig_map(result: dict, path: Path) -> Path:
     style.use_theme()
     fig, axes = plt.subplots(1, len(RECIPES), figsize=(9.0, 3.8), sharey=True)
     every = cells(result)
-    for ax, s in zip(np.atleast_1d(axes), RECIPES):
+    for ax, s in zip(axes, RECIPES):
         mine = [c for c in every if c["schedule"] == s]
         for d in sorted({c["d_model"] for c in mine}):
             width = sorted((c for c in mine if c["d_model"] == d), key=_tpp)
@@ -50,13 +50,12 @@ def fig_map(result: dict, path: Path) -> Path:
             gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"))
         tol = 100 * (mine[0]["tolerance"] if mine else paper.NLL_GAP[0])
         ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
-        style.key(ax, "bars", "95% interval over seeds")
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_title(f"{label(s)} vs uniform 1..16", fontsize=10)
         ax.set_xlabel("training tokens per non-embedding parameter")
-    np.atleast_1d(axes)[0].set_ylabel("NLL gap to uniform, % (+: behind)")
-    np.atleast_1d(axes)[-1].legend(handles=_key(every), fontsize=8)
+    axes[0].set_ylabel("NLL gap to uniform, % (+: behind)")
+    axes[-1].legend(handles=_key(every), fontsize=8)
     return style.save(fig, path)
 
 
