@@ -192,9 +192,7 @@ def _by_depth_panel(ax: Any, result: dict) -> None:
     ax.set_title(f"Equal tokens ({first['steps']} steps, {first['tokens']:,} tokens)")
     ax.set_xlabel("serving depth K")
     ax.set_ylabel("held-out token NLL (nats/token)")
-    lo, hi = ax.get_ylim()
-    ax.set_ylim(lo, hi + 0.3 * (hi - lo))  # room for the legend above the curves
-    ax.legend(fontsize=8, ncol=2, loc="upper center")
+    ax.legend(fontsize=8, ncol=2)
 
 
 def _flops_point(ax: Any, runs: list[dict], **kw: Any) -> tuple[float, float]:
