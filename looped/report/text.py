@@ -38,8 +38,8 @@ def format_table(result: dict) -> str:
             if key == "equal_flops" and "uniform_steps" in r:
                 steps += f" (uniform {r['uniform_steps']})"
             nll = f"{n['mean']:.3f} ({n['min']:.3f}-{n['max']:.3f})"
-            gap, x = interval_cell(r["vs_uniform_by_seed"]), r["compute_saving"]
-            saved = "0%" if round(x * 100) == 0 else f"{x:.0%}"  # not "-0%" for nothing saved
+            gap, saved = interval_cell(r["vs_uniform_by_seed"]), r["compute_saving"]
+            saved = "0%" if round(saved * 100) == 0 else f"{saved:.0%}"  # nothing: not "-0%"
             rows.append([basis, label(r["schedule"]), f"{r['lr']:g}", steps, nll, gap, saved])
     return md_table(TABLE_HEAD, rows)
 
