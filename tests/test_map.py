@@ -236,3 +236,42 @@ def test_a_shorter_run_branched_off_a_longer_trunk_equals_it_trained_from_scratc
     a, b = _weights(tmp_path / "branch"), _weights(tmp_path / "scratch")
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert json.loads((tmp_path / "branch" / "lineage.json").read_text())["parent_step"] == at
+
+
+def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypatch):
+    """A width whose cells all miss the bigram is drawn faint, and its wide intervals may run
+    off the panel; the reported cells' intervals and every cell's mean stay inside it."""
+    from looped.report import map as report_map
+
+    def cell(d: int, s: str, tpp: float, lo: float, mean: float, hi: float, verdict: str):
+        gap = {"lo": lo, "mean": mean, "hi": hi, "n": 4, "values": [mean] * 4}
+        return {"d_model": d, "vocab_size": 512, "steps": int(tpp), "schedule": s}, {
+            "gap": gap,
+            "verdict": verdict,
+            "tokens_per_non_embedding_param": tpp,
+            "tolerance": paper.tolerance(s),
+            "one_pass": True,
+        }
+
+    blocks: dict = {}
+    for d, (lo, mean, hi), verdict in (
+        (32, (-0.25, -0.09, 0.20), "not informative at this size"),
+        (64, (0.006, 0.03, 0.056), "worse"),
+    ):
+        for s in (paper.RECIPES_1B[1], paper.RECIPE_200M):
+            for tpp in (20, 40):
+                key, rest = cell(d, s, tpp, lo, mean, hi, verdict)
+                blocks.setdefault(f"d{d}", {"cells": []})["cells"].append(key | rest)
+    drawn = {}
+
+    def keep(fig, path):
+        drawn["ylim"] = fig.axes[0].get_ylim()
+        drawn["legend"] = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+        return path
+
+    monkeypatch.setattr(report_map.style, "save", keep)
+    report_map.fig_map({"blocks": blocks}, tmp_path / "map.png")
+    lo, hi = drawn["ylim"]
+    assert lo < -9.0 and hi > 5.6  # every mean, and the reported intervals, are shown
+    assert lo > -25.0 and hi < 20.0  # the unreported width's interval does not set the scale
+    assert "d=32: no cell reported" in drawn["legend"] and "d=64" in drawn["legend"]

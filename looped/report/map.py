@@ -40,34 +40,66 @@ def fig_map(result: dict, path: Path) -> Path:
     tokens per non-embedding parameter; hollow where the models miss the bigram table (no
     verdict), crossed where a cell is past one pass (never reported); the tolerance dashed."""
     style.use_theme()
-    fig, axes = plt.subplots(1, len(RECIPES), figsize=(9.0, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, len(RECIPES), figsize=(9.0, 4.2), sharey=True)
     every = cells(result)
+    shown = _shown(every)
     for ax, s in zip(axes, RECIPES):
         mine = [c for c in every if c["schedule"] == s]
         for d in sorted({c["d_model"] for c in mine}):
             width = sorted((c for c in mine if c["d_model"] == d), key=_tpp)
             x = np.array([_tpp(c) for c in width])
-            gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"))
-        tol = 100 * (mine[0]["tolerance"] if mine else paper.NLL_GAP[0])
+            faint = {} if d in shown else {"alpha": 0.45, "lw": 1}
+            gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"), **faint)
+        tol = 100 * paper.tolerance(s)
         ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_xscale("log", base=2)
-        ax.set_title(f"{label(s)} vs uniform 1..16", fontsize=10)
+        ax.set_title(f"{label(s)} vs uniform 1..16 (+: behind)", fontsize=10)
         ax.set_xlabel("training tokens per non-embedding parameter")
-    axes[0].set_ylabel("NLL gap to uniform, % (+: behind)")
-    axes[-1].legend(handles=_key(every), fontsize=8)
+    axes[0].set_ylabel("NLL gap to uniform, %")
+    axes[0].set_ylim(*_y_range(every))
+    axes[-1].legend(handles=_key(every, shown), fontsize=8, ncol=2)
     return style.save(fig, path)
+
+
+def _reported(c: dict) -> bool:
+    return c.get("one_pass", True) and c["verdict"] != Verdict.NOT_INFORMATIVE
+
+
+def _shown(every: list[dict]) -> set[int]:
+    """The widths with a reported cell (one pass, models that beat the bigram); the others are
+    drawn faint, so that their wide intervals neither hide nor flatten the ones that decide."""
+    return {c["d_model"] for c in every if _reported(c)} or {c["d_model"] for c in every}
+
+
+def _y_range(every: list[dict]) -> tuple[float, float]:
+    """Room for every mean, 0, the tolerance and the reported cells' intervals; an unreported
+    cell's interval may run off the panel (its table row gives it in full)."""
+    ends = [100 * max(paper.tolerance(s) for s in RECIPES), 0.0]
+    for c in every:
+        ends += [100 * c["gap"][k] for k in (("lo", "mean", "hi") if _reported(c) else ("mean",))]
+    lo, hi = min(ends), max(ends)
+    pad = 0.12 * (hi - lo or 1.0)
+    return lo - pad, hi + pad
 
 
 def _tpp(c: dict) -> float:
     return c["tokens_per_non_embedding_param"]
 
 
-def _key(every: list[dict]) -> list[Line2D]:
-    """The legend: one entry per width, then what a hollow and a crossed point mean."""
+def _key(every: list[dict], shown: set[int]) -> list[Line2D]:
+    """The legend: one entry per width (faint: no cell reported), then what a hollow and a
+    crossed point mean."""
     widths = sorted({c["d_model"] for c in every})
     handles = [
-        Line2D([], [], color=WIDTH_COLOURS.get(d, "#333333"), marker="o", label=f"d={d}")
+        Line2D(
+            [],
+            [],
+            color=WIDTH_COLOURS.get(d, "#333333"),
+            marker="o",
+            alpha=1 if d in shown else 0.45,
+            label=f"d={d}" if d in shown else f"d={d}: no cell reported",
+        )
         for d in widths
     ]
     tolerance = Line2D([], [], color="0.35", ls="--", label="the recipe's tolerance")

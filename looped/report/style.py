@@ -266,10 +266,12 @@ def place_legends(fig: Any) -> bool:
             continue
         relayout = True
         if legend.get_window_extent(renderer).height < 0.45 * ax.bbox.height:
+            ylim = ax.get_ylim()
             _headroom(ax, legend, renderer)
             fig.canvas.draw()
             if _first_clear_spot(fig, legend, ABOVE_DATA, renderer):
                 continue
+            ax.set_ylim(ylim)  # outside after all: no empty room left above the data
         _outside(legend, ax, renderer)
     return relayout
 
