@@ -96,6 +96,7 @@ def main() -> int:
         "speed_vs_worker": ratios,
         "two_workers_vs_two_threads": throughput,
         "steps": a.steps,
+        "statistic": f"fastest of {a.steps} steps",  # what ms_per_step is
         "depth": a.depth,
         "machine": cpu_name(),
         "torch": torch.__version__,

@@ -77,7 +77,9 @@ def step_speed_section(speed: dict) -> str:
     rows = [[name, f"{ms[name]:.0f}", f"{ratio:.2f}x"] for name, ratio in ratios.items()]
     pair = f"{speed['two_workers_vs_two_threads']:.2f}x"
     rows.append(["two 1-thread processes vs one 2-thread process (steps/s)", "-", pair])
-    header = [f"setting ({speed['machine']}, torch {speed['torch']})", "ms per step", "speed"]
+    statistic = speed.get("statistic", f"mean of {speed['steps']} steps")  # older files: mean
+    header = [f"setting ({speed['machine']}, torch {speed['torch']})", f"ms per step ({statistic})"]
+    header.append("speed")
     return md_table(header, rows)
 
 
