@@ -450,3 +450,27 @@ def test_a_flag_a_mode_would_override_is_honoured_or_refused_and_bad_results_fil
     for path, said in ((listed, "holds a JSON list"), (broken, "is not valid JSON")):
         with pytest.raises(UserError, match=f"--resume-from {path}.*{said}"):
             cached_rows(str(path), {}, "fp32")
+
+
+def test_the_own_lr_check_gives_no_verdict_where_a_model_misses_the_bigram():
+    """The robustness cell is judged like the main cells: a model above the bigram table's NLL
+    on either side leaves it "not informative", whatever its interval says."""
+    from looped.experiments.length import tuned_cells  # as the tests above: the study's module
+
+    arm = paper.RECIPE_200M
+    rows = [
+        {
+            "schedule": s,
+            "label": paper.label(s),
+            "lr": lr,
+            "seed": seed,
+            "mean_nll": nll + seed / 1e3,
+        }
+        for seed in range(4)
+        for s, lr, nll in ((paper.UNIFORM, 3e-3, 3.50), (arm, 1e-2, 3.60))
+    ]
+    own, tol = {arm: 1e-2}, {arm: paper.tolerance(arm)}
+    (judged,) = tuned_cells(rows, own, tol, bigram=4.0)
+    assert judged["verdict"] == "worse" and judged["shared_lr"] == 3e-3
+    (missed,) = tuned_cells(rows, own, tol, bigram=3.55)  # the arm's models miss it
+    assert missed["verdict"] == "not informative at this size"

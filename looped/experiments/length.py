@@ -168,7 +168,7 @@ def tuned(study: Study, lrs: dict[int, float]) -> dict:
         "chosen": chosen,
         "sweep": sweep_rows(swept, study),
         "rows": rows,
-        "cells": tuned_cells(rows, own, {s: paper.tolerance(s) for s in own}),
+        "cells": tuned_cells(rows, own, {s: paper.tolerance(s) for s in own}, study.bigram),
     }
 
 
@@ -332,8 +332,11 @@ def seed_trends(cells: list[dict]) -> dict[str, dict]:
     return out
 
 
-def tuned_cells(rows: list[dict], own: dict[str, float], tolerance: dict[str, float]) -> list[dict]:
-    """Each schedule at its own LR against uniform at the shared LR: a plain 95% t-interval."""
+def tuned_cells(
+    rows: list[dict], own: dict[str, float], tolerance: dict[str, float], bigram: float
+) -> list[dict]:
+    """Each schedule at its own LR against uniform at the shared LR: a plain 95% t-interval, and
+    no verdict where a model on either side misses the bigram table (as in the main cells)."""
     uni = {r["seed"]: r for r in rows if r["schedule"] == paper.UNIFORM}
     out = []
     for s, lr in own.items():
@@ -342,6 +345,7 @@ def tuned_cells(rows: list[dict], own: dict[str, float], tolerance: dict[str, fl
         if len(pairs) < 2:
             continue
         gap = paired_gap(mine, list(uni.values()))
+        informative = max(r["mean_nll"] for pair in pairs for r in pair) < bigram
         out.append(
             {
                 "schedule": s,
@@ -349,7 +353,7 @@ def tuned_cells(rows: list[dict], own: dict[str, float], tolerance: dict[str, fl
                 "lr": lr,
                 "shared_lr": pairs[0][1]["lr"],
                 "gap": gap.as_dict(),
-                "verdict": stats.verdict(gap, tolerance[s]).value,
+                "verdict": stats.verdict(gap, tolerance[s], informative).value,
             }
         )
     return out
