@@ -275,3 +275,19 @@ def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypa
     assert lo < -9.0 and hi > 5.6  # every mean, and the reported intervals, are shown
     assert lo > -25.0 and hi < 20.0  # the unreported width's interval does not set the scale
     assert "d=32: no cell reported" in drawn["legend"] and "d=64" in drawn["legend"]
+
+
+def test_the_own_lr_table_lists_each_width_that_ran_the_check():
+    from looped.report.map import own_lr
+
+    arm = paper.RECIPE_200M
+    gap = {"mean": 0.015, "lo": -0.004, "hi": 0.034, "n": 4}
+    tuned = {"steps": 2088, "cells": [{"schedule": arm, "lr": 0.01, "shared_lr": 0.003}]}
+    tuned["cells"][0] |= {"gap": gap, "verdict": "undecided"}
+    block = {"meta": {"settings": {"setup": {"d_model": 64}}}, "tuned": tuned}
+    table = own_lr({"blocks": {"d64": {"meta": block["meta"]}, "robust-d64": block}})
+    (row,) = [line for line in table.splitlines() if line.startswith("| 64")]
+    assert row == (
+        "| 64 | 2088 | fixed-first K=2 (67%) | 0.01 | 0.003 | +1.50% [-0.40, +3.40], n=4, undecided |"
+    )
+    assert "not yet run" in own_lr({"blocks": {}})

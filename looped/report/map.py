@@ -263,9 +263,24 @@ def _spread(w: dict) -> str:
     return f"{f.format(w['mean'])} ({f.format(w['min'])}-{f.format(w['max'])}, {w['reps']} repeats)"
 
 
+def own_lr(result: dict) -> str:
+    """The robustness check of each width that ran it: every arm at its own LR (chosen on the
+    LR seed at the longest length) against uniform at the shared one."""
+    head = ["d", "steps", "arm", "own LR", "shared LR", "gap to uniform [95% interval], n, verdict"]
+    rows = []
+    for block in result.get("blocks", {}).values():
+        tuned = block.get("tuned") or {}
+        d = block["meta"]["settings"]["setup"]["d_model"]
+        for c in tuned.get("cells", []):
+            gap = f"{percent_iv(c['gap'])}, n={c['gap']['n']}"
+            rows.append([d, tuned["steps"], label(c["schedule"]), f"{c['lr']:g}"])
+            rows[-1] += [f"{c['shared_lr']:g}", f"{gap}, {c['verdict']}"]
+    return md_table(head, rows or [["-"] * 5 + ["not yet run"]])
+
+
 def section(result: dict) -> str:
-    """RESULTS' map section: every cell, then the 2x2."""
-    return map_rows(result) + "\n\n" + two_by_two(result)
+    """RESULTS' map section: every cell, the 2x2, then the own-LR check."""
+    return "\n\n".join((map_rows(result), two_by_two(result), own_lr(result)))
 
 
 def _frontier(result: dict) -> dict | None:
