@@ -226,10 +226,13 @@ display(Markdown(length.trend_rows(study)))
 # $$\tau = \frac{\text{steps} \times \text{batch} \times \text{sequence}}{P_{\text{non-emb}}},$$
 #
 # and the learning rate chosen again at every length. If the gap were about the regime, the
-# curves of wider models would sit lower at the same $\tau$. So far $d=32$ has finished and $d=64$
-# nearly (on fresh tokens it shows K=4 falling behind as training lengthens); no $d=32$ cell has a verdict, because at its longest length uniform still
-# misses the bigram table in most seeds (the plateau-escape column), so its gaps measure
-# uniform's late escape rather than a finding. Each row also gives the plateau
+# curves of wider models would sit lower at the same $\tau$. So far $d=32$ and $d=64$ have
+# finished, four seeds each. On fresh tokens $d=64$ shows K=4 falling behind as training
+# lengthens. No $d=32$ cell has a verdict: at its longest length uniform still misses the
+# bigram table in most seeds (the plateau-escape column), so its gaps measure uniform's late
+# escape rather than a finding. The last table is the own-LR check: each recipe at the LR its
+# own LR seed chose at the longest length; at both widths that LR is the shared one, so its
+# runs, and its numbers, are the main cells'. Each row also gives the plateau
 # escape: the first logged step at which a run's train loss fell below the bigram table, so a
 # gap made by uniform's slow start shows as a late escape in uniform's column. The map runs
 # over several sessions (`looped map --resume-from results/map.json` continues it); a width
