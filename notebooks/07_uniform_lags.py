@@ -228,11 +228,11 @@ display(Markdown(length.trend_rows(study)))
 # and the learning rate chosen again at every length. If the gap were about the regime, the
 # curves of wider models would sit lower at the same $\tau$. So far $d=32$ and $d=64$ have
 # finished, four seeds each. On fresh tokens $d=64$ shows K=4 falling behind as training
-# lengthens. No $d=32$ cell has a verdict: at its longest length uniform still misses the
-# bigram table in most seeds (the plateau-escape column), so its gaps measure uniform's late
-# escape rather than a finding. The last table is the own-LR check: each recipe at the LR its
-# own LR seed chose at the longest length; at both widths that LR is the shared one, so its
-# runs, and its numbers, are the main cells'. Each row also gives the plateau
+# lengthens. No $d=32$ cell has a verdict: at its longest length uniform's test NLL still
+# misses the bigram table in most seeds (its train loss escapes late: the plateau-escape
+# column), so its gaps measure uniform's late escape rather than a finding. The last table is
+# the own-LR check: each recipe at the LR its own LR seed chose at the longest length; at both
+# widths that LR is the shared one, so the check's runs are the main cells'. Each row also gives the plateau
 # escape: the first logged step at which a run's train loss fell below the bigram table, so a
 # gap made by uniform's slow start shows as a late escape in uniform's column. The map runs
 # over several sessions (`looped map --resume-from results/map.json` continues it); a width
@@ -246,8 +246,10 @@ display(Markdown(map_report.section(atlas)))
 
 # %% [markdown]
 # The fit puts one plane through each seed's gaps, against $\log_2 \tau$ and $\log_2$ of the
-# parameter count, and takes intervals over seeds; it needs two reported widths in the same
-# seeds; until then the map has no result, and the cells above show where each width stands.
+# parameter count, and takes intervals over seeds. Only cells with a verdict enter it, so it
+# needs a second width whose models beat the bigram table ($d=128$, a GPU block; $d=32$'s cells
+# are all not informative); until then the map has no result, and the cells above show where
+# each width stands.
 
 # %%
 display(Markdown(map_report.fit_section(atlas)))

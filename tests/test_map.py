@@ -274,7 +274,10 @@ def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypa
     lo, hi = drawn["ylim"]
     assert lo < -9.0 and hi > 5.6  # every mean, and the reported intervals, are shown
     assert lo > -25.0 and hi < 20.0  # the unreported width's interval does not set the scale
-    assert "d=32: no cell reported" in drawn["legend"] and "d=64" in drawn["legend"]
+    assert (
+        "d=32: no verdict (a model misses the bigram)" in drawn["legend"]
+        and "d=64" in drawn["legend"]
+    )
 
 
 def test_the_own_lr_table_lists_each_width_that_ran_the_check():

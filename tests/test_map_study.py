@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from looped import paper
+from looped.experiments.engine import escape_step, trunk_train
 from looped.experiments.map import QUICK, Block, MapSettings, run_map
 from looped.experiments.textsetup import ensure_corpus
+from looped.runtime.metrics import read_metrics
 
 ROW_FIELDS = {"d_model", "vocab_size", "params", "params_non_embedding", "tokens", "epochs"}
 ROW_FIELDS |= {"lr", "seed", "schedule", "escape_step"}
@@ -36,6 +38,18 @@ def test_a_tiny_map_records_every_rows_place_and_resumes_without_training(tmp_pa
     assert block["rows"] and all(ROW_FIELDS <= set(r) for r in block["rows"])
     assert {r["steps"] for r in block["rows"]} == set(block["meta"]["settings"]["lengths"])
     assert set(block["shared_lr"]) == {str(n) for n in block["meta"]["settings"]["lengths"]}
+    # a branch logs from its branch point on; its plateau escape reads the trunk's steps first
+    branches = [
+        d
+        for d in (tmp_path / "a" / "d16-bpe512" / "runs").iterdir()
+        if (d / "lineage.json").is_file()
+    ]
+    assert branches
+    for run in branches:
+        own = [m["step"] for m in read_metrics(run) if m["kind"] == "train"]
+        steps = [m["step"] for m in trunk_train(run)]
+        assert steps[0] < own[0] and steps[-len(own) :] == own and steps == sorted(set(steps))
+        assert escape_step(trunk_train(run), float("inf")) == steps[0]  # not the branch point
     saved = block["modeled_saving"][paper.RECIPE_200M]
     assert all(0.3 < v < 0.5 for v in saved.values())  # K=2 for 67%: the abstract's 45%, near
     path = tmp_path / "map.json"

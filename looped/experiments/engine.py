@@ -20,6 +20,7 @@ planner, names, LR choice and gap.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -269,8 +270,14 @@ def score(runs: dict[str, Planned], study: Study) -> list[dict]:
     rows = []
     for p in runs.values():
         if (cached := study.row(p)) is not None:
-            # rows written before `epochs` was recorded get it here
-            rows.append(cached | {"epochs": cached.get("epochs", epochs(cached, study.corpus))})
+            # rows written before `epochs` was recorded get it here; a run on this disk reads its
+            # escape again (rows written before it followed a branch back to its trunk)
+            mine = {"epochs": cached.get("epochs", epochs(cached, study.corpus))}
+            if (study.runs_dir / p.name / "metrics.jsonl").is_file():
+                mine["escape_step"] = escape_step(
+                    trunk_train(study.runs_dir / p.name), study.bigram
+                )
+            rows.append(cached | mine)
             continue
         run_dir = study.runs_dir / p.name
         if not study.finished(p) or diverged(run_dir):
@@ -302,11 +309,28 @@ def measure(p: Planned, study: Study) -> dict:
         "vocab_size": p.cfg.model.vocab_size,
         "params": model.num_params(),
         "params_non_embedding": model.num_params(non_embedding=True),
-        "escape_step": escape_step(train, study.bigram),
+        "escape_step": escape_step(trunk_train(run_dir), study.bigram),
         "own_wall": own_wall(train),
         "val_nll": study.val_nll(p),
         **heldout_nll(run_dir, p.cfg, study.batches),
     }
+
+
+def trunk_train(run_dir: Path) -> list[dict]:
+    """A run's train records from step 0: a branch logs only from its branch point, so the
+    trunk's records up to it come first (followed back through every branch; a trunk that is
+    not on this disk leaves the branch's own records)."""
+    own = [m for m in read_metrics(run_dir) if m["kind"] == "train"]
+    lineage = run_dir / "lineage.json"
+    if not lineage.is_file():
+        return own
+    info = json.loads(lineage.read_text())
+    parent = (
+        run_dir.parent / Path(info["parent"]).parents[1].name
+    )  # RUNS/<parent>/checkpoints/step_N
+    if info.get("mode") != "branch" or not parent.is_dir():
+        return own
+    return [m for m in trunk_train(parent) if m["step"] <= info["parent_step"]] + own
 
 
 def escape_step(train: list[dict], bigram: float) -> int | None:

@@ -88,7 +88,7 @@ def _tpp(c: dict) -> float:
 
 
 def _key(every: list[dict], shown: set[int]) -> list[Line2D]:
-    """The legend: one entry per width (faint: no cell reported), then what a hollow and a
+    """The legend: one entry per width (faint: no cell with a verdict), then what a hollow and a
     crossed point mean."""
     widths = sorted({c["d_model"] for c in every})
     handles = [
@@ -98,7 +98,7 @@ def _key(every: list[dict], shown: set[int]) -> list[Line2D]:
             color=WIDTH_COLOURS.get(d, "#333333"),
             marker="o",
             alpha=1 if d in shown else 0.45,
-            label=f"d={d}" if d in shown else f"d={d}: no cell reported",
+            label=f"d={d}" if d in shown else f"d={d}: no verdict (a model misses the bigram)",
         )
         for d in widths
     ]
@@ -322,19 +322,22 @@ def fig_frontier(result: dict, path: Path) -> Path:
         y = _nll_bars(
             ax, x, [at[s] for s in arms], marker="s", color=colour, label=f"fixed-first K={k}"
         )
+        most = max(len(c["seed_nll"]) for c in at.values())
         for xi, yi, s in zip(x, y, arms):
+            n = len(at[s]["seed_nll"])  # an interim point says so: fewer seeds than the rest
             ax.annotate(
-                f"{paper.fixed_phase(s)[1]:.0%}",
+                f"{paper.fixed_phase(s)[1]:.0%}" + (f", n={n}" if n < most else ""),
                 (xi, yi),
                 textcoords="offset points",
                 xytext=(6, 6),
-                fontsize=9,
+                fontsize=10,
                 color=colour,
             )
     ax.set_xlabel("modeled training compute, uniform 1..16 = 1")
     ax.set_ylabel("test NLL, mean over K=1..16")
     ax.set_title(f"d={at[paper.UNIFORM].get('d_model')}, {steps} steps", fontsize=10)
     ax.legend(fontsize=9)
+    style.key(ax, "bars", "95% interval over seeds")
     return style.save(fig, path)
 
 
