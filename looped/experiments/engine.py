@@ -325,9 +325,8 @@ def trunk_train(run_dir: Path) -> list[dict]:
     if not lineage.is_file():
         return own
     info = json.loads(lineage.read_text())
-    parent = (
-        run_dir.parent / Path(info["parent"]).parents[1].name
-    )  # RUNS/<parent>/checkpoints/step_N
+    # the parent is a checkpoint, RUNS/<parent>/checkpoints/step_N: its run by name, on this disk
+    parent = run_dir.parent / Path(info["parent"]).parents[1].name
     if info.get("mode") != "branch" or not parent.is_dir():
         return own
     return [m for m in trunk_train(parent) if m["step"] <= info["parent_step"]] + own
