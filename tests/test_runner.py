@@ -22,7 +22,7 @@ from looped.experiments import runner
 from looped.experiments.bios import QUICK, collect, plan
 from looped.experiments.results import diverged
 from looped.experiments.runner import Planned, execute
-from looped.runtime.checkpoint import checkpoint_dir
+from looped.runtime.checkpoint import checkpoint_dir, list_checkpoints
 
 pytestmark = pytest.mark.slow  # every test trains runs in worker processes
 
@@ -57,28 +57,36 @@ def test_a_diverged_grid_run_still_stops_with_one_line(tmp_path: Path):
 
 def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_bitwise_the_same(tmp_path):
     """A study stopped mid-run (a kill, a session's end) goes on from the run's newest checkpoint
-    instead of training it again from step 0, and ends where the uninterrupted run ended."""
+    instead of training it again from step 0, and ends where the uninterrupted run ended. A run
+    whose children need no checkpoint still leaves them: the pool checkpoints every run every
+    tenth of its steps, and its config on disk still counts as the planned one."""
     (root,) = [s for s in _pair(0.01) if s.parent is None]
-    mid = root.steps // 2
-    root.save_steps = [mid]
+    root.save_steps = []
+    # keep the periodic checkpoint before the last: a kill would have found it the newest
+    root.cfg = replace(root.cfg, keep_last=2)
+    assert root.cfg.ckpt_interval == 0
     assert execute([root], tmp_path, 1, fresh=False, quiet=True) == 1
     run_dir, last = tmp_path / root.name, checkpoint_dir(tmp_path / root.name, root.steps)
     whole = load_file(last / "model.safetensors")
-    # what a kill after the mid checkpoint leaves: no summary, no final checkpoint
+    # what a kill after a periodic checkpoint leaves: no summary, no final checkpoint
     (run_dir / "summary.json").unlink()
     shutil.rmtree(last)
-    kept = checkpoint_dir(run_dir, mid).stat().st_mtime_ns
+    (mid, kept_dir), *_ = list_checkpoints(run_dir)[::-1]
+    assert 0 < mid < root.steps
+    kept = kept_dir.stat().st_mtime_ns
     assert execute([root], tmp_path, 1, fresh=False, quiet=True) == 1
     assert checkpoint_dir(run_dir, mid).stat().st_mtime_ns == kept  # continued, not retrained
     again = load_file(last / "model.safetensors")
     assert again.keys() == whole.keys()
     assert all(torch.equal(again[k], whole[k]) for k in whole)
+    assert execute([root], tmp_path, 1, fresh=False, quiet=True) == 0  # finished: reused
     # another config under the same name is not resumed: it trains from step 0
     (run_dir / "summary.json").unlink()
-    shutil.rmtree(last)
     other = replace(root, cfg=replace(root.cfg, seed=root.cfg.seed + 1))
     assert execute([other], tmp_path, 1, fresh=False, quiet=True) == 1
-    assert checkpoint_dir(run_dir, mid).stat().st_mtime_ns != kept
+    assert not checkpoint_dir(run_dir, mid).exists() or (
+        checkpoint_dir(run_dir, mid).stat().st_mtime_ns != kept
+    )
 
 
 class _StoppedPool:

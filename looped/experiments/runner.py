@@ -16,14 +16,14 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
-from looped.config import TrainConfig, to_yaml
+from looped.config import TrainConfig, differences, load_config, to_yaml
 from looped.errors import UserError
 from looped.experiments.results import diverged
 from looped.flops import schedule_flops, tokens_per_step
@@ -95,6 +95,9 @@ def run_line(name: str, summary: dict) -> str:
 
 
 _progress: Any = None  # in a worker: the queue its progress goes to (set when it starts)
+# a run with no checkpoint interval of its own is checkpointed this many times, so that a session's
+# end or a crash costs at most this share of a long run (checkpoints change no score: RESUMABLE)
+SAFE_CHECKPOINTS = 10
 
 
 def _start_worker(progress: Any, parent: int) -> None:
@@ -128,8 +131,10 @@ def _run_one(run: Planned, run_dir: str, branch_dir: str | None) -> dict:
     # an interrupted run (`_to_train` kept only one of this config) goes on where it stopped
     resume = bool(list_checkpoints(run_dir))
     start = {"resume": True} if resume else {"branch_from": branch_dir}
+    every = run.cfg.ckpt_interval or max(1, run.cfg.max_steps // SAFE_CHECKPOINTS)
+    cfg = replace(run.cfg, ckpt_interval=every)
     try:
-        return train(run.cfg, run_dir, on_step=on_step, quiet=True, **start, **steps)
+        return train(cfg, run_dir, on_step=on_step, quiet=True, **start, **steps)
     except UserError as err:
         if not (run.may_diverge and "loss became" in str(err)):
             raise
@@ -151,8 +156,7 @@ def _on_disk(spec: Planned, runs_dir: Path) -> str:
     with a checkpoint to go on from: it resumes, so hours of a long run are not trained twice),
     or "" (nothing to reuse)."""
     run_dir = runs_dir / spec.name
-    config = run_dir / "config.yaml"
-    if not config.is_file() or config.read_text() != to_yaml(spec.cfg):
+    if not _same_config(run_dir / "config.yaml", spec.cfg):
         return ""
     if not (run_dir / "summary.json").is_file():
         return "interrupted" if list_checkpoints(run_dir) else ""
@@ -160,6 +164,19 @@ def _on_disk(spec: Planned, runs_dir: Path) -> str:
         return "finished" if spec.may_diverge else ""
     kept = all(checkpoint_dir(run_dir, s).is_dir() for s in spec.save_steps)
     return "finished" if kept else ""
+
+
+def _same_config(path: Path, cfg: TrainConfig) -> bool:
+    """Whether a run directory's config is this run's, up to the fields a resume may change (the
+    checkpoint interval `_run_one` adds among them)."""
+    if not path.is_file():
+        return False
+    if path.read_text() == to_yaml(cfg):
+        return True
+    try:
+        return not differences(load_config(str(path), check=False), cfg)
+    except UserError:  # unreadable: not this run's
+        return False
 
 
 def _to_train(specs: list[Planned], runs_dir: Path, fresh: bool) -> dict[str, Planned]:
