@@ -126,6 +126,22 @@ def test_epochs_are_tokens_over_the_train_split_and_a_cell_past_one_pass_is_neve
     assert "past one pass: not reported" in table and table.count("worse") == 1
 
 
+def test_a_length_past_one_pass_is_not_trained_and_a_block_with_none_left_is_skipped(capsys):
+    from looped.experiments.map import QUICK, block_settings, one_pass
+
+    bs = block_settings(QUICK.blocks[0], QUICK)  # d16 at 2, 4 and 8 tokens per parameter
+    per_step = bs.setup.batch_size * bs.setup.seq_len
+    bs.tuned_at = max(bs.lengths)
+    train = bs.lengths[1] * per_step  # the middle length is exactly one pass
+    kept = one_pass(bs, {"splits": {"train": {"tokens": train}}}, "d16")
+    assert kept.lengths == bs.lengths[:2] and kept.lr_lengths == bs.lengths[:2]
+    assert kept.tuned_at == bs.lengths[1]  # the robustness check moves to the longest kept
+    said = capsys.readouterr().out
+    assert said.count("\n") == 1 and f"{bs.lengths[2]} steps would pass" in said
+    none = one_pass(bs, {"splits": {"train": {"tokens": per_step}}}, "d16")
+    assert none.lengths == () and "skipped" in capsys.readouterr().out
+
+
 def test_the_fit_recovers_a_known_crossing_from_constructed_cells():
     # gap = a + b log2 T + c log2 P, so at P the gap crosses 0 at log2 T = -(a + c log2 P) / b
     a, b, c = -0.05, 0.01, 0.001

@@ -58,3 +58,16 @@ def test_a_tiny_map_records_every_rows_place_and_resumes_without_training(tmp_pa
     runs = tmp_path / "b" / "d16-bpe512" / "runs"
     assert not runs.exists() or not any(runs.iterdir())  # every run came from the file
     assert again["blocks"]["d16"]["cells"] == block["cells"]
+    # several files (a CPU map and a GPU loan's): each run's row comes from the first that has it
+    other = json.loads(json.dumps(first))
+    for r in other["blocks"]["d16"]["rows"]:
+        r["mean_nll"] += 1.0
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    both = f"{path},{tmp_path / 'other.json'}"
+    again = run_map(replace(_tiny(corpus), resume_from=both), tmp_path / "c")
+    assert again["blocks"]["d16"]["rows"] == block["rows"]
+    flipped = f"{tmp_path / 'other.json'},{path}"
+    again = run_map(replace(_tiny(corpus), resume_from=flipped), tmp_path / "d")
+    assert [r["mean_nll"] for r in again["blocks"]["d16"]["rows"]] == [
+        r["mean_nll"] + 1.0 for r in block["rows"]
+    ]

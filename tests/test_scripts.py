@@ -31,6 +31,22 @@ def test_gpu_length_exits_cleanly_without_a_gpu():
     assert proc.returncode == 0 and "no CUDA GPU" in proc.stdout
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_gpu_loan_exits_cleanly_without_a_gpu_and_writes_only_under_results(tmp_path):
+    """The loan's one command, on a machine without a GPU: one line, exit 0, nothing trained and
+    nothing written into the repo (its results go to RESULTS, the device tool's $OUT)."""
+    before = subprocess.run(["git", "status", "--short"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", "scripts/gpu_loan.sh"], cwd=ROOT, capture_output=True, text=True,
+        env={**ENV, "RESULTS": str(tmp_path / "back")},
+    )  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.strip().splitlines() == [
+        "gpu_loan: no CUDA GPU visible to torch; nothing to do (run it on a GPU machine)."
+    ]
+    after = subprocess.run(["git", "status", "--short"], cwd=ROOT, capture_output=True, text=True)
+    assert after.stdout == before.stdout and not any((tmp_path / "back").iterdir())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("bad", [["--lengths", "30,x"], ["--lengths", "30"], ["--lrs", "fast"]])
 def test_looped_length_refuses_bad_flags_in_one_line(bad):

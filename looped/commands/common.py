@@ -122,14 +122,19 @@ def study_dirs(args: argparse.Namespace, name: str) -> tuple[Path, Path, Path]:
     return (out, Path("results"), Path("figures")) if args.reference else (out, out, out)
 
 
-def text_study_flags(parser: argparse.ArgumentParser, name: str, seeds: int) -> None:
+def text_study_flags(
+    parser: argparse.ArgumentParser, name: str, seeds: int, several: bool = False
+) -> None:
     """The flags of a text study (`looped length`, `looped map`): the corpus, the most seeds,
-    collecting what finished and resuming from an earlier results file."""
+    collecting what finished and resuming from an earlier results file (`several`: files)."""
     add = parser.add_argument
     add("--corpus", help="a named corpus, a `looped data text` directory or a `datasets` source")
     add("--max-seeds", type=int, help=f"stop adding seed rounds past this many ({seeds})")
     add("--collect", action="store_true", help="train nothing: the results of what finished")
-    add("--resume-from", help=f"an earlier {name}*.json: its scored runs are reused")
+    files = (
+        f"earlier {name}*.json files, comma-separated" if several else f"an earlier {name}*.json"
+    )
+    add("--resume-from", help=f"{files}: their scored runs are reused")
 
 
 def device_flag(name: str) -> str:

@@ -36,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
         reference="results/map.json and figures/map_gap.png",
         quick="toy size on the standard library, every code path",
     )
-    text_study_flags(p, "map", seeds=8)
+    text_study_flags(p, "map", seeds=8, several=True)
     blocks = ",".join(b.name for b in BLOCKS)
     p.add_argument("--blocks", help=f"blocks to run, of {blocks} (--gpu: d64..d512)")
     p.add_argument("--gpu", action="store_true", help="the GPU map: widths to 512, 100x lengths")

@@ -4,6 +4,7 @@
     looped map --blocks d32,d64                # some blocks now, the rest later
     looped map --collect                       # no training: the results of what finished
     looped map --resume-from results/map.json  # a fresh machine: reuse that file's scored runs
+    looped map --collect --resume-from results/map.json,map_gpu.json   # and a GPU loan's
     looped map --quick                         # toy size, every code path
 
 A block is one length study (`experiments.length`: the shared LR chosen on seed 100 at every
@@ -88,11 +89,11 @@ class MapSettings:
     rounds: tuple[int, ...] = (4, 8)  # reported seeds after each round
     max_seeds: int = 8  # wide widths' uniform seeds spread: up to 8 before a cell is left open
     workers: int = 2  # single-threaded worker processes
-    resume_from: str | None = None  # an earlier map.json whose scored runs are reused
+    resume_from: str | None = None  # earlier map.json files (comma-separated): scored runs reused
 
 
 # A lent GPU: widths to 512, lengths over 100x in tokens per parameter. Past ~20M tokens the
-# torch sources repeat (cells marked past one pass): give a larger corpus with --corpus.
+# torch sources repeat: those lengths are not trained (`one_pass`); a larger --corpus keeps them.
 GPU = MapSettings(
     blocks=tuple(
         Block(f"d{d}", d, tpp=(20, 40, 80, 160, 320, 640, 2000)) for d in (64, 128, 256, 512)
@@ -142,15 +143,32 @@ def block_settings(block: Block, settings: MapSettings) -> length.LengthSettings
     )
 
 
+def one_pass(bs: length.LengthSettings, corpus: dict, name: str) -> length.LengthSettings:
+    """The block without its lengths past one pass over the corpus's train split: such a cell
+    could never be reported, so it is not trained (said in one line)."""
+    per_step = bs.setup.batch_size * bs.setup.seq_len
+    train = corpus["splits"]["train"]["tokens"]
+    keep = tuple(n for n in bs.lengths if n * per_step <= train)
+    if dropped := [str(n) for n in bs.lengths if n not in keep]:
+        left = f"{len(keep)} left" if keep else "the block is skipped"
+        print(f"{name}: {', '.join(dropped)} steps would pass over the train split's "
+              f"{train:,} tokens more than once; not trained ({left})")  # fmt: skip
+    tuned_at = max(keep) if bs.tuned_at and keep else 0
+    lr_lengths = tuple(n for n in bs.lr_lengths if n in keep)
+    return replace(bs, lengths=keep, lr_lengths=lr_lengths, tuned_at=tuned_at)
+
+
 def earlier_rows(settings: MapSettings, block: Block, corpus: dict, dtype: str) -> dict:
-    """The scored rows of every block at `block`'s home in the `resume_from` map.json."""
-    if not settings.resume_from:
-        return {}
-    old = read_results_file(settings.resume_from, "--resume-from", "a map.json")
+    """The scored rows of every block at `block`'s home in the `resume_from` map.json files (a
+    CPU map and a GPU loan's, say); where two files score one run, the first file's row wins."""
     rows: dict[str, dict] = {}
-    for b in settings.blocks:
-        if b.home == block.home and (part := old.get("blocks", {}).get(b.name)):
-            rows |= length.rows_of(part, settings.resume_from, corpus, dtype)
+    for path in reversed((settings.resume_from or "").split(",")):
+        if not path.strip():
+            continue
+        old = read_results_file(path.strip(), "--resume-from", "a map.json")
+        for b in settings.blocks:
+            if b.home == block.home and (part := old.get("blocks", {}).get(b.name)):
+                rows |= length.rows_of(part, path.strip(), corpus, dtype)
     return rows
 
 
@@ -163,6 +181,9 @@ def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
         bs = block_settings(block, settings)
         corpus = ensure_corpus(bs.setup, out, bs.corpus, quiet=False)
         bs.corpus = corpus["path"]  # tokenized once per tokenizer, shared by the blocks
+        bs = one_pass(bs, corpus, block.name)
+        if not bs.lengths:
+            continue
         cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
         cached = earlier_rows(settings, block, corpus, cfg.dtype)
         try:
