@@ -373,21 +373,6 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
     assert [json.loads(o) for o in orders] == [schedules]
 
 
-def test_the_finding_is_a_table_of_each_recipes_longest_cell():
-    from looped.report.length import finding
-
-    study = _synthetic_study() | {"meta": {"settings": {"setup": {"d_model": 32}}}}
-    lines = finding(study).splitlines()
-    assert lines[0].startswith("| comparison | regime |") and len(lines) == 4
-    for s, line in zip((paper.RECIPES_1B[1], paper.RECIPE_200M), lines[2:]):
-        cell = max((c for c in study["cells"] if c["schedule"] == s and "gap" in c),
-                   key=lambda c: c["steps"])  # fmt: skip
-        g = cell["gap"]
-        assert line.startswith(f"| {paper.label(s)} vs uniform | d=32, {cell['steps']:,} steps")
-        assert f"{100 * g['mean']:+.2f}% [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}]" in line
-        assert cell["verdict"] in line
-
-
 def test_one_arm_trains_only_that_schedule_beside_uniform():
     """`--arms k2` plans K=2's runs and uniform's, none of the other arms', so one arm can be
     trained now and the study collected whole later; a misspelt arm is refused in one line."""

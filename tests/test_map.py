@@ -21,7 +21,7 @@ from looped.errors import UserError
 from looped.eval.gapfit import gap_fit
 from looped.experiments import engine, length
 from looped.flops import drawn_seconds
-from looped.report.map import fit_cells, map_rows
+from looped.report.map import finding, fit_cells, map_rows
 from looped.schedule_spec import parse_schedule
 from looped.training.lineage import branch_point
 from looped.training.trainer import train
@@ -140,6 +140,29 @@ def test_a_length_past_one_pass_is_not_trained_and_a_block_with_none_left_is_ski
     assert said.count("\n") == 1 and f"{bs.lengths[2]} steps would pass" in said
     none = one_pass(bs, {"splits": {"train": {"tokens": per_step}}}, "d16")
     assert none.lengths == () and "skipped" in capsys.readouterr().out
+
+
+def test_the_finding_shows_each_widths_longest_one_pass_cell_and_says_what_has_not_run():
+    k4, k2 = paper.RECIPES_1B[1], paper.RECIPE_200M
+    rows = []
+    for tokens in (1000, 1500, 4000):  # the last is past one pass over 2,000 train tokens
+        for seed in range(4):
+            rows += [_row(paper.UNIFORM, seed, 3.0, tokens, 2000)]
+            rows += [_row(k4, seed, 3.0 * (1.02 + 0.001 * seed), tokens, 2000)]
+            rows += [_row(k2, seed, 3.0 * (1.0 + 0.001 * (seed - 1.5)), tokens, 2000)]
+    cells = length.sequential_cells(
+        rows, 9.0, (paper.UNIFORM, k4, k2), (4,), {k4: 0.008, k2: 0.005}
+    )
+    cells = [c | {"d_model": 8, "vocab_size": 512} for c in cells]
+    planned = [{"d_model": 8}, {"d_model": 16}]
+    table = finding({"meta": {"settings": {"blocks": planned}}, "blocks": {"d8": {"cells": cells}}})
+    lines = table.splitlines()[2:]
+    assert len(lines) == 4  # two recipes at each planned width
+    assert all(
+        "d=8, 15 steps" in line for line in lines[:2]
+    )  # 1,500 tokens: the longest on one pass
+    assert "worse" in lines[0] and "within tolerance" in lines[1]
+    assert all("| d=16 | not yet run |" in line for line in lines[2:])
 
 
 def test_the_fit_recovers_a_known_crossing_from_constructed_cells():

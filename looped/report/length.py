@@ -235,19 +235,3 @@ def length_section(result: dict) -> str:
         "\n\n![The gap to uniform against training tokens, and by serving depth]"
         "(../figures/length_gap.png)"
     )
-
-
-def finding(result: dict) -> str:
-    """The README's finding, as a table: each fixed-first recipe at its longest length, its
-    regime, its gap to uniform (mean over K=1..16, 95% interval) and the verdict."""
-    head = ["comparison", "regime", "gap to uniform, mean over K=1..16 [95% interval]", "verdict"]
-    d, rows = result["meta"]["settings"]["setup"]["d_model"], []
-    for s in RECIPES:
-        if (c := longest(result, s)) is None:
-            rows.append([f"{label(s)} vs uniform", "-", "-", "not measured"])
-            continue
-        regime = f"d={d}, {c['steps']:,} steps, {c['tokens_per_param']:.0f} tokens/param"
-        gap = f"{percent_iv(c['gap'])}, {c['gap']['n']} seeds"
-        tol = f" (tolerance {100 * c['tolerance']:.1f}%)"
-        rows.append([f"{label(s)} vs uniform", regime, gap, verdict_of(c) + tol])
-    return md_table(head, rows)

@@ -15,7 +15,7 @@ from looped.eval.gapfit import gap_fit
 from looped.eval.stats import Verdict, interval
 from looped.paper import label
 from looped.report import style
-from looped.report.length import RECIPES, gap_cell, gap_keys, gap_marks, percent_iv
+from looped.report.length import RECIPES, gap_cell, gap_keys, gap_marks, percent_iv, verdict_of
 from looped.report.tables import md_table
 
 WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
@@ -140,6 +140,27 @@ def map_rows(result: dict) -> str:
             ]
         )
     return md_table(head, rows)
+
+
+def finding(result: dict) -> str:
+    """The README's finding: per width (BPE-512) and recipe, the longest one-pass cell, its
+    regime, gap and verdict; a width the study plans but has not run says so."""
+    head = ["comparison", "regime", "gap to uniform, mean over K=1..16 [95%]"]
+    planned = {b["d_model"] for b in result.get("meta", {}).get("settings", {}).get("blocks", [])}
+    mine = [c for c in cells(result) if c.get("one_pass", True) and c["gap"]["n"] > 1]
+    rows = []
+    for d in sorted(planned | {c["d_model"] for c in mine}):
+        for arm in RECIPES:
+            at = [c for c in mine if c["d_model"] == d and c["schedule"] == arm]
+            if not at:
+                rows.append([f"{label(arm)} vs uniform", f"d={d}", "not yet run", "-"])
+                continue
+            c = max(at, key=lambda c: c["steps"])
+            regime = f"d={d}, {c['steps']:,} steps, {_tpp(c):.0f} tokens/non-emb. param"
+            gap = f"{percent_iv(c['gap'])}, {c['gap']['n']} seeds"
+            tol = f" (tolerance {100 * c['tolerance']:.1f}%)"
+            rows.append([f"{label(arm)} vs uniform", regime, gap, verdict_of(c) + tol])
+    return md_table([*head, "verdict"], rows)
 
 
 def _steps(escapes: list | None) -> str:

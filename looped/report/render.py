@@ -102,7 +102,7 @@ SECTIONS = {
     "map_fit": ("map.json", map_report.fit_section),
     "map_frontier": ("map.json", map_report.frontier_section),
     "map_costs": ("map.json", map_report.cost_section),
-    "finding": ("length.json", length.finding),
+    "finding": ("map.json", map_report.finding),
     "samples": ("samples.json", samples.section),
     "diagnose": ("diagnose.json", diagnose.section),
     "timing": ("demo_time.json", timing_section),
