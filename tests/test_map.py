@@ -156,13 +156,13 @@ def test_the_finding_shows_each_widths_longest_one_pass_cell_and_says_what_has_n
     cells = [c | {"d_model": 8, "vocab_size": 512} for c in cells]
     planned = [{"d_model": 8}, {"d_model": 16}]
     table = finding({"meta": {"settings": {"blocks": planned}}, "blocks": {"d8": {"cells": cells}}})
-    lines = table.splitlines()[2:]
-    assert len(lines) == 4  # two recipes at each planned width
-    assert all(
-        "d=8, 15 steps" in line for line in lines[:2]
-    )  # 1,500 tokens: the longest on one pass
-    assert "worse" in lines[0] and "within tolerance" in lines[1]
-    assert all("| d=16 | not yet run |" in line for line in lines[2:])
+    head, _, *lines = table.splitlines()
+    assert "K=4 (80%)" in head and "tolerance 0.8%" in head and "tolerance 0.5%" in head
+    assert len(lines) == 2  # a row per planned width
+    k4_cell, k2_cell = lines[0].strip("| ").split(" | ")[1:3]
+    assert lines[0].startswith("| d=8, 15 steps")  # 1,500 tokens: the longest on one pass
+    assert k4_cell.endswith("4 seeds: worse") and k2_cell.endswith("4 seeds: within tolerance")
+    assert lines[1] == "| d=16 | not yet run | not yet run |"
 
 
 def test_the_fit_recovers_a_known_crossing_from_constructed_cells():

@@ -143,24 +143,32 @@ def map_rows(result: dict) -> str:
 
 
 def finding(result: dict) -> str:
-    """The README's finding: per width (BPE-512) and recipe, the longest one-pass cell, its
-    regime, gap and verdict; a width the study plans but has not run says so."""
-    head = ["comparison", "regime", "gap to uniform, mean over K=1..16 [95%]"]
+    """The README's finding: a row per width (BPE-512) at its longest one-pass length with two
+    or more seeds, each recipe's gap and verdict; a width the study plans but has not run says
+    so."""
+    tol = {arm: f"tolerance {100 * paper.tolerance(arm):.1f}%" for arm in RECIPES}
+    head = ["regime"] + [f"{label(arm)} vs uniform [95%] ({tol[arm]})" for arm in RECIPES]
     planned = {b["d_model"] for b in result.get("meta", {}).get("settings", {}).get("blocks", [])}
     mine = [c for c in cells(result) if c.get("one_pass", True) and c["gap"]["n"] > 1]
+    mine = [c for c in mine if c["schedule"] in RECIPES]
     rows = []
     for d in sorted(planned | {c["d_model"] for c in mine}):
-        for arm in RECIPES:
-            at = [c for c in mine if c["d_model"] == d and c["schedule"] == arm]
-            if not at:
-                rows.append([f"{label(arm)} vs uniform", f"d={d}", "not yet run", "-"])
-                continue
-            c = max(at, key=lambda c: c["steps"])
-            regime = f"d={d}, {c['steps']:,} steps, {_tpp(c):.0f} tokens/non-emb. param"
-            gap = f"{percent_iv(c['gap'])}, {c['gap']['n']} seeds"
-            tol = f" (tolerance {100 * c['tolerance']:.1f}%)"
-            rows.append([f"{label(arm)} vs uniform", regime, gap, verdict_of(c) + tol])
-    return md_table([*head, "verdict"], rows)
+        at = [c for c in mine if c["d_model"] == d]
+        if not at:
+            rows.append([f"d={d}", *["not yet run"] * len(RECIPES)])
+            continue
+        steps = max(c["steps"] for c in at)
+        by_arm = {c["schedule"]: c for c in at if c["steps"] == steps}
+        c = next(iter(by_arm.values()))
+        regime = f"d={d}, {steps:,} steps, {_tpp(c):.0f} tokens/non-emb. param"
+        gaps = [
+            f"{percent_iv(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: {verdict_of(by_arm[a])}"
+            if a in by_arm
+            else "-"
+            for a in RECIPES
+        ]
+        rows.append([regime, *gaps])
+    return md_table(head, rows)
 
 
 def _steps(escapes: list | None) -> str:
