@@ -98,9 +98,8 @@ display(Markdown(diagnose.format_summary(result)))
 # %% [markdown]
 # First, the size of each step's gradient by the depth it trained at. Uniform's $K=1$ steps
 # take the largest gradient, above the clip line, while every other depth but $K=15$ sits below
-# it, by up to about a factor of two, so clipping falls mostly on $K=1$ steps and Adam's running second moment is set
-# by a mix of depths. Fixed-first's curve
-# is the striking one: its fixed phase trains at $K=4$ only, and when the finish starts
+# it, by up to about a factor of two, so clipping falls mostly on $K=1$ steps and Adam's
+# running second moment is set by a mix of depths. Fixed-first's curve is the striking one: its fixed phase trains at $K=4$ only, and when the finish starts
 # drawing $K=16$ the gradient at that depth is several times the clip (the deepest and the
 # shallowest depths were never trained), so the first finishing steps are clipped hard.
 
@@ -231,7 +230,10 @@ display(Markdown(length.trend_rows(study)))
 # finished, four seeds each. On fresh tokens $d=64$ shows K=4 falling behind as training
 # lengthens. No $d=32$ cell has a verdict: at its longest length uniform's test NLL still
 # misses the bigram table in most seeds (its train loss escapes late: the plateau-escape
-# column), so its gaps measure uniform's late escape rather than a finding. The last table is
+# column), so its gaps measure uniform's late escape rather than a finding. The 2x2's $d=64$
+# BPE-4096 corner is the same story: with the larger vocabulary no model beats its bigram
+# table at that length, and fixed-first comes out ahead of a uniform still on its plateau. The
+# last table is
 # the own-LR check: each recipe at the LR its own LR seed chose at the longest length; at both
 # widths that LR is the shared one, so the check's runs are the main cells'. Each row also gives the plateau
 # escape: the first logged step at which a run's train loss fell below the bigram table, so a
@@ -248,7 +250,8 @@ display(Markdown(map_report.section(atlas)))
 # %% [markdown]
 # The fit puts one plane through each seed's gaps, against $\log_2 \tau$ and $\log_2$ of the
 # parameter count, and takes intervals over seeds. Only cells with a verdict enter it, so it
-# needs a second width whose models beat the bigram table ($d=128$, a GPU block; $d=32$'s cells
+# needs a second width whose models beat the bigram table ($d=128$, training on the CPU over
+# the next sessions, or one GPU loan; $d=32$'s cells
 # are all not informative); until then the map has no result, and the cells above show where
 # each width stands.
 
