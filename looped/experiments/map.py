@@ -151,8 +151,8 @@ def one_pass(bs: length.LengthSettings, corpus: dict, name: str) -> length.Lengt
     keep = tuple(n for n in bs.lengths if n * per_step <= train)
     if dropped := [str(n) for n in bs.lengths if n not in keep]:
         left = f"{len(keep)} left" if keep else "the block is skipped"
-        print(f"{name}: {', '.join(dropped)} steps would pass over the train split's "
-              f"{train:,} tokens more than once; not trained ({left})")  # fmt: skip
+        twice = f"{', '.join(dropped)} steps would pass over the train split's {train:,} tokens"
+        print(f"{name}: {twice} more than once; not trained ({left})")
     tuned_at = max(keep) if bs.tuned_at and keep else 0
     lr_lengths = tuple(n for n in bs.lr_lengths if n in keep)
     return replace(bs, lengths=keep, lr_lengths=lr_lengths, tuned_at=tuned_at)
