@@ -3,8 +3,9 @@
 # leaves, every result written under $RESULTS and nothing into the repo's results/.
 #
 #   bash scripts/gpu_loan.sh --prepare   # here, once, before a loan: into .gpu/ (git-ignored) the
-#                                        # wheel the GPU image lacks (omegaconf) and the tokenized
+#                                        # wheel the GPU image lacks (omegaconf), the tokenized
 #                                        # torch corpus of runs/map (the GPU has another torch)
+#                                        # and the smoke test's pydoc data (no `datasets` there)
 #   RESULTS=$OUT bash scripts/gpu_loan.sh   # there, with .gpu carried along
 #
 # Then here: `looped map --collect --resume-from results/map.json,RESULTS/map_gpu.json` and
@@ -27,6 +28,9 @@ if [ "${1:-}" = "--prepare" ]; then
   [ -f "$CORPUS_DIR/meta.json" ] || { echo "gpu_loan: no $CORPUS_DIR (run looped map once)"; exit 2; }
   rm -rf ".gpu/map/$(basename "$CORPUS_DIR")"
   cp -r "$CORPUS_DIR" .gpu/map/
+  # the data gpu_smoke.sh would tokenize itself, so the smoke measures the same model there
+  "$PY" -m looped data text --dataset pydoc --tokenizer bpe:8192 --val-frac 0.15 \
+    --out .gpu/pydoc --overwrite --quiet
   du -sh .gpu
   exit 0
 fi
@@ -42,12 +46,11 @@ if ! "$PY" -c "import omegaconf" 2>/dev/null; then  # the GPU image has every ot
   export PYTHONPATH=/tmp/gpu-site
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHON="$PY" PYTHONUNBUFFERED=1
-CORPUS=".gpu/map/$(basename "$CORPUS_DIR")"
 STAGES=${STAGES:-smoke bench map}
 
 if [[ " $STAGES " == *" smoke "* ]]; then
   echo "== smoke: 200m, bf16, compiled block"
-  SMOKE_DIR=/tmp/looped-gpu-smoke DATA="$CORPUS" STEPS=${STEPS:-150} \
+  SMOKE_DIR=/tmp/looped-gpu-smoke DATA=.gpu/pydoc STEPS=${STEPS:-150} \
     timeout "${SMOKE_S:-120}" bash scripts/gpu_smoke.sh 2>&1 | tee "$RESULTS/smoke.log"
 fi
 if [[ " $STAGES " == *" bench "* ]]; then
