@@ -52,6 +52,21 @@ def test_plain_tick_labels_on_a_short_log_axis():
     plt.close(fig)
 
 
+def test_ticks_a_figure_chose_on_a_log_axis_survive_finish():
+    """The map's lengths (20, 40, 80, 160 tokens per parameter) are its ticks; rounding the log
+    axis once labelled "20 30 40 50 70 100 150" there, crowded at page width."""
+    fig, ax = plt.subplots()
+    ax.plot([19.9, 40.0, 80.0, 160.1], [1.0, 2.0, 3.0, 2.5])
+    ax.set_xscale("log", base=2)
+    style.chosen_ticks(ax.xaxis, [20, 40, 80, 160])
+    style.finish(fig)
+    fig.canvas.draw()
+    xs = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert xs == ["20", "40", "80", "160"], xs
+    assert not ax.xaxis.get_minorticklocs().size
+    plt.close(fig)
+
+
 def test_runs_written_before_the_token_nll_rename_still_plot(tmp_path):
     """metrics.jsonl eval records said `nll` before they said `token_nll`; both load the same."""
     for name, key in (("old", "nll"), ("new", "token_nll")):

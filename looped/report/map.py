@@ -54,12 +54,19 @@ def fig_map(result: dict, path: Path) -> Path:
         ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_xscale("log", base=2)
+        _length_ticks(ax, every)
         ax.set_title(f"{label(s)} vs uniform 1..16 (+: behind)", fontsize=10)
         ax.set_xlabel("training tokens per non-embedding parameter")
     axes[0].set_ylabel("NLL gap to uniform, %")
     axes[0].set_ylim(*_y_range(every))
     axes[-1].legend(handles=_key(every, shown), fontsize=8, ncol=2)
     return style.save(fig, path)
+
+
+def _length_ticks(ax: Any, every: list[dict]) -> None:
+    """Ticks at the planned lengths only (matched across widths, so a handful), labelled in
+    whole tokens per parameter: log-axis defaults crowd "30 40 50" between two of them."""
+    style.chosen_ticks(ax.xaxis, sorted({round(_tpp(c)) for c in every}))
 
 
 def _reported(c: dict) -> bool:

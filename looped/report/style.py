@@ -159,6 +159,15 @@ def with_knobs(draw: Any, knobs: dict[str, Any]) -> None:
 DEPTH_TICKS = [1, 2, 4, 6, 8, 10, 12, 14, 16]
 
 
+def chosen_ticks(axis: Any, at: list[float]) -> None:
+    """Ticks a figure chose itself (e.g. the lengths it trained), labelled plainly; `finish`
+    keeps them where it would round a log axis's ticks (it may still thin crowded ones)."""
+    axis.set_major_locator(ticker.FixedLocator(at))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain(v)))
+    axis.set_minor_locator(ticker.NullLocator())
+    axis.looped_chosen = True
+
+
 def _round_ticks(axis: Any) -> bool:
     """Round ticks with plain labels (0.5, 2, 1e13, not `6.1022x10^0`); whether it could."""
     lo, hi = sorted(axis.get_view_interval())
@@ -301,6 +310,8 @@ def _ticks(fig: Any) -> None:
             lo, hi = sorted(axis.get_view_interval())
             if axis.get_label_text().startswith(depth):
                 axis.set_ticks([t for t in ticks if lo <= t <= hi])
+            elif getattr(axis, "looped_chosen", False):
+                continue
             elif axis.get_scale() == "log" and lo > 0 and hi / lo <= 1e3:  # under three decades
                 _round_ticks(axis)
                 axis.set_minor_formatter(ticker.NullFormatter())
