@@ -37,7 +37,7 @@
 #
 # This notebook loads `results/demo.json` when it exists (`looped demo --reference` writes
 # it; the quick start in `docs/USAGE.md` gives how long a plain `make demo` took). Otherwise it
-# runs the same code path at toy size, `looped.experiments.demo.QUICK` with one seed, in a temporary
+# runs the same code path at toy size, `looped.experiments.bios.QUICK` with one seed, in a temporary
 # folder: a few dozen steps of a tiny model, enough to see every figure but not to reproduce
 # any number. Set `LOOPED_FULL=1` to run the full demo here instead.
 
@@ -80,7 +80,7 @@ else:
     result = run_demo(settings, workdir, workdir / "figures", quiet=True)
     origin = (
         "ran "
-        + ("`looped demo --full`" if FULL else "looped.experiments.demo.QUICK with seeds=1")
+        + ("`looped demo --full`" if FULL else "looped.experiments.bios.QUICK with seeds=1")
         + " just now"
     )
 

@@ -13,7 +13,8 @@
 # Each stage has a time limit (seconds): SMOKE_S (120), BENCH_S (150), MAP_S (270); the map
 # writes map.json after each block, so a limit costs at most the block it stops, and a second
 # call on the still-warm machine, STAGES=map, goes on from its checkpoints. BLOCKS picks the
-# map's blocks (default d128,d256: the widths the CPU cannot reach; d64 is the CPU's already).
+# map's blocks (default d128,d256: d=128 takes sessions on the CPU, d=256 is out of its reach;
+# d64 is the CPU's already).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}

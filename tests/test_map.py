@@ -333,3 +333,34 @@ def test_the_own_lr_table_lists_each_width_that_ran_the_check():
         "| 64 | 2088 | fixed-first K=2 (67%) | 0.01 | 0.003 | +1.50% [-0.40, +3.40], n=4, undecided |"
     )
     assert "not yet run" in own_lr({"blocks": {}})
+
+
+def test_the_trend_table_gives_each_widths_per_seed_slopes_and_what_has_not_run():
+    """The README's "its per-seed trend rises" is read off this table: a row per width and arm,
+    each seed's slope of the gap per doubling of tokens (constructed: 1, 2, 3, 2 points)."""
+    from looped.report.map import trends
+
+    k4 = paper.RECIPES_1B[1]
+    slopes = {0: 0.01, 1: 0.02, 2: 0.03, 3: 0.02}
+    cells = [
+        {"schedule": k4, "tokens": 2**n, "verdict": "undecided", "seed_ids": list(slopes),
+         "gap": {"values": [0.01 + b * (n - 10) for b in slopes.values()]}}
+        for n in (10, 11, 12)
+    ]  # fmt: skip
+    setup = {"setup": {"d_model": 64, "tokenizer": "bpe:512"}}
+    wide = {"setup": {"d_model": 128, "tokenizer": "bpe:512"}}
+    blocks = {
+        "d64": {"meta": {"settings": setup}, "trends": length.seed_trends(cells)},
+        "d128": {"meta": {"settings": wide}},
+        "frontier-d64": {"meta": {"settings": setup}, "trends": {}},  # one length: no row
+    }
+    rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
+    assert [r[:3] for r in rows] == [
+        ["64", "512", "fixed-first K=4 (80%)"],
+        ["64", "512", "fixed-first K=2 (67%)"],
+        ["128", "512", "fixed-first K=4 (80%)"],
+        ["128", "512", "fixed-first K=2 (67%)"],
+    ]
+    assert rows[0][3:5] == ["3", "4"] and rows[0][6] == "rising"
+    assert rows[0][7] == "+1.00, +2.00, +3.00, +2.00"
+    assert rows[1][3] == rows[2][3] == "not yet run"

@@ -43,6 +43,16 @@ def test_the_critical_value_is_wider_than_one_looks_and_covers_every_look_at_onc
     assert abs(miss.mean() - 0.05) < 0.006
 
 
+def test_one_planned_look_is_the_plain_t_interval_exactly():
+    """A study capped at its first round (`--max-seeds 4`) looks once; its cells and the own-LR
+    check on the same runs once quoted intervals a simulation's error apart."""
+    vals = [0.012, 0.031, 0.018, 0.024]
+    one = stats.sequential_interval(vals, (4,))
+    half = stats.t975(3) * np.std(vals, ddof=1) / 2
+    assert (one.lo, one.hi) == (np.mean(vals) - half, np.mean(vals) + half)
+    assert stats.sequential_critical((4,)) == stats.t975(3) < stats.sequential_critical((2, 4))
+
+
 @pytest.mark.parametrize(("spread", "power"), [(0.003, 0.95), (0.006, 0.85)])
 def test_a_true_gap_of_zero_is_called_within_and_wrongly_called_worse_at_most_5_percent(
     spread, power

@@ -164,20 +164,21 @@ def depth_rows(result: dict) -> str:
 def trend_rows(result: dict) -> str:
     """Per schedule: each seed's slope of the gap per doubling of tokens, and the 95% interval
     over seeds with the direction it supports."""
-    rows = []
-    for s in compared(result):
-        if not (t := result["trends"].get(s)):
-            continue
-        per = ", ".join(f"{100 * v:+.2f}" for v in t["per_seed"].values()) or "-"
-        sl = t["slope"]
-        fit = (
-            [sl["n"], percent_iv(sl), t["direction"]]
-            if sl
-            else [len(t["per_seed"]), "-", "too few"]
-        )
-        rows.append([label(s), t["lengths"], *fit, per])
-    head = ["schedule", "lengths", "seeds", "slope per doubling of tokens [95% interval]"]
-    return md_table(head + ["direction", "per seed"], rows)
+    rows = [[label(s), *trend_row(t)] for s in compared(result) if (t := result["trends"].get(s))]
+    return md_table(["schedule", *TREND_HEAD], rows)
+
+
+TREND_HEAD = ["lengths", "seeds", "slope per doubling of tokens [95% interval]", "direction"]
+TREND_HEAD += ["per seed"]
+
+
+def trend_row(t: dict) -> list:
+    """One schedule's trend: informative lengths, seeds, the slope's interval over seeds, the
+    direction it supports and each seed's slope (in points of gap per doubling)."""
+    per = ", ".join(f"{100 * v:+.2f}" for v in t["per_seed"].values()) or "-"
+    sl = t["slope"]
+    fit = [sl["n"], percent_iv(sl), t["direction"]] if sl else [len(t["per_seed"]), "-", "too few"]
+    return [t["lengths"], *fit, per]
 
 
 def tuned_rows(result: dict) -> str:

@@ -15,7 +15,16 @@ from looped.eval.gapfit import gap_fit
 from looped.eval.stats import Verdict, interval
 from looped.paper import label
 from looped.report import style
-from looped.report.length import RECIPES, gap_cell, gap_keys, gap_marks, percent_iv, verdict_of
+from looped.report.length import (
+    RECIPES,
+    TREND_HEAD,
+    gap_cell,
+    gap_keys,
+    gap_marks,
+    percent_iv,
+    trend_row,
+    verdict_of,
+)
 from looped.report.tables import md_table
 
 WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
@@ -314,9 +323,25 @@ def own_lr(result: dict) -> str:
     return md_table(head, rows or [["-"] * 5 + ["not yet run"]])
 
 
+def trends(result: dict) -> str:
+    """Per width and tokenizer, each recipe's per-seed slope of the gap against log2 tokens over
+    the lengths with a verdict, and the interval over seeds (the length study's rule)."""
+    rows = []
+    for name, block in result.get("blocks", {}).items():
+        setup = block["meta"]["settings"]["setup"]
+        if not name.startswith("d"):  # the frontier, micro and own-LR blocks have one length
+            continue
+        at = [setup["d_model"], int(setup["tokenizer"].removeprefix("bpe:"))]
+        found = block.get("trends") or {}
+        for s in RECIPES:
+            rows.append([*at, label(s), *(trend_row(found[s]) if s in found else ["not yet run"])])
+    rows = [r + ["-"] * (len(TREND_HEAD) + 3 - len(r)) for r in rows]
+    return md_table(["d", "vocab", "arm", *TREND_HEAD], rows)
+
+
 def section(result: dict) -> str:
-    """RESULTS' map section: every cell, the 2x2, then the own-LR check."""
-    return "\n\n".join((map_rows(result), two_by_two(result), own_lr(result)))
+    """RESULTS' map section: every cell, the trends, the 2x2, then the own-LR check."""
+    return "\n\n".join((map_rows(result), trends(result), two_by_two(result), own_lr(result)))
 
 
 def _frontier(result: dict) -> dict | None:
