@@ -364,3 +364,12 @@ def test_the_trend_table_gives_each_widths_per_seed_slopes_and_what_has_not_run(
     assert rows[0][3:5] == ["3", "4"] and rows[0][6] == "rising"
     assert rows[0][7] == "+1.00, +2.00, +3.00, +2.00"
     assert rows[1][3] == rows[2][3] == "not yet run"
+
+
+def test_collecting_a_block_still_in_its_lr_sweep_draws_no_empty_figure(tmp_path: Path):
+    """A block with no paired cell yet (d=128 BPE-4096 mid-sweep) once failed its collect with
+    "figure has panels without data"; its map.json is written and no figure is drawn."""
+    from looped.report.map import figures
+
+    block = {"meta": {"settings": {"setup": {"d_model": 128}}}, "cells": [], "rows": []}
+    assert figures({"blocks": {"d128-bpe4096": block}}, tmp_path) == []

@@ -4,7 +4,7 @@
     looped map --blocks d32,d64 --workers 2      # some blocks now, the rest in a later session
     looped map --collect                         # train nothing: the results of what finished
     looped map --resume-from results/map.json    # on a fresh machine: reuse its scored runs
-    looped map --reference --collect             # write results/map.json and figures/map_gap.png
+    looped map --reference --collect             # write results/map.json and figures/map_*.png
     looped map --quick                           # toy size on the standard library, every path
     looped map --gpu --out runs/map-gpu          # a GPU: widths to 512, lengths over 100x
 
@@ -26,14 +26,14 @@ from looped.commands.common import (
 from looped.errors import UserError
 from looped.experiments.map import BLOCKS, GPU, QUICK, MapSettings, run_map, time_blocks
 from looped.experiments.results import write_result
-from looped.report.map import fig_map
+from looped.report.map import figures as map_figures
 
 
 def parser() -> argparse.ArgumentParser:
     p = study_parser(
         "looped map",
         __doc__,
-        reference="results/map.json and figures/map_gap.png",
+        reference="results/map.json and figures/map_gap.png, map_frontier.png",
         quick="toy size on the standard library, every code path",
     )
     text_study_flags(p, "map", seeds=8, several=True)
@@ -83,5 +83,6 @@ def main(argv: list[str] | None = None) -> int:
     if "wallclock" in old:  # measured apart, kept across collections
         result["wallclock"] = old["wallclock"]
     write_result(path, result)
-    print(f"wrote {fig_map(result, figures / 'map_gap.png')}")
+    for drawn in map_figures(result, figures):  # none while every block is in its LR sweep
+        print(f"wrote {drawn}")
     return 0

@@ -403,8 +403,9 @@ def fig_frontier(result: dict, path: Path) -> Path:
 
 
 def figures(result: dict, out: Path) -> list[Path]:
-    """The map's figures: the gap by width and length, and the frontier where it has run."""
-    paths = [fig_map(result, out / "map_gap.png")]
+    """The map's figures: the gap by width and length once a cell has paired seeds (a block
+    still in its LR sweep has none), and the frontier where it has run."""
+    paths = [fig_map(result, out / "map_gap.png")] if cells(result) else []
     if _frontier(result):
         paths.append(fig_frontier(result, out / "map_frontier.png"))
     return paths
