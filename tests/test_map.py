@@ -126,6 +126,23 @@ def test_epochs_are_tokens_over_the_train_split_and_a_cell_past_one_pass_is_neve
     assert "past one pass: not reported" in table and table.count("worse") == 1
 
 
+def test_a_cell_whose_seeds_trained_on_two_devices_says_so_and_one_device_says_nothing():
+    k2 = paper.RECIPE_200M
+    rows = [
+        _row(s, seed, 3.0 + 0.01 * seed, 1000, 2000)
+        for seed in range(4)
+        for s in (paper.UNIFORM, k2)
+    ]
+    args = (9.0, (paper.UNIFORM, k2), (4,), {k2: 0.005})
+    table = map_rows({"blocks": {"d8": {"cells": length.sequential_cells(rows, *args)}}})
+    assert "trained on" not in table  # rows from before the field was recorded are CPU rows
+    for r in rows:
+        if r["seed"] == 3:  # a GPU loan finished the last seed of both arms
+            r["device"] = "cuda"
+    table = map_rows({"blocks": {"d8": {"cells": length.sequential_cells(rows, *args)}}})
+    assert table.count("(seeds trained on cpu and cuda)") == 1  # the arm's row, not uniform's
+
+
 def test_a_length_past_one_pass_is_not_trained_and_a_block_with_none_left_is_skipped(capsys):
     from looped.experiments.map import QUICK, block_settings, one_pass
 

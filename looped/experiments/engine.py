@@ -273,6 +273,7 @@ def score(runs: dict[str, Planned], study: Study) -> list[dict]:
             # rows written before `epochs` was recorded get it here; a run on this disk reads its
             # escape again (rows written before it followed a branch back to its trunk)
             mine = {"epochs": cached.get("epochs", epochs(cached, study.corpus))}
+            mine["device"] = cached.get("device", "cpu")  # rows before it was recorded: CPU
             if (study.runs_dir / p.name / "metrics.jsonl").is_file():
                 mine["escape_step"] = escape_step(
                     trunk_train(study.runs_dir / p.name), study.bigram
@@ -311,6 +312,7 @@ def measure(p: Planned, study: Study) -> dict:
         "params_non_embedding": model.num_params(non_embedding=True),
         "escape_step": escape_step(trunk_train(run_dir), study.bigram),
         "own_wall": own_wall(train),
+        "device": json.loads((run_dir / "summary.json").read_text()).get("device", "cpu"),
         "val_nll": study.val_nll(p),
         **heldout_nll(run_dir, p.cfg, study.batches),
     }

@@ -121,7 +121,11 @@ def gap_cell(cell: dict) -> str:
     a cell past one pass over its data has no verdict."""
     if not cell.get("one_pass", True):
         return f"{percent_iv(cell['gap'])}, n={cell['gap']['n']}, past one pass: not reported"
-    return f"{percent_iv(cell['gap'])}, n={cell['gap']['n']}, {verdict_of(cell)}"
+    # a GPU loan's seeds beside the CPU's: each pair is one seed's, but the reader should know
+    mixed = (
+        f" (seeds trained on {' and '.join(d)})" if len(d := cell.get("devices", [])) > 1 else ""
+    )
+    return f"{percent_iv(cell['gap'])}, n={cell['gap']['n']}, {verdict_of(cell)}{mixed}"
 
 
 def table_rows(result: dict) -> str:

@@ -319,6 +319,7 @@ def write_summary(run: Run, progress: Progress) -> dict[str, Any]:
         "final_loss": progress.last_loss,
         "wall": time.time() - progress.t0,
         "params": run.model.num_params(),
+        "device": run.dist.device.type,  # "cpu" | "cuda": a study flags a cell mixing the two
         "tokens": run.total * run.tokens_per_step,
         "switch_step": run.schedule.switch_step(run.total),
         "eval": progress.last_eval,
