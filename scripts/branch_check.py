@@ -7,6 +7,7 @@ branch point, the branch, and the from-scratch twin (about 3 x the short run's s
 
     python scripts/branch_check.py                      # uniform seed 0, 480 of 1,920 steps
     python scripts/branch_check.py --schedule fixed-first:k=2,frac=0.67,then=uniform:1-16
+    python scripts/branch_check.py --quick --steps 8 --trunk 16   # toy size (tests: --corpus F)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 from safetensors.torch import load_file
 
 from looped import paper
+from looped.errors import UserError
 from looped.experiments import length
 from looped.experiments.textsetup import ensure_corpus, run_config
 from looped.runtime.checkpoint import checkpoint_dir, list_checkpoints
@@ -36,17 +38,20 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--out", default=None, help="working directory (default: a temporary one)")
+    p.add_argument("--quick", action="store_true", help="the length study's toy model (seconds)")
+    p.add_argument("--corpus", default=None, help="a `datasets` source (default: the stdlib)")
     a = p.parse_args()
     torch.set_num_threads(1)  # as the study's workers
     out = Path(a.out or tempfile.mkdtemp(prefix="branch-check-"))
-    setup = length.LengthSettings().setup
-    corpus = ensure_corpus(setup, out, None, quiet=False)
+    setup = (length.QUICK if a.quick else length.LengthSettings()).setup
+    corpus = ensure_corpus(setup, out, a.corpus, quiet=False)
 
     def cfg(n: int):
         return run_config(setup, corpus, schedule=a.schedule, lr=a.lr, seed=a.seed, steps=n)
 
     at = branch_point(cfg(a.steps), a.steps, cfg(a.trunk), a.trunk)
     print(f"{a.schedule}, seed {a.seed}: {a.steps} steps branched at {at} off {a.trunk}")
+    print(f"the trunk trains to step {at} and stops there (it says so): the branch needs no more")
 
     def stop_at_branch(done: int, total: int, loss: float, depth: int) -> None:
         if done == at:  # the trunk's prefix is all the branch needs: stop as Ctrl-C would
@@ -67,4 +72,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except UserError as err:  # one line, as the CLI gives it
+        raise SystemExit(f"branch_check: {err}") from None
