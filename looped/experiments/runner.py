@@ -98,6 +98,7 @@ _progress: Any = None  # in a worker: the queue its progress goes to (set when i
 # a run with no checkpoint interval of its own is checkpointed this many times, so that a session's
 # end or a crash costs at most this share of a long run (checkpoints change no score: RESUMABLE)
 SAFE_CHECKPOINTS = 10
+STATUS_EVERY = 600.0  # seconds between a log file's progress lines (a terminal has its bars)
 
 
 def _start_worker(progress: Any, parent: int) -> None:
@@ -194,7 +195,7 @@ def _to_train(specs: list[Planned], runs_dir: Path, fresh: bool) -> dict[str, Pl
 
 class _Bars:
     """An overall bar in modeled GFLOPs and one bar per busy worker, fed by the workers' (name,
-    step, total, loss, depth) messages."""
+    step, total, loss, depth) messages; in a log file (no bars), a status line instead."""
 
     def __init__(self, todo: dict[str, Planned], disable: bool) -> None:
         self.todo, self.disable = todo, disable
@@ -202,9 +203,10 @@ class _Bars:
         self.costs = {
             n: p.flops() - (p.flops(p.branch_step) if p.parent else 0.0) for n, p in todo.items()
         }
+        self.total, self.done, self.t0 = sum(self.costs.values()) / 1e9, 0.0, time.time()
         self.overall = tqdm(
-            total=sum(self.costs.values()) / 1e9,
-            desc="demo",
+            total=self.total,
+            desc="runs",
             unit="GFLOP",
             disable=disable,
             position=0,
@@ -212,20 +214,31 @@ class _Bars:
         )
         self.slots: dict[str, Any] = {}
         self.seen: dict[str, int] = {}  # steps already counted in the overall bar, per run
+        self.finished = 0
 
-    def open(self, spec: Planned) -> None:
+    def open(self, spec: Planned, start: int) -> None:
+        """A run starts at step `start`: its branch point, or the checkpoint it resumes from,
+        whose steps were trained in an earlier sitting and leave the work (and the estimate)."""
         self.slots[spec.name] = tqdm(  # at the lowest line free below the overall bar
             total=spec.steps,
-            initial=spec.branch_step,
+            initial=start,
             desc=spec.name,
             leave=False,
             disable=self.disable,
             dynamic_ncols=True,
         )
-        self.seen[spec.name] = spec.branch_step
+        self.seen[spec.name] = start
+        earlier = self._share(spec, start - spec.branch_step)
+        self.total -= earlier
+        self.overall.total = self.total
+        self.overall.refresh()
+
+    def _share(self, spec: Planned, steps: int) -> float:
+        return steps / max(1, spec.steps - spec.branch_step) * self.costs[spec.name] / 1e9
 
     def close(self, name: str) -> None:
         self.slots.pop(name).close()
+        self.finished += 1
 
     def drain(self, progress: Any) -> None:
         while True:
@@ -236,14 +249,30 @@ class _Bars:
             if name in self.slots:
                 self.slots[name].update(done - self.slots[name].n)
                 self.slots[name].set_postfix(loss=f"{loss:.3f}", K=depth, refresh=True)
-            spec = self.todo[name]
-            share = (done - self.seen.get(name, 0)) / max(1, spec.steps - spec.branch_step)
+            step = self._share(self.todo[name], done - self.seen.get(name, 0))
             self.seen[name] = done
-            self.overall.update(share * self.costs[name] / 1e9)
+            self.done += step
+            self.overall.update(step)
+
+    def status(self) -> str:
+        """ "3/14 runs, 27% of the modeled work, about 4 h 10 min left": the time left is the
+        work left at this sitting's rate so far (every worker's progress counted)."""
+        frac = self.done / self.total if self.total else 1.0
+        left = (time.time() - self.t0) * (1 - frac) / frac if frac > 0 else None
+        eta = "" if left is None else f", about {_duration(left)} left"
+        return f"{self.finished}/{len(self.todo)} runs, {100 * frac:.0f}% of the modeled work{eta}"
 
     def finish(self) -> None:
         self.overall.n = self.overall.total
         self.overall.close()
+
+
+def _duration(seconds: float) -> str:
+    """4 h 10 min, 12 min, under a minute: as precise as an estimate deserves."""
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return "under a minute"
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 
 
 def execute(specs: list[Planned], runs_dir: Path, workers: int, fresh: bool, quiet: bool) -> int:
@@ -288,13 +317,18 @@ def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, line
         ok = [s for s in waiting if s.parent not in todo or s.parent in done]  # None: not in todo
         return sorted(ok, key=lambda s: (s.priority, -bars.costs[s.name]))
 
+    said = time.time()
     while len(done) < len(todo):
+        if lines and time.time() - said > STATUS_EVERY:  # a log file hears how far it is
+            print(f"progress: {bars.status()}", flush=True)
+            said = time.time()
         while len(running) < workers and ready():
             spec = ready()[0]
             parent = runs_dir / spec.parent if spec.parent else None
             branch = str(checkpoint_dir(parent, spec.branch_step)) if parent else None
+            resumed = list_checkpoints(runs_dir / spec.name)  # an earlier sitting's steps
+            bars.open(spec, max(spec.branch_step, resumed[-1][0] if resumed else 0))
             running[pool.submit(_run_one, spec, str(runs_dir / spec.name), branch)] = spec.name
-            bars.open(spec)
         finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
         bars.drain(progress)
         for future in finished:
@@ -305,10 +339,10 @@ def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, line
                     f"{name} stopped at step {summary['stopped']} (its checkpoint is saved); "
                     "run the same command again to continue"
                 )
-            if lines:
-                print(run_line(name, summary), flush=True)
             bars.drain(progress)
             bars.close(name)
+            if lines:
+                print(f"{run_line(name, summary)} [{bars.status()}]", flush=True)
             done.add(name)
             if "diverged" in summary:  # its children cannot branch off it: diverged too
                 done.update(_diverge_children(name, todo, runs_dir, lines))
