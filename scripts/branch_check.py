@@ -39,7 +39,11 @@ def main() -> int:
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--out", default=None, help="working directory (default: a temporary one)")
     p.add_argument("--quick", action="store_true", help="the length study's toy model (seconds)")
-    p.add_argument("--corpus", default=None, help="a `datasets` source (default: the stdlib)")
+    p.add_argument(
+        "--corpus",
+        default=None,
+        help="what --corpus takes in `looped length` (default: the stdlib)",
+    )
     a = p.parse_args()
     torch.set_num_threads(1)  # as the study's workers
     out = Path(a.out or tempfile.mkdtemp(prefix="branch-check-"))
@@ -51,7 +55,7 @@ def main() -> int:
 
     at = branch_point(cfg(a.steps), a.steps, cfg(a.trunk), a.trunk)
     print(f"{a.schedule}, seed {a.seed}: {a.steps} steps branched at {at} off {a.trunk}")
-    print(f"the trunk trains to step {at} and stops there (it says so): the branch needs no more")
+    print(f"the trunk stops one step past {at}, where a stop is agreed (it says so)")
 
     def stop_at_branch(done: int, total: int, loss: float, depth: int) -> None:
         if done == at:  # the trunk's prefix is all the branch needs: stop as Ctrl-C would

@@ -216,27 +216,3 @@ def test_a_failed_run_ends_the_demo_without_waiting_for_the_others(tmp_path: Pat
         assert not _reap(workers)
     finally:
         _kill(demo, workers)
-
-
-def test_a_log_files_status_counts_only_this_sittings_work_and_estimates_what_is_left():
-    """A run resumed at its halfway checkpoint leaves that half out of the work, so the time
-    left is not read off a jump that took no time; the status line counts finished runs."""
-    import queue
-
-    root, child = _pair(0.01)
-    bars = runner._Bars({root.name: root, child.name: child}, disable=True)
-    whole = bars.total
-    half = root.steps // 2
-    bars.open(root, half)
-    gflop = bars.costs[root.name] / 1e9
-    assert bars.total == pytest.approx(whole - gflop * half / root.steps)
-    assert bars.status() == "0/2 runs, 0% of the modeled work"  # no estimate before any work
-    messages = queue.Queue()
-    messages.put((root.name, root.steps, root.steps, 3.0, 4))
-    bars.drain(messages)
-    bars.close(root.name)
-    assert bars.done == pytest.approx(gflop * (root.steps - half) / root.steps)
-    share = round(100 * bars.done / bars.total)
-    assert bars.status().startswith(f"1/2 runs, {share}% of the modeled work, about ")
-    said = [runner._duration(s) for s in (20, 720, 15000)]
-    assert said == ["under a minute", "12 min", "4 h 10 min"]

@@ -149,3 +149,5 @@ def test_branch_check_finds_a_branched_run_bitwise_equal_to_its_from_scratch_twi
     )
     assert done.returncode == 0, done.stderr[-500:]
     assert "8 steps branched at 6 off 16" in done.stdout and "bitwise equal" in done.stdout
+    assert "stopped at step 7" in done.stderr  # the trunk: the branch point and the step a stop
+    # request arrives in (the flag is read, and agreed across ranks, within the next step)

@@ -55,7 +55,8 @@ def test_train_writes_metrics_checkpoints_and_config(tmp_path):
     summary = train(
         small("max_steps=12", "ckpt_interval=4", "keep_last=2", "eval_interval=6"), run, quiet=True
     )
-    assert summary["steps"] == 12 and summary["device"] == "cpu"  # a study's rows read it
+    assert summary["steps"] == 12  # and where it trained, which a study's rows read:
+    assert summary["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
     steps = [s for s, _ in ckpt_lib.list_checkpoints(run)]
     assert steps == [8, 12]  # kept the last two of 4, 8, 12
     rows = records(run)

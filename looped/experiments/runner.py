@@ -195,17 +195,21 @@ def _to_train(specs: list[Planned], runs_dir: Path, fresh: bool) -> dict[str, Pl
 
 class _Bars:
     """An overall bar in modeled GFLOPs and one bar per busy worker, fed by the workers' (name,
-    step, total, loss, depth) messages; in a log file (no bars), a status line instead."""
+    step, total, loss, depth) messages; in a log file (no bars), a status line instead. A run
+    resumed from an earlier sitting's checkpoint counts only the steps it has left, so the time
+    left is not read off work that took no time here."""
 
-    def __init__(self, todo: dict[str, Planned], disable: bool) -> None:
+    def __init__(self, todo: dict[str, Planned], disable: bool, runs_dir: Path) -> None:
         self.todo, self.disable = todo, disable
         # modeled FLOPs each run trains itself (a branch leaves its parent's share out)
         self.costs = {
             n: p.flops() - (p.flops(p.branch_step) if p.parent else 0.0) for n, p in todo.items()
         }
-        self.total, self.done, self.t0 = sum(self.costs.values()) / 1e9, 0.0, time.time()
+        self.seen = {n: _start(p, runs_dir) for n, p in todo.items()}  # steps counted, per run
+        self.left = {n: self._share(p, p.steps - self.seen[n]) for n, p in todo.items()}
+        self.done, self.t0, self.finished = 0.0, time.time(), 0
         self.overall = tqdm(
-            total=self.total,
+            total=sum(self.left.values()),
             desc="runs",
             unit="GFLOP",
             disable=disable,
@@ -213,31 +217,33 @@ class _Bars:
             bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]",
         )
         self.slots: dict[str, Any] = {}
-        self.seen: dict[str, int] = {}  # steps already counted in the overall bar, per run
-        self.finished = 0
 
-    def open(self, spec: Planned, start: int) -> None:
-        """A run starts at step `start`: its branch point, or the checkpoint it resumes from,
-        whose steps were trained in an earlier sitting and leave the work (and the estimate)."""
+    def _share(self, spec: Planned, steps: int) -> float:
+        """GFLOPs of `steps` of the run's own steps (those after its branch point)."""
+        return max(0, steps) / max(1, spec.steps - spec.branch_step) * self.costs[spec.name] / 1e9
+
+    def open(self, spec: Planned) -> None:
         self.slots[spec.name] = tqdm(  # at the lowest line free below the overall bar
             total=spec.steps,
-            initial=start,
+            initial=self.seen[spec.name],
             desc=spec.name,
             leave=False,
             disable=self.disable,
             dynamic_ncols=True,
         )
-        self.seen[spec.name] = start
-        earlier = self._share(spec, start - spec.branch_step)
-        self.total -= earlier
-        self.overall.total = self.total
-        self.overall.refresh()
 
-    def _share(self, spec: Planned, steps: int) -> float:
-        return steps / max(1, spec.steps - spec.branch_step) * self.costs[spec.name] / 1e9
+    def _count(self, name: str, step: int) -> None:
+        """The run has reached `step`: what it trained since the last count is done."""
+        work = self._share(self.todo[name], step - self.seen[name])  # an older resume: none
+        self.seen[name] = max(self.seen[name], step)
+        self.done += work
+        self.overall.update(work)
 
     def close(self, name: str) -> None:
-        self.slots.pop(name).close()
+        """A run ended (finished or diverged): its steps are done, even the ones it never took."""
+        if name in self.slots:
+            self.slots.pop(name).close()
+        self._count(name, self.todo[name].steps)
         self.finished += 1
 
     def drain(self, progress: Any) -> None:
@@ -249,30 +255,41 @@ class _Bars:
             if name in self.slots:
                 self.slots[name].update(done - self.slots[name].n)
                 self.slots[name].set_postfix(loss=f"{loss:.3f}", K=depth, refresh=True)
-            step = self._share(self.todo[name], done - self.seen.get(name, 0))
-            self.seen[name] = done
-            self.done += step
-            self.overall.update(step)
+            self._count(name, done)
 
     def status(self) -> str:
         """ "3/14 runs, 27% of the modeled work, about 4 h 10 min left": the time left is the
         work left at this sitting's rate so far (every worker's progress counted)."""
-        frac = self.done / self.total if self.total else 1.0
-        left = (time.time() - self.t0) * (1 - frac) / frac if frac > 0 else None
-        eta = "" if left is None else f", about {_duration(left)} left"
-        return f"{self.finished}/{len(self.todo)} runs, {100 * frac:.0f}% of the modeled work{eta}"
+        total = sum(self.left.values())
+        frac = min(1.0, self.done / total) if total > 1e-9 else 1.0
+        said = f"{self.finished}/{len(self.todo)} runs, {100 * frac:.0f}% of the modeled work"
+        if 0 < frac < 1 and self.finished < len(self.todo):
+            said += f", {_left((time.time() - self.t0) * (1 - frac) / frac)}"
+        return said
 
     def finish(self) -> None:
         self.overall.n = self.overall.total
         self.overall.close()
 
 
-def _duration(seconds: float) -> str:
-    """4 h 10 min, 12 min, under a minute: as precise as an estimate deserves."""
+def _start(spec: Planned, runs_dir: Path) -> int:
+    """Where a run starts this sitting: its newest checkpoint (an earlier sitting's), else its
+    branch point (0 for a run from scratch)."""
+    saved = list_checkpoints(runs_dir / spec.name)
+    return max(spec.branch_step, saved[-1][0] if saved else 0)
+
+
+def _left(seconds: float) -> str:
+    """ "about 4 h 10 min left", "about 12 min left", "under a minute left": as precise as an
+    estimate deserves."""
     minutes = round(seconds / 60)
     if minutes < 1:
-        return "under a minute"
-    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
+        return "under a minute left"
+    return (
+        f"about {minutes // 60} h {minutes % 60} min left"
+        if minutes >= 60
+        else f"about {minutes} min left"
+    )
 
 
 def execute(specs: list[Planned], runs_dir: Path, workers: int, fresh: bool, quiet: bool) -> int:
@@ -282,7 +299,7 @@ def execute(specs: list[Planned], runs_dir: Path, workers: int, fresh: bool, qui
     if not todo:
         return 0
     lines = not quiet and progress_mode() == "lines"
-    bars = _Bars(todo, quiet or lines)
+    bars = _Bars(todo, quiet or lines, runs_dir)
     ctx = mp.get_context("spawn")
     progress = ctx.Queue()
     pool = ProcessPoolExecutor(
@@ -326,8 +343,7 @@ def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, line
             spec = ready()[0]
             parent = runs_dir / spec.parent if spec.parent else None
             branch = str(checkpoint_dir(parent, spec.branch_step)) if parent else None
-            resumed = list_checkpoints(runs_dir / spec.name)  # an earlier sitting's steps
-            bars.open(spec, max(spec.branch_step, resumed[-1][0] if resumed else 0))
+            bars.open(spec)
             running[pool.submit(_run_one, spec, str(runs_dir / spec.name), branch)] = spec.name
         finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
         bars.drain(progress)
@@ -341,11 +357,14 @@ def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, line
                 )
             bars.drain(progress)
             bars.close(name)
-            if lines:
-                print(f"{run_line(name, summary)} [{bars.status()}]", flush=True)
             done.add(name)
             if "diverged" in summary:  # its children cannot branch off it: diverged too
-                done.update(_diverge_children(name, todo, runs_dir, lines))
+                for child in _diverge_children(name, todo, runs_dir, lines):
+                    done.add(child)
+                    bars.close(child)
+            if lines:
+                print(f"{run_line(name, summary)} [{bars.status()}]", flush=True)
+                said = time.time()
     bars.drain(progress)
 
 

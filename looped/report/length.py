@@ -118,7 +118,8 @@ def verdict_of(cell: dict) -> str:
 
 def gap_cell(cell: dict) -> str:
     """ "+2.10% [+1.40, +2.80], n=4, worse": the paired mean gap, its interval and the verdict;
-    a cell past one pass over its data has no verdict."""
+    a cell past one pass over its data has no verdict; one whose seeds trained on a CPU and a
+    GPU says so."""
     if not cell.get("one_pass", True):
         return f"{percent_iv(cell['gap'])}, n={cell['gap']['n']}, past one pass: not reported"
     # a GPU loan's seeds beside the CPU's: each pair is one seed's, but the reader should know
