@@ -390,3 +390,19 @@ def test_collecting_a_block_still_in_its_lr_sweep_draws_no_empty_figure(tmp_path
 
     block = {"meta": {"settings": {"setup": {"d_model": 128}}}, "cells": [], "rows": []}
     assert figures({"blocks": {"d128-bpe4096": block}}, tmp_path) == []
+
+
+def test_timing_one_width_keeps_the_other_widths_step_times(tmp_path, monkeypatch):
+    """`looped map --time 5 --blocks d128` after d32 and d64 were timed: d128's entry is added
+    (or replaced), the others stay, and so does everything else in map.json."""
+    from looped.commands import map as map_command
+
+    old = {"blocks": {"d64": {"cells": []}}, "wallclock": {"d32-bpe512": "a", "d64-bpe512": "b"}}
+    (tmp_path / "map.json").write_text(json.dumps(old))
+    monkeypatch.setattr(
+        map_command, "time_blocks", lambda s, out, reps: {"d64-bpe512": "c", "d128-bpe512": "d"}
+    )
+    assert map_command.main(["--time", "2", "--blocks", "d128", "--out", str(tmp_path)]) == 0
+    new = json.loads((tmp_path / "map.json").read_text())
+    assert new["blocks"] == old["blocks"]
+    assert new["wallclock"] == {"d32-bpe512": "a", "d64-bpe512": "c", "d128-bpe512": "d"}

@@ -76,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.time is not None:
         if a.time < 2:
             raise UserError(f"--time {a.time}: a spread needs 2 or more repeats, e.g. --time 5")
-        write_result(path, old | {"wallclock": time_blocks(settings, out, a.time)})
+        # a width timed again replaces its own entry; the others keep theirs (each says its machine)
+        timed = old.get("wallclock", {}) | time_blocks(settings, out, a.time)
+        write_result(path, old | {"wallclock": timed})
         return 0
     with study_lock(out, a.collect, "looped map"):
         result = run_map(settings, out, train=not a.collect)
