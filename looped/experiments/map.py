@@ -229,10 +229,17 @@ def depth_seconds(setup: TextSetup, corpus: dict, reps: int = 5) -> dict:
         )
         for k in range(1, 17)
     }
-    time_min(fns, warmup=1, reps=0, device=cpu)  # warm every depth once
-    order = list(fns)  # each repeat starts one depth further along: no depth always goes first
-    turns = [order[r % 16 :] + order[: r % 16] for r in range(reps)]
-    per_rep = [time_min({k: fns[k] for k in t}, warmup=0, reps=1, device=cpu) for t in turns]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(
+        1
+    )  # as the study's workers train (`runner`): torch's default is every core
+    try:
+        time_min(fns, warmup=1, reps=0, device=cpu)  # warm every depth once
+        order = list(fns)  # each repeat starts one depth further along: none always goes first
+        turns = [order[r % 16 :] + order[: r % 16] for r in range(reps)]
+        per_rep = [time_min({k: fns[k] for k in t}, warmup=0, reps=1, device=cpu) for t in turns]
+    finally:
+        torch.set_num_threads(threads)
     return {k: [r[k] for r in per_rep] for k in fns}
 
 
