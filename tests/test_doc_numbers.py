@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIFORM = "uniform:1-16"
-T975 = {2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365}  # t quantiles by df
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365}  # t quantiles by df
 NUMBER = r"([-+]\d+\.\d+)%?"
 TRIPLE = re.compile(rf"{NUMBER}% \[{NUMBER}, {NUMBER}\]")
 
@@ -189,6 +189,12 @@ def test_the_readme_finding_is_each_widths_longest_one_pass_gap_on_the_map():
             steps = max(paired)
             b, ours, ref = paired[steps]
             mine = _interval([_nll(o) / _nll(u) - 1 for o, u in zip(ours, ref)])
+            if len(ours) % 4:  # seeds come in rounds of four: a round still training
+                # an interim look's interval is the group-sequential one (its critical value
+                # simulated, not Student's t): the mean is recomputed, the label is checked
+                assert cell.endswith("(interim look)")
+                assert abs(float(TRIPLE.search(cell).group(1)) - mine[0]) <= 0.006
+                continue
             _agrees(cell, mine)
             assert f"{len(ours)} seeds" in cell and f"{steps:,} steps" in row["regime"]
             runs = [r for s in (UNIFORM, *FIXED_FIRST) for r in _map_runs(b, s, steps).values()]

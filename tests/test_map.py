@@ -221,6 +221,40 @@ def test_the_fit_recovers_a_known_crossing_from_constructed_cells():
     assert fit["extrapolation"]["params"] == 200e6
 
 
+def test_the_fit_table_says_interim_and_does_not_locate_a_crossing_its_seeds_scatter():
+    """Read while a width's seeds are training (an interim look), the fit says so; two seeds
+    whose slopes agree in sign but not in size leave a crossing no interval can place."""
+    from looped.report.map import fit_section
+
+    k4 = paper.RECIPES_1B[1]
+    cells = []
+    for d, params in ((64, 2**16), (128, 2**18)):
+        for tpp in (20, 40, 80):
+            gaps = [0.001 * math.log2(tpp) - 0.01, 0.03 * math.log2(tpp) - 0.05]  # two seeds
+            cells.append(
+                {
+                    "d_model": d,
+                    "vocab_size": 512,
+                    "steps": tpp,
+                    "schedule": k4,
+                    "verdict": "undecided",
+                    "tolerance": 0.008,
+                    "planned_look": d == 64,  # d=128 has two of its four seeds
+                    "params_non_embedding": params,
+                    "tokens_per_non_embedding_param": tpp,
+                    "seed_ids": [0, 1],
+                    "gap": {"values": [g + 1e-4 * d for g in gaps]},
+                }
+            )
+    row = next(
+        r for r in fit_section({"blocks": {"b": {"cells": cells}}}).splitlines() if "K=4" in r
+    )
+    assert "2 seeds, interim look" in row and "0 at not located (interval" in row
+    for c in cells:
+        c["planned_look"] = True
+    assert "interim" not in fit_section({"blocks": {"b": {"cells": cells}}})
+
+
 def test_a_fit_needs_two_widths_and_two_lengths():
     cells = [
         {
@@ -334,6 +368,11 @@ def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypa
         "d=32: no verdict (a model misses the bigram)" in drawn["legend"]
         and "d=64" in drawn["legend"]
     )
+    # a width whose second round of seeds is training: its key says the look is interim
+    for c in blocks["d64"]["cells"]:
+        c |= {"planned_look": False, "gap": c["gap"] | {"n": 2}}
+    report_map.fig_map({"blocks": blocks}, tmp_path / "map.png")
+    assert "d=64: interim, 2 seeds so far" in drawn["legend"] and "d=64" not in drawn["legend"]
 
 
 def test_the_own_lr_table_lists_each_width_that_ran_the_check():

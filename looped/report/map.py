@@ -54,9 +54,12 @@ def fig_map(result: dict, path: Path) -> Path:
     shown = _shown(every)
     for ax, s in zip(axes, RECIPES):
         mine = [c for c in every if c["schedule"] == s]
-        for d in sorted({c["d_model"] for c in mine}):
+        widths = sorted({c["d_model"] for c in every})
+        for d in (w for w in widths if any(c["d_model"] == w for c in mine)):
             width = sorted((c for c in mine if c["d_model"] == d), key=_tpp)
-            x = np.array([_tpp(c) for c in width])
+            # side by side, so that one width's interval never hides another's at a length
+            nudge = 2 ** (0.05 * (widths.index(d) - (len(widths) - 1) / 2))
+            x = np.array([_tpp(c) for c in width]) * nudge
             faint = {} if d in shown else {"alpha": 0.45, "lw": 1}
             gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"), **faint)
         tol = 100 * paper.tolerance(s)
@@ -104,9 +107,21 @@ def _tpp(c: dict) -> float:
 
 
 def _key(every: list[dict], shown: set[int]) -> list[Line2D]:
-    """The legend: one entry per width (faint: no cell with a verdict), then what a hollow and a
-    crossed point mean."""
+    """The legend: one entry per width (faint: no cell with a verdict; marked interim while its
+    seeds train), then what a hollow and a crossed point mean."""
     widths = sorted({c["d_model"] for c in every})
+    # a width still in its seed rounds is read at an interim look: its fewest seeds so far
+    interim = {
+        d: min(c["gap"]["n"] for c in every if c["d_model"] == d)
+        for d in widths
+        if any(not c.get("planned_look", True) for c in every if c["d_model"] == d)
+    }
+
+    def said(d: int) -> str:
+        if d not in shown:
+            return f"d={d}: no verdict (a model misses the bigram)"
+        return f"d={d}: interim, {interim[d]} seeds so far" if d in interim else f"d={d}"
+
     handles = [
         Line2D(
             [],
@@ -114,7 +129,7 @@ def _key(every: list[dict], shown: set[int]) -> list[Line2D]:
             color=WIDTH_COLOURS.get(d, "#333333"),
             marker="o",
             alpha=1 if d in shown else 0.45,
-            label=f"d={d}" if d in shown else f"d={d}: no verdict (a model misses the bigram)",
+            label=said(d),
         )
         for d in widths
     ]
@@ -180,7 +195,7 @@ def finding(result: dict) -> str:
         gaps = [
             f"{percent_iv(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: {verdict_of(by_arm[a])}"
             if a in by_arm
-            else "-"
+            else "not yet run"  # this arm has no pair at the width's longest length yet
             for a in RECIPES
         ]
         rows.append([regime, *gaps])
@@ -234,6 +249,8 @@ def fit_section(result: dict) -> str:
             rows.append([label(arm), "no fit: " + fit["why"], "-", "-", "-"])
             continue
         f = fit["fit"]
+        # a width still in its seed rounds: the fit is read at an interim look, as its cells are
+        interim = ", interim look" if any(not c.get("planned_look", True) for c in mine) else ""
         cross = "; ".join(
             f"d={d}: 0 at {_crossing(c['zero'])}, tolerance at {_crossing(c['tolerance'])}"
             for d, c in fit["crossing"].items()
@@ -243,7 +260,8 @@ def fit_section(result: dict) -> str:
             [
                 label(arm),
                 f"{percent_iv(f['per_doubling_tokens_per_param'])} per doubling of tokens/param, "
-                f"{percent_iv(f['per_doubling_params'])} per doubling of parameters, {len(fit['seeds'])} seeds",
+                f"{percent_iv(f['per_doubling_params'])} per doubling of parameters, {len(fit['seeds'])} seeds"
+                + interim,
                 cross,
                 f"{percent_iv(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param",
                 _crossing(ext["crossing"]["zero"]),
@@ -259,8 +277,12 @@ def fit_section(result: dict) -> str:
 
 
 def _crossing(c: dict | None) -> str:
+    """Where a level is crossed, in tokens per parameter with its interval; an interval wider
+    than a thousandfold does not locate the crossing and is not dressed up as a number."""
     if c is None:
         return "no crossing (seeds' slopes differ in sign)"
+    if c["hi"] > 1000 * c["lo"]:
+        return f"not located (interval {c['lo']:.1g} to {c['hi']:.1g})"
     return f"{c['tokens_per_param']:.3g} [{c['lo']:.3g}, {c['hi']:.3g}]"
 
 
