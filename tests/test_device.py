@@ -58,3 +58,17 @@ def test_trainer_records_the_resolved_dtype(tmp_path):
     train(cfg, tmp_path / "r", quiet=True)
     written = load_config(str(tmp_path / "r" / "config.yaml"))
     assert written.dtype == resolve_dtype("auto", torch.device("cpu")) != "auto"
+
+
+def test_one_thread_times_on_one_core_and_gives_the_cores_back_even_on_an_error():
+    from looped.runtime.device import one_thread
+
+    before = max(2, torch.get_num_threads())
+    torch.set_num_threads(before)
+    try:
+        with pytest.raises(RuntimeError, match="boom"), one_thread():
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("boom")
+        assert torch.get_num_threads() == before
+    finally:
+        torch.set_num_threads(before)

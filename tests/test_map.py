@@ -445,3 +445,24 @@ def test_timing_one_width_keeps_the_other_widths_step_times(tmp_path, monkeypatc
     new = json.loads((tmp_path / "map.json").read_text())
     assert new["blocks"] == old["blocks"]
     assert new["wallclock"] == {"d32-bpe512": "a", "d64-bpe512": "c", "d128-bpe512": "d"}
+
+
+def test_step_times_are_taken_on_one_thread_with_the_depths_taking_turns(tmp_path, monkeypatch):
+    """`map --time` times the step a worker takes (one core), and no depth always goes first."""
+    from looped.experiments import map as study
+    from looped.experiments.textsetup import TextSetup
+
+    seen: list[tuple[int, list[int]]] = []
+
+    def fake_time_min(fns, warmup, reps, device):
+        seen.append((torch.get_num_threads(), list(fns)))
+        return {k: float(k) for k in fns}
+
+    monkeypatch.setattr(study, "time_min", fake_time_min)
+    threads = torch.get_num_threads()
+    corpus = {"path": str(tmp_path), "vocab_size": 512}
+    sec = study.depth_seconds(TextSetup(d_model=16), corpus, reps=3)
+    assert torch.get_num_threads() == threads  # the cores are given back
+    assert {n for n, _ in seen} == {1}
+    assert [order[0] for _, order in seen[1:]] == [1, 2, 3]  # repeat r starts at depth r+1
+    assert sec == {k: [float(k)] * 3 for k in range(1, 17)}

@@ -223,3 +223,29 @@ def test_a_refused_branch_exits_2_with_one_line_and_writes_nothing(parent_ckpt, 
     assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert "optim.lr=0.003, this config says optim.lr=0.001 (and 1 more: seed 0 -> 2)" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("before", [{"wall": 100.0, "train_wall": 90.0}, {}])
+def test_a_resumed_runs_seconds_go_on_from_its_checkpoint(tmp_path, stopped_run, before):
+    """A run stopped after 100 s (90 training) and resumed reports its whole time, not the last
+    sitting's: the summary (the runner's "finished" line) and the train records' seconds that a
+    study's wall-clock rows read. A checkpoint written before the clocks were kept starts at 0."""
+    import json
+    import shutil
+
+    run = tmp_path / "r"
+    shutil.copytree(stopped_run, run)
+    ckpt = ckpt_lib.list_checkpoints(run)[-1][1]
+    state = torch.load(ckpt / "state.pt", weights_only=True)
+    for key in ("wall", "train_wall"):
+        state.pop(key)
+    torch.save(state | before, ckpt / "state.pt")
+    train(load_config("tiny", SMALL), run, resume=True, quiet=True)
+    summary = json.loads((run / "summary.json").read_text())
+    last = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    last = [m for m in last if m["kind"] == "train"][-1]
+    if before:
+        assert 100.0 <= summary["wall"] < 160.0
+        assert 90.0 <= last["train_wall"] < last["wall"] < 160.0
+    else:
+        assert summary["wall"] < 60.0 and last["train_wall"] < 60.0

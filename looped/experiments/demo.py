@@ -33,7 +33,7 @@ from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.report import bios as bios_report
 from looped.report import text as text_report
 from looped.report.render import BUDGET_MINUTES, timed_demos
-from looped.runtime.device import fixed_step, pick_device, time_min
+from looped.runtime.device import fixed_step, one_thread, pick_device, time_min
 from looped.runtime.lock import dir_lock
 from looped.training.run import make_optimizer
 
@@ -191,18 +191,15 @@ def calibrate(settings: DemoSettings, steps: int = 5) -> float:
     """Seconds per training step of the bios model (fixed K=4, the demo's dtype, one thread as
     each worker has), the fastest of `steps` after a warm-up: how fast this machine trains the
     demo, set against the same step timed on the machine that wrote demo_time.json."""
-    cfg, threads = base_config(settings, 0, FIXED, 1.0), torch.get_num_threads()
+    cfg = base_config(settings, 0, FIXED, 1.0)
     device = pick_device(cfg.device)  # where the demo's runs will train
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         torch.manual_seed(0)
         model = LoopedTransformer(cfg.model).to(device)
         opt = make_optimizer(model, cfg.optim)
         x = torch.randint(0, cfg.model.vocab_size, (cfg.batch_size, cfg.seq_len), device=device)
         step = fixed_step(lambda: model(x, depth=4, targets=x)[1], opt, device, cfg.dtype)
         return time_min({"step": step}, 1, steps, device)["step"]
-    finally:
-        torch.set_num_threads(threads)
 
 
 def estimate_seconds(settings: DemoSettings, step_s: float, timing: dict) -> float:

@@ -265,6 +265,12 @@ def sweep(study: Study, grid: Grid, rounds: int = 2) -> tuple[dict[str, Planned]
 
 
 # -- what a text run measures ---------------------------------------------------------------------
+def device_of(record: dict) -> str:
+    """Where a row (or a run's summary.json) trained. Both were written before the device was
+    recorded only by CPU studies, so a missing entry reads "cpu"."""
+    return record.get("device", "cpu")
+
+
 def score(runs: dict[str, Planned], study: Study) -> list[dict]:
     """One row per finished reported run, scored on the test windows once (cached in `study`)."""
     rows = []
@@ -273,7 +279,7 @@ def score(runs: dict[str, Planned], study: Study) -> list[dict]:
             # rows written before `epochs` was recorded get it here; a run on this disk reads its
             # escape again (rows written before it followed a branch back to its trunk)
             mine = {"epochs": cached.get("epochs", epochs(cached, study.corpus))}
-            mine["device"] = cached.get("device", "cpu")  # rows before it was recorded: CPU
+            mine["device"] = device_of(cached)
             if (study.runs_dir / p.name / "metrics.jsonl").is_file():
                 mine["escape_step"] = escape_step(
                     trunk_train(study.runs_dir / p.name), study.bigram
@@ -312,7 +318,7 @@ def measure(p: Planned, study: Study) -> dict:
         "params_non_embedding": model.num_params(non_embedding=True),
         "escape_step": escape_step(trunk_train(run_dir), study.bigram),
         "own_wall": own_wall(train),
-        "device": json.loads((run_dir / "summary.json").read_text()).get("device", "cpu"),
+        "device": device_of(json.loads((run_dir / "summary.json").read_text())),
         "val_nll": study.val_nll(p),
         **heldout_nll(run_dir, p.cfg, study.batches),
     }

@@ -30,6 +30,7 @@ from looped.experiments.engine import (
     Grid,
     Study,
     compare,
+    device_of,
     paired_gap,
     score,
     sweep,
@@ -258,7 +259,7 @@ def judged_cell(
     mine = [r for r in mine if r["seed"] in paired]
     cell, gap = _cell_base(mine, bigram), paired_gap(mine, uni, looks=looks)
     ref = [r for r in uni if r["seed"] in {m["seed"] for m in mine}]
-    cell["devices"] = sorted({r.get("device", "cpu") for r in mine + ref})
+    cell["devices"] = sorted({device_of(r) for r in mine + ref})
     informative = cell["beats_bigram"] and max(r["mean_nll"] for r in ref) < bigram
     found = Verdict.UNDECIDED
     if gap.n > 1 or not informative:

@@ -33,7 +33,7 @@ from looped.experiments.results import machine_name, read_results_file, write_re
 from looped.experiments.textsetup import TextSetup, ensure_corpus, run_config
 from looped.flops import drawn_seconds, saving
 from looped.model import LoopedTransformer
-from looped.runtime.device import fixed_step, time_min
+from looped.runtime.device import fixed_step, one_thread, time_min
 from looped.schedule_spec import parse_schedule
 
 CORPUS = "torch-2.13.0"  # the Python sources of the torch CI pins: ~46 MB, checked by hash
@@ -229,17 +229,11 @@ def depth_seconds(setup: TextSetup, corpus: dict, reps: int = 5) -> dict:
         )
         for k in range(1, 17)
     }
-    threads = torch.get_num_threads()
-    torch.set_num_threads(
-        1
-    )  # as the study's workers train (`runner`): torch's default is every core
-    try:
+    with one_thread():
         time_min(fns, warmup=1, reps=0, device=cpu)  # warm every depth once
         order = list(fns)  # each repeat starts one depth further along: none always goes first
         turns = [order[r % 16 :] + order[: r % 16] for r in range(reps)]
         per_rep = [time_min({k: fns[k] for k in t}, warmup=0, reps=1, device=cpu) for t in turns]
-    finally:
-        torch.set_num_threads(threads)
     return {k: [r[k] for r in per_rep] for k in fns}
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import platform
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -97,6 +97,18 @@ def peak_flops(device_name: str, dtype: str = "bf16") -> float | None:
         if key.lower() in name:
             return PEAK_FLOPS[key].get(dtype)
     return None
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Time a step as a study's worker trains it: on one thread (`runner` gives each worker one
+    core; torch's default is every core, which would time a step no worker takes)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 Key = TypeVar("Key")  # a timed function's name: a label, or a depth K

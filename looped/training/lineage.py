@@ -46,6 +46,10 @@ class Restored:
     # identifies the run in its checkpoints' files: kept by a resume, new for a branch or init
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     loss: float = math.nan  # the loss of the step before it (the summary's final_loss if last)
+    # seconds the run spent before a resume, in all and training only (a branch starts at 0: a
+    # study adds its parent's share, `results.from_scratch`); 0 from a checkpoint without them
+    wall: float = 0.0
+    train_wall: float = 0.0
 
 
 def restore(
@@ -79,7 +83,10 @@ def restore(
         run_id = state.get("run_id") or uuid.uuid4().hex
         lineage = state.get("lineage", {})
         loss = state.get("loss", math.nan)
-        return Restored(step, state["flops"], lineage, state["optimizer"], finished, run_id, loss)
+        spent = {k: state.get(k, 0.0) for k in ("wall", "train_wall")}
+        return Restored(
+            step, state["flops"], lineage, state["optimizer"], finished, run_id, loss, **spent
+        )
     if not (branch_from or init_from):
         return Restored()
     ckpt = ckpt_lib.resolve_checkpoint(branch_from or init_from)

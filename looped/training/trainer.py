@@ -63,7 +63,7 @@ class Progress:
     """What the loop and the records update as the run goes."""
 
     flops: float  # modeled FLOPs spent so far
-    t0: float = field(default_factory=time.time)  # when this process started stepping
+    t0: float = field(default_factory=time.time)  # when the run started, less any resume's gap
     overhead: float = 0.0  # seconds spent in evaluation and checkpoints (not training)
     saved: set[int] = field(default_factory=set)  # steps checkpointed by this process
     last_loss: float = math.nan
@@ -83,7 +83,14 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         f"(mean K {run.schedule.mean_depth(run.total):.2f}), modeled compute {run.planned:.3g} "
         f"FLOPs, {run.model.num_params() / 1e6:.2f}M params"
     )
-    progress = Progress(flops=run.start.flops, flops_last=run.start.flops, last_loss=run.start.loss)
+    start = run.start  # a resumed run's clocks go on from its checkpoint: its seconds are its own
+    progress = Progress(
+        flops=start.flops,
+        flops_last=start.flops,
+        last_loss=start.loss,
+        t0=time.time() - start.wall,
+        overhead=start.wall - start.train_wall,
+    )
     stopped = _loop(run, progress)
     if stopped is not None:
         print(f"stopped at step {stopped}; continue with --resume", file=sys.stderr)
@@ -299,6 +306,8 @@ def save(run: Run, progress: Progress, step: int) -> None:
         "schedule": str(run.schedule),
         "optimizer": opt_state,
         "flops": progress.flops,
+        "wall": started - progress.t0,  # the clocks a resume goes on from (`Restored.wall`)
+        "train_wall": started - progress.t0 - progress.overhead,
         "lineage": run.start.lineage,
         "lr_schedule": [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps],
         "world_size": run.dist.world,  # checked on resume and branch (lineage.check_resume)
