@@ -231,15 +231,15 @@ display(Markdown(length.trend_rows(study)))
 # lengthens. No $d=32$ cell has a verdict: at its longest length uniform's test NLL still
 # misses the bigram table in most seeds (its train loss escapes late: the plateau-escape
 # column), so its gaps measure uniform's late escape rather than a finding. The 2x2's $d=64$
-# BPE-4096 corner is the same story: with the larger vocabulary no model beats its bigram
-# table at that length, and fixed-first comes out ahead of a uniform still on its plateau. The
-# last table is
-# the own-LR check: each recipe at the LR its own LR seed chose at the longest length; at both
+# BPE-4096 corner, at $d=64$'s second length, is a stronger case of the plateau: with the larger
+# vocabulary no model beats its bigram table there, and fixed-first comes out ahead of a
+# uniform still on its plateau. The last table is the own-LR check: each recipe at the LR its own LR seed chose at the longest length; at both
 # widths that LR is the shared one, so the check's runs are the main cells'. Each row also gives the plateau
 # escape: the first logged step at which a run's train loss fell below the bigram table, so a
 # gap made by uniform's slow start shows as a late escape in uniform's column. The map runs
 # over several sessions (`looped map --resume-from results/map.json` continues it); a width
-# that has not finished is not drawn, and its 2x2 cells read "not yet run".
+# still training is drawn as an interim look (its key says how many seeds), and a cell with no
+# seeds yet reads "not yet run".
 
 # %%
 atlas = json.loads((ROOT / "results" / "map.json").read_text())
