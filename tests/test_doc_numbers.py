@@ -154,40 +154,53 @@ def _map_runs(block: dict, schedule: str, steps: int) -> dict[int, dict]:
     }
 
 
+def _paired(d: int, schedule: str) -> dict[int, tuple[dict, list[dict], list[dict]]]:
+    """Width d's (BPE-512) lengths on one pass where `schedule` and uniform share two or more
+    seeds: {steps: (block, its runs, uniform's runs)}, paired by seed."""
+    blocks = [
+        b
+        for b in MAP["blocks"].values()
+        if any(r["d_model"] == d and r["vocab_size"] == 512 for r in b["rows"])
+        and any(r["schedule"] == schedule for r in b["rows"])
+    ]
+    paired = {}
+    for b in blocks:
+        train = b["meta"]["corpus"]["splits"]["train"]["tokens"]
+        for steps in {r["steps"] for r in b["rows"]}:
+            ours, ref = _map_runs(b, schedule, steps), _map_runs(b, UNIFORM, steps)
+            seeds = sorted(set(ours) & set(ref))
+            if len(seeds) > 1 and ours[seeds[0]]["tokens"] <= train:
+                paired[steps] = (b, [ours[s] for s in seeds], [ref[s] for s in seeds])
+    return paired
+
+
 def test_the_readme_finding_is_each_widths_longest_one_pass_gap_on_the_map():
-    """Each row: the block of that width (BPE-512), its longest length on one pass with two or
-    more seeds, each recipe's gap recomputed from the runs' per-depth NLLs and the verdict by the
-    rule, at the tolerance its column states."""
+    """Each width (BPE-512) at its longest length on one pass with two or more seeds, and at the
+    longest length every width reached (in tokens per non-embedding parameter); each recipe's
+    gap recomputed from the runs' per-depth NLLs and the verdict by the rule, at the tolerance
+    its column states."""
     rows = _table(_section("README.md", "finding"), "regime")
-    widths = [int(re.match(r"d=(\d+)", r["regime"]).group(1)) for r in rows]
-    assert widths == sorted(set(widths))
-    for d, row in zip(widths, rows):
+    shown = []
+    for r in rows:
+        d, steps = re.match(r"d=(\d+)(?:, ([\d,]+) steps)?", r["regime"]).groups()
+        shown.append((int(d), int(steps.replace(",", "")) if steps else None))
+    assert shown == sorted(shown, key=lambda x: (x[0], x[1] or 0))
+    pairs = {d: {s: _paired(d, s) for s in FIXED_FIRST} for d, _ in shown}
+    # each width's paired lengths in tokens per non-embedding parameter
+    tpp = {d: {n: t for s in FIXED_FIRST for n, t in _tpp_of(pairs[d][s]).items()} for d in pairs}
+    reached = [max(t.values()) for t in tpp.values() if t]
+    for d, t in tpp.items():  # the rows shown are exactly the longest and the matched lengths
+        want = {n for n, v in t.items() if v == max(t.values()) or round(v) == round(min(reached))}
+        assert {n for w, n in shown if w == d} == (want or {None}), d
+    for (d, steps), row in zip(shown, rows):
         for schedule in FIXED_FIRST:
             (column,) = [k for k in row if _names(schedule, k)]
             cell, tol = row[column], float(re.search(r"tolerance (\d+\.\d+)%", column).group(1))
             assert tol == _tolerance(schedule)
-            blocks = [
-                b
-                for b in MAP["blocks"].values()
-                if any(r["d_model"] == d and r["vocab_size"] == 512 for r in b["rows"])
-                and any(r["schedule"] == schedule for r in b["rows"])
-            ]
-            if not blocks:
+            if steps not in pairs[d][schedule]:  # not run, or seeds training: no pair yet
                 assert cell == "not yet run"
                 continue
-            train = blocks[0]["meta"]["corpus"]["splits"]["train"]["tokens"]
-            paired = {}
-            for b in blocks:
-                for steps in {r["steps"] for r in b["rows"]}:
-                    ours, ref = _map_runs(b, schedule, steps), _map_runs(b, UNIFORM, steps)
-                    seeds = sorted(set(ours) & set(ref))
-                    if len(seeds) > 1 and ours[seeds[0]]["tokens"] <= train:
-                        paired[steps] = (b, [ours[s] for s in seeds], [ref[s] for s in seeds])
-            if not paired:  # a width whose seeds are training: no pair has both arms yet
-                assert cell == "not yet run"
-                continue
-            steps = max(paired)
-            b, ours, ref = paired[steps]
+            b, ours, ref = pairs[d][schedule][steps]
             mine = _interval([_nll(o) / _nll(u) - 1 for o, u in zip(ours, ref)])
             if len(ours) % 4:  # seeds come in rounds of four: a round still training
                 # an interim look's interval is the group-sequential one (its critical value
@@ -200,6 +213,10 @@ def test_the_readme_finding_is_each_widths_longest_one_pass_gap_on_the_map():
             runs = [r for s in (UNIFORM, *FIXED_FIRST) for r in _map_runs(b, s, steps).values()]
             informative = max(_nll(r) for r in runs) < b["baselines"]["test"]["bigram"]
             assert cell.split(": ", 1)[1].startswith(_verdict(mine[1], mine[2], tol, informative))
+
+
+def _tpp_of(paired: dict) -> dict[int, float]:
+    return {n: x[1][0]["tokens"] / x[1][0]["params_non_embedding"] for n, x in paired.items()}
 
 
 def test_the_readme_verdicts_on_text_are_the_longest_lengths_gaps():

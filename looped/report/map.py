@@ -174,31 +174,38 @@ def map_rows(result: dict) -> str:
 
 
 def finding(result: dict) -> str:
-    """The README's finding: a row per width (BPE-512) at its longest one-pass length with two
-    or more seeds, each recipe's gap and verdict; a width the study plans but has not run says
-    so."""
+    """The README's finding: each width (BPE-512) at its longest one-pass length with two or more
+    seeds, and also at the longest length every width reached (matched in tokens per parameter:
+    widths compared at one length, not each at its own); each recipe's gap and verdict. A width
+    the study plans but has not run says so."""
     tol = {arm: f"tolerance {100 * paper.tolerance(arm):.1f}%" for arm in RECIPES}
     head = ["regime"] + [f"{label(arm)} vs uniform [95%] ({tol[arm]})" for arm in RECIPES]
     planned = {b["d_model"] for b in result.get("meta", {}).get("settings", {}).get("blocks", [])}
     mine = [c for c in cells(result) if c.get("one_pass", True) and c["gap"]["n"] > 1]
     mine = [c for c in mine if c["schedule"] in RECIPES]
+    longest = {c["d_model"]: c for c in mine}  # the width's longest cell, by tokens/param
+    for c in mine:
+        longest[c["d_model"]] = max(c, longest[c["d_model"]], key=_tpp)
+    matched = round(min(map(_tpp, longest.values()))) if longest else None
     rows = []
-    for d in sorted(planned | {c["d_model"] for c in mine}):
-        at = [c for c in mine if c["d_model"] == d]
-        if not at:
+    for d in sorted(planned | set(longest)):
+        if d not in longest:
             rows.append([f"d={d}", *["not yet run"] * len(RECIPES)])
             continue
-        steps = max(c["steps"] for c in at)
-        by_arm = {c["schedule"]: c for c in at if c["steps"] == steps}
-        c = next(iter(by_arm.values()))
-        regime = f"d={d}, {steps:,} steps, {_tpp(c):.0f} tokens/non-emb. param"
-        gaps = [
-            f"{percent_iv(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: {verdict_of(by_arm[a])}"
-            if a in by_arm
-            else "not yet run"  # this arm has no pair at the width's longest length yet
-            for a in RECIPES
-        ]
-        rows.append([regime, *gaps])
+        at = [c for c in mine if c["d_model"] == d]
+        shown = {longest[d]["steps"]} | {c["steps"] for c in at if round(_tpp(c)) == matched}
+        for steps in sorted(shown):
+            by_arm = {c["schedule"]: c for c in at if c["steps"] == steps}
+            c = next(iter(by_arm.values()))
+            regime = f"d={d}, {steps:,} steps, {_tpp(c):.0f} tokens/non-emb. param"
+            gaps = [
+                f"{percent_iv(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: "
+                f"{verdict_of(by_arm[a])}"
+                if a in by_arm
+                else "not yet run"  # this arm has no pair at this length yet
+                for a in RECIPES
+            ]
+            rows.append([regime, *gaps])
     return md_table(head, rows)
 
 
