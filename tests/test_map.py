@@ -383,11 +383,18 @@ def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypa
         "d=32: no verdict (a model misses the bigram)" in drawn["legend"]
         and "d=64" in drawn["legend"]
     )
-    # a width whose second round of seeds is training: its key says the look is interim
+    assert "interval runs off the panel (its row has it)" in drawn["legend"]  # d=32's
+    # one arm of a width in its second round of seeds: the key names that arm and its seeds,
+    # not the other's, and its wide two-seed interval neither scales the panel nor vanishes
     for c in blocks["d64"]["cells"]:
-        c |= {"planned_look": False, "gap": c["gap"] | {"n": 2}}
+        if c["schedule"] == paper.RECIPE_200M:
+            c |= {"planned_look": False, "gap": c["gap"] | {"n": 2, "lo": -0.14, "hi": 0.17}}
     report_map.fig_map({"blocks": blocks}, tmp_path / "map.png")
-    assert "d=64: interim, 2 seeds so far" in drawn["legend"] and "d=64" not in drawn["legend"]
+    assert "d=64: K=2 (67%) has 2 seeds so far, interim" in drawn["legend"]
+    assert "d=64" not in drawn["legend"] and not any("K=4" in t for t in drawn["legend"])
+    lo, hi = drawn["ylim"]
+    assert hi < 17.0 and lo > -14.0  # the interim interval runs off the panel...
+    assert "interval runs off the panel (its row has it)" in drawn["legend"]  # ...and is marked
 
 
 def test_the_own_lr_table_lists_each_width_that_ran_the_check():

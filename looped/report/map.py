@@ -52,6 +52,7 @@ def fig_map(result: dict, path: Path) -> Path:
     fig, axes = plt.subplots(1, len(RECIPES), figsize=(9.0, 4.2), sharey=True)
     every = cells(result)
     shown = _shown(every)
+    clipped: list[tuple[Any, np.ndarray, list[dict], str, float]] = []
     for ax, s in zip(axes, RECIPES):
         mine = [c for c in every if c["schedule"] == s]
         widths = sorted({c["d_model"] for c in every})
@@ -62,6 +63,7 @@ def fig_map(result: dict, path: Path) -> Path:
             x = np.array([_tpp(c) for c in width]) * nudge
             faint = {} if d in shown else {"alpha": 0.45, "lw": 1}
             gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"), **faint)
+            clipped.append((ax, x, width, WIDTH_COLOURS.get(d, "#333333"), faint.get("alpha", 1)))
         tol = 100 * paper.tolerance(s)
         ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
         ax.axhline(0, color="0.3", lw=0.8)
@@ -71,7 +73,8 @@ def fig_map(result: dict, path: Path) -> Path:
         ax.set_xlabel("training tokens per non-embedding parameter")
     axes[0].set_ylabel("NLL gap to uniform, %")
     axes[0].set_ylim(*_y_range(every))
-    axes[-1].legend(handles=_key(every, shown), fontsize=8, ncol=2)
+    off = [_off_panel(*drawn) for drawn in clipped]
+    axes[-1].legend(handles=_key(every, shown, any(off)), fontsize=8, ncol=2)
     return style.save(fig, path)
 
 
@@ -91,12 +94,17 @@ def _shown(every: list[dict]) -> set[int]:
     return {c["d_model"] for c in every if _reported(c)} or {c["d_model"] for c in every}
 
 
+def _deciding(c: dict) -> bool:
+    """A cell read at its planned look with a verdict: only these set the panel's scale."""
+    return _reported(c) and c.get("planned_look", True)
+
+
 def _y_range(every: list[dict]) -> tuple[float, float]:
-    """Room for every mean, 0, the tolerance and the reported cells' intervals; an unreported
-    cell's interval may run off the panel (its table row gives it in full)."""
+    """Room for every mean, 0, the tolerance and the deciding cells' intervals; an unreported
+    or interim cell's interval may run off the panel (marked there; its table row gives it)."""
     ends = [100 * max(paper.tolerance(s) for s in RECIPES), 0.0]
     for c in every:
-        ends += [100 * c["gap"][k] for k in (("lo", "mean", "hi") if _reported(c) else ("mean",))]
+        ends += [100 * c["gap"][k] for k in (("lo", "mean", "hi") if _deciding(c) else ("mean",))]
     lo, hi = min(ends), max(ends)
     pad = 0.12 * (hi - lo or 1.0)
     return lo - pad, hi + pad
@@ -106,21 +114,41 @@ def _tpp(c: dict) -> float:
     return c["tokens_per_non_embedding_param"]
 
 
-def _key(every: list[dict], shown: set[int]) -> list[Line2D]:
-    """The legend: one entry per width (faint: no cell with a verdict; marked interim while its
-    seeds train), then what a hollow and a crossed point mean."""
+def _off_panel(ax: Any, x: np.ndarray, cells: list[dict], colour: str, alpha: float) -> bool:
+    """A triangle at the panel's edge where an interval runs off it (an interim or unreported
+    cell's: the deciding ones set the range); whether any did."""
+    lo, hi = ax.get_ylim()
+    ends = [(x[k], 100 * c["gap"][e]) for k, c in enumerate(cells) for e in ("lo", "hi")]
+    ups = [xi for xi, y in ends if y > hi]
+    downs = [xi for xi, y in ends if y < lo]
+    edge = {"s": 28, "color": colour, "alpha": alpha, "clip_on": False, "zorder": 6}
+    ax.scatter(ups, [hi] * len(ups), marker="^", **edge)
+    ax.scatter(downs, [lo] * len(downs), marker="v", **edge)
+    return bool(ups or downs)
+
+
+def _interim(every: list[dict], d: int) -> str:
+    """ "K=2 (67%) has 2 seeds so far": the arms of width `d` read at an interim look, by name,
+    each with its own seed count (another arm of the same width may have all of its seeds)."""
+    arms = {}
+    for c in every:
+        if c["d_model"] == d and not c.get("planned_look", True):
+            n = c["gap"]["n"]
+            arms[c["schedule"]] = min(n, arms.get(c["schedule"], n))
+    short = {s: label(s).removeprefix("fixed-first ") for s in arms}
+    return "; ".join(f"{short[s]} has {n} seeds so far" for s, n in sorted(arms.items()))
+
+
+def _key(every: list[dict], shown: set[int], off_panel: bool = False) -> list[Line2D]:
+    """The legend: one entry per width (faint: no cell with a verdict; an arm still in its seed
+    rounds named with its seeds so far), then what a hollow, a crossed point and an edge
+    triangle mean."""
     widths = sorted({c["d_model"] for c in every})
-    # a width still in its seed rounds is read at an interim look: its fewest seeds so far
-    interim = {
-        d: min(c["gap"]["n"] for c in every if c["d_model"] == d)
-        for d in widths
-        if any(not c.get("planned_look", True) for c in every if c["d_model"] == d)
-    }
 
     def said(d: int) -> str:
         if d not in shown:
             return f"d={d}: no verdict (a model misses the bigram)"
-        return f"d={d}: interim, {interim[d]} seeds so far" if d in interim else f"d={d}"
+        return f"d={d}: {arms}, interim" if (arms := _interim(every, d)) else f"d={d}"
 
     handles = [
         Line2D(
@@ -134,7 +162,9 @@ def _key(every: list[dict], shown: set[int]) -> list[Line2D]:
         for d in widths
     ]
     tolerance = Line2D([], [], color="0.35", ls="--", label="the recipe's tolerance")
-    return [*handles, *gap_keys(every), tolerance]
+    edge = "interval runs off the panel (its row has it)"
+    off = [Line2D([], [], ls="", marker="^", color="0.3", label=edge)] if off_panel else []
+    return [*handles, *gap_keys(every), *off, tolerance]
 
 
 def map_rows(result: dict) -> str:
