@@ -264,7 +264,9 @@ def test_the_fit_table_says_interim_and_does_not_locate_a_crossing_its_seeds_sca
     row = next(
         r for r in fit_section({"blocks": {"b": {"cells": cells}}}).splitlines() if "K=4" in r
     )
-    assert "2 seeds, interim look" in row and "0 at not located (interval" in row
+    assert (
+        "2 seeds, interim look" in row and "0 at not located (interval over a thousandfold)" in row
+    )
     for c in cells:
         c["planned_look"] = True
     assert "interim" not in fit_section({"blocks": {"b": {"cells": cells}}})

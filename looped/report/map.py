@@ -315,11 +315,12 @@ def fit_section(result: dict) -> str:
 
 def _crossing(c: dict | None) -> str:
     """Where a level is crossed, in tokens per parameter with its interval; an interval wider
-    than a thousandfold does not locate the crossing and is not dressed up as a number."""
+    than a thousandfold does not locate the crossing and is not dressed up as a number (its
+    ends, often dozens of decades apart, would only look like one)."""
     if c is None:
         return "no crossing (seeds' slopes differ in sign)"
     if c["hi"] > 1000 * c["lo"]:
-        return f"not located (interval {c['lo']:.1g} to {c['hi']:.1g})"
+        return "not located (interval over a thousandfold)"
     return f"{c['tokens_per_param']:.3g} [{c['lo']:.3g}, {c['hi']:.3g}]"
 
 
