@@ -227,7 +227,7 @@ display(Markdown(length.trend_rows(study)))
 #
 # and the learning rate chosen again at every length. If the gap were about the regime, the
 # curves of wider models would sit lower at the same $\tau$. So far $d=32$ and $d=64$ have
-# finished, four seeds each, and $d=128$ has four for K=4 (two for K=2). On fresh tokens $d=64$ shows K=4 falling behind as training
+# finished, four seeds each, and so has $d=128$. On fresh tokens $d=64$ shows K=4 falling behind as training
 # lengthens. No $d=32$ cell has a verdict: at its longest length uniform's test NLL still
 # misses the bigram table in most seeds (its train loss escapes late: the plateau-escape
 # column), so its gaps measure uniform's late escape rather than a finding. The 2x2's $d=64$
@@ -252,7 +252,8 @@ display(Markdown(map_report.section(atlas)))
 # parameter count, and takes intervals over seeds. Only cells with a verdict enter it ($d=32$'s
 # are all not informative), so it rests on $d=64$ and $d=128$. For K=4 (80%), four seeds at
 # both widths: the gap grows with length in every seed, while the width's slope is an interval
-# around zero. K=2 (67%) has two $d=128$ seeds so far, an interim look with wide intervals.
+# around zero. K=2 (67%)'s fit finds neither slope: its seeds' slopes along length differ in
+# sign, and its gap stays a little behind uniform, flat, at both widths.
 
 # %%
 display(Markdown(map_report.fit_section(atlas)))

@@ -273,7 +273,10 @@ def test_the_gap_trend_is_a_least_squares_slope_per_seed_over_the_informative_le
     for schedule in FIXED_FIRST:
         (row,) = [r for r in rows if _names(schedule, r["schedule"])]
         if len(lengths) < 3:  # two points always fit a line: no trend is claimed
-            assert (row["lengths"], row["direction"]) == (str(len(lengths)), "too few")
+            assert (row["lengths"], row["direction"]) == (
+                str(len(lengths)),
+                "too few lengths (a trend needs 3)",
+            )
             continue
         by_length = [_gaps(schedule, n) for n in lengths]
         xs = [math.log2(n) for n in lengths]

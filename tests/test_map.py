@@ -272,6 +272,35 @@ def test_the_fit_table_says_interim_and_does_not_locate_a_crossing_its_seeds_sca
     assert "interim" not in fit_section({"blocks": {"b": {"cells": cells}}})
 
 
+def test_a_fit_whose_seeds_disagree_in_direction_says_so_once():
+    """Two seeds whose gaps move in opposite directions with length place no crossing at any
+    width: the row says why in one phrase, not once per width and level."""
+    from looped.report.map import fit_section
+
+    k2 = paper.RECIPE_200M
+    cells = [
+        {
+            "d_model": d,
+            "vocab_size": 512,
+            "steps": tpp,
+            "schedule": k2,
+            "verdict": "undecided",
+            "tolerance": 0.005,
+            "params_non_embedding": params,
+            "tokens_per_non_embedding_param": tpp,
+            "seed_ids": [0, 1],
+            "gap": {"values": [0.01 * math.log2(tpp) - 0.04, 0.02 - 0.005 * math.log2(tpp)]},
+        }
+        for d, params in ((64, 2**16), (128, 2**18))
+        for tpp in (20, 40, 80)
+    ]
+    row = next(
+        r for r in fit_section({"blocks": {"b": {"cells": cells}}}).splitlines() if "K=2" in r
+    )
+    assert row.count("no crossing (seeds' slopes differ in sign)") == 2  # the widths', the 200M's
+    assert "d=64" not in row
+
+
 def test_a_fit_needs_two_widths_and_two_lengths():
     cells = [
         {
@@ -444,6 +473,11 @@ def test_the_trend_table_gives_each_widths_per_seed_slopes_and_what_has_not_run(
     assert rows[0][3:5] == ["3", "4"] and rows[0][6] == "rising"
     assert rows[0][7] == "+1.00, +2.00, +3.00, +2.00"
     assert rows[1][3] == rows[2][3] == "not yet run"
+    # a width with two lengths: every seed has a line through two points, so no trend is
+    # claimed, and the row says it is the lengths that are missing, not the seeds
+    blocks["d128"]["trends"] = length.seed_trends(cells[:2])
+    rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
+    assert rows[2][3:7] == ["2", "-", "-", "too few lengths (a trend needs 3)"]
 
 
 def test_collecting_a_block_still_in_its_lr_sweep_draws_no_empty_figure(tmp_path: Path):

@@ -187,7 +187,9 @@ def trend_row(t: dict) -> list:
     direction it supports and each seed's slope (in points of gap per doubling)."""
     per = ", ".join(f"{100 * v:+.2f}" for v in t["per_seed"].values()) or "-"
     sl = t["slope"]
-    fit = [sl["n"], percent_iv(sl), t["direction"]] if sl else [len(t["per_seed"]), "-", "too few"]
+    # no slope: say which is missing (two lengths give every seed a line, never a trend to test)
+    few = "too few lengths (a trend needs 3)" if t["lengths"] < 3 else "too few seeds"
+    fit = [sl["n"], percent_iv(sl), t["direction"]] if sl else [len(t["per_seed"]) or "-", "-", few]
     return [t["lengths"], *fit, per]
 
 

@@ -288,10 +288,7 @@ def fit_section(result: dict) -> str:
         f = fit["fit"]
         # a width still in its seed rounds: the fit is read at an interim look, as its cells are
         interim = ", interim look" if any(not c.get("planned_look", True) for c in mine) else ""
-        cross = "; ".join(
-            f"d={d}: 0 at {_crossing(c['zero'])}, tolerance at {_crossing(c['tolerance'])}"
-            for d, c in fit["crossing"].items()
-        )
+        cross = _crossings(fit["crossing"])
         ext = fit["extrapolation"]
         rows.append(
             [
@@ -311,6 +308,17 @@ def fit_section(result: dict) -> str:
     ]
     head += ["EXTRAPOLATION to 200M parameters: gap", "EXTRAPOLATION: crosses 0 at"]
     return md_table(head, rows)
+
+
+def _crossings(by_width: dict) -> str:
+    """Each width's two crossings, or one phrase when no width has any (said once, not four
+    times over)."""
+    if all(c["zero"] is None and c["tolerance"] is None for c in by_width.values()):
+        return _crossing(None)
+    return "; ".join(
+        f"d={d}: 0 at {_crossing(c['zero'])}, tolerance at {_crossing(c['tolerance'])}"
+        for d, c in by_width.items()
+    )
 
 
 def _crossing(c: dict | None) -> str:
