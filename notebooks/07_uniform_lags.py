@@ -228,17 +228,18 @@ display(Markdown(length.trend_rows(study)))
 # and the learning rate chosen again at every length. If the gap were about the regime, the
 # curves of wider models would sit lower at the same $\tau$. So far $d=32$ and $d=64$ have
 # finished, four seeds each, and so has $d=128$. On fresh tokens $d=64$ shows K=4 falling behind as training
-# lengthens. No $d=32$ cell has a verdict: at its longest length uniform's test NLL still
+# lengthens. $d=128$'s curves do not sit lower: every $d=128$ cell is undecided, and K=2 (67%)
+# at $\tau=40$ is measurably behind uniform without being shown past its tolerance. No $d=32$ cell has a verdict: at its longest length uniform's test NLL still
 # misses the bigram table in most seeds (its train loss escapes late: the plateau-escape
 # column), so its gaps measure uniform's late escape rather than a finding. The 2x2's $d=64$
 # BPE-4096 corner, at $d=64$'s second length, is a stronger case of the plateau: with the larger
 # vocabulary no model beats its bigram table there, and fixed-first comes out ahead of a
-# uniform still on its plateau. The last table is the own-LR check: each recipe at the LR its own LR seed chose at the longest length; at both
-# widths that LR is the shared one, so the check's runs are the main cells'. Each row also gives the plateau
+# uniform still on its plateau. The last table is the own-LR check: each recipe at the LR its own LR seed chose at the longest length; at
+# $d=32$ and $d=64$ (none ran at $d=128$) that LR is the shared one, so the check's runs are the main cells'. Each row also gives the plateau
 # escape: the first logged step at which a run's train loss fell below the bigram table, so a
 # gap made by uniform's slow start shows as a late escape in uniform's column. The map runs
-# over several sessions (`looped map --resume-from results/map.json` continues it); a width
-# still training is drawn as an interim look (its key says how many seeds), and a cell with no
+# over several sessions (`looped map --resume-from results/map.json` continues it); an arm
+# still in its seed rounds would be drawn as an interim look (its key says how many seeds), and a cell with no
 # seeds yet reads "not yet run".
 
 # %%
