@@ -121,9 +121,11 @@ def _off_panel(ax: Any, x: np.ndarray, cells: list[dict], colour: str, alpha: fl
     ends = [(x[k], 100 * c["gap"][e]) for k, c in enumerate(cells) for e in ("lo", "hi")]
     ups = [xi for xi, y in ends if y > hi]
     downs = [xi for xi, y in ends if y < lo]
+    # y in the panel's own fraction: the mark stays on the edge if the layout moves the range
     edge = {"s": 28, "color": colour, "alpha": alpha, "clip_on": False, "zorder": 6}
-    ax.scatter(ups, [hi] * len(ups), marker="^", **edge)
-    ax.scatter(downs, [lo] * len(downs), marker="v", **edge)
+    edge["transform"] = ax.get_xaxis_transform()
+    ax.scatter(ups, [1.0] * len(ups), marker="^", **edge)
+    ax.scatter(downs, [0.0] * len(downs), marker="v", **edge)
     return bool(ups or downs)
 
 
