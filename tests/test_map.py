@@ -400,9 +400,19 @@ def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypa
                 blocks.setdefault(f"d{d}", {"cells": []})["cells"].append(key | rest)
     drawn = {}
 
+    def edge_marks(ax) -> list[tuple[float, float]]:
+        """(x, 1) for a mark on the top edge, (x, 0) on the bottom one."""
+        on_edge = [
+            c for c in ax.collections if c.get_offset_transform() is ax.get_xaxis_transform()
+        ]
+        return sorted((float(x), float(y)) for c in on_edge for x, y in c.get_offsets())
+
     def keep(fig, path):
         drawn["ylim"] = fig.axes[0].get_ylim()
         drawn["legend"] = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+        drawn["marks"] = [edge_marks(ax) for ax in fig.axes]
+        fig.axes[0].set_ylim(top=18.0)  # as the layout does to fit a legend above the data
+        drawn["raised"] = [edge_marks(ax) for ax in fig.axes]
         return path
 
     monkeypatch.setattr(report_map.style, "save", keep)
@@ -414,18 +424,23 @@ def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypa
         "d=32: no verdict (a model misses the bigram)" in drawn["legend"]
         and "d=64" in drawn["legend"]
     )
-    assert "interval runs off the panel (its row has it)" in drawn["legend"]  # d=32's
+    off = "interval runs off the panel (its row has it)"
+    assert off in drawn["legend"] and drawn["marks"][0]  # d=32's
     # one arm of a width in its second round of seeds: the key names that arm and its seeds,
-    # not the other's, and its wide two-seed interval neither scales the panel nor vanishes
+    # not the other's, and its wide two-seed interval neither scales the panel nor vanishes:
+    # it ends in a mark on each edge it runs off, which moves with the range
+    del blocks["d32"]
     for c in blocks["d64"]["cells"]:
         if c["schedule"] == paper.RECIPE_200M:
             c |= {"planned_look": False, "gap": c["gap"] | {"n": 2, "lo": -0.14, "hi": 0.17}}
     report_map.fig_map({"blocks": blocks}, tmp_path / "map.png")
-    assert "d=64: K=2 (67%) has 2 seeds so far, interim" in drawn["legend"]
+    assert "d=64, interim look: K=2 (67%) has 2 seeds so far" in drawn["legend"]
     assert "d=64" not in drawn["legend"] and not any("K=4" in t for t in drawn["legend"])
     lo, hi = drawn["ylim"]
     assert hi < 17.0 and lo > -14.0  # the interim interval runs off the panel...
-    assert "interval runs off the panel (its row has it)" in drawn["legend"]  # ...and is marked
+    assert off in drawn["legend"]  # ...and is marked, in K=2's panel only, at both lengths
+    assert drawn["marks"] == [[], [(20.0, 0.0), (20.0, 1.0), (40.0, 0.0), (40.0, 1.0)]]
+    assert drawn["raised"] == [[], [(20.0, 0.0), (40.0, 0.0)]]  # the top now holds +17%
 
 
 def test_the_own_lr_table_lists_each_width_that_ran_the_check():
@@ -478,6 +493,15 @@ def test_the_trend_table_gives_each_widths_per_seed_slopes_and_what_has_not_run(
     blocks["d128"]["trends"] = length.seed_trends(cells[:2])
     rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
     assert rows[2][3:7] == ["2", "-", "-", "too few lengths (a trend needs 3)"]
+    # three lengths but one seed: a slope, no interval; no length with a verdict: nothing
+    one = [c | {"seed_ids": [0], "gap": {"values": c["gap"]["values"][:1]}} for c in cells]
+    blocks["d128"]["trends"] = length.seed_trends(one)
+    rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
+    assert rows[2][3:8] == ["3", "1", "-", "too few seeds", "+1.00"]
+    quiet = [c | {"verdict": "not informative at this size"} for c in cells]
+    blocks["d128"]["trends"] = length.seed_trends(quiet)
+    rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
+    assert rows[2][3:7] == ["0", "-", "-", "no length with a verdict"]
 
 
 def test_collecting_a_block_still_in_its_lr_sweep_draws_no_empty_figure(tmp_path: Path):

@@ -189,6 +189,7 @@ def trend_row(t: dict) -> list:
     sl = t["slope"]
     # no slope: say which is missing (two lengths give every seed a line, never a trend to test)
     few = "too few lengths (a trend needs 3)" if t["lengths"] < 3 else "too few seeds"
+    few = few if t["lengths"] else "no length with a verdict"
     fit = [sl["n"], percent_iv(sl), t["direction"]] if sl else [len(t["per_seed"]) or "-", "-", few]
     return [t["lengths"], *fit, per]
 

@@ -115,30 +115,36 @@ def _tpp(c: dict) -> float:
 
 
 def _off_panel(ax: Any, x: np.ndarray, cells: list[dict], colour: str, alpha: float) -> bool:
-    """A triangle at the panel's edge where an interval runs off it (an interim or unreported
-    cell's: the deciding ones set the range); whether any did."""
-    lo, hi = ax.get_ylim()
+    """A triangle on the panel's edge where an interval runs off it (an interim or unreported
+    cell's: the deciding ones set the range), placed again whenever the range changes (the
+    layout may raise the top to fit a legend); whether any runs off now."""
     ends = [(x[k], 100 * c["gap"][e]) for k, c in enumerate(cells) for e in ("lo", "hi")]
-    ups = [xi for xi, y in ends if y > hi]
-    downs = [xi for xi, y in ends if y < lo]
-    # y in the panel's own fraction: the mark stays on the edge if the layout moves the range
+    # y in the panel's own fraction: 1 is the top edge, 0 the bottom, whatever the range
     edge = {"s": 28, "color": colour, "alpha": alpha, "clip_on": False, "zorder": 6}
     edge["transform"] = ax.get_xaxis_transform()
-    ax.scatter(ups, [1.0] * len(ups), marker="^", **edge)
-    ax.scatter(downs, [0.0] * len(downs), marker="v", **edge)
-    return bool(ups or downs)
+    ups, downs = (ax.scatter([], [], marker=m, **edge) for m in ("^", "v"))
+
+    def place(_: Any = None) -> None:
+        lo, hi = ax.get_ylim()
+        ups.set_offsets(np.array([(xi, 1.0) for xi, y in ends if y > hi]).reshape(-1, 2))
+        downs.set_offsets(np.array([(xi, 0.0) for xi, y in ends if y < lo]).reshape(-1, 2))
+
+    place()
+    ax.callbacks.connect("ylim_changed", place)
+    return len(ups.get_offsets()) + len(downs.get_offsets()) > 0
 
 
 def _interim(every: list[dict], d: int) -> str:
     """ "K=2 (67%) has 2 seeds so far": the arms of width `d` read at an interim look, by name,
     each with its own seed count (another arm of the same width may have all of its seeds)."""
-    arms = {}
+    arms: dict[str, int] = {}
     for c in every:
         if c["d_model"] == d and not c.get("planned_look", True):
             n = c["gap"]["n"]
             arms[c["schedule"]] = min(n, arms.get(c["schedule"], n))
     short = {s: label(s).removeprefix("fixed-first ") for s in arms}
-    return "; ".join(f"{short[s]} has {n} seeds so far" for s, n in sorted(arms.items()))
+    # in the panels' order
+    return "; ".join(f"{short[s]} has {arms[s]} seeds so far" for s in RECIPES if s in arms)
 
 
 def _key(every: list[dict], shown: set[int], off_panel: bool = False) -> list[Line2D]:
@@ -150,7 +156,7 @@ def _key(every: list[dict], shown: set[int], off_panel: bool = False) -> list[Li
     def said(d: int) -> str:
         if d not in shown:
             return f"d={d}: no verdict (a model misses the bigram)"
-        return f"d={d}: {arms}, interim" if (arms := _interim(every, d)) else f"d={d}"
+        return f"d={d}, interim look: {arms}" if (arms := _interim(every, d)) else f"d={d}"
 
     handles = [
         Line2D(
