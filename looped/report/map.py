@@ -52,7 +52,7 @@ def fig_map(result: dict, path: Path) -> Path:
     fig, axes = plt.subplots(1, len(RECIPES), figsize=(9.0, 4.2), sharey=True)
     every = cells(result)
     shown = _shown(every)
-    clipped: list[tuple[Any, np.ndarray, list[dict], str, float]] = []
+    drawn: list[tuple[Any, np.ndarray, list[dict], str, float]] = []  # for the edge marks
     for ax, s in zip(axes, RECIPES):
         mine = [c for c in every if c["schedule"] == s]
         widths = sorted({c["d_model"] for c in every})
@@ -63,7 +63,7 @@ def fig_map(result: dict, path: Path) -> Path:
             x = np.array([_tpp(c) for c in width]) * nudge
             faint = {} if d in shown else {"alpha": 0.45, "lw": 1}
             gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"), **faint)
-            clipped.append((ax, x, width, WIDTH_COLOURS.get(d, "#333333"), faint.get("alpha", 1)))
+            drawn.append((ax, x, width, WIDTH_COLOURS.get(d, "#333333"), faint.get("alpha", 1)))
         tol = 100 * paper.tolerance(s)
         ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
         ax.axhline(0, color="0.3", lw=0.8)
@@ -73,7 +73,7 @@ def fig_map(result: dict, path: Path) -> Path:
         ax.set_xlabel("training tokens per non-embedding parameter")
     axes[0].set_ylabel("NLL gap to uniform, %")
     axes[0].set_ylim(*_y_range(every))
-    off = [_off_panel(*drawn) for drawn in clipped]
+    off = [_off_panel(*width) for width in drawn]
     axes[-1].legend(handles=_key(every, shown, any(off)), fontsize=8, ncol=2)
     return style.save(fig, path)
 
@@ -221,9 +221,9 @@ def finding(result: dict) -> str:
     planned = {b["d_model"] for b in result.get("meta", {}).get("settings", {}).get("blocks", [])}
     mine = [c for c in cells(result) if c.get("one_pass", True) and c["gap"]["n"] > 1]
     mine = [c for c in mine if c["schedule"] in RECIPES]
-    longest = {c["d_model"]: c for c in mine}  # the width's longest cell, by tokens/param
+    longest: dict[int, dict] = {}  # the width's longest cell, by tokens/param
     for c in mine:
-        longest[c["d_model"]] = max(c, longest[c["d_model"]], key=_tpp)
+        longest[c["d_model"]] = max(c, longest.get(c["d_model"], c), key=_tpp)
     matched = round(min(map(_tpp, longest.values()))) if longest else None
     rows = []
     for d in sorted(planned | set(longest)):
