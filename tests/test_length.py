@@ -179,6 +179,41 @@ def test_an_edge_choice_extends_the_sweep_on_that_side_at_that_length_only():
     assert extended(grid, {"a": {30: {"lr": 3e-3, "edge": None}}}) == grid
 
 
+def test_while_an_edge_extends_the_sweep_idle_workers_go_ahead_at_the_choice_so_far():
+    """The first round has no choice to go ahead on; each extension round hands the pool the
+    runs the choice so far implies (here LR 0.01, then 0.03), and the sweep still ends on the
+    LR its validation NLLs choose."""
+    from types import SimpleNamespace
+
+    from looped.experiments.engine import sweep
+
+    class Fake:  # a study whose runs finish at once, validation NLL least at LR 0.03
+        settings = SimpleNamespace(lr_seeds=(100,))
+        train = True
+        handed: list = []
+
+        def plan(self, seeds, grid):
+            return {f"{s}_{lr}_{n}": SimpleNamespace(schedule=s, lr=lr, steps=n)
+                    for s, by_lr in grid.items() for lr, ns in by_lr.items() for n in ns}  # fmt: skip
+
+        def run(self, runs, ahead=None):
+            self.handed.append(ahead)
+
+        def finished(self, p):
+            return True
+
+        def val_nll(self, p):
+            return (math.log10(p.lr) - math.log10(0.03)) ** 2
+
+    def ahead(chosen):
+        return {"ahead": chosen["u"][60]["lr"]}
+
+    study = Fake()
+    runs, chosen = sweep(study, {"u": dict.fromkeys((1e-3, 3e-3, 1e-2), (60,))}, ahead=ahead)
+    assert study.handed == [None, {"ahead": 1e-2}, {"ahead": 3e-2}]
+    assert chosen["u"][60]["lr"] == 3e-2 and chosen["u"][60]["edge"] is None
+
+
 def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documents_alone(
     tmp_path: Path,
 ):

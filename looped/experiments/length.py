@@ -121,6 +121,16 @@ def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set)
     return grid
 
 
+def first_round(study: Study, chosen: dict) -> dict[str, Planned]:
+    """The first round's runs if the sweep's choice so far holds: what an idle worker trains
+    while the sweep tries one LR more (`engine.sweep`'s `ahead`)."""
+    settings = study.settings
+    lrs = shared_lrs(settings, chosen)
+    first = stats.planned_looks(settings.rounds, settings.max_seeds)[0]
+    every = {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
+    return study.plan(list(range(first)), round_grid(settings, lrs, every))
+
+
 def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list, list, dict]:
     """Seeds in rounds until every cell decides or the seeds run out: the reported rows, the
     cells at the last look and why the study stopped."""
@@ -188,7 +198,7 @@ def run_study(
     batches = split_batches(settings.setup, corpus)
     study = Study(settings, corpus, out / "runs", train, cached, batches, base["test"]["bigram"])
     grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
-    swept, chosen = sweep(study, grid)
+    swept, chosen = sweep(study, grid, ahead=lambda chosen: first_round(study, chosen))
     lrs = shared_lrs(settings, chosen)
     rows, cells, stop = run_rounds(study, lrs, base["test"]["bigram"])
     robust = tuned(study, lrs) if stop["complete"] else {}

@@ -12,9 +12,12 @@ import multiprocessing as mp
 import os
 import queue as queue_lib
 import shutil
+import signal
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -117,12 +120,17 @@ def _exit_with_parent(parent: int, every: float = 0.5) -> None:
     os._exit(1)
 
 
-def _run_one(run: Planned, run_dir: str, branch_dir: str | None) -> dict:
-    """One run in a worker process: single-threaded, progress sent to the parent's queue."""
+def _run_one(run: Planned, run_dir: str, branch_dir: str | None, halt: str | None = None) -> dict:
+    """One run in a worker process: single-threaded, progress sent to the parent's queue. An
+    ahead run (`halt`: the file whose existence asks it to stop) stops as Ctrl-C stops a run:
+    after the step, at a checkpoint, returning {"stopped": step}."""
     torch.set_num_threads(1)
-    last = [0.0]
+    last, asked = [0.0], [False]
 
     def on_step(done: int, total: int, loss: float, depth: int) -> None:
+        if halt is not None and not asked[0] and os.path.exists(halt):
+            asked[0] = True
+            os.kill(os.getpid(), signal.SIGTERM)  # the trainer's own stop: finish, save, return
         now = time.time()
         if now - last[0] > 0.25 or done == total:
             last[0] = now
@@ -252,6 +260,8 @@ class _Bars:
                 name, done, total, loss, depth = progress.get_nowait()
             except (queue_lib.Empty, EOFError, OSError):
                 return
+            if name not in self.todo:  # an ahead run: no share of this call's work
+                continue
             if name in self.slots:
                 self.slots[name].update(done - self.slots[name].n)
                 self.slots[name].set_postfix(loss=f"{loss:.3f}", K=depth, refresh=True)
@@ -292,12 +302,27 @@ def _left(seconds: float) -> str:
     )
 
 
-def execute(specs: list[Planned], runs_dir: Path, workers: int, fresh: bool, quiet: bool) -> int:
+def execute(
+    specs: list[Planned],
+    runs_dir: Path,
+    workers: int,
+    fresh: bool,
+    quiet: bool,
+    ahead: Iterable[Planned] = (),
+) -> int:
     """Train the runs on a process pool, parents first; return how many were trained (finished
-    ones are reused unless `fresh`)."""
+    ones are reused unless `fresh`).
+
+    `ahead`: runs a later call will likely want (a study's reported runs at the LR its sweep
+    leans to while the sweep tries one more). They train only on a worker `specs` leave idle,
+    give it back at a checkpoint when a run of `specs` can start, and stop at one when `specs`
+    are done; a later call that plans the same run (same name and config) resumes it, bitwise
+    as if never stopped, and one that does not plan it never reads it. Only runs that branch off
+    nothing go ahead."""
     todo = _to_train(specs, runs_dir, fresh)
     if not todo:
         return 0
+    spare = {} if fresh else _ahead(ahead, todo, runs_dir)
     lines = not quiet and progress_mode() == "lines"
     bars = _Bars(todo, quiet or lines, runs_dir)
     ctx = mp.get_context("spawn")
@@ -305,11 +330,14 @@ def execute(specs: list[Planned], runs_dir: Path, workers: int, fresh: bool, qui
     pool = ProcessPoolExecutor(
         workers, mp_context=ctx, initializer=_start_worker, initargs=(progress, os.getpid())
     )
+    halts = Path(tempfile.mkdtemp(prefix="looped-halt-"))
     try:
-        _drive(pool, progress, todo, runs_dir, workers, bars, lines)
+        _drive(pool, progress, todo, runs_dir, workers, bars, lines, _Ahead(spare, halts, lines))
     except BaseException:  # a run failed, or Ctrl-C: do not wait for the other workers' runs
         _stop(pool)
         raise
+    finally:
+        shutil.rmtree(halts, ignore_errors=True)
     pool.shutdown()
     bars.finish()
     return len(todo)
@@ -322,9 +350,88 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)  # quick now: it only cleans up
 
 
-def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, lines: bool):
+def _ahead(ahead: Iterable[Planned], todo: dict[str, Planned], runs_dir: Path) -> dict:
+    """The ahead runs worth a spare worker: roots, not planned now, not finished on disk."""
+    return {
+        p.name: p
+        for p in ahead
+        if p.parent is None and p.name not in todo and _on_disk(p, runs_dir) != "finished"
+    }
+
+
+@dataclass
+class _Ahead:
+    """The ahead runs of one `execute` and which of them hold a worker now."""
+
+    todo: dict[str, Planned]  # not yet finished
+    halts: Path  # a run's file here, once it exists, asks the run to stop at a checkpoint
+    lines: bool  # say what happens, one line each (a log file)
+    running: dict[Any, str] = field(default_factory=dict)  # future -> name
+
+    def start(self, pool, runs_dir: Path) -> None:
+        """The first waiting run, by priority then costliest, on a free worker."""
+        busy = set(self.running.values())
+        waiting = [p for p in self.todo.values() if p.name not in busy]
+        spec = min(waiting, key=lambda p: (p.priority, -p.flops()))
+        if _on_disk(spec, runs_dir) != "interrupted":  # nothing of this config to go on from
+            shutil.rmtree(runs_dir / spec.name, ignore_errors=True)
+        (self.halts / spec.name).unlink(missing_ok=True)
+        halt = str(self.halts / spec.name)
+        self.running[pool.submit(_run_one, spec, str(runs_dir / spec.name), None, halt)] = spec.name
+        self._say(f"ahead: {spec.name} started on an idle worker")
+
+    def fill(self, pool, runs_dir: Path, free: int, waiting: bool) -> None:
+        """`free` workers idle: ahead runs take them. None free while a planned run `waiting`
+        could start: an ahead run gives its worker back."""
+        if waiting and free <= 0 and self.running:
+            self.halt(all_of_them=False)
+        for _ in range(min(free, len(self.todo) - len(self.running))):
+            self.start(pool, runs_dir)
+
+    def halt(self, all_of_them: bool) -> None:
+        """Ask one running ahead run (or all) to stop at its next step's checkpoint."""
+        asked = [n for n in self.running.values() if (self.halts / n).exists()]
+        if asked and not all_of_them:
+            return  # one is already giving its worker back
+        for name in list(self.running.values())[: None if all_of_them else 1]:
+            (self.halts / name).touch()
+
+    def finish(self, future) -> None:
+        """An ahead run came back: stopped (it waits for its next worker), finished, or failed
+        (a run planned later trains it again and meets its error then)."""
+        name = self.running.pop(future)
+        try:
+            summary = future.result()
+        except UserError as err:
+            self.todo.pop(name)
+            self._say(f"ahead: {name} failed ({err}); a study that plans it trains it again")
+            return
+        if "stopped" in summary:
+            self._say(f"ahead: {name} paused at step {summary['stopped']} (saved)")
+            return
+        self.todo.pop(name)
+        self._say(run_line(f"{name} (ahead)", summary))
+
+    def wind_down(self, drain: Callable[[], None]) -> None:
+        """The planned runs are done: every ahead run stops at a checkpoint; wait for them."""
+        self.halt(all_of_them=True)
+        while self.running:
+            finished, _ = wait(list(self.running), 0.3, return_when=FIRST_COMPLETED)
+            drain()
+            for future in finished:
+                self.finish(future)
+
+    def _say(self, line: str) -> None:
+        if self.lines:
+            print(line, flush=True)
+
+
+def _drive(
+    pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, lines: bool, ahead: _Ahead
+):
     """Submit runs as their parents finish, by priority then costliest first, until all are
-    done; a worker's error is re-raised here."""
+    done; a worker a run could use but none is ready for trains an ahead run; a worker's error
+    is re-raised here."""
     running: dict[Any, str] = {}
     done: set[str] = set()
 
@@ -339,22 +446,20 @@ def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, line
         if lines and time.time() - said > STATUS_EVERY:  # a log file hears how far it is
             print(f"progress: {bars.status()}", flush=True)
             said = time.time()
-        while len(running) < workers and ready():
+        while len(running) + len(ahead.running) < workers and ready():
             spec = ready()[0]
             parent = runs_dir / spec.parent if spec.parent else None
             branch = str(checkpoint_dir(parent, spec.branch_step)) if parent else None
             bars.open(spec)
             running[pool.submit(_run_one, spec, str(runs_dir / spec.name), branch)] = spec.name
-        finished, _ = wait(list(running), timeout=0.3, return_when=FIRST_COMPLETED)
+        ahead.fill(pool, runs_dir, workers - len(running) - len(ahead.running), bool(ready()))
+        finished, _ = wait([*running, *ahead.running], 0.3, return_when=FIRST_COMPLETED)
         bars.drain(progress)
-        for future in finished:
+        for future in [f for f in finished if f in ahead.running]:
+            ahead.finish(future)
+        for future in [f for f in finished if f in running]:
             name = running.pop(future)
-            summary = future.result()  # re-raise a worker's error here
-            if "stopped" in summary:  # a stop signal reached the worker: it saved and returned
-                raise UserError(
-                    f"{name} stopped at step {summary['stopped']} (its checkpoint is saved); "
-                    "run the same command again to continue"
-                )
+            summary = _unless_stopped(name, future.result())  # a worker's error re-raised here
             bars.drain(progress)
             bars.close(name)
             done.add(name)
@@ -365,7 +470,18 @@ def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, line
             if lines:
                 print(f"{run_line(name, summary)} [{bars.status()}]", flush=True)
                 said = time.time()
+    ahead.wind_down(lambda: bars.drain(progress))
     bars.drain(progress)
+
+
+def _unless_stopped(name: str, summary: dict) -> dict:
+    """A run's summary, unless a stop signal reached its worker (it saved and returned)."""
+    if "stopped" in summary:
+        raise UserError(
+            f"{name} stopped at step {summary['stopped']} (its checkpoint is saved); "
+            "run the same command again to continue"
+        )
+    return summary
 
 
 def _diverge_children(name: str, todo, runs_dir: Path, lines: bool) -> list[str]:
