@@ -214,6 +214,35 @@ def test_while_an_edge_extends_the_sweep_idle_workers_go_ahead_at_the_choice_so_
     assert chosen["u"][60]["lr"] == 3e-2 and chosen["u"][60]["edge"] is None
 
 
+def test_what_goes_ahead_is_exactly_the_first_round_the_study_then_plans(tmp_path: Path):
+    """The ahead runs are worth their worker only if the rounds plan the same names and configs
+    once the sweep keeps its choice."""
+    from looped.experiments.engine import Study, fingerprint
+    from looped.experiments.length import QUICK, first_round, run_rounds, shared_lrs
+
+    named = [(f"m{i}.py", unique(i)) for i in range(80)]
+    prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
+    corpus = {"path": str(tmp_path / "c"), "vocab_size": 300}
+    study = Study(QUICK, corpus, tmp_path / "runs")
+    chosen = {paper.UNIFORM: {n: {"lr": 3e-3 * (1 + i), "edge": None}
+                              for i, n in enumerate(QUICK.lr_lengths)}}  # fmt: skip
+    ahead = first_round(study, chosen)
+    planned: list[dict] = []
+
+    def record(runs, ahead=None):
+        planned.append(dict(runs))
+        raise StopIteration  # the first round is all this test needs
+
+    study.run = record
+    with pytest.raises(StopIteration):
+        run_rounds(study, shared_lrs(QUICK, chosen), math.inf)
+    (first,) = planned
+    assert {n: fingerprint(p.cfg) for n, p in ahead.items()} == {
+        n: fingerprint(p.cfg) for n, p in first.items()
+    }
+    assert {p.lr for p in ahead.values()} == {3e-3 * (1 + i) for i in range(len(QUICK.lr_lengths))}
+
+
 def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documents_alone(
     tmp_path: Path,
 ):

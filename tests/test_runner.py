@@ -239,10 +239,15 @@ def test_an_ahead_run_fills_an_idle_worker_gives_it_back_and_resumes_bitwise(tmp
         said.index(f"finished {branch.name}"), said.index("finished twin")
     )
     run_dir = tmp_path / "extra"
-    assert not (run_dir / "summary.json").exists() and list_checkpoints(run_dir)
+    assert not (run_dir / "summary.json").exists()
+    # it stopped where it said, at a checkpoint of that step (not killed after an older one)
+    paused = int(said.rsplit("ahead: extra paused at step ", 1)[1].split()[0])
+    assert list_checkpoints(run_dir)[-1][0] == paused < 400
+    (run_dir / "marker").touch()  # gone if the run were trained again from an empty folder
     assert all((tmp_path / s.name / "summary.json").is_file() for s in main)
     # planned now, it goes on from its checkpoint; trained in one go elsewhere, it ends the same
     assert execute([extra], tmp_path, 1, fresh=False, quiet=True) == 1
+    assert (run_dir / "marker").exists()  # continued, not retrained
     assert execute([extra], tmp_path / "whole", 1, fresh=False, quiet=True) == 1
     last = checkpoint_dir(run_dir, 400)
     resumed = load_file(last / "model.safetensors")

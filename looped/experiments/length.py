@@ -124,24 +124,35 @@ def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set)
 def first_round(study: Study, chosen: dict) -> dict[str, Planned]:
     """The first round's runs if the sweep's choice so far holds: what an idle worker trains
     while the sweep tries one LR more (`engine.sweep`'s `ahead`)."""
-    settings = study.settings
-    lrs = shared_lrs(settings, chosen)
-    first = stats.planned_looks(settings.rounds, settings.max_seeds)[0]
-    every = {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
-    return study.plan(list(range(first)), round_grid(settings, lrs, every))
+    lrs = shared_lrs(study.settings, chosen)
+    return round_plan(study, lrs, looks(study.settings)[0], every_cell(study.settings, lrs))
+
+
+def looks(settings: LengthSettings) -> list[int]:
+    """The seed counts at which the rounds look (the last: the seed budget)."""
+    return stats.planned_looks(settings.rounds, settings.max_seeds)
+
+
+def every_cell(settings: LengthSettings, lrs: dict[int, float]) -> set[tuple[str, int]]:
+    """Every (schedule, length) compared with uniform: all open before the first look."""
+    return {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
+
+
+def round_plan(study: Study, lrs: dict[int, float], seeds: int, open_cells: set) -> dict:
+    """The runs of a round of `seeds` seeds for the cells still open."""
+    return study.plan(list(range(seeds)), round_grid(study.settings, lrs, open_cells))
 
 
 def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list, list, dict]:
     """Seeds in rounds until every cell decides or the seeds run out: the reported rows, the
     cells at the last look and why the study stopped."""
     settings = study.settings
-    rounds = stats.planned_looks(settings.rounds, settings.max_seeds)
-    open_cells = {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
+    rounds, open_cells = looks(settings), every_cell(settings, lrs)
     runs: dict[str, Planned] = {}
     cells: list[dict] = []
     reason, complete = "no cell open: each decided, or its models miss the bigram", True
     for n in rounds:
-        runs.update(study.plan(list(range(n)), round_grid(settings, lrs, open_cells)))
+        runs.update(round_plan(study, lrs, n, open_cells))
         study.run(runs)
         rows = score(runs, study)
         tolerance = {s: paper.tolerance(s) for s in settings.schedules if s != paper.UNIFORM}

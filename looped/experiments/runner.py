@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -380,20 +381,21 @@ class _Ahead:
         self.running[pool.submit(_run_one, spec, str(runs_dir / spec.name), None, halt)] = spec.name
         self._say(f"ahead: {spec.name} started on an idle worker")
 
-    def fill(self, pool, runs_dir: Path, free: int, waiting: bool) -> None:
-        """`free` workers idle: ahead runs take them. None free while a planned run `waiting`
-        could start: an ahead run gives its worker back."""
-        if waiting and free <= 0 and self.running:
-            self.halt(all_of_them=False)
+    def fill(self, pool, runs_dir: Path, free: int, waiting: int) -> None:
+        """`free` workers idle: ahead runs take them. `waiting` planned runs ready to start with
+        no worker free: as many ahead runs give their workers back."""
+        if waiting and free <= 0:
+            self.halt(waiting)
         for _ in range(min(free, len(self.todo) - len(self.running))):
             self.start(pool, runs_dir)
 
-    def halt(self, all_of_them: bool) -> None:
-        """Ask one running ahead run (or all) to stop at its next step's checkpoint."""
-        asked = [n for n in self.running.values() if (self.halts / n).exists()]
-        if asked and not all_of_them:
-            return  # one is already giving its worker back
-        for name in list(self.running.values())[: None if all_of_them else 1]:
+    def halt(self, wanted: int | None = None) -> None:
+        """Ask `wanted` running ahead runs (all: None) to stop at their next step's checkpoint;
+        those already asked count."""
+        names = list(self.running.values())
+        asked = [n for n in names if (self.halts / n).exists()]
+        more = [n for n in names if n not in asked]
+        for name in more if wanted is None else more[: max(0, wanted - len(asked))]:
             (self.halts / name).touch()
 
     def finish(self, future) -> None:
@@ -402,7 +404,9 @@ class _Ahead:
         name = self.running.pop(future)
         try:
             summary = future.result()
-        except UserError as err:
+        except BrokenProcessPool:  # the pool itself is gone: nothing can go on
+            raise
+        except Exception as err:  # a run nobody asked for yet never stops the runs asked for
             self.todo.pop(name)
             self._say(f"ahead: {name} failed ({err}); a study that plans it trains it again")
             return
@@ -414,7 +418,7 @@ class _Ahead:
 
     def wind_down(self, drain: Callable[[], None]) -> None:
         """The planned runs are done: every ahead run stops at a checkpoint; wait for them."""
-        self.halt(all_of_them=True)
+        self.halt()
         while self.running:
             finished, _ = wait(list(self.running), 0.3, return_when=FIRST_COMPLETED)
             drain()
@@ -452,7 +456,7 @@ def _drive(
             branch = str(checkpoint_dir(parent, spec.branch_step)) if parent else None
             bars.open(spec)
             running[pool.submit(_run_one, spec, str(runs_dir / spec.name), branch)] = spec.name
-        ahead.fill(pool, runs_dir, workers - len(running) - len(ahead.running), bool(ready()))
+        ahead.fill(pool, runs_dir, workers - len(running) - len(ahead.running), len(ready()))
         finished, _ = wait([*running, *ahead.running], 0.3, return_when=FIRST_COMPLETED)
         bars.drain(progress)
         for future in [f for f in finished if f in ahead.running]:
