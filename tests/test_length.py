@@ -5,6 +5,7 @@ study's planner sharing prefixes exactly."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -241,6 +242,32 @@ def test_what_goes_ahead_is_exactly_the_first_round_the_study_then_plans(tmp_pat
         n: fingerprint(p.cfg) for n, p in first.items()
     }
     assert {p.lr for p in ahead.values()} == {3e-3 * (1 + i) for i in range(len(QUICK.lr_lengths))}
+
+
+def test_a_round_goes_ahead_with_the_next_round_the_study_then_plans(tmp_path: Path, monkeypatch):
+    """While a round's last runs train, idle workers take the next round's: the very runs (names
+    and configs) the next round plans when its cells stay open; only the next round's."""
+    from looped.experiments import length
+    from looped.experiments.engine import Study, fingerprint
+
+    named = [(f"m{i}.py", unique(i)) for i in range(80)]
+    prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
+    corpus = {"path": str(tmp_path / "c"), "vocab_size": 300}
+    settings = replace(length.QUICK, rounds=(2, 3, 4), max_seeds=4)
+    study = Study(settings, corpus, tmp_path / "runs")
+    handed: list[tuple[dict, dict | None]] = []
+    study.run = lambda runs, ahead=None: handed.append((dict(runs), ahead))
+    study.finished = lambda p: True  # every round "trains" at once and every cell stays open
+    monkeypatch.setattr(length, "score", lambda runs, study: [])
+    still_open = [{"schedule": s, "steps": n, "open": True, "seed_ids": []}
+                  for s in settings.schedules for n in settings.lengths]  # fmt: skip
+    monkeypatch.setattr(length, "sequential_cells", lambda *a: still_open)
+    length.run_rounds(study, dict.fromkeys(settings.lengths, 1e-2), math.inf)
+    assert len(handed) == 3 and handed[-1][1] is None  # the last round has nothing after it
+    for (now, ahead), (later, _) in zip(handed, handed[1:]):
+        new = {n: fingerprint(p.cfg) for n, p in later.items() if n not in now}
+        assert new and new.items() <= {n: fingerprint(p.cfg) for n, p in ahead.items()}.items()
+        assert {p.seed for p in ahead.values()} == {p.seed for p in later.values()}
 
 
 def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documents_alone(

@@ -123,7 +123,8 @@ def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set)
 
 def first_round(study: Study, chosen: dict) -> dict[str, Planned]:
     """The first round's runs if the sweep's choice so far holds: what an idle worker trains
-    while the sweep tries one LR more (`engine.sweep`'s `ahead`)."""
+    while the sweep tries one LR more (`engine.sweep`'s `ahead`; `run_rounds` goes ahead to the
+    next round the same way)."""
     lrs = shared_lrs(study.settings, chosen)
     return round_plan(study, lrs, looks(study.settings)[0], every_cell(study.settings, lrs))
 
@@ -151,9 +152,12 @@ def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list
     runs: dict[str, Planned] = {}
     cells: list[dict] = []
     reason, complete = "no cell open: each decided, or its models miss the bigram", True
-    for n in rounds:
+    for i, n in enumerate(rounds):
         runs.update(round_plan(study, lrs, n, open_cells))
-        study.run(runs)
+        # a worker this round's last runs leave idle trains the next round (if every cell stays
+        # open); a look reads only the runs its round planned
+        later = rounds[i + 1 : i + 2]
+        study.run(runs, round_plan(study, lrs, later[0], open_cells) if later else None)
         rows = score(runs, study)
         tolerance = {s: paper.tolerance(s) for s in settings.schedules if s != paper.UNIFORM}
         cells = sequential_cells(rows, bigram, settings.schedules, tuple(rounds), tolerance, cells)
