@@ -548,3 +548,13 @@ def test_step_times_are_taken_on_one_thread_with_the_depths_taking_turns(tmp_pat
     assert {n for n, _ in seen} == {1}
     assert [order[0] for _, order in seen[1:]] == [1, 2, 3]  # repeat r starts at depth r+1
     assert sec == {k: [float(k)] * 3 for k in range(1, 17)}
+
+
+def test_a_cell_read_at_one_seed_says_it_has_no_interval_rather_than_printing_infinities():
+    from looped.report.length import gap_cell
+
+    one = {"gap": {"mean": -0.032, "lo": -math.inf, "hi": math.inf, "n": 1},
+           "verdict": "undecided", "planned_look": False}  # fmt: skip
+    assert gap_cell(one) == "-3.20% [no interval from one seed], n=1, undecided (interim look)"
+    two = one | {"gap": {"mean": 0.021, "lo": 0.004, "hi": 0.038, "n": 2}}
+    assert gap_cell(two) == "+2.10% [+0.40, +3.80], n=2, undecided (interim look)"

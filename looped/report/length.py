@@ -3,6 +3,7 @@ length.json's dict; the sentences around them are written by hand in the docs.""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,9 @@ def _depth_line(ax: Any, result: dict, s: str, i: int) -> None:
 
 
 def percent_iv(g: dict) -> str:
-    """ "+2.10% [+1.40, +2.80]": a mean with its interval, in percent."""
+    """ "+2.10% [+1.40, +2.80]": a mean with its interval, in percent; one seed has none."""
+    if not (math.isfinite(g["lo"]) and math.isfinite(g["hi"])):
+        return f"{100 * g['mean']:+.2f}% [no interval from one seed]"
     return f"{100 * g['mean']:+.2f}% [{100 * g['lo']:+.2f}, {100 * g['hi']:+.2f}]"
 
 
