@@ -93,8 +93,7 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
     )
     stopped = _loop(run, progress)
     if stopped is not None:
-        if run.opts.on_step is None:  # a pool's run: the pool says what stopped, how to go on
-            print(f"stopped at step {stopped}; continue with --resume", file=sys.stderr)
+        print(f"stopped at step {stopped}; continue with --resume", file=sys.stderr)
         return {"stopped": stopped}
     if run.total not in progress.saved:
         save(run, progress, run.total)  # the weights first: a failing evaluation must not lose them
