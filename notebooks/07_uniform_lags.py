@@ -234,7 +234,7 @@ display(Markdown(length.trend_rows(study)))
 # column), so its gaps measure uniform's late escape rather than a finding. The 2x2's $d=64$
 # BPE-4096 corner, at $d=64$'s second length, is a stronger case of the plateau: with the larger
 # vocabulary no model beats its bigram table there, and fixed-first comes out ahead of a
-# uniform still on its plateau. Its $d=128$ corner is in its seeds: in the first, both recipes end
+# uniform still on its plateau. The 2x2's $d=128$ corner has one seed of four in: in it, both recipes end
 # ahead of a uniform that escapes later, with every model well past the bigram table; one seed
 # gives no interval. The last table is the own-LR check: each recipe at the LR its own LR seed chose at the longest length; at
 # $d=32$ and $d=64$ (none ran at $d=128$) that LR is the shared one, so the check's runs are the main cells'. Each row also gives the plateau
