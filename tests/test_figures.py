@@ -237,6 +237,24 @@ def test_a_legend_over_data_or_tick_labels_is_found_and_moved():
     plt.close("all")
 
 
+def test_a_figure_wide_legend_sits_centred_under_every_panel_and_clear_of_them():
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 4.0), sharey=True)
+    for i, ax in enumerate(axes):
+        ax.plot(range(10), [v * (i + 1) for v in range(10)], "o-", label=f"curve {i}")
+        ax.set_xlabel("a long axis label under each panel")
+    handles = [line for ax in axes for line in ax.get_lines()]
+    fig.legend(handles=handles, ncol=2, fontsize=8)
+    style.finish(fig)
+    renderer = fig.canvas.get_renderer()
+    key = fig.legends[0].get_window_extent(renderer)
+    for ax in axes:  # below each panel's tick and axis labels, not over them
+        assert key.y1 <= ax.get_tightbbox(renderer).y0
+    assert abs((key.x0 + key.x1) / 2 - fig.bbox.width / 2) < 2  # centred on the figure
+    assert key.y0 >= 0  # inside the saved picture
+    assert checks.legend_problems(fig) == []
+    plt.close("all")
+
+
 def test_too_few_ticks_overlapping_labels_and_float_noise_are_found():
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.plot([0, 1], [5.01, 5.02])

@@ -409,7 +409,7 @@ def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypa
 
     def keep(fig, path):
         drawn["ylim"] = fig.axes[0].get_ylim()
-        drawn["legend"] = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+        drawn["legend"] = [t.get_text() for t in fig.legends[0].get_texts()]
         drawn["marks"] = [edge_marks(ax) for ax in fig.axes]
         fig.axes[0].set_ylim(top=18.0)  # as the layout does to fit a legend above the data
         drawn["raised"] = [edge_marks(ax) for ax in fig.axes]

@@ -74,7 +74,7 @@ def fig_map(result: dict, path: Path) -> Path:
     axes[0].set_ylabel("NLL gap to uniform, %")
     axes[0].set_ylim(*_y_range(every))
     off = [_off_panel(*width) for width in drawn]
-    axes[-1].legend(handles=_key(every, shown, any(off)), fontsize=8, ncol=2)
+    fig.legend(handles=_key(every, shown, any(off)), fontsize=8, ncol=3)
     return style.save(fig, path)
 
 

@@ -325,19 +325,34 @@ def finish(fig: Any) -> None:
     """Keys, ticks a reader can read, then a layout in which no legend covers data or labels."""
     _write_keys(fig)
     _ticks(fig)
-    fig.tight_layout()
+    _layout(fig)
     if _enough_ticks(fig):
-        fig.tight_layout()
+        _layout(fig)
     for _ in range(3):  # a legend moved changes the layout: place the others again
         fig.canvas.draw()
         if not place_legends(fig):
             break
         _ticks(fig)
-        fig.tight_layout()
+        _layout(fig)
         _enough_ticks(fig)
     fig.canvas.draw()
     if _uncrowd_ticks(fig):
-        fig.tight_layout()
+        _layout(fig)
+
+
+def _layout(fig: Any) -> None:
+    """`tight_layout`, leaving a strip at the bottom for a figure-wide legend (one key under
+    every panel, centred): tight_layout alone ignores figure legends and would draw over it."""
+    fig.tight_layout()
+    if not fig.legends:
+        return
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    tallest = max(leg.get_window_extent(renderer).height for leg in fig.legends)
+    for legend in fig.legends:
+        legend.set_loc("lower center")
+        legend.set_bbox_to_anchor((0.5, 0.01), transform=fig.transFigure)
+    fig.tight_layout(rect=(0, tallest / fig.bbox.height + 0.02, 1, 1))
 
 
 def save(fig: Any, path: Path) -> Path:
