@@ -244,6 +244,37 @@ def test_what_goes_ahead_is_exactly_the_first_round_the_study_then_plans(tmp_pat
     assert {p.lr for p in ahead.values()} == {3e-3 * (1 + i) for i in range(len(QUICK.lr_lengths))}
 
 
+def test_the_demo_text_track_goes_ahead_with_the_seeds_it_then_plans(tmp_path: Path, monkeypatch):
+    """The demo's text track sweeps too: while an edge extends it, idle workers train the
+    seeds at the LR chosen so far, the very runs (names and configs) it then plans."""
+    from looped.experiments import engine, length
+
+    named = [(f"m{i}.py", unique(i)) for i in range(80)]
+    prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
+    text = replace(length.QUICK, lengths=(16,), lr_lengths=(16,), lrs=(1e-3, 3e-3, 1e-2),
+                   corpus=str(tmp_path / "c"))  # fmt: skip
+    handed: list[tuple[dict, dict | None]] = []
+
+    def record(self, runs, ahead=None):
+        handed.append((dict(runs), ahead))
+        if any(p.seed not in text.lr_seeds for p in runs.values()):
+            raise StopIteration  # the reported seeds are planned: all this test needs
+
+    monkeypatch.setattr(engine.Study, "run", record)
+    monkeypatch.setattr(engine.Study, "finished", lambda self, p: True)
+    monkeypatch.setattr(  # validation NLL least at LR 3e-2: the sweep extends once
+        engine.Study, "val_nll", lambda self, p: (math.log10(p.lr) - math.log10(3e-2)) ** 2
+    )
+    with pytest.raises(StopIteration):
+        length.run_text(text, tmp_path / "out", quiet=True)
+    (_, none), (_, ahead), (_, after), (planned, _) = handed
+    assert none is None and after is not None
+    assert {p.lr for p in ahead.values()} == {1e-2} and {p.lr for p in planned.values()} == {3e-2}
+    assert {n: engine.fingerprint(p.cfg) for n, p in after.items()} == {
+        n: engine.fingerprint(p.cfg) for n, p in planned.items()
+    }
+
+
 def test_a_round_goes_ahead_with_the_next_round_the_study_then_plans(tmp_path: Path, monkeypatch):
     """While a round's last runs train, idle workers take the next round's: the very runs (names
     and configs) the next round plans when its cells stay open; only the next round's."""

@@ -408,13 +408,22 @@ def run_text(settings: LengthSettings, out: Path, fresh: bool = False, quiet: bo
     batches = split_batches(settings.setup, corpus)
     bigram = base["test"]["bigram"]
     study = Study(settings, corpus, out / "runs", True, {}, batches, bigram, fresh, quiet)
-    swept, lr = {}, settings.lrs[0]
-    if settings.lr_seeds:
-        swept, chosen = sweep(study, {paper.UNIFORM: dict.fromkeys(settings.lrs, (n,))})
-        lr = shared_lrs(settings, chosen)[n]
     cut = flop_lengths(settings, corpus, n)
-    grid = {s: {lr: (n,)} for s in settings.schedules} | {paper.UNIFORM: {lr: (n, *cut.values())}}
-    runs = study.plan(range(settings.rounds[0]), grid)
+
+    def plan(lr: float) -> dict[str, Planned]:
+        grid = {s: {lr: (n,)} for s in settings.schedules}
+        return study.plan(
+            range(settings.rounds[0]), grid | {paper.UNIFORM: {lr: (n, *cut.values())}}
+        )
+
+    swept, lr = {}, settings.lrs[0]
+    if settings.lr_seeds:  # an idle worker trains the seeds at the LR chosen so far
+        grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, (n,))}
+        swept, chosen = sweep(
+            study, grid, ahead=lambda so_far: plan(shared_lrs(settings, so_far)[n])
+        )
+        lr = shared_lrs(settings, chosen)[n]
+    runs = plan(lr)
     trained = study.run(runs)
     rows = [text_run(r, runs[r["run"]], study, cut) for r in score(runs, study)]
     result = {
