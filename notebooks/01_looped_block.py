@@ -29,7 +29,7 @@
 # 5. the all-depths pass that evaluates every serving depth at once.
 #
 # Everything is imported from `looped.model` and `looped.flops`; the notebook only measures.
-# It runs in seconds; set `LOOPED_FULL=1` for a larger model trained longer.
+# It runs in well under a minute; set `LOOPED_FULL=1` for a larger model trained longer.
 
 # %%
 import inspect
@@ -93,7 +93,9 @@ print(inspect.getsource(LoopedTransformer._inject))
 # \text{FLOPs}_{\text{looped}}(K) = \text{FLOPs}_{\text{stack}}(K) \approx F + K R .
 # $$
 #
-# `looped.flops` counts both; notebook 04 derives the formula term by term. Here we compare a
+# where $R$ is one pass through the looped block and $F$ the depth-independent rest (embedding,
+# head, any unshared layers). `looped.flops` counts both; notebook 04 derives the formula term by
+# term. Here we compare a
 # one-layer looped block served at depth $K$ with a plain $K$-layer stack (a `LoopedConfig`
 # with `n_block=K`, served at depth 1).
 

@@ -12,7 +12,7 @@
 # A looped model can be served at any depth, but it is only good at the depths it was trained
 # at (notebook 01). A **depth schedule** decides the loop count $K$ of each optimizer step:
 #
-# $$ K_s = \text{schedule}(\text{seed}, s, T), \qquad s = 0, \dots, T-1 . $$
+# $$ K_s = \text{schedule}(\text{seed}, s, N), \qquad s = 0, \dots, N-1 . $$
 #
 # The paper compares
 #
@@ -46,7 +46,7 @@ from looped.schedule_spec import parse_schedule
 from looped.schedules import FixedFirst, draw_bits
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: a longer run to sample
-T = 20_000 if FULL else 2_000  # optimizer steps of the run we look at
+N = 20_000 if FULL else 2_000  # optimizer steps of the run we look at
 sns.set_theme(style="whitegrid")
 
 # %% [markdown]
@@ -75,9 +75,9 @@ for name, s in schedules.items():
 #
 # With $S = \operatorname{round}(fT)$ the switch step, fixed-first is
 #
-# $$ K_s = K_0 \quad (s < S), \qquad K_s = \text{then}(s - S,\; T - S) \quad (s \ge S), $$
+# $$ K_s = K_0 \quad (s < S), \qquad K_s = \text{then}(s - S,\; N - S) \quad (s \ge S), $$
 #
-# so the finishing phase is its `then` schedule run over the last $T - S$ steps, drawn from the
+# so the finishing phase is its `then` schedule run over the last $N - S$ steps, drawn from the
 # hash of (seed, $s$) at the absolute step: a uniform finish picks the same $K$ at step $s$ as a
 # uniform run of the same seed would (`_draw` receives the step's hash bits from the caller). Below
 # is `FixedFirst` itself (its switch step, the draw and the exact law), printed from the package
@@ -95,20 +95,20 @@ for method in (FixedFirst.switch_step, FixedFirst._draw, FixedFirst._probs):
 # run, giving each value of $K$ an equal share of the ramp.
 
 # %%
-steps = np.arange(T)
-sampled = {name: np.array([s.depth(int(i), T) for i in steps]) for name, s in schedules.items()}
+steps = np.arange(N)
+sampled = {name: np.array([s.depth(int(i), N) for i in steps]) for name, s in schedules.items()}
 
 fig, axes = plt.subplots(len(schedules), 1, figsize=(10, 9), sharex=True, sharey=True)
 for ax, (name, ks) in zip(axes, sampled.items()):
     ax.scatter(steps, ks, s=1.5, alpha=0.5)
     ax.set_title(name, fontsize=10, loc="left")
     ax.set_ylabel("K")
-    switch = schedules[name].switch_step(T)
+    switch = schedules[name].switch_step(N)
     if switch is not None:
         ax.axvline(switch, color="k", ls="--", lw=1, label=f"switch at step {switch}")
         ax.legend(loc="upper left", fontsize=9)
 axes[-1].set_xlabel("optimizer step")
-fig.suptitle(f"Training depth K at each step of a {T:,}-step run")
+fig.suptitle(f"Training depth K at each step of a {N:,}-step run")
 fig.tight_layout()
 style.show(fig)
 
@@ -117,12 +117,12 @@ style.show(fig)
 #
 # Compute budgets (notebook 04) need the *expected* number of loops, and an estimate from
 # sampled steps would make every budget noisy. Each schedule therefore knows its exact law:
-# `probs(step, T)` is the distribution of $K$ at a step, `step_counts(T)` the expected number
-# of steps at each $K$, and `mean_depth(T)` their mean. In closed form:
+# `probs(step, N)` is the distribution of $K$ at a step, `step_counts(N)` the expected number
+# of steps at each $K$, and `mean_depth(N)` their mean. In closed form:
 #
 # $$
 # \mathbb{E}[K]_{\text{uniform}} = \frac{1 + 16}{2} = 8.5, \qquad
-# \mathbb{E}[K]_{\text{fixed-first}} = \tfrac{S}{T} K_0 + \left(1 - \tfrac{S}{T}\right) 8.5,
+# \mathbb{E}[K]_{\text{fixed-first}} = \tfrac{S}{N} K_0 + \left(1 - \tfrac{S}{N}\right) 8.5,
 # \quad S = \operatorname{round}(fT),
 # $$
 #
@@ -132,21 +132,21 @@ style.show(fig)
 # little less after it.
 
 # %%
-switch = schedules[label(FIXED_FIRST)].switch_step(T)
+switch = schedules[label(FIXED_FIRST)].switch_step(N)
 closed_form = {
     label(FIXED): 4.0,
     label(UNIFORM): 8.5,
-    label(FIXED_FIRST): switch / T * 4 + (1 - switch / T) * 8.5,
+    label(FIXED_FIRST): switch / N * 4 + (1 - switch / N) * 8.5,
 }
-print(f"{'schedule':<20} {'exact E[K]':>10} {'closed form':>12} {'sampled mean':>13}")
+print(f"{'schedule':<22} {'exact E[K]':>10} {'closed form':>12} {'sampled mean':>13}")
 for name, s in schedules.items():
     form = f"{closed_form[name]:.4f}" if name in closed_form else "-"
-    print(f"{name:<20} {s.mean_depth(T):>10.4f} {form:>12} {sampled[name].mean():>13.4f}")
+    print(f"{name:<22} {s.mean_depth(N):>10.4f} {form:>12} {sampled[name].mean():>13.4f}")
     if name in closed_form:
-        assert abs(s.mean_depth(T) - closed_form[name]) < 1e-12
+        assert abs(s.mean_depth(N) - closed_form[name]) < 1e-12
 
 # %% [markdown]
-# The sampled means scatter around the exact ones by about $\sigma_K/\sqrt{T}$. The full
+# The sampled means scatter around the exact ones by about $\sigma_K/\sqrt{N}$. The full
 # distributions agree too: here is the last step's exact law against the frequencies of all
 # sampled steps that share it.
 
@@ -154,7 +154,7 @@ for name, s in schedules.items():
 fig, axes = plt.subplots(1, 3, figsize=(11.5, 3.4), sharey=True)
 for ax, name in zip(axes, (label(UNIFORM), "log-normal Poisson", label(FIXED_FIRST))):
     s = schedules[name]
-    exact = s.probs(T - 1, T)  # for fixed-first: the finishing phase
+    exact = s.probs(N - 1, N)  # for fixed-first: the finishing phase
     ks = sampled[name] if name != label(FIXED_FIRST) else sampled[name][switch:]
     counts = Counter(ks.tolist())
     depth_axis = np.arange(1, 17)
@@ -204,8 +204,8 @@ n = 400
 rank0 = stateful_depths(0, n, extra_draw_at=None)
 rank1 = stateful_depths(0, n, extra_draw_at=100)
 uniform = schedules[label(UNIFORM)]
-pure0 = np.array([uniform.depth(s, T) for s in range(n)])
-pure1 = np.array([parse_schedule("uniform:1-16", seed=0).depth(s, T) for s in range(n)])
+pure0 = np.array([uniform.depth(s, N) for s in range(n)])
+pure1 = np.array([parse_schedule("uniform:1-16", seed=0).depth(s, N) for s in range(n)])
 print(f"stateful generator: ranks disagree on {(rank0 != rank1).sum()} of {n} steps")
 print(f"looped.schedules:   ranks disagree on {(pure0 != pure1).sum()} of {n} steps")
 
@@ -228,8 +228,8 @@ style.show(fig)
 # checkpoint:
 
 # %%
-resumed = [uniform.depth(s, T) for s in range(1200, T)]  # a run resumed at step 1200
-backwards = [uniform.depth(s, T) for s in reversed(range(T))][::-1]
+resumed = [uniform.depth(s, N) for s in range(1200, N)]  # a run resumed at step 1200
+backwards = [uniform.depth(s, N) for s in reversed(range(N))][::-1]
 assert resumed == sampled[label(UNIFORM)][1200:].tolist()
 assert backwards == sampled[label(UNIFORM)].tolist()
 print("resume at step 1200 and evaluation in reverse order give the same K sequence")
@@ -263,7 +263,7 @@ fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
 for ax, name in zip(axes, (label(UNIFORM), label(FIXED_FIRST))):
     s = schedules[name]
     ax.scatter(steps, sampled[name], s=1.5, alpha=0.4, label="sampled K")
-    ax.plot(steps, [s.expected_depth(int(i), T) for i in steps], "k-", lw=1.5, label="E[K]")
+    ax.plot(steps, [s.expected_depth(int(i), N) for i in steps], "k-", lw=1.5, label="E[K]")
     ax.set(title=name, xlabel="optimizer step", ylim=(0, 19.5))
     ax.legend(loc="upper center", fontsize=9, ncol=2)
 axes[0].set_ylabel("training depth K")
@@ -281,10 +281,10 @@ style.show(fig)
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.8))
-uniform_total = schedules[label(UNIFORM)].mean_depth(T) * T
-loops = {n: np.cumsum([s.expected_depth(int(i), T) for i in steps]) for n, s in schedules.items()}
+uniform_total = schedules[label(UNIFORM)].mean_depth(N) * N
+loops = {n: np.cumsum([s.expected_depth(int(i), N) for i in steps]) for n, s in schedules.items()}
 for name, cumulative in loops.items():
-    shown, text = steps, f"{name} ({schedules[name].mean_depth(T) / 8.5:.0%})"
+    shown, text = steps, f"{name} ({schedules[name].mean_depth(N) / 8.5:.0%})"
     if name == label(FIXED_FIRST):  # fixed K=4's line until the switch: drawn from there on
         shown = steps[np.argmax(cumulative != loops[label(FIXED)]) - 1 :]
         text += f"\n({label(FIXED)}'s line until the switch)"
@@ -333,15 +333,15 @@ def draw_fixed_first(k0: int = 4, frac: float = 0.8, finish: str = "uniform 1..1
     spec = f"fixed-first:k={k0},frac={frac:.2f},then={FINISHES[finish]}"
     s, reference = parse_schedule(spec, seed=0), schedules[label(UNIFORM)]
     fig, ax = plt.subplots(figsize=(10, 3.2))
-    ax.scatter(steps, [s.depth(int(i), T) for i in steps], s=1.5, alpha=0.4, label="sampled K")
-    ax.plot(steps, [s.expected_depth(int(i), T) for i in steps], "k-", lw=1.5, label="E[K]")
-    ax.axhline(reference.mean_depth(T), color="C3", ls="--", lw=1, label="uniform 1..16: E[K]")
+    ax.scatter(steps, [s.depth(int(i), N) for i in steps], s=1.5, alpha=0.4, label="sampled K")
+    ax.plot(steps, [s.expected_depth(int(i), N) for i in steps], "k-", lw=1.5, label="E[K]")
+    ax.axhline(reference.mean_depth(N), color="C3", ls="--", lw=1, label="uniform 1..16: E[K]")
     ax.set(xlabel="optimizer step", ylabel="training depth K", ylim=(0, 17.5), title=spec)
     ax.legend(fontsize=9, ncol=3)
-    loops = 1 - s.mean_depth(T) / reference.mean_depth(T)
-    compute = saving(PRESET.model, s, reference, T, PRESET.seq_len)
+    loops = 1 - s.mean_depth(N) / reference.mean_depth(N)
+    compute = saving(PRESET.model, s, reference, N, PRESET.seq_len)
     return fig, (
-        f"mean depth {s.mean_depth(T):.2f} against uniform's {reference.mean_depth(T):.2f}: "
+        f"mean depth {s.mean_depth(N):.2f} against uniform's {reference.mean_depth(N):.2f}: "
         f"{abs(loops):.1%} {'fewer' if loops >= 0 else 'more'} loops, {abs(compute):.1%} "
         f"{'less' if compute >= 0 else 'more'} modeled compute (200m preset)"
     )
@@ -366,11 +366,11 @@ style.with_knobs(  # the default drawn as plain outputs; a knob redraws them in 
 # The numbers behind the closing paragraph, from the schedules above:
 
 # %%
-uniform_mean = schedules[label(UNIFORM)].mean_depth(T)
+uniform_mean = schedules[label(UNIFORM)].mean_depth(N)
 for name, s in schedules.items():
     print(
-        f"{name:<20} mean depth {s.mean_depth(T):5.2f} "
-        f"({s.mean_depth(T) / uniform_mean:4.0%} of uniform's loops), largest K {s.max_depth()}"
+        f"{name:<22} mean depth {s.mean_depth(N):5.2f} "
+        f"({s.mean_depth(N) / uniform_mean:4.0%} of uniform's loops), largest K {s.max_depth()}"
     )
 
 # %% [markdown]

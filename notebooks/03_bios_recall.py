@@ -138,11 +138,11 @@ for key, value in corpus.summary().items():
 # and a model that knew nothing about the person could do no better than guess.
 #
 # **The measure.** Cross-entropy is a code length: a model whose loss on the true value is
-# $p$ nats lets us write that value in $p/\ln 2$ bits, so it saves $\log_2 S - p/\ln 2$ bits
+# $\ell$ nats lets us write that value in $\ell/\ln 2$ bits, so it saves $\log_2 S - \ell/\ln 2$ bits
 # over guessing. The facts are random, so those bits can only come from the weights. Averaged
-# over persons (mean loss $\bar p_a$ on attribute $a$) and clamped at zero,
+# over persons (mean loss $\bar \ell_a$ on attribute $a$) and clamped at zero,
 #
-# $$ \text{recalled bits per person} = \sum_a \max\!\left(0,\ \log_2 S_a - \frac{\bar p_a}{\ln 2}\right). $$
+# $$ \text{recalled bits per person} = \sum_a \max\!\left(0,\ \log_2 S_a - \frac{\bar \ell_a}{\ln 2}\right). $$
 #
 # A multi-token value is scored by its summed loss, which is $-\ln P(\text{value})$ by the
 # chain rule.
@@ -193,9 +193,10 @@ anchors["untrained model (K=4)"] = {a: scored["attributes"][a]["bits"] for a in 
 
 fig, ax = plt.subplots(figsize=(8.5, 4))
 left = np.zeros(len(anchors))
+COLOURS = {a: f"C{i}" for i, a in enumerate(ATTRIBUTES)}  # one colour per attribute throughout
 for a in ATTRIBUTES:
     values = np.array([anchors[name][a] for name in anchors])
-    ax.barh(list(anchors), values, left=left, label=a)
+    ax.barh(list(anchors), values, left=left, label=a, color=COLOURS[a])
     left += values
 for y, total in enumerate(left):
     ax.text(total + 0.3, y, f"{total:.1f} bits", va="center", fontsize=9)
@@ -266,7 +267,7 @@ for a in ATTRIBUTES:
     if values.max() < 0.05:  # no visible bar: a legend entry would name a series not drawn
         unrecalled.append(a)
         continue
-    left.bar(depths, values, bottom=stack, label=a)
+    left.bar(depths, values, bottom=stack, label=a, color=COLOURS[a])
     stack += values
 left.axvline(TRAIN_K, color="k", ls=":", lw=1, label="training depth")
 set_only = sum(anchors["knows which values occur"].values())
@@ -298,8 +299,8 @@ style.show(fig)
 # it was trained at and less the further it is served from there: the depth specialisation of
 # the paper's Fig. 5, measured in bits. **Against the anchors**, compare the bits with the
 # dashed line and the exact-recall column: a model trained this briefly has mostly learned
-# which values occur (the corpus's birth dates, its cities), and only begins to learn who has
-# which. That part of the score shrinks as persons are added ($\log_2(S_a/n_a)$ falls as
+# which values occur (the dashed line is what that alone is worth), and only begins to learn who
+# has which. That part of the score shrinks as persons are added ($\log_2(S_a/n_a)$ falls as
 # $n_a$ grows; `LOOPED_FULL=1` trains on 100 persons for longer). Notebook 05 compares the
 # paper's schedules on this measure.
 

@@ -50,12 +50,12 @@ sns.set_theme(style="whitegrid")
 #
 # A matmul of an $(n \times a)$ activation by an $(a \times b)$ weight costs $2nab$ FLOPs (one
 # multiply, one add per term), so a linear layer costs $2\times$(its weights) per token. With
-# width $d$, SwiGLU hidden width $f$, vocabulary $V$ and sequence length $T$, one layer's
+# width $d$, SwiGLU hidden width $d_{ff}$, vocabulary $V$ and sequence length $T$, one layer's
 # forward pass costs, per token,
 #
 # $$
 # L = \underbrace{2 \cdot 3d^2}_{\text{q, k, v}} + \underbrace{2d^2}_{\text{out-proj}}
-#   + \underbrace{2 \cdot 3df}_{\text{SwiGLU gate, up, down}}
+#   + \underbrace{2 \cdot 3d\,d_{ff}}_{\text{SwiGLU gate, up, down}}
 #   + \underbrace{2Td + 2Td}_{\text{scores } QK^\top,\ \text{weights} \cdot V},
 # $$
 #
@@ -80,16 +80,18 @@ sns.set_theme(style="whitegrid")
 # %%
 cfg200 = load_config("200m")
 m, T = cfg200.model, cfg200.seq_len
-d, f, V = m.d_model, m.ff_dim, m.vocab_size
+d, d_ff, V = m.d_model, m.ff_dim, m.vocab_size
 terms = {  # forward FLOPs per token of one layer, piece by piece
     "q, k, v projections": 2 * 3 * d * d,
     "attention out-projection": 2 * d * d,
-    "SwiGLU MLP": 2 * 3 * d * f,
+    "SwiGLU MLP": 2 * 3 * d * d_ff,
     "attention scores and values": 2 * T * d + 2 * T * d,
 }
 L = sum(terms.values())
 E = 2 * d * V
-print(f"200m: d={d}, f={f}, V={V}, T={T}, layers P+A+H = {m.n_prelude}+{m.n_block}+{m.n_coda}")
+print(
+    f"200m: d={d}, d_ff={d_ff}, V={V}, T={T}, layers P+A+H = {m.n_prelude}+{m.n_block}+{m.n_coda}"
+)
 for name, value in terms.items():
     print(f"  {name:<28} {value / 1e6:8.2f} MFLOP  ({value / L:.0%} of a layer)")
 print(f"  {'one layer, L':<28} {L / 1e6:8.2f} MFLOP")
@@ -196,15 +198,15 @@ style.show(fig)
 #
 # ## 3. A schedule's compute, and its saving
 #
-# A run of $S$ steps with $B$ tokens per step costs $B \sum_s \mathbb{E}[C(K_s)]$, which
+# A run of $N$ steps with $B$ tokens per step costs $B \sum_s \mathbb{E}[C(K_s)]$, which
 # `schedule_flops` computes exactly from the schedule's step counts (notebook 02). Because
-# $C$ is affine, only the mean depth $\bar K$ matters: the cost is $SB(F + \bar K R)$. The saving
-# of fixed-first ($K_0$ for a fraction $p$ of the steps, then uniform 1..16 with mean 8.5)
+# $C$ is affine, only the mean depth $\bar K$ matters: the cost is $NB(F + \bar K R)$. The saving
+# of fixed-first ($K_0$ for a fraction $f$ of the steps, then uniform 1..16 with mean 8.5)
 # against uniform at the same number of steps is
 #
 # $$
-# \text{saving} = 1 - \frac{F + \big(pK_0 + (1-p)\,8.5\big) R}{F + 8.5R}
-# = \frac{p\,(8.5 - K_0)}{F/R + 8.5}.
+# \text{saving} = 1 - \frac{F + \big(fK_0 + (1-f)\,8.5\big) R}{F + 8.5R}
+# = \frac{f\,(8.5 - K_0)}{F/R + 8.5}.
 # $$
 #
 # The fixed cost enters only through the ratio $F/R$ of the depth-independent cost to one loop
@@ -226,9 +228,9 @@ for preset in ("200m", "1b"):
 # %% [markdown]
 # ## 4. The abstract's 45%, 31% and 37%, and the fixed cost they imply
 #
-# Invert the saving formula: a reported saving $s$ for a schedule $(K_0, p)$ implies
+# Invert the saving formula: a reported saving $s$ for a schedule $(K_0, f)$ implies
 #
-# $$ F/R = \frac{p\,(8.5 - K_0)}{s} - 8.5 . $$
+# $$ F/R = \frac{f\,(8.5 - K_0)}{s} - 8.5 . $$
 #
 # The paper reports whole percents, so each saving is known to $\pm 0.5\%$, which gives an
 # interval for $F/R$:
@@ -263,7 +265,7 @@ for name, k0, p, s in CLAIMS:
 
 # %%
 ratios = np.linspace(0, 3, 301)
-fig, ax = plt.subplots(figsize=(7.5, 4))
+fig, ax = plt.subplots(figsize=(9.5, 4))
 colors = sns.color_palette("deep", 3)
 for (name, k0, p, s), color in zip(CLAIMS, colors):
     ax.plot(ratios, p * (8.5 - k0) / (ratios + 8.5), color=color, label=name)
@@ -278,13 +280,13 @@ ax.set(
     title="Savings as a function of the fixed cost (bands: the abstract's values)",
 )
 ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-ax.legend(fontsize=9)
+ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # the bands span the panel
 style.show(fig)
 
 # %% [markdown]
 # ## 5. How the saving moves with the switch fraction and $K_0$
 #
-# The saving grows linearly in the fixed fraction $p$ and in $8.5 - K_0$; a $K_0$ above the
+# The saving grows linearly in the fixed fraction $f$ and in $8.5 - K_0$; a $K_0$ above the
 # uniform mean costs *more* than uniform. Here it is for the fixed cost $F/R$ of the 200m preset,
 # computed with `saving` on real schedules (so the switch step's rounding is included). Boxed: the
 # paper's schedules, $K_0=2$ at 200M and $K_0=4$ at 1B (the 1b preset's $F/R$ is a little
@@ -337,7 +339,7 @@ style.show(fig)
 # %% [markdown]
 # ### Move the knobs: the fixed cost and the schedule
 #
-# The sliders set the fixed cost $F/R$ (in loop passes), $K_0$ and the switch fraction $p$;
+# The sliders set the fixed cost $F/R$ (in loop passes), $K_0$ and the switch fraction $f$;
 # the curve is the saving against uniform 1..16 at every switch fraction for that $K_0$ and
 # $F/R$, computed by `looped.flops.saving_at_ratio` from the schedules' exact mean depths, and
 # the rings are the paper's three numbers (`looped.paper.SAVINGS`), each beside its own
@@ -426,5 +428,5 @@ for spec in cfg200.paper_schedules:
 # uniform 1..16 depends only on the schedule and the ratio $F/R$ (sections 3 and 4); the
 # abstract's three savings pin that ratio at a little over one loop pass. Savings grow with
 # the fixed fraction and shrink as $K_0$ approaches uniform's mean depth (section 5). At a
-# matched budget the saving becomes steps: the step counts printed just above, for one
-# budget, are what `looped demo` and the full-scale runs train for.
+# matched budget the saving becomes steps: the same `steps_for_budget` that printed the step
+# counts above sets how long the demo's and the full-scale runs train at their budgets.

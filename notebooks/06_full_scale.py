@@ -109,6 +109,7 @@ print(f"\n{len(sentence)} characters -> {len(ids)} tokens: {[tok.decode([i]) for
 
 # %%
 largest = {}
+width = max(len(spec) for p in ("200m", "1b") for spec in load_config(p).paper_schedules)
 for preset in ("200m", "1b"):
     cfg = load_config(preset)
     tps = tokens_per_step(cfg)
@@ -118,7 +119,9 @@ for preset in ("200m", "1b"):
             cfg.model, parse_schedule(spec), cfg.full_budget_flops, tps, cfg.seq_len
         )
         largest[preset] = max(largest.get(preset, 0), steps * tps)
-        print(f"  {spec:<44} 100% budget = {steps:>6,} steps = {steps * tps / 1e9:5.1f}B tokens")
+        print(
+            f"  {spec:<{width}} 100% budget = {steps:>6,} steps = {steps * tps / 1e9:5.1f}B tokens"
+        )
 for preset, tokens in largest.items():
     print(f"{preset}: the longest run reads {tokens / 1e9:.1f}B tokens")
 

@@ -119,7 +119,9 @@ display(Image(filename=str(figures[1])))
 # %% [markdown]
 # Last, what each variant ends with at every serving depth, at equal steps: the per-micro-batch
 # variant (a step's gradient averages four depths) and uniform $2..16$ (no $K=1$ steps) are the
-# two interventions; how much of uniform's gap each closes is in the table above.
+# two interventions. They end so close together, seed mean by seed mean, that the figure draws
+# them as one line, with a shading where they part (at $K=1$); how much of uniform's gap each
+# closes, seed by seed, is in the table at the end of this notebook.
 
 # %%
 display(Image(filename=str(figures[2])))
@@ -182,8 +184,17 @@ display(Markdown(text_report.baselines_table(text, text["baselines"])))
 # gap at every round at once (a group-sequential interval): a cell can stop as soon as its
 # interval decides without raising its chance of a wrong verdict above 5%. The committed study
 # ran one round (`--max-seeds 4`), so one look, and there $c$ is Student's $t$: its intervals
-# are plain $t$ intervals over the four seeds. Each recipe is judged at its own tolerance from
-# the paper (K=2 at 0.5%, K=4 at 0.8%).
+# are plain $t$ intervals over the four seeds. Each recipe is judged at its own tolerance $\epsilon$
+# from the paper (K=2 at 0.5%, K=4 at 0.8%), and each cell's interval $[g_-, g_+]$ reads as one
+# verdict:
+#
+# - **within tolerance**: $-\epsilon \le g_-$ and $g_+ \le \epsilon$ (level with uniform);
+# - **better**: $g_+ < 0$ (fixed-first ahead);
+# - **no worse than tolerance**: $g_+ \le \epsilon$ (behind by less than the tolerance, if at all);
+# - **worse**: $g_- > \epsilon$ (behind by more than the tolerance);
+# - **undecided**: anything else (the interval straddles $\epsilon$);
+# - **not informative at this size**: some model in the cell does not beat the bigram table,
+#   whatever its interval.
 
 # %%
 study = json.loads((ROOT / "results" / "length.json").read_text())
@@ -227,23 +238,32 @@ display(Markdown(length.trend_rows(study)))
 # $$\tau = \frac{\text{steps} \times \text{batch} \times \text{sequence}}{P_{\text{non-emb}}},$$
 #
 # and the learning rate chosen again at every length. If the gap were about the regime, the
-# curves of wider models would sit lower at the same $\tau$. $d=32$, $d=64$ and $d=128$ have
-# finished at four seeds per cell. On fresh tokens $d=64$ shows K=4 falling behind as training
-# lengthens. $d=128$'s curves do not sit lower: every $d=128$ cell is undecided, and K=2 (67%)
-# at $\tau=40$ is measurably behind uniform without being shown past its tolerance. No $d=32$ cell has a verdict: at its longest length uniform's test NLL still
-# misses the bigram table in most seeds (its train loss escapes late: the plateau-escape
-# column), so its gaps measure uniform's late escape rather than a finding. The 2x2's $d=64$
-# BPE-4096 corner, at $d=64$'s second length, is a stronger case of the plateau: with the larger
-# vocabulary no model beats its bigram table there, and fixed-first comes out ahead of a
-# uniform that escapes its plateau late or not at all. The 2x2's $d=128$ corner has one seed of four in: in it, both recipes end
-# ahead of a uniform that escapes later, with every model well past the bigram table; one seed
-# gives no interval. The last table is the own-LR check: each recipe at the LR its own LR seed chose at the longest length; at
-# $d=32$ and $d=64$ (none ran at $d=128$) that LR is the shared one, so the check's runs are the main cells'. Each row also gives the plateau
-# escape: the first logged step at which a run's train loss fell below the bigram table, so a
-# gap made by uniform's slow start shows as a late escape in uniform's column. The map runs
-# over several sessions (`looped map --resume-from results/map.json` continues it); an arm
-# still in its seed rounds would be drawn as an interim look (its key says how many seeds), and a cell with no
-# seeds yet reads "not yet run".
+# curves of wider models would sit lower at the same $\tau$. $d=32$, $d=64$ and $d=128$ (all
+# with a 512-token BPE) have finished at four seeds per cell. On fresh tokens $d=64$ shows K=4
+# falling behind as training lengthens. $d=128$'s curves do not sit lower: every $d=128$ cell is
+# undecided, and K=2 (67%) at $\tau=40$ is measurably behind uniform without being shown past
+# its tolerance.
+#
+# The tables give each run's **plateau escape**: the first logged step at which its train loss
+# fell below the bigram table. A model that has not escaped predicts little better than counting
+# pairs of tokens, so a gap made by uniform's slow start shows as a late escape in uniform's
+# column. No $d=32$ cell has a verdict: at its longest length uniform's test NLL still misses
+# the bigram table in most seeds (its train loss escapes late), so its gaps measure uniform's
+# late escape rather than a finding.
+#
+# Width and vocabulary change together when a model grows, so the map also runs a **2x2** at
+# $\tau=40$: $d \in \{64, 128\}$ times a 512- or 4,096-token BPE. Its $d=64$, BPE-4096 cell
+# is a stronger case of the plateau: with the larger vocabulary no model beats its bigram table
+# there, and fixed-first comes out ahead of a uniform that escapes its plateau late or not at
+# all. Its $d=128$, BPE-4096 cell is still training: its rows are an **interim look** at the
+# seeds finished so far (the table says how many), in which both recipes end ahead of a uniform
+# that escapes later, with every model well past the bigram table; too few seeds for a verdict.
+#
+# The last table is the **own-LR check**: each recipe at the learning rate that its own sweep,
+# on seeds never reported (the **LR seeds**), chose at the longest length. At $d=32$ and $d=64$
+# (none ran at $d=128$) that LR is the shared one, so the check's runs are the main cells'. The
+# map runs over several sessions (`looped map --resume-from results/map.json` continues it); a
+# cell with no seeds yet reads "not yet run".
 
 # %%
 atlas = json.loads((ROOT / "results" / "map.json").read_text())
@@ -279,6 +299,6 @@ display(Markdown(diagnose.interventions_table(result)))
 # batch; the deep depths do). Both interventions recover much of uniform's deficit, drawing a
 # K per micro-batch so that each step averages several depths, and leaving K=1 out. They do not
 # separate the two causes, and the seeds do not all agree on how much each closes: a lead to
-# follow, not a cause. The map's per-micro-batch arm (section 4) is no contradiction: there, at
+# follow, not a cause. The map's per-micro-batch arm (section 5) is no contradiction: there, at
 # $d=64$ on text after 2,088 steps, uniform leads the recipes, so there is no lag to close, and
 # drawing $K$ per micro-batch leaves uniform where it was.

@@ -82,6 +82,38 @@ def test_runs_written_before_the_token_nll_rename_still_plot(tmp_path):
     assert old["label"] == "fixed K=4"
 
 
+def test_fig2_keys_bars_only_where_seeds_draw_them_and_says_how_runs_were_matched(
+    tmp_path, monkeypatch
+):
+    """One seed per schedule draws no seed bar, so the legend names none; runs trained for the
+    same steps (no budget_frac) are not called a share of a budget."""
+    from looped.report import bios as bios_report
+
+    for schedule in ("uniform:1-16", "fixed:4"):
+        run = tmp_path / schedule.replace(":", "_")
+        run.mkdir()
+        (run / "config.yaml").write_text(f"schedule: '{schedule}'\nseed: 0\n")
+        train = {"kind": "train", "step": 1, "loss": 3.0, "depth": 4, "flops": 1e9}
+        nll = {str(k): 3.0 + 0.01 * k * (schedule == "fixed:4") for k in range(1, 17)}
+        evals = {"kind": "eval", "step": 1, "token_nll": nll}
+        (run / "metrics.jsonl").write_text(json.dumps(train) + "\n" + json.dumps(evals) + "\n")
+    rows = runs.load_runs([tmp_path])
+    drawn = {}
+
+    def keep(fig, path):
+        style.finish(fig)
+        drawn["texts"] = [t.get_text() for leg, _ in checks.legends(fig) for t in
+                          (leg.get_title(), *leg.get_texts())]  # fmt: skip
+        drawn["titles"] = [ax.get_title() for ax in fig.axes]
+        plt.close(fig)
+        return path
+
+    monkeypatch.setattr(bios_report.style, "save", keep)
+    bios_report.fig2_nll_vs_flops({"runs": rows}, tmp_path / "fig2.png")
+    assert not any(style.SEED_RANGE in t for t in drawn["texts"])
+    assert "Against uniform, equal steps" in drawn["titles"]
+
+
 def test_architecture_diagram_has_one_box_per_application_and_the_injections():
     """Fig. 6: P, K boxes of the same block A, H; an injection arc into loops 2..K."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch

@@ -115,8 +115,9 @@ def test_every_number_of_the_bios_tables_is_demo_jsons():
         for k, cell in zip((1, 4, 8, 16), cells):
             want = np.mean([r[keys[measure]][at[k]] for r in mine])
             assert _num(cell) == pytest.approx(want, abs=0.006), (name, measure, k)
-    for k, best, there, at_16 in _cells(bios.specialisation_table(result)):
+    for k, steps, best, there, at_16 in _cells(bios.specialisation_table(result)):
         r = next(r for r in runs if r["schedule"] == f"fixed:{k}" and "depth" in r["group"])
+        assert int(steps) == r["steps"]
         assert int(best) == r["depths"][int(np.argmin(r["fact_nll"]))]
         assert _num(there) == pytest.approx(min(r["fact_nll"]), abs=5e-4)
         assert _num(at_16) == pytest.approx(r["fact_nll"][at[16]], abs=5e-4)

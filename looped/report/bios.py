@@ -86,7 +86,7 @@ def fig1_recall(result: dict, path: Path) -> Path:
         ax.set_xlabel("serving depth K")
     axes[0][0].set_ylabel("recalled bits per person")
     axes[0][-1].legend(fontsize=9, loc="lower right")
-    fig.suptitle("Recall across serving depths at matched training compute", y=1.0)
+    fig.suptitle("Recall across serving depths at matched training compute")
     return style.save(fig, path)
 
 
@@ -102,8 +102,9 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         color = style.color(label, i)
         kw = {"marker": style.marker(label, i), "color": color, "label": label}
         left.plot(xs, [np.mean(y) for y in ys], **kw, **style.dashes(label))
-        left.vlines(xs, [min(y) for y in ys], [max(y) for y in ys], color=color, alpha=0.5)
-        style.key(left, "bars", style.SEED_RANGE)
+        if any(len(y) > 1 for y in ys):  # one seed draws no bar, so it gets no key
+            left.vlines(xs, [min(y) for y in ys], [max(y) for y in ys], color=color, alpha=0.5)
+            style.key(left, "bars", style.SEED_RANGE)
     left.set(xscale="log", yscale="log")
     ylabel = f"mean {nll_label(result, True)} over depths 1..16"
     left.set(xlabel="modeled training FLOPs", ylabel=ylabel)
@@ -117,7 +118,12 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         right.axhline(0, color="k", lw=0.8)
         ylabel = f"{nll_label(result, True)} minus uniform's\n(above 0: worse)"
         right.set(xlabel="serving depth K", ylabel=ylabel)
-        right.set_title(f"Against uniform, {top:.0%} of the budget")
+        matched = any(r.get("matched_budget", True) for r in runs)  # demo runs: always
+        right.set_title(
+            f"Against uniform, {top:.0%} of the budget"
+            if matched
+            else "Against uniform, equal steps"
+        )
         right.legend(fontsize=8)
     else:  # no uniform run to compare against (`looped plot --runs` on other schedules)
         right.remove()
@@ -447,13 +453,27 @@ def depth_table(result: dict) -> str:
 
 
 def specialisation_table(result: dict) -> str:
-    """Fig. 5 in numbers: each fixed-K model's best serving depth, fact NLL there and at K=16."""
+    """Fig. 5 in numbers: each fixed-K model's steps, best serving depth, fact NLL there and at
+    K=16. The steps are shown because the models share a FLOP budget, not a step count: a
+    shallower model trains for more steps, which is why its NLL there is lower."""
     rows = []
     for r in depth_runs(result):
         nll, best = r["fact_nll"], int(np.argmin(r["fact_nll"]))
         at_16 = f"{nll[r['depths'].index(16)]:.3f}"
-        rows.append([fixed_depth(r["schedule"]), r["depths"][best], f"{nll[best]:.3f}", at_16])
-    return md_table(["trained at K", "best serving depth", "fact NLL there", "at K=16"], rows)
+        k, steps = fixed_depth(r["schedule"]), r["steps"]
+        rows.append([k, steps, r["depths"][best], f"{nll[best]:.3f}", at_16])
+    head = ["trained at K", "steps", "best serving depth", "fact NLL there", "at K=16"]
+    return md_table(head, rows)
+
+
+def specialisation_heading(result: dict) -> str:
+    """The table's budget in words: equal modeled FLOPs, so fewer loops buy more steps."""
+    budgets = sorted({r["budget"] for r in depth_runs(result)})
+    share = " and ".join(f"{b:.0%}" for b in budgets)
+    return (
+        f"Depth specialisation (seed 0, each model at {share} of the full modeled-FLOP budget,"
+        " so a shallower model trains for more steps):"
+    )
 
 
 def switch_numbers(result: dict, window: int = 20) -> dict[str, float]:
@@ -491,7 +511,7 @@ def section(result: dict) -> str:
     if {1, 4, 8, 16} <= set(result["runs"][0]["depths"]) and full_runs(result, FIXED):
         parts += ["At serving depths 1, 4, 8 and 16:", depth_table(result)]
     if any("depth" in r["group"] for r in result["runs"]):
-        parts += ["Depth specialisation (seed 0):", specialisation_table(result)]
+        parts += [specialisation_heading(result), specialisation_table(result)]
     if any(r.get("pre_switch") for r in full_runs(result, FIXED_FIRST)):
         rows = [[k, f"{v:.3f}"] for k, v in switch_numbers(result).items()]
         head = [f"{paper.label(FIXED_FIRST)}, seed mean", "value"]

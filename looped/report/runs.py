@@ -47,7 +47,8 @@ def _run_row(run: Path) -> dict:
         "schedule": str(cfg.schedule),
         "label": paper.label(str(cfg.schedule)),
         "seed": int(cfg.seed),
-        "budget": float(cfg.budget_frac or 1.0),
+        "budget": float(cfg.get("budget_frac") or 1.0),
+        "matched_budget": bool(cfg.get("budget_frac")),  # else: runs matched on steps
         "group": "main",
         "curve": [[r["step"], r["loss"], r["depth"]] for r in train],
         "flops": train[-1]["flops"] if train else 0.0,

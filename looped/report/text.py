@@ -161,8 +161,10 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
             ax.plot(steps[w - 1 :], smooth, lw=1.2, color=color, label=name)
         ax.set_title(f"{label(r['schedule'])}, LR {r['lr']:g}", fontsize=9)
         ax.legend(fontsize=8, title="seed: mean NLL K=1..16", title_fontsize=8)
-    for ax in axes[-1]:
+    for col in range(cols):  # the lowest panel drawn in each column carries the step axis
+        ax = [a for a in axes[:, col] if a.get_visible()][-1]
         ax.set_xlabel("step")
+        ax.tick_params(axis="x", labelbottom=True)
     for ax in axes[:, 0]:
         ax.set_ylabel("training loss (nats/token)")
     fig.suptitle("Training loss per seed, equal tokens")
