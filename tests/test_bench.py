@@ -62,8 +62,8 @@ def test_quick_run_without_peer_writes_consistent_record(tmp_path):
 
 
 def test_the_deepest_step_runs_before_any_train_row_is_timed(monkeypatch):
-    """A CPU step timed before any deep one pays page faults that training never sees (K=1 took
-    1.6x longer at a 4,096-token head), so the rows are timed after one step at the deepest K."""
+    """A CPU step timed before any deep one ran slower than training ever sees it (K=1 took 1.6x
+    longer at a 4,096-token head), so the rows are timed after one step at the deepest K."""
     ran: list[tuple[str, int]] = []
     real_step, real_timed = bench._looped_step, bench._timed
 

@@ -249,9 +249,10 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
     ceiling_mm = ceiling_fns(cfg, precision, device)
     floor_fns = kernel_floor_fns(cfg, precision, device)
     rows = []
-    # one step at the deepest K first: on a CPU, a shallow step timed before any deep one pays
-    # page faults for buffers the allocator later keeps (measured: K=1 took 1.6x longer before
-    # a K=16 step than after), and training that mixes depths runs in the later state
+    # one step at the deepest K first: on a CPU, a shallow step timed before any deep one ran
+    # slower (measured: K=1 took 1.6x longer before a K=16 step than after, at a 4,096-token
+    # head; likely page faults on buffers the allocator keeps later), and training that mixes
+    # depths runs in the later state
     _looped_step(model, opt, x, y, max(cfg.depths), precision)()
     for k in cfg.depths:
         fns = {"looped": _looped_step(model, opt, x, y, k, precision)}
