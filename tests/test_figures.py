@@ -112,6 +112,43 @@ def test_fig2_keys_bars_only_where_seeds_draw_them_and_says_how_runs_were_matche
     bios_report.fig2_nll_vs_flops({"runs": rows}, tmp_path / "fig2.png")
     assert not any(style.SEED_RANGE in t for t in drawn["texts"])
     assert "Against uniform, equal steps" in drawn["titles"]
+    # a budget-matched run beside them: the panel still holds step-matched runs
+    bios_report.fig2_nll_vs_flops({"runs": [*rows, rows[0] | {"matched_budget": True}]}, "x")
+    assert "Against uniform, equal steps" in drawn["titles"]
+    # two seeds of every schedule on budgets: bars drawn, so keyed; the title names the budget
+    matched = [r | {"matched_budget": True, "seed": s} for r in rows for s in (0, 1)]
+    bios_report.fig2_nll_vs_flops({"runs": matched}, "x")
+    assert any(style.SEED_RANGE in t for t in drawn["texts"])
+    assert "Against uniform, 100% of the budget" in drawn["titles"]
+
+
+def test_every_column_of_the_seed_loss_grid_keeps_a_step_axis(tmp_path, monkeypatch):
+    """Three schedules on a grid of two columns leave the second column's lower slot empty:
+    the panel above it must carry the step axis, or that column has none."""
+    from looped.report import text as text_report
+
+    def run(schedule, seed):
+        curve = [[step, 5.0 - 0.01 * step, 1] for step in range(1, 60)]
+        return {"schedule": schedule, "seed": seed, "curve": curve, "mean_nll": 3.0}
+
+    schedules = ["uniform:1-16", "fixed:4", "fixed:2"]
+    result = {"equal_tokens": [{"schedule": s, "lr": 1e-3} for s in schedules]}
+    monkeypatch.setattr(text_report, "_equal_token_runs", lambda r, s: [run(s, 0), run(s, 1)])
+    drawn = {}
+
+    def keep(fig, path):
+        style.finish(fig)
+        shown = [ax for ax in fig.axes if ax.get_visible()]
+        drawn["axes"] = [(ax.get_xlabel(), len(checks.tick_labels(ax.xaxis)) > 0 and
+                          ax.xaxis.get_ticklabels()[0].get_visible()) for ax in shown]  # fmt: skip
+        plt.close(fig)
+        return path
+
+    monkeypatch.setattr(text_report.style, "save", keep)
+    text_report.fig_loss_by_seed(result, tmp_path / "loss.png")
+    top_left, top_right, bottom_left = drawn["axes"]
+    assert top_right == ("step", True) and bottom_left == ("step", True)
+    assert top_left[0] == ""
 
 
 def test_architecture_diagram_has_one_box_per_application_and_the_injections():
@@ -284,6 +321,28 @@ def test_a_figure_wide_legend_sits_centred_under_every_panel_and_clear_of_them()
     assert abs((key.x0 + key.x1) / 2 - fig.bbox.width / 2) < 2  # centred on the figure
     assert key.y0 >= 0  # inside the saved picture
     assert checks.legend_problems(fig) == []
+    plt.close("all")
+
+
+def test_figure_wide_legends_stack_and_one_cut_off_by_the_figure_edge_is_found():
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 4.0))
+    for i, ax in enumerate(axes):
+        ax.plot(range(10), [v * (i + 1) for v in range(10)], "o-", label=f"curve {i}")
+    fig.legend(handles=axes[0].get_lines(), title="first key")
+    fig.legend(handles=axes[1].get_lines(), title="second key")
+    style.finish(fig)
+    renderer = fig.canvas.get_renderer()
+    first, second = (leg.get_window_extent(renderer) for leg in fig.legends)
+    assert second.y1 <= first.y0  # stacked, the first made on top, neither over the other
+    assert all(first.y0 >= ax.get_tightbbox(renderer).y1 or first.y1 <= ax.get_tightbbox(
+        renderer).y0 for ax in axes)  # fmt: skip
+    assert checks.legend_problems(fig) == []
+    fig, ax = plt.subplots(figsize=(5.0, 3.0))
+    ax.plot(range(10), range(10))
+    handles = [ax.plot([], [], label=f"a rather long name {i}")[0] for i in range(12)]
+    fig.legend(handles=handles, ncol=12)
+    style.finish(fig)
+    assert any("runs off the figure" in p for p in checks.legend_problems(fig))
     plt.close("all")
 
 

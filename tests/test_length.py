@@ -255,17 +255,20 @@ def test_the_demo_text_track_goes_ahead_with_the_seeds_it_then_plans(tmp_path: P
                    corpus=str(tmp_path / "c"))  # fmt: skip
     handed: list[tuple[dict, dict | None]] = []
 
+    class Planned(Exception):
+        """The reported seeds are planned: all this test needs."""
+
     def record(self, runs, ahead=None):
         handed.append((dict(runs), ahead))
         if any(p.seed not in text.lr_seeds for p in runs.values()):
-            raise StopIteration  # the reported seeds are planned: all this test needs
+            raise Planned
 
     monkeypatch.setattr(engine.Study, "run", record)
     monkeypatch.setattr(engine.Study, "finished", lambda self, p: True)
-    monkeypatch.setattr(  # validation NLL least at LR 3e-2: the sweep extends once
+    monkeypatch.setattr(  # least at LR 3e-2: the sweep extends to 3e-2, then to 0.09 and stops
         engine.Study, "val_nll", lambda self, p: (math.log10(p.lr) - math.log10(3e-2)) ** 2
     )
-    with pytest.raises(StopIteration):
+    with pytest.raises(Planned):
         length.run_text(text, tmp_path / "out", quiet=True)
     (_, none), (_, ahead), (_, after), (planned, _) = handed
     assert none is None and after is not None

@@ -160,6 +160,8 @@ def legend_clashes(fig: Any, legend: Any, renderer: Any) -> list[str]:
     owner = legend.axes
     if owner is not None and inside_panel(legend, owner) and _outside(box, owner.bbox):
         clashes.append("sticks out of its panel")
+    if _outside(box, fig.bbox):  # the saved picture would cut it
+        clashes.append("runs off the figure")
     for i, ax in enumerate(fig.axes):
         if not ax.get_visible():
             continue

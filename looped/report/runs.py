@@ -48,7 +48,8 @@ def _run_row(run: Path) -> dict:
         "label": paper.label(str(cfg.schedule)),
         "seed": int(cfg.seed),
         "budget": float(cfg.get("budget_frac") or 1.0),
-        "matched_budget": bool(cfg.get("budget_frac")),  # else: runs matched on steps
+        # matched on a FLOP budget (a fraction of the preset's, or FLOPs outright), else on steps
+        "matched_budget": bool(cfg.get("budget_frac") or cfg.get("budget_flops")),
         "group": "main",
         "curve": [[r["step"], r["loss"], r["depth"]] for r in train],
         "flops": train[-1]["flops"] if train else 0.0,

@@ -341,18 +341,20 @@ def finish(fig: Any) -> None:
 
 
 def _layout(fig: Any) -> None:
-    """`tight_layout`, leaving a strip at the bottom for a figure-wide legend (one key under
-    every panel, centred): tight_layout alone ignores figure legends and would draw over it."""
+    """`tight_layout`, leaving a strip at the bottom for the figure-wide legends: keys under every
+    panel, centred, stacked with the first made on top (any `loc` given is replaced).
+    tight_layout alone ignores figure legends and would draw the panels over them."""
     fig.tight_layout()
     if not fig.legends:
         return
     fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    tallest = max(leg.get_window_extent(renderer).height for leg in fig.legends)
-    for legend in fig.legends:
+    renderer, height = fig.canvas.get_renderer(), fig.bbox.height
+    y = 0.01 * height  # pixels from the bottom edge
+    for legend in reversed(fig.legends):
         legend.set_loc("lower center")
-        legend.set_bbox_to_anchor((0.5, 0.01), transform=fig.transFigure)
-    fig.tight_layout(rect=(0, tallest / fig.bbox.height + 0.02, 1, 1))
+        legend.set_bbox_to_anchor((0.5, y / height), transform=fig.transFigure)
+        y += legend.get_window_extent(renderer).height + 4
+    fig.tight_layout(rect=(0, y / height + 0.01, 1, 1))
 
 
 def save(fig: Any, path: Path) -> Path:
