@@ -1,6 +1,7 @@
 """What several commands share: one parser (with the `key=value` config overrides where a
 command resolves a TrainConfig), the flags every study has (`--quick`, `--out`, `--reference`,
-`--workers`) worded alike, and the flags of the text studies (`looped length`, `looped map`)::
+`--workers`) worded alike, and the flags of the text studies (`looped length`, `looped map`).
+A study's parser, for example::
 
     parser = study_parser("looped length", __doc__, reference="results/length.json",
                           quick="toy size, every code path")
