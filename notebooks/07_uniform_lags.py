@@ -257,7 +257,8 @@ display(Markdown(length.trend_rows(study)))
 # there, and fixed-first comes out ahead of a uniform that escapes its plateau late or not at
 # all. Its $d=128$, BPE-4096 cell is still training: its rows are an **interim look** at the
 # seeds finished so far (the table says how many), in which both recipes end ahead of a uniform
-# that escapes later, with every model well past the bigram table; too few seeds for a verdict.
+# that escapes later in every seed, with every model well past the bigram table; K=4 (80%)'s
+# interval already lies below zero, but the verdict waits for the planned look at four seeds.
 #
 # The last table is the **own-LR check**: each recipe at the learning rate that its own sweep,
 # on seeds never reported (the **LR seeds**), chose at the longest length. At $d=32$ and $d=64$
