@@ -154,13 +154,15 @@ def _map_runs(block: dict, schedule: str, steps: int) -> dict[int, dict]:
     }
 
 
-def _paired(d: int, schedule: str) -> dict[int, tuple[dict, list[dict], list[dict]]]:
-    """Width d's (BPE-512) lengths on one pass where `schedule` and uniform share two or more
-    seeds: {steps: (block, its runs, uniform's runs)}, paired by seed."""
+def _paired(
+    d: int, schedule: str, vocab: int = 512
+) -> dict[int, tuple[dict, list[dict], list[dict]]]:
+    """Width d's lengths at this vocabulary, on one pass, where `schedule` and uniform share two
+    or more seeds: {steps: (block, its runs, uniform's runs)}, paired by seed."""
     blocks = [
         b
         for b in MAP["blocks"].values()
-        if any(r["d_model"] == d and r["vocab_size"] == 512 for r in b["rows"])
+        if any(r["d_model"] == d and r["vocab_size"] == vocab for r in b["rows"])
         and any(r["schedule"] == schedule for r in b["rows"])
     ]
     paired = {}
@@ -176,31 +178,43 @@ def _paired(d: int, schedule: str) -> dict[int, tuple[dict, list[dict], list[dic
 
 def test_the_readme_finding_is_each_widths_longest_one_pass_gap_on_the_map():
     """Each width (BPE-512) at its longest length on one pass with two or more seeds, and at the
-    longest length every width reached (in tokens per non-embedding parameter); each recipe's
-    gap recomputed from the runs' per-depth NLLs and the verdict by the rule, at the tolerance
-    its column states."""
+    longest length every width reached (in tokens per non-embedding parameter), then the other
+    vocabularies at that matched length; each recipe's gap recomputed from the runs' per-depth
+    NLLs and the verdict by the rule, at the tolerance its column states."""
     rows = _table(_section("README.md", "finding"), "regime")
     shown = []
     for r in rows:
-        d, steps = re.match(r"d=(\d+)(?:, ([\d,]+) steps)?", r["regime"]).groups()
-        shown.append((int(d), int(steps.replace(",", "")) if steps else None))
-    assert shown == sorted(shown, key=lambda x: (x[0], x[1] or 0))
-    pairs = {d: {s: _paired(d, s) for s in FIXED_FIRST} for d, _ in shown}
+        got = re.match(r"d=(\d+)(?:, BPE-(\d+), ([\d,]+) steps)?", r["regime"]).groups()
+        shown.append(
+            (int(got[0]), int(got[1] or 512), int(got[2].replace(",", "")) if got[2] else None)
+        )
+    base = [(d, n) for d, v, n in shown if v == 512]
+    assert base == sorted(base, key=lambda x: (x[0], x[1] or 0))
+    assert [v for _, v, _ in shown] == sorted(v for _, v, _ in shown)  # BPE-512 first
+    pairs = {(d, v): {s: _paired(d, s, v) for s in FIXED_FIRST} for d, v, _ in shown}
     # each width's paired lengths in tokens per non-embedding parameter
-    tpp = {d: {n: t for s in FIXED_FIRST for n, t in _tpp_of(pairs[d][s]).items()} for d in pairs}
-    reached = [max(t.values()) for t in tpp.values() if t]
-    for d, t in tpp.items():  # the rows shown are exactly the longest and the matched lengths
-        want = {n for n, v in t.items() if v == max(t.values()) or round(v) == round(min(reached))}
-        assert {n for w, n in shown if w == d} == (want or {None}), d
-    for (d, steps), row in zip(shown, rows):
+    tpp = {k: {n: t for s in FIXED_FIRST for n, t in _tpp_of(pairs[k][s]).items()} for k in pairs}
+    reached = [max(t.values()) for (_, v), t in tpp.items() if t and v == 512]
+    matched = round(min(reached))
+    for (d, v), t in tpp.items():  # the rows shown are exactly the longest and the matched lengths
+        want = {
+            n for n, x in t.items() if round(x) == matched or (v == 512 and x == max(t.values()))
+        }
+        assert {n for w, u, n in shown if (w, u) == (d, v)} == (want or {None}), (d, v)
+    ran = {(r["d_model"], r["vocab_size"]) for b in MAP["blocks"].values() for r in b["rows"]}
+    for d, v in ran - {(d, 512) for d, _ in ran}:  # each other vocabulary at the matched length
+        reach = [_tpp_of(_paired(d, s, v)).values() for s in FIXED_FIRST]
+        assert (d, v) in pairs or not any(round(x) == matched for t in reach for x in t), (d, v)
+    for (d, v, steps), row in zip(shown, rows):
+        pairs_d = pairs[(d, v)]
         for schedule in FIXED_FIRST:
             (column,) = [k for k in row if _names(schedule, k)]
             cell, tol = row[column], float(re.search(r"tolerance (\d+\.\d+)%", column).group(1))
             assert tol == _tolerance(schedule)
-            if steps not in pairs[d][schedule]:  # not run, or seeds training: no pair yet
+            if steps not in pairs_d[schedule]:  # not run, or seeds training: no pair yet
                 assert cell == "not yet run"
                 continue
-            b, ours, ref = pairs[d][schedule][steps]
+            b, ours, ref = pairs_d[schedule][steps]
             mine = _interval([_nll(o) / _nll(u) - 1 for o, u in zip(ours, ref)])
             if len(ours) % 4:  # seeds come in rounds of four: a round still training
                 # an interim look's interval is the group-sequential one (its critical value

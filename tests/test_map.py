@@ -159,7 +159,7 @@ def test_a_length_past_one_pass_is_not_trained_and_a_block_with_none_left_is_ski
     assert none.lengths == () and "skipped" in capsys.readouterr().out
 
 
-def _finding_cells(d: int, lengths: tuple[int, ...]) -> list[dict]:
+def _finding_cells(d: int, lengths: tuple[int, ...], vocab: int = 512) -> list[dict]:
     """Width d's judged cells at `lengths` (tokens; 500 non-embedding parameters, 2,000 train
     tokens): K=4 (80%) 2% behind uniform in every seed, K=2 (67%) level."""
     k4, k2 = paper.RECIPES_1B[1], paper.RECIPE_200M
@@ -172,25 +172,28 @@ def _finding_cells(d: int, lengths: tuple[int, ...]) -> list[dict]:
     cells = length.sequential_cells(
         rows, 9.0, (paper.UNIFORM, k4, k2), (4,), {k4: 0.008, k2: 0.005}
     )
-    return [c | {"d_model": d, "vocab_size": 512} for c in cells]
+    return [c | {"d_model": d, "vocab_size": vocab} for c in cells]
 
 
 def test_the_finding_shows_each_widths_longest_one_pass_cell_and_says_what_has_not_run():
     """d=8 reaches 3 tokens/param on one pass (6,000 tokens is past it), d=16 only 2: d=8 shows
     its longest cell and its cell at d=16's longest, so widths are also compared at one length;
-    d=32 is planned and has not run."""
+    d=32 is planned and has not run. A BPE-4096 block shows only its cell at that matched length,
+    after the BPE-512 rows, and never moves the length the BPE-512 widths are matched at."""
     blocks = {"d8": {"cells": _finding_cells(8, (1000, 1500, 4000))}}
     blocks["d16"] = {"cells": _finding_cells(16, (500, 1000))}
+    blocks["d16-bpe4096"] = {"cells": _finding_cells(16, (500, 1000, 1500), vocab=4096)}
     planned = [{"d_model": 8}, {"d_model": 16}, {"d_model": 32}]
     table = finding({"meta": {"settings": {"blocks": planned}}, "blocks": blocks})
     head, _, *lines = table.splitlines()
     assert "K=4 (80%)" in head and "tolerance 0.8%" in head and "tolerance 0.5%" in head
     regimes = [line.strip("| ").split(" | ")[0] for line in lines]
     assert regimes == [
-        "d=8, 10 steps, 2 tokens/non-emb. param",  # matched to d=16's longest
-        "d=8, 15 steps, 3 tokens/non-emb. param",  # d=8's longest on one pass
-        "d=16, 10 steps, 2 tokens/non-emb. param",
+        "d=8, BPE-512, 10 steps, 2 tokens/non-emb. param",  # matched to d=16's longest
+        "d=8, BPE-512, 15 steps, 3 tokens/non-emb. param",  # d=8's longest on one pass
+        "d=16, BPE-512, 10 steps, 2 tokens/non-emb. param",
         "d=32",
+        "d=16, BPE-4096, 10 steps, 2 tokens/non-emb. param",  # the 2x2's, at the matched length
     ]
     k4_cell, k2_cell = lines[1].strip("| ").split(" | ")[1:3]
     assert k4_cell.endswith("4 seeds: worse") and k2_cell.endswith("4 seeds: within tolerance")

@@ -214,13 +214,15 @@ def map_rows(result: dict) -> str:
 def finding(result: dict) -> str:
     """The README's finding: each width (BPE-512) at its longest one-pass length with two or more
     seeds, and also at the longest length every width reached (matched in tokens per parameter:
-    widths compared at one length, not each at its own); each recipe's gap and verdict. A width
-    the study plans but has not run says so."""
+    widths compared at one length, not each at its own); then, at that matched length, the other
+    vocabularies the 2x2 ran, so the first screen shows what width alone and vocabulary alone do.
+    Each recipe's gap and verdict; a width the study plans but has not run says so."""
     tol = {arm: f"tolerance {100 * paper.tolerance(arm):.1f}%" for arm in RECIPES}
     head = ["regime"] + [f"{label(arm)} vs uniform [95%] ({tol[arm]})" for arm in RECIPES]
     planned = {b["d_model"] for b in result.get("meta", {}).get("settings", {}).get("blocks", [])}
-    mine = [c for c in cells(result) if c.get("one_pass", True) and c["gap"]["n"] > 1]
-    mine = [c for c in mine if c["schedule"] in RECIPES]
+    every = [c for c in cells(result, vocab=None) if c.get("one_pass", True) and c["gap"]["n"] > 1]
+    every = [c for c in every if c["schedule"] in RECIPES]
+    mine = [c for c in every if c.get("vocab_size") == 512]
     longest: dict[int, dict] = {}  # the width's longest cell, by tokens/param
     for c in mine:
         longest[c["d_model"]] = max(c, longest.get(c["d_model"], c), key=_tpp)
@@ -232,19 +234,28 @@ def finding(result: dict) -> str:
             continue
         at = [c for c in mine if c["d_model"] == d]
         shown = {longest[d]["steps"]} | {c["steps"] for c in at if round(_tpp(c)) == matched}
-        for steps in sorted(shown):
-            by_arm = {c["schedule"]: c for c in at if c["steps"] == steps}
-            c = next(iter(by_arm.values()))
-            regime = f"d={d}, {steps:,} steps, {_tpp(c):.0f} tokens/non-emb. param"
-            gaps = [
-                f"{percent_iv(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: "
-                f"{verdict_of(by_arm[a])}"
-                if a in by_arm
-                else "not yet run"  # this arm has no pair at this length yet
-                for a in RECIPES
-            ]
-            rows.append([regime, *gaps])
+        rows += [_finding_row([c for c in at if c["steps"] == steps]) for steps in sorted(shown)]
+    other = [c for c in every if c.get("vocab_size") != 512 and round(_tpp(c)) == matched]
+    for key in sorted({(c["d_model"], c["vocab_size"], c["steps"]) for c in other}):
+        rows.append(
+            _finding_row([c for c in other if (c["d_model"], c["vocab_size"], c["steps"]) == key])
+        )
     return md_table(head, rows)
+
+
+def _finding_row(at: list[dict]) -> list[str]:
+    """One regime of the finding (one width, vocabulary and length): each recipe's gap."""
+    by_arm = {c["schedule"]: c for c in at}
+    c = at[0]
+    regime = f"d={c['d_model']}, BPE-{c['vocab_size']}, {c['steps']:,} steps, "
+    regime += f"{_tpp(c):.0f} tokens/non-emb. param"
+    gaps = [
+        f"{percent_iv(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: {verdict_of(by_arm[a])}"
+        if a in by_arm
+        else "not yet run"  # this arm has no pair at this length yet
+        for a in RECIPES
+    ]
+    return [regime, *gaps]
 
 
 def _steps(escapes: list | None) -> str:
