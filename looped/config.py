@@ -46,6 +46,9 @@ class OptimConfig:
     betas: tuple[float, float] = (0.9, 0.95)  # AdamW betas
     weight_decay: float = 0.1  # decoupled weight decay on matrices (not on norms or embeddings)
     warmup_steps: int = 50  # linear warmup length
+    # warmup as a fraction of the run instead (0 = use warmup_steps): the same share of every
+    # length, where a fixed count is a vanishing share of a long run
+    warmup_frac: float = 0.0
     lr_schedule: str = "cosine"  # cosine | wsd (warmup-stable-decay)
     decay_frac: float = 0.2  # wsd: fraction of the run spent decaying
     grad_clip: float = 1.0  # max global grad norm; 0 = off
@@ -56,7 +59,7 @@ def lr_at(step: int, total_steps: int, optim: OptimConfig) -> float:
     runs of different length agree on every LR before the decay, so one can branch off another).
     Like the depth and the batch, a function of the step alone: resumes are bitwise."""
     peak, floor = optim.lr, optim.lr * optim.min_lr_ratio
-    warm = min(optim.warmup_steps, max(total_steps - 1, 0))
+    warm = min(warmup_of(optim, total_steps), max(total_steps - 1, 0))
     if step < warm:
         return peak * (step + 1) / warm
     if optim.lr_schedule == "cosine":
@@ -69,6 +72,14 @@ def lr_at(step: int, total_steps: int, optim: OptimConfig) -> float:
         progress = (step - decay_start + 1) / max(1, total_steps - decay_start)
         return peak - (peak - floor) * min(1.0, progress)
     raise UserError(f"optim.lr_schedule={optim.lr_schedule!r}: choose cosine or wsd")
+
+
+def warmup_of(optim: OptimConfig, total_steps: int) -> int:
+    """The warmup in steps: `warmup_frac` of the run when set (at least one step), else
+    `warmup_steps`."""
+    if optim.warmup_frac > 0:
+        return max(1, round(optim.warmup_frac * total_steps))
+    return optim.warmup_steps
 
 
 @dataclass
@@ -121,6 +132,9 @@ RESUMABLE = (
     "compile",  # torch.compile of the block: the same maths, fused (not bitwise)
     "paper_schedules",  # documentation for `looped flops`, never read by the trainer
 )
+# Fields added after results were first written, with their defaults: a config at the default
+# fingerprints as it did before the field existed (`experiments.engine.fingerprint`).
+ADDED = {"optim.warmup_frac": 0.0, "model.init_loops": 1}
 # Not in it: dtype, eval_depths, eval_batches (the records would change meaning mid-run), fsdp
 # (untested across the switch), and every model, data, optimizer, schedule, batch, length field.
 
@@ -235,7 +249,8 @@ def to_yaml(cfg: TrainConfig) -> str:
 # -- validation ------------------------------------------------------------------------------
 POSITIVE = (  # sizes and rates that must be > 0
     "model.vocab_size", "model.seq_len", "model.d_model", "model.n_head", "model.n_block",
-    "model.max_depth", "model.rope_base", "model.norm_eps", "model.init_std", "data.persons",
+    "model.max_depth", "model.rope_base", "model.norm_eps", "model.init_std", "model.init_loops",
+    "data.persons",
     "data.bios_per_person", "optim.lr", "batch_size", "grad_accum", "seq_len", "log_interval",
     "eval_batches", "keep_last",
 )  # fmt: skip
@@ -245,7 +260,7 @@ NON_NEGATIVE = (  # counts and amounts where 0 means "off" or "derive it"
     "budget_flops", "budget_frac", "full_budget_flops", "eval_interval", "ckpt_interval",
     "threads",
 )  # fmt: skip
-FRACTIONS = ("optim.min_lr_ratio", "optim.decay_frac")  # in [0, 1]
+FRACTIONS = ("optim.min_lr_ratio", "optim.decay_frac", "optim.warmup_frac")  # in [0, 1]
 CHOICES = {  # fields with a fixed set of names
     "model.injection": INJECTIONS,
     "data.kind": ("bios", "text"),

@@ -49,6 +49,10 @@ class LoopedConfig:
     rope_base: float = 10000.0  # RoPE frequency base
     norm_eps: float = 1e-6  # RMSNorm epsilon
     init_std: float = 0.02  # std of the normal init of weights
+    # applications of the block the residual init counts: the output projections start at
+    # init_std / sqrt(2 x (prelude + init_loops x block + coda layers)); 1 counts the block once
+    # (GPT-2's rule), max_depth counts every application a deep loop makes
+    init_loops: int = 1
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_head:
@@ -59,6 +63,8 @@ class LoopedConfig:
             raise ValueError(f"injection={self.injection!r}: choose one of {', '.join(INJECTIONS)}")
         if self.n_block < 1:
             raise ValueError(f"n_block={self.n_block}: the looped block needs at least 1 layer")
+        if self.init_loops < 1:
+            raise ValueError(f"init_loops={self.init_loops} must be >= 1")
         if self.max_depth < 1 or self.bptt < 0:
             raise ValueError(f"max_depth={self.max_depth} must be >= 1 and bptt={self.bptt} >= 0")
 
@@ -175,7 +181,7 @@ class LoopedTransformer(nn.Module):
         self.register_buffer("rope_sin", sin, persistent=False)
         self.apply(self._init_weights)
         # Residual output projections start smaller so the stream does not grow with depth.
-        n_layers = cfg.n_prelude + cfg.n_block + cfg.n_coda
+        n_layers = cfg.n_prelude + cfg.init_loops * cfg.n_block + cfg.n_coda
         for name, p in self.named_parameters():
             if name.endswith(("attn.proj.weight", "mlp.down.weight")):
                 nn.init.normal_(p, std=cfg.init_std / math.sqrt(2 * n_layers))

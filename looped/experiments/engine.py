@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from omegaconf import OmegaConf
 
 from looped import paper
-from looped.config import TrainConfig, to_yaml
+from looped.config import ADDED, TrainConfig
 from looped.eval import stats
 from looped.eval.heldout import heldout_nll
 from looped.eval.stats import spread
@@ -68,8 +69,13 @@ def name_of(schedule: str, lr: float, seed: int, steps: int = 0, budget: float =
 def fingerprint(cfg: TrainConfig) -> str:
     """A run's config in 16 hex digits, its corpus path left out: a cached row stands for a run
     only if they agree, so rows from another dtype, device or config version are retrained."""
-    blank = replace(cfg, data=replace(cfg.data, path=""))
-    return hashlib.sha256(to_yaml(blank).encode()).hexdigest()[:16]
+    blank = OmegaConf.structured(replace(cfg, data=replace(cfg.data, path="")))
+    tree = OmegaConf.create(OmegaConf.to_container(blank))
+    for key, default in ADDED.items():  # a field at the default it was added with: as before
+        section, name = key.split(".")
+        if tree[section][name] == default:
+            del tree[section][name]
+    return hashlib.sha256(OmegaConf.to_yaml(tree).encode()).hexdigest()[:16]
 
 
 # -- the planner: runs that share a prefix train it once ---------------------------------------

@@ -39,6 +39,10 @@ class TextSetup:
     batch_size: int = 32  # sequences per step
     seq_len: int = 128  # tokens per sequence
     warmup_steps: int = 10  # linear LR warmup, then warmup-stable-decay (shared by every length)
+    # warmup as this fraction of each run instead (0: warmup_steps); runs of different lengths
+    # then part at step 0 and no longer share a trunk
+    warmup_frac: float = 0.0
+    init_loops: int = 1  # block applications the residual init counts (`model.init_loops`)
     val_batches: int = 12  # validation windows (x batch_size x seq_len tokens): LR choice
     test_batches: int = 24  # test windows: every reported number
     val_frac: float = 0.05  # share of the corpus's near-duplicate clusters held out for val
@@ -105,6 +109,7 @@ def run_config(
     own |= {f"model.{k}": getattr(setup, k) for k in ("d_model", "n_head", "seq_len")}
     own |= {"seq_len": setup.seq_len, "batch_size": setup.batch_size, "max_steps": steps}
     own |= {"optim.warmup_steps": setup.warmup_steps, "eval_batches": setup.val_batches}
+    own |= {"optim.warmup_frac": setup.warmup_frac, "model.init_loops": setup.init_loops}
     own |= {"log_interval": 10, "dtype": setup.dtype}
     run = [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]
     overrides = [*fixed.split(), *(f"{k}={v}" for k, v in own.items()), *run, *extra]
