@@ -19,7 +19,9 @@ import sys
 
 from looped.errors import UserError
 
-# subcommand -> its one-line help; its module is looped.commands.<subcommand>
+# subcommand -> its one-line help; its module is looped.commands.<subcommand> (the library's) or
+# looped.studies.commands.<subcommand> (the reproduction's harness), found by name, not imported
+# here: the library never imports the harness
 HELP = {
     "demo": "train and evaluate the small schedule grid, write figures/results",
     "train": "train one run from a preset or YAML config",
@@ -37,7 +39,11 @@ HELP = {
     "samples": "continuations at serving depths 1, 2, 4, 16",
     "report": "regenerate the docs and (--figures) the figures from results/",
 }
-COMMANDS = {name: (f"looped.commands.{name}", text) for name, text in HELP.items()}
+LIBRARY = ("train", "eval", "downstream", "data", "flops")
+COMMANDS = {
+    name: (f"looped.{'' if name in LIBRARY else 'studies.'}commands.{name}", text)
+    for name, text in HELP.items()
+}
 
 
 def _usage() -> str:

@@ -133,7 +133,7 @@ RESUMABLE = (
     "paper_schedules",  # documentation for `looped flops`, never read by the trainer
 )
 # Fields added after results were first written, with their defaults: a config at the default
-# fingerprints as it did before the field existed (`experiments.engine.fingerprint`).
+# fingerprints as it did before the field existed (`studies.engine.fingerprint`).
 ADDED = {"optim.warmup_frac": 0.0, "model.init_loops": 1}
 # Not in it: dtype, eval_depths, eval_batches (the records would change meaning mid-run), fsdp
 # (untested across the switch), and every model, data, optimizer, schedule, batch, length field.

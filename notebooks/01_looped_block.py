@@ -46,11 +46,11 @@ import seaborn as sns
 import torch
 import torch.nn.functional as F
 
+from looped import plotting
 from looped.config import load_config
 from looped.data.batching import build_source
 from looped.flops import count_params, flops_per_token
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.report import runs, style
 from looped.runtime.checkpoint import load_model
 from looped.training.trainer import train
 
@@ -61,12 +61,12 @@ sns.set_theme(style="whitegrid")
 _ = torch.manual_seed(0)  # the same weights on every run
 
 # %% [markdown]
-# The recurrence as a picture, drawn by `looped.report.runs.fig_architecture` (the paper's Fig. 6):
+# The recurrence as a picture, drawn by `looped.plotting.fig_architecture` (the paper's Fig. 6):
 # every green box is the *same* block $A$, and the grey arcs are the input injection that
 # feeds $e$ back in from the second loop on.
 
 # %%
-style.show(runs.fig_architecture(depth=4))
+plotting.show(plotting.fig_architecture(depth=4))
 
 # %% [markdown]
 # ## The formula, in code
@@ -124,7 +124,7 @@ right.set(xlabel="depth K", ylabel="forward MFLOPs per token", title="Compute")
 right.legend()
 fig.suptitle("Weight tying: compute grows with K, parameters do not")
 fig.tight_layout()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # ## 2. A looped model is an unrolled stack with shared weights
@@ -200,7 +200,7 @@ ax.plot(depths, at_init["none"], "s-", label='injection="none"')
 ax.set(xlabel="loop k", ylabel="cos(h_k, e)", title="How much of the input the state keeps (init)")
 ax.set_ylim(0, 1.05)
 ax.legend()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # Without injection the input fades loop by loop; with `"add"` (and `"concat"`, identical at
@@ -278,7 +278,7 @@ for ax in axes:
     ax.set_xticks([1, 4, 8, 12, 16])
     ax.legend(fontsize=9)
 fig.tight_layout()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # Training makes the first loops do real work (large turns), after which each further loop
@@ -317,7 +317,7 @@ ax.set(
     title="One model, every serving depth, one pass",
 )
 ax.legend()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # A model trained only at $K=4$ serves best near $K=4$, and its loss climbs as it is looped

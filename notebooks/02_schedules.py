@@ -40,8 +40,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
+from looped import plotting
 from looped.paper import FIXED, FIXED_FIRST, UNIFORM, label
-from looped.report import style
 from looped.schedule_spec import parse_schedule
 from looped.schedules import FixedFirst, draw_bits
 
@@ -110,7 +110,7 @@ for ax, (name, ks) in zip(axes, sampled.items()):
 axes[-1].set_xlabel("optimizer step")
 fig.suptitle(f"Training depth K at each step of a {N:,}-step run")
 fig.tight_layout()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # ## 3. Exact expectations, checked against samples
@@ -173,7 +173,7 @@ for ax, name in zip(axes, (label(UNIFORM), "log-normal Poisson", label(FIXED_FIR
     ax.legend(fontsize=9)
 axes[0].set_ylabel("probability")
 fig.tight_layout()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # ## 4. Why K is a pure function of (seed, step)
@@ -219,7 +219,7 @@ ax.set(
     title="Two ranks, same seed: a stateful generator desynchronises them",
 )
 ax.legend(fontsize=9, loc="lower left")
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # `looped.schedules` draws step $s$'s $K$ from 64 bits of a BLAKE2b hash of (seed, $s$)
@@ -269,7 +269,7 @@ for ax, name in zip(axes, (label(UNIFORM), label(FIXED_FIRST))):
 axes[0].set_ylabel("training depth K")
 fig.suptitle("Fig. 7: uniform-depth training and an 80% fixed-first schedule")
 fig.tight_layout()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # ## 6. What the schedules cost
@@ -296,7 +296,7 @@ ax.set(
     title="Cumulative expected loops (legend: total vs uniform)",
 )
 ax.legend(fontsize=9)
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # ## 7. Move the knobs: K0, the switch, the finish
@@ -347,7 +347,7 @@ def draw_fixed_first(k0: int = 4, frac: float = 0.8, finish: str = "uniform 1..1
     )
 
 
-style.with_knobs(  # the default drawn as plain outputs; a knob redraws them in place
+plotting.with_knobs(  # the default drawn as plain outputs; a knob redraws them in place
     draw_fixed_first,
     {
         "k0": widgets.IntSlider(value=4, min=1, max=16, description="K0"),

@@ -34,11 +34,11 @@ import numpy as np
 import seaborn as sns
 import torch
 
+from looped import plotting
 from looped.config import load_config
 from looped.data.bios import ATTRIBUTES, BiosConfig, BiosCorpus, generate
 from looped.eval.recall import bits_from_losses, recall_by_depth
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.report import style
 from looped.runtime.checkpoint import load_model
 from looped.training.trainer import train
 
@@ -207,7 +207,7 @@ ax.set(
     xlim=(0, sum(entropy.values()) * 1.18),
 )
 ax.legend(fontsize=9, ncol=3, loc="lower right")
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # ## 5. A small model, trained briefly, across serving depths
@@ -292,7 +292,7 @@ right.set(
     yscale="log",
 )
 fig.tight_layout()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # Two things to read here. **Across depths**, the model recalls most at depths near the one

@@ -27,6 +27,7 @@ from matplotlib.ticker import PercentFormatter
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from looped import plotting
 from looped.config import load_config
 from looped.flops import (
     fixed_and_loop_cost,
@@ -37,7 +38,6 @@ from looped.flops import (
     tokens_per_step,
 )
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.report import style
 from looped.schedule_spec import parse_schedule
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: more shapes checked, finer heatmap
@@ -124,7 +124,7 @@ ax.set(
     title="200m preset: training FLOPs per token by part",
 )
 ax.legend(loc="upper left", fontsize=9)
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # ## 2. Checked against PyTorch's FLOP counter
@@ -187,7 +187,7 @@ ax.bar(x + 0.2, [r[3] / 1e6 for r in rows], 0.4, label="counted (FlopCounterMode
 ax.set_xticks(x, labels)
 ax.set(ylabel="training MFLOP per token", title="The formula against PyTorch's FLOP counter")
 ax.legend()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # They agree exactly. Two modeling choices are worth knowing (both in the `looped.flops`
@@ -281,7 +281,7 @@ ax.set(
 )
 ax.yaxis.set_major_formatter(PercentFormatter(1.0))
 ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # the bands span the panel
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # ## 5. How the saving moves with the switch fraction and $K_0$
@@ -334,7 +334,7 @@ ax.set(
     ylabel="fixed depth K0",
     title=f"200m preset (F/R = {ratio_200m:.2f}): modeled saving of fixed-first",
 )
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # ### Move the knobs: the fixed cost and the schedule
@@ -387,7 +387,7 @@ def draw_savings(ratio: float = 1.18, k0: int = 2, p: float = 0.67) -> tuple:
     return fig, "\n".join(lines)
 
 
-style.with_knobs(  # the default drawn as plain outputs; a knob redraws them in place
+plotting.with_knobs(  # the default drawn as plain outputs; a knob redraws them in place
     draw_savings,
     {
         # step 0.01: the default F/R (the 200m preset's, to two places) lies on a step, so the

@@ -38,7 +38,7 @@
 #
 # This notebook loads `results/demo.json` when it exists (`looped demo --reference` writes
 # it; the quick start in `docs/USAGE.md` gives how long a plain `make demo` took). Otherwise it
-# runs the same code path at toy size, `looped.experiments.bios.QUICK` with one seed, in a temporary
+# runs the same code path at toy size, `looped.studies.bios.QUICK` with one seed, in a temporary
 # folder: a few dozen steps of a tiny model, enough to see every figure but not to reproduce
 # any number. Set `LOOPED_FULL=1` to run the full demo here instead.
 
@@ -53,18 +53,18 @@ from pathlib import Path
 import numpy as np
 from IPython.display import Image, Markdown, display
 
-import looped.report.text as text_report
-from looped.experiments.bios import FULL_DEPTH_KS, QUICK, DemoSettings, fact_nll
-from looped.experiments.demo import run_demo
-from looped.experiments.engine import paired_gap
+import looped.studies.report.text as text_report
 from looped.paper import FIXED_FIRST, MAIN_SCHEDULES, UNIFORM
 from looped.paper import label as paper_label
-from looped.report import bios
-from looped.report.probe import plot_benefit
-from looped.report.verdicts import verdicts_section
+from looped.studies.bios import FULL_DEPTH_KS, QUICK, DemoSettings, fact_nll
+from looped.studies.demo import run_demo
+from looped.studies.engine import paired_gap
+from looped.studies.report import bios
+from looped.studies.report.probe import plot_benefit
+from looped.studies.report.verdicts import verdicts_section
 
 # %matplotlib inline
-# (looped.report renders off-screen, to files; the magic above turns inline figures back on)
+# (looped.studies.report renders off-screen, to files; the magic above turns inline figures back on)
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # run the full demo when no results file exists
 ROOT = next(  # the repository root: notebooks run from notebooks/
@@ -81,7 +81,7 @@ else:
     result = run_demo(settings, workdir, workdir / "figures", quiet=True)
     origin = (
         "ran "
-        + ("`looped demo --full`" if FULL else "looped.experiments.bios.QUICK with seeds=1")
+        + ("`looped demo --full`" if FULL else "looped.studies.bios.QUICK with seeds=1")
         + " just now"
     )
 
@@ -94,7 +94,7 @@ print(
 print(f"{len(result['runs'])} runs, {meta['wall_seconds']:.0f}s on {meta['machine']}")
 
 # %% [markdown]
-# The figures are drawn by `looped.report.bios.paper_figures` from this dictionary (the same code
+# The figures are drawn by `looped.studies.report.bios.paper_figures` from this dictionary (the same code
 # `looped demo` uses for `figures/`), and every number below is read from it.
 
 # %%
@@ -124,7 +124,7 @@ def main_runs(schedule: str, budget: float) -> list[dict]:
 # %% [markdown]
 # ## 1. The tables: compute, time and quality, at equal FLOPs and at equal tokens
 #
-# These are `docs/RESULTS.md`'s bios tables, written by `looped.report.bios.section`: the
+# These are `docs/RESULTS.md`'s bios tables, written by `looped.studies.report.bios.section`: the
 # setup, the schedules at equal FLOPs and at equal tokens, and, where the runs exist, the
 # serving depths 1, 4, 8 and 16, depth specialisation, the switch and catch-up; the sections
 # below draw their figures. Rows are seed means; the brackets give the range over seeds, and "per-seed range" the
@@ -276,7 +276,7 @@ if "two_hop_recall" in figures:
 #
 # positive where the deep update helps more. The checkpoints are where the fixed-first runs
 # switch to uniform, one per budget (the 15%, 45% and 100% runs switch at different steps;
-# `looped.experiments.probes.update_benefit`).
+# `looped.studies.probes.update_benefit`).
 
 # %%
 benefit = result.get("update_benefit") or []
@@ -344,7 +344,7 @@ if text_file.is_file() and "text_loss_by_seed" in text_figures:
 # ## What we saw
 #
 # The verdicts below are written from the committed results by
-# `looped.report.verdicts.verdicts_section`, the same code that writes the README's verdicts;
+# `looped.studies.report.verdicts.verdicts_section`, the same code that writes the README's verdicts;
 # section 1 showed the bios tables. What tables and verdicts show, read against the paper: at
 # this size uniform training is still on its memorisation plateau when the budget ends, so
 # fixed-first and fixed K=4 end far ahead of it on the bios facts; fixed K=4 serves best near its

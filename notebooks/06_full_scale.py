@@ -35,6 +35,8 @@ if platform.machine().lower() in ("x86_64", "amd64"):
 
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -44,6 +46,7 @@ import seaborn as sns
 import torch
 from IPython.display import Image, display
 
+from looped import plotting
 from looped.commands.flops import format_table
 from looped.config import load_config
 from looped.data.text import load_tokenizer, prepare_text
@@ -54,13 +57,12 @@ from looped.flops import (
     steps_for_budget,
     tokens_per_step,
 )
-from looped.report import runs, style
 from looped.runtime.device import peak_flops
 from looped.schedule_spec import parse_schedule
 from looped.training.trainer import train
 
 # %matplotlib inline
-# (looped.report renders off-screen, to files; the magic above turns inline figures back on)
+# (looped.plotting renders off-screen, to files; the magic above turns inline figures back on)
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: larger BPE, longer tiny runs
 if not FULL:
@@ -189,7 +191,7 @@ for ax, preset in zip(axes, ("200m", "1b")):
     )
     ax.tick_params(axis="y", labelsize=9.5)  # the specs are long: the smallest size that reads
 fig.tight_layout()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # ## 3. Launching the runs
@@ -371,17 +373,20 @@ right.set(
 for ax in (left, right):
     ax.legend(fontsize=9)
 fig.tight_layout()
-style.show(fig)
+plotting.show(fig)
 
 # %% [markdown]
 # `looped plot --runs DIR [DIR ...] --out FIGDIR` searches the directories for runs and draws
 # the analogs of the paper's Fig. 8 (NLL across serving depths, seed bands), Fig. 2 (mean NLL
-# against modeled FLOPs) and Fig. 3 (training loss with the switch marked). It is
-# `looped.report.runs.figures`, called here on the tiny runs; on the full grid the command is
-# `looped plot --runs runs/200m --out figures/200m`.
+# against modeled FLOPs) and Fig. 3 (training loss with the switch marked). It belongs to the
+# reproduction's harness (`looped.studies`), so this notebook runs the command itself, here on
+# the tiny runs; on the full grid it is `looped plot --runs runs/200m --out figures/200m`.
 
 # %%
-for path in runs.figures([runs_dir], workdir / "figures"):
+figdir = workdir / "figures"
+plot = [sys.executable, "-m", "looped", "plot", "--runs", str(runs_dir), "--out", str(figdir)]
+subprocess.run(plot, check=True, capture_output=True, text=True)
+for path in sorted(figdir.glob("*.png")):
     print(path.name)
     display(Image(path))
 

@@ -39,13 +39,13 @@ from pathlib import Path
 import torch
 from IPython.display import Image, Markdown, display
 
-import looped.report.text as text_report
-from looped.experiments.diagnose import DiagnoseSettings, run_diagnose
-from looped.experiments.probes import gradient_agreement
+import looped.studies.report.text as text_report
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.report import diagnose, length
-from looped.report import map as map_report
-from looped.report.probe import plot_benefit
+from looped.studies.diagnose import DiagnoseSettings, run_diagnose
+from looped.studies.probes import gradient_agreement
+from looped.studies.report import diagnose, length
+from looped.studies.report import map as map_report
+from looped.studies.report.probe import plot_benefit
 
 FULL = os.environ.get("LOOPED_FULL") == "1"
 ROOT = next(  # the repository root: notebooks run from notebooks/
@@ -64,7 +64,7 @@ ROOT = next(  # the repository root: notebooks run from notebooks/
 # $\rho = 1$ when every depth wants the same change; for gradients of equal size that are
 # orthogonal, $\rho = 1/\sqrt{16}$. Two things can make uniform slow: gradients of very
 # different **size** (a few depths dominate the steps and Adam's running second moment) and
-# gradients of different **direction** (the average cancels). `looped.experiments.probes.gradient_agreement`
+# gradients of different **direction** (the average cancels). `looped.studies.probes.gradient_agreement`
 # measures both on one batch. On an untrained model every depth's gradient points much the
 # same way:
 

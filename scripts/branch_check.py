@@ -23,9 +23,9 @@ from safetensors.torch import load_file
 
 from looped import paper
 from looped.errors import UserError
-from looped.experiments import length
-from looped.experiments.textsetup import ensure_corpus, run_config
 from looped.runtime.checkpoint import checkpoint_dir, list_checkpoints
+from looped.studies import length
+from looped.studies.textsetup import ensure_corpus, run_config
 from looped.training.lineage import branch_point
 from looped.training.trainer import train
 

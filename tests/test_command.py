@@ -8,7 +8,7 @@ import pytest
 
 from looped.cli import main as cli
 from looped.errors import UserError
-from looped.experiments.results import read_results_file, write_result
+from looped.studies.results import read_results_file, write_result
 
 STUDIES = ("demo", "diagnose", "length", "samples")
 REFERENCED = ("demo", "diagnose", "length", "samples")  # those with a committed result

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from looped.commands import demo as demo_command
-from looped.commands import report as report_command
+from looped.studies.commands import demo as demo_command
+from looped.studies.commands import report as report_command
 from looped.config import lr_at
 from looped.errors import UserError
-from looped.experiments import bios, demo
-from looped.experiments.bios import QUICK, plan
-from looped.experiments.demo import run_demo
-from looped.experiments.engine import name_of
 from looped.paper import FIXED, FIXED_FIRST, UNIFORM
-from looped.report import bios as bios_report
-from looped.report import render
 from looped.schedule_spec import parse_schedule
+from looped.studies import bios, demo
+from looped.studies.bios import QUICK, plan
+from looped.studies.demo import run_demo
+from looped.studies.engine import name_of
+from looped.studies.report import bios as bios_report
+from looped.studies.report import render
 
 
 def named(schedule: str, budget: float, seed: int = 0, lr: float = bios.BIOS_LR[UNIFORM]) -> str:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from looped.cli import main as cli
-from looped.experiments.diagnose import QUICK, VARIANTS, grad_norm_by_depth, plan, runs_of
+from looped.studies.diagnose import QUICK, VARIANTS, grad_norm_by_depth, plan, runs_of
 
 
 def test_grad_norm_by_depth_is_the_median_of_the_steps_of_each_depth_after_warmup():
@@ -61,7 +61,7 @@ def test_bad_input_is_one_line_and_exit_2(args, capsys):
 
 
 def test_gap_closed_is_the_share_of_the_uniform_to_fixed_difference():
-    from looped.report.diagnose import closed_share, seed_shares
+    from looped.studies.report.diagnose import closed_share, seed_shares
 
     v = {
         "uniform": {"mean_nll": 3.0, "seed_mean_nll": [3.0]},

@@ -7,7 +7,10 @@ import random
 import pytest
 
 from looped.data.text import prepare_documents
-from looped.experiments.engine import (
+from looped.flops import schedule_flops, tokens_per_step
+from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
+from looped.schedule_spec import parse_schedule
+from looped.studies.engine import (
     choose_each,
     choose_lr,
     compare,
@@ -16,10 +19,7 @@ from looped.experiments.engine import (
     plan,
     text_runs,
 )
-from looped.experiments.length import QUICK, flop_lengths
-from looped.flops import schedule_flops, tokens_per_step
-from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
-from looped.schedule_spec import parse_schedule
+from looped.studies.length import QUICK, flop_lengths
 
 
 def test_the_lr_is_the_lowest_mean_over_the_lr_seeds_ties_to_the_smaller_and_never_diverged():

@@ -12,7 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from looped.report import bios, checks, runs, style  # noqa: E402
+from looped import plotting
+from looped.studies.report import bios, checks, runs, style  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "demo.json"
@@ -87,7 +88,7 @@ def test_fig2_keys_bars_only_where_seeds_draw_them_and_says_how_runs_were_matche
 ):
     """One seed per schedule draws no seed bar, so the legend names none; runs trained for the
     same steps (no budget_frac) are not called a share of a budget."""
-    from looped.report import bios as bios_report
+    from looped.studies.report import bios as bios_report
 
     for schedule in ("uniform:1-16", "fixed:4"):
         run = tmp_path / schedule.replace(":", "_")
@@ -110,7 +111,7 @@ def test_fig2_keys_bars_only_where_seeds_draw_them_and_says_how_runs_were_matche
 
     monkeypatch.setattr(bios_report.style, "save", keep)
     bios_report.fig2_nll_vs_flops({"runs": rows}, tmp_path / "fig2.png")
-    assert not any(style.SEED_RANGE in t for t in drawn["texts"])
+    assert not any(plotting.SEED_RANGE in t for t in drawn["texts"])
     assert "Against uniform, equal steps" in drawn["titles"]
     # a budget-matched run beside them: the panel still holds step-matched runs
     bios_report.fig2_nll_vs_flops({"runs": [*rows, rows[0] | {"matched_budget": True}]}, "x")
@@ -118,14 +119,14 @@ def test_fig2_keys_bars_only_where_seeds_draw_them_and_says_how_runs_were_matche
     # two seeds of every schedule on budgets: bars drawn, so keyed; the title names the budget
     matched = [r | {"matched_budget": True, "seed": s} for r in rows for s in (0, 1)]
     bios_report.fig2_nll_vs_flops({"runs": matched}, "x")
-    assert any(style.SEED_RANGE in t for t in drawn["texts"])
+    assert any(plotting.SEED_RANGE in t for t in drawn["texts"])
     assert "Against uniform, 100% of the budget" in drawn["titles"]
 
 
 def test_every_column_of_the_seed_loss_grid_keeps_a_step_axis(tmp_path, monkeypatch):
     """Three schedules on a grid of two columns leave the second column's lower slot empty:
     the panel above it must carry the step axis, or that column has none."""
-    from looped.report import text as text_report
+    from looped.studies.report import text as text_report
 
     def run(schedule, seed):
         curve = [[step, 5.0 - 0.01 * step, 1] for step in range(1, 60)]
@@ -156,7 +157,7 @@ def test_architecture_diagram_has_one_box_per_application_and_the_injections():
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     for depth in (1, 4):
-        fig = runs.fig_architecture(depth)
+        fig = plotting.fig_architecture(depth)
         ax = fig.axes[0]
         boxes = [p for p in ax.patches if isinstance(p, FancyBboxPatch)]
         texts = [t.get_text().split("\n")[0] for t in ax.texts]
@@ -252,7 +253,7 @@ def shipped_figures(tmp_path_factory):
     """Every figure of figures/, redrawn from the committed results/*.json by the functions that
     drew it (`render.figures`), as (name, problems found on the Figure as saved, its text
     measured at the width the pages show it)."""
-    from looped.report import render
+    from looped.studies.report import render
 
     found, widths = {}, shown_widths()
     original = style.save
@@ -400,7 +401,7 @@ def test_the_checks_fail_on_the_figures_as_they_were_drawn(monkeypatch):
     uniform's curve in the 100% panel, the gradient-agreement legend on the K=8 vs K=16 line.
     (Fixed-first's solid training curve covering fixed K=4's until the switch: see
     test_fixed_first_is_drawn_from_its_switch_where_it_follows_its_trunk.)"""
-    from looped.report import diagnose
+    from looped.studies.report import diagnose
 
     drawn = {}
     monkeypatch.setattr(style, "place_legends", lambda fig: False)  # legends where coded
@@ -531,7 +532,7 @@ DEPTHS = list(range(1, 17))
 
 def _as_drawn_before(series, figsize, panels=1, **kw):
     """Lines with markers, one per series, in the last of `panels` panels: how both were drawn."""
-    style.use_theme()
+    plotting.use_theme()
     fig, axes = plt.subplots(1, panels, figsize=figsize, squeeze=False)
     for name, y in series.items():
         axes[0][-1].plot(DEPTHS, y, label=name, ms=4, marker="o", **kw)
@@ -582,7 +583,7 @@ def test_the_figures_draw_lines_that_coincide_apart_or_as_one(monkeypatch):
     """The fixed figures from the committed results: two-hop's fixed-K runs as markers side by
     side at each depth; the two interventions as one line, their mean, whose legend names both
     and says so."""
-    from looped.report import diagnose
+    from looped.studies.report import diagnose
 
     demo = json.loads(REFERENCE.read_text())
     depth = {r["schedule"]: r["two_hop_acc"] for r in demo["runs"] if r["group"] == "depth"}
@@ -624,7 +625,7 @@ def test_fixed_first_is_drawn_from_its_switch_where_it_follows_its_trunk(monkeyp
     """Fixed-first's run is fixed K=4's until the switch (a branch of it): drawn whole, solid
     it hid fixed K=4's curve and dashed the two read as one. Now it starts at the switch and
     its legend entry says whose curve it was before."""
-    from looped.report.bios import at_full_budget
+    from looped.studies.report.bios import at_full_budget
 
     demo = json.loads(REFERENCE.read_text())
     full = at_full_budget(demo, seed=0)
@@ -632,7 +633,7 @@ def test_fixed_first_is_drawn_from_its_switch_where_it_follows_its_trunk(monkeyp
         fig, ax = plt.subplots(figsize=(5, 3.8))
         for label in ("fixed K=4", "fixed-first K=4 (80%)"):
             curve = np.asarray(full[label][0]["curve"])
-            ax.plot(curve[:, 0], style.trailing_mean(curve[:, 1], 9), lw=1.2, label=label,
+            ax.plot(curve[:, 0], plotting.trailing_mean(curve[:, 1], 9), lw=1.2, label=label,
                     ls="-" if label == "fixed K=4" else ls)  # fmt: skip
         ax.set_yscale("log")
         fig.canvas.draw()
@@ -666,15 +667,17 @@ def test_a_legend_never_covers_a_reference_line_it_names():
 
 
 def test_every_mark_has_a_key():
-    """A seed band and a reference line at K=4 with no key are found; `style.key` (written as
+    """A seed band and a reference line at K=4 with no key are found; `plotting.key` (written as
     the legend's title by `finish`) and a label on the line key them."""
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    style.band(ax, DEPTHS, [INTERVENTIONS["uniform 2..16"], INTERVENTIONS["fixed K=4"]], "a", "C0")
+    plotting.band(
+        ax, DEPTHS, [INTERVENTIONS["uniform 2..16"], INTERVENTIONS["fixed K=4"]], "a", "C0"
+    )
     ax.legend(fontsize=8)
     fig.canvas.draw()
     assert checks.unkeyed_marks(fig) == ["'panel 1': shading or bars with no key"]
     style.finish(fig)  # band() keyed its shading: the legend's title says what it spans
-    assert ax.get_legend().get_title().get_text() == f"shading: {style.SEED_RANGE}"
+    assert ax.get_legend().get_title().get_text() == f"shading: {plotting.SEED_RANGE}"
     assert checks.unkeyed_marks(fig) == []
     line = ax.axvline(4, ls=":")
     assert checks.unkeyed_marks(fig) == ["'panel 1': a reference line with no key"]

@@ -139,36 +139,8 @@ def test_the_graph_sees_function_level_and_from_package_imports(tmp_path, monkey
     assert frozenset({"looped.d", "looped.e"}) in cycles(import_graph(type_only=True))
 
 
-def _architecture_map() -> list[tuple[str, set[str]]]:
-    """(module, the imports its row names) for each row of docs/ARCHITECTURE.md's module map."""
-    import re
-
-    text = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text()
-    block = text.split("<!-- modules:begin -->")[1].split("<!-- modules:end -->")[0]
-    rows = []
-    for path, deps in re.findall(r"^\| \w+ \| `(looped/[\w/]+)\.py` \| ([^|]*) \|", block, re.M):
-        named = {f"looped.{d.strip()}" for d in deps.split(",") if d.strip() not in ("", "-")}
-        rows.append((path.replace("/", "."), named))
-    return rows
-
-
 def test_subpackage_init_files_hold_only_a_docstring():
     """So that the map can treat `from looped.runtime import lock` as an arrow to lock alone."""
     for path in PACKAGE.glob("*/__init__.py"):
         body = ast.parse(path.read_text()).body
         assert len(body) == 1 and isinstance(body[0], ast.Expr), f"{path} holds code"
-
-
-def test_the_architecture_map_is_the_import_graph_in_dependency_order():
-    graph = import_graph()
-    rows = _architecture_map()
-    listed = [name for name, _ in rows]
-    # the __init__ files hold a docstring only: nothing to map, and an import from a subpackage
-    # is an arrow to the module it names
-    packages = {module_name(p) for p in PACKAGE.rglob("__init__.py")}
-    assert sorted(listed) == sorted(set(graph) - packages), "the map lists another set of modules"
-    for position, (name, named) in enumerate(rows):
-        deps = graph[name] - packages
-        assert named == deps, f"{name} imports {sorted(deps)}; the map says {sorted(named)}"
-        below = deps - set(listed[:position])
-        assert not below, f"{name} imports {sorted(below)}, listed below it in the map"

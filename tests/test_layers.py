@@ -2,8 +2,8 @@
 reaches into another's private names, and the shape rules of the code hold (short functions,
 `# fmt: skip` only on aligned tables, function-level imports only with a stated reason).
 
-The layers, lowest first, are `looped.report.docs.LAYERS`, the table docs/ARCHITECTURE.md's module
-map is drawn from."""
+The layers, lowest first, are LAYERS below: the library a learner imports, then the reproduction's
+harness (`looped.studies`) on top of it; docs/ARCHITECTURE.md draws them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,36 @@ from pathlib import Path
 from test_imports import PACKAGE, import_graph, module_name
 
 from looped.paper import SHOWN
-from looped.report.docs import LAYERS, layer_of
+
+# The tower, lowest first: a module imports only from its own layer and those below; a module
+# belongs to the layer of its longest prefix. The library ends at "commands"; everything above
+# it is the harness, which the library never imports (the `looped` command finds the harness's
+# subcommands by name).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("library", ("looped.errors", "looped.kernels", "looped.model", "looped.schedules",
+                 "looped.schedule_spec", "looped.schedules_more", "looped.paper", "looped.config",
+                 "looped.flops")),
+    ("runtime", ("looped.runtime",)),
+    ("data", ("looped.data",)),
+    ("eval", ("looped.eval",)),
+    ("training", ("looped.training",)),
+    ("plotting", ("looped.plotting",)),
+    ("commands", ("looped.commands", "looped.cli", "looped.__main__", "looped")),
+    ("statistics", ("looped.studies.stats", "looped.studies.gapfit")),
+    ("report", ("looped.studies.report",)),
+    ("studies", ("looped.studies",)),
+    ("bench", ("looped.studies.bench",)),
+    ("study commands", ("looped.studies.commands",)),
+)  # fmt: skip
+HARNESS = "statistics"  # the first layer of the harness
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of a module's layer (-1: none); the longest matching prefix wins."""
+    prefixes = [(len(p), i, p) for i, (_, ps) in enumerate(LAYERS) for p in ps]
+    found = [(n, i) for n, i, p in prefixes if (module + ".").startswith(p + ".")]
+    return max(found)[1] if found else -1
+
 
 MAX_FUNCTION_LINES = 50
 
@@ -183,15 +212,21 @@ def test_the_checks_catch_what_they_claim(tmp_path, monkeypatch):
         "user.py:2 imports looped.bad._h",
         "user.py:3 uses looped.bad._k",
     ]
-    assert layer_of("looped.experiments.demo") > layer_of("looped.report.render")
-    assert layer_of("looped.eval.stats") < layer_of("looped.training.trainer")
+    assert layer_of("looped.studies.demo") > layer_of("looped.studies.report.render")
+    # the harness sits above the whole library: a library module importing it points up
+    harness = min(i for i, (name, _) in enumerate(LAYERS) if name == HARNESS)
+    library = ["looped.model", "looped.training.trainer", "looped.plotting", "looped.cli"]
+    assert all(layer_of(m) < harness for m in library)
+    studies = ["looped.studies.stats", "looped.studies.engine", "looped.studies.commands.map"]
+    assert all(layer_of(m) >= harness for m in studies)
 
 
 def parsers_outside_commands(path: Path) -> list[str]:
     """Argument parsing below the commands layer: an `argparse` import, or a call that builds a
     parser or adds a flag. Every `looped` subcommand parses in looped/commands/ and calls the
     library with typed arguments, so the library stays usable from a notebook."""
-    if module_name(path).startswith("looped.commands") or module_name(path) == "looped.cli":
+    name = module_name(path)
+    if name.startswith(("looped.commands", "looped.studies.commands")) or name == "looped.cli":
         return []
     found = []
     for node in ast.walk(ast.parse(path.read_text())):

@@ -15,9 +15,9 @@ import torch
 from looped import paper
 from looped.data.splits import assign_splits, near_duplicate_keys
 from looped.data.text import load_tokenizer, prepare_documents
-from looped.eval import stats
 from looped.eval.baselines import NgramBaseline, choose_k
-from looped.eval.stats import Verdict
+from looped.studies import stats
+from looped.studies.stats import Verdict
 
 
 # -- splits ------------------------------------------------------------------------------------
@@ -146,8 +146,8 @@ def test_each_verdict_from_a_constructed_interval(lo, hi, expected):
 
 # -- the planner -------------------------------------------------------------------------------
 def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
-    from looped.experiments.engine import plan, text_runs
-    from looped.experiments.length import QUICK
+    from looped.studies.engine import plan, text_runs
+    from looped.studies.length import QUICK
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
@@ -169,7 +169,7 @@ def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
 
 
 def test_an_edge_choice_extends_the_sweep_on_that_side_at_that_length_only():
-    from looped.experiments.engine import extended
+    from looped.studies.engine import extended
 
     grid = {"a": dict.fromkeys((1e-3, 3e-3, 1e-2), (30, 60)), "b": {1e-3: (30,), 3e-3: (30,)}}
     chosen = {"a": {30: {"lr": 1e-2, "edge": "high"}, 60: {"lr": 3e-3, "edge": None}},
@@ -186,7 +186,7 @@ def test_while_an_edge_extends_the_sweep_idle_workers_go_ahead_at_the_choice_so_
     LR its validation NLLs choose."""
     from types import SimpleNamespace
 
-    from looped.experiments.engine import sweep
+    from looped.studies.engine import sweep
 
     class Fake:  # a study whose runs finish at once, validation NLL least at LR 0.03
         settings = SimpleNamespace(lr_seeds=(100,))
@@ -218,8 +218,8 @@ def test_while_an_edge_extends_the_sweep_idle_workers_go_ahead_at_the_choice_so_
 def test_what_goes_ahead_is_exactly_the_first_round_the_study_then_plans(tmp_path: Path):
     """The ahead runs are worth their worker only if the rounds plan the same names and configs
     once the sweep keeps its choice."""
-    from looped.experiments.engine import Study, fingerprint
-    from looped.experiments.length import QUICK, first_round, run_rounds, shared_lrs
+    from looped.studies.engine import Study, fingerprint
+    from looped.studies.length import QUICK, first_round, run_rounds, shared_lrs
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
@@ -247,7 +247,7 @@ def test_what_goes_ahead_is_exactly_the_first_round_the_study_then_plans(tmp_pat
 def test_the_demo_text_track_goes_ahead_with_the_seeds_it_then_plans(tmp_path: Path, monkeypatch):
     """The demo's text track sweeps too: while an edge extends it, idle workers train the
     seeds at the LR chosen so far, the very runs (names and configs) it then plans."""
-    from looped.experiments import engine, length
+    from looped.studies import engine, length
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
@@ -281,8 +281,8 @@ def test_the_demo_text_track_goes_ahead_with_the_seeds_it_then_plans(tmp_path: P
 def test_a_round_goes_ahead_with_the_next_round_the_study_then_plans(tmp_path: Path, monkeypatch):
     """While a round's last runs train, idle workers take the next round's: the very runs (names
     and configs) the next round plans when its cells stay open; only the next round's."""
-    from looped.experiments import length
-    from looped.experiments.engine import Study, fingerprint
+    from looped.studies import length
+    from looped.studies.engine import Study, fingerprint
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
@@ -326,7 +326,7 @@ def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documen
 
 
 def test_the_demo_says_when_its_text_models_lose_to_the_bigram_and_points_to_the_study():
-    from looped.report.bios import text_note
+    from looped.studies.report.bios import text_note
 
     result = {"equal_tokens": [{"mean_nll": {"max": 5.0}, "uniform_nll": {"max": 5.2}}],
               "baselines": {"bigram": 4.0}}  # fmt: skip
@@ -340,9 +340,9 @@ def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
     from tokenizers import Tokenizer
 
     from looped.data.text import HFTokenizer
-    from looped.experiments.samples import continue_greedy
     from looped.model import LoopedConfig, LoopedTransformer
-    from looped.report.samples import section
+    from looped.studies.report.samples import section
+    from looped.studies.samples import continue_greedy
 
     tok = HFTokenizer(
         Tokenizer.from_file(str(Path(__file__).parent / "fixtures/tokenizer.json")), "t"
@@ -364,9 +364,9 @@ def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
 
 def _synthetic_study() -> dict:
     """A length.json as `looped length` writes it, with made-up numbers: 4 lengths, 4 seeds."""
-    from looped.experiments.engine import SCHEDULES
-    from looped.experiments.length import seed_trends, sequential_cells
     from looped.paper import TOLERANCE
+    from looped.studies.engine import SCHEDULES
+    from looped.studies.length import seed_trends, sequential_cells
 
     rows = []
     for i, steps in enumerate((30, 60, 120, 240)):
@@ -384,8 +384,8 @@ def _synthetic_study() -> dict:
 
 @pytest.mark.slow
 def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigram(tmp_path):
-    from looped.report import checks
-    from looped.report.length import fig_gap
+    from looped.studies.report import checks
+    from looped.studies.report.length import fig_gap
 
     study = _synthetic_study()
     informative = {c["steps"]: c.get("verdict") for c in study["cells"] if "gap" in c}
@@ -402,8 +402,8 @@ def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigr
 
 
 def test_a_length_added_after_the_trunks_ran_branches_at_a_checkpoint_they_hold(tmp_path: Path):
-    from looped.experiments.engine import plan, text_runs
-    from looped.experiments.length import QUICK
+    from looped.studies.engine import plan, text_runs
+    from looped.studies.length import QUICK
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
@@ -434,11 +434,11 @@ def test_samples_continue_the_length_studys_models_at_every_serving_depth(tmp_pa
     models (once: a second call reuses it) and continues every prompt at every depth."""
     from dataclasses import replace
 
-    from looped.experiments import samples
-    from looped.experiments.engine import name_of
-    from looped.experiments.length import QUICK
-    from looped.experiments.runner import Planned, execute
-    from looped.experiments.textsetup import ensure_corpus, run_config
+    from looped.studies import samples
+    from looped.studies.engine import name_of
+    from looped.studies.length import QUICK
+    from looped.studies.runner import Planned, execute
+    from looped.studies.textsetup import ensure_corpus, run_config
 
     settings = replace(QUICK, setup=replace(QUICK.setup, d_model=16), lengths=(4, 6))
     corpus = ensure_corpus(settings.setup, tmp_path)
@@ -482,7 +482,7 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
         for i, s in enumerate(schedules)
     ]  # fmt: skip
     code = (
-        "import json, sys; from looped.experiments.length import seed_trends; "
+        "import json, sys; from looped.studies.length import seed_trends; "
         "print(json.dumps(list(seed_trends(json.loads(sys.argv[1])))))"
     )
     orders = {
@@ -501,9 +501,9 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
 def test_one_arm_trains_only_that_schedule_beside_uniform():
     """`--arms k2` plans K=2's runs and uniform's, none of the other arms', so one arm can be
     trained now and the study collected whole later; a misspelt arm is refused in one line."""
-    from looped.commands import length as length_command
+    from looped.studies.commands import length as length_command
     from looped.errors import UserError
-    from looped.experiments.length import round_grid
+    from looped.studies.length import round_grid
 
     parse = length_command.parser().parse_args
     settings = length_command.settings_from(parse(["--arms", "k2"]))
@@ -526,7 +526,7 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
     import json
 
     from looped.errors import UserError
-    from looped.experiments.length import CORPUS_KEYS, cached_rows
+    from looped.studies.length import CORPUS_KEYS, cached_rows
 
     corpus = {"tokenizer": "bpe:512", "vocab_size": 512, "splits": {}, "dataset": "stdlib"}
     old = {"meta": {"corpus": {k: corpus[k] for k in CORPUS_KEYS if k in corpus},
@@ -546,9 +546,9 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
 def test_a_flag_a_mode_would_override_is_honoured_or_refused_and_bad_results_files_in_one_line(
     tmp_path: Path,
 ):
-    from looped.commands import length as length_command
+    from looped.studies.commands import length as length_command
     from looped.errors import UserError
-    from looped.experiments.length import cached_rows
+    from looped.studies.length import cached_rows
 
     parse = length_command.parser().parse_args
     assert length_command.settings_from(parse(["--quick", "--d-model", "16"])).setup.d_model == 16
@@ -565,7 +565,7 @@ def test_a_flag_a_mode_would_override_is_honoured_or_refused_and_bad_results_fil
 def test_the_own_lr_check_gives_no_verdict_where_a_model_misses_the_bigram():
     """The robustness cell is judged like the main cells: a model above the bigram table's NLL
     on either side leaves it "not informative", whatever its interval says."""
-    from looped.experiments.length import tuned_cells  # as the tests above: the study's module
+    from looped.studies.length import tuned_cells  # as the tests above: the study's module
 
     arm = paper.RECIPE_200M
     rows = [

@@ -202,11 +202,11 @@ def test_a_second_quick_demo_into_one_directory_is_refused(tmp_path):
 def test_every_writer_takes_the_lock_before_writing(tmp_path):
     """train, mark_diverged (the pool's other write), and the demo and diagnose
     output directories: each refuses a directory another writer holds, before any write."""
-    from looped.experiments.bios import QUICK as DEMO
-    from looped.experiments.demo import run_demo
-    from looped.experiments.diagnose import QUICK as DIAGNOSE
-    from looped.experiments.diagnose import run_diagnose
-    from looped.experiments.runner import mark_diverged
+    from looped.studies.bios import QUICK as DEMO
+    from looped.studies.demo import run_demo
+    from looped.studies.diagnose import QUICK as DIAGNOSE
+    from looped.studies.diagnose import run_diagnose
+    from looped.studies.runner import mark_diverged
 
     out = tmp_path / "out"
     cfg = load_config("tiny", RUN)

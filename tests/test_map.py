@@ -18,11 +18,11 @@ from looped.data.package_corpus import package_documents, write_manifest
 from looped.data.splits import split_of
 from looped.data.text import prepare_documents
 from looped.errors import UserError
-from looped.eval.gapfit import gap_fit
-from looped.experiments import engine, length
 from looped.flops import drawn_seconds
-from looped.report.map import finding, fit_cells, map_rows
 from looped.schedule_spec import parse_schedule
+from looped.studies import engine, length
+from looped.studies.gapfit import gap_fit
+from looped.studies.report.map import finding, fit_cells, map_rows
 from looped.training.lineage import branch_point
 from looped.training.trainer import train
 
@@ -144,7 +144,7 @@ def test_a_cell_whose_seeds_trained_on_two_devices_says_so_and_one_device_says_n
 
 
 def test_a_length_past_one_pass_is_not_trained_and_a_block_with_none_left_is_skipped(capsys):
-    from looped.experiments.map import QUICK, block_settings, one_pass
+    from looped.studies.map import QUICK, block_settings, one_pass
 
     bs = block_settings(QUICK.blocks[0], QUICK)  # d16 at 2, 4 and 8 tokens per parameter
     per_step = bs.setup.batch_size * bs.setup.seq_len
@@ -242,7 +242,7 @@ def test_the_fit_recovers_a_known_crossing_from_constructed_cells():
 def test_the_fit_table_says_interim_and_does_not_locate_a_crossing_its_seeds_scatter():
     """Read while a width's seeds are training (an interim look), the fit says so; two seeds
     whose slopes agree in sign but not in size leave a crossing no interval can place."""
-    from looped.report.map import fit_section
+    from looped.studies.report.map import fit_section
 
     k4 = paper.RECIPES_1B[1]
     cells = []
@@ -278,7 +278,7 @@ def test_the_fit_table_says_interim_and_does_not_locate_a_crossing_its_seeds_sca
 def test_a_fit_whose_seeds_disagree_in_direction_says_so_once():
     """Two seeds whose gaps move in opposite directions with length place no crossing at any
     width: the row says why in one phrase, not once per width and level."""
-    from looped.report.map import fit_section
+    from looped.studies.report.map import fit_section
 
     k2 = paper.RECIPE_200M
     cells = [
@@ -380,7 +380,7 @@ def test_a_shorter_run_branched_off_a_longer_trunk_equals_it_trained_from_scratc
 def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypatch):
     """A width whose cells all miss the bigram is drawn faint, and its wide intervals may run
     off the panel; the reported cells' intervals and every cell's mean stay inside it."""
-    from looped.report import map as report_map
+    from looped.studies.report import map as report_map
 
     def cell(d: int, s: str, tpp: float, lo: float, mean: float, hi: float, verdict: str):
         gap = {"lo": lo, "mean": mean, "hi": hi, "n": 4, "values": [mean] * 4}
@@ -447,7 +447,7 @@ def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypa
 
 
 def test_the_own_lr_table_lists_each_width_that_ran_the_check():
-    from looped.report.map import own_lr
+    from looped.studies.report.map import own_lr
 
     arm = paper.RECIPE_200M
     gap = {"mean": 0.015, "lo": -0.004, "hi": 0.034, "n": 4}
@@ -465,7 +465,7 @@ def test_the_own_lr_table_lists_each_width_that_ran_the_check():
 def test_the_trend_table_gives_each_widths_per_seed_slopes_and_what_has_not_run():
     """The README's "its per-seed trend rises" is read off this table: a row per width and arm,
     each seed's slope of the gap per doubling of tokens (constructed: 1, 2, 3, 2 points)."""
-    from looped.report.map import trends
+    from looped.studies.report.map import trends
 
     k4 = paper.RECIPES_1B[1]
     slopes = {0: 0.01, 1: 0.02, 2: 0.03, 3: 0.02}
@@ -510,7 +510,7 @@ def test_the_trend_table_gives_each_widths_per_seed_slopes_and_what_has_not_run(
 def test_collecting_a_block_still_in_its_lr_sweep_draws_no_empty_figure(tmp_path: Path):
     """A block with no paired cell yet (d=128 BPE-4096 mid-sweep) once failed its collect with
     "figure has panels without data"; its map.json is written and no figure is drawn."""
-    from looped.report.map import figures
+    from looped.studies.report.map import figures
 
     block = {"meta": {"settings": {"setup": {"d_model": 128}}}, "cells": [], "rows": []}
     assert figures({"blocks": {"d128-bpe4096": block}}, tmp_path) == []
@@ -519,7 +519,7 @@ def test_collecting_a_block_still_in_its_lr_sweep_draws_no_empty_figure(tmp_path
 def test_timing_one_width_keeps_the_other_widths_step_times(tmp_path, monkeypatch):
     """`looped map --time 5 --blocks d128` after d32 and d64 were timed: d128's entry is added
     (or replaced), the others stay, and so does everything else in map.json."""
-    from looped.commands import map as map_command
+    from looped.studies.commands import map as map_command
 
     old = {"blocks": {"d64": {"cells": []}}, "wallclock": {"d32-bpe512": "a", "d64-bpe512": "b"}}
     (tmp_path / "map.json").write_text(json.dumps(old))
@@ -534,8 +534,8 @@ def test_timing_one_width_keeps_the_other_widths_step_times(tmp_path, monkeypatc
 
 def test_step_times_are_taken_on_one_thread_with_the_depths_taking_turns(tmp_path, monkeypatch):
     """`map --time` times the step a worker takes (one core), and no depth always goes first."""
-    from looped.experiments import map as study
-    from looped.experiments.textsetup import TextSetup
+    from looped.studies import map as study
+    from looped.studies.textsetup import TextSetup
 
     seen: list[tuple[int, list[int]]] = []
 
@@ -554,7 +554,7 @@ def test_step_times_are_taken_on_one_thread_with_the_depths_taking_turns(tmp_pat
 
 
 def test_a_cell_read_at_one_seed_says_it_has_no_interval_rather_than_printing_infinities():
-    from looped.report.length import gap_cell
+    from looped.studies.report.length import gap_cell
 
     one = {"gap": {"mean": -0.032, "lo": -math.inf, "hi": math.inf, "n": 1},
            "verdict": "undecided", "planned_look": False}  # fmt: skip

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from looped import paper
-from looped.experiments.engine import escape_step, trunk_train
-from looped.experiments.map import QUICK, Block, MapSettings, run_map
-from looped.experiments.textsetup import ensure_corpus
 from looped.runtime.metrics import read_metrics
+from looped.studies.engine import escape_step, trunk_train
+from looped.studies.map import QUICK, Block, MapSettings, run_map
+from looped.studies.textsetup import ensure_corpus
 
 ROW_FIELDS = {"d_model", "vocab_size", "params", "params_non_embedding", "tokens", "epochs"}
 ROW_FIELDS |= {"lr", "seed", "schedule", "escape_step"}

@@ -123,7 +123,7 @@ def test_no_machine_paths_in_outputs(rendered: Path) -> None:
 @pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
 def test_numbers_are_printed_rounded(rendered: Path) -> None:
     """No float noise such as `"lr": 0.0012000000000000001` in what a notebook prints."""
-    from looped.report.checks import FLOAT_NOISE
+    from looped.studies.report.checks import FLOAT_NOISE
 
     for i, _, _, text in _outputs(rendered):
         found = FLOAT_NOISE.search(text)
@@ -146,9 +146,9 @@ def test_no_stray_result_of_a_non_result(rendered: Path) -> None:
 
 @pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
 def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
-    """Every figure a notebook shows passes through `looped.report.style`, which refuses a panel
+    """Every figure a notebook shows passes through `looped.studies.report.style`, which refuses a panel
     without data (`checks.empty_panels`, tested in tests/test_figures.py): inline figures through
-    `style.show(fig)`, saved ones through a study's figure function of `looped.report` (then
+    `style.show(fig)`, saved ones through a study's figure function of `looped.studies.report` (then
     `display(Image(...))`).
     A bare `plt.show()` could show a blank panel unnoticed, as notebook 05 once did."""
     for i, source, out, _ in _outputs(rendered):
@@ -160,9 +160,9 @@ def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
         from_plots = "display(Image(" in source and any(
             f in source for f in ("figures[", "runs.figures(", "bios.paper_figures(")
         )
-        checked = "style.show(" in source or "style.with_knobs(" in source  # both check first
+        checked = "style.show(" in source or "plotting.with_knobs(" in source  # both check first
         assert checked or from_plots, (
-            f"{rendered.name}: cell {i} shows a figure that looped.report.style did not check"
+            f"{rendered.name}: cell {i} shows a figure that looped.studies.report.style did not check"
         )
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import looped.eval.stats as stats
+import looped.studies.stats as stats
 from looped import paper
 from looped.config import load_config
-from looped.eval.stats import Verdict
 from looped.flops import preset_rows
-from looped.report import bios, length, render, verdicts
+from looped.studies.report import bios, length, render, verdicts
+from looped.studies.stats import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from looped.experiments import runner
-from looped.experiments.bios import QUICK, plan
 from looped.runtime.checkpoint import checkpoint_dir
+from looped.studies import runner
+from looped.studies.bios import QUICK, plan
 
 
 def _pair() -> tuple[runner.Planned, runner.Planned]:

@@ -5,7 +5,7 @@ import torch
 
 from looped.cli import main as cli
 from looped.config import load_config
-from looped.experiments.probes import one_update, update_benefit
+from looped.studies.probes import one_update, update_benefit
 from looped.training.trainer import train
 
 SMALL = ["model.d_model=32", "model.n_head=2", "data.persons=12", "batch_size=4", "seq_len=64",
@@ -71,8 +71,8 @@ def test_one_update_accumulates_micro_batches_like_one_big_batch(run):
 def test_gradient_agreement_is_the_cosine_of_the_backward_gradients(run):
     """Each depth's vector is exactly what loss.backward() leaves in .grad, the cosine matrix is
     symmetric with a unit diagonal, and the survival ratio is |mean g| / mean |g|."""
-    from looped.experiments.probes import depth_gradients, gradient_agreement
     from looped.runtime import checkpoint as ckpt_lib
+    from looped.studies.probes import depth_gradients, gradient_agreement
 
     model, cfg = ckpt_lib.load_model(run / "ff")
     model.train()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from looped.commands import report as report_command
-from looped.report import docs
+from looped.studies.commands import report as report_command
+from looped.studies.report import docs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -148,8 +148,8 @@ def test_every_link_resolves_and_every_figure_is_shown():
 
 
 def test_the_report_layer_reads_results_not_the_studies():
-    """looped/report/ draws and writes from results dicts: it never imports the studies that
-    compute them (looped.experiments) or the training loop, at module level or in a function."""
+    """looped/studies/report/ draws and writes from results dicts: it never imports the studies that
+    compute them (looped.studies) or the training loop, at module level or in a function."""
     import ast
 
     for path in sorted((ROOT / "looped" / "report").glob("*.py")):
@@ -162,6 +162,6 @@ def test_the_report_layer_reads_results_not_the_studies():
                 else []
             )
             for name in names:
-                assert not name.startswith(("looped.experiments", "looped.training")), (
+                assert not name.startswith(("looped.studies", "looped.training")), (
                     f"{path.name} imports {name}"
                 )

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from looped.eval.stats import Verdict
-from looped.report import verdicts
+from looped.studies.report import verdicts
+from looped.studies.stats import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = sorted((v.value for v in Verdict), key=len, reverse=True)  # longest first: "no worse ..."

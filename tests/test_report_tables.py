@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from looped import paper
-from looped.eval import stats
-from looped.report import diagnose, text
+from looped.studies import stats
+from looped.studies.report import diagnose, text
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

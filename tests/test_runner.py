@@ -18,11 +18,11 @@ import torch
 from safetensors.torch import load_file
 
 from looped.errors import UserError
-from looped.experiments import runner
-from looped.experiments.bios import QUICK, collect, plan
-from looped.experiments.results import diverged
-from looped.experiments.runner import Planned, execute
 from looped.runtime.checkpoint import checkpoint_dir, list_checkpoints
+from looped.studies import runner
+from looped.studies.bios import QUICK, collect, plan
+from looped.studies.results import diverged
+from looped.studies.runner import Planned, execute
 from looped.training.run import total_steps_for
 
 pytestmark = pytest.mark.slow  # every test trains runs in worker processes
@@ -141,9 +141,9 @@ def _script(out: Path, failing: bool) -> str:
 import sys
 from dataclasses import replace
 from pathlib import Path
-from looped.experiments.bios import QUICK, plan
+from looped.studies.bios import QUICK, plan
 from looped.errors import UserError
-from looped.experiments.runner import execute
+from looped.studies.runner import execute
 runs = plan(replace(QUICK, seeds=1, probe=False))
 long, bad = [s for s in runs.values() if s.parent is None][:2]
 for s in (long, bad):

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from looped import paper
-from looped.eval import stats
-from looped.eval.stats import Verdict
-from looped.experiments.length import keeps_going, seed_trends, sequential_cells
+from looped.studies import stats
+from looped.studies.length import keeps_going, seed_trends, sequential_cells
+from looped.studies.stats import Verdict
 
 LOOKS = (4, 8, 12, 16)
 TOL = 0.008  # fixed-first K=4's tolerance
@@ -128,7 +128,7 @@ def test_the_per_micro_batch_arm_trains_on_exactly_its_partners_sequences(tmp_pa
     import torch
 
     from looped.data.text import prepare_documents
-    from looped.experiments.textsetup import TextSetup, run_config
+    from looped.studies.textsetup import TextSetup, run_config
     from looped.training.trainer import micro_batches
 
     docs = [(f"m{i}.py", f"def f{i}(x):\n    return x * {i} + {i * i}\n" * 20) for i in range(40)]
@@ -161,7 +161,7 @@ def test_length_runs_end_to_end_on_a_users_corpus_and_never_reports_an_lr_seed(t
     from a seed that chose it."""
     import json
 
-    from looped.commands import length
+    from looped.studies.commands import length
 
     lines = [json.dumps({"text": f"def g{i}(a, b):\n    return a * {i} - b // {i + 1}\n" * 8})
              for i in range(120)]  # fmt: skip
@@ -192,7 +192,7 @@ def test_length_runs_end_to_end_on_a_users_corpus_and_never_reports_an_lr_seed(t
 
 def test_the_planned_looks_are_the_rounds_within_the_seed_budget():
     """--max-seeds cuts the rounds a study looks at, which sets each look's interval width."""
-    from looped.eval.stats import planned_looks
+    from looped.studies.stats import planned_looks
 
     assert planned_looks((4, 8, 12, 16), 16) == [4, 8, 12, 16]
     assert planned_looks((4, 8, 12, 16), 10) == [4, 8]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import looped.eval.stats as stats
+import looped.studies.stats as stats
 from looped import paper
-from looped.eval.stats import Verdict
-from looped.report import verdicts
+from looped.studies.report import verdicts
+from looped.studies.stats import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 NUM = r"([+-]?\d+\.\d+)%?"

@@ -1,12 +1,8 @@
-"""What several commands share: one parser (with the `key=value` config overrides where a
-command resolves a TrainConfig), the flags every study has (`--quick`, `--out`, `--reference`,
-`--workers`) worded alike, and the flags of the text studies (`looped length`, `looped map`).
-A study's parser, for example::
+"""What every command shares: one parser (with the `key=value` config overrides where a
+command resolves a TrainConfig), number lists and `--device` read alike, each bad value refused
+in one line (the study commands add theirs in `looped.studies.commands.common`).
 
-    parser = study_parser("looped length", __doc__, reference="results/length.json",
-                          quick="toy size, every code path")
-    text_study_flags(parser, "length", seeds=16)
-    parser.add_argument("--lengths", help="training lengths in steps")
+    parser = described("looped eval", __doc__)
 """
 
 from __future__ import annotations
@@ -14,12 +10,9 @@ from __future__ import annotations
 import argparse
 import re
 import textwrap
-from contextlib import AbstractContextManager, nullcontext
-from pathlib import Path
 from typing import Any
 
 from looped.errors import UserError
-from looped.runtime.lock import dir_lock
 
 
 class Parser(argparse.ArgumentParser):
@@ -94,50 +87,6 @@ def described(prog: str, doc: str, **kwargs: Any) -> Parser:
     return Parser(prog=prog, description=what[:1].upper() + what[1:], epilog=epilog, **kwargs)
 
 
-def study_parser(
-    prog: str,
-    doc: str,
-    *,
-    reference: str,
-    quick: str,
-    out: str = "",
-    workers: bool = True,
-    overrides: str = "",
-) -> Parser:
-    """`described`, with the shared flags: `--quick` (`quick` says what it is), `--out`,
-    `--reference` (writing `reference`) and `--workers` (unless `workers` is False)."""
-    parser = described(prog, doc, overrides=overrides)
-    parser.add_argument("--quick", action="store_true", help=quick)
-    name = prog.split()[-1]
-    parser.add_argument("--out", help=out or f"output directory (default runs/{name}[-quick])")
-    parser.add_argument("--reference", action="store_true", help=f"write {reference}")
-    if workers:
-        parser.add_argument("--workers", type=int, help="worker processes (default 2)")
-    return parser
-
-
-def study_dirs(args: argparse.Namespace, name: str) -> tuple[Path, Path, Path]:
-    """Where a study trains (`--out`, else runs/NAME, runs/NAME-quick with `--quick`) and where
-    it writes its results file and figures: results/ and figures/ with `--reference`, else there."""
-    out = Path(args.out or f"runs/{name}{'-quick' * args.quick}")
-    return (out, Path("results"), Path("figures")) if args.reference else (out, out, out)
-
-
-def text_study_flags(
-    parser: argparse.ArgumentParser, name: str, seeds: int, several: bool = False
-) -> None:
-    """The flags of a text study (`looped length`, `looped map`): the corpus, the most seeds,
-    collecting what finished and resuming from an earlier results file (`several`: files)."""
-    add = parser.add_argument
-    add("--corpus", help="a named corpus, a `looped data text` directory or a `datasets` source")
-    add("--max-seeds", type=int, help=f"stop adding seed rounds past this many ({seeds})")
-    add("--collect", action="store_true", help="train nothing: the results of what finished")
-    files = (
-        f"earlier {name}*.json files, comma-separated" if several else f"an earlier {name}*.json"
-    )
-    add("--resume-from", help=f"{files}: their scored runs are reused")
-
-
 def device_flag(name: str) -> str:
     """`--device NAME` as a device string (auto: a GPU when there is one), a missing GPU refused
     in one line that names the flag."""
@@ -147,9 +96,3 @@ def device_flag(name: str) -> str:
         return str(pick_device(name))
     except UserError:
         raise UserError(f"--device {name}: no CUDA GPU is visible; use --device cpu") from None
-
-
-def study_lock(out: Path, collect: bool, prog: str) -> AbstractContextManager:
-    """One writer per study directory: a second study into OUT is refused; `--collect` only
-    reads finished runs, so it takes no lock."""
-    return nullcontext() if collect else dir_lock(out, prog)

@@ -1,0 +1,416 @@
+"""Speed benchmark: the looped model against a stacked-layer peer, the matmul ceiling, and the
+paper's modeled savings against measured time, all in one process (``looped bench``).
+
+1. Train step at depth K against a K-layer ``LlamaForCausalLM`` of the same shapes, beside the
+   kernel floor (the step's matmuls and attention timed alone).
+2. Achieved FLOP/s (``looped.flops`` over step time) against the best square-GEMM rate.
+3. Step time linear in K: the largest K over the smallest against the modeled ratio.
+4. Time fixed-first saves over uniform, measured against ``flops.saving``.
+5. Serving sweep: ``forward_depths`` over K=1..16 against one depth-16 forward.
+
+Every time is the minimum over ``reps`` interleaved steps; targets are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from looped.config import OptimConfig
+from looped.errors import UserError
+from looped.flops import flops_per_token, saving
+from looped.kernels import causal_attention
+from looped.model import LoopedConfig, LoopedTransformer
+from looped.runtime.device import (
+    autocast,
+    cpu_name,
+    fixed_step,
+    pick_device,
+    time_min,
+    time_once,
+)
+from looped.schedule_spec import parse_schedule
+from looped.studies.bench.tables import targets
+from looped.training.run import make_optimizer
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+PRECISIONS = tuple(DTYPES)
+
+
+@dataclass
+class BenchConfig:
+    d_model: int = 256  # width of both models
+    n_head: int = 4  # attention heads (head dim 64)
+    d_ff: int = 0  # SwiGLU hidden width; 0 = the LoopedConfig default (704 at width 256)
+    vocab_size: int = 512  # vocabulary of both models
+    seq_len: int = 128  # tokens per sequence (the demo's)
+    batch_size: int = 16  # sequences per step
+    depths: tuple[int, ...] = (1, 4, 8, 16)  # K of the looped model = layers of the peer
+    precisions: tuple[str, ...] = PRECISIONS  # fp32 and/or bf16 (autocast)
+    warmup: int = 2  # untimed steps before each timing (a fresh model settles after two)
+    reps: int = 5  # timed steps per measurement; the minimum is reported
+    schedule: str = "fixed-first:k=4,frac=0.8,then=uniform:1-16"  # the paper's schedule
+    reference: str = "uniform:1-16"  # what its saving is measured against
+    run_steps: int = 1000  # run length whose exact step counts weight the per-K step times
+    real_steps: int = 20  # steps of the real run of both schedules (0 = skip)
+    serve_depth: int = 16  # serving sweep over K = 1..serve_depth
+    ceiling_sizes: tuple[int, ...] = (1024, 2048)  # square GEMMs for the CPU matmul ceiling
+    widths: tuple[int, ...] = (256, 512, 1024)  # width scan of measurements 2 and 5 (head dim 64)
+    width_depth: int = 4  # K of the width scan's train step
+    threads: int = 0  # torch CPU threads; 0 = torch's default
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    compile: bool = False  # compile the repeated layer: compile_block() here, each peer layer
+    peer: bool = True  # time the Hugging Face peer (needs `transformers`)
+    seed: int = 0  # init and data
+    clock: str = "wall"  # wall | process (this process's CPU time: immune to others' load)
+
+
+QUICK = BenchConfig(
+    d_model=32,
+    n_head=2,
+    vocab_size=64,
+    seq_len=16,
+    batch_size=2,
+    depths=(1, 2, 4),
+    reps=1,
+    schedule="fixed-first:k=2,frac=0.5,then=uniform:1-4",
+    reference="uniform:1-4",
+    run_steps=100,
+    real_steps=4,
+    serve_depth=4,
+    ceiling_sizes=(128,),
+    widths=(32, 64),
+    width_depth=2,
+)
+
+
+# -- timing ----------------------------------------------------------------------------------
+CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
+
+
+def _timed(cfg: BenchConfig, fns: dict, device: torch.device, warmup: int) -> dict:
+    return time_min(fns, warmup, cfg.reps, device, CLOCKS[cfg.clock])
+
+
+def ceiling_fns(cfg: BenchConfig, precision: str, device: torch.device) -> dict[str, Any]:
+    """Square matmuls in this precision, one per size, to time alongside the model steps."""
+    sizes = cfg.ceiling_sizes if device.type == "cpu" else (4096, 8192)  # a GPU needs bigger
+    pairs = {
+        n: [torch.randn(n, n, device=device, dtype=DTYPES[precision]) for _ in range(2)]
+        for n in sizes
+    }
+    return {f"ceiling {n}": lambda a=a, b=b: a @ b for n, (a, b) in pairs.items()}
+
+
+def ceiling_rate(times: dict[str, float]) -> float:
+    """The best FLOP/s among the timed ``ceiling_fns`` (the attainable matmul peak)."""
+    return max(2 * int(k.split()[1]) ** 3 / t for k, t in times.items() if k.startswith("ceiling"))
+
+
+def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> dict[str, Any]:
+    """A train step's matmuls (forward, input and weight gradients of each linear layer) and
+    attention (forward and backward), one function each: what any implementation pays."""
+    mc = looped_config(cfg)
+    d, f, V, T, B = cfg.d_model, mc.ff_dim, cfg.vocab_size, cfg.seq_len, cfg.batch_size
+    M, dtype = B * T, DTYPES[precision]
+
+    def linear(n_in: int, n_out: int) -> Callable[[], object]:
+        shapes = ((M, n_in), (n_out, n_in), (M, n_out))
+        x, w, g = (torch.randn(*s, device=device, dtype=dtype) for s in shapes)
+        return lambda: (x @ w.t(), g @ w, g.t() @ x)
+
+    # q, k and v arrive in the layer's dtype (looped.kernels.rope_qkv), as in the model
+    qkv = [
+        torch.randn(B, cfg.n_head, T, mc.head_dim, device=device, dtype=dtype, requires_grad=True)
+        for _ in range(3)
+    ]
+
+    def attention() -> None:
+        with autocast(device, precision):
+            y = causal_attention(*qkv)
+        y.backward(torch.ones_like(y))
+
+    shapes = {"qkv": (d, 3 * d), "proj": (d, d), "up": (d, 2 * f), "down": (f, d)}
+    fns = {f"floor {name}": linear(*shape) for name, shape in shapes.items()}
+    return fns | {"floor attention": attention, "floor-head": linear(d, V)}
+
+
+# -- the two models --------------------------------------------------------------------------
+def looped_config(cfg: BenchConfig) -> LoopedConfig:
+    schedules = (parse_schedule(s).max_depth() for s in (cfg.schedule, cfg.reference))
+    top = max(*cfg.depths, cfg.serve_depth, cfg.width_depth, *schedules)
+    shape = {k: getattr(cfg, k) for k in ("vocab_size", "seq_len", "d_model", "n_head", "d_ff")}
+    return LoopedConfig(**shape, max_depth=top)
+
+
+def _width(cfg: BenchConfig, d: int) -> BenchConfig:
+    """The width scan's config at width `d`: heads of dim 64, the default MLP width."""
+    return replace(cfg, d_model=d, n_head=max(1, d // 64), d_ff=0)
+
+
+def make_peer(cfg: BenchConfig, layers: int) -> torch.nn.Module:
+    """``LlamaForCausalLM`` with `layers` layers shaped like the looped block (tied embeddings,
+    no biases, RoPE base 10000, SDPA attention, no KV cache)."""
+    try:  # transformers is an optional extra (bench), needed only for the peer
+        from transformers import LlamaConfig, LlamaForCausalLM
+    except ImportError:
+        msg = "the peer needs transformers; pip install 'looped[bench]' or pass --no-peer"
+        raise UserError(msg) from None
+    mc = looped_config(cfg)
+    hf = LlamaConfig(
+        vocab_size=cfg.vocab_size,
+        hidden_size=cfg.d_model,
+        intermediate_size=mc.ff_dim,
+        num_hidden_layers=layers,
+        num_attention_heads=cfg.n_head,
+        num_key_value_heads=cfg.n_head,
+        max_position_embeddings=cfg.seq_len,
+        rms_norm_eps=mc.norm_eps,
+        initializer_range=mc.init_std,
+        tie_word_embeddings=True,
+        attention_bias=False,
+        mlp_bias=False,
+        use_cache=False,
+        attn_implementation="sdpa",
+    )
+    return LlamaForCausalLM(hf)
+
+
+def _looped_step(model, opt, x, y, depth, precision) -> Callable[[], None]:
+    return fixed_step(lambda: model(x, depth=depth, targets=y)[1], opt, x.device, precision)
+
+
+def _peer_step(peer, opt, x, y, precision) -> Callable[[], None]:
+    def loss() -> torch.Tensor:  # the looped model's loss, computed the same way
+        return F.cross_entropy(peer(input_ids=x).logits.float().flatten(0, 1), y.flatten())
+
+    return fixed_step(loss, opt, x.device, precision)
+
+
+def _model(cfg: BenchConfig, mc: LoopedConfig, device: torch.device) -> tuple[Any, Any]:
+    """A fresh looped model (seeded, compiled if asked) and its AdamW."""
+    torch.manual_seed(cfg.seed)
+    model = LoopedTransformer(mc).to(device)
+    if cfg.compile:
+        model.compile_block()
+    return model, make_optimizer(model, OptimConfig())
+
+
+def _warmup(cfg: BenchConfig) -> int:
+    return max(cfg.warmup, 2) if cfg.compile else cfg.warmup  # compiling is not timed
+
+
+# -- the benchmark ---------------------------------------------------------------------------
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    """Run every measurement; return the JSON-ready record (config, machine, rows, targets)."""
+    _check(cfg)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    device = pick_device(cfg.device)
+    if cfg.clock == "process" and device.type != "cpu":
+        raise UserError("--clock process measures CPU time only; use --clock wall on a GPU")
+    mc = looped_config(cfg)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    x, y = (
+        torch.randint(0, cfg.vocab_size, (cfg.batch_size, cfg.seq_len), generator=gen).to(device)
+        for _ in range(2)
+    )
+    record: dict[str, Any] = {"config": asdict(cfg), "machine": machine_info(device)}
+    load_start, t_start = _load(), time.perf_counter()
+
+    train_rows, serve_rows, schedule_rows, width_rows = [], [], [], []
+    per_k: dict[int, float] = {}
+    for precision in cfg.precisions:
+        model, opt = _model(cfg, mc, device)
+        train_rows += _train_rows(cfg, mc, precision, model, opt, x, y, device)
+        serve_rows.append(_serve_row(cfg, mc, precision, model, x, y, device))
+        width_rows += _width_rows(cfg, precision, x, y, device)
+        if precision == cfg.precisions[0]:  # the per-K sweep is the longest part: one precision
+            schedule_rows, per_k = _schedules(cfg, mc, precision, model, opt, x, y, device)
+
+    record.update(train=train_rows, serve=serve_rows, schedule=schedule_rows, widths=width_rows)
+    record["step_ms_by_depth"] = {str(k): 1e3 * v for k, v in per_k.items()}
+    record["targets"] = targets(cfg, mc, train_rows, serve_rows, schedule_rows)
+    record["machine"]["load_avg"] = [load_start, _load()]
+    record["machine"]["elapsed_s"] = time.perf_counter() - t_start
+    return record
+
+
+def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
+    """Measurements 1-3: train step at each K against the peer, the floor and the ceiling."""
+    ceiling_mm = ceiling_fns(cfg, precision, device)
+    floor_fns = kernel_floor_fns(cfg, precision, device)
+    rows = []
+    # one step at the deepest K first: on a CPU, a shallow step timed before any deep one ran
+    # slower (measured: K=1 took 1.6x longer before a K=16 step than after, at a 4,096-token
+    # head; likely page faults on buffers the allocator keeps later), and training that mixes
+    # depths runs in the later state
+    _looped_step(model, opt, x, y, max(cfg.depths), precision)()
+    for k in cfg.depths:
+        fns = {"looped": _looped_step(model, opt, x, y, k, precision)}
+        if cfg.peer:
+            torch.manual_seed(cfg.seed)
+            peer = make_peer(cfg, k).to(device)
+            if cfg.compile:  # the same trick as compile_block: compile the repeated layer
+                for layer in peer.model.layers:
+                    layer.compile()
+            fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, precision)
+        # the ceiling and the floor are timed in turn with the steps: load changes hit all alike
+        t = _timed(cfg, fns | ceiling_mm | floor_fns, device, _warmup(cfg))
+        row = {"precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"]}
+        row["peer_ms"] = 1e3 * t["peer"] if cfg.peer else None
+        row["peer_over_looped"] = t["peer"] / t["looped"] if cfg.peer else None
+        layer = sum(s for name, s in t.items() if name.startswith("floor "))
+        row["floor_ms"] = 1e3 * (k * layer + t["floor-head"])  # K layers, one head
+        rows.append(row | _rates(cfg, mc, k, t["looped"], ceiling_rate(t)))
+    return rows
+
+
+def _rates(cfg: BenchConfig, mc: LoopedConfig, k: int, seconds: float, ceiling: float) -> dict:
+    """A depth-K step's achieved FLOP/s (modeled FLOPs over its time) against the ceiling."""
+    rate = flops_per_token(mc, k, cfg.seq_len) * cfg.batch_size * cfg.seq_len / seconds
+    return dict(looped_flops_per_s=rate, ceiling_flops_per_s=ceiling, of_ceiling=rate / ceiling)
+
+
+def _serve_row(cfg, mc, precision, model, x, y, device) -> dict:
+    """Measurement 5: every serving depth 1..N from one pass against one depth-N forward."""
+    cast, top = autocast(device, precision), cfg.serve_depth
+
+    def forward() -> None:
+        with cast:
+            model(x, depth=top, targets=y)
+
+    def sweep() -> None:
+        with cast:
+            model.forward_depths(x, range(1, top + 1), y, return_logits=False)
+
+    model.eval()
+    with torch.no_grad():
+        t = _timed(cfg, {"forward": forward, "sweep": sweep}, device, cfg.warmup)
+    model.train()
+    forward_flops = flops_per_token(mc, top, cfg.seq_len, backward=False)
+    head = 2 * cfg.d_model * cfg.vocab_size  # the LM head per token (no prelude/coda here)
+    row = {"precision": precision, "depth": top, "forward_ms": 1e3 * t["forward"]}
+    row |= {"sweep_ms": 1e3 * t["sweep"], "sweep_over_forward": t["sweep"] / t["forward"]}
+    return row | {"modeled_ratio": (forward_flops + (top - 1) * head) / forward_flops}
+
+
+def _width_rows(cfg, precision, x, y, device) -> list[dict]:
+    """Measurements 2 and 5 at growing width, where the matmuls' share of the work grows."""
+    rows, k = [], cfg.width_depth
+    for d in cfg.widths:
+        wcfg = _width(cfg, d)
+        mc = looped_config(wcfg)
+        model, opt = _model(wcfg, mc, device)
+        step = {"step": _looped_step(model, opt, x, y, k, precision)}
+        t = _timed(cfg, step | ceiling_fns(cfg, precision, device), device, _warmup(cfg))
+        serve = _serve_row(wcfg, mc, precision, model, x, y, device)
+        row = {"precision": precision, "d_model": d, "n_head": mc.n_head, "depth": k}
+        row |= {"looped_ms": 1e3 * t["step"]} | _rates(cfg, mc, k, t["step"], ceiling_rate(t))
+        sweep = {"sweep_over_forward": serve["sweep_over_forward"]}
+        rows.append(row | sweep | {"sweep_modeled_ratio": serve["modeled_ratio"]})
+    return rows
+
+
+def _schedules(cfg, mc, precision, model, opt, x, y, device) -> tuple[list, dict[int, float]]:
+    """The schedule's saving over the reference: per-K step times weighted by the exact step
+    counts of a `run_steps` run, and a short real run of both."""
+    ours, ref = parse_schedule(cfg.schedule, cfg.seed), parse_schedule(cfg.reference, cfg.seed)
+    top = max(ours.max_depth(), ref.max_depth())
+    steps = {k: _looped_step(model, opt, x, y, k, precision) for k in range(1, top + 1)}
+    per_k = _timed(cfg, steps, device, 0)  # the model is warm from the train rows
+    n = cfg.run_steps
+
+    def weighted(schedule) -> float:
+        return sum(c * per_k[k] for k, c in schedule.step_counts(n).items())
+
+    modeled = saving(mc, ours, ref, n, cfg.seq_len)
+    measured = 1 - weighted(ours) / weighted(ref)
+    row = {"kind": "per-K times x exact step counts", "steps": n, "modeled_saving": modeled}
+    rows = [row | {"measured_saving": measured, "ratio": measured / modeled if modeled else None}]
+    if cfg.real_steps:
+        rows.append(_real_run(cfg, mc, (ours, ref), steps, per_k, device))
+    return [row | {"precision": precision} for row in rows], per_k
+
+
+def _real_run(cfg, mc, schedules, steps, per_k, device) -> dict:
+    """Both schedules for `real_steps` steps, step i of each back to back: the measured saving
+    against the modeled one and the one the per-K table predicts."""
+    m, clock = cfg.real_steps, CLOCKS[cfg.clock]
+    seqs = [[s.depth(i, m) for i in range(m)] for s in schedules]
+    wall = [0.0, 0.0]
+    for i in range(m):
+        for j, seq in enumerate(seqs):
+            wall[j] += time_once(steps[seq[i]], device, clock)
+    cost = [sum(flops_per_token(mc, k, cfg.seq_len) for k in seq) for seq in seqs]
+    table = [sum(per_k[k] for k in seq) for seq in seqs]
+    modeled, measured = 1 - cost[0] / cost[1], 1 - wall[0] / wall[1]
+    return {
+        "kind": "real run of both schedules",
+        "steps": m,
+        "modeled_saving": modeled,
+        "measured_saving": measured,
+        "ratio": measured / modeled if modeled else None,
+        "predicted_saving": 1 - table[0] / table[1],
+        "wall_s": wall,
+        "depths": {str(schedules[0]): seqs[0], str(schedules[1]): seqs[1]},
+    }
+
+
+# -- machine and checks ----------------------------------------------------------------------
+def machine_info(device: torch.device) -> dict[str, Any]:
+    """What the numbers depend on: processor, cores, threads, library versions, time."""
+    info: dict[str, Any] = {
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "device": str(device),
+        "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    try:  # the optional bench extra: its version when installed
+        import transformers
+
+        info["transformers"] = transformers.__version__
+    except ImportError:
+        info["transformers"] = None
+    return info
+
+
+def _load() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def _check(cfg: BenchConfig) -> None:
+    bad = [p for p in cfg.precisions if p not in PRECISIONS]
+    if bad or not cfg.precisions:
+        raise UserError(f"precision {bad[0] if bad else ''!r} unknown; use fp32 and/or bf16")
+    if not cfg.depths or min(cfg.depths) < 1:
+        raise UserError(f"depths {cfg.depths} must be integers >= 1, e.g. --depths 1,4,8,16")
+    if cfg.reps < 1 or cfg.warmup < 0 or cfg.run_steps < 1 or cfg.real_steps < 0:
+        raise UserError("reps and run-steps must be >= 1, warmup and real-steps >= 0")
+    if cfg.clock not in CLOCKS:
+        raise UserError(f"clock {cfg.clock!r} unknown; use wall or process")
+    if cfg.serve_depth < 1:
+        raise UserError(f"serve depth {cfg.serve_depth} must be >= 1")
+    if cfg.width_depth < 1 or any(d < 2 for d in cfg.widths):
+        raise UserError("width-depth must be >= 1 and widths >= 2, e.g. --widths 256,512,1024")
+    try:
+        for shape in (cfg, *(_width(cfg, d) for d in cfg.widths)):
+            looped_config(shape)
+    except ValueError as err:
+        raise UserError(f"bad model shape: {err}") from None

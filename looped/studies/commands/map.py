@@ -1,0 +1,85 @@
+"""`looped map`: where fixed-first holds, by model width, vocabulary and length, on one pass.
+
+    looped map                                   # runs/map/: every block, priority order
+    looped map --blocks d32,d64 --workers 2      # some blocks now, the rest in a later session
+    looped map --collect                         # train nothing: the results of what finished
+    looped map --resume-from results/map.json    # on a fresh machine: reuse its scored runs
+    looped map --reference --collect             # write results/map.json and figures/map_*.png
+    looped map --quick                           # toy size on the standard library, every path
+    looped map --gpu --out runs/map-gpu          # a GPU: widths to 512, lengths over 100x
+
+The method is in `looped.studies.map`; a rerun reuses every finished run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+
+from looped.errors import UserError
+from looped.studies.commands.common import study_dirs, study_lock, study_parser, text_study_flags
+from looped.studies.map import BLOCKS, GPU, QUICK, MapSettings, run_map, time_blocks
+from looped.studies.report.map import figures as map_figures
+from looped.studies.results import write_result
+
+
+def parser() -> argparse.ArgumentParser:
+    p = study_parser(
+        "looped map",
+        __doc__,
+        reference="results/map.json and figures/map_gap.png, map_frontier.png",
+        quick="toy size on the standard library, every code path",
+    )
+    text_study_flags(p, "map", seeds=8, several=True)
+    blocks = ",".join(b.name for b in BLOCKS)
+    p.add_argument("--blocks", help=f"blocks to run, of {blocks} (--gpu: d64..d512)")
+    p.add_argument("--gpu", action="store_true", help="the GPU map: widths to 512, 100x lengths")
+    p.add_argument(
+        "--time",
+        type=int,
+        metavar="REPS",
+        help="train nothing: time a step at every K=1..16 for each width REPS times, and add "
+        "each arm's wall-clock saving over its seeds' exact draws to map.json",
+    )
+    return p
+
+
+def settings_from(a: argparse.Namespace) -> MapSettings:
+    """The settings the command line asks for, each problem refused in one line."""
+    if a.quick and a.gpu:
+        raise UserError("--quick and --gpu are two sizes; give one")
+    s = replace(QUICK if a.quick else GPU if a.gpu else MapSettings(), resume_from=a.resume_from)
+    s.corpus = a.corpus or s.corpus
+    s.workers = a.workers or s.workers
+    if a.blocks:
+        names = [n.strip() for n in a.blocks.split(",") if n.strip()]
+        known = {b.name: b for b in s.blocks}
+        if not names or any(n not in known for n in names):
+            raise UserError(f"--blocks {a.blocks}: name blocks among {','.join(known)}")
+        s.blocks = tuple(known[n] for n in names)
+    s.max_seeds = a.max_seeds or s.max_seeds
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    settings = settings_from(a)
+    out, results, figures = study_dirs(a, "map")
+    path = results / "map.json"
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    if a.time is not None:
+        if a.time < 2:
+            raise UserError(f"--time {a.time}: a spread needs 2 or more repeats, e.g. --time 5")
+        # a width timed again replaces its own entry; the others keep theirs (each says its machine)
+        timed = old.get("wallclock", {}) | time_blocks(settings, out, a.time)
+        write_result(path, old | {"wallclock": timed})
+        return 0
+    with study_lock(out, a.collect, "looped map"):
+        result = run_map(settings, out, train=not a.collect)
+    if "wallclock" in old:  # measured apart, kept across collections
+        result["wallclock"] = old["wallclock"]
+    write_result(path, result)
+    for drawn in map_figures(result, figures):  # none while every block is in its LR sweep
+        print(f"wrote {drawn}")
+    return 0

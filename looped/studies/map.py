@@ -1,0 +1,273 @@
+"""The map: where fixed-first holds, by model width, vocabulary and training length, on one pass.
+
+    looped map                                 # runs/map/: every block in priority order
+    looped map --blocks d32,d64                # some blocks now, the rest later
+    looped map --collect                       # no training: the results of what finished
+    looped map --resume-from results/map.json  # a fresh machine: reuse that file's scored runs
+    looped map --collect --resume-from results/map.json,map_gpu.json   # and a GPU loan's
+    looped map --quick                         # toy size, every code path
+
+A block is one length study (`studies.length`: the shared LR chosen on seed 100 at every
+length, seeds in rounds, paired gaps and per-seed trends) at one width and tokenizer, on the
+pinned torch sources (`data.package_corpus`) so that no reported cell sees a token twice. Its
+lengths are spaced in training tokens per non-embedding parameter, the same levels at every
+width. Blocks at the same width and tokenizer share one runs directory: the frontier's, the
+robustness check's and the micro arm's uniform runs are the width block's, trained once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from looped import paper
+from looped.config import load_config
+from looped.errors import UserError
+from looped.flops import drawn_seconds, saving
+from looped.model import LoopedTransformer
+from looped.runtime.device import fixed_step, one_thread, time_min
+from looped.schedule_spec import parse_schedule
+from looped.studies import length
+from looped.studies.results import machine_name, read_results_file, write_result
+from looped.studies.textsetup import TextSetup, ensure_corpus, run_config
+
+CORPUS = "torch-2.13.0"  # the Python sources of the torch CI pins: ~46 MB, checked by hash
+TPP = (20, 40, 80, 160)  # lengths: training tokens per non-embedding parameter (8x)
+ARMS = (paper.RECIPES_1B[1], paper.RECIPE_200M)  # K=4 (80%) and K=2 (67%) against uniform
+# the paper's Fig. 2 (left): both fixed depths at three switch fractions
+FRONTIER = tuple(
+    f"fixed-first:k={k},frac={f},then=uniform:1-16" for k in (2, 4) for f in (0.5, 0.67, 0.8)
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str  # its key in map.json
+    d_model: int  # width of the looped layer
+    tokenizer: str = "bpe:512"  # BPE fit on the train split
+    tpp: tuple[float, ...] = TPP  # lengths, in tokens per non-embedding parameter
+    arms: tuple[str, ...] = ARMS  # the schedules set against uniform 1..16
+    tuned: bool = False  # robustness: each arm at its own LR as well, at the longest length
+
+    @property
+    def home(self) -> str:
+        """The runs directory it shares with every block of its width and tokenizer."""
+        return f"d{self.d_model}-{self.tokenizer.replace(':', '')}"
+
+    @property
+    def n_head(self) -> int:
+        return 2 if self.d_model <= 32 else 4 if self.d_model <= 128 else 8
+
+
+# Priority order. The cheap widths first so that a session ends with whole widths; the 2x2
+# (d in {64, 128} x BPE in {512, 4096} at 40 tokens per parameter) is d64, d64-bpe4096, d128,
+# d128-bpe4096; then the frontier, the own-LR check and the per-micro-batch arm.
+BLOCKS = (
+    Block("d32", 32),
+    Block("d64", 64),
+    Block("d64-bpe4096", 64, "bpe:4096", (40,)),
+    Block("d128", 128, tpp=(20, 40)),
+    Block("d128-bpe4096", 128, "bpe:4096", (40,)),
+    Block("frontier-d64", 64, tpp=(160,), arms=FRONTIER),
+    Block("robust-d32", 32, tpp=(160,), tuned=True),
+    Block("robust-d64", 64, tpp=(160,), tuned=True),
+    Block("micro-d64", 64, tpp=(160,), arms=(length.MICRO,)),
+)
+
+
+@dataclass
+class MapSettings:
+    blocks: tuple[Block, ...] = BLOCKS
+    corpus: str = CORPUS  # a named corpus, a `looped data text` directory or a datasets source
+    setup: TextSetup = field(default_factory=lambda: TextSetup(dtype="fp32"))  # batch, windows
+    lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # each length's sweep (an edge extends it)
+    rounds: tuple[int, ...] = (4, 8)  # reported seeds after each round
+    max_seeds: int = 8  # wide widths' uniform seeds spread: up to 8 before a cell is left open
+    workers: int = 2  # single-threaded worker processes
+    resume_from: str | None = None  # earlier map.json files (comma-separated): scored runs reused
+
+
+# A lent GPU: widths to 512, lengths over 100x in tokens per parameter. Past ~20M tokens the
+# torch sources repeat: those lengths are not trained (`one_pass`); a larger --corpus keeps them.
+GPU = MapSettings(
+    blocks=tuple(
+        Block(f"d{d}", d, tpp=(20, 40, 80, 160, 320, 640, 2000)) for d in (64, 128, 256, 512)
+    ),
+    workers=8,
+)
+
+QUICK = MapSettings(  # every code path at toy size, on the standard library
+    blocks=(
+        Block("d16", 16, tpp=(2, 4, 8)),
+        Block("d32", 32, tpp=(2, 4)),
+        Block("frontier-d16", 16, tpp=(8,), arms=FRONTIER[:2]),
+    ),
+    corpus="stdlib",
+    setup=replace(length.TOY, dtype="fp32", test_batches=2),
+    lrs=(3e-3, 1e-2, 3e-2),
+    rounds=(2, 3),
+    max_seeds=3,
+)
+
+
+def steps_for(block: Block, setup: TextSetup) -> tuple[int, ...]:
+    """Each length in steps: tokens per non-embedding parameter x parameters / tokens per step."""
+    over = [f"model.d_model={block.d_model}", f"model.n_head={block.n_head}"]
+    params = LoopedTransformer(load_config("demo", over).model).num_params(non_embedding=True)
+    per_step = setup.batch_size * setup.seq_len
+    return tuple(max(1, round(t * params / per_step)) for t in block.tpp)
+
+
+def block_settings(block: Block, settings: MapSettings) -> length.LengthSettings:
+    """One block as the length study it is."""
+    setup = replace(
+        settings.setup, d_model=block.d_model, n_head=block.n_head, tokenizer=block.tokenizer
+    )
+    steps = steps_for(block, setup)
+    return length.LengthSettings(
+        setup=setup,
+        lengths=steps,
+        lrs=settings.lrs,
+        lr_lengths=steps,  # the LR is chosen where every verdict is made
+        rounds=settings.rounds,
+        max_seeds=settings.max_seeds,
+        schedules=(paper.UNIFORM, *block.arms),
+        tuned_at=max(steps) if block.tuned else 0,
+        workers=settings.workers,
+        corpus=settings.corpus,
+    )
+
+
+def one_pass(bs: length.LengthSettings, corpus: dict, name: str) -> length.LengthSettings:
+    """The block without its lengths past one pass over the corpus's train split: such a cell
+    could never be reported, so it is not trained (said in one line)."""
+    per_step = bs.setup.batch_size * bs.setup.seq_len
+    train = corpus["splits"]["train"]["tokens"]
+    keep = tuple(n for n in bs.lengths if n * per_step <= train)
+    if dropped := [str(n) for n in bs.lengths if n not in keep]:
+        left = f"{len(keep)} left" if keep else "the block is skipped"
+        twice = f"{', '.join(dropped)} steps would pass over the train split's {train:,} tokens"
+        print(f"{name}: {twice} more than once; not trained ({left})")
+    tuned_at = max(keep) if bs.tuned_at and keep else 0
+    lr_lengths = tuple(n for n in bs.lr_lengths if n in keep)
+    return replace(bs, lengths=keep, lr_lengths=lr_lengths, tuned_at=tuned_at)
+
+
+def earlier_rows(settings: MapSettings, block: Block, corpus: dict, dtype: str) -> dict:
+    """The scored rows of every block at `block`'s home in the `resume_from` map.json files (a
+    CPU map and a GPU loan's, say); where two files score one run, the first file's row wins."""
+    rows: dict[str, dict] = {}
+    for path in reversed((settings.resume_from or "").split(",")):
+        if not path.strip():
+            continue
+        old = read_results_file(path.strip(), "--resume-from", "a map.json")
+        for b in settings.blocks:
+            if b.home == block.home and (part := old.get("blocks", {}).get(b.name)):
+                rows |= length.rows_of(part, path.strip(), corpus, dtype)
+    return rows
+
+
+def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
+    """Every block in order, map.json rewritten after each so that a stop loses nothing scored."""
+    t0, path = time.time(), out / "map.json"
+    done = json.loads(path.read_text()).get("blocks", {}) if path.is_file() and train else {}
+    result = {"meta": {"settings": asdict(settings)}, "blocks": done}
+    for block in settings.blocks:
+        bs = block_settings(block, settings)
+        corpus = ensure_corpus(bs.setup, out, bs.corpus, quiet=False)
+        bs.corpus = corpus["path"]  # tokenized once per tokenizer, shared by the blocks
+        bs = one_pass(bs, corpus, block.name)
+        if not bs.lengths:
+            continue
+        cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
+        cached = earlier_rows(settings, block, corpus, cfg.dtype)
+        try:
+            result["blocks"][block.name] = length.run_study(bs, out / block.home, train, cached)
+            result["blocks"][block.name]["modeled_saving"] = modeled(bs, corpus)
+        except UserError as e:
+            if train or "no finished LR sweep" not in str(e):
+                raise
+            continue  # collecting: a block whose sweep has not finished has nothing to show
+        result["meta"] |= {"wall_s": round(time.time() - t0, 1), "corpus": settings.corpus}
+        if train:  # a stop mid-study keeps every block scored so far
+            write_result(path, result, say=False)
+    return result
+
+
+def modeled(bs: length.LengthSettings, corpus: dict) -> dict[str, dict[str, float]]:
+    """Each arm's modeled compute saving against uniform at every length, of this block's model
+    (its width and vocabulary: the head's share of a step's FLOPs moves the saving)."""
+    cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
+    uniform = parse_schedule(paper.UNIFORM)
+    return {
+        arm: {
+            str(n): saving(cfg.model, parse_schedule(arm), uniform, n, cfg.seq_len)
+            for n in bs.lengths
+        }
+        for arm in bs.schedules
+        if arm not in (paper.UNIFORM, length.MICRO)
+    }
+
+
+def depth_seconds(setup: TextSetup, corpus: dict, reps: int = 5) -> dict:
+    """One training step's seconds at every K=1..16 (forward, backward, AdamW; one thread, the
+    study's dtype), the depths taking turns in each of `reps` repeats so that background load
+    hits them alike: {K: [seconds per repeat]}."""
+    cfg = run_config(setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
+    model = LoopedTransformer(cfg.model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randint(0, cfg.model.vocab_size, (setup.batch_size, setup.seq_len + 1))
+    cpu = torch.device("cpu")
+    fns = {  # `runtime.device.fixed_step`: the step every timer in the package takes
+        k: fixed_step(
+            lambda k=k: model(x[:, :-1], depth=k, targets=x[:, 1:])[1], opt, cpu, cfg.dtype
+        )
+        for k in range(1, 17)
+    }
+    with one_thread():
+        time_min(fns, warmup=1, reps=0, device=cpu)  # warm every depth once
+        order = list(fns)  # each repeat starts one depth further along: none always goes first
+        turns = [order[r % 16 :] + order[: r % 16] for r in range(reps)]
+        per_rep = [time_min({k: fns[k] for k in t}, warmup=0, reps=1, device=cpu) for t in turns]
+    return {k: [r[k] for r in per_rep] for k in fns}
+
+
+def wall_saving(seconds: dict, steps: int, seeds: range, arm: str) -> dict:
+    """The arm's wall-clock saving against uniform over whole runs of `steps`: each repeat's
+    per-depth times weighted by every seed's exact draws; the mean and range over repeats."""
+    reps = len(next(iter(seconds.values())))
+    savings = []
+    for r in range(reps):
+        at = {int(k): v[r] for k, v in seconds.items()}
+        ours = sum(drawn_seconds(at, parse_schedule(arm, s), steps) for s in seeds)
+        ref = sum(drawn_seconds(at, parse_schedule(paper.UNIFORM, s), steps) for s in seeds)
+        savings.append(1 - ours / ref)
+    return {"mean": float(np.mean(savings)), "min": min(savings), "max": max(savings), "reps": reps}
+
+
+def time_blocks(settings: MapSettings, out: Path, reps: int = 5) -> dict:
+    """Per-depth step seconds for each width and tokenizer of the settings, and each arm's
+    saving over its reported seeds' draws at every length, written into map.json's "wallclock"."""
+    timed: dict[str, dict] = {}
+    for block in settings.blocks:
+        bs = block_settings(block, settings)
+        corpus = ensure_corpus(bs.setup, out, bs.corpus)
+        if block.home not in timed:
+            sec = depth_seconds(bs.setup, corpus, reps)
+            timed[block.home] = {"seconds": sec, "savings": {}, "machine": machine_name()}
+        entry = timed[block.home]
+        # MICRO: uniform's draws, one per micro-batch: no saving to show (`modeled` leaves it out)
+        for arm, by_steps in modeled(bs, corpus).items():
+            for steps in bs.lengths:
+                entry["savings"][f"{paper.label(arm)} @ {steps}"] = {
+                    "arm": arm,
+                    "steps": steps,
+                    "wall": wall_saving(entry["seconds"], steps, range(4), arm),
+                    "modeled": by_steps[str(steps)],
+                }
+    return timed

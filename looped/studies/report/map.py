@@ -1,0 +1,498 @@
+"""The map (`looped map`) as one figure and tables of numbers, pure functions of map.json's dict:
+the gap to uniform against tokens per parameter, one curve per width, for each recipe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.lines import Line2D
+
+from looped import paper, plotting
+from looped.paper import label
+from looped.studies.gapfit import gap_fit
+from looped.studies.report import style
+from looped.studies.report.length import (
+    RECIPES,
+    TREND_HEAD,
+    gap_cell,
+    gap_keys,
+    gap_marks,
+    percent_iv,
+    trend_row,
+    verdict_of,
+)
+from looped.studies.report.tables import md_table
+from looped.studies.stats import Verdict, interval
+
+WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
+
+
+def cells(result: dict, vocab: int | None = 512) -> list[dict]:
+    """Every judged cell of every block, tagged with its block (`vocab` None: every tokenizer);
+    a cell present in several blocks (they share runs) is kept once."""
+    seen, out = set(), []
+    for name, block in result.get("blocks", {}).items():
+        for c in block.get("cells", []):
+            key = (c.get("d_model"), c.get("vocab_size"), c["steps"], c["schedule"])
+            if "gap" not in c or key in seen or (vocab and c.get("vocab_size") != vocab):
+                continue
+            seen.add(key)
+            out.append(c | {"block": name})
+    return out
+
+
+def fig_map(result: dict, path: Path) -> Path:
+    """One panel per recipe: each width's paired gap (seed mean, 95% interval) against training
+    tokens per non-embedding parameter; hollow where the models miss the bigram table (no
+    verdict), crossed where a cell is past one pass (never reported); the tolerance dashed."""
+    plotting.use_theme()
+    fig, axes = plt.subplots(1, len(RECIPES), figsize=(9.0, 4.2), sharey=True)
+    every = cells(result)
+    shown = _shown(every)
+    drawn: list[tuple[Any, np.ndarray, list[dict], str, float]] = []  # for the edge marks
+    for ax, s in zip(axes, RECIPES):
+        mine = [c for c in every if c["schedule"] == s]
+        widths = sorted({c["d_model"] for c in every})
+        for d in (w for w in widths if any(c["d_model"] == w for c in mine)):
+            width = sorted((c for c in mine if c["d_model"] == d), key=_tpp)
+            # side by side, so that one width's interval never hides another's at a length
+            nudge = 2 ** (0.05 * (widths.index(d) - (len(widths) - 1) / 2))
+            x = np.array([_tpp(c) for c in width]) * nudge
+            faint = {} if d in shown else {"alpha": 0.45, "lw": 1}
+            gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"), **faint)
+            drawn.append((ax, x, width, WIDTH_COLOURS.get(d, "#333333"), faint.get("alpha", 1)))
+        tol = 100 * paper.tolerance(s)
+        ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
+        ax.axhline(0, color="0.3", lw=0.8)
+        ax.set_xscale("log", base=2)
+        _length_ticks(ax, every)
+        ax.set_title(f"{label(s)} vs uniform 1..16 (+: behind)", fontsize=10)
+        ax.set_xlabel("training tokens per non-embedding parameter")
+    axes[0].set_ylabel("NLL gap to uniform, %")
+    axes[0].set_ylim(*_y_range(every))
+    off = [_off_panel(*width) for width in drawn]
+    fig.legend(handles=_key(every, shown, any(off)), fontsize=8, ncol=3)
+    return style.save(fig, path)
+
+
+def _length_ticks(ax: Any, every: list[dict]) -> None:
+    """Ticks at the planned lengths only (matched across widths, so a handful), labelled in
+    whole tokens per parameter: log-axis defaults crowd "30 40 50" between two of them."""
+    style.chosen_ticks(ax.xaxis, sorted({round(_tpp(c)) for c in every}))
+
+
+def _reported(c: dict) -> bool:
+    return c.get("one_pass", True) and c["verdict"] != Verdict.NOT_INFORMATIVE
+
+
+def _shown(every: list[dict]) -> set[int]:
+    """The widths with a reported cell (one pass, models that beat the bigram); the others are
+    drawn faint, so that their wide intervals neither hide nor flatten the ones that decide."""
+    return {c["d_model"] for c in every if _reported(c)} or {c["d_model"] for c in every}
+
+
+def _deciding(c: dict) -> bool:
+    """A cell read at its planned look with a verdict: only these set the panel's scale."""
+    return _reported(c) and c.get("planned_look", True)
+
+
+def _y_range(every: list[dict]) -> tuple[float, float]:
+    """Room for every mean, 0, the tolerance and the deciding cells' intervals; an unreported
+    or interim cell's interval may run off the panel (marked there; its table row gives it)."""
+    ends = [100 * max(paper.tolerance(s) for s in RECIPES), 0.0]
+    for c in every:
+        ends += [100 * c["gap"][k] for k in (("lo", "mean", "hi") if _deciding(c) else ("mean",))]
+    lo, hi = min(ends), max(ends)
+    pad = 0.12 * (hi - lo or 1.0)
+    return lo - pad, hi + pad
+
+
+def _tpp(c: dict) -> float:
+    return c["tokens_per_non_embedding_param"]
+
+
+def _off_panel(ax: Any, x: np.ndarray, cells: list[dict], colour: str, alpha: float) -> bool:
+    """A triangle on the panel's edge where an interval runs off it (an interim or unreported
+    cell's: the deciding ones set the range), placed again whenever the range changes (the
+    layout may raise the top to fit a legend); whether any runs off now."""
+    ends = [(x[k], 100 * c["gap"][e]) for k, c in enumerate(cells) for e in ("lo", "hi")]
+    # y in the panel's own fraction: 1 is the top edge, 0 the bottom, whatever the range
+    edge = {"s": 28, "color": colour, "alpha": alpha, "clip_on": False, "zorder": 6}
+    edge["transform"] = ax.get_xaxis_transform()
+    ups, downs = (ax.scatter([], [], marker=m, **edge) for m in ("^", "v"))
+
+    def place(_: Any = None) -> None:
+        lo, hi = ax.get_ylim()
+        ups.set_offsets(np.array([(xi, 1.0) for xi, y in ends if y > hi]).reshape(-1, 2))
+        downs.set_offsets(np.array([(xi, 0.0) for xi, y in ends if y < lo]).reshape(-1, 2))
+
+    place()
+    ax.callbacks.connect("ylim_changed", place)
+    return len(ups.get_offsets()) + len(downs.get_offsets()) > 0
+
+
+def _interim(every: list[dict], d: int) -> str:
+    """ "K=2 (67%) has 2 seeds so far": the arms of width `d` read at an interim look, by name,
+    each with its own seed count (another arm of the same width may have all of its seeds)."""
+    arms: dict[str, int] = {}
+    for c in every:
+        if c["d_model"] == d and not c.get("planned_look", True):
+            n = c["gap"]["n"]
+            arms[c["schedule"]] = min(n, arms.get(c["schedule"], n))
+    short = {s: label(s).removeprefix("fixed-first ") for s in arms}
+    # in the panels' order
+    return "; ".join(f"{short[s]} has {arms[s]} seeds so far" for s in RECIPES if s in arms)
+
+
+def _key(every: list[dict], shown: set[int], off_panel: bool = False) -> list[Line2D]:
+    """The legend: one entry per width (faint: no cell with a verdict; an arm still in its seed
+    rounds named with its seeds so far), then what a hollow, a crossed point and an edge
+    triangle mean."""
+    widths = sorted({c["d_model"] for c in every})
+
+    def said(d: int) -> str:
+        if d not in shown:
+            return f"d={d}: no verdict (a model misses the bigram)"
+        return f"d={d}, interim look: {arms}" if (arms := _interim(every, d)) else f"d={d}"
+
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=WIDTH_COLOURS.get(d, "#333333"),
+            marker="o",
+            alpha=1 if d in shown else 0.45,
+            label=said(d),
+        )
+        for d in widths
+    ]
+    tolerance = Line2D([], [], color="0.35", ls="--", label="the recipe's tolerance")
+    edge = "interval runs off the panel (its row has it)"
+    off = [Line2D([], [], ls="", marker="^", color="0.3", label=edge)] if off_panel else []
+    return [*handles, *gap_keys(every), *off, tolerance]
+
+
+def map_rows(result: dict) -> str:
+    """One row per (width, vocabulary, length, arm): the cell's size and the paired gap."""
+    head = ["d", "vocab", "steps", "tokens/param (non-emb.)", "tokens/param (all)", "epochs"]
+    head += [
+        "LR",
+        "arm",
+        "gap to uniform [95% interval], n, verdict",
+        "plateau escape (uniform / arm)",
+    ]
+    rows = []
+    every = cells(result, vocab=None)
+    blocks = result.get("blocks", {}).values()
+    uniform = [c for b in blocks for c in b.get("cells", []) if c["schedule"] == paper.UNIFORM]
+    uni = {(c["d_model"], c["vocab_size"], c["steps"]): c for c in uniform}
+    for c in sorted(
+        every, key=lambda c: (c["d_model"], c["vocab_size"], c["steps"], c["schedule"])
+    ):
+        u = uni.get((c["d_model"], c["vocab_size"], c["steps"]), {})
+        verdict = gap_cell(c) if c.get("one_pass", True) else "past one pass: not reported"
+        rows.append(
+            [
+                c["d_model"],
+                c["vocab_size"],
+                c["steps"],
+                f"{_tpp(c):.0f}",
+                f"{c['tokens_per_param']:.0f}",
+                f"{c['epochs']:.2f}" if c.get("epochs") is not None else "-",
+                f"{c['lr']:g}",
+                label(c["schedule"]),
+                verdict,
+                f"{_steps(u.get('escape_steps'))} / {_steps(c.get('escape_steps'))}",
+            ]
+        )
+    return md_table(head, rows)
+
+
+def finding(result: dict) -> str:
+    """The README's finding: each width (BPE-512) at its longest one-pass length with two or more
+    seeds, and also at the longest length every width reached (matched in tokens per parameter:
+    widths compared at one length, not each at its own); then, at that matched length, the other
+    vocabularies the 2x2 ran, so the first screen shows what width alone and vocabulary alone do.
+    Each recipe's gap and verdict; a width the study plans but has not run says so."""
+    tol = {arm: f"tolerance {100 * paper.tolerance(arm):.1f}%" for arm in RECIPES}
+    head = ["regime"] + [f"{label(arm)} vs uniform [95%] ({tol[arm]})" for arm in RECIPES]
+    planned = {b["d_model"] for b in result.get("meta", {}).get("settings", {}).get("blocks", [])}
+    every = [c for c in cells(result, vocab=None) if c.get("one_pass", True) and c["gap"]["n"] > 1]
+    every = [c for c in every if c["schedule"] in RECIPES]
+    mine = [c for c in every if c.get("vocab_size") == 512]
+    longest: dict[int, dict] = {}  # the width's longest cell, by tokens/param
+    for c in mine:
+        longest[c["d_model"]] = max(c, longest.get(c["d_model"], c), key=_tpp)
+    matched = round(min(map(_tpp, longest.values()))) if longest else None
+    rows = []
+    for d in sorted(planned | set(longest)):
+        if d not in longest:
+            rows.append([f"d={d}", *["not yet run"] * len(RECIPES)])
+            continue
+        at = [c for c in mine if c["d_model"] == d]
+        shown = {longest[d]["steps"]} | {c["steps"] for c in at if round(_tpp(c)) == matched}
+        rows += [_finding_row([c for c in at if c["steps"] == steps]) for steps in sorted(shown)]
+    other = [c for c in every if c.get("vocab_size") != 512 and round(_tpp(c)) == matched]
+    for key in sorted({(c["d_model"], c["vocab_size"], c["steps"]) for c in other}):
+        rows.append(
+            _finding_row([c for c in other if (c["d_model"], c["vocab_size"], c["steps"]) == key])
+        )
+    return md_table(head, rows)
+
+
+def _finding_row(at: list[dict]) -> list[str]:
+    """One regime of the finding (one width, vocabulary and length): each recipe's gap."""
+    by_arm = {c["schedule"]: c for c in at}
+    c = at[0]
+    regime = f"d={c['d_model']}, BPE-{c['vocab_size']}, {c['steps']:,} steps, "
+    regime += f"{_tpp(c):.0f} tokens/non-emb. param"
+    gaps = [
+        f"{percent_iv(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: {verdict_of(by_arm[a])}"
+        if a in by_arm
+        else "not yet run"  # this arm has no pair at this length yet
+        for a in RECIPES
+    ]
+    return [regime, *gaps]
+
+
+def _steps(escapes: list | None) -> str:
+    """Seeds' escape steps as "median (min-max)"; "never" counts seeds that stayed above."""
+    if not escapes:
+        return "-"
+    hit = [e for e in escapes if e is not None]
+    never = len(escapes) - len(hit)
+    text = f"{int(np.median(hit))} ({min(hit)}-{max(hit)})" if hit else ""
+    return (text + (f", {never} never" if never else "")).strip(", ") or "never"
+
+
+def fit_cells(result: dict, schedule: str) -> list[dict]:
+    """The cells a fit or a headline may use: this recipe's, informative and within one pass."""
+    informative = [c for c in cells(result) if c["verdict"] != Verdict.NOT_INFORMATIVE.value]
+    return [c for c in informative if c["schedule"] == schedule and c.get("one_pass", True)]
+
+
+TWO_BY_TWO_WIDTHS = (64, 128)  # the vocabulary 2x2's widths (studies.map's d64/d128 blocks)
+
+
+def two_by_two(result: dict, tpp: float = 40) -> str:
+    """Width x vocabulary at one length: each arm's gap, so a reader sees which factor moves it."""
+    at = [c for c in cells(result, vocab=None) if round(_tpp(c)) == tpp]
+    rows = []
+    for arm in RECIPES:
+        for d in TWO_BY_TWO_WIDTHS:
+            by_vocab = {
+                c["vocab_size"]: c for c in at if c["d_model"] == d and c["schedule"] == arm
+            }
+            row = [label(arm), d]
+            row += [gap_cell(by_vocab[v]) if v in by_vocab else "not yet run" for v in (512, 4096)]
+            rows.append(row)
+    head = ["arm", "d", "BPE-512: gap [95% interval], n, verdict", "BPE-4096: gap, n, verdict"]
+    return md_table(head, rows)
+
+
+def fit_section(result: dict) -> str:
+    """Per recipe: the per-seed plane's coefficients, each width's crossings and the labelled
+    extrapolation to 200M parameters; or why the cells do not support a fit."""
+    rows = []
+    for arm in RECIPES:
+        mine = fit_cells(result, arm)
+        none = {"fit": None, "why": "no reported cell yet"}
+        fit = gap_fit(mine, mine[0]["tolerance"]) if mine else none
+        if fit["fit"] is None:
+            rows.append([label(arm), "no fit: " + fit["why"], "-", "-", "-"])
+            continue
+        f = fit["fit"]
+        # a width still in its seed rounds: the fit is read at an interim look, as its cells are
+        interim = ", interim look" if any(not c.get("planned_look", True) for c in mine) else ""
+        cross = _crossings(fit["crossing"])
+        ext = fit["extrapolation"]
+        rows.append(
+            [
+                label(arm),
+                f"{percent_iv(f['per_doubling_tokens_per_param'])} per doubling of tokens/param, "
+                f"{percent_iv(f['per_doubling_params'])} per doubling of parameters, {len(fit['seeds'])} seeds"
+                + interim,
+                cross,
+                f"{percent_iv(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param",
+                _crossing(ext["crossing"]["zero"]),
+            ]
+        )
+    head = [
+        "recipe",
+        "fit (per seed, interval over seeds)",
+        "crossings by width (non-emb. tokens/param)",
+    ]
+    head += ["EXTRAPOLATION to 200M parameters: gap", "EXTRAPOLATION: crosses 0 at"]
+    return md_table(head, rows)
+
+
+def _crossings(by_width: dict) -> str:
+    """Each width's two crossings, or one phrase when no width has any (said once, not four
+    times over)."""
+    if all(c["zero"] is None and c["tolerance"] is None for c in by_width.values()):
+        return _crossing(None)
+    return "; ".join(
+        f"d={d}: 0 at {_crossing(c['zero'])}, tolerance at {_crossing(c['tolerance'])}"
+        for d, c in by_width.items()
+    )
+
+
+def _crossing(c: dict | None) -> str:
+    """Where a level is crossed, in tokens per parameter with its interval; an interval wider
+    than a thousandfold does not locate the crossing and is not dressed up as a number (its
+    ends, often dozens of decades apart, would only look like one)."""
+    if c is None:
+        return "no crossing (seeds' slopes differ in sign)"
+    if c["hi"] > 1000 * c["lo"]:
+        return "not located (interval over a thousandfold)"
+    return f"{c['tokens_per_param']:.3g} [{c['lo']:.3g}, {c['hi']:.3g}]"
+
+
+def frontier_section(result: dict) -> str:
+    """The frontier block: each fixed-first fraction's modeled saving, its mean NLL over K=1..16
+    (95% interval over seeds) and its gap to uniform with the verdict at its tolerance."""
+    if not (block := _frontier(result)):
+        return md_table(["frontier"], [["not yet run"]])
+    saved = block.get("modeled_saving", {})
+    rows = []
+    for c in sorted(block["cells"], key=lambda c: (c["steps"], c["schedule"] != paper.UNIFORM)):
+        nll = interval(c["seed_nll"]) if len(c["seed_nll"]) > 1 else None
+        nll_text = f"{nll.mean:.3f} [{nll.lo:.3f}, {nll.hi:.3f}]" if nll else f"{c['mean_nll']:.3f}"
+        s = saved.get(c["schedule"], {}).get(str(c["steps"]))
+        gap = gap_cell(c) if "gap" in c else "-"
+        rows.append(
+            [label(c["schedule"]), c["steps"], "-" if s is None else f"{s:.1%}", nll_text, gap]
+        )
+    head = ["schedule", "steps", "modeled compute saved", "mean NLL over K=1..16 [95%]"]
+    return md_table(head + ["gap to uniform [95% interval], n, verdict"], rows)
+
+
+def cost_section(result: dict) -> str:
+    """Modeled savings of the study's own models beside the wall-clock saving of whole runs (per-
+    depth step times weighted by the seeds' exact draws), at the precision its repeats allow."""
+    rows = []
+    for home, entry in result.get("wallclock", {}).items():
+        for key, s in entry["savings"].items():
+            w = s["wall"]
+            rows.append([home, key, f"{s['modeled']:.1%}", _spread(w), entry["machine"]])
+    head = [
+        "model",
+        "arm @ steps",
+        "modeled compute saved",
+        "wall-clock saved, mean (range over repeats)",
+    ]
+    return md_table(head + ["machine"], rows) if rows else md_table(["costs"], [["not yet timed"]])
+
+
+def _spread(w: dict) -> str:
+    """A saving at no more precision than its range over repeats: whole percent when the range
+    is a percent or wider, one decimal when it is narrower."""
+    digits = 0 if w["max"] - w["min"] >= 0.01 else 1
+    f = f"{{:.{digits}%}}"
+    return f"{f.format(w['mean'])} ({f.format(w['min'])}-{f.format(w['max'])}, {w['reps']} repeats)"
+
+
+def own_lr(result: dict) -> str:
+    """The robustness check of each width that ran it: every arm at its own LR (chosen on the
+    LR seed at the longest length) against uniform at the shared one."""
+    head = ["d", "steps", "arm", "own LR", "shared LR", "gap to uniform [95% interval], n, verdict"]
+    rows = []
+    for block in result.get("blocks", {}).values():
+        tuned = block.get("tuned") or {}
+        d = block["meta"]["settings"]["setup"]["d_model"]
+        for c in tuned.get("cells", []):
+            gap = f"{percent_iv(c['gap'])}, n={c['gap']['n']}"
+            rows.append([d, tuned["steps"], label(c["schedule"]), f"{c['lr']:g}"])
+            rows[-1] += [f"{c['shared_lr']:g}", f"{gap}, {c['verdict']}"]
+    return md_table(head, rows or [["-"] * 5 + ["not yet run"]])
+
+
+def trends(result: dict) -> str:
+    """Per width and tokenizer, each recipe's per-seed slope of the gap against log2 tokens over
+    the lengths with a verdict, and the interval over seeds (the length study's rule)."""
+    rows = []
+    for name, block in result.get("blocks", {}).items():
+        setup = block["meta"]["settings"]["setup"]
+        if not name.startswith("d"):  # the frontier, micro and own-LR blocks have one length
+            continue
+        at = [setup["d_model"], int(setup["tokenizer"].removeprefix("bpe:"))]
+        found = block.get("trends") or {}
+        for s in RECIPES:
+            rows.append([*at, label(s), *(trend_row(found[s]) if s in found else ["not yet run"])])
+    rows = [r + ["-"] * (len(TREND_HEAD) + 3 - len(r)) for r in rows]
+    return md_table(["d", "vocab", "arm", *TREND_HEAD], rows)
+
+
+def section(result: dict) -> str:
+    """RESULTS' map section: every cell, the trends, the 2x2, then the own-LR check."""
+    return "\n\n".join((map_rows(result), trends(result), two_by_two(result), own_lr(result)))
+
+
+def _frontier(result: dict) -> dict | None:
+    """The frontier block: d=64's, else the first of another width (`--quick`'s d=16)."""
+    blocks = result.get("blocks", {})
+    frontiers = [b for n, b in blocks.items() if n.startswith("frontier")]
+    return blocks.get("frontier-d64") or next(iter(frontiers), None)
+
+
+def _nll_bars(ax: Any, x: list[float], cells: list[dict], **kw: Any) -> np.ndarray:
+    """Cells' mean NLL over K=1..16 at `x`: the seed mean and its 95% interval over seeds."""
+    ivs = [interval(c["seed_nll"]) for c in cells]
+    y = np.array([i.mean for i in ivs])
+    ax.errorbar(x, y, yerr=[y - [i.lo for i in ivs], [i.hi for i in ivs] - y], capsize=3, **kw)
+    return y
+
+
+def fig_frontier(result: dict, path: Path) -> Path:
+    """The paper's Fig. 2 (left) at the map's scale: mean NLL over K=1..16 (seed mean, 95%
+    interval over seeds) against modeled compute, uniform's = 1; one line per fixed K, its
+    switch fractions marked along it."""
+    plotting.use_theme()
+    block = _frontier(result)
+    saved = block.get("modeled_saving", {})
+    steps = max(c["steps"] for c in block["cells"])
+    at = {c["schedule"]: c for c in block["cells"] if c["steps"] == steps}
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    uniform = {"color": paper.color_of(paper.UNIFORM), "label": label(paper.UNIFORM)}
+    _nll_bars(ax, [1.0], [at[paper.UNIFORM]], marker="o", ls="", **uniform)
+    for k, recipe in ((2, paper.RECIPE_200M), (4, paper.RECIPES_1B[1])):
+        colour = paper.color_of(recipe)
+        arms = sorted(
+            (s for s in at if s.startswith(f"fixed-first:k={k},") and s in saved),
+            key=lambda s: paper.fixed_phase(s)[1],
+        )
+        if not arms:
+            continue
+        x = [1 - saved[s][str(steps)] for s in arms]
+        y = _nll_bars(
+            ax, x, [at[s] for s in arms], marker="s", color=colour, label=f"fixed-first K={k}"
+        )
+        most = max(len(c["seed_nll"]) for c in at.values())
+        for xi, yi, s in zip(x, y, arms):
+            n = len(at[s]["seed_nll"])  # an interim point says so: fewer seeds than the rest
+            ax.annotate(
+                f"{paper.fixed_phase(s)[1]:.0%}" + (f", n={n}" if n < most else ""),
+                (xi, yi),
+                textcoords="offset points",
+                xytext=(6, 6),
+                fontsize=10,
+                color=colour,
+            )
+    ax.set_xlabel("modeled training compute, uniform 1..16 = 1")
+    ax.set_ylabel("test NLL, mean over K=1..16")
+    ax.set_title(f"d={at[paper.UNIFORM].get('d_model')}, {steps} steps", fontsize=10)
+    ax.legend(fontsize=9)
+    plotting.key(ax, "bars", "95% interval over seeds")
+    return style.save(fig, path)
+
+
+def figures(result: dict, out: Path) -> list[Path]:
+    """The map's figures: the gap by width and length once a cell has paired seeds (a block
+    still in its LR sweep has none), and the frontier where it has run."""
+    paths = [fig_map(result, out / "map_gap.png")] if cells(result) else []
+    if _frontier(result):
+        paths.append(fig_frontier(result, out / "map_frontier.png"))
+    return paths

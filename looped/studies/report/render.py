@@ -1,0 +1,171 @@
+"""Generated docs: the sections between markers such as ``<!-- demo:begin -->`` and
+``<!-- demo:end -->`` in README.md and docs/*.md are tables written from results/*.json (and
+lists written from the code); the sentences around them are written by hand. Each study's
+module writes its own tables; this one puts them in place."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from looped.config import load_config
+from looped.flops import preset_rows
+from looped.model import LoopedConfig
+from looped.studies.report import bios, diagnose, docs, length, samples, text
+from looped.studies.report import map as map_report
+from looped.studies.report.tables import md_table
+from looped.studies.report.verdicts import load_result, verdicts_section
+
+BUDGET_MINUTES = 10  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
+
+
+FLOPS_HEADER = ["preset", "parameters", "layers (prelude + loop + coda)", "width", "seq", "F/R",
+                "schedule", "saving vs uniform 1..16"]  # fmt: skip
+TIMING_HEADER = ["command (fresh clone)", "machine", "dtype", "minutes", "minutes per phase",
+                 "bios runs", "text runs", f"within {BUDGET_MINUTES} minutes"]  # fmt: skip
+
+
+def flops_section(presets: tuple[str, ...] = ("200m", "1b")) -> str:
+    """The full-scale presets and their modeled savings, computed from the presets themselves."""
+    rows = []
+    for name in presets:
+        m: LoopedConfig = load_config(name).model
+        shape = [f"{m.n_prelude} + {m.n_block} + {m.n_coda}", m.d_model]
+        for r in (r for r in preset_rows(name) if r["schedule"] != r["reference"]):
+            size, f_r = f"{r['params'] / 1e6:,.0f}M", f"{r['fixed_over_loop']:.2f}"
+            saving = f"{r['saving_vs_uniform']:.1%}"
+            rows.append(
+                [f"`{name}`", size, *shape, r["seq_len"], f_r, f"`{r['schedule']}`", saving]
+            )
+    return md_table(FLOPS_HEADER, rows)
+
+
+def demo_minutes(timing: dict) -> tuple[float, bool]:
+    """A timed demo's wall-clock minutes as printed, and whether that is within the budget."""
+    minutes = round(timing["wall_seconds"] / 60, 1)  # judged as printed
+    return minutes, minutes <= BUDGET_MINUTES
+
+
+def timed_demos(data: dict) -> list[dict]:
+    """The timed demos in a demo_time.json: one per command, machine and dtype (a file from
+    before there could be several holds one, at the top level)."""
+    return data["timings"] if "timings" in data else [data]
+
+
+def timing_section(data: dict) -> str:
+    """How long a plain `make demo` took on a fresh clone, phase by phase (`--time-to`)."""
+    rows = []
+    for timing in timed_demos(data):
+        minutes, within = demo_minutes(timing)
+        phases = ", ".join(f"{k} {sec / 60:.1f}" for k, sec in timing["phase_seconds"].items())
+        run = [
+            f"`{timing['command'].strip()}`",
+            timing["machine"],
+            timing["dtype"],
+            f"{minutes:.1f}",
+        ]
+        counts = [phases, timing["runs_trained"], timing["text_runs"], "yes" if within else "no"]
+        rows.append(run + counts)
+    return md_table(TIMING_HEADER, rows)
+
+
+def step_speed_section(speed: dict) -> str:
+    """Each setting's training-step speed as a ratio to the length study's worker, measured
+    one after another in one run of scripts/step_speed.py (never across runs)."""
+    ms, ratios = speed["ms_per_step"], speed["speed_vs_worker"]
+    rows = [[name, f"{ms[name]:.0f}", f"{ratio:.2f}x"] for name, ratio in ratios.items()]
+    pair = f"{speed['two_workers_vs_two_threads']:.2f}x"
+    rows.append(["two 1-thread processes vs one 2-thread process (steps/s)", "-", pair])
+    statistic = speed.get("statistic", f"mean of {speed['steps']} steps")  # older files: mean
+    header = [f"setting ({speed['machine']}, torch {speed['torch']})", f"ms per step ({statistic})"]
+    header.append("speed")
+    return md_table(header, rows)
+
+
+def _replace(text: str, name: str, body: str) -> str:
+    # the body between the markers may be empty (a section not rendered yet)
+    pattern = re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
+    if not pattern.search(text):
+        return text
+    # every generated bullet starts with a capital letter
+    body = re.sub(r"^- ([a-z])", lambda m: "- " + m.group(1).upper(), body.strip(), flags=re.M)
+    return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+
+
+# marker -> (results file, its tables); each is rendered where a doc has the marker
+SECTIONS = {
+    "demo": ("demo.json", bios.section),
+    "text": ("demo_text.json", text.section),
+    "length": ("length.json", length.length_section),
+    "map": ("map.json", map_report.section),
+    "map_fit": ("map.json", map_report.fit_section),
+    "map_frontier": ("map.json", map_report.frontier_section),
+    "map_costs": ("map.json", map_report.cost_section),
+    "finding": ("map.json", map_report.finding),
+    "samples": ("samples.json", samples.section),
+    "diagnose": ("diagnose.json", diagnose.section),
+    "timing": ("demo_time.json", timing_section),
+    "step_speed": ("step_speed.json", step_speed_section),
+    "bench": ("bench.md", None),
+}
+
+
+def render(
+    readme: str, root: Path, results: Path | None = None, doc: Path = Path("README.md")
+) -> str:
+    """A doc (`doc`, relative to root) with its generated sections rendered from root/results/
+    (the demo's from `results` where given) and from the code."""
+    from_code = {
+        "notebooks": lambda: docs.notebooks_section(root, doc),
+        "flops": flops_section,
+        "verdicts": lambda: verdicts_section(root),
+    }
+    for marker, write in from_code.items():
+        if f"<!-- {marker}:begin -->" in readme:  # read from root's files only where shown
+            readme = _replace(readme, marker, write())
+    for marker, (name, tables) in SECTIONS.items():
+        path = results if marker == "demo" and results else root / "results" / name
+        if f"<!-- {marker}:begin -->" in readme and path.is_file():
+            body = path.read_text()
+            readme = _replace(readme, marker, tables(json.loads(body)) if tables else body)
+    return readme
+
+
+# the files `looped report` writes, relative to the root (one that is absent is skipped)
+DOCS = (Path("README.md"), *map(Path, ("docs/RESULTS.md", "docs/USAGE.md")),
+        Path("docs/ARCHITECTURE.md"), Path("notebooks/README.md"))  # fmt: skip
+
+
+def figures(root: Path, out: Path | None = None) -> list[Path]:
+    """Every figure of figures/ redrawn from root/results/*.json, without training."""
+    out = out or root / "figures"
+    paths = []
+    if (result := load_result(root, "demo")) is not None:
+        paths += bios.figures(result, out)
+    if (result := load_result(root, "demo_text")) is not None:
+        paths += text.figures(result, out, prefix="text")
+    if (result := load_result(root, "diagnose")) is not None:
+        paths += diagnose.figures(result, out)
+    if (result := load_result(root, "length")) is not None:
+        paths.append(length.fig_gap(result, out / "length_gap.png"))
+    if (result := load_result(root, "map")) is not None:
+        paths += map_report.figures(result, out)
+    return paths
+
+
+def write_docs(root: Path, results: Path | None = None, check: bool = False) -> list[str]:
+    """Render every doc of DOCS that root holds; the ones out of date, written unless `check`."""
+    stale = []
+    for doc in DOCS:
+        path = root / doc
+        if not path.is_file():
+            continue
+        old = path.read_text()
+        new = render(old, root, results, doc)
+        if new != old:
+            stale.append(doc.as_posix())
+            if not check:
+                path.write_text(new)
+                print(f"updated {path}")
+    return stale

@@ -1,0 +1,133 @@
+"""The paper's claims against the numbers in results/: three tables (the claims with the verdict
+each 95% interval gives, the costs, the trend with training length), no sentences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import looped.studies.stats as stats
+from looped import paper
+from looped.paper import FIXED_FIRST, SAVINGS, WALL_SAVING, tolerance
+from looped.schedule_spec import parse_schedule
+from looped.studies.report import length
+from looped.studies.report.length import RECIPES
+from looped.studies.report.tables import md_table
+from looped.studies.report.text import interval_cell
+
+# the bios track's two bases; each judges FIXED_FIRST at that recipe's own tolerance
+BIOS_BASES = (("summary_tokens", "equal tokens"), ("summary", "equal FLOPs"))
+TREND_HEADER = ["schedule", "lengths", "seeds", "gap change per doubling of tokens [95% interval]",
+                "direction"]  # fmt: skip
+CLAIMS_HEADER = ["paper claim", "measured on", "steps", "tokens/param", "seeds",
+                 "gap to uniform: paired mean [95% interval]", "tolerance", "verdict"]  # fmt: skip
+
+
+def load_result(root: Path, name: str) -> dict | None:
+    path = root / "results" / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+TOKENS = " at equal tokens"
+NOT_MEASURED = "not measured"  # a recipe the length study has no cell of yet
+
+
+def _claim(schedule: str, on: str = "") -> str:
+    k, frac = paper.fixed_phase(schedule)
+    return f"K={k} for {frac:.0%} ends within its tolerance of uniform{on}"
+
+
+def text_rows(study: dict | None) -> list[list]:
+    """Each recipe at the longest length the length study judged it: its interval and verdict."""
+    rows = []
+    for s in RECIPES:
+        tol = f"{tolerance(s):.1%}"
+        if (c := length.longest(study, s) if study else None) is None:
+            cells = ["text, `looped length`", "-", "-", "-", "-", tol, NOT_MEASURED]
+        else:
+            g, d = c["gap"], study["meta"]["settings"]["setup"]["d_model"]
+            gap = f"{g['mean']:+.2%} [{g['lo']:+.2%}, {g['hi']:+.2%}]"
+            run = [f"text, `looped length`, d={d}", c["steps"], f"{c['tokens_per_param']:.0f}"]
+            cells = [*run, g["n"], gap, tol, c["verdict"]]
+        rows.append([_claim(s, TOKENS), *cells])
+    return rows
+
+
+def bios_rows(bios: dict | None) -> list[list]:
+    """Fixed-first against uniform on the bios facts (not the paper's metric), paired by seed."""
+    rows = []
+    tol = tolerance(FIXED_FIRST)
+    for key, basis in BIOS_BASES:
+        row = {r["schedule"]: r for r in (bios or {}).get(key, [])}.get(FIXED_FIRST)
+        if not row or "vs_uniform_by_seed" not in row:
+            continue
+        gap = row["vs_uniform_by_seed"]
+        verdict = stats.gap_verdict(gap, tol)
+        on = f"bios facts, `looped demo`, d={bios['meta']['model']['d_model']}"
+        claim = f"{_claim(FIXED_FIRST, ' at ' + basis)}, on memorised facts"
+        n, iv = len(gap.get("values", [])), interval_cell(gap)
+        rows.append([claim, on, row["steps"], "-", n, iv, f"{tol:.1%}", verdict.value])
+    return rows
+
+
+def cost_rows(root: Path) -> list[list]:
+    """Compute saved (modeled: stated, not judged) and wall-clock saved (`looped bench`), each
+    row naming the model and the run its number comes from."""
+    rows = []
+    wide = load_result(root, "demo_text") or {}
+    by = {r["schedule"]: r for r in wide.get("equal_tokens", [])}
+    for s in RECIPES[::-1]:
+        if s in by:
+            st = wide["meta"]["settings"]
+            on = f"the FLOP model of the demo's text model (d={st['d_model']}, {st['tokenizer']})"
+            here = f"{by[s]['compute_saving']:.0%} (modeled)"
+            rows.append(
+                [f"training compute saved, {paper.label(s)}", f"{SAVINGS[s]:.0%}", here, on]
+            )
+    bench = load_result(root, "bench") or {}
+    return rows + [bench_row(bench, x) for x in bench.get("schedule", []) if "measured_saving" in x]
+
+
+def bench_row(bench: dict, x: dict) -> list:
+    """One wall-clock row of `looped bench`: over a whole run's exact draws (per-K step times),
+    or a short real run, whose draws may average another K than the schedule's expectation."""
+    what = f"wall-clock saved, {paper.label(FIXED_FIRST)}"
+    on = f"`looped bench`, another model (d={bench['config']['d_model']}, {x['precision']})"
+    measured, modeled = f"{x['measured_saving']:.1%}", f"{x['modeled_saving']:.1%}"
+    if "depths" not in x:
+        here = f"{measured} from per-K step times, {modeled} modeled"
+        return [
+            f"{what}, a whole run",
+            WALL_SAVING,
+            here,
+            f"{on}: the exact draws of {x['steps']} steps",
+        ]
+    drawn = x["depths"][paper.UNIFORM]
+    mean_k = sum(drawn) / len(drawn)
+    expected = parse_schedule(paper.UNIFORM).expected_depth(0, 1)
+    draws = f"uniform's draws averaging K={mean_k:.1f} (expected {expected:.1f})"
+    here = f"{measured} timed, {modeled} modeled for its draws"
+    return [f"{what}, a short run", WALL_SAVING, here, f"{on}: {x['steps']} steps, {draws}"]
+
+
+def trend_rows(study: dict | None) -> list[list]:
+    """Each schedule's per-seed slope of its gap per doubling of tokens, 95% interval over seeds."""
+    rows = []
+    for s in length.compared(study) if study else []:
+        t = study["trends"].get(s)
+        if t and t["slope"]:
+            sl = t["slope"]
+            slope = f"{sl['mean']:+.2%} [{sl['lo']:+.2%}, {sl['hi']:+.2%}]"
+            rows.append([paper.label(s), t["lengths"], sl["n"], slope, t["direction"]])
+    return rows
+
+
+def verdicts_section(root: Path) -> str:
+    """The claims, the costs and the trend, each table left out where nothing measured it."""
+    study, bios = load_result(root, "length"), load_result(root, "demo")
+    parts = [md_table(CLAIMS_HEADER, text_rows(study) + bios_rows(bios))]
+    if costs := cost_rows(root):
+        parts.append(md_table(["cost", "paper", "here", "measured on"], costs))
+    if trends := trend_rows(study):
+        parts.append(md_table(TREND_HEADER, trends))
+    return "\n\n".join(parts)

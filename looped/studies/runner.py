@@ -1,0 +1,503 @@
+"""Train a set of runs on a pool of single-threaded worker processes, parents before children.
+
+Every study plans its runs as `Planned`s (`engine.plan`), hands them to `execute`, then reads
+what they wrote (`studies.results`). Two single-threaded workers use a 2-core machine
+better than one two-threaded process; finished runs are reused.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import queue as queue_lib
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from looped.config import TrainConfig, differences, load_config, to_yaml
+from looped.errors import UserError
+from looped.flops import schedule_flops, tokens_per_step
+from looped.runtime.atomic import write_text_atomic
+from looped.runtime.checkpoint import checkpoint_dir, list_checkpoints
+from looped.runtime.lock import dir_lock
+from looped.schedule_spec import parse_schedule
+from looped.studies.results import diverged
+from looped.training.trainer import train
+
+
+@dataclass
+class Planned:
+    """One planned run, the one run type of every study: what the pool trains (its config, steps,
+    the run it branches off and the checkpoints its branches need) and what it is to the study."""
+
+    name: str  # directory name under runs/
+    cfg: TrainConfig
+    schedule: str  # the studied schedule (`engine.MICRO` included; the trained one: cfg.schedule)
+    steps: int = 0  # total optimizer steps (0: the planner derives them from the config)
+    parent: str | None = None  # run this one branches off
+    branch_step: int = 0  # step of the parent checkpoint it continues
+    save_steps: list[int] = field(default_factory=list)  # checkpoints its children need
+    eval_steps: list[int] = field(default_factory=list)  # extra evaluations (before the switch)
+    may_diverge: bool = False  # a sweep run: a non-finite loss is a result (diverged), not an error
+    priority: int = 0  # lower starts first (then the costliest): e.g. whole seeds before new ones
+    budget: float = 0.0  # bios: fraction of the full modeled-FLOP budget (0: a run of given steps)
+    # bios: "main", "tokens" (equal tokens), "depth" (Fig. 5), "catchup" or "sweep", "+"-joined
+    group: str = "main"
+
+    @property
+    def seed(self) -> int:
+        return self.cfg.seed
+
+    @property
+    def lr(self) -> float:
+        return self.cfg.optim.lr
+
+    def flops(self, steps: int | None = None) -> float:
+        """Modeled training FLOPs of its first `steps` steps (all by default), at the depths its
+        schedule expects."""
+        cfg, n = self.cfg, self.steps if steps is None else steps
+        schedule = parse_schedule(cfg.schedule, cfg.seed)
+        return schedule_flops(cfg.model, schedule, n, tokens_per_step(cfg), cfg.seq_len)
+
+
+# -- execution -------------------------------------------------------------------------------
+def progress_mode() -> str:
+    """ "notebook", "terminal" (tqdm bars) or "lines" (a log file gets no escape-code redraws)."""
+    try:  # IPython is there only where a notebook runs
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None and "IPKernelApp" in shell.config:
+            return "notebook"
+    except ImportError:
+        pass
+    isatty = getattr(sys.stderr, "isatty", None)
+    return "terminal" if isatty and isatty() else "lines"
+
+
+def run_line(name: str, summary: dict) -> str:
+    """The line a finished run prints when the output is not a terminal (`summary`: `train`'s)."""
+    if "diverged" in summary:
+        return f"finished {name}: diverged ({summary['diverged']})"
+    return (
+        f"finished {name}: {summary['steps']} steps, {summary['wall']:.1f}s, "
+        f"final loss {summary['final_loss']:.3f}"
+    )
+
+
+_progress: Any = None  # in a worker: the queue its progress goes to (set when it starts)
+# a run with no checkpoint interval of its own is checkpointed this many times, so that a session's
+# end or a crash costs at most this share of a long run (checkpoints change no score: RESUMABLE)
+SAFE_CHECKPOINTS = 10
+STATUS_EVERY = 600.0  # seconds between a log file's progress lines (a terminal has its bars)
+
+
+def _start_worker(progress: Any, parent: int) -> None:
+    """A spawned worker's progress queue (best-effort: nothing outlives a killed demo) and a
+    watchdog that ends it once its parent has died."""
+    global _progress
+    _progress = progress
+    progress.cancel_join_thread()
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+def _exit_with_parent(parent: int, every: float = 0.5) -> None:
+    """Exit once `parent` has died; checkpoints are atomic, so the next demo retrains the run."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
+
+
+def _run_one(run: Planned, run_dir: str, branch_dir: str | None, halt: str | None = None) -> dict:
+    """One run in a worker process: single-threaded, progress sent to the parent's queue. An
+    ahead run (`halt`: the file whose existence asks it to stop) stops as Ctrl-C stops a run:
+    after the step, at a checkpoint, returning {"stopped": step}."""
+    torch.set_num_threads(1)
+    last, asked = [0.0], [False]
+
+    def on_step(done: int, total: int, loss: float, depth: int) -> None:
+        if halt is not None and not asked[0] and os.path.exists(halt):
+            asked[0] = True
+            os.kill(os.getpid(), signal.SIGTERM)  # the trainer's own stop: finish, save, return
+        now = time.time()
+        if now - last[0] > 0.25 or done == total:
+            last[0] = now
+            _progress.put((run.name, done, total, loss, depth))
+
+    steps = {"save_steps": tuple(run.save_steps), "eval_steps": tuple(run.eval_steps)}
+    # an interrupted run (`_to_train` kept only one of this config) goes on where it stopped
+    resume = bool(list_checkpoints(run_dir))
+    start = {"resume": True} if resume else {"branch_from": branch_dir}
+    every = run.cfg.ckpt_interval or max(1, run.cfg.max_steps // SAFE_CHECKPOINTS)
+    cfg = replace(run.cfg, ckpt_interval=every)
+    try:
+        return train(cfg, run_dir, on_step=on_step, quiet=True, **start, **steps)
+    except UserError as err:
+        if not (run.may_diverge and "loss became" in str(err)):
+            raise
+        return mark_diverged(Path(run_dir), run.cfg, str(err))
+
+
+def mark_diverged(run_dir: Path, cfg: TrainConfig, why: str) -> dict:
+    """Record a sweep run whose loss diverged: its config and a summary that says so."""
+    summary = {"diverged": why, "steps": 0, "wall": 0.0, "final_loss": float("nan")}
+    with dir_lock(run_dir, "looped train"):  # a run directory has one writer, this one too
+        write_text_atomic(run_dir / "config.yaml", to_yaml(cfg))
+        write_text_atomic(run_dir / "summary.json", json.dumps(summary))
+    return summary
+
+
+def _on_disk(spec: Planned, runs_dir: Path) -> str:
+    """What a run's directory holds of the same config: "finished" (with every checkpoint its
+    children need), "interrupted" (stopped before its end, by a crash, a kill or a session's end,
+    with a checkpoint to go on from: it resumes, so hours of a long run are not trained twice),
+    or "" (nothing to reuse)."""
+    run_dir = runs_dir / spec.name
+    if not _same_config(run_dir / "config.yaml", spec.cfg):
+        return ""
+    if not (run_dir / "summary.json").is_file():
+        return "interrupted" if list_checkpoints(run_dir) else ""
+    if diverged(run_dir):
+        return "finished" if spec.may_diverge else ""
+    kept = all(checkpoint_dir(run_dir, s).is_dir() for s in spec.save_steps)
+    return "finished" if kept else ""
+
+
+def _same_config(path: Path, cfg: TrainConfig) -> bool:
+    """Whether a run directory's config is this run's, up to the fields a resume may change (the
+    checkpoint interval `_run_one` adds among them)."""
+    if not path.is_file():
+        return False
+    if path.read_text() == to_yaml(cfg):
+        return True
+    try:
+        return not differences(load_config(str(path), check=False), cfg)
+    except UserError:  # unreadable: not this run's
+        return False
+
+
+def _to_train(specs: list[Planned], runs_dir: Path, fresh: bool) -> dict[str, Planned]:
+    """The unfinished runs and their children (to (re)train), their old directories removed
+    unless interrupted (those resume)."""
+    todo = {s.name: s for s in specs if fresh or _on_disk(s, runs_dir) != "finished"}
+    for spec in specs:  # parents come first: this reaches grandchildren too
+        if spec.parent in todo:
+            todo.setdefault(spec.name, spec)
+    for name, spec in todo.items():
+        if fresh or _on_disk(spec, runs_dir) != "interrupted":
+            shutil.rmtree(runs_dir / name, ignore_errors=True)
+    return todo
+
+
+class _Bars:
+    """An overall bar in modeled GFLOPs and one bar per busy worker, fed by the workers' (name,
+    step, total, loss, depth) messages; in a log file (no bars), a status line instead. A run
+    resumed from an earlier sitting's checkpoint counts only the steps it has left, so the time
+    left is not read off work that took no time here."""
+
+    def __init__(self, todo: dict[str, Planned], disable: bool, runs_dir: Path) -> None:
+        self.todo, self.disable = todo, disable
+        # modeled FLOPs each run trains itself (a branch leaves its parent's share out)
+        self.costs = {
+            n: p.flops() - (p.flops(p.branch_step) if p.parent else 0.0) for n, p in todo.items()
+        }
+        self.seen = {n: _start(p, runs_dir) for n, p in todo.items()}  # steps counted, per run
+        self.left = {n: self._share(p, p.steps - self.seen[n]) for n, p in todo.items()}
+        self.done, self.t0, self.finished = 0.0, time.time(), 0
+        self.overall = tqdm(
+            total=sum(self.left.values()),
+            desc="runs",
+            unit="GFLOP",
+            disable=disable,
+            position=0,
+            bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]",
+        )
+        self.slots: dict[str, Any] = {}
+
+    def _share(self, spec: Planned, steps: int) -> float:
+        """GFLOPs of `steps` of the run's own steps (those after its branch point)."""
+        return max(0, steps) / max(1, spec.steps - spec.branch_step) * self.costs[spec.name] / 1e9
+
+    def open(self, spec: Planned) -> None:
+        self.slots[spec.name] = tqdm(  # at the lowest line free below the overall bar
+            total=spec.steps,
+            initial=self.seen[spec.name],
+            desc=spec.name,
+            leave=False,
+            disable=self.disable,
+            dynamic_ncols=True,
+        )
+
+    def _count(self, name: str, step: int) -> None:
+        """The run has reached `step`: what it trained since the last count is done."""
+        work = self._share(self.todo[name], step - self.seen[name])  # an older resume: none
+        self.seen[name] = max(self.seen[name], step)
+        self.done += work
+        self.overall.update(work)
+
+    def close(self, name: str) -> None:
+        """A run ended (finished or diverged): its steps are done, even the ones it never took."""
+        if name in self.slots:
+            self.slots.pop(name).close()
+        self._count(name, self.todo[name].steps)
+        self.finished += 1
+
+    def drain(self, progress: Any) -> None:
+        while True:
+            try:
+                name, done, total, loss, depth = progress.get_nowait()
+            except (queue_lib.Empty, EOFError, OSError):
+                return
+            if name not in self.todo:  # an ahead run: no share of this call's work
+                continue
+            if name in self.slots:
+                self.slots[name].update(done - self.slots[name].n)
+                self.slots[name].set_postfix(loss=f"{loss:.3f}", K=depth, refresh=True)
+            self._count(name, done)
+
+    def status(self) -> str:
+        """ "3/14 runs, 27% of the modeled work, about 4 h 10 min left": the time left is the
+        work left at this sitting's rate so far (every worker's progress counted)."""
+        total = sum(self.left.values())
+        frac = min(1.0, self.done / total) if total > 1e-9 else 1.0
+        said = f"{self.finished}/{len(self.todo)} runs, {100 * frac:.0f}% of the modeled work"
+        if 0 < frac < 1 and self.finished < len(self.todo):
+            said += f", {_left((time.time() - self.t0) * (1 - frac) / frac)}"
+        return said
+
+    def finish(self) -> None:
+        self.overall.n = self.overall.total
+        self.overall.close()
+
+
+def _start(spec: Planned, runs_dir: Path) -> int:
+    """Where a run starts this sitting: its newest checkpoint (an earlier sitting's), else its
+    branch point (0 for a run from scratch)."""
+    saved = list_checkpoints(runs_dir / spec.name)
+    return max(spec.branch_step, saved[-1][0] if saved else 0)
+
+
+def _left(seconds: float) -> str:
+    """ "about 4 h 10 min left", "about 12 min left", "under a minute left": as precise as an
+    estimate deserves."""
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return "under a minute left"
+    return (
+        f"about {minutes // 60} h {minutes % 60} min left"
+        if minutes >= 60
+        else f"about {minutes} min left"
+    )
+
+
+def execute(
+    specs: list[Planned],
+    runs_dir: Path,
+    workers: int,
+    fresh: bool,
+    quiet: bool,
+    ahead: Iterable[Planned] = (),
+) -> int:
+    """Train the runs on a process pool, parents first; return how many were trained (finished
+    ones are reused unless `fresh`).
+
+    `ahead`: runs a later call will likely want (a study's reported runs at the LR its sweep
+    leans to while the sweep tries one more). They train only on a worker `specs` leave idle,
+    give it back at a checkpoint when a run of `specs` can start, and stop at one when `specs`
+    are done; a later call that plans the same run (same name and config) resumes it, bitwise
+    as if never stopped, and one that does not plan it never reads it. Only runs that branch off
+    nothing go ahead."""
+    todo = _to_train(specs, runs_dir, fresh)
+    if not todo:
+        return 0
+    spare = {} if fresh else _ahead(ahead, todo, runs_dir)
+    lines = not quiet and progress_mode() == "lines"
+    bars = _Bars(todo, quiet or lines, runs_dir)
+    ctx = mp.get_context("spawn")
+    progress = ctx.Queue()
+    pool = ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_start_worker, initargs=(progress, os.getpid())
+    )
+    halts = Path(tempfile.mkdtemp(prefix="looped-halt-"))
+    try:
+        _drive(pool, progress, todo, runs_dir, workers, bars, lines, _Ahead(spare, halts, lines))
+    except BaseException:  # a run failed, or Ctrl-C: do not wait for the other workers' runs
+        _stop(pool)
+        raise
+    finally:
+        shutil.rmtree(halts, ignore_errors=True)
+    pool.shutdown()
+    bars.finish()
+    return len(todo)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End the pool and its busy workers now (Python < 3.14 has no public way to stop one)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)  # quick now: it only cleans up
+
+
+def _ahead(ahead: Iterable[Planned], todo: dict[str, Planned], runs_dir: Path) -> dict:
+    """The ahead runs worth a spare worker: roots, not planned now, not finished on disk."""
+    return {
+        p.name: p
+        for p in ahead
+        if p.parent is None and p.name not in todo and _on_disk(p, runs_dir) != "finished"
+    }
+
+
+@dataclass
+class _Ahead:
+    """The ahead runs of one `execute` and which of them hold a worker now."""
+
+    todo: dict[str, Planned]  # not yet finished
+    halts: Path  # a run's file here, once it exists, asks the run to stop at a checkpoint
+    lines: bool  # say what happens, one line each (a log file)
+    running: dict[Any, str] = field(default_factory=dict)  # future -> name
+
+    def start(self, pool, runs_dir: Path) -> None:
+        """The first waiting run, by priority then costliest, on a free worker."""
+        busy = set(self.running.values())
+        waiting = [p for p in self.todo.values() if p.name not in busy]
+        spec = min(waiting, key=lambda p: (p.priority, -p.flops()))
+        if _on_disk(spec, runs_dir) != "interrupted":  # nothing of this config to go on from
+            shutil.rmtree(runs_dir / spec.name, ignore_errors=True)
+        (self.halts / spec.name).unlink(missing_ok=True)
+        halt = str(self.halts / spec.name)
+        self.running[pool.submit(_run_one, spec, str(runs_dir / spec.name), None, halt)] = spec.name
+        self._say(f"ahead: {spec.name} started on an idle worker")
+
+    def fill(self, pool, runs_dir: Path, free: int, waiting: int) -> None:
+        """`free` workers idle: ahead runs take them. `waiting` planned runs ready to start with
+        no worker free: as many ahead runs give their workers back."""
+        if waiting and free <= 0:
+            self.halt(waiting)
+        for _ in range(min(free, len(self.todo) - len(self.running))):
+            self.start(pool, runs_dir)
+
+    def halt(self, wanted: int | None = None) -> None:
+        """Ask `wanted` running ahead runs (all: None) to stop at their next step's checkpoint;
+        those already asked count."""
+        names = list(self.running.values())
+        asked = [n for n in names if (self.halts / n).exists()]
+        more = [n for n in names if n not in asked]
+        for name in more if wanted is None else more[: max(0, wanted - len(asked))]:
+            (self.halts / name).touch()
+
+    def finish(self, future) -> None:
+        """An ahead run came back: stopped (it waits for its next worker), finished, or failed
+        (a run planned later trains it again and meets its error then)."""
+        name = self.running.pop(future)
+        try:
+            summary = future.result()
+        except BrokenProcessPool:  # the pool itself is gone: nothing can go on
+            raise
+        except Exception as err:  # a run nobody asked for yet never stops the runs asked for
+            self.todo.pop(name)
+            self._say(f"ahead: {name} failed ({err}); a study that plans it trains it again")
+            return
+        if "stopped" in summary:
+            self._say(f"ahead: {name} paused at step {summary['stopped']} (saved)")
+            return
+        self.todo.pop(name)
+        self._say(run_line(f"{name} (ahead)", summary))
+
+    def wind_down(self, drain: Callable[[], None]) -> None:
+        """The planned runs are done: every ahead run stops at a checkpoint; wait for them."""
+        self.halt()
+        while self.running:
+            finished, _ = wait(list(self.running), 0.3, return_when=FIRST_COMPLETED)
+            drain()
+            for future in finished:
+                self.finish(future)
+
+    def _say(self, line: str) -> None:
+        if self.lines:
+            print(line, flush=True)
+
+
+def _drive(
+    pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, lines: bool, ahead: _Ahead
+):
+    """Submit runs as their parents finish, by priority then costliest first, until all are
+    done; a worker a run could use but none is ready for trains an ahead run; a worker's error
+    is re-raised here."""
+    running: dict[Any, str] = {}
+    done: set[str] = set()
+
+    def ready() -> list[Planned]:
+        busy = done | set(running.values())
+        waiting = [s for s in todo.values() if s.name not in busy]
+        ok = [s for s in waiting if s.parent not in todo or s.parent in done]  # None: not in todo
+        return sorted(ok, key=lambda s: (s.priority, -bars.costs[s.name]))
+
+    said = time.time()
+    while len(done) < len(todo):
+        if lines and time.time() - said > STATUS_EVERY:  # a log file hears how far it is
+            print(f"progress: {bars.status()}", flush=True)
+            said = time.time()
+        while len(running) + len(ahead.running) < workers and ready():
+            spec = ready()[0]
+            parent = runs_dir / spec.parent if spec.parent else None
+            branch = str(checkpoint_dir(parent, spec.branch_step)) if parent else None
+            bars.open(spec)
+            running[pool.submit(_run_one, spec, str(runs_dir / spec.name), branch)] = spec.name
+        ahead.fill(pool, runs_dir, workers - len(running) - len(ahead.running), len(ready()))
+        finished, _ = wait([*running, *ahead.running], 0.3, return_when=FIRST_COMPLETED)
+        bars.drain(progress)
+        for future in [f for f in finished if f in ahead.running]:
+            ahead.finish(future)
+        for future in [f for f in finished if f in running]:
+            name = running.pop(future)
+            summary = _unless_stopped(name, future.result())  # a worker's error re-raised here
+            bars.drain(progress)
+            bars.close(name)
+            done.add(name)
+            if "diverged" in summary:  # its children cannot branch off it: diverged too
+                for child in _diverge_children(name, todo, runs_dir, lines):
+                    done.add(child)
+                    bars.close(child)
+            if lines:
+                print(f"{run_line(name, summary)} [{bars.status()}]", flush=True)
+                said = time.time()
+    ahead.wind_down(lambda: bars.drain(progress))
+    bars.drain(progress)
+
+
+def _unless_stopped(name: str, summary: dict) -> dict:
+    """A run's summary, unless a stop signal reached its worker (it saved and returned)."""
+    if "stopped" in summary:
+        raise UserError(
+            f"{name} stopped at step {summary['stopped']} (its checkpoint is saved); "
+            "run the same command again to continue"
+        )
+    return summary
+
+
+def _diverge_children(name: str, todo, runs_dir: Path, lines: bool) -> list[str]:
+    """Mark every run branching off the diverged run `name`, directly or through others,
+    diverged too; return their names."""
+    found = [name]
+    while more := [n for n, s in todo.items() if s.parent in found and n not in found]:
+        found += more
+    children = found[1:]
+    for child in children:
+        why = f"its parent {name} diverged"
+        mark_diverged(runs_dir / child, todo[child].cfg, why)
+        if lines:
+            print(run_line(child, {"diverged": why}), flush=True)
+    return children
