@@ -405,7 +405,7 @@ def test_the_checks_fail_on_the_figures_as_they_were_drawn(monkeypatch):
 
     drawn = {}
     monkeypatch.setattr(style, "place_legends", lambda fig: False)  # legends where coded
-    monkeypatch.setattr(style, "dashes", lambda label: {"ls": "-"})  # every curve solid
+    monkeypatch.setattr(plotting, "dashes", lambda label: {"ls": "-"})  # every curve solid
     monkeypatch.setattr(style, "save", lambda fig, path: drawn.setdefault(path.name, fig))
     demo = json.loads(REFERENCE.read_text())
     bios.fig1_recall(demo, Path("fig1.png"))

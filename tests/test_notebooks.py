@@ -144,27 +144,6 @@ def test_no_stray_result_of_a_non_result(rendered: Path) -> None:
             )
 
 
-@pytest.mark.parametrize("rendered", RENDERED, ids=lambda p: p.stem)
-def test_every_figure_is_drawn_through_the_checked_path(rendered: Path) -> None:
-    """Every figure a notebook shows passes through `looped.studies.report.style`, which refuses a panel
-    without data (`checks.empty_panels`, tested in tests/test_figures.py): inline figures through
-    `style.show(fig)`, saved ones through a study's figure function of `looped.studies.report` (then
-    `display(Image(...))`).
-    A bare `plt.show()` could show a blank panel unnoticed, as notebook 05 once did."""
-    for i, source, out, _ in _outputs(rendered):
-        if "image/png" not in out.get("data", {}):
-            continue
-        assert "plt.show()" not in source, (
-            f"{rendered.name}: cell {i} shows a figure with plt.show(); use style.show(fig)"
-        )
-        from_plots = "display(Image(" in source and any(
-            f in source for f in ("figures[", "runs.figures(", "bios.paper_figures(")
-        )
-        checked = "style.show(" in source or "plotting.with_knobs(" in source  # both check first
-        assert checked or from_plots, (
-            f"{rendered.name}: cell {i} shows a figure that looped.studies.report.style did not check"
-        )
-
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
