@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from looped.studies.commands import bench as bench_cli
 from looped.errors import UserError
 from looped.flops import flops_per_token
 from looped.runtime.device import time_min
 from looped.studies.bench import run as bench
 from looped.studies.bench import tables as bench_report
+from looped.studies.commands import bench as bench_cli
 
 torch.set_num_threads(1)
 

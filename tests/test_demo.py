@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from looped.studies.commands import demo as demo_command
-from looped.studies.commands import report as report_command
 from looped.config import lr_at
 from looped.errors import UserError
 from looped.paper import FIXED, FIXED_FIRST, UNIFORM
 from looped.schedule_spec import parse_schedule
 from looped.studies import bios, demo
 from looped.studies.bios import QUICK, plan
+from looped.studies.commands import demo as demo_command
+from looped.studies.commands import report as report_command
 from looped.studies.demo import run_demo
 from looped.studies.engine import name_of
 from looped.studies.report import bios as bios_report

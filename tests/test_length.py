@@ -501,8 +501,8 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
 def test_one_arm_trains_only_that_schedule_beside_uniform():
     """`--arms k2` plans K=2's runs and uniform's, none of the other arms', so one arm can be
     trained now and the study collected whole later; a misspelt arm is refused in one line."""
-    from looped.studies.commands import length as length_command
     from looped.errors import UserError
+    from looped.studies.commands import length as length_command
     from looped.studies.length import round_grid
 
     parse = length_command.parser().parse_args
@@ -546,8 +546,8 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
 def test_a_flag_a_mode_would_override_is_honoured_or_refused_and_bad_results_files_in_one_line(
     tmp_path: Path,
 ):
-    from looped.studies.commands import length as length_command
     from looped.errors import UserError
+    from looped.studies.commands import length as length_command
     from looped.studies.length import cached_rows
 
     parse = length_command.parser().parse_args

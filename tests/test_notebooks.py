@@ -144,7 +144,6 @@ def test_no_stray_result_of_a_non_result(rendered: Path) -> None:
             )
 
 
-
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
