@@ -1,5 +1,5 @@
 """Faults injected, and survived: SIGKILL at named points inside checkpoint saves and metrics
-writes (looped.runtime.faults), damaged checkpoint files, a full or read-only disk. Each ends in the
+writes (tests/crash_at.py), damaged checkpoint files, a full or read-only disk. Each ends in the
 bitwise result of the uninterrupted run, or in one line that names the file and what to do."""
 
 from __future__ import annotations
@@ -27,9 +27,13 @@ RUN = [*SMALL, "max_steps=20", "ckpt_interval=5", "keep_last=2", "eval_interval=
 CLOCK = {"wall", "train_wall", "tokens_per_s", "mfu", "mem_gb"}  # wall-clock fields
 
 
-def _cmd(run: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "looped", "train", "--config", "tiny", "--out", str(run),
-            "--quiet", *RUN, *extra]  # fmt: skip
+CRASH_AT = str(Path(__file__).parent / "crash_at.py")  # the failpoints, patched in
+
+
+def _cmd(run: Path, *extra: str, fault: str = "") -> list[str]:
+    crash = [CRASH_AT, fault] if fault else ["-m", "looped"]
+    return [sys.executable, *crash, "train", "--config", "tiny", "--out", str(run), "--quiet",
+            *RUN, *extra]  # fmt: skip
 
 
 def _weights(run: Path) -> dict[str, torch.Tensor]:
@@ -65,9 +69,7 @@ def test_sigkill_at_every_failpoint_then_resume_is_bitwise_identical(tmp_path, r
     ]
     for i, fault in enumerate(faults):
         resume = ["--resume"] if i else []
-        proc = subprocess.run(
-            _cmd(run, *resume), env={**env, "LOOPED_FAULT": fault}, capture_output=True, text=True
-        )
+        proc = subprocess.run(_cmd(run, *resume, fault=fault), env=env, capture_output=True, text=True)
         assert proc.returncode == -9, (fault, proc.stderr[-2000:])
     assert (run / "checkpoints" / ".old-step_0000020").is_dir()  # the last kill's mark
     assert cli(["train", "--config", "tiny", "--out", str(run), "--quiet", "--resume", *RUN]) == 0

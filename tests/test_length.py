@@ -180,130 +180,6 @@ def test_an_edge_choice_extends_the_sweep_on_that_side_at_that_length_only():
     assert extended(grid, {"a": {30: {"lr": 3e-3, "edge": None}}}) == grid
 
 
-def test_while_an_edge_extends_the_sweep_idle_workers_go_ahead_at_the_choice_so_far():
-    """The first round has no choice to go ahead on; each extension round hands the pool the
-    runs the choice so far implies (here LR 0.01, then 0.03), and the sweep still ends on the
-    LR its validation NLLs choose."""
-    from types import SimpleNamespace
-
-    from looped.studies.engine import sweep
-
-    class Fake:  # a study whose runs finish at once, validation NLL least at LR 0.03
-        settings = SimpleNamespace(lr_seeds=(100,))
-        train = True
-        handed: list = []
-
-        def plan(self, seeds, grid):
-            return {f"{s}_{lr}_{n}": SimpleNamespace(schedule=s, lr=lr, steps=n)
-                    for s, by_lr in grid.items() for lr, ns in by_lr.items() for n in ns}  # fmt: skip
-
-        def run(self, runs, ahead=None):
-            self.handed.append(ahead)
-
-        def finished(self, p):
-            return True
-
-        def val_nll(self, p):
-            return (math.log10(p.lr) - math.log10(0.03)) ** 2
-
-    def ahead(chosen):
-        return {"ahead": chosen["u"][60]["lr"]}
-
-    study = Fake()
-    runs, chosen = sweep(study, {"u": dict.fromkeys((1e-3, 3e-3, 1e-2), (60,))}, ahead=ahead)
-    assert study.handed == [None, {"ahead": 1e-2}, {"ahead": 3e-2}]
-    assert chosen["u"][60]["lr"] == 3e-2 and chosen["u"][60]["edge"] is None
-
-
-def test_what_goes_ahead_is_exactly_the_first_round_the_study_then_plans(tmp_path: Path):
-    """The ahead runs are worth their worker only if the rounds plan the same names and configs
-    once the sweep keeps its choice."""
-    from looped.studies.engine import Study, fingerprint
-    from looped.studies.length import QUICK, first_round, run_rounds, shared_lrs
-
-    named = [(f"m{i}.py", unique(i)) for i in range(80)]
-    prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
-    corpus = {"path": str(tmp_path / "c"), "vocab_size": 300}
-    study = Study(QUICK, corpus, tmp_path / "runs")
-    chosen = {paper.UNIFORM: {n: {"lr": 3e-3 * (1 + i), "edge": None}
-                              for i, n in enumerate(QUICK.lr_lengths)}}  # fmt: skip
-    ahead = first_round(study, chosen)
-    planned: list[dict] = []
-
-    def record(runs, ahead=None):
-        planned.append(dict(runs))
-        raise StopIteration  # the first round is all this test needs
-
-    study.run = record
-    with pytest.raises(StopIteration):
-        run_rounds(study, shared_lrs(QUICK, chosen), math.inf)
-    (first,) = planned
-    assert {n: fingerprint(p.cfg) for n, p in ahead.items()} == {
-        n: fingerprint(p.cfg) for n, p in first.items()
-    }
-    assert {p.lr for p in ahead.values()} == {3e-3 * (1 + i) for i in range(len(QUICK.lr_lengths))}
-
-
-def test_the_demo_text_track_goes_ahead_with_the_seeds_it_then_plans(tmp_path: Path, monkeypatch):
-    """The demo's text track sweeps too: while an edge extends it, idle workers train the
-    seeds at the LR chosen so far, the very runs (names and configs) it then plans."""
-    from looped.studies import engine, length
-
-    named = [(f"m{i}.py", unique(i)) for i in range(80)]
-    prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
-    text = replace(length.QUICK, lengths=(16,), lr_lengths=(16,), lrs=(1e-3, 3e-3, 1e-2),
-                   corpus=str(tmp_path / "c"))  # fmt: skip
-    handed: list[tuple[dict, dict | None]] = []
-
-    class Planned(Exception):
-        """The reported seeds are planned: all this test needs."""
-
-    def record(self, runs, ahead=None):
-        handed.append((dict(runs), ahead))
-        if any(p.seed not in text.lr_seeds for p in runs.values()):
-            raise Planned
-
-    monkeypatch.setattr(engine.Study, "run", record)
-    monkeypatch.setattr(engine.Study, "finished", lambda self, p: True)
-    monkeypatch.setattr(  # least at LR 3e-2: the sweep extends to 3e-2, then to 0.09 and stops
-        engine.Study, "val_nll", lambda self, p: (math.log10(p.lr) - math.log10(3e-2)) ** 2
-    )
-    with pytest.raises(Planned):
-        length.run_text(text, tmp_path / "out", quiet=True)
-    (_, none), (_, ahead), (_, after), (planned, _) = handed
-    assert none is None and after is not None
-    assert {p.lr for p in ahead.values()} == {1e-2} and {p.lr for p in planned.values()} == {3e-2}
-    assert {n: engine.fingerprint(p.cfg) for n, p in after.items()} == {
-        n: engine.fingerprint(p.cfg) for n, p in planned.items()
-    }
-
-
-def test_a_round_goes_ahead_with_the_next_round_the_study_then_plans(tmp_path: Path, monkeypatch):
-    """While a round's last runs train, idle workers take the next round's: the very runs (names
-    and configs) the next round plans when its cells stay open; only the next round's."""
-    from looped.studies import length
-    from looped.studies.engine import Study, fingerprint
-
-    named = [(f"m{i}.py", unique(i)) for i in range(80)]
-    prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
-    corpus = {"path": str(tmp_path / "c"), "vocab_size": 300}
-    settings = replace(length.QUICK, rounds=(2, 3, 4), max_seeds=4)
-    study = Study(settings, corpus, tmp_path / "runs")
-    handed: list[tuple[dict, dict | None]] = []
-    study.run = lambda runs, ahead=None: handed.append((dict(runs), ahead))
-    study.finished = lambda p: True  # every round "trains" at once and every cell stays open
-    monkeypatch.setattr(length, "score", lambda runs, study: [])
-    still_open = [{"schedule": s, "steps": n, "open": True, "seed_ids": []}
-                  for s in settings.schedules for n in settings.lengths]  # fmt: skip
-    monkeypatch.setattr(length, "sequential_cells", lambda *a: still_open)
-    length.run_rounds(study, dict.fromkeys(settings.lengths, 1e-2), math.inf)
-    assert len(handed) == 3 and handed[-1][1] is None  # the last round has nothing after it
-    for (now, ahead), (later, _) in zip(handed, handed[1:]):
-        new = {n: fingerprint(p.cfg) for n, p in later.items() if n not in now}
-        assert new and new.items() <= {n: fingerprint(p.cfg) for n, p in ahead.items()}.items()
-        assert {p.seed for p in ahead.values()} == {p.seed for p in later.values()}
-
-
 def test_a_streamed_corpus_with_a_test_split_fits_its_tokenizer_on_train_documents_alone(
     tmp_path: Path,
 ):
@@ -432,7 +308,6 @@ def test_a_length_added_after_the_trunks_ran_branches_at_a_checkpoint_they_hold(
 def test_samples_continue_the_length_studys_models_at_every_serving_depth(tmp_path: Path):
     """`looped samples` reads the study's chosen LRs, trains the fixed K=4 twin beside its
     models (once: a second call reuses it) and continues every prompt at every depth."""
-    from dataclasses import replace
 
     from looped.studies import samples
     from looped.studies.engine import name_of

@@ -156,8 +156,8 @@ def test_a_lock_left_by_a_killed_holder_is_taken_over_and_the_resume_is_bitwise(
     """SIGKILL inside a checkpoint save (a failpoint) leaves the lock file naming the dead
     holder; `--resume` takes it over with a warning line and ends where the lone run ends."""
     run = tmp_path / "run"
-    env = {**ENV, "LOOPED_FAULT": "ckpt.before_rename:10"}
-    killed = subprocess.run(_train_cmd(run), env=env, capture_output=True, text=True)
+    crash = [sys.executable, str(Path(__file__).parent / "crash_at.py"), "ckpt.before_rename:10"]
+    killed = subprocess.run(crash + _train_cmd(run)[3:], env=ENV, capture_output=True, text=True)
     assert killed.returncode == -9, killed.stderr[-2000:]
     dead = holder_of(run)
     assert dead is not None and dead.command == "looped train"

@@ -23,7 +23,6 @@ from looped.studies import runner
 from looped.studies.bios import QUICK, collect, plan
 from looped.studies.results import diverged
 from looped.studies.runner import Planned, execute
-from looped.training.run import total_steps_for
 
 pytestmark = pytest.mark.slow  # every test trains runs in worker processes
 
@@ -217,41 +216,3 @@ def test_a_failed_run_ends_the_demo_without_waiting_for_the_others(tmp_path: Pat
         assert not _reap(workers)
     finally:
         _kill(demo, workers)
-
-
-def test_an_ahead_run_fills_an_idle_worker_gives_it_back_and_resumes_bitwise(tmp_path, capsys):
-    """While a trunk trains alone, the idle worker trains a run a later call will want; when the
-    trunk's two branches can start, that run stops at a checkpoint and gives its worker back;
-    when this call's runs are done it stops (again). Planned later, it resumes and ends bitwise
-    as a run trained in one go: going ahead changes no result."""
-    trunk, branch = _pair(0.01)
-    twin = replace(branch, name="twin", save_steps=[])
-    cfg = replace(trunk.cfg, seed=trunk.cfg.seed + 1, max_steps=400, budget_frac=0.0, keep_last=1)
-    extra = Planned("extra", cfg, trunk.schedule, steps=400)
-    assert total_steps_for(cfg) == 400
-    main = [trunk, branch, twin]
-    assert execute(main, tmp_path, 2, fresh=False, quiet=False, ahead=[extra]) == 3
-    said = capsys.readouterr().out
-    starts, pauses = said.count("ahead: extra started"), said.count("ahead: extra paused")
-    assert starts == pauses >= 1  # it went back to an idle worker if one came free
-    # it stopped for a branch: before the first branch ended, both were running
-    assert said.index("ahead: extra paused") < min(
-        said.index(f"finished {branch.name}"), said.index("finished twin")
-    )
-    run_dir = tmp_path / "extra"
-    assert not (run_dir / "summary.json").exists()
-    # it stopped where it said, at a checkpoint of that step (not killed after an older one)
-    paused = int(said.rsplit("ahead: extra paused at step ", 1)[1].split()[0])
-    assert list_checkpoints(run_dir)[-1][0] == paused < 400
-    (run_dir / "marker").touch()  # gone if the run were trained again from an empty folder
-    assert all((tmp_path / s.name / "summary.json").is_file() for s in main)
-    # planned now, it goes on from its checkpoint; trained in one go elsewhere, it ends the same
-    assert execute([extra], tmp_path, 1, fresh=False, quiet=True) == 1
-    assert (run_dir / "marker").exists()  # continued, not retrained
-    assert execute([extra], tmp_path / "whole", 1, fresh=False, quiet=True) == 1
-    last = checkpoint_dir(run_dir, 400)
-    resumed = load_file(last / "model.safetensors")
-    whole = load_file(checkpoint_dir(tmp_path / "whole" / "extra", 400) / "model.safetensors")
-    assert resumed.keys() == whole.keys() and all(torch.equal(resumed[k], whole[k]) for k in whole)
-    # finished runs are neither trained ahead again nor counted as this call's
-    assert execute(main, tmp_path, 2, fresh=False, quiet=True, ahead=[extra]) == 0

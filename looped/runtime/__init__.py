@@ -1,1 +1,1 @@
-"""What touches the disk and the device: atomic writes, failpoints, run-directory locks, checkpoints, devices, torchrun."""
+"""What touches the disk and the device: atomic writes, run-directory locks, checkpoints, devices, torchrun."""

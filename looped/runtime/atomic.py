@@ -16,8 +16,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from looped.runtime.faults import failpoint
-
 
 @contextmanager
 def atomic_path(final: str | Path) -> Iterator[Path]:
@@ -34,7 +32,6 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
             old = final.parent / f".old-{final.name}"
             shutil.rmtree(old, ignore_errors=True)
             final.rename(old)
-            failpoint("atomic.between_renames")
             tmp.rename(final)
             shutil.rmtree(old, ignore_errors=True)
         else:

@@ -23,7 +23,6 @@ from looped.config import load_config
 from looped.errors import UserError, first_line
 from looped.model import LoopedTransformer
 from looped.runtime.atomic import atomic_path
-from looped.runtime.faults import failpoint
 
 CKPT_DIR = "checkpoints"
 
@@ -66,11 +65,9 @@ def save_checkpoint(
         with atomic_path(final) as tmp:
             tmp.mkdir()
             save_file(weights, str(tmp / "model.safetensors"), metadata=meta)
-            failpoint("ckpt.after_weights", step)
             with open(tmp / "state.pt", "wb") as f:  # a Python file: its OSError says why
                 torch.save(state, f)
             (tmp / "config.yaml").write_text(config_yaml)
-            failpoint("ckpt.before_rename", step)
     except Exception as err:  # disk full, read-only, quota: the previous checkpoint is intact
         previous = list_checkpoints(run_dir)
         kept = f"; {previous[-1][1]} is intact" if previous else ""
@@ -84,7 +81,6 @@ def save_checkpoint(
             shutil.rmtree(path, ignore_errors=True)
     for stale in root.glob(".tmp-*"):  # left by a crash mid-write
         shutil.rmtree(stale, ignore_errors=True)
-    failpoint("ckpt.after_save", step)
     return final
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from looped.errors import UserError
-from looped.runtime import faults
 from looped.runtime.atomic import write_text_atomic
 
 
@@ -61,15 +60,11 @@ class RunLog:
             self.board = SummaryWriter(str(run_dir / "tb"))
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record to RUN/metrics.jsonl (failpoint `metrics.mid_line`)."""
+        """Append one record to RUN/metrics.jsonl."""
         if not self.main:
             return
         line = json.dumps(record) + "\n"
         with writing(self.run_dir), open(self.run_dir / "metrics.jsonl", "a") as f:
-            if faults.armed("metrics.mid_line", record["step"]):
-                f.write(line[: len(line) // 2])
-                f.flush()
-                faults.kill()
             f.write(line)
         for key, value in _scalars(record) if self.board is not None else ():
             self.board.add_scalar(f"{record['kind']}/{key}", value, record["step"])

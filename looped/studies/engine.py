@@ -173,20 +173,19 @@ class Study:
         nll = evals[-1].get("token_nll", evals[-1].get("nll"))
         return float(np.mean(list(nll.values())))
 
-    def run(self, runs: dict[str, Planned], ahead: dict[str, Planned] | None = None) -> int:
+    def run(self, runs: dict[str, Planned]) -> int:
         """Train every trunk family (a trunk and its branches) with an uncached run, whole: the
         branches need the trunk's checkpoints; the pool skips what is finished on disk. Returns
-        how many runs it trained. `ahead`: runs for workers `runs` leave idle (`execute`)."""
+        how many runs it trained."""
         if not self.train:
             return 0
-        spare = [p for p in (ahead or {}).values() if self.row(p) is None]
         family = {n: n for n in runs}
         for n, p in runs.items():
             while p.parent in runs:
                 family[n], p = p.parent, runs[p.parent]
         missing = {family[n] for n, p in runs.items() if self.row(p) is None}
         todo = [p for n, p in runs.items() if family[n] in missing]
-        return execute(todo, self.runs_dir, self.settings.workers, self.fresh, self.quiet, spare)
+        return execute(todo, self.runs_dir, self.settings.workers, self.fresh, self.quiet)
 
 
 # -- the LR: chosen on the LR seeds, never on a reported one ------------------------------------
@@ -252,20 +251,13 @@ def extended(grid: Grid, chosen: dict) -> Grid:
     return out
 
 
-def sweep(
-    study: Study,
-    grid: Grid,
-    rounds: int = 2,
-    ahead: Callable[[dict], dict[str, Planned]] | None = None,
-) -> tuple[dict[str, Planned], dict]:
+def sweep(study: Study, grid: Grid, rounds: int = 2) -> tuple[dict[str, Planned], dict]:
     """The sweep of `grid` on the LR seeds and each (schedule, length)'s LR; a choice at an edge
-    extends the LRs tried there and chooses again (at most `rounds` times). While an extension
-    trains, workers it leaves idle train `ahead(chosen so far)`: the runs the study wants if the
-    choice holds (names carry the LR, so a choice that moves never reads them)."""
-    seeds, chosen = study.settings.lr_seeds, None
+    extends the LRs tried there and chooses again (at most `rounds` times)."""
+    seeds = study.settings.lr_seeds
     for _ in range(rounds + 1):
         runs = study.plan(seeds, grid)
-        study.run(runs, ahead(chosen) if ahead and chosen else None)
+        study.run(runs)
         chosen = choose(runs, study)
         wider = extended(grid, chosen)
         if wider == grid:

@@ -121,14 +121,6 @@ def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set)
     return grid
 
 
-def first_round(study: Study, chosen: dict) -> dict[str, Planned]:
-    """The first round's runs if the sweep's choice so far holds: what an idle worker trains
-    while the sweep tries one LR more (`engine.sweep`'s `ahead`; `run_rounds` goes ahead to the
-    next round the same way)."""
-    lrs = shared_lrs(study.settings, chosen)
-    return round_plan(study, lrs, looks(study.settings)[0], every_cell(study.settings, lrs))
-
-
 def looks(settings: LengthSettings) -> list[int]:
     """The seed counts at which the rounds look (the last: the seed budget)."""
     return stats.planned_looks(settings.rounds, settings.max_seeds)
@@ -152,12 +144,9 @@ def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list
     runs: dict[str, Planned] = {}
     cells: list[dict] = []
     reason, complete = "no cell open: each decided, or its models miss the bigram", True
-    for i, n in enumerate(rounds):
+    for n in rounds:
         runs.update(round_plan(study, lrs, n, open_cells))
-        # a worker this round's last runs leave idle trains the next round (if every cell stays
-        # open); a look reads only the runs its round planned
-        later = rounds[i + 1 : i + 2]
-        study.run(runs, round_plan(study, lrs, later[0], open_cells) if later else None)
+        study.run(runs)
         rows = score(runs, study)
         tolerance = {s: paper.tolerance(s) for s in settings.schedules if s != paper.UNIFORM}
         cells = sequential_cells(rows, bigram, settings.schedules, tuple(rounds), tolerance, cells)
@@ -213,7 +202,7 @@ def run_study(
     batches = split_batches(settings.setup, corpus)
     study = Study(settings, corpus, out / "runs", train, cached, batches, base["test"]["bigram"])
     grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
-    swept, chosen = sweep(study, grid, ahead=lambda chosen: first_round(study, chosen))
+    swept, chosen = sweep(study, grid)
     lrs = shared_lrs(settings, chosen)
     rows, cells, stop = run_rounds(study, lrs, base["test"]["bigram"])
     robust = tuned(study, lrs) if stop["complete"] else {}
@@ -417,11 +406,9 @@ def run_text(settings: LengthSettings, out: Path, fresh: bool = False, quiet: bo
         )
 
     swept, lr = {}, settings.lrs[0]
-    if settings.lr_seeds:  # an idle worker trains the seeds at the LR chosen so far
+    if settings.lr_seeds:
         grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, (n,))}
-        swept, chosen = sweep(
-            study, grid, ahead=lambda so_far: plan(shared_lrs(settings, so_far)[n])
-        )
+        swept, chosen = sweep(study, grid)
         lr = shared_lrs(settings, chosen)[n]
     runs = plan(lr)
     trained = study.run(runs)

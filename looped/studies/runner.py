@@ -12,14 +12,10 @@ import multiprocessing as mp
 import os
 import queue as queue_lib
 import shutil
-import signal
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -121,17 +117,12 @@ def _exit_with_parent(parent: int, every: float = 0.5) -> None:
     os._exit(1)
 
 
-def _run_one(run: Planned, run_dir: str, branch_dir: str | None, halt: str | None = None) -> dict:
-    """One run in a worker process: single-threaded, progress sent to the parent's queue. An
-    ahead run (`halt`: the file whose existence asks it to stop) stops as Ctrl-C stops a run:
-    after the step, at a checkpoint, returning {"stopped": step}."""
+def _run_one(run: Planned, run_dir: str, branch_dir: str | None) -> dict:
+    """One run in a worker process: single-threaded, progress sent to the parent's queue."""
     torch.set_num_threads(1)
-    last, asked = [0.0], [False]
+    last = [0.0]
 
     def on_step(done: int, total: int, loss: float, depth: int) -> None:
-        if halt is not None and not asked[0] and os.path.exists(halt):
-            asked[0] = True
-            os.kill(os.getpid(), signal.SIGTERM)  # the trainer's own stop: finish, save, return
         now = time.time()
         if now - last[0] > 0.25 or done == total:
             last[0] = now
@@ -261,7 +252,7 @@ class _Bars:
                 name, done, total, loss, depth = progress.get_nowait()
             except (queue_lib.Empty, EOFError, OSError):
                 return
-            if name not in self.todo:  # an ahead run: no share of this call's work
+            if name not in self.todo:  # not this call's run
                 continue
             if name in self.slots:
                 self.slots[name].update(done - self.slots[name].n)
@@ -309,21 +300,12 @@ def execute(
     workers: int,
     fresh: bool,
     quiet: bool,
-    ahead: Iterable[Planned] = (),
 ) -> int:
     """Train the runs on a process pool, parents first; return how many were trained (finished
-    ones are reused unless `fresh`).
-
-    `ahead`: runs a later call will likely want (a study's reported runs at the LR its sweep
-    leans to while the sweep tries one more). They train only on a worker `specs` leave idle,
-    give it back at a checkpoint when a run of `specs` can start, and stop at one when `specs`
-    are done; a later call that plans the same run (same name and config) resumes it, bitwise
-    as if never stopped, and one that does not plan it never reads it. Only runs that branch off
-    nothing go ahead."""
+    ones are reused unless `fresh`)."""
     todo = _to_train(specs, runs_dir, fresh)
     if not todo:
         return 0
-    spare = {} if fresh else _ahead(ahead, todo, runs_dir)
     lines = not quiet and progress_mode() == "lines"
     bars = _Bars(todo, quiet or lines, runs_dir)
     ctx = mp.get_context("spawn")
@@ -331,14 +313,11 @@ def execute(
     pool = ProcessPoolExecutor(
         workers, mp_context=ctx, initializer=_start_worker, initargs=(progress, os.getpid())
     )
-    halts = Path(tempfile.mkdtemp(prefix="looped-halt-"))
     try:
-        _drive(pool, progress, todo, runs_dir, workers, bars, lines, _Ahead(spare, halts, lines))
+        _drive(pool, progress, todo, runs_dir, workers, bars, lines)
     except BaseException:  # a run failed, or Ctrl-C: do not wait for the other workers' runs
         _stop(pool)
         raise
-    finally:
-        shutil.rmtree(halts, ignore_errors=True)
     pool.shutdown()
     bars.finish()
     return len(todo)
@@ -351,91 +330,9 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)  # quick now: it only cleans up
 
 
-def _ahead(ahead: Iterable[Planned], todo: dict[str, Planned], runs_dir: Path) -> dict:
-    """The ahead runs worth a spare worker: roots, not planned now, not finished on disk."""
-    return {
-        p.name: p
-        for p in ahead
-        if p.parent is None and p.name not in todo and _on_disk(p, runs_dir) != "finished"
-    }
-
-
-@dataclass
-class _Ahead:
-    """The ahead runs of one `execute` and which of them hold a worker now."""
-
-    todo: dict[str, Planned]  # not yet finished
-    halts: Path  # a run's file here, once it exists, asks the run to stop at a checkpoint
-    lines: bool  # say what happens, one line each (a log file)
-    running: dict[Any, str] = field(default_factory=dict)  # future -> name
-
-    def start(self, pool, runs_dir: Path) -> None:
-        """The first waiting run, by priority then costliest, on a free worker."""
-        busy = set(self.running.values())
-        waiting = [p for p in self.todo.values() if p.name not in busy]
-        spec = min(waiting, key=lambda p: (p.priority, -p.flops()))
-        if _on_disk(spec, runs_dir) != "interrupted":  # nothing of this config to go on from
-            shutil.rmtree(runs_dir / spec.name, ignore_errors=True)
-        (self.halts / spec.name).unlink(missing_ok=True)
-        halt = str(self.halts / spec.name)
-        self.running[pool.submit(_run_one, spec, str(runs_dir / spec.name), None, halt)] = spec.name
-        self._say(f"ahead: {spec.name} started on an idle worker")
-
-    def fill(self, pool, runs_dir: Path, free: int, waiting: int) -> None:
-        """`free` workers idle: ahead runs take them. `waiting` planned runs ready to start with
-        no worker free: as many ahead runs give their workers back."""
-        if waiting and free <= 0:
-            self.halt(waiting)
-        for _ in range(min(free, len(self.todo) - len(self.running))):
-            self.start(pool, runs_dir)
-
-    def halt(self, wanted: int | None = None) -> None:
-        """Ask `wanted` running ahead runs (all: None) to stop at their next step's checkpoint;
-        those already asked count."""
-        names = list(self.running.values())
-        asked = [n for n in names if (self.halts / n).exists()]
-        more = [n for n in names if n not in asked]
-        for name in more if wanted is None else more[: max(0, wanted - len(asked))]:
-            (self.halts / name).touch()
-
-    def finish(self, future) -> None:
-        """An ahead run came back: stopped (it waits for its next worker), finished, or failed
-        (a run planned later trains it again and meets its error then)."""
-        name = self.running.pop(future)
-        try:
-            summary = future.result()
-        except BrokenProcessPool:  # the pool itself is gone: nothing can go on
-            raise
-        except Exception as err:  # a run nobody asked for yet never stops the runs asked for
-            self.todo.pop(name)
-            self._say(f"ahead: {name} failed ({err}); a study that plans it trains it again")
-            return
-        if "stopped" in summary:
-            self._say(f"ahead: {name} paused at step {summary['stopped']} (saved)")
-            return
-        self.todo.pop(name)
-        self._say(run_line(f"{name} (ahead)", summary))
-
-    def wind_down(self, drain: Callable[[], None]) -> None:
-        """The planned runs are done: every ahead run stops at a checkpoint; wait for them."""
-        self.halt()
-        while self.running:
-            finished, _ = wait(list(self.running), 0.3, return_when=FIRST_COMPLETED)
-            drain()
-            for future in finished:
-                self.finish(future)
-
-    def _say(self, line: str) -> None:
-        if self.lines:
-            print(line, flush=True)
-
-
-def _drive(
-    pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, lines: bool, ahead: _Ahead
-):
+def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, lines: bool):
     """Submit runs as their parents finish, by priority then costliest first, until all are
-    done; a worker a run could use but none is ready for trains an ahead run; a worker's error
-    is re-raised here."""
+    done; a worker's error is re-raised here."""
     running: dict[Any, str] = {}
     done: set[str] = set()
 
@@ -450,18 +347,15 @@ def _drive(
         if lines and time.time() - said > STATUS_EVERY:  # a log file hears how far it is
             print(f"progress: {bars.status()}", flush=True)
             said = time.time()
-        while len(running) + len(ahead.running) < workers and ready():
+        while len(running) < workers and ready():
             spec = ready()[0]
             parent = runs_dir / spec.parent if spec.parent else None
             branch = str(checkpoint_dir(parent, spec.branch_step)) if parent else None
             bars.open(spec)
             running[pool.submit(_run_one, spec, str(runs_dir / spec.name), branch)] = spec.name
-        ahead.fill(pool, runs_dir, workers - len(running) - len(ahead.running), len(ready()))
-        finished, _ = wait([*running, *ahead.running], 0.3, return_when=FIRST_COMPLETED)
+        finished, _ = wait(list(running), 0.3, return_when=FIRST_COMPLETED)
         bars.drain(progress)
-        for future in [f for f in finished if f in ahead.running]:
-            ahead.finish(future)
-        for future in [f for f in finished if f in running]:
+        for future in finished:
             name = running.pop(future)
             summary = _unless_stopped(name, future.result())  # a worker's error re-raised here
             bars.drain(progress)
@@ -474,7 +368,6 @@ def _drive(
             if lines:
                 print(f"{run_line(name, summary)} [{bars.status()}]", flush=True)
                 said = time.time()
-    ahead.wind_down(lambda: bars.drain(progress))
     bars.drain(progress)
 
 
