@@ -1,7 +1,7 @@
 """The ``looped`` command line: one entry point routing to one module per subcommand.
 
     looped demo [--quick] [--out DIR]           # the scaled-down reproduction (figures + tables)
-    looped length | diagnose | samples [--quick] # the studies (text and bios)
+    looped map | diagnose | samples [--quick]    # the studies (text and bios)
     looped train --config tiny --out runs/r     # train one run (also under torchrun)
     looped eval --run runs/r --depths 1-16      # NLL / recall at serving depths
     looped downstream --run runs/r --tasks piqa # zero-shot multiple choice at serving depths
@@ -33,7 +33,6 @@ HELP = {
     "probe": "update-benefit probe: one K=4 vs one K=16 update",
     "plot": "the paper's figures from run directories",
     "bench": "speed benchmark against a stacked-layer peer",
-    "length": "the gap to uniform as training lengthens (text)",
     "map": "the gap by width, vocabulary and length, on one pass (text)",
     "recipe": "the recipe probe: warmup, init and LR against uniform's slow start",
     "samples": "continuations at serving depths 1, 2, 4, 16",

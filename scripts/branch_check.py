@@ -24,7 +24,7 @@ from safetensors.torch import load_file
 from looped import paper
 from looped.errors import UserError
 from looped.runtime.checkpoint import checkpoint_dir, list_checkpoints
-from looped.studies import length
+from looped.studies import textstudy
 from looped.studies.textsetup import ensure_corpus, run_config
 from looped.training.lineage import branch_point
 from looped.training.trainer import train
@@ -47,7 +47,7 @@ def main() -> int:
     a = p.parse_args()
     torch.set_num_threads(1)  # as the study's workers
     out = Path(a.out or tempfile.mkdtemp(prefix="branch-check-"))
-    setup = (length.QUICK if a.quick else length.LengthSettings()).setup
+    setup = (textstudy.QUICK if a.quick else textstudy.BlockSettings()).setup
     corpus = ensure_corpus(setup, out, a.corpus, quiet=False)
 
     def cfg(n: int):

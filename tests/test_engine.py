@@ -19,7 +19,7 @@ from looped.studies.engine import (
     plan,
     text_runs,
 )
-from looped.studies.length import QUICK, flop_lengths
+from looped.studies.textstudy import QUICK, flop_lengths
 
 
 def test_the_lr_is_the_lowest_mean_over_the_lr_seeds_ties_to_the_smaller_and_never_diverged():

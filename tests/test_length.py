@@ -147,7 +147,7 @@ def test_each_verdict_from_a_constructed_interval(lo, hi, expected):
 # -- the planner -------------------------------------------------------------------------------
 def test_shorter_runs_branch_off_the_longest_where_they_agree(tmp_path: Path):
     from looped.studies.engine import plan, text_runs
-    from looped.studies.length import QUICK
+    from looped.studies.textstudy import QUICK
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
@@ -242,7 +242,7 @@ def _synthetic_study() -> dict:
     """A length.json as `looped length` writes it, with made-up numbers: 4 lengths, 4 seeds."""
     from looped.paper import TOLERANCE
     from looped.studies.engine import SCHEDULES
-    from looped.studies.length import seed_trends, sequential_cells
+    from looped.studies.textstudy import seed_trends, sequential_cells
 
     rows = []
     for i, steps in enumerate((30, 60, 120, 240)):
@@ -279,7 +279,7 @@ def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigr
 
 def test_a_length_added_after_the_trunks_ran_branches_at_a_checkpoint_they_hold(tmp_path: Path):
     from looped.studies.engine import plan, text_runs
-    from looped.studies.length import QUICK
+    from looped.studies.textstudy import QUICK
 
     named = [(f"m{i}.py", unique(i)) for i in range(80)]
     prepare_documents(tmp_path / "c", named, "bpe:300", 0.1, 0.1)
@@ -311,7 +311,7 @@ def test_samples_continue_the_length_studys_models_at_every_serving_depth(tmp_pa
 
     from looped.studies import samples
     from looped.studies.engine import name_of
-    from looped.studies.length import QUICK
+    from looped.studies.textstudy import QUICK
     from looped.studies.runner import Planned, execute
     from looped.studies.textsetup import ensure_corpus, run_config
 
@@ -357,7 +357,7 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
         for i, s in enumerate(schedules)
     ]  # fmt: skip
     code = (
-        "import json, sys; from looped.studies.length import seed_trends; "
+        "import json, sys; from looped.studies.textstudy import seed_trends; "
         "print(json.dumps(list(seed_trends(json.loads(sys.argv[1])))))"
     )
     orders = {
@@ -378,7 +378,7 @@ def test_one_arm_trains_only_that_schedule_beside_uniform():
     trained now and the study collected whole later; a misspelt arm is refused in one line."""
     from looped.errors import UserError
     from looped.studies.commands import length as length_command
-    from looped.studies.length import round_grid
+    from looped.studies.textstudy import round_grid
 
     parse = length_command.parser().parse_args
     settings = length_command.settings_from(parse(["--arms", "k2"]))
@@ -401,7 +401,7 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
     import json
 
     from looped.errors import UserError
-    from looped.studies.length import CORPUS_KEYS, cached_rows
+    from looped.studies.textstudy import CORPUS_KEYS, cached_rows
 
     corpus = {"tokenizer": "bpe:512", "vocab_size": 512, "splits": {}, "dataset": "stdlib"}
     old = {"meta": {"corpus": {k: corpus[k] for k in CORPUS_KEYS if k in corpus},
@@ -423,7 +423,7 @@ def test_a_flag_a_mode_would_override_is_honoured_or_refused_and_bad_results_fil
 ):
     from looped.errors import UserError
     from looped.studies.commands import length as length_command
-    from looped.studies.length import cached_rows
+    from looped.studies.textstudy import cached_rows
 
     parse = length_command.parser().parse_args
     assert length_command.settings_from(parse(["--quick", "--d-model", "16"])).setup.d_model == 16
@@ -440,7 +440,7 @@ def test_a_flag_a_mode_would_override_is_honoured_or_refused_and_bad_results_fil
 def test_the_own_lr_check_gives_no_verdict_where_a_model_misses_the_bigram():
     """The robustness cell is judged like the main cells: a model above the bigram table's NLL
     on either side leaves it "not informative", whatever its interval says."""
-    from looped.studies.length import tuned_cells  # as the tests above: the study's module
+    from looped.studies.textstudy import tuned_cells  # as the tests above: the study's module
 
     arm = paper.RECIPE_200M
     rows = [

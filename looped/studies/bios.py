@@ -56,7 +56,7 @@ class DemoSettings:
     sweep_lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2)  # the sweep's LRs (about 3x apart)
     text: bool = True  # the text track (held-out text NLL, the paper's metric) after the grid
     # its seeds: at demo size its models lose to a bigram table, so it shows the metric, not a
-    # verdict, and more seeds buy time, not evidence (`looped length` is the text study)
+    # verdict, and more seeds buy time, not evidence (`looped map` is the text study)
     text_seeds: int = 1
     probe: bool = True  # the paper's Fig. 4 at fixed K=4's checkpoints (seed 0)
     workers: int = 2  # worker processes (each single-threaded)

@@ -28,20 +28,20 @@ from looped.studies.bios import (
     train_bios,
 )
 from looped.studies.engine import compare
-from looped.studies.length import QUICK as QUICK_LENGTH
-from looped.studies.length import TEXT_TABLES, LengthSettings, run_text
 from looped.studies.report import bios as bios_report
 from looped.studies.report import text as text_report
 from looped.studies.report.render import BUDGET_MINUTES, timed_demos
 from looped.studies.results import keep_earlier_times, machine_name, write_result
 from looped.studies.runner import execute
+from looped.studies.textstudy import QUICK as QUICK_BLOCK
+from looped.studies.textstudy import TEXT_TABLES, BlockSettings, run_text
 from looped.training.run import make_optimizer
 
 # The text track: the text study (`studies.length`) at one length, at a size whose models
 # beat the bigram table (d=64, BPE-512, 480 steps: the length study's 480-step cell), every
 # schedule at the LR the length study shares there; `--sweep` chooses it again on seed 100.
 TEXT_LR = 3e-3
-TEXT = LengthSettings(
+TEXT = BlockSettings(
     lengths=(480,),
     lrs=(TEXT_LR,),
     lr_seeds=(),
@@ -50,7 +50,7 @@ TEXT = LengthSettings(
     tuned_at=0,
 )
 SWEEP_LRS, SWEEP_SEEDS = (1e-3, 3e-3, 1e-2), (100,)  # the text track's `--sweep`
-QUICK_TEXT = replace(TEXT, setup=QUICK_LENGTH.setup, lengths=(40,), corpus="pydoc")  # toy size
+QUICK_TEXT = replace(TEXT, setup=QUICK_BLOCK.setup, lengths=(40,), corpus="pydoc")  # toy size
 
 
 REFERENCE = Path("results") / "demo.json"  # the committed reference, relative to the repository
@@ -132,7 +132,7 @@ def run_demo(
     figures: Path,
     fresh: bool = False,
     quiet: bool = False,
-    text: LengthSettings | None = None,
+    text: BlockSettings | None = None,
 ) -> dict:
     """The demo's phases, each timed: [bios LR sweep], bios grid, text track, Fig. 4 probe,
     figures, [catch-up runs]; writes OUT/demo.json (and OUT/demo_text.json) and the figures."""
@@ -169,7 +169,7 @@ def run_demo(
 
 
 def run_text_track(
-    settings: DemoSettings, text: LengthSettings, out: Path, figures: Path, fresh: bool, quiet: bool
+    settings: DemoSettings, text: BlockSettings, out: Path, figures: Path, fresh: bool, quiet: bool
 ) -> int:
     """The text track at the demo's text seeds and workers (with `--sweep`, the LR chosen on
     SWEEP_SEEDS): OUT/demo_text.json, its figures and its table; returns the runs it trained."""

@@ -143,7 +143,7 @@ class Study:
     """A study's runs: trained into `runs_dir` (unless collecting), or an earlier results file's
     scored rows where name and config agree, so a study on a fresh machine trains only the rest."""
 
-    settings: Any  # the study's declaration: setup, lr_seeds, workers (a `LengthSettings`)
+    settings: Any  # the study's declaration: setup, lr_seeds, workers (a `BlockSettings`)
     corpus: dict
     runs_dir: Path
     train: bool = True

@@ -18,6 +18,7 @@ robustness check's and the micro arm's uniform runs are the width block's, train
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -32,7 +33,7 @@ from looped.flops import drawn_seconds, saving
 from looped.model import LoopedTransformer
 from looped.runtime.device import fixed_step, one_thread, time_min
 from looped.schedule_spec import parse_schedule
-from looped.studies import length
+from looped.studies import textstudy
 from looped.studies.results import machine_name, read_results_file, write_result
 from looped.studies.textsetup import TextSetup, ensure_corpus, run_config
 
@@ -53,11 +54,18 @@ class Block:
     tpp: tuple[float, ...] = TPP  # lengths, in tokens per non-embedding parameter
     arms: tuple[str, ...] = ARMS  # the schedules set against uniform 1..16
     tuned: bool = False  # robustness: each arm at its own LR as well, at the longest length
+    corpus: str = (
+        ""  # its own corpus (a named one, a directory or a datasets source); "": the map's
+    )
+    steps: tuple[int, ...] = ()  # its lengths in steps instead of `tpp` (a corpus of its own)
 
     @property
     def home(self) -> str:
-        """The runs directory it shares with every block of its width and tokenizer."""
-        return f"d{self.d_model}-{self.tokenizer.replace(':', '')}"
+        """The runs directory it shares with every block of its width, tokenizer and corpus."""
+        own = (
+            "-" + re.sub(r"[^A-Za-z0-9]+", "_", self.corpus).strip("_")[-40:] if self.corpus else ""
+        )
+        return f"d{self.d_model}-{self.tokenizer.replace(':', '')}{own}"
 
     @property
     def n_head(self) -> int:
@@ -76,7 +84,7 @@ BLOCKS = (
     Block("frontier-d64", 64, tpp=(160,), arms=FRONTIER),
     Block("robust-d32", 32, tpp=(160,), tuned=True),
     Block("robust-d64", 64, tpp=(160,), tuned=True),
-    Block("micro-d64", 64, tpp=(160,), arms=(length.MICRO,)),
+    Block("micro-d64", 64, tpp=(160,), arms=(textstudy.MICRO,)),
 )
 
 
@@ -108,7 +116,7 @@ QUICK = MapSettings(  # every code path at toy size, on the standard library
         Block("frontier-d16", 16, tpp=(8,), arms=FRONTIER[:2]),
     ),
     corpus="stdlib",
-    setup=replace(length.TOY, dtype="fp32", test_batches=2),
+    setup=replace(textstudy.TOY, dtype="fp32", test_batches=2),
     lrs=(3e-3, 1e-2, 3e-2),
     rounds=(2, 3),
     max_seeds=3,
@@ -123,13 +131,13 @@ def steps_for(block: Block, setup: TextSetup) -> tuple[int, ...]:
     return tuple(max(1, round(t * params / per_step)) for t in block.tpp)
 
 
-def block_settings(block: Block, settings: MapSettings) -> length.LengthSettings:
-    """One block as the length study it is."""
+def block_settings(block: Block, settings: MapSettings) -> textstudy.BlockSettings:
+    """One block as the text study declares it (its corpus, lengths, arms)."""
     setup = replace(
         settings.setup, d_model=block.d_model, n_head=block.n_head, tokenizer=block.tokenizer
     )
-    steps = steps_for(block, setup)
-    return length.LengthSettings(
+    steps = block.steps or steps_for(block, setup)
+    return textstudy.BlockSettings(
         setup=setup,
         lengths=steps,
         lrs=settings.lrs,
@@ -139,11 +147,11 @@ def block_settings(block: Block, settings: MapSettings) -> length.LengthSettings
         schedules=(paper.UNIFORM, *block.arms),
         tuned_at=max(steps) if block.tuned else 0,
         workers=settings.workers,
-        corpus=settings.corpus,
+        corpus=block.corpus or settings.corpus,
     )
 
 
-def one_pass(bs: length.LengthSettings, corpus: dict, name: str) -> length.LengthSettings:
+def one_pass(bs: textstudy.BlockSettings, corpus: dict, name: str) -> textstudy.BlockSettings:
     """The block without its lengths past one pass over the corpus's train split: such a cell
     could never be reported, so it is not trained (said in one line)."""
     per_step = bs.setup.batch_size * bs.setup.seq_len
@@ -168,7 +176,7 @@ def earlier_rows(settings: MapSettings, block: Block, corpus: dict, dtype: str) 
         old = read_results_file(path.strip(), "--resume-from", "a map.json")
         for b in settings.blocks:
             if b.home == block.home and (part := old.get("blocks", {}).get(b.name)):
-                rows |= length.rows_of(part, path.strip(), corpus, dtype)
+                rows |= textstudy.rows_of(part, path.strip(), corpus, dtype)
     return rows
 
 
@@ -187,7 +195,7 @@ def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
         cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
         cached = earlier_rows(settings, block, corpus, cfg.dtype)
         try:
-            result["blocks"][block.name] = length.run_study(bs, out / block.home, train, cached)
+            result["blocks"][block.name] = textstudy.run_block(bs, out / block.home, train, cached)
             result["blocks"][block.name]["modeled_saving"] = modeled(bs, corpus)
         except UserError as e:
             if train or "no finished LR sweep" not in str(e):
@@ -199,7 +207,7 @@ def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
     return result
 
 
-def modeled(bs: length.LengthSettings, corpus: dict) -> dict[str, dict[str, float]]:
+def modeled(bs: textstudy.BlockSettings, corpus: dict) -> dict[str, dict[str, float]]:
     """Each arm's modeled compute saving against uniform at every length, of this block's model
     (its width and vocabulary: the head's share of a step's FLOPs moves the saving)."""
     cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
@@ -210,7 +218,7 @@ def modeled(bs: length.LengthSettings, corpus: dict) -> dict[str, dict[str, floa
             for n in bs.lengths
         }
         for arm in bs.schedules
-        if arm not in (paper.UNIFORM, length.MICRO)
+        if arm not in (paper.UNIFORM, textstudy.MICRO)
     }
 
 

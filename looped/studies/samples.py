@@ -1,6 +1,6 @@
 """What serving depth buys, shown: the same prompts continued at depths 1, 2, 4 and 16.
 
-The length study's seed-0 models at its longest length and shared LR (fixed-first K=2 (67%),
+A map block's seed-0 models at its longest length and shared LR (fixed-first K=2 (67%),
 uniform 1..16) and a fixed K=4 twin trained here on the same data, steps and LR, so the three
 differ only in their depth schedule, each continue a few prompts greedily at each depth.
 """
@@ -19,9 +19,9 @@ from looped.eval.heldout import heldout_nll
 from looped.model import LoopedTransformer
 from looped.runtime.checkpoint import list_checkpoints, load_model
 from looped.studies.engine import name_of
-from looped.studies.length import LengthSettings
 from looped.studies.runner import Planned, execute
-from looped.studies.textsetup import ensure_corpus, heldout_windows, run_config
+from looped.studies.textsetup import heldout_windows, run_config
+from looped.studies.textstudy import BlockSettings
 
 PROMPTS = (
     "def __init__(self, ",
@@ -47,11 +47,11 @@ def continue_greedy(model: LoopedTransformer, tok: Any, prompt: str, depth: int,
     return tok.decode(x[0, start:].tolist())
 
 
-def models(study: dict, out: Path, settings: LengthSettings, corpus: dict) -> dict[str, tuple]:
+def models(block: dict, out: Path, settings: BlockSettings, corpus: dict) -> dict[str, tuple]:
     """label -> (run directory, config) of the three models, training the fixed-K twin if it is
     missing (one run, a few minutes on a CPU)."""
     steps = max(settings.lengths)
-    lr = study["shared_lr"][str(steps)]  # every schedule trains at the shared LR
+    lr = block["shared_lr"][str(steps)]  # every schedule trains at the shared LR
     picked = {}
     for schedule in (paper.RECIPE_200M, paper.UNIFORM, paper.FIXED):
         cfg = run_config(settings.setup, corpus, schedule=schedule, lr=lr, seed=0, steps=steps)
@@ -61,18 +61,16 @@ def models(study: dict, out: Path, settings: LengthSettings, corpus: dict) -> di
     return picked
 
 
-def sample_all(study: dict, out: Path, settings: LengthSettings | None = None) -> dict:
-    """Every model's continuations of every prompt at every depth, and its test NLL there, from
-    the length study run with `settings` (default: the committed study's) into `out`."""
-    settings = settings or LengthSettings()
-    corpus = ensure_corpus(settings.setup, out)
+def sample_all(block: dict, out: Path, settings: BlockSettings, corpus: dict) -> dict:
+    """Every model's continuations of every prompt at every depth, and its test NLL there: the
+    map block `block` (its map.json entry, trained with `settings`) whose runs are in OUT/runs."""
     tok = load_tokenizer(corpus["path"])
     windows = heldout_windows(settings.setup, corpus)
     result: dict[str, Any] = {"prompts": list(PROMPTS), "depths": list(DEPTHS), "tokens": TOKENS}
     result["models"] = {}
-    for label, (run_dir, cfg) in models(study, out, settings, corpus).items():
+    for label, (run_dir, cfg) in models(block, out, settings, corpus).items():
         if not (checkpoints := list_checkpoints(run_dir)):
-            raise UserError(f"{run_dir} has no checkpoint; run `looped length` first")
+            raise UserError(f"{run_dir} has no checkpoint; train the block with `looped map` first")
         model = load_model(checkpoints[-1][1])[0]
         nll = heldout_nll(run_dir, cfg, windows)["token_nll"]
         result["models"][label] = {

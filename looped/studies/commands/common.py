@@ -49,7 +49,7 @@ def study_dirs(args: argparse.Namespace, name: str) -> tuple[Path, Path, Path]:
 def text_study_flags(
     parser: argparse.ArgumentParser, name: str, seeds: int, several: bool = False
 ) -> None:
-    """The flags of a text study (`looped length`, `looped map`): the corpus, the most seeds,
+    """The flags of the text study (`looped map`): the corpus, the most seeds,
     collecting what finished and resuming from an earlier results file (`several`: files)."""
     add = parser.add_argument
     add("--corpus", help="a named corpus, a `looped data text` directory or a `datasets` source")

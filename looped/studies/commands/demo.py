@@ -27,7 +27,7 @@ from looped.studies.demo import (
     run_demo,
     write_timing,
 )
-from looped.studies.length import LengthSettings
+from looped.studies.textstudy import BlockSettings
 
 
 def _parser() -> Parser:
@@ -100,7 +100,7 @@ def _settings(args: argparse.Namespace) -> DemoSettings:
     return settings
 
 
-def _text_settings(args: argparse.Namespace) -> LengthSettings:
+def _text_settings(args: argparse.Namespace) -> BlockSettings:
     """The text track's settings: overrides configure the bios grid, and a `dtype=` both tracks."""
     text = QUICK_TEXT if args.quick else TEXT
     if dtype := [o.split("=", 1)[1] for o in args.overrides if o.startswith("dtype=")]:

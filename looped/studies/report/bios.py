@@ -17,7 +17,6 @@ import seaborn as sns
 import looped.studies.stats as stats
 from looped import paper, plotting
 from looped.paper import FIXED, FIXED_FIRST, MAIN_SCHEDULES, UNIFORM, fixed_depth
-from looped.studies.report import style
 from looped.studies.report.probe import plot_benefit
 from looped.studies.report.tables import md_table
 from looped.studies.report.text import fig_lr_sweep
@@ -84,10 +83,11 @@ def fig1_recall(result: dict, path: Path) -> Path:
         _bands(ax, by_label(runs, budget=budget), lambda r: r["bits"])
         ax.set_title(f"{budget:.0%} of the full FLOP budget")
         ax.set_xlabel("serving depth K")
+        plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
     axes[0][0].set_ylabel("recalled bits per person")
-    axes[0][-1].legend(fontsize=9, loc="lower right")
+    fig.legend(*axes[0][-1].get_legend_handles_labels(), fontsize=9, ncol=3)  # under the panels
     fig.suptitle("Recall across serving depths at matched training compute")
-    return style.save(fig, path)
+    return plotting.save(fig, path)
 
 
 def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
@@ -106,10 +106,12 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
             left.vlines(xs, [min(y) for y in ys], [max(y) for y in ys], color=color, alpha=0.5)
             plotting.key(left, "bars", plotting.SEED_RANGE)
     left.set(xscale="log", yscale="log")
+    plotting.plain_ticks(left.xaxis, subs=(1, 2, 5))
+    plotting.plain_ticks(left.yaxis, subs=(1, 2, 5))
     ylabel = f"mean {nll_label(result, True)} over depths 1..16"
     left.set(xlabel="modeled training FLOPs", ylabel=ylabel)
     left.set_title("Serving quality against training compute")
-    left.legend(fontsize=8)
+    left.legend(fontsize=8, loc="lower left")  # NLL falls as compute grows
     full = by_label(runs, budget=top)
     uniform_label = paper.label(UNIFORM)
     if uniform := full.get(uniform_label):
@@ -118,6 +120,7 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         right.axhline(0, color="k", lw=0.8)
         ylabel = f"{nll_label(result, True)} minus uniform's\n(above 0: worse)"
         right.set(xlabel="serving depth K", ylabel=ylabel)
+        plotting.chosen_ticks(right.xaxis, plotting.DEPTH_TICKS)
         shown = [r for group in full.values() for r in group]  # the panel's runs (demo: matched)
         matched = all(r.get("matched_budget", True) for r in shown)
         right.set_title(
@@ -125,10 +128,10 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
             if matched
             else "Against uniform, equal steps"
         )
-        right.legend(fontsize=8)
+        right.legend(fontsize=8, loc="upper center")  # the gaps rise at both ends, if at all
     else:  # no uniform run to compare against (`looped plot --runs` on other schedules)
         right.remove()
-    return style.save(fig, path)
+    return plotting.save(fig, path)
 
 
 def _trunk(full: dict, label: str, switch: int) -> str | None:
@@ -173,9 +176,10 @@ def fig3_loss(result: dict, path: Path) -> Path:
             ax.axvline(switch, color="k", ls="--", lw=0.8, label="switch to uniform")
         ax.set_xlabel("optimizer step")
         ax.set_title(f"Training NLL, {title}")
-        ax.legend(fontsize=8)
     left.set(yscale="log", ylabel="training loss (nats/token, smoothed)")
-    return style.save(fig, path)
+    plotting.plain_ticks(left.yaxis, subs=(1, 2, 3, 5, 7))
+    fig.legend(*left.get_legend_handles_labels(), fontsize=8, ncol=4)  # under the panels
+    return plotting.save(fig, path)
 
 
 def fig5_specialisation(result: dict, path: Path) -> Path:
@@ -195,11 +199,13 @@ def fig5_specialisation(result: dict, path: Path) -> Path:
     left.set_ylabel("recall / peak recall")
     left.set_title("Recall, normalised by each model's peak")
     right.set(yscale="log", ylabel=nll_label(result))
+    plotting.plain_ticks(right.yaxis, subs=(1, 2, 5))
     right.set_title("NLL across serving depths")
     for ax in (left, right):
         ax.set_xlabel("serving depth K")
-        ax.legend(fontsize=8)
-    return style.save(fig, path)
+        plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
+    fig.legend(*left.get_legend_handles_labels(), fontsize=8, ncol=5)  # under the panels
+    return plotting.save(fig, path)
 
 
 def fig7_schedules(result: dict, path: Path) -> Path:
@@ -217,11 +223,12 @@ def fig7_schedules(result: dict, path: Path) -> Path:
         if full[label][0].get("switch_step"):
             switch = full[label][0]["switch_step"]
             ax.axvline(switch, color="k", ls="--", lw=0.8, label="switch to uniform")
-            ax.legend(fontsize=8, markerscale=3)
+            ax.legend(fontsize=8, markerscale=3, loc="upper left")  # K=4 until the switch
         ax.set_title(label)
         ax.set_xlabel("optimizer step")
     axes[0].set_ylabel("training depth K")
-    return style.save(fig, path)
+    plotting.chosen_ticks(axes[0].yaxis, [1, 4, 8, 12, 16])
+    return plotting.save(fig, path)
 
 
 def fig8_nll_by_depth(result: dict, path: Path) -> Path:
@@ -230,12 +237,14 @@ def fig8_nll_by_depth(result: dict, path: Path) -> Path:
     _bands(left, at_full_budget(result), nll)
     _bands(right, at_full_budget(result), nll, least=4)
     left.set_yscale("log")
+    plotting.plain_ticks(left.yaxis, subs=(1, 2, 3, 5, 7))
     left.set_title("All serving depths")
     right.set_title("K = 4..16")
     for ax in (left, right):
         ax.set(xlabel="serving depth K", ylabel=nll_label(result))
-    left.legend(fontsize=8)
-    return style.save(fig, path)
+        plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
+    left.legend(fontsize=8, loc="lower right")  # high at K=1; the log scale leaves room below
+    return plotting.save(fig, path)
 
 
 def fig_finish(result: dict, path: Path) -> Path:
@@ -255,9 +264,11 @@ def fig_finish(result: dict, path: Path) -> Path:
         ax.plot(r["depths"], nll(r), "s:", color=plotting.color(UNIFORM), ms=3, label=end)
     ax.axvline(4, color="k", ls=":", lw=0.8, label="fixed-first's fixed depth, K=4")
     ax.set(yscale="log", xlabel="serving depth K", ylabel=nll_label(result))
+    plotting.plain_ticks(ax.yaxis, subs=(1, 2, 3, 5, 7))
+    plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
     ax.set_title("What the finishing phase does (seed 0, full budget)")
-    ax.legend(fontsize=8)
-    return style.save(fig, path)
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=8, ncol=2)  # under the panel
+    return plotting.save(fig, path)
 
 
 DODGE = 0.25  # serving depths apart that equal values at one depth are drawn, side by side
@@ -283,8 +294,9 @@ def fig_two_hop(result: dict, path: Path) -> Path:
         title = "Fixed K at other depths (seed 0), side by side"
         axes[0][1].set(xlabel="serving depth K", title=title)
     for panel in axes[0]:
-        panel.legend(fontsize=8)
-    return style.save(fig, path)
+        plotting.chosen_ticks(panel.xaxis, plotting.DEPTH_TICKS)
+        panel.legend(fontsize=8, loc="upper right")  # accuracies are low beyond the first K
+    return plotting.save(fig, path)
 
 
 def paper_figures(result: dict, out_dir: str | Path) -> list[Path]:
@@ -384,7 +396,7 @@ def text_note(result: dict) -> list[str]:
     worst = stats.worst_nll(result["equal_tokens"])
     return [
         f"(your text models score worse than a bigram count table on the same windows: worst "
-        f"seed {worst:.2f} vs bigram {base['bigram']:.2f} nats/token; `looped length` trains "
+        f"seed {worst:.2f} vs bigram {base['bigram']:.2f} nats/token; `looped map` trains "
         "long enough to speak to the paper's claim, docs/RESULTS.md shows its results)"
     ]
 

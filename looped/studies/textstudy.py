@@ -1,4 +1,6 @@
-"""The bridge: fixed-first's gap to uniform 1..16 as training lengthens, at equal tokens.
+"""One block of the text study: fixed-first's gap to uniform 1..16 at one width and tokenizer,
+at each of its training lengths, at equal tokens (`studies.map` lays the blocks out; the demo's
+text track is a block of one length, `run_text`).
 
 One recipe for every schedule: (1) the shared LR, uniform's best on the LR seeds (an edge
 extends the sweep); (2) seeds in rounds, shorter lengths branching off one trunk per (schedule,
@@ -49,7 +51,7 @@ CORPUS_KEYS = ("tokenizer", "vocab_size", "splits", "dataset", "manifest")
 
 
 @dataclass
-class LengthSettings:
+class BlockSettings:
     setup: TextSetup = field(default_factory=TextSetup)  # corpus, model, batch
     lengths: tuple[int, ...] = (120, 240, 480, 960, 1920)  # training lengths in steps (16x)
     lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the shared LR's sweep (an edge extends it)
@@ -65,7 +67,7 @@ class LengthSettings:
 
 
 TOY = TextSetup(d_model=32, n_head=2, batch_size=8, seq_len=64, warmup_steps=4, val_batches=2)
-QUICK = LengthSettings(  # every code path at toy size
+QUICK = BlockSettings(  # every code path at toy size
     setup=replace(TOY, test_batches=2),
     lengths=(8, 16, 32, 64),
     lrs=(3e-3, 1e-2, 3e-2),
@@ -98,18 +100,16 @@ def cached_rows(path: str | None, corpus: dict, dtype: str) -> dict[str, dict]:
     return rows_of(read_results_file(path, "--resume-from", "a length*.json"), path, corpus, dtype)
 
 
-def shared_lrs(settings: LengthSettings, chosen: dict) -> dict[int, float]:
+def shared_lrs(settings: BlockSettings, chosen: dict) -> dict[int, float]:
     """Each length's shared LR: uniform's choice there, or at the longest swept length."""
     by_len = chosen.get(paper.UNIFORM, {})
     if not by_len:
-        raise UserError(
-            "no finished LR sweep to choose from; run `looped length` without --collect"
-        )
+        raise UserError("no finished LR sweep to choose from; run `looped map` without --collect")
     last = max(by_len)
     return {n: by_len.get(n, by_len[last])["lr"] for n in settings.lengths}
 
 
-def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set) -> Grid:
+def round_grid(settings: BlockSettings, lrs: dict[int, float], open_cells: set) -> Grid:
     """The runs a round needs: each schedule at the lengths where it is still undecided, and
     uniform at every length any schedule needs, each length at its shared LR."""
     grid: Grid = {}
@@ -121,12 +121,12 @@ def round_grid(settings: LengthSettings, lrs: dict[int, float], open_cells: set)
     return grid
 
 
-def looks(settings: LengthSettings) -> list[int]:
+def looks(settings: BlockSettings) -> list[int]:
     """The seed counts at which the rounds look (the last: the seed budget)."""
     return stats.planned_looks(settings.rounds, settings.max_seeds)
 
 
-def every_cell(settings: LengthSettings, lrs: dict[int, float]) -> set[tuple[str, int]]:
+def every_cell(settings: BlockSettings, lrs: dict[int, float]) -> set[tuple[str, int]]:
     """Every (schedule, length) compared with uniform: all open before the first look."""
     return {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
 
@@ -187,8 +187,8 @@ def tuned(study: Study, lrs: dict[int, float]) -> dict:
     }
 
 
-def run_study(
-    settings: LengthSettings, out: Path, train: bool = True, cached: dict | None = None
+def run_block(
+    settings: BlockSettings, out: Path, train: bool = True, cached: dict | None = None
 ) -> dict:
     """The shared LR, seeds in rounds, the robustness check; `train` False only collects;
     `cached`: scored rows by run name (default: those of `settings.resume_from`)."""
@@ -376,7 +376,7 @@ def tuned_cells(
 
 
 # -- the demo's text track: the study at one length, at equal tokens and at equal FLOPs ---------
-def flop_lengths(settings: LengthSettings, corpus: dict, steps: int) -> dict[str, int]:
+def flop_lengths(settings: BlockSettings, corpus: dict, steps: int) -> dict[str, int]:
     """Uniform's steps at each other schedule's modeled FLOPs over `steps` steps."""
     out = {}
     for s in (x for x in settings.schedules if x not in (paper.UNIFORM, MICRO)):
@@ -387,7 +387,7 @@ def flop_lengths(settings: LengthSettings, corpus: dict, steps: int) -> dict[str
     return out
 
 
-def run_text(settings: LengthSettings, out: Path, fresh: bool = False, quiet: bool = False) -> dict:
+def run_text(settings: BlockSettings, out: Path, fresh: bool = False, quiet: bool = False) -> dict:
     """The study at its one length (`lengths[0]`): the shared LR (swept on the LR seeds, or
     `lrs[0]` without any), the first round's seeds, each schedule against uniform at equal
     tokens and against uniform cut to its modeled FLOPs; the result as `report.text` reads it."""
@@ -449,7 +449,7 @@ def text_run(row: dict, p: Planned, study: Study, cut: dict[str, int]) -> dict:
     }
 
 
-def text_meta(settings: LengthSettings, corpus: dict, trained: int) -> dict:
+def text_meta(settings: BlockSettings, corpus: dict, trained: int) -> dict:
     """What the text track's result says of itself: its settings, corpus, machine and dtype."""
     s = settings.setup
     splits = {k: v["tokens"] for k, v in corpus["splits"].items()}
