@@ -18,6 +18,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
+from matplotlib import ticker
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from looped import paper
@@ -103,6 +104,36 @@ def with_knobs(draw: Any, knobs: dict[str, Any]) -> None:
 
 
 DEPTH_TICKS = [1, 2, 4, 6, 8, 10, 12, 14, 16]
+
+
+def plain(v: float) -> str:
+    """0.5, 2, 30 as written; large numbers as 2e12 or 7.5e11 (no '+', no padding zeros)."""
+    if v == 0:
+        return "0"
+    if 1e-3 <= abs(v) < 1e4:
+        return f"{v:g}"
+    mantissa, exponent = f"{v:.2e}".split("e")
+    return f"{float(mantissa):g}e{int(exponent)}"
+
+
+def plain_ticks(axis: Any, subs: tuple[float, ...] | None = None) -> None:
+    """Tick labels written `plain`ly (7.5e11 at each tick, not an offset; 2, not 10^x): on a log
+    axis at `subs` times each power of ten, e.g. (1, 2, 5) so that a short one has a few; on a
+    linear axis at most six, so that long labels fit a narrow panel."""
+    if subs:
+        axis.set_major_locator(ticker.LogLocator(subs=subs))
+        axis.set_minor_formatter(ticker.NullFormatter())
+    else:
+        axis.set_major_locator(ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain(v)))
+
+
+def chosen_ticks(axis: Any, at: Iterable[float]) -> None:
+    """Ticks a figure chose itself (the lengths it trained, the depths it serves), plainly
+    labelled, with no minor ticks."""
+    axis.set_major_locator(ticker.FixedLocator(list(at)))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain(v)))
+    axis.set_minor_locator(ticker.NullLocator())
 
 
 def write_keys(fig: Any) -> None:

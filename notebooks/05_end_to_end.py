@@ -282,7 +282,7 @@ if "two_hop_recall" in figures:
 benefit = result.get("update_benefit") or []
 if benefit:
     ints = [dict(b, benefit={int(k): v for k, v in b["benefit"].items()}) for b in benefit]
-    figures["fig4"] = plot_benefit(ints, workdir / "fig4.png")  # drawn through style.save
+    figures["fig4"] = plot_benefit(ints, workdir / "fig4.png")  # drawn through plotting.save
     display(Image(figures["fig4"]))
     for b in ints:
         best = max(b["benefit"], key=b["benefit"].get)

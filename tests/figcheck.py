@@ -1,5 +1,7 @@
-"""What a reader must be able to see in a figure, checked in display coordinates; `style.save`
-and `style.show` refuse a figure that fails, tests/test_figures.py runs them on every figure."""
+"""The figure linter: what a reader must be able to see in a figure, checked in display
+coordinates on the matplotlib Figure as `looped.plotting.finish` lays it out. Only the tests use
+it: tests/test_figures.py runs it on every shipped figure (redrawn from results/*.json) and
+tests each check against a figure that breaks it."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from matplotlib.collections import LineCollection, PathCollection, PolyCollectio
 from matplotlib.container import BarContainer
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
+
+from looped.plotting import SAVED_DPI
 
 
 def empty_panels(fig: Any) -> list[str]:
@@ -294,9 +298,8 @@ def text_problems(fig: Any) -> list[str]:
 # How wide a notebook shows a figure, measured in JupyterLab at 1280x900 in `make lab`'s layout
 # (headless Chromium, the element's width); the widths the docs' pages give a figure are
 # measured by tests/test_figures.py, which checks every shipped figure there.
-NOTEBOOK_WIDTH_PX = 848  # a notebook's image output (`style.show`, IPython's Image)
+NOTEBOOK_WIDTH_PX = 848  # a notebook's image output (`plotting.show`, IPython's Image)
 SMALLEST_TEXT_PX = 9  # the smallest text a reader can read there, in screen pixels
-SAVED_DPI = 130  # the resolution `style.save` writes
 
 
 def text_px(fig: Any, dpi: float = SAVED_DPI, shown: float = NOTEBOOK_WIDTH_PX) -> dict[str, float]:

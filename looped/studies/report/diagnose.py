@@ -9,7 +9,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from looped import paper, plotting
-from looped.studies.report import style
 from looped.studies.report.tables import md_table
 
 # each variant's schedule, whose label, colour and marker `paper.SHOWN` holds
@@ -112,13 +111,22 @@ def section(result: dict) -> str:
     return "\n\n".join(t(result) for t in tables)
 
 
-def _by_variant(x_y: dict[str, tuple[list, list]]) -> tuple[plt.Figure, plt.Axes]:
-    """A panel with one line per variant in its schedule's colour and marker."""
+DODGE = 0.3  # serving depths between the two interventions' markers, side by side at each K
+
+
+def _by_variant(
+    x_y: dict[str, tuple[list, list]], apart: tuple[str, ...] = ()
+) -> tuple[plt.Figure, plt.Axes]:
+    """A panel with one line per variant in its schedule's colour and marker; the variants in
+    `apart` (which end level) as markers only, side by side at each x, so both stay visible."""
     plotting.use_theme()
     fig, ax = plt.subplots(figsize=(7, 3.6))
     for variant, (x, y) in x_y.items():
         spec = SPECS[variant]
         kw = {"marker": paper.marker_of(spec), "color": paper.color_of(spec)}
+        if variant in apart:
+            shift = DODGE * (apart.index(variant) - (len(apart) - 1) / 2)
+            x, kw["ls"] = np.asarray(x) + shift, "none"
         ax.plot(x, y, ms=4, label=label(variant), **kw)
     return fig, ax
 
@@ -131,12 +139,13 @@ def fig_grad_norms(result: dict, path: Path) -> Path:
     if clip := result["meta"]["grad_clip"]:
         ax.axhline(clip, color="k", ls=":", lw=0.8, label=f"clip at {clip:g}")
     ax.set_yscale("log")
-    ax.set_xticks(plotting.DEPTH_TICKS)
+    plotting.plain_ticks(ax.yaxis, subs=(1, 2, 5))
+    plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
     ax.set_xlabel("training depth K of the step")
     ax.set_ylabel("pre-clip gradient norm")
     ax.set_title("Gradient size by training depth (after warmup)")
-    ax.legend(fontsize=8)
-    return style.save(fig, path)
+    ax.legend(fontsize=8, loc="upper center")  # the norms peak at the ends of the depth range
+    return plotting.save(fig, path)
 
 
 def fig_agreement(result: dict, path: Path) -> Path:
@@ -156,23 +165,27 @@ def fig_agreement(result: dict, path: Path) -> Path:
         ax.set_xlabel("training step of the checkpoint")
         ax.set_title(label(variant))
     axes[0].set_ylabel("gradient cosine (same batch)")
-    axes[-1].legend(fontsize=8, ncol=2)
-    return style.save(fig, path)
+    fig.legend(*axes[-1].get_legend_handles_labels(), fontsize=8, ncol=6)  # under the panels
+    return plotting.save(fig, path)
 
 
 def fig_nll(result: dict, path: Path) -> Path:
     """Held-out NLL at every serving depth at the end, per variant (equal steps and tokens)."""
     v, s = result["variants"], result["meta"]["settings"]
-    fig, ax = _by_variant({k: (e["depths"], e["nll"]) for k, e in v.items()})
+    apart = tuple(k for k in INTERVENTIONS if k in v)  # the two often end level: side by side
+    fig, ax = _by_variant({k: (e["depths"], e["nll"]) for k, e in v.items()}, apart)
     metric = next(iter(v.values()))["metric"]
     unit = "nats per fact" if metric == "fact_nll" else "nats per token"
     ax.set_xlabel("serving depth K")
     ax.set_ylabel(f"{metric.split('_')[0]} NLL ({unit}, held out)")
     seeds = f"{s['seeds']} seed{'s' * (s['seeds'] > 1)}"
     ax.set_title(f"After {s['steps']} steps, equal tokens ({seeds})")
-    style.one_line_where_they_coincide(ax)  # the two interventions often end level
-    ax.legend(fontsize=8)
-    return style.save(fig, path)
+    plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
+    handles, labels = ax.get_legend_handles_labels()
+    labels = [f"{la} (markers side by side)" if la in map(label, apart) else la for la in labels]
+    fig.legend(handles, labels, fontsize=8, ncol=2)  # under the panel, which keeps its height
+    fig.set_figheight(4.4)
+    return plotting.save(fig, path)
 
 
 def figures(result: dict, out_dir: str | Path) -> list[Path]:

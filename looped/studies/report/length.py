@@ -13,7 +13,6 @@ from matplotlib.lines import Line2D
 
 from looped import paper, plotting
 from looped.paper import label
-from looped.studies.report import style
 from looped.studies.report.tables import md_table
 from looped.studies.stats import Verdict, planned_looks
 
@@ -44,17 +43,20 @@ def fig_gap(result: dict, path: Path) -> Path:
         _gap_line(left, [c for c in result["cells"] if c.get("gap") and c["schedule"] == s], s, i)
         _depth_line(right, result, s, i)
     left.set_xscale("log", base=2)
+    plotting.plain_ticks(left.xaxis, subs=(1, 2, 5))
     left.set_xlabel("training tokens (millions)")
     left.set_ylabel("gap to uniform, % (+: behind)")
     right.set_xlabel("serving depth K")
+    plotting.chosen_ticks(right.xaxis, plotting.DEPTH_TICKS)
     right.set_ylabel("gap at depth K, %")
     for ax in (left, right):
         ax.axhline(0, color="0.3", lw=0.8)
     handles, _ = left.get_legend_handles_labels()
     one_seed = Line2D([], [], marker="o", ms=3, alpha=0.45, color="0.4", ls="", label="one seed")
-    left.legend(handles=[*handles, one_seed, *gap_keys(result["cells"])], fontsize=8)
-    right.legend(fontsize=8)
-    return style.save(fig, path)
+    keys = [*handles, one_seed, *gap_keys(result["cells"])]
+    left.legend(handles=keys, fontsize=8, loc="lower right")  # the gap grows with tokens
+    right.legend(fontsize=8, loc="upper right")  # the deficit sits at the shallow depths
+    return plotting.save(fig, path)
 
 
 def gap_keys(cells: list[dict]) -> list[Line2D]:

@@ -13,7 +13,6 @@ from matplotlib.lines import Line2D
 from looped import paper, plotting
 from looped.paper import label
 from looped.studies.gapfit import gap_fit
-from looped.studies.report import style
 from looped.studies.report.length import (
     RECIPES,
     TREND_HEAD,
@@ -75,13 +74,13 @@ def fig_map(result: dict, path: Path) -> Path:
     axes[0].set_ylim(*_y_range(every))
     off = [_off_panel(*width) for width in drawn]
     fig.legend(handles=_key(every, shown, any(off)), fontsize=8, ncol=3)
-    return style.save(fig, path)
+    return plotting.save(fig, path)
 
 
 def _length_ticks(ax: Any, every: list[dict]) -> None:
     """Ticks at the planned lengths only (matched across widths, so a handful), labelled in
     whole tokens per parameter: log-axis defaults crowd "30 40 50" between two of them."""
-    style.chosen_ticks(ax.xaxis, sorted({round(_tpp(c)) for c in every}))
+    plotting.chosen_ticks(ax.xaxis, sorted({round(_tpp(c)) for c in every}))
 
 
 def _reported(c: dict) -> bool:
@@ -116,8 +115,8 @@ def _tpp(c: dict) -> float:
 
 def _off_panel(ax: Any, x: np.ndarray, cells: list[dict], colour: str, alpha: float) -> bool:
     """A triangle on the panel's edge where an interval runs off it (an interim or unreported
-    cell's: the deciding ones set the range), placed again whenever the range changes (the
-    layout may raise the top to fit a legend); whether any runs off now."""
+    cell's: the deciding ones set the range), placed again whenever the range changes; whether
+    any runs off now."""
     ends = [(x[k], 100 * c["gap"][e]) for k, c in enumerate(cells) for e in ("lo", "hi")]
     # y in the panel's own fraction: 1 is the top edge, 0 the bottom, whatever the range
     edge = {"s": 28, "color": colour, "alpha": alpha, "clip_on": False, "zorder": 6}
@@ -484,9 +483,9 @@ def fig_frontier(result: dict, path: Path) -> Path:
     ax.set_xlabel("modeled training compute, uniform 1..16 = 1")
     ax.set_ylabel("test NLL, mean over K=1..16")
     ax.set_title(f"d={at[paper.UNIFORM].get('d_model')}, {steps} steps", fontsize=10)
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=9, loc="upper right")  # uniform alone at compute 1, below the top
     plotting.key(ax, "bars", "95% interval over seeds")
-    return style.save(fig, path)
+    return plotting.save(fig, path)
 
 
 def figures(result: dict, out: Path) -> list[Path]:

@@ -7,7 +7,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from looped import plotting
-from looped.studies.report import style
 
 
 def plot_benefit(results: list[dict], path: str | Path) -> Path:
@@ -19,8 +18,9 @@ def plot_benefit(results: list[dict], path: str | Path) -> Path:
         ax.plot(r["depths"], benefit, marker="o", ms=3, label=f"step {r['step']}")
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel("serving depth K")
+    plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
     first = results[0]
     ax.set_ylabel(f"NLL after a K={first['shallow']} update\nminus after K={first['deep']}")
     ax.set_title("Update benefit (above 0: the deep update helps more)")
-    ax.legend(fontsize=8)
-    return style.save(fig, Path(path))
+    ax.legend(fontsize=8, loc="upper left")  # the benefit grows with K: the top left is clear
+    return plotting.save(fig, Path(path))

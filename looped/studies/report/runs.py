@@ -16,7 +16,7 @@ from looped import paper, plotting
 from looped.errors import UserError
 from looped.eval.evaluate import token_nll_of
 from looped.runtime.metrics import read_metrics
-from looped.studies.report import bios, style
+from looped.studies.report import bios
 
 
 def load_runs(paths: Iterable[str | Path]) -> list[dict]:
@@ -94,8 +94,9 @@ def fig_loss(rows: list[dict], path: Path) -> Path:
         if r.get("switch_step"):
             ax.axvline(r["switch_step"], color=color, ls="--", lw=0.8)
     ax.set_yscale("log")
+    plotting.plain_ticks(ax.yaxis, subs=(1, 2, 3, 5, 7))
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("training loss (smoothed)")
     ax.set_title("Training NLL; vertical lines mark switches")
-    ax.legend(fontsize=7)
-    return style.save(fig, path)
+    fig.legend(fontsize=8, ncol=3)  # under the panel: one entry per run, however many
+    return plotting.save(fig, path)

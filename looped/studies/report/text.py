@@ -1,4 +1,4 @@
-"""The demo's text track (the text study at one length, `studies.length.run_text`) as tables
+"""The demo's text track (the text study at one length, `studies.textstudy.run_text`) as tables
 and figures: pure functions of demo_text.json's dict."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import numpy as np
 import looped.studies.stats as stats
 from looped import plotting
 from looped.paper import UNIFORM, label, tolerance
-from looped.studies.report import style
 from looped.studies.report.tables import md_table
 
 TABLE_HEAD = ["basis", "schedule", "LR", "steps", "mean NLL K=1..16 (seed mean, min-max)",
@@ -161,7 +160,8 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
             color = plotting.color(f"seed {x['seed']}", x["seed"])
             ax.plot(steps[w - 1 :], smooth, lw=1.2, color=color, label=name)
         ax.set_title(f"{label(r['schedule'])}, LR {r['lr']:g}", fontsize=9)
-        ax.legend(fontsize=8, title="seed: mean NLL K=1..16", title_fontsize=8)
+        key = {"title": "seed: mean NLL K=1..16", "title_fontsize": 8, "loc": "upper right"}
+        ax.legend(fontsize=8, **key)  # the losses fall: the top right is clear
     for col in range(cols):  # the lowest panel drawn in each column carries the step axis
         ax = [a for a in axes[:, col] if a.get_visible()][-1]
         ax.set_xlabel("step")
@@ -169,7 +169,7 @@ def fig_loss_by_seed(result: dict, path: Path) -> Path:
     for ax in axes[:, 0]:
         ax.set_ylabel("training loss (nats/token)")
     fig.suptitle("Training loss per seed, equal tokens")
-    return style.save(fig, path)
+    return plotting.save(fig, path)
 
 
 def fig_nll_by_depth(result: dict, path: Path) -> Path:
@@ -179,7 +179,7 @@ def fig_nll_by_depth(result: dict, path: Path) -> Path:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     _by_depth_panel(left, result)
     _by_flops_panel(right, result)
-    return style.save(fig, path)
+    return plotting.save(fig, path)
 
 
 def _equal_token_runs(result: dict, schedule: str) -> list[dict]:
@@ -194,8 +194,9 @@ def _by_depth_panel(ax: Any, result: dict) -> None:
     first = result["equal_tokens"][0]
     ax.set_title(f"Equal tokens ({first['steps']} steps, {first['tokens']:,} tokens)")
     ax.set_xlabel("serving depth K")
+    plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
     ax.set_ylabel("held-out token NLL (nats/token)")
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, loc="upper right")  # the curves fall from K=1 to a floor below it
 
 
 def _flops_point(ax: Any, runs: list[dict], **kw: Any) -> tuple[float, float]:
@@ -225,8 +226,9 @@ def _by_flops_panel(ax: Any, result: dict) -> None:
             _flops_point(ax, runs, fmt="s", ms=7, capsize=2, **kw)
     ax.set_title("Equal modeled FLOPs")
     ax.set_xlabel("modeled training FLOPs")
+    plotting.plain_ticks(ax.xaxis)
     ax.set_ylabel(MEAN_NLL)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")  # NLL falls with compute
 
 
 def fig_lr_sweep(
@@ -249,11 +251,12 @@ def fig_lr_sweep(
             [best], [dict(pts)[best]], s=120, facecolors="none", edgecolors=plotting.color(s, i)
         )
     ax.set_xscale("log")
+    plotting.chosen_ticks(ax.xaxis, sorted({r["lr"] for r in result["sweep"]}))  # the LRs swept
     ax.set_xlabel("peak learning rate")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
-    return style.save(fig, path)
+    fig.legend(fontsize=8, ncol=3)  # under the panel: a sweep's curve may pass any corner
+    return plotting.save(fig, path)
 
 
 def figures(result: dict, out_dir: Path, prefix: str = "text") -> list[Path]:
