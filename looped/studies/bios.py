@@ -30,7 +30,7 @@ from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.device import pick_device, resolve_dtype
 from looped.schedule_spec import parse_schedule
 from looped.studies import engine
-from looped.studies.engine import name_of, paired_values, ratio_of_means
+from looped.studies.engine import judge, name_of, paired_values, ratio_of_means
 from looped.studies.probes import update_benefit
 from looped.studies.results import diverged, from_scratch
 from looped.studies.runner import Planned, execute
@@ -355,5 +355,6 @@ def _summary_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
         "fact_nll_vs_uniform": ratio_of_means(runs, uni, fact_nll) - 1,
         "fact_nll": nll,
         "vs_uniform_by_seed": spread(paired),
+        **judge(paired, schedule),
         "bits": {str(k): float(bits[depths.index(k)]) for k in shown if bits is not None},
     }

@@ -27,14 +27,13 @@ from looped.studies.bios import (
     probe_benefit,
     train_bios,
 )
-from looped.studies.engine import compare
 from looped.studies.report import bios as bios_report
 from looped.studies.report import text as text_report
 from looped.studies.report.render import BUDGET_MINUTES, timed_demos
 from looped.studies.results import keep_earlier_times, machine_name, write_result
 from looped.studies.runner import execute
 from looped.studies.textstudy import QUICK as QUICK_BLOCK
-from looped.studies.textstudy import TEXT_TABLES, BlockSettings, run_text
+from looped.studies.textstudy import BlockSettings, run_text, text_tables
 from looped.training.run import make_optimizer
 
 # The text track: the text study (`studies.length`) at one length, at a size whose models
@@ -78,8 +77,7 @@ def _at_seeds(text: dict, seeds: set[int]) -> dict:
     reference's seed 0, not beside its three-seed mean."""
     rows = [r for r in text["runs"] if r["seed"] in seeds]
     schedules = tuple(text["meta"]["settings"]["schedules"])
-    tables = {key: compare(rows, role, schedules) for key, role in TEXT_TABLES}
-    return {**text, "runs": rows, **tables}
+    return {**text, "runs": rows, **text_tables(rows, schedules, text.get("baselines"))}
 
 
 def _result(

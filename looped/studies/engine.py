@@ -412,6 +412,20 @@ def compare(rows: list[dict], role: str, schedules: tuple[str, ...] | list[str])
     return table
 
 
+def judge(values: list[float], schedule: str, informative: bool = True) -> dict:
+    """The one place a table row's verdict is decided: the paired gap's 95% interval (None from
+    one seed) and the verdict it gives at the schedule's tolerance (None for a schedule the
+    paper states none for); the report only formats them."""
+    gap = stats.ratio_interval(values) if len(values) > 1 else None
+    try:
+        tol = paper.tolerance(schedule)
+    except KeyError:
+        return {"gap": gap and gap.as_dict(), "verdict": None}
+    one = stats.Interval(values[0], -math.inf, math.inf, 1, tuple(values)) if values else None
+    found = stats.verdict(gap or one, tol, informative) if (gap or one) else None
+    return {"gap": gap and gap.as_dict(), "verdict": found and found.value}
+
+
 def compare_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
     """One table row: `runs` (one per seed) against `uni`, uniform's runs, paired by seed."""
     nll, paired = spread([r["mean_nll"] for r in runs]), paired_values(runs, uni)
@@ -423,6 +437,7 @@ def compare_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
         "mean_nll": nll,
         "vs_uniform": paired_gap(runs, uni).mean if paired else ratio_of_means(runs, uni) - 1,
         "vs_uniform_by_seed": spread(paired) if paired else None,
+        **judge(paired, schedule),
         "compute_saving": 1 - ratio_of_means(runs, uni, lambda r: r["flops"]),
         "wall_saving": 1 - ratio_of_means(runs, uni, lambda r: r["wall"]),
         "depths": first["depths"],

@@ -28,6 +28,7 @@ import torch
 
 from looped import paper
 from looped.config import load_config
+from looped.data.text import NAMED_CORPORA
 from looped.errors import UserError
 from looped.flops import drawn_seconds, saving
 from looped.model import LoopedTransformer
@@ -178,6 +179,29 @@ def earlier_rows(settings: MapSettings, block: Block, corpus: dict, dtype: str) 
             if b.home == block.home and (part := old.get("blocks", {}).get(b.name)):
                 rows |= textstudy.rows_of(part, path.strip(), corpus, dtype)
     return rows
+
+
+def check_resume(settings: MapSettings) -> None:
+    """Every `resume_from` file read and checked before any corpus is built: a missing file, a
+    file that is not a JSON object, one with no blocks, and a block measured on another corpus
+    or tokenizer are refused in one line (`rows_of` checks the rest once the corpus is known)."""
+    for path in (p.strip() for p in (settings.resume_from or "").split(",") if p.strip()):
+        old = read_results_file(path, "--resume-from", "a map.json")
+        if not isinstance(old.get("blocks"), dict):
+            raise UserError(f"--resume-from {path} holds no map blocks; give a map.json")
+        for b in settings.blocks:
+            theirs = (old["blocks"].get(b.name) or {}).get("meta", {}).get("corpus", {})
+            source = b.corpus or settings.corpus
+            mine = {
+                "dataset": source if source in NAMED_CORPORA else None,
+                "tokenizer": b.tokenizer,
+            }
+            clash = [k for k, v in mine.items() if v is not None and theirs.get(k, v) != v]
+            if clash:
+                raise UserError(
+                    f"--resume-from {path}: block {b.name} was measured on {theirs.get('dataset')} "
+                    f"({theirs.get('tokenizer')}), not {source} ({b.tokenizer}); drop the flag"
+                )
 
 
 def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:

@@ -423,11 +423,21 @@ def run_text(settings: BlockSettings, out: Path, fresh: bool = False, quiet: boo
         "baselines": base["test"] | {"k": base["k"], "windows": "test"},
         "chosen_lr": dict.fromkeys(settings.schedules, lr),
     }
-    tables = {key: compare(rows, role, settings.schedules) for key, role in TEXT_TABLES}
-    return result | tables
+    return result | text_tables(rows, settings.schedules, result["baselines"])
 
 
 TEXT_TABLES = (("equal_tokens", "tokens"), ("equal_flops", "flops"))  # the text track's tables
+
+
+def text_tables(rows: list[dict], schedules: tuple[str, ...], baseline: dict | None) -> dict:
+    """The text track's two tables, each row judged; no verdict at all unless every reported
+    model (every schedule's every seed, equal tokens) beats the bigram table."""
+    tables = {key: compare(rows, role, schedules) for key, role in TEXT_TABLES}
+    worst = stats.worst_nll(tables["equal_tokens"]) if tables["equal_tokens"] else math.inf
+    if not stats.below_bigram(worst, baseline):
+        for row in (r for t in tables.values() for r in t if r.get("verdict")):
+            row["verdict"] = Verdict.NOT_INFORMATIVE.value
+    return tables
 
 
 def text_run(row: dict, p: Planned, study: Study, cut: dict[str, int]) -> dict:

@@ -19,7 +19,15 @@ from dataclasses import replace
 
 from looped.errors import UserError
 from looped.studies.commands.common import study_dirs, study_lock, study_parser, text_study_flags
-from looped.studies.map import BLOCKS, GPU, QUICK, MapSettings, run_map, time_blocks
+from looped.studies.map import (
+    BLOCKS,
+    GPU,
+    QUICK,
+    MapSettings,
+    check_resume,
+    run_map,
+    time_blocks,
+)
 from looped.studies.report.map import figures as map_figures
 from looped.studies.results import write_result
 
@@ -65,6 +73,7 @@ def settings_from(a: argparse.Namespace) -> MapSettings:
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     settings = settings_from(a)
+    check_resume(settings)  # before any corpus is tokenized (minutes)
     out, results, figures = study_dirs(a, "map")
     path = results / "map.json"
     old = json.loads(path.read_text()) if path.is_file() else {}
