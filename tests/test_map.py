@@ -20,7 +20,7 @@ from looped.data.text import prepare_documents
 from looped.errors import UserError
 from looped.flops import drawn_seconds
 from looped.schedule_spec import parse_schedule
-from looped.studies import engine, length
+from looped.studies import engine, textstudy
 from looped.studies.gapfit import gap_fit
 from looped.studies.report.map import finding, fit_cells, map_rows
 from looped.training.lineage import branch_point
@@ -116,7 +116,7 @@ def test_epochs_are_tokens_over_the_train_split_and_a_cell_past_one_pass_is_neve
             rows += [_row(paper.UNIFORM, seed, 3.0, tokens, 2000)]
             rows += [_row(k2, seed, 3.0 * (1.01 + 0.001 * seed), tokens, 2000)]
     assert {r["epochs"] for r in rows} == {0.5, 2.0}
-    cells = length.sequential_cells(rows, 9.0, (paper.UNIFORM, k2), (4,), {k2: 0.005})
+    cells = textstudy.sequential_cells(rows, 9.0, (paper.UNIFORM, k2), (4,), {k2: 0.005})
     judged = {c["steps"]: c for c in cells if "gap" in c}
     assert judged[10]["one_pass"] and not judged[40]["one_pass"]
     assert not judged[40]["open"]  # no more seeds for a cell that is never reported
@@ -134,12 +134,12 @@ def test_a_cell_whose_seeds_trained_on_two_devices_says_so_and_one_device_says_n
         for s in (paper.UNIFORM, k2)
     ]
     args = (9.0, (paper.UNIFORM, k2), (4,), {k2: 0.005})
-    table = map_rows({"blocks": {"d8": {"cells": length.sequential_cells(rows, *args)}}})
+    table = map_rows({"blocks": {"d8": {"cells": textstudy.sequential_cells(rows, *args)}}})
     assert "trained on" not in table  # rows from before the field was recorded are CPU rows
     for r in rows:
         if r["seed"] == 3:  # a GPU loan finished the last seed of both arms
             r["device"] = "cuda"
-    table = map_rows({"blocks": {"d8": {"cells": length.sequential_cells(rows, *args)}}})
+    table = map_rows({"blocks": {"d8": {"cells": textstudy.sequential_cells(rows, *args)}}})
     assert table.count("(seeds trained on cpu and cuda)") == 1  # the arm's row, not uniform's
 
 
@@ -169,7 +169,7 @@ def _finding_cells(d: int, lengths: tuple[int, ...], vocab: int = 512) -> list[d
             rows += [_row(paper.UNIFORM, seed, 3.0, tokens, 2000)]
             rows += [_row(k4, seed, 3.0 * (1.02 + 0.001 * seed), tokens, 2000)]
             rows += [_row(k2, seed, 3.0 * (1.0 + 0.001 * (seed - 1.5)), tokens, 2000)]
-    cells = length.sequential_cells(
+    cells = textstudy.sequential_cells(
         rows, 9.0, (paper.UNIFORM, k4, k2), (4,), {k4: 0.008, k2: 0.005}
     )
     return [c | {"d_model": d, "vocab_size": vocab} for c in cells]
@@ -414,11 +414,11 @@ def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypa
         drawn["ylim"] = fig.axes[0].get_ylim()
         drawn["legend"] = [t.get_text() for t in fig.legends[0].get_texts()]
         drawn["marks"] = [edge_marks(ax) for ax in fig.axes]
-        fig.axes[0].set_ylim(top=18.0)  # as the layout does to fit a legend above the data
+        fig.axes[0].set_ylim(top=18.0)  # a taller axis, as a legend above the data would need
         drawn["raised"] = [edge_marks(ax) for ax in fig.axes]
         return path
 
-    monkeypatch.setattr(report_map.style, "save", keep)
+    monkeypatch.setattr(report_map.plotting, "save", keep)
     report_map.fig_map({"blocks": blocks}, tmp_path / "map.png")
     lo, hi = drawn["ylim"]
     assert lo < -9.0 and hi > 5.6  # every mean, and the reported intervals, are shown
@@ -477,7 +477,7 @@ def test_the_trend_table_gives_each_widths_per_seed_slopes_and_what_has_not_run(
     setup = {"setup": {"d_model": 64, "tokenizer": "bpe:512"}}
     wide = {"setup": {"d_model": 128, "tokenizer": "bpe:512"}}
     blocks = {
-        "d64": {"meta": {"settings": setup}, "trends": length.seed_trends(cells)},
+        "d64": {"meta": {"settings": setup}, "trends": textstudy.seed_trends(cells)},
         "d128": {"meta": {"settings": wide}},
         "frontier-d64": {"meta": {"settings": setup}, "trends": {}},  # one length: no row
     }
@@ -493,16 +493,16 @@ def test_the_trend_table_gives_each_widths_per_seed_slopes_and_what_has_not_run(
     assert rows[1][3] == rows[2][3] == "not yet run"
     # a width with two lengths: every seed has a line through two points, so no trend is
     # claimed, and the row says it is the lengths that are missing, not the seeds
-    blocks["d128"]["trends"] = length.seed_trends(cells[:2])
+    blocks["d128"]["trends"] = textstudy.seed_trends(cells[:2])
     rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
     assert rows[2][3:7] == ["2", "-", "-", "too few lengths (a trend needs 3)"]
     # three lengths but one seed: a slope, no interval; no length with a verdict: nothing
     one = [c | {"seed_ids": [0], "gap": {"values": c["gap"]["values"][:1]}} for c in cells]
-    blocks["d128"]["trends"] = length.seed_trends(one)
+    blocks["d128"]["trends"] = textstudy.seed_trends(one)
     rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
     assert rows[2][3:8] == ["3", "1", "-", "too few seeds", "+1.00"]
     quiet = [c | {"verdict": "not informative at this size"} for c in cells]
-    blocks["d128"]["trends"] = length.seed_trends(quiet)
+    blocks["d128"]["trends"] = textstudy.seed_trends(quiet)
     rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
     assert rows[2][3:7] == ["0", "-", "-", "no length with a verdict"]
 
@@ -554,7 +554,7 @@ def test_step_times_are_taken_on_one_thread_with_the_depths_taking_turns(tmp_pat
 
 
 def test_a_cell_read_at_one_seed_says_it_has_no_interval_rather_than_printing_infinities():
-    from looped.studies.report.length import gap_cell
+    from looped.studies.report.block import gap_cell
 
     one = {"gap": {"mean": -0.032, "lo": -math.inf, "hi": math.inf, "n": 1},
            "verdict": "undecided", "planned_look": False}  # fmt: skip

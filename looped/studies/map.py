@@ -30,7 +30,8 @@ from looped import paper
 from looped.config import load_config
 from looped.data.text import NAMED_CORPORA
 from looped.errors import UserError
-from looped.flops import drawn_seconds, saving
+from looped.flops import saving
+from looped.flops import wall_saving as flops_wall_saving
 from looped.model import LoopedTransformer
 from looped.runtime.device import fixed_step, one_thread, time_min
 from looped.schedule_spec import parse_schedule
@@ -273,12 +274,12 @@ def wall_saving(seconds: dict, steps: int, seeds: range, arm: str) -> dict:
     """The arm's wall-clock saving against uniform over whole runs of `steps`: each repeat's
     per-depth times weighted by every seed's exact draws; the mean and range over repeats."""
     reps = len(next(iter(seconds.values())))
-    savings = []
-    for r in range(reps):
-        at = {int(k): v[r] for k, v in seconds.items()}
-        ours = sum(drawn_seconds(at, parse_schedule(arm, s), steps) for s in seeds)
-        ref = sum(drawn_seconds(at, parse_schedule(paper.UNIFORM, s), steps) for s in seeds)
-        savings.append(1 - ours / ref)
+    ours = [parse_schedule(arm, s) for s in seeds]
+    refs = [parse_schedule(paper.UNIFORM, s) for s in seeds]
+    savings = [
+        flops_wall_saving({int(k): v[r] for k, v in seconds.items()}, ours, refs, steps)
+        for r in range(reps)
+    ]
     return {"mean": float(np.mean(savings)), "min": min(savings), "max": max(savings), "reps": reps}
 
 

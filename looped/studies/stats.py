@@ -134,15 +134,6 @@ def beats_bigram(result: dict, baseline: dict | None) -> bool:
     return bool(baseline) and below_bigram(worst_nll(result["equal_tokens"]), baseline)
 
 
-def gap_verdict(gap: dict, tolerance: float, informative: bool = True) -> Verdict:
-    """The verdict on "fixed-first is no worse than uniform, within `tolerance`", from the
-    `ratio_interval` of the per-seed gaps; not `informative`: no verdict at all."""
-    iv = ratio_interval(gap["values"]) if len(gap.get("values", [])) > 1 else None
-    if iv is None:  # one seed: no interval, so nothing can be decided
-        iv = Interval(gap["mean"], -math.inf, math.inf, 1, (gap["mean"],))
-    return verdict(iv, tolerance, informative)
-
-
 def trend_direction(fit: Interval) -> str:
     """Where the signed gap moves per doubling of tokens: "falling", "rising" (interval off zero)
     or "no clear trend"; the sign convention: positive gap = the schedule is behind uniform."""

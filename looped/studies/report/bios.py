@@ -339,11 +339,9 @@ def format_summary(table: list[dict]) -> str:
 
 
 def paired_mean(row: dict) -> float:
-    """A row's gap to uniform paired by seed, or the ratio of seed means without pairing."""
-    v = row.get("vs_uniform_by_seed")
-    if v and len(v.get("values", [])) > 1:
-        return stats.ratio_interval(v["values"]).mean
-    return row["fact_nll_vs_uniform"]
+    """A row's gap to uniform paired by seed (the track's interval), or the ratio of seed means
+    where no interval was drawn."""
+    return row["gap"]["mean"] if row.get("gap") else row["fact_nll_vs_uniform"]
 
 
 def _value(row: dict | None, path: str) -> float:

@@ -13,13 +13,13 @@ from matplotlib.lines import Line2D
 from looped import paper, plotting
 from looped.paper import label
 from looped.studies.gapfit import gap_fit
-from looped.studies.report.length import (
+from looped.studies.report.block import (
     RECIPES,
     TREND_HEAD,
     gap_cell,
     gap_keys,
     gap_marks,
-    percent_iv,
+    gap_text,
     trend_row,
     verdict_of,
 )
@@ -249,7 +249,7 @@ def _finding_row(at: list[dict]) -> list[str]:
     regime = f"d={c['d_model']}, BPE-{c['vocab_size']}, {c['steps']:,} steps, "
     regime += f"{_tpp(c):.0f} tokens/non-emb. param"
     gaps = [
-        f"{percent_iv(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: {verdict_of(by_arm[a])}"
+        f"{gap_text(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: {verdict_of(by_arm[a])}"
         if a in by_arm
         else "not yet run"  # this arm has no pair at this length yet
         for a in RECIPES
@@ -311,11 +311,11 @@ def fit_section(result: dict) -> str:
         rows.append(
             [
                 label(arm),
-                f"{percent_iv(f['per_doubling_tokens_per_param'])} per doubling of tokens/param, "
-                f"{percent_iv(f['per_doubling_params'])} per doubling of parameters, {len(fit['seeds'])} seeds"
+                f"{gap_text(f['per_doubling_tokens_per_param'])} per doubling of tokens/param, "
+                f"{gap_text(f['per_doubling_params'])} per doubling of parameters, {len(fit['seeds'])} seeds"
                 + interim,
                 cross,
-                f"{percent_iv(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param",
+                f"{gap_text(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param",
                 _crossing(ext["crossing"]["zero"]),
             ]
         )
@@ -403,7 +403,7 @@ def own_lr(result: dict) -> str:
         tuned = block.get("tuned") or {}
         d = block["meta"]["settings"]["setup"]["d_model"]
         for c in tuned.get("cells", []):
-            gap = f"{percent_iv(c['gap'])}, n={c['gap']['n']}"
+            gap = f"{gap_text(c['gap'])}, n={c['gap']['n']}"
             rows.append([d, tuned["steps"], label(c["schedule"]), f"{c['lr']:g}"])
             rows[-1] += [f"{c['shared_lr']:g}", f"{gap}, {c['verdict']}"]
     return md_table(head, rows or [["-"] * 5 + ["not yet run"]])

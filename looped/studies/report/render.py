@@ -12,7 +12,7 @@ from pathlib import Path
 from looped.config import load_config
 from looped.flops import preset_rows
 from looped.model import LoopedConfig
-from looped.studies.report import bios, diagnose, docs, length, samples, text
+from looped.studies.report import bios, diagnose, docs, samples, text
 from looped.studies.report import map as map_report
 from looped.studies.report.tables import md_table
 from looped.studies.report.verdicts import load_result, verdicts_section
@@ -97,7 +97,6 @@ def _replace(text: str, name: str, body: str) -> str:
 SECTIONS = {
     "demo": ("demo.json", bios.section),
     "text": ("demo_text.json", text.section),
-    "length": ("length.json", length.length_section),
     "map": ("map.json", map_report.section),
     "map_fit": ("map.json", map_report.fit_section),
     "map_frontier": ("map.json", map_report.frontier_section),
@@ -147,8 +146,6 @@ def figures(root: Path, out: Path | None = None) -> list[Path]:
         paths += text.figures(result, out, prefix="text")
     if (result := load_result(root, "diagnose")) is not None:
         paths += diagnose.figures(result, out)
-    if (result := load_result(root, "length")) is not None:
-        paths.append(length.fig_gap(result, out / "length_gap.png"))
     if (result := load_result(root, "map")) is not None:
         paths += map_report.figures(result, out)
     return paths

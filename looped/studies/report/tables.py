@@ -3,6 +3,7 @@ the prose around them is written by hand."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -11,3 +12,15 @@ def md_table(header: list[str], rows: list[list[Any]], align: list[str] | None =
     rules = align or ["---"] * len(header)
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rules) + "|"]
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def gap_text(g: dict | None, digits: int = 2) -> str:
+    """ "+2.10% [+1.40, +2.80]": a gap (or slope) with its 95% interval, in percent; the one
+    formatter of every gap in the docs. One seed (no interval, or None with `mean` given
+    elsewhere) says so."""
+    if g is None:
+        return "no interval from one seed"
+    mean = f"{100 * g['mean']:+.{digits}f}%"
+    if not (math.isfinite(g["lo"]) and math.isfinite(g["hi"])):
+        return f"{mean} [no interval from one seed]"
+    return f"{mean} [{100 * g['lo']:+.{digits}f}, {100 * g['hi']:+.{digits}f}]"

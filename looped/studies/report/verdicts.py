@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import looped.studies.stats as stats
 from looped import paper
 from looped.paper import FIXED_FIRST, SAVINGS, WALL_SAVING, tolerance
 from looped.schedule_spec import parse_schedule
-from looped.studies.report import length
-from looped.studies.report.length import RECIPES
-from looped.studies.report.tables import md_table
-from looped.studies.report.text import interval_cell
+from looped.studies.report import block
+from looped.studies.report.block import RECIPES
+from looped.studies.report.tables import gap_text, md_table
 
 # the bios track's two bases; each judges FIXED_FIRST at that recipe's own tolerance
 BIOS_BASES = (("summary_tokens", "equal tokens"), ("summary", "equal FLOPs"))
@@ -29,7 +27,8 @@ def load_result(root: Path, name: str) -> dict | None:
 
 
 TOKENS = " at equal tokens"
-NOT_MEASURED = "not measured"  # a recipe the length study has no cell of yet
+NOT_MEASURED = "not measured"  # a recipe the map's block has no cell of yet
+BLOCK = "d64"  # the map block the text claims are read from: its longest length on one pass
 
 
 def _claim(schedule: str, on: str = "") -> str:
@@ -38,35 +37,35 @@ def _claim(schedule: str, on: str = "") -> str:
 
 
 def text_rows(study: dict | None) -> list[list]:
-    """Each recipe at the longest length the length study judged it: its interval and verdict."""
-    rows = []
+    """Each recipe at the longest length the map's `BLOCK` judged it: its interval and verdict."""
+    rows, on = [], f"text, `looped map`, block {BLOCK}"
     for s in RECIPES:
         tol = f"{tolerance(s):.1%}"
-        if (c := length.longest(study, s) if study else None) is None:
-            cells = ["text, `looped length`", "-", "-", "-", "-", tol, NOT_MEASURED]
+        if (c := block.longest(study, s) if study else None) is None:
+            cells = [on, "-", "-", "-", "-", tol, NOT_MEASURED]
         else:
-            g, d = c["gap"], study["meta"]["settings"]["setup"]["d_model"]
-            gap = f"{g['mean']:+.2%} [{g['lo']:+.2%}, {g['hi']:+.2%}]"
-            run = [f"text, `looped length`, d={d}", c["steps"], f"{c['tokens_per_param']:.0f}"]
-            cells = [*run, g["n"], gap, tol, c["verdict"]]
+            tpp = f"{c['tokens_per_non_embedding_param']:.0f} (non-emb.)"
+            cells = [f"{on} (d={c['d_model']})", c["steps"], tpp, c["gap"]["n"]]
+            cells += [gap_text(c["gap"]), tol, c["verdict"]]
         rows.append([_claim(s, TOKENS), *cells])
     return rows
 
 
 def bios_rows(bios: dict | None) -> list[list]:
-    """Fixed-first against uniform on the bios facts (not the paper's metric), paired by seed."""
+    """Fixed-first against uniform on the bios facts (not the paper's metric), paired by seed:
+    the interval and verdict the bios track decided."""
     rows = []
     tol = tolerance(FIXED_FIRST)
     for key, basis in BIOS_BASES:
         row = {r["schedule"]: r for r in (bios or {}).get(key, [])}.get(FIXED_FIRST)
-        if not row or "vs_uniform_by_seed" not in row:
+        if not row or "verdict" not in row:
             continue
-        gap = row["vs_uniform_by_seed"]
-        verdict = stats.gap_verdict(gap, tol)
         on = f"bios facts, `looped demo`, d={bios['meta']['model']['d_model']}"
         claim = f"{_claim(FIXED_FIRST, ' at ' + basis)}, on memorised facts"
-        n, iv = len(gap.get("values", [])), interval_cell(gap)
-        rows.append([claim, on, row["steps"], "-", n, iv, f"{tol:.1%}", verdict.value])
+        n = len(row["vs_uniform_by_seed"]["values"])
+        rows.append(
+            [claim, on, row["steps"], "-", n, gap_text(row["gap"]), f"{tol:.1%}", row["verdict"]]
+        )
     return rows
 
 
@@ -113,18 +112,18 @@ def bench_row(bench: dict, x: dict) -> list:
 def trend_rows(study: dict | None) -> list[list]:
     """Each schedule's per-seed slope of its gap per doubling of tokens, 95% interval over seeds."""
     rows = []
-    for s in length.compared(study) if study else []:
+    for s in block.compared(study) if study else []:
         t = study["trends"].get(s)
         if t and t["slope"]:
             sl = t["slope"]
-            slope = f"{sl['mean']:+.2%} [{sl['lo']:+.2%}, {sl['hi']:+.2%}]"
-            rows.append([paper.label(s), t["lengths"], sl["n"], slope, t["direction"]])
+            rows.append([paper.label(s), t["lengths"], sl["n"], gap_text(sl), t["direction"]])
     return rows
 
 
 def verdicts_section(root: Path) -> str:
     """The claims, the costs and the trend, each table left out where nothing measured it."""
-    study, bios = load_result(root, "length"), load_result(root, "demo")
+    study = (load_result(root, "map") or {}).get("blocks", {}).get(BLOCK)
+    bios = load_result(root, "demo")
     parts = [md_table(CLAIMS_HEADER, text_rows(study) + bios_rows(bios))]
     if costs := cost_rows(root):
         parts.append(md_table(["cost", "paper", "here", "measured on"], costs))
