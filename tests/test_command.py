@@ -1,4 +1,5 @@
-"""What every study's command line shares (looped/commands/common.py, results.write_result)."""
+"""What every study's command line shares (looped/studies/commands/common.py,
+results.write_result), and the text study's refusals."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ from looped.cli import main as cli
 from looped.errors import UserError
 from looped.studies.results import read_results_file, write_result
 
-STUDIES = ("demo", "diagnose", "length", "samples")
-REFERENCED = ("demo", "diagnose", "length", "samples")  # those with a committed result
-POOLED = ("demo", "diagnose", "length")  # those that train on a worker pool
+STUDIES = ("demo", "diagnose", "map", "samples")  # each with a committed result (--reference)
+POOLED = ("demo", "diagnose", "map")  # those that train on a worker pool
 
 
-@pytest.mark.parametrize("study", REFERENCED)
+@pytest.mark.parametrize("study", STUDIES)
 def test_quick_with_reference_is_refused_before_anything_is_written(
     study, tmp_path, monkeypatch, capsys
 ):
@@ -32,8 +32,7 @@ def test_the_shared_flags_mean_the_same_in_every_study(capsys):
         with pytest.raises(SystemExit):
             cli([study, "--help"])
         shown = capsys.readouterr().out
-        assert "--out" in shown, study
-        assert ("--reference" in shown) == (study in REFERENCED), study
+        assert "--out" in shown and "--reference" in shown, study
 
 
 def test_a_results_file_round_trips_and_ends_with_a_newline(tmp_path, capsys):
@@ -53,6 +52,19 @@ def test_no_workers_is_refused_in_one_line_before_anything_is_written(
     assert cli([study, "--quick", "--workers", workers]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"--workers {workers}" in err[0] and "1 or more" in err[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "bad", [["--blocks", "d999"], ["--quick", "--gpu"], ["--resume-from", "absent.json"]]
+)
+def test_the_map_refuses_bad_flags_in_one_line_before_anything_is_written(
+    bad, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    assert cli(["map", *bad]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and bad[0] in err[0]
     assert list(tmp_path.iterdir()) == []
 
 

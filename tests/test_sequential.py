@@ -1,4 +1,4 @@
-"""The length study's statistics: the group-sequential stopping rule on simulated studies with a
+"""The text study's statistics: the group-sequential stopping rule on simulated studies with a
 known gap, per-seed trends on a constructed case, and the per-micro-batch arm's shared data."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 
 from looped import paper
 from looped.studies import stats
-from looped.studies.length import keeps_going, seed_trends, sequential_cells
 from looped.studies.stats import Verdict
+from looped.studies.textstudy import keeps_going, seed_trends, sequential_cells
 
 LOOKS = (4, 8, 12, 16)
 TOL = 0.008  # fixed-first K=4's tolerance
@@ -155,39 +155,28 @@ def test_the_per_micro_batch_arm_trains_on_exactly_its_partners_sequences(tmp_pa
 
 
 @pytest.mark.slow
-def test_length_runs_end_to_end_on_a_users_corpus_and_never_reports_an_lr_seed(tmp_path):
-    """`looped length --corpus FILE` at toy size: the user's .jsonl split and tokenized here,
-    the shared LR chosen by seed 100 alone, every schedule at that LR, and no reported row
-    from a seed that chose it."""
+def test_the_text_study_runs_on_a_users_corpus_and_never_reports_an_lr_seed(tmp_path):
+    """`looped map --quick --corpus FILE` on one block: the user's .jsonl split and tokenized
+    here, the shared LR chosen by the LR seeds alone, every schedule at that LR, and no reported
+    row from a seed that chose it. (Resuming without training: tests/test_map_study.py.)"""
     import json
 
-    from looped.studies.commands import length
+    from looped.cli import main as cli
 
     lines = [json.dumps({"text": f"def g{i}(a, b):\n    return a * {i} - b // {i + 1}\n" * 8})
              for i in range(120)]  # fmt: skip
     (tmp_path / "mine.jsonl").write_text("\n".join(lines) + "\n")
     out = tmp_path / "study"
-    length.main(["--quick", "--out", str(out), "--workers", "2", "--corpus",
-                 str(tmp_path / "mine.jsonl"), "--lengths", "4,6,8", "--lr-lengths", "4,6", "--max-seeds", "2"])  # fmt: skip
-    result = json.loads((out / "length.json").read_text())
-    assert result["meta"]["corpus"]["dataset"].endswith("mine.jsonl")
-    assert [p.name for p in out.glob("corpus-*mine_jsonl-bpe512-split/meta.json")]
-    lr_seeds = set(result["meta"]["settings"]["lr_seeds"])
-    assert result["rows"] and not lr_seeds & {r["seed"] for r in result["rows"]}
-    shared = result["shared_lr"]
-    assert all(r["lr"] == shared[str(r["steps"])] for r in result["rows"])
-    assert set(result["chosen"]) == {paper.UNIFORM}  # only uniform's sweep chooses the LR
-    assert shared["8"] == result["chosen"][paper.UNIFORM]["6"]["lr"]  # beyond the swept lengths
-    assert {"dtype", "torch", "python"} <= set(result["meta"]["environment"])
-    assert (out / "length_gap.png").is_file()
-    # on a fresh machine (another --out), --resume-from reuses every scored run: nothing trains
-    again = tmp_path / "again"
-    length.main(["--quick", "--out", str(again), "--workers", "2", "--corpus",
-                 str(tmp_path / "mine.jsonl"), "--lengths", "4,6,8", "--lr-lengths", "4,6",
-                 "--max-seeds", "2", "--resume-from", str(out / "length.json")])  # fmt: skip
-    assert not list((again / "runs").glob("*/summary.json"))
-    second = json.loads((again / "length.json").read_text())
-    assert second["rows"] == result["rows"] and second["cells"] == result["cells"]
+    assert cli(["map", "--quick", "--out", str(out), "--workers", "2", "--blocks", "d16",
+                "--corpus", str(tmp_path / "mine.jsonl"), "--max-seeds", "2"]) == 0  # fmt: skip
+    block = json.loads((out / "map.json").read_text())["blocks"]["d16"]
+    assert block["meta"]["corpus"]["dataset"].endswith("mine.jsonl")
+    lr_seeds = set(block["meta"]["settings"]["lr_seeds"])
+    assert block["rows"] and not lr_seeds & {r["seed"] for r in block["rows"]}
+    shared = block["shared_lr"]
+    assert all(r["lr"] == shared[str(r["steps"])] for r in block["rows"])
+    assert set(block["chosen"]) == {paper.UNIFORM}  # only uniform's sweep chooses the LR
+    assert {"dtype", "torch", "python"} <= set(block["meta"]["environment"])
 
 
 def test_the_planned_looks_are_the_rounds_within_the_seed_budget():
