@@ -80,7 +80,7 @@ def test_a_corpus_file_that_differs_from_its_manifest_is_refused_in_one_line(tmp
 
 
 def test_the_committed_torch_manifest_lists_only_python_sources():
-    lines = (Path(length.__file__).parents[1] / "data/manifests/torch-2.13.0.tsv").read_text()
+    lines = (Path(textstudy.__file__).parents[1] / "data/manifests/torch-2.13.0.tsv").read_text()
     paths = [line.split("\t")[0] for line in lines.splitlines()]
     assert len(paths) > 2000 and all(p.startswith("torch/") and p.endswith(".py") for p in paths)
     assert "torch/version.py" not in paths  # differs between the CPU and CUDA wheels

@@ -15,6 +15,7 @@ import torch
 from looped import paper
 from looped.data.splits import assign_splits, near_duplicate_keys
 from looped.data.text import load_tokenizer, prepare_documents
+from looped.errors import UserError
 from looped.eval.baselines import NgramBaseline, choose_k
 from looped.studies import stats
 from looped.studies.stats import Verdict
@@ -207,7 +208,7 @@ def test_the_demo_says_when_its_text_models_lose_to_the_bigram_and_points_to_the
     result = {"equal_tokens": [{"mean_nll": {"max": 5.0}, "uniform_nll": {"max": 5.2}}],
               "baselines": {"bigram": 4.0}}  # fmt: skip
     note = text_note(result)
-    assert len(note) == 1 and "5.20 vs bigram 4.00" in note[0] and "looped length" in note[0]
+    assert len(note) == 1 and "5.20 vs bigram 4.00" in note[0] and "looped map" in note[0]
     result["baselines"]["bigram"] = 5.5
     assert text_note(result) == []
 
@@ -261,7 +262,7 @@ def _synthetic_study() -> dict:
 @pytest.mark.slow
 def test_the_gap_figure_is_readable_and_the_cells_judge_only_what_beats_the_bigram(tmp_path):
     from looped.studies.report import checks
-    from looped.studies.report.length import fig_gap
+    from looped.studies.report.block import fig_gap
 
     study = _synthetic_study()
     informative = {c["steps"]: c.get("verdict") for c in study["cells"] if "gap" in c}
@@ -311,9 +312,9 @@ def test_samples_continue_the_length_studys_models_at_every_serving_depth(tmp_pa
 
     from looped.studies import samples
     from looped.studies.engine import name_of
-    from looped.studies.textstudy import QUICK
     from looped.studies.runner import Planned, execute
     from looped.studies.textsetup import ensure_corpus, run_config
+    from looped.studies.textstudy import QUICK
 
     settings = replace(QUICK, setup=replace(QUICK.setup, d_model=16), lengths=(4, 6))
     corpus = ensure_corpus(settings.setup, tmp_path)
@@ -373,28 +374,6 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
     assert [json.loads(o) for o in orders] == [schedules]
 
 
-def test_one_arm_trains_only_that_schedule_beside_uniform():
-    """`--arms k2` plans K=2's runs and uniform's, none of the other arms', so one arm can be
-    trained now and the study collected whole later; a misspelt arm is refused in one line."""
-    from looped.errors import UserError
-    from looped.studies.commands import length as length_command
-    from looped.studies.textstudy import round_grid
-
-    parse = length_command.parser().parse_args
-    settings = length_command.settings_from(parse(["--arms", "k2"]))
-    assert settings.schedules == (paper.UNIFORM, paper.RECIPE_200M)
-    cells = {(s, n) for s in (paper.RECIPE_200M, paper.RECIPES_1B[1]) for n in (120, 240)}
-    grid = round_grid(settings, {120: 3e-3, 240: 3e-3}, cells)
-    assert set(grid) == {paper.UNIFORM, paper.RECIPE_200M}
-    assert grid[paper.RECIPE_200M] == {3e-3: (120, 240)}
-    whole = length_command.settings_from(parse([]))
-    assert (
-        length_command.settings_from(parse(["--arms", "micro,k4,k2"])).schedules == whole.schedules
-    )
-    with pytest.raises(UserError, match="--arms k3: name arms among k4,k2,micro"):
-        length_command.settings_from(parse(["--arms", "k3"]))
-
-
 def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path: Path):
     """Rows from another dtype never match a run here, so resuming would silently retrain every
     one: refused in one line naming --dtype; in the same dtype each scored row is reused."""
@@ -418,23 +397,34 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
         cached_rows(str(path), corpus, "bf16")
 
 
-def test_a_flag_a_mode_would_override_is_honoured_or_refused_and_bad_results_files_in_one_line(
-    tmp_path: Path,
-):
-    from looped.errors import UserError
-    from looped.studies.commands import length as length_command
-    from looped.studies.textstudy import cached_rows
+def test_map_refuses_a_bad_resume_file_in_one_line_before_any_corpus_is_built(tmp_path: Path):
+    """A list, broken JSON, a file with no blocks, or a block measured on another corpus: each
+    refused by `looped map` in one line, before the corpus would be tokenized (minutes)."""
+    import json
+    import subprocess
+    import sys
 
-    parse = length_command.parser().parse_args
-    assert length_command.settings_from(parse(["--quick", "--d-model", "16"])).setup.d_model == 16
-    with pytest.raises(UserError, match=r"^--d-model 0: give a positive width"):
-        length_command.settings_from(parse(["--quick", "--d-model", "0"]))
-    listed, broken = tmp_path / "list.json", tmp_path / "broken.json"
-    listed.write_text("[1, 2]")
-    broken.write_text("{\n")
-    for path, said in ((listed, "holds a JSON list"), (broken, "is not valid JSON")):
-        with pytest.raises(UserError, match=f"--resume-from {path}.*{said}"):
-            cached_rows(str(path), {}, "fp32")
+    from looped.studies.map import MapSettings, check_resume
+
+    committed = json.loads((Path(__file__).parents[1] / "results" / "map.json").read_text())
+    other = json.loads(json.dumps(committed))
+    other["blocks"]["d32"]["meta"]["corpus"]["dataset"] = "stdlib"
+    files = {
+        "list.json": ("[1, 2]", "holds a JSON list"),
+        "broken.json": ("{\n", "is not valid JSON"),
+        "empty.json": ("{}", "holds no map blocks"),
+        "other.json": (json.dumps(other), "block d32 was measured on stdlib"),
+    }
+    for name, (text, said) in files.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(UserError, match=said):
+            check_resume(MapSettings(resume_from=str(tmp_path / name)))
+    check_resume(MapSettings(resume_from="results/map.json"))  # the committed file passes
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "looped", "map", "--out", str(out), "--resume-from"]
+    proc = subprocess.run(cmd + [str(tmp_path / "other.json")], capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not out.exists() or not any(out.glob("corpus-*"))  # nothing was tokenized
 
 
 def test_the_own_lr_check_gives_no_verdict_where_a_model_misses_the_bigram():
