@@ -69,7 +69,9 @@ def test_sigkill_at_every_failpoint_then_resume_is_bitwise_identical(tmp_path, r
     ]
     for i, fault in enumerate(faults):
         resume = ["--resume"] if i else []
-        proc = subprocess.run(_cmd(run, *resume, fault=fault), env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            _cmd(run, *resume, fault=fault), env=env, capture_output=True, text=True
+        )
         assert proc.returncode == -9, (fault, proc.stderr[-2000:])
     assert (run / "checkpoints" / ".old-step_0000020").is_dir()  # the last kill's mark
     assert cli(["train", "--config", "tiny", "--out", str(run), "--quiet", "--resume", *RUN]) == 0

@@ -13,7 +13,7 @@ import looped.studies.stats as stats
 from looped import paper
 from looped.config import load_config
 from looped.flops import preset_rows
-from looped.studies.report import bios, length, render, verdicts
+from looped.studies.report import bios, block, render, verdicts
 from looped.studies.stats import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,12 +78,16 @@ def _gap(*values: float) -> dict:
     ],
 )  # fmt: skip
 def test_the_headline_verdict_reads_the_95_percent_interval(values, verdict):
-    assert stats.gap_verdict(_gap(*values), paper.tolerance(paper.RECIPE_200M)) is verdict
+    from looped.studies.engine import judge  # the one place a row's verdict is decided
+
+    assert judge(list(values), paper.RECIPE_200M)["verdict"] == verdict.value
 
 
 def test_a_text_row_whose_models_do_not_beat_the_bigram_gets_no_verdict():
-    got = stats.gap_verdict(_gap(-0.03, -0.01, -0.02), 0.005, informative=False)
-    assert got is Verdict.NOT_INFORMATIVE
+    from looped.studies.engine import judge  # the one place a row's verdict is decided
+
+    got = judge([-0.03, -0.01, -0.02], paper.RECIPE_200M, informative=False)
+    assert got["verdict"] == Verdict.NOT_INFORMATIVE.value
 
 
 def _cells(table: str) -> list[list[str]]:
@@ -134,13 +138,13 @@ def test_every_number_of_the_bios_tables_is_demo_jsons():
 
 
 def test_every_number_of_the_verdicts_is_its_results_files():
-    """The claims table's text rows are the length study's longest cells, its bios rows the
+    """The claims table's text rows are the map's d64 block's longest cells, its bios rows the
     demo's paired gaps; the costs are demo_text.json's and bench.json's."""
-    study = json.loads((ROOT / "results" / "length.json").read_text())
+    study = json.loads((ROOT / "results" / "map.json").read_text())["blocks"][verdicts.BLOCK]
     demo = json.loads((ROOT / "results" / "demo.json").read_text())
     claims, costs, *_ = (_cells(t) for t in verdicts.verdicts_section(ROOT).split("\n\n"))
     for row, schedule in zip(claims, verdicts.RECIPES):
-        if (c := length.longest(study, schedule)) is None:
+        if (c := block.longest(study, schedule)) is None:
             assert row[-1] == verdicts.NOT_MEASURED
             continue
         assert int(row[2]) == c["steps"] and int(row[4]) == c["gap"]["n"]
@@ -160,15 +164,15 @@ def test_every_number_of_the_verdicts_is_its_results_files():
         assert _num(row[2]) == pytest.approx(saved[schedule], abs=0.005)
 
 
-def test_the_claims_table_reads_the_length_studys_longest_cells(tmp_path):
-    """Each recipe's row is the length study's cell at its longest length with more than one
-    seed; a recipe the study has no cell of is "not measured"; a bios-only root has no text."""
+def test_the_claims_table_reads_the_blocks_longest_cells(tmp_path):
+    """Each recipe's row is the map block's cell at its longest length with more than one
+    seed; a recipe the block has no cell of is "not measured"; a bios-only root has no text."""
     k4 = paper.RECIPES_1B[1]
 
     def cell(steps, n, verdict):
         gap = {"mean": 0.01 * steps, "lo": 0.0, "hi": 0.02 * steps, "n": n}
-        return {"schedule": k4, "steps": steps, "tokens_per_param": steps / 10, "gap": gap,
-                "verdict": verdict, "tolerance": 0.008}  # fmt: skip
+        return {"schedule": k4, "steps": steps, "tokens_per_non_embedding_param": steps / 10,
+                "gap": gap, "verdict": verdict, "tolerance": 0.008, "d_model": 64}  # fmt: skip
 
     cells = [cell(100, 4, "within tolerance"), cell(400, 4, "worse"), cell(800, 1, "undecided")]
     study = {"meta": {"settings": {"setup": {"d_model": 64}}}, "cells": cells, "trends": {}}
