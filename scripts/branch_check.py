@@ -42,7 +42,7 @@ def main() -> int:
     p.add_argument(
         "--corpus",
         default=None,
-        help="what --corpus takes in `looped length` (default: the stdlib)",
+        help="what --corpus takes in `looped map` (default here: the stdlib)",
     )
     a = p.parse_args()
     torch.set_num_threads(1)  # as the study's workers

@@ -1,9 +1,9 @@
-"""Which settings make the length study's d=64 training step fastest on this machine?
+"""Which settings make the text study's d=64 training step fastest on this machine?
 
     .venv/bin/python scripts/step_speed.py            # about two minutes on 2 cores
     .venv/bin/python scripts/step_speed.py --steps 40 --depth 8 --out runs/step_speed.json
 
-Times the same optimizer step (the length study's model: d=64, one looped layer, BPE-512 vocab,
+Times the same optimizer step (the text study's d=64 model: d=64, one looped layer, BPE-512 vocab,
 batch 32x128, at depth 8, about uniform 1..16's mean) under each candidate setting, one at a
 time, in one run, each in a fresh process so that no setting inherits another's threads or
 compiled graphs (each its fastest step, by `runtime.device.time_min`, the timer of `looped bench`
