@@ -1,8 +1,8 @@
 """Does a run branched off a longer trunk equal the same run trained from scratch, at full size?
 
-The length study and the map train a shorter run as a longer run's constant-LR prefix plus its
+The text study (each map block) trains a shorter run as a longer run's constant-LR prefix plus its
 own decay (`training.lineage.branch_point`); tests/test_map.py checks this bitwise at toy size.
-This script checks one real cell of the length study on this machine: the trunk up to the
+This script checks one real cell of the text study on this machine: the trunk up to the
 branch point, the branch, and the from-scratch twin (about 3 x the short run's steps).
 
     python scripts/branch_check.py                      # uniform seed 0, 480 of 1,920 steps
@@ -38,7 +38,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--out", default=None, help="working directory (default: a temporary one)")
-    p.add_argument("--quick", action="store_true", help="the length study's toy model (seconds)")
+    p.add_argument("--quick", action="store_true", help="the text study's toy model (seconds)")
     p.add_argument(
         "--corpus",
         default=None,

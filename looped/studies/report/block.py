@@ -78,7 +78,7 @@ def table_rows(result: dict) -> str:
     """One row per length: tokens, tokens per parameter, the shared LR, uniform's test NLL, and
     each schedule's paired gap to uniform with its interval, seeds and verdict."""
     others = compared(result)
-    head = ["steps", "tokens", "tokens / param", "epochs", "LR", "uniform NLL (± window SE)"]
+    head = ["steps", "tokens", "tokens / non-emb. param", "epochs", "LR", "uniform NLL (± window SE)"]
     rows = []
     for steps in sorted({c["steps"] for c in result["cells"]}):
         at = {c["schedule"]: c for c in result["cells"] if c["steps"] == steps}
@@ -89,7 +89,7 @@ def table_rows(result: dict) -> str:
         row = [
             steps,
             f"{u['tokens'] / 1e6:.2f}M",
-            f"{u['tokens_per_param']:.0f}",
+            f"{u['tokens_per_non_embedding_param']:.0f}",
             passes,
             f"{u['lr']:g}",
         ]
