@@ -34,7 +34,6 @@ HELP = {
     "plot": "the paper's figures from run directories",
     "bench": "speed benchmark against a stacked-layer peer",
     "map": "the gap by width, vocabulary and length, on one pass (text)",
-    "recipe": "the recipe probe: warmup, init and LR against uniform's slow start",
     "samples": "continuations at serving depths 1, 2, 4, 16",
     "report": "regenerate the docs and (--figures) the figures from results/",
 }

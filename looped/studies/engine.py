@@ -233,10 +233,19 @@ def sweep_rows(runs: dict[str, Planned], study: Study) -> list[dict]:
             "seed": p.seed,
             "steps": p.steps,
             "val_nll": study.val_nll(p),
+            "escape_step": sweep_escape(p, study),
         }
         for n, p in sorted(runs.items())
         if study.finished(p)
     ]
+
+
+def sweep_escape(p: Planned, study: Study) -> int | None:
+    """An LR seed's run's plateau escape: from its train records on this disk, else from the
+    earlier results file's row."""
+    if (study.runs_dir / p.name / "metrics.jsonl").is_file():
+        return escape_step(trunk_train(study.runs_dir / p.name), study.bigram)
+    return (study.row(p) or {}).get("escape_step")
 
 
 def extended(grid: Grid, chosen: dict) -> Grid:

@@ -56,17 +56,26 @@ class Block:
     tpp: tuple[float, ...] = TPP  # lengths, in tokens per non-embedding parameter
     arms: tuple[str, ...] = ARMS  # the schedules set against uniform 1..16
     tuned: bool = False  # robustness: each arm at its own LR as well, at the longest length
-    corpus: str = (
-        ""  # its own corpus (a named one, a directory or a datasets source); "": the map's
-    )
+    corpus: str = ""  # its own corpus (named, a directory or a datasets source); "": the map's
     steps: tuple[int, ...] = ()  # its lengths in steps instead of `tpp` (a corpus of its own)
+    warmup: float = 10  # the LR warmup: steps if 1 or more, else a fraction of each run
+    init_loops: int = 1  # block applications the residual init counts (`model.init_loops`)
+
+    @property
+    def recipe(self) -> str:
+        """ "w10_i1" (10 warmup steps, the block counted once at init), "w5pct_i16", ..."""
+        w = f"{round(self.warmup * 100)}pct" if self.warmup < 1 else f"{self.warmup:g}"
+        return f"w{w}_i{self.init_loops}"
 
     @property
     def home(self) -> str:
-        """The runs directory it shares with every block of its width, tokenizer and corpus."""
+        """The runs directory it shares with every block of its width, tokenizer, corpus and
+        recipe (the first recipe's runs have no suffix: they were trained before there were
+        others), so that two recipes never share a run."""
         own = (
             "-" + re.sub(r"[^A-Za-z0-9]+", "_", self.corpus).strip("_")[-40:] if self.corpus else ""
         )
+        own += "" if self.recipe == "w10_i1" else f"-{self.recipe}"
         return f"d{self.d_model}-{self.tokenizer.replace(':', '')}{own}"
 
     @property
@@ -100,6 +109,8 @@ class MapSettings:
     max_seeds: int = 8  # wide widths' uniform seeds spread: up to 8 before a cell is left open
     workers: int = 2  # single-threaded worker processes
     resume_from: str | None = None  # earlier map.json files (comma-separated): scored runs reused
+    lr_seeds: tuple[int, ...] = (100,)  # the seeds that choose the LR; never reported
+    extend: int = 2  # how often an LR chosen at an edge extends the sweep (0: the LRs as given)
 
 
 # A lent GPU: widths to 512, lengths over 100x in tokens per parameter. Past ~20M tokens the
@@ -110,6 +121,60 @@ GPU = MapSettings(
     ),
     workers=8,
 )
+
+
+def probe_blocks(
+    cells: tuple[Block, ...], warmups: tuple[float, ...], inits: tuple[int, ...]
+) -> tuple[Block, ...]:
+    """The recipe probe's blocks: uniform alone at each cell under each (warmup, init)."""
+    return tuple(
+        replace(r, name=f"probe-{c.name}-{r.recipe}", arms=())
+        for c in cells
+        for r in (replace(c, warmup=w, init_loops=i) for w in warmups for i in inits)
+    )
+
+
+# The recipe probe (`looped map --probe`): is uniform slow to leave its plateau because of the
+# recipe? Uniform alone, where it escaped late (d32; d128 BPE-4096 at its shorter length) and
+# where it did not (d64), each warmup x residual init x LR on two seeds no cell reports. It
+# trains only the LR sweep: each run's escape step and validation NLL are the probe's rows.
+PROBE = MapSettings(
+    blocks=probe_blocks(
+        (
+            Block("d32", 32, tpp=(160,)),
+            Block("d64", 64, tpp=(160,)),
+            Block("d128-bpe4096", 128, "bpe:4096", (20,)),
+        ),
+        warmups=(10, 0.02, 0.05),
+        inits=(1, 16),
+    ),
+    lrs=(3e-3, 1e-2),
+    lr_seeds=(200, 201),
+    extend=0,  # the LR is a crossed factor here; the map sweeps it again under the recipe chosen
+)
+
+
+def choose_recipe(blocks: dict[str, dict], settings: MapSettings) -> dict | None:
+    """The recipe whose uniform trains best: at each cell where every recipe has finished its
+    runs, each recipe's best LR's mean validation NLL (over the LR seeds) relative to the best
+    recipe's there, averaged over those cells; the lowest wins. None before a cell is whole."""
+    want = len(settings.lrs) * len(settings.lr_seeds)
+    by_cell: dict[str, dict[str, float]] = {}
+    for b in settings.blocks:
+        rows = blocks.get(b.name, {}).get("sweep", [])
+        if len(rows) == want:
+            means = [np.mean([r["val_nll"] for r in rows if r["lr"] == lr]) for lr in settings.lrs]
+            by_cell.setdefault(b.name.removesuffix(f"-{b.recipe}"), {})[b.recipe] = min(means)
+    recipes = {b.recipe for b in settings.blocks}
+    whole = [c for c, at in by_cell.items() if set(at) == recipes]
+    if not whole or len(recipes) < 2:
+        return None
+    excess = {
+        r: float(np.mean([by_cell[c][r] / min(by_cell[c].values()) - 1 for c in whole]))
+        for r in sorted(recipes)
+    }
+    return {"recipe": min(excess, key=excess.get), "excess": excess, "cells": whole}
+
 
 QUICK = MapSettings(  # every code path at toy size, on the standard library
     blocks=(
@@ -125,6 +190,15 @@ QUICK = MapSettings(  # every code path at toy size, on the standard library
 )
 
 
+QUICK_PROBE = replace(
+    QUICK,
+    blocks=probe_blocks((Block("d16", 16, tpp=(8,)),), warmups=(4, 0.05), inits=(1, 16)),
+    lrs=(1e-2, 3e-2),
+    lr_seeds=(200, 201),
+    extend=0,
+)
+
+
 def steps_for(block: Block, setup: TextSetup) -> tuple[int, ...]:
     """Each length in steps: tokens per non-embedding parameter x parameters / tokens per step."""
     over = [f"model.d_model={block.d_model}", f"model.n_head={block.n_head}"]
@@ -134,15 +208,19 @@ def steps_for(block: Block, setup: TextSetup) -> tuple[int, ...]:
 
 
 def block_settings(block: Block, settings: MapSettings) -> textstudy.BlockSettings:
-    """One block as the text study declares it (its corpus, lengths, arms)."""
-    setup = replace(
-        settings.setup, d_model=block.d_model, n_head=block.n_head, tokenizer=block.tokenizer
-    )
+    """One block as the text study declares it (its corpus, lengths, arms, recipe)."""
+    shape = {"d_model": block.d_model, "n_head": block.n_head, "tokenizer": block.tokenizer}
+    frac = block.warmup if block.warmup < 1 else 0.0
+    steps = settings.setup.warmup_steps if frac else int(block.warmup)
+    recipe = {"warmup_frac": frac, "warmup_steps": steps, "init_loops": block.init_loops}
+    setup = replace(settings.setup, **shape, **recipe)
     steps = block.steps or steps_for(block, setup)
     return textstudy.BlockSettings(
         setup=setup,
         lengths=steps,
         lrs=settings.lrs,
+        lr_seeds=settings.lr_seeds,
+        extend=settings.extend,
         lr_lengths=steps,  # the LR is chosen where every verdict is made
         rounds=settings.rounds,
         max_seeds=settings.max_seeds,
@@ -205,9 +283,9 @@ def check_resume(settings: MapSettings) -> None:
                 )
 
 
-def run_map(settings: MapSettings, out: Path, train: bool = True) -> dict:
-    """Every block in order, map.json rewritten after each so that a stop loses nothing scored."""
-    t0, path = time.time(), out / "map.json"
+def run_map(settings: MapSettings, out: Path, train: bool = True, name: str = "map.json") -> dict:
+    """Every block in order, OUT/NAME rewritten after each so that a stop loses nothing scored."""
+    t0, path = time.time(), out / name
     done = json.loads(path.read_text()).get("blocks", {}) if path.is_file() and train else {}
     result = {"meta": {"settings": asdict(settings)}, "blocks": done}
     for block in settings.blocks:

@@ -56,6 +56,7 @@ class BlockSettings:
     lengths: tuple[int, ...] = (120, 240, 480, 960, 1920)  # training lengths in steps (16x)
     lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)  # the shared LR's sweep (an edge extends it)
     lr_seeds: tuple[int, ...] = (100,)  # seeds that choose the LR; never reported
+    extend: int = 2  # how often an LR chosen at an edge extends the sweep
     lr_lengths: tuple[int, ...] = (120, 240, 480)  # swept lengths; longer ones take the last's LR
     rounds: tuple[int, ...] = (4, 8, 12, 16)  # reported seeds 0..n-1 after each round
     max_seeds: int = 16  # stop adding rounds past this many seeds (the budget)
@@ -202,7 +203,7 @@ def run_block(
     batches = split_batches(settings.setup, corpus)
     study = Study(settings, corpus, out / "runs", train, cached, batches, base["test"]["bigram"])
     grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
-    swept, chosen = sweep(study, grid)
+    swept, chosen = sweep(study, grid, settings.extend)
     lrs = shared_lrs(settings, chosen)
     rows, cells, stop = run_rounds(study, lrs, base["test"]["bigram"])
     robust = tuned(study, lrs) if stop["complete"] else {}

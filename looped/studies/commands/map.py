@@ -7,6 +7,8 @@
     looped map --reference --collect             # write results/map.json and figures/map_*.png
     looped map --quick                           # toy size on the standard library, every path
     looped map --gpu --out runs/map-gpu          # a GPU: widths to 512, lengths over 100x
+    looped map --probe                           # the recipe probe: uniform's warmup, residual
+                                                 # init and LR, unreported seeds; recipe.json
 
 The method is in `looped.studies.map`; a rerun reuses every finished run.
 """
@@ -22,9 +24,12 @@ from looped.studies.commands.common import study_dirs, study_lock, study_parser,
 from looped.studies.map import (
     BLOCKS,
     GPU,
+    PROBE,
     QUICK,
+    QUICK_PROBE,
     MapSettings,
     check_resume,
+    choose_recipe,
     run_map,
     time_blocks,
 )
@@ -44,6 +49,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--blocks", help=f"blocks to run, of {blocks} (--gpu: d64..d512)")
     p.add_argument("--gpu", action="store_true", help="the GPU map: widths to 512, 100x lengths")
     p.add_argument(
+        "--probe",
+        action="store_true",
+        help="the recipe probe: uniform at three cells under each warmup and residual init, "
+        "LR seeds only; writes recipe.json with the recipe its validation NLL chooses",
+    )
+    p.add_argument(
         "--time",
         type=int,
         metavar="REPS",
@@ -57,7 +68,10 @@ def settings_from(a: argparse.Namespace) -> MapSettings:
     """The settings the command line asks for, each problem refused in one line."""
     if a.quick and a.gpu:
         raise UserError("--quick and --gpu are two sizes; give one")
-    s = replace(QUICK if a.quick else GPU if a.gpu else MapSettings(), resume_from=a.resume_from)
+    if a.probe and a.gpu:
+        raise UserError("--probe runs on the CPU map's cells; leave out --gpu")
+    sizes = (QUICK_PROBE, PROBE) if a.probe else (QUICK, GPU if a.gpu else MapSettings())
+    s = replace(sizes[0] if a.quick else sizes[1], resume_from=a.resume_from)
     s.corpus = a.corpus or s.corpus
     s.workers = a.workers or s.workers
     if a.blocks:
@@ -75,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_from(a)
     check_resume(settings)  # before any corpus is tokenized (minutes)
     out, results, figures = study_dirs(a, "map")
-    path = results / "map.json"
+    path = results / ("recipe.json" if a.probe else "map.json")
     old = json.loads(path.read_text()) if path.is_file() else {}
     if a.time is not None:
         if a.time < 2:
@@ -85,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         write_result(path, old | {"wallclock": timed})
         return 0
     with study_lock(out, a.collect, "looped map"):
-        result = run_map(settings, out, train=not a.collect)
+        result = run_map(settings, out, train=not a.collect, name=path.name)
+    if a.probe:
+        result["chosen_recipe"] = choose_recipe(result["blocks"], settings)
     if "wallclock" in old:  # measured apart, kept across collections
         result["wallclock"] = old["wallclock"]
     write_result(path, result)

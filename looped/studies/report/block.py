@@ -78,7 +78,14 @@ def table_rows(result: dict) -> str:
     """One row per length: tokens, tokens per parameter, the shared LR, uniform's test NLL, and
     each schedule's paired gap to uniform with its interval, seeds and verdict."""
     others = compared(result)
-    head = ["steps", "tokens", "tokens / non-emb. param", "epochs", "LR", "uniform NLL (± window SE)"]
+    head = [
+        "steps",
+        "tokens",
+        "tokens / non-emb. param",
+        "epochs",
+        "LR",
+        "uniform NLL (± window SE)",
+    ]
     rows = []
     for steps in sorted({c["steps"] for c in result["cells"]}):
         at = {c["schedule"]: c for c in result["cells"] if c["steps"] == steps}
