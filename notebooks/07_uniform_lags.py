@@ -22,10 +22,9 @@
 #   held-out token NLL on text (the Python standard library's source) at serving depths 1..16,
 #   every schedule at one shared learning rate, 3 seeds, at equal tokens and at equal modeled
 #   FLOPs, beside a bigram table scored on the same windows;
-# - `results/length.json` from `looped length`: the gap at five training lengths, one learning
-#   rate per length, reported where the models beat that bigram table on one pass over the data;
-# - `results/map.json` from `looped map`: the same gap by model width and length, on data seen
-#   once.
+# - `results/map.json` from `looped map`: the gap to uniform by model width, vocabulary and
+#   training length, one learning rate per length, on data seen once, reported where the models
+#   beat that bigram table.
 #
 # Set `LOOPED_FULL=1` to rerun the diagnosis here (about ten minutes on two cores)
 # instead of reading the committed file.
@@ -43,7 +42,7 @@ import looped.studies.report.text as text_report
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.studies.diagnose import DiagnoseSettings, run_diagnose
 from looped.studies.probes import gradient_agreement
-from looped.studies.report import diagnose, length
+from looped.studies.report import block, diagnose
 from looped.studies.report import map as map_report
 from looped.studies.report.probe import plot_benefit
 
@@ -167,22 +166,20 @@ display(Markdown(text_report.baselines_table(text, text["baselines"])))
 # %% [markdown]
 # ## 4. As training lengthens, at one shared recipe
 #
-# `looped length` trains long enough that the models end below the bigram line at the longer
-# lengths (a 512-token BPE, so the embedding does not dominate a $d=64$ model), at five
-# lengths spanning 16x in tokens; a length whose models do not beat it gets no verdict, and
-# nor does one that repeats its data (past one pass, crossed in the figure). Only the depth
+# The map's $d=64$ block trains long enough that the models end below the bigram line at the
+# longer lengths (a 512-token BPE, so the embedding does not dominate a $d=64$ model), at four
+# lengths spanning 8x in tokens, on the Python source of the pinned torch release, which no run
+# passes over twice; a length whose models do not beat the table gets no verdict. Only the depth
 # schedule changes between the runs compared: one learning rate per length, chosen on uniform's
-# validation NLL by seeds that are then never reported (swept at 120, 240 and 480 steps; the
-# longer lengths keep the 480-step choice), and the same data, model and warmup-stable-decay
-# schedule for every run. For each length and
-# seed $s$ the gap is paired,
+# validation NLL by a seed that is then never reported, and the same data, model and
+# warmup-stable-decay schedule for every run. For each length and seed $s$ the gap is paired,
 #
 # $$g_s = \frac{\mathrm{NLL}_s^{\text{fixed-first}} - \mathrm{NLL}_s^{\text{uniform}}}{\mathrm{NLL}_s^{\text{uniform}}}, \qquad
 # \bar g \pm c\,\frac{\mathrm{sd}(g)}{\sqrt{n}},$$
 #
 # where seeds come in rounds of four and $c$ is chosen so that the interval covers the true
 # gap at every round at once (a group-sequential interval): a cell can stop as soon as its
-# interval decides without raising its chance of a wrong verdict above 5%. The committed study
+# interval decides without raising its chance of a wrong verdict above 5%. The committed map
 # ran one round (`--max-seeds 4`), so one look, and there $c$ is Student's $t$: its intervals
 # are plain $t$ intervals over the four seeds. Each recipe is judged at its own tolerance $\epsilon$
 # from the paper (K=2 at 0.5%, K=4 at 0.8%), and each cell's interval $[g_-, g_+]$ reads as one
@@ -197,18 +194,16 @@ display(Markdown(text_report.baselines_table(text, text["baselines"])))
 #   whatever its interval.
 
 # %%
-study = json.loads((ROOT / "results" / "length.json").read_text())
-gap_figures = [length.fig_gap(study, Path(tempfile.mkdtemp()) / "length_gap.png")]
-display(Image(filename=str(gap_figures[0])))
-display(Markdown(length.table_rows(study)))
+map_study = json.loads((ROOT / "results" / "map.json").read_text())
+d64 = map_study["blocks"]["d64"]
+display(Markdown(block.table_rows(d64)))
 
 # %% [markdown]
 # A mean over sixteen serving depths can hide opposite moves, so the gap at $K=1$, 4 and 16 at
-# the longest length on one pass sits beside it; the right panel above draws the same at every
-# depth:
+# the longest length sits beside it:
 
 # %%
-display(Markdown(length.depth_rows(study)))
+display(Markdown(block.depth_rows(d64)))
 
 # %% [markdown]
 # How the gap moves with training length is fitted per seed (its slope against $\log_2$ of
@@ -216,24 +211,23 @@ display(Markdown(length.depth_rows(study)))
 # interval excludes zero.
 
 # %%
-display(Markdown(length.trend_rows(study)))
+display(Markdown(block.trend_rows(d64)))
 
 # %% [markdown]
-# Read together, on one pass over the data: at the shortest length whose models beat the
-# bigram table, K=4 for 80% is "no worse than tolerance" and K=2 for 67% "within tolerance" but
-# measurably behind (its interval lies wholly above zero). At twice that length, the longest
-# under one pass, K=4 for 80% is "worse" and K=2 for 67% behind but "undecided" against its
-# smaller tolerance. K=4's gap is largest at $K=1$, while K=2's shallow fixed phase keeps $K=1$
-# close and its gap sits at the deep serving depths. The longest length repeats its data, so its
-# cells are crossed and not reported, and two reported lengths fit no trend.
+# Read together: at the shortest length no verdict is given (some model misses the bigram
+# table). From the second length on, K=4 for 80% falls further behind as training lengthens: its
+# per-seed slope is above zero across seeds, and at the longest length it is "worse", its whole
+# interval above its tolerance. K=2 for 67% is "undecided" at every length with a verdict, and
+# its slope's interval holds zero: its trend is undetermined, not absent. K=4's gap is largest
+# at $K=1$, while K=2's shallow fixed phase keeps $K=1$ close and its gap sits at the deep
+# serving depths.
 
 # %% [markdown]
 # ## 5. Where it holds: width and length on fresh tokens
 #
-# One width on a corpus the longest runs repeat cannot say whether "behind" belongs to the
-# method or to the regime. `looped map` repeats the length study at several widths $d$, on the
-# Python source of the pinned torch release (large enough that no reported run sees a token
-# twice), with lengths matched across widths in training tokens per non-embedding parameter,
+# One width cannot say whether "behind" belongs to the method or to the regime. The map's other
+# blocks repeat the $d=64$ study at several widths $d$, on the same corpus, with lengths matched
+# across widths in training tokens per non-embedding parameter,
 #
 # $$\tau = \frac{\text{steps} \times \text{batch} \times \text{sequence}}{P_{\text{non-emb}}},$$
 #
