@@ -170,7 +170,8 @@ for ax, name in zip(axes, (label(UNIFORM), "log-normal Poisson", label(FIXED_FIR
         title=name if name != label(FIXED_FIRST) else "fixed-first, after the switch", xlabel="K"
     )
     ax.set_xticks([1, 4, 8, 12, 16])
-    ax.legend(fontsize=9)
+    ax.set_ylim(0, 0.15)  # room above the tallest bar for the key
+    ax.legend(fontsize=9, loc="upper right")
 axes[0].set_ylabel("probability")
 fig.tight_layout()
 plotting.show(fig)

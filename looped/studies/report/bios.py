@@ -243,7 +243,9 @@ def fig8_nll_by_depth(result: dict, path: Path) -> Path:
     for ax in (left, right):
         ax.set(xlabel="serving depth K", ylabel=nll_label(result))
         plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
-    left.legend(fontsize=8, loc="lower right")  # high at K=1; the log scale leaves room below
+    # under both panels: where the curves leave room inside one depends on the runs drawn
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, ncol=min(len(labels), 4))
     return plotting.save(fig, path)
 
 
