@@ -380,7 +380,7 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
     import json
 
     from looped.errors import UserError
-    from looped.studies.textstudy import CORPUS_KEYS, cached_rows
+    from looped.studies.textstudy import CORPUS_KEYS, rows_of
 
     corpus = {"tokenizer": "bpe:512", "vocab_size": 512, "splits": {}, "dataset": "stdlib"}
     old = {"meta": {"corpus": {k: corpus[k] for k in CORPUS_KEYS if k in corpus},
@@ -388,13 +388,13 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
            "rows": [{"run": "uniform_lr0.003_s0_n120"}], "sweep": [{"run": "uniform_lr0.01_s100_n120"}]}  # fmt: skip
     path = tmp_path / "length.json"
     path.write_text(json.dumps(old))
-    assert set(cached_rows(str(path), corpus, "fp32")) == {
+    assert set(rows_of(json.loads(path.read_text()), str(path), corpus, "fp32")) == {
         "uniform_lr0.003_s0_n120", "uniform_lr0.01_s100_n120",
     }  # fmt: skip
     with pytest.raises(
         UserError, match="trained in fp32 and this study trains in bf16; add --dtype fp32"
     ):
-        cached_rows(str(path), corpus, "bf16")
+        rows_of(json.loads(path.read_text()), str(path), corpus, "bf16")
 
 
 def test_map_refuses_a_bad_resume_file_in_one_line_before_any_corpus_is_built(tmp_path: Path):

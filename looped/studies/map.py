@@ -164,7 +164,8 @@ def choose_recipe(blocks: dict[str, dict], settings: MapSettings) -> dict | None
         rows = blocks.get(b.name, {}).get("sweep", [])
         if len(rows) == want:
             means = [np.mean([r["val_nll"] for r in rows if r["lr"] == lr]) for lr in settings.lrs]
-            by_cell.setdefault(b.name.removesuffix(f"-{b.recipe}"), {})[b.recipe] = min(means)
+            cell = b.name.removesuffix(f"-{b.recipe}").removeprefix("probe-")
+            by_cell.setdefault(cell, {})[b.recipe] = min(means)
     recipes = {b.recipe for b in settings.blocks}
     whole = [c for c, at in by_cell.items() if set(at) == recipes]
     if not whole or len(recipes) < 2:

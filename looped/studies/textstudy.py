@@ -7,7 +7,7 @@ extends the sweep); (2) seeds in rounds, shorter lengths branching off one trunk
 seed), each cell stopping once its group-sequential 95% interval decides at its tolerance;
 (3) every run scored on the test windows beside count-table baselines, per-seed slopes of the
 gap against log2(tokens); (4) robustness: each schedule at its own LR at `tuned_at` steps.
-A rerun reuses every finished run (and, `resume_from`, an earlier results file's).
+A rerun reuses every finished run (and, through the map's `resume_from`, an earlier file's rows).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from looped.studies.engine import (
     sweep,
     sweep_rows,
 )
-from looped.studies.results import from_scratch, machine_name, read_results_file
+from looped.studies.results import from_scratch, machine_name
 from looped.studies.runner import Planned
 from looped.studies.stats import Verdict
 from looped.studies.textsetup import TextSetup, baselines, ensure_corpus, run_config
@@ -64,7 +64,6 @@ class BlockSettings:
     tuned_at: int = 480  # robustness: each schedule at its own LR at this length (0: off)
     workers: int = 2  # single-threaded worker processes
     corpus: str | None = None  # None: the standard library; else a `--corpus` source
-    resume_from: str | None = None  # an earlier length*.json whose scored runs are reused
 
 
 TOY = TextSetup(d_model=32, n_head=2, batch_size=8, seq_len=64, warmup_steps=4, val_batches=2)
@@ -92,13 +91,6 @@ def rows_of(old: dict, path: str, corpus: dict, dtype: str) -> dict[str, dict]:
     tuned = old.get("tuned") or {}
     runs = [r for part in (old, tuned) for k in ("rows", "sweep") for r in part.get(k, [])]
     return {r["run"]: r for r in runs if isinstance(r, dict) and "run" in r}
-
-
-def cached_rows(path: str | None, corpus: dict, dtype: str) -> dict[str, dict]:
-    """The scored rows of the results file at `path` (none without one)."""
-    if not path:
-        return {}
-    return rows_of(read_results_file(path, "--resume-from", "a length*.json"), path, corpus, dtype)
 
 
 def shared_lrs(settings: BlockSettings, chosen: dict) -> dict[int, float]:
@@ -192,13 +184,12 @@ def run_block(
     settings: BlockSettings, out: Path, train: bool = True, cached: dict | None = None
 ) -> dict:
     """The shared LR, seeds in rounds, the robustness check; `train` False only collects;
-    `cached`: scored rows by run name (default: those of `settings.resume_from`)."""
+    `cached`: scored rows by run name (an earlier map.json's, `rows_of`) standing for runs."""
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
     corpus = ensure_corpus(settings.setup, out, settings.corpus)
     cfg = run_config(settings.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
-    if cached is None:
-        cached = cached_rows(settings.resume_from, corpus, cfg.dtype)
+    cached = cached or {}
     base = baselines(settings.setup, corpus, out / "baselines.json")
     batches = split_batches(settings.setup, corpus)
     study = Study(settings, corpus, out / "runs", train, cached, batches, base["test"]["bigram"])

@@ -34,6 +34,7 @@ from looped.studies.map import (
     time_blocks,
 )
 from looped.studies.report.map import figures as map_figures
+from looped.studies.report.recipe import fig_escape, probe_rows
 from looped.studies.results import write_result
 
 
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     if "wallclock" in old:  # measured apart, kept across collections
         result["wallclock"] = old["wallclock"]
     write_result(path, result)
-    for drawn in map_figures(result, figures):  # none while every block is in its LR sweep
-        print(f"wrote {drawn}")
+    drawn = map_figures(result, figures)  # none while every block is in its LR sweep
+    if a.probe and probe_rows(result):
+        drawn.append(fig_escape(result, figures / "recipe_escape.png"))
+    for path in drawn:
+        print(f"wrote {path}")
     return 0

@@ -144,19 +144,3 @@ def trend_row(t: dict) -> list:
     few = few if t["lengths"] else "no length with a verdict"
     fit = [sl["n"], gap_text(sl), t["direction"]] if sl else [len(t["per_seed"]) or "-", "-", few]
     return [t["lengths"], *fit, per]
-
-
-def tuned_rows(result: dict) -> str:
-    """The robustness check: each schedule at its own LR (chosen on the LR seeds) at one length."""
-    tuned = result.get("tuned") or {}
-    head = ["schedule", "steps", "own LR", "shared LR", "gap [95% interval]", "verdict"]
-    if not tuned.get("cells"):
-        return md_table(head, [["-"] * 5 + ["not run: " + result["meta"]["stopped"]["reason"]]])
-    rows = []
-    for c in tuned["cells"]:
-        lrs, gap = (
-            [f"{c['lr']:g}", f"{c['shared_lr']:g}"],
-            f"{gap_text(c['gap'])}, n={c['gap']['n']}",
-        )
-        rows.append([label(c["schedule"]), tuned["steps"], *lrs, gap, c["verdict"]])
-    return md_table(head, rows)

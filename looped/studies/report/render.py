@@ -12,7 +12,7 @@ from pathlib import Path
 from looped.config import load_config
 from looped.flops import preset_rows
 from looped.model import LoopedConfig
-from looped.studies.report import bios, diagnose, docs, samples, text
+from looped.studies.report import bios, diagnose, docs, recipe, samples, text
 from looped.studies.report import map as map_report
 from looped.studies.report.tables import md_table
 from looped.studies.report.verdicts import load_result, verdicts_section
@@ -102,6 +102,7 @@ SECTIONS = {
     "map_frontier": ("map.json", map_report.frontier_section),
     "map_costs": ("map.json", map_report.cost_section),
     "finding": ("map.json", map_report.finding),
+    "recipe": ("recipe.json", recipe.recipe_section),
     "samples": ("samples.json", samples.section),
     "diagnose": ("diagnose.json", diagnose.section),
     "timing": ("demo_time.json", timing_section),
@@ -148,6 +149,8 @@ def figures(root: Path, out: Path | None = None) -> list[Path]:
         paths += diagnose.figures(result, out)
     if (result := load_result(root, "map")) is not None:
         paths += map_report.figures(result, out)
+    if (result := load_result(root, "recipe")) is not None:
+        paths.append(recipe.fig_escape(result, out / "recipe_escape.png"))
     return paths
 
 
