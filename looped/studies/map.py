@@ -58,24 +58,28 @@ class Block:
     tuned: bool = False  # robustness: each arm at its own LR as well, at the longest length
     corpus: str = ""  # its own corpus (named, a directory or a datasets source); "": the map's
     steps: tuple[int, ...] = ()  # its lengths in steps instead of `tpp` (a corpus of its own)
-    warmup: float = 10  # the LR warmup: steps if 1 or more, else a fraction of each run
+    warmup: float | None = None  # LR warmup: steps if 1 or more, else a fraction of each run;
+    # None: the settings' own (the map's 10 steps)
     init_loops: int = 1  # block applications the residual init counts (`model.init_loops`)
 
     @property
     def recipe(self) -> str:
-        """ "w10_i1" (10 warmup steps, the block counted once at init), "w5pct_i16", ..."""
-        w = f"{round(self.warmup * 100)}pct" if self.warmup < 1 else f"{self.warmup:g}"
+        """ "" for the settings' own recipe; else "w10_i1" (10 warmup steps, the block counted
+        once at init), "w5pct_i16" (5% of the run, once per application up to 16), ..."""
+        if self.warmup is None and self.init_loops == 1:
+            return ""
+        w = "setup" if self.warmup is None else f"{self.warmup:g}"
+        w = f"{round(self.warmup * 100)}pct" if self.warmup is not None and self.warmup < 1 else w
         return f"w{w}_i{self.init_loops}"
 
     @property
     def home(self) -> str:
         """The runs directory it shares with every block of its width, tokenizer, corpus and
-        recipe (the first recipe's runs have no suffix: they were trained before there were
-        others), so that two recipes never share a run."""
+        recipe, so that two recipes never share a run."""
         own = (
             "-" + re.sub(r"[^A-Za-z0-9]+", "_", self.corpus).strip("_")[-40:] if self.corpus else ""
         )
-        own += "" if self.recipe == "w10_i1" else f"-{self.recipe}"
+        own += f"-{self.recipe}" if self.recipe else ""
         return f"d{self.d_model}-{self.tokenizer.replace(':', '')}{own}"
 
     @property
@@ -211,10 +215,11 @@ def steps_for(block: Block, setup: TextSetup) -> tuple[int, ...]:
 def block_settings(block: Block, settings: MapSettings) -> textstudy.BlockSettings:
     """One block as the text study declares it (its corpus, lengths, arms, recipe)."""
     shape = {"d_model": block.d_model, "n_head": block.n_head, "tokenizer": block.tokenizer}
-    frac = block.warmup if block.warmup < 1 else 0.0
-    steps = settings.setup.warmup_steps if frac else int(block.warmup)
-    recipe = {"warmup_frac": frac, "warmup_steps": steps, "init_loops": block.init_loops}
-    setup = replace(settings.setup, **shape, **recipe)
+    setup = replace(settings.setup, **shape, init_loops=block.init_loops)
+    if block.warmup is not None and block.warmup < 1:
+        setup = replace(setup, warmup_frac=block.warmup)
+    elif block.warmup is not None:
+        setup = replace(setup, warmup_frac=0.0, warmup_steps=int(block.warmup))
     steps = block.steps or steps_for(block, setup)
     return textstudy.BlockSettings(
         setup=setup,
