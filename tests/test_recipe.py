@@ -1,0 +1,96 @@
+"""The recipe a uniform baseline trains with: warmup as a share of the run, a residual init that
+counts the block's applications, and the probe that chooses between them (`looped map --probe`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from looped.config import OptimConfig, load_config, lr_at
+from looped.model import LoopedConfig, LoopedTransformer
+from looped.studies.engine import fingerprint
+from looped.studies.map import PROBE, QUICK, Block, MapSettings, block_settings, choose_recipe
+from looped.training.lineage import branch_point
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_warmup_fraction_is_that_share_of_every_run_and_parts_runs_of_other_lengths():
+    optim = OptimConfig(lr=1e-2, warmup_frac=0.05, lr_schedule="wsd")
+    for total in (200, 2000):
+        warm = round(0.05 * total)
+        assert lr_at(warm - 1, total, optim) == 1e-2  # the peak at the warmup's last step
+        assert lr_at(warm // 2, total, optim) < 1e-2
+    steps = OptimConfig(lr=1e-2, warmup_steps=10, lr_schedule="wsd")
+    assert [lr_at(s, 200, steps) for s in range(20)] == [lr_at(s, 2000, steps) for s in range(20)]
+    short = load_config("tiny", ["optim.warmup_frac=0.05", "optim.lr_schedule=wsd"])
+    assert branch_point(short, 200, short, 2000) == 0  # no shared trunk: the LRs part at once
+    fixed = load_config("tiny", ["optim.lr_schedule=wsd"])
+    assert branch_point(fixed, 200, fixed, 2000) > 0
+
+
+def test_the_depth_aware_init_scales_the_residual_projections_by_the_applications():
+    torch.manual_seed(0)
+    flat = LoopedTransformer(LoopedConfig(d_model=128, n_head=4))
+    torch.manual_seed(0)
+    deep = LoopedTransformer(LoopedConfig(d_model=128, n_head=4, init_loops=16))
+    for name, w in flat.named_parameters():
+        other = dict(deep.named_parameters())[name]
+        if name.endswith(("attn.proj.weight", "mlp.down.weight")):
+            ratio = other.std().item() / w.std().item()
+            assert math.isclose(ratio, math.sqrt(1 / 16), rel_tol=0.05), name
+        else:  # every other weight is drawn the same
+            assert torch.equal(w, other), name
+
+
+def test_a_config_at_the_new_fields_defaults_fingerprints_as_the_committed_runs_did():
+    """The committed map's rows stand for their runs only if the fingerprint is unchanged."""
+    block = json.loads((ROOT / "results" / "map.json").read_text())["blocks"]["d32"]
+    row = next(r for r in block["rows"] if r["schedule"] == "uniform:1-16")
+    settings = block_settings(MapSettings().blocks[0], MapSettings())
+    from looped.studies.textsetup import run_config  # the map's own run config
+
+    corpus = {"path": "x", "vocab_size": row["vocab_size"]}
+    kw = {"schedule": row["schedule"], "lr": row["lr"], "seed": row["seed"], "steps": row["steps"]}
+    assert fingerprint(run_config(settings.setup, corpus, **kw)) == row["config_sha"]
+    frac = replace(settings.setup, warmup_frac=0.05)
+    assert fingerprint(run_config(frac, corpus, **kw)) != row["config_sha"]
+
+
+def test_each_probe_recipe_has_a_home_of_its_own_and_a_plain_block_keeps_its_warmup():
+    homes = [b.home for b in PROBE.blocks]
+    assert len(set(homes)) == len(homes) == 18
+    assert all(b.arms == () for b in PROBE.blocks)  # uniform alone
+    assert block_settings(QUICK.blocks[0], QUICK).setup.warmup_steps == QUICK.setup.warmup_steps
+    frac = block_settings(replace(QUICK.blocks[0], warmup=0.05, init_loops=16), QUICK).setup
+    assert (frac.warmup_frac, frac.init_loops) == (0.05, 16)
+    assert Block("d32", 32).home == "d32-bpe512"  # the map's own runs stay where they are
+
+
+def test_the_probe_chooses_the_recipe_whose_uniform_is_best_at_the_complete_cells():
+    cells = (Block("a", 16, tpp=(8,)), Block("b", 32, tpp=(8,)))
+    blocks = replace(
+        PROBE,
+        blocks=tuple(
+            replace(c, name=f"probe-{c.name}-{r}", arms=(), warmup=w, init_loops=i)
+            for c in cells
+            for r, w, i in (("w10_i1", 10, 1), ("w5pct_i16", 0.05, 16))
+        ),
+    )
+    val = {"probe-a-w10_i1": 3.0, "probe-a-w5pct_i16": 2.9, "probe-b-w10_i1": 3.1}
+    result = {
+        name: {"sweep": [{"lr": lr, "val_nll": v + lr, "seed": s} for lr in (3e-3, 1e-2)
+                         for s in (200, 201)]}
+        for name, v in val.items()
+    }  # fmt: skip
+    assert choose_recipe(result, blocks)["cells"] == ["a"]  # b is missing a recipe
+    result["probe-b-w5pct_i16"] = {
+        "sweep": [dict(r, val_nll=3.2) for r in result["probe-b-w10_i1"]["sweep"]]
+    }
+    chosen = choose_recipe(result, blocks)
+    assert chosen["cells"] == ["a", "b"] and chosen["recipe"] == "w5pct_i16"
+    assert chosen["excess"]["w5pct_i16"] < chosen["excess"]["w10_i1"]
