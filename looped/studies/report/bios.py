@@ -5,8 +5,6 @@ with the committed reference."""
 from __future__ import annotations
 
 import json
-import math
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -14,22 +12,21 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-import looped.studies.stats as stats
 from looped import paper, plotting
 from looped.paper import FIXED, FIXED_FIRST, MAIN_SCHEDULES, UNIFORM, fixed_depth
 from looped.studies.report.probe import plot_benefit
 from looped.studies.report.tables import md_table
-from looped.studies.report.text import fig_lr_sweep
+from looped.studies.report.text import fig_lr_sweep, text_note
 
 SMOOTHING = 9  # steps in the trailing mean of a plotted training loss
 
 
 def by_label(runs: list[dict], **match: Any) -> dict[str, list[dict]]:
     """Runs grouped by schedule label from `paper.SHOWN` (older results files hold older labels)."""
-    out: dict[str, list[dict]] = defaultdict(list)
+    out: dict[str, list[dict]] = {}
     for r in runs:
         if all(r.get(k) == v for k, v in match.items()):
-            out[paper.label(r["schedule"])].append(r)
+            out.setdefault(paper.label(r["schedule"]), []).append(r)
     return out
 
 
@@ -61,6 +58,14 @@ def at_full_budget(result: dict, **match: Any) -> dict[str, list[dict]]:
     return by_label(runs, budget=max(r["budget"] for r in runs), **match)
 
 
+def _depth_axis(ax: Any, ylabel: str | None = None) -> None:
+    """Serving depth along x, ticked at the depths a reader looks up (and y's label, if any)."""
+    ax.set_xlabel("serving depth K")
+    plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+
+
 def _bands(ax: Any, groups: dict, value: Any, shown: Any = None, least: int = 1) -> None:
     """A seed band of `value(run)` at depths >= `least` per schedule that is `shown(label, run)`,
     in the schedule's own colour and marker (small markers: one per serving depth)."""
@@ -82,8 +87,7 @@ def fig1_recall(result: dict, path: Path) -> Path:
     for ax, budget in zip(axes[0], budgets):
         _bands(ax, by_label(runs, budget=budget), lambda r: r["bits"])
         ax.set_title(f"{budget:.0%} of the full FLOP budget")
-        ax.set_xlabel("serving depth K")
-        plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
+        _depth_axis(ax)
     axes[0][0].set_ylabel("recalled bits per person")
     fig.legend(*axes[0][-1].get_legend_handles_labels(), fontsize=9, ncol=3)  # under the panels
     fig.suptitle("Recall across serving depths at matched training compute")
@@ -105,11 +109,10 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         if any(len(y) > 1 for y in ys):  # one seed draws no bar, so it gets no key
             left.vlines(xs, [min(y) for y in ys], [max(y) for y in ys], color=color, alpha=0.5)
             plotting.key(left, "bars", plotting.SEED_RANGE)
-    left.set(xscale="log", yscale="log")
+    left.set(xscale="log", yscale="log", xlabel="modeled training FLOPs")
     plotting.plain_ticks(left.xaxis, subs=(1, 2, 5))
     plotting.plain_ticks(left.yaxis, subs=(1, 2, 5))
-    ylabel = f"mean {nll_label(result, True)} over depths 1..16"
-    left.set(xlabel="modeled training FLOPs", ylabel=ylabel)
+    left.set_ylabel(f"mean {nll_label(result, True)} over depths 1..16")
     left.set_title("Serving quality against training compute")
     left.legend(fontsize=8, loc="lower left")  # NLL falls as compute grows
     full = by_label(runs, budget=top)
@@ -118,16 +121,11 @@ def fig2_nll_vs_flops(result: dict, path: Path) -> Path:
         base = np.mean([nll(r) for r in uniform], axis=0)
         _bands(right, full, lambda r: np.asarray(nll(r)) - base, lambda s, _: s != uniform_label)
         right.axhline(0, color="k", lw=0.8)
-        ylabel = f"{nll_label(result, True)} minus uniform's\n(above 0: worse)"
-        right.set(xlabel="serving depth K", ylabel=ylabel)
-        plotting.chosen_ticks(right.xaxis, plotting.DEPTH_TICKS)
-        shown = [r for group in full.values() for r in group]  # the panel's runs (demo: matched)
-        matched = all(r.get("matched_budget", True) for r in shown)
-        right.set_title(
-            f"Against uniform, {top:.0%} of the budget"
-            if matched
-            else "Against uniform, equal steps"
-        )
+        _depth_axis(right, f"{nll_label(result, True)} minus uniform's\n(above 0: worse)")
+        # the panel's runs (the demo's all matched on a budget)
+        matched = all(r.get("matched_budget", True) for g in full.values() for r in g)
+        budget = f"{top:.0%} of the budget" if matched else "equal steps"
+        right.set_title(f"Against uniform, {budget}")
         right.legend(fontsize=8, loc="upper center")  # the gaps rise at both ends, if at all
     else:  # no uniform run to compare against (`looped plot --runs` on other schedules)
         right.remove()
@@ -154,12 +152,7 @@ def fig3_loss(result: dict, path: Path) -> Path:
     for i, (label, group) in enumerate(full.items()):
         curve = np.asarray(group[0]["curve"], dtype=float)
         smoothed = plotting.trailing_mean(curve[:, 1], SMOOTHING)
-        kw = {
-            "color": plotting.color(label, i),
-            "label": label,
-            "lw": 1.2,
-            **plotting.dashes(label),
-        }
+        kw = dict(color=plotting.color(label, i), label=label, lw=1.2, **plotting.dashes(label))
         shown = np.ones(len(curve), dtype=bool)
         if group[0].get("switch_step") and (trunk := _trunk(full, label, switch)):
             shown = curve[:, 0] >= switch - 1  # from the step before, so the curve attaches
@@ -202,8 +195,7 @@ def fig5_specialisation(result: dict, path: Path) -> Path:
     plotting.plain_ticks(right.yaxis, subs=(1, 2, 5))
     right.set_title("NLL across serving depths")
     for ax in (left, right):
-        ax.set_xlabel("serving depth K")
-        plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
+        _depth_axis(ax)
     fig.legend(*left.get_legend_handles_labels(), fontsize=8, ncol=5)  # under the panels
     return plotting.save(fig, path)
 
@@ -216,12 +208,9 @@ def fig7_schedules(result: dict, path: Path) -> Path:
         if label not in full:
             continue
         curve = np.asarray(full[label][0]["curve"], dtype=float)
-        drawn = "the K of each step"
-        ax.scatter(
-            curve[:, 0], curve[:, 2], s=2, color=plotting.color(label), alpha=0.6, label=drawn
-        )
-        if full[label][0].get("switch_step"):
-            switch = full[label][0]["switch_step"]
+        color, drawn = plotting.color(label), "the K of each step"
+        ax.scatter(curve[:, 0], curve[:, 2], s=2, color=color, alpha=0.6, label=drawn)
+        if switch := full[label][0].get("switch_step"):
             ax.axvline(switch, color="k", ls="--", lw=0.8, label="switch to uniform")
             ax.legend(fontsize=8, markerscale=3, loc="upper left")  # K=4 until the switch
         ax.set_title(label)
@@ -241,8 +230,7 @@ def fig8_nll_by_depth(result: dict, path: Path) -> Path:
     left.set_title("All serving depths")
     right.set_title("K = 4..16")
     for ax in (left, right):
-        ax.set(xlabel="serving depth K", ylabel=nll_label(result))
-        plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
+        _depth_axis(ax, nll_label(result))
     # under both panels: where the curves leave room inside one depends on the runs drawn
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, ncol=min(len(labels), 4))
@@ -265,9 +253,9 @@ def fig_finish(result: dict, path: Path) -> Path:
         end = f"{paper.label(UNIFORM)}, end (step {r['steps']})"
         ax.plot(r["depths"], nll(r), "s:", color=plotting.color(UNIFORM), ms=3, label=end)
     ax.axvline(4, color="k", ls=":", lw=0.8, label="fixed-first's fixed depth, K=4")
-    ax.set(yscale="log", xlabel="serving depth K", ylabel=nll_label(result))
+    ax.set_yscale("log")
+    _depth_axis(ax, nll_label(result))
     plotting.plain_ticks(ax.yaxis, subs=(1, 2, 3, 5, 7))
-    plotting.chosen_ticks(ax.xaxis, plotting.DEPTH_TICKS)
     ax.set_title("What the finishing phase does (seed 0, full budget)")
     fig.legend(*ax.get_legend_handles_labels(), fontsize=8, ncol=2)  # under the panel
     return plotting.save(fig, path)
@@ -284,7 +272,7 @@ def fig_two_hop(result: dict, path: Path) -> Path:
     fig, axes = plt.subplots(1, panels, figsize=(width, 3.8), sharey=True, squeeze=False)
     ax = axes[0][0]
     _bands(ax, at_full_budget(result), lambda r: r["two_hop_acc"], lambda _, r: "two_hop_acc" in r)
-    ax.set(xlabel="serving depth K", ylabel="two-hop exact-match accuracy")
+    ax.set_ylabel("two-hop exact-match accuracy")
     ax.set_title("The three schedules (seed bands)" if depth_runs else "Two-hop recall")
     for i, r in enumerate(depth_runs):  # one seed each: markers, side by side at each depth
         name = paper.label(r["schedule"])
@@ -293,10 +281,9 @@ def fig_two_hop(result: dict, path: Path) -> Path:
         dodge = DODGE * (i - (len(depth_runs) - 1) / 2)  # their accuracies are often equal (0)
         axes[0][1].plot(np.asarray(r["depths"]) + dodge, r["two_hop_acc"], label=name, **kw)
     if depth_runs:
-        title = "Fixed K at other depths (seed 0), side by side"
-        axes[0][1].set(xlabel="serving depth K", title=title)
+        axes[0][1].set_title("Fixed K at other depths (seed 0), side by side")
     for panel in axes[0]:
-        plotting.chosen_ticks(panel.xaxis, plotting.DEPTH_TICKS)
+        _depth_axis(panel)
         panel.legend(fontsize=8, loc="upper right")  # accuracies are low beyond the first K
     return plotting.save(fig, path)
 
@@ -388,19 +375,6 @@ def compare_text(yours: dict, reference: dict) -> str:
     return md_table(["basis", *BESIDE], rows)
 
 
-def text_note(result: dict) -> list[str]:
-    """Text models that lose to a bigram table say nothing about the paper's claim: say so."""
-    base = result.get("baselines")
-    if not base or stats.beats_bigram(result, base):
-        return []
-    worst = stats.worst_nll(result["equal_tokens"])
-    return [
-        f"(your text models score worse than a bigram count table on the same windows: worst "
-        f"seed {worst:.2f} vs bigram {base['bigram']:.2f} nats/token; `looped map` trains "
-        "long enough to speak to the paper's claim, docs/RESULTS.md shows its results)"
-    ]
-
-
 # settings that do not bear on the full-budget table: how it was run, the runs beside it
 IGNORED = {"workers", "catch_up", "sweep", "sweep_lrs", "text", "text_seeds", "probe", "depth_ks"}
 
@@ -412,15 +386,16 @@ def changed_settings(yours: dict, reference: dict) -> list[str]:
     return [k for k in keys if k not in IGNORED and yours.get(k) != reference.get(k)]
 
 
+# the bios LR sweep's y label and title
+SWEEP_AXES = ("mean fact NLL, K=1..16", "Bios LR sweep (seed 0, full FLOP budget; circled: chosen)")
+
+
 def figures(result: dict, out: Path) -> list[Path]:
     """The bios figures, the LR sweep's (with --sweep) and Fig. 4."""
     paths = paper_figures(result, out)
     if result["sweep"]:
-        title = "Bios LR sweep (seed 0, full FLOP budget; circled: chosen)"
-        ylabel = "mean fact NLL, K=1..16"
-        paths.append(fig_lr_sweep(result, out / "demo_lr_sweep.png", ylabel, title))
-    if result["update_benefit"]:
-        rows = result["update_benefit"]
+        paths.append(fig_lr_sweep(result, out / "demo_lr_sweep.png", *SWEEP_AXES))
+    if rows := result["update_benefit"]:
         rows = [dict(r, benefit={int(k): v for k, v in r["benefit"].items()}) for r in rows]
         paths.append(plot_benefit(rows, out / "fig4_update_benefit.png"))
     return paths
@@ -437,6 +412,7 @@ def setup_table(result: dict) -> str:
     flags = (" --sweep" if s.get("sweep") else "") + (" --full" if s.get("depth_ks") else "")
     phases = ", ".join(f"{k} {v / 60:.1f}" for k, v in (meta.get("phase_seconds") or {}).items())
     m, params = meta["model"], meta["params"] / 1e6
+    swept = ", ".join(f"{x:g}" for x in s["sweep_lrs"]) if s.get("sweep") else "none"
     batch = f"batch {meta['batch_size']}x{meta['seq_len']} tokens"
     rows = [
         ["command", f"`looped demo{flags}`"],
@@ -445,11 +421,10 @@ def setup_table(result: dict) -> str:
         ["runs, seeds", f"{len(result['runs'])}, {s['seeds']}"],
         ["model", f"{params:.2f}M parameters, d={m['d_model']}, {m['n_block']} looped layer"],
         ["data", f"{meta['persons']} synthetic persons, {batch}"],
-        ["bits of attributes per person", f"{result['runs'][0].get('full_bits') or math.nan:.1f}"],
+        ["bits of attributes per person", f"{result['runs'][0].get('full_bits') or np.nan:.1f}"],
         ["full budget (modeled FLOPs)", f"{meta['full_budget_flops']:.3g}"],
+        ["LRs swept (seed 0, full budget)", swept],
     ]
-    swept = ", ".join(f"{x:g}" for x in s["sweep_lrs"]) if s.get("sweep") else "none"
-    rows.append(["LRs swept (seed 0, full budget)", swept])
     return md_table(["setting", "value"], rows)
 
 
@@ -479,9 +454,8 @@ def specialisation_table(result: dict) -> str:
     rows = []
     for r in depth_runs(result):
         nll, best = r["fact_nll"], int(np.argmin(r["fact_nll"]))
-        at_16 = f"{nll[r['depths'].index(16)]:.3f}"
-        k, steps = fixed_depth(r["schedule"]), r["steps"]
-        rows.append([k, steps, r["depths"][best], f"{nll[best]:.3f}", at_16])
+        at = [f"{nll[i]:.3f}" for i in (best, r["depths"].index(16))]  # the best depth, K=16
+        rows.append([fixed_depth(r["schedule"]), r["steps"], r["depths"][best], *at])
     head = ["trained at K", "steps", "best serving depth", "fact NLL there", "at K=16"]
     return md_table(head, rows)
 
@@ -562,11 +536,8 @@ def comparison(
         names = ", ".join(differ)
         text.append(f"(your {names} differ from the reference's: not a reproduction check)")
     if text_pair is not None:
-        text += [
-            "\nYour text track beside the reference's at your seeds (seed means):",
-            compare_text(*text_pair),
-        ]
-        text += text_note(text_pair[0])
+        text.append("\nYour text track beside the reference's at your seeds (seed means):")
+        text += [compare_text(*text_pair), *text_note(text_pair[0])]
     text.append(
         f"Your figures: {figures}/ (the reference's: figures/). "
         f"Docs from your numbers: looped report --results {paths[0]}"

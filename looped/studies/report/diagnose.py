@@ -12,13 +12,8 @@ from looped import paper, plotting
 from looped.studies.report.tables import md_table
 
 # each variant's schedule, whose label, colour and marker `paper.SHOWN` holds
-SPECS = {
-    "uniform": paper.UNIFORM,
-    "fixed": paper.FIXED,
-    "fixed-first": paper.FIXED_FIRST,
-    "per-micro": paper.UNIFORM_PER_MICRO,
-    "no-k1": paper.NO_K1,
-}
+SPECS = {"uniform": paper.UNIFORM, "fixed": paper.FIXED, "fixed-first": paper.FIXED_FIRST,
+         "per-micro": paper.UNIFORM_PER_MICRO, "no-k1": paper.NO_K1}  # fmt: skip
 INTERVENTIONS = ("per-micro", "no-k1")  # what each changes against uniform
 SUMMARY = ["variant", "mean NLL K=1..16", "vs uniform", "grad norm K=1", "median grad norm K>1"]
 PAIRS = ((1, 16), (4, 16), (8, 16))  # the depth pairs whose gradient cosine the table shows
@@ -74,15 +69,17 @@ def settings_table(result: dict) -> str:
     return md_table(SETTINGS, [row])
 
 
+def _probed(result: dict) -> dict[str, list[dict]]:
+    """The gradient-agreement probes of each variant whose checkpoints were probed."""
+    return {k: e["agreement"] for k, e in result["variants"].items() if e.get("agreement")}
+
+
 def agreement_table(result: dict) -> str:
     """Gradient cosines on the same batch at each probed run's last checkpoint, and how much of
     a gradient's length survives averaging the probed depths."""
     rows = []
-    for variant, e in result["variants"].items():
-        if not e.get("agreement"):
-            continue
-        p = e["agreement"][-1]
-        d = p["depths"]
+    for variant, probes in _probed(result).items():
+        p, d = probes[-1], probes[-1]["depths"]
         cos = [f"{p['cosine'][d.index(a)][d.index(b)]:+.2f}" for a, b in PAIRS]
         rows.append([label(variant), str(p["step"]), *cos, f"{p['mean_survives']:.0%}"])
     head = ["run", "step", *(f"cos K={a} vs K={b}" for a, b in PAIRS), "length kept by the mean"]
@@ -151,11 +148,10 @@ def fig_grad_norms(result: dict, path: Path) -> Path:
 def fig_agreement(result: dict, path: Path) -> Path:
     """Two depths' gradient cosine on the same batch over training, a panel per probed run."""
     plotting.use_theme()
-    probed = [v for v, entry in result["variants"].items() if entry.get("agreement")]
+    probed = _probed(result)
     fig, axes = plt.subplots(1, len(probed), figsize=(5.2 * len(probed), 3.6), sharey=True)
     axes = np.atleast_1d(axes)
-    for ax, variant in zip(axes, probed):
-        probes = result["variants"][variant]["agreement"]
+    for ax, (variant, probes) in zip(axes, probed.items()):
         depths, steps = probes[0]["depths"], [p["step"] for p in probes]
         pairs = [(i, j) for i in range(len(depths)) for j in range(i + 1, len(depths))]
         for n, (i, j) in enumerate(pairs):

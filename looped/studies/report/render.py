@@ -11,7 +11,6 @@ from pathlib import Path
 
 from looped.config import load_config
 from looped.flops import preset_rows
-from looped.model import LoopedConfig
 from looped.studies.report import bios, diagnose, docs, recipe, samples, text
 from looped.studies.report import map as map_report
 from looped.studies.report.tables import md_table
@@ -26,18 +25,16 @@ TIMING_HEADER = ["command (fresh clone)", "machine", "dtype", "minutes", "minute
                  "bios runs", "text runs", f"within {BUDGET_MINUTES} minutes"]  # fmt: skip
 
 
-def flops_section(presets: tuple[str, ...] = ("200m", "1b")) -> str:
+def flops_section() -> str:
     """The full-scale presets and their modeled savings, computed from the presets themselves."""
     rows = []
-    for name in presets:
-        m: LoopedConfig = load_config(name).model
+    for name in ("200m", "1b"):
+        m = load_config(name).model
         shape = [f"{m.n_prelude} + {m.n_block} + {m.n_coda}", m.d_model]
         for r in (r for r in preset_rows(name) if r["schedule"] != r["reference"]):
             size, f_r = f"{r['params'] / 1e6:,.0f}M", f"{r['fixed_over_loop']:.2f}"
-            saving = f"{r['saving_vs_uniform']:.1%}"
-            rows.append(
-                [f"`{name}`", size, *shape, r["seq_len"], f_r, f"`{r['schedule']}`", saving]
-            )
+            cells = [f_r, f"`{r['schedule']}`", f"{r['saving_vs_uniform']:.1%}"]
+            rows.append([f"`{name}`", size, *shape, r["seq_len"], *cells])
     return md_table(FLOPS_HEADER, rows)
 
 
@@ -59,14 +56,9 @@ def timing_section(data: dict) -> str:
     for timing in timed_demos(data):
         minutes, within = demo_minutes(timing)
         phases = ", ".join(f"{k} {sec / 60:.1f}" for k, sec in timing["phase_seconds"].items())
-        run = [
-            f"`{timing['command'].strip()}`",
-            timing["machine"],
-            timing["dtype"],
-            f"{minutes:.1f}",
-        ]
+        run = [f"`{timing['command'].strip()}`", timing["machine"], timing["dtype"]]
         counts = [phases, timing["runs_trained"], timing["text_runs"], "yes" if within else "no"]
-        rows.append(run + counts)
+        rows.append([*run, f"{minutes:.1f}", *counts])
     return md_table(TIMING_HEADER, rows)
 
 
@@ -77,10 +69,8 @@ def step_speed_section(speed: dict) -> str:
     rows = [[name, f"{ms[name]:.0f}", f"{ratio:.2f}x"] for name, ratio in ratios.items()]
     pair = f"{speed['two_workers_vs_two_threads']:.2f}x"
     rows.append(["two 1-thread processes vs one 2-thread process (steps/s)", "-", pair])
-    statistic = speed.get("statistic", f"mean of {speed['steps']} steps")  # older files: mean
-    header = [f"setting ({speed['machine']}, torch {speed['torch']})", f"ms per step ({statistic})"]
-    header.append("speed")
-    return md_table(header, rows)
+    where = f"setting ({speed['machine']}, torch {speed['torch']})"
+    return md_table([where, f"ms per step ({speed['statistic']})", "speed"], rows)
 
 
 def _replace(text: str, name: str, body: str) -> str:
@@ -139,16 +129,11 @@ DOCS = (Path("README.md"), *map(Path, ("docs/RESULTS.md", "docs/USAGE.md")),
 
 def figures(root: Path, out: Path | None = None) -> list[Path]:
     """Every figure of figures/ redrawn from root/results/*.json, without training."""
-    out = out or root / "figures"
-    paths = []
-    if (result := load_result(root, "demo")) is not None:
-        paths += bios.figures(result, out)
-    if (result := load_result(root, "demo_text")) is not None:
-        paths += text.figures(result, out, prefix="text")
-    if (result := load_result(root, "diagnose")) is not None:
-        paths += diagnose.figures(result, out)
-    if (result := load_result(root, "map")) is not None:
-        paths += map_report.figures(result, out)
+    out, paths = out or root / "figures", []
+    drawn = (("demo", bios), ("demo_text", text), ("diagnose", diagnose), ("map", map_report))
+    for name, module in drawn:  # each results file by the module that reports it
+        if (result := load_result(root, name)) is not None:
+            paths += module.figures(result, out)
     if (result := load_result(root, "recipe")) is not None:
         paths.append(recipe.fig_escape(result, out / "recipe_escape.png"))
     return paths

@@ -24,10 +24,8 @@ def load_runs(paths: Iterable[str | Path]) -> list[dict]:
     rows = []
     for root in map(Path, paths):
         here = (root / "metrics.jsonl").is_file()
-        rows += [
-            _run_row(run)
-            for run in ([root] if here else sorted(p.parent for p in root.rglob("metrics.jsonl")))
-        ]
+        found = [root] if here else sorted(p.parent for p in root.rglob("metrics.jsonl"))
+        rows += map(_run_row, found)
     if not rows:
         where = ", ".join(map(str, paths))
         raise UserError(
@@ -87,10 +85,8 @@ def fig_loss(rows: list[dict], path: Path) -> Path:
         color = plotting.color(r["label"], i)
         if len(curve):
             smooth = plotting.trailing_mean(curve[:, 1], bios.SMOOTHING)
-            name = f"{r['label']} s{r['seed']}"
-            ax.plot(
-                curve[:, 0], smooth, label=name, color=color, lw=1, **plotting.dashes(r["label"])
-            )
+            kw = {"label": f"{r['label']} s{r['seed']}", "color": color, "lw": 1}
+            ax.plot(curve[:, 0], smooth, **kw, **plotting.dashes(r["label"]))
         if r.get("switch_step"):
             ax.axvline(r["switch_step"], color=color, ls="--", lw=0.8)
     ax.set_yscale("log")
