@@ -52,7 +52,9 @@ SWEEP_LRS, SWEEP_SEEDS = (1e-3, 3e-3, 1e-2), (100,)  # the text track's `--sweep
 QUICK_TEXT = replace(TEXT, setup=QUICK_BLOCK.setup, lengths=(40,), corpus="pydoc")  # toy size
 
 
+NLL_LABEL = "fact NLL (nats per fact, held-out templates)"  # what demo.json's NLLs are
 REFERENCE = Path("results") / "demo.json"  # the committed reference, relative to the repository
+TIMING = REFERENCE.parent / "demo_time.json"  # the timed demos the first line scales from
 
 
 def _comparison(result: dict, out: Path, figures: Path) -> str:
@@ -60,14 +62,10 @@ def _comparison(result: dict, out: Path, figures: Path) -> str:
     is missing or is what this run wrote."""
     if not REFERENCE.is_file() or (out / "demo.json").resolve() == REFERENCE.resolve():
         return ""
-    yours_text, ref_text = out / "demo_text.json", REFERENCE.parent / "demo_text.json"
-    text = None
-    if result["meta"].get("text_results") and yours_text.is_file() and ref_text.is_file():
-        yours = json.loads(yours_text.read_text())
-        text = (
-            yours,
-            _at_seeds(json.loads(ref_text.read_text()), {r["seed"] for r in yours["runs"]}),
-        )
+    paths, text = (out / "demo_text.json", REFERENCE.parent / "demo_text.json"), None
+    if result["meta"].get("text_results") and all(p.is_file() for p in paths):
+        yours, ref = (json.loads(p.read_text()) for p in paths)
+        text = yours, _at_seeds(ref, {r["seed"] for r in yours["runs"]})
     reference = json.loads(REFERENCE.read_text())
     return bios_report.comparison(result, reference, (out / "demo.json", REFERENCE), figures, text)
 
@@ -87,22 +85,17 @@ def _result(
     settings = bios.settings
     rows = collect(bios.runs.values(), runs_dir)
     top, cfg0 = max(settings.budgets), next(iter(bios.runs.values())).cfg
+    meta = {"settings": asdict(settings), "machine": machine_name()}
+    # wall_seconds: the whole demo (what `make demo` runs), set-up included, set at its end;
+    # catchup_seconds: the optional --catch-up runs
+    meta |= {"wall_seconds": 0.0, "phase_seconds": phases, "catchup_seconds": trained[1]}
+    meta |= {"runs_trained": trained[0], "model": asdict(cfg0.model)}
+    meta["params"] = LoopedTransformer(cfg0.model).num_params()
+    meta |= {k: getattr(cfg0, k) for k in ("full_budget_flops", "batch_size", "seq_len", "dtype")}
+    meta |= {"persons": cfg0.data.persons, "nll_label": NLL_LABEL}
+    meta["text_results"] = "demo_text.json" if text else None
     return {
-        "meta": {
-            "settings": asdict(settings),
-            "machine": machine_name(),
-            "wall_seconds": 0.0,  # the whole demo (what `make demo` runs), set-up included
-            "phase_seconds": phases,
-            "catchup_seconds": trained[1],  # the optional --catch-up runs
-            "runs_trained": trained[0],
-            "model": asdict(cfg0.model),
-            "params": LoopedTransformer(cfg0.model).num_params(),
-            **{k: getattr(cfg0, k) for k in ("full_budget_flops", "batch_size", "seq_len")},
-            "dtype": cfg0.dtype,
-            "persons": cfg0.data.persons,
-            "nll_label": "fact NLL (nats per fact, held-out templates)",
-            "text_results": "demo_text.json" if text else None,
-        },
+        "meta": meta,
         "runs": rows,
         "sweep": bios.sweep,
         "chosen_lr": dict(settings.lr),
@@ -157,9 +150,8 @@ def run_demo(
         paths = bios_report.figures(result, figures)
         phases["figures"] = time.time() - started
         result["meta"]["wall_seconds"] = time.time() - t0 - (catchup or 0.0)
-        if result["meta"]["runs_trained"] + text_trained == 0:
-            keep = ("wall_seconds", "phase_seconds", "catchup_seconds")
-            keep_earlier_times(result["meta"], out / "demo.json", keep)
+        keep = ("wall_seconds", "phase_seconds", "catchup_seconds")
+        keep_earlier_times(result["meta"], out / "demo.json", keep, trained=text_trained)
         write_result(out / "demo.json", result, say=False)
         if not quiet:
             _print_end(result, out, figures, paths)
@@ -176,8 +168,7 @@ def run_text_track(
         text = replace(text, lrs=SWEEP_LRS, lr_seeds=SWEEP_SEEDS)
     result = run_text(text, out / "runs" / "text", fresh, quiet)
     path = out / "demo_text.json"
-    if result["meta"]["runs_trained"] == 0:
-        keep_earlier_times(result["meta"], path, ("wall_seconds",))
+    keep_earlier_times(result["meta"], path, ("wall_seconds",))
     write_result(path, result, say=False)
     paths = text_report.figures(result, figures, "text")
     print(text_report.format_table(result))  # even with --quiet
@@ -219,10 +210,7 @@ def _closest(data: dict, dtype: str) -> dict:
 
 
 def expected_time(
-    settings: DemoSettings,
-    step_s: float,
-    quick: bool = False,
-    path: Path = Path("results/demo_time.json"),
+    settings: DemoSettings, step_s: float, quick: bool = False, path: Path = TIMING
 ) -> str:
     """The demo's first line: how long it will take on this machine (`step_s`: `calibrate`)."""
     if quick:
@@ -232,10 +220,8 @@ def expected_time(
     if not timing.get("calibration_step_s"):
         return f"looped demo: one training step takes {step_s:.2f}s here; finished runs are reused"
     minutes = estimate_seconds(settings, step_s, timing) / 60
-    extra = [
-        k for k, on in (("LR sweeps", settings.sweep), ("depth runs", settings.depth_ks)) if on
-    ]
-    extra += ["catch-up runs"] if settings.catch_up else []
+    wanted = (settings.sweep, settings.depth_ks, settings.catch_up)
+    extra = [k for k, on in zip(("LR sweeps", "depth runs", "catch-up runs"), wanted) if on]
     line = (
         f"looped demo: about {minutes:.0f} minutes on this machine ({machine_name()}, "
         f"{dtype}){' plus the ' + ' and '.join(extra) if extra else ''}, scaled from a timed "

@@ -16,6 +16,7 @@ import numpy as np
 
 from looped import paper
 from looped.errors import UserError
+from looped.flops import tokens_per_step
 from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.lock import dir_lock
 from looped.runtime.metrics import read_metrics
@@ -112,32 +113,25 @@ def collect(settings: DiagnoseSettings, specs: dict[str, Planned], runs_dir: Pat
             norms.append(grad_norm_by_depth(metrics, spec.steps // 10))  # past the warmup
         key = "fact_nll" if "fact_nll" in rows[0] else "token_nll"
         means = [float(np.mean(r[key])) for r in rows]
-        entry = {
-            "label": report.label(variant),
-            "schedule": runs[0].cfg.schedule,
-            "metric": key,
-            "depths": rows[0]["depths"],
-            "nll": np.mean([r[key] for r in rows], 0).tolist(),
-            "mean_nll": float(np.mean(means)),
-            "seed_mean_nll": means,
-            "grad_norm_by_depth": {
-                str(k): float(np.mean([n[k] for n in norms if k in n]))
-                for k in sorted({k for n in norms for k in n})
-            },
-        }
-        if variant in PROBED:
-            entry["agreement"] = [
-                _agreement(settings, runs_dir / runs[0].name, s) for s in runs[0].save_steps
-            ]
+        nll = np.mean([r[key] for r in rows], 0).tolist()
+        depths = sorted({k for n in norms for k in n})
+        norm = {str(k): float(np.mean([n[k] for n in norms if k in n])) for k in depths}
+        entry = {"label": report.label(variant), "schedule": runs[0].cfg.schedule, "metric": key}
+        entry |= {"depths": rows[0]["depths"], "nll": nll, "mean_nll": float(np.mean(means))}
+        entry |= {"seed_mean_nll": means, "grad_norm_by_depth": norm}
+        if variant in PROBED:  # the first seed's checkpoints
+            entry["agreement"] = _agreement(settings, runs_dir / runs[0].name, runs[0].save_steps)
         out[variant] = entry
     return out
 
 
-def _agreement(settings: DiagnoseSettings, run: Path, step: int) -> dict:
-    """The gradient-agreement probe of one checkpoint, without its per-batch detail."""
-    depths, ckpt = list(settings.probe_depths), checkpoint_dir(run, step)
-    found = agreement_at(ckpt, depths, settings.probe_batches)
-    return {k: v for k, v in found.items() if k not in ("per_batch", "checkpoint")}
+def _agreement(settings: DiagnoseSettings, run: Path, steps: list[int]) -> list[dict]:
+    """The gradient-agreement probe of a run's checkpoints, without their per-batch detail."""
+    depths, probed = list(settings.probe_depths), []
+    for step in steps:
+        found = agreement_at(checkpoint_dir(run, step), depths, settings.probe_batches)
+        probed.append({k: v for k, v in found.items() if k not in ("per_batch", "checkpoint")})
+    return probed
 
 
 def run_diagnose(
@@ -146,13 +140,11 @@ def run_diagnose(
     """Train what is missing, probe, write `results` and the figures, print the summary."""
     with dir_lock(out, "looped diagnose"):  # one writer: a second one into OUT is refused
         t0 = time.time()
-        runs = plan(settings)
-        runs_dir = out / "runs"
+        runs, runs_dir = plan(settings), out / "runs"
         runs_dir.mkdir(parents=True, exist_ok=True)
         trained = execute(list(runs.values()), runs_dir, settings.workers, False, quiet)
-        variants = collect(settings, runs, runs_dir)
-        meta = _meta(settings, runs, runs_dir, trained, t0)
-        result = {"meta": meta, "variants": variants}
+        variants = collect(settings, runs, runs_dir)  # first: the meta's wall time has the probes
+        result = {"meta": _meta(settings, runs, runs_dir, trained, t0), "variants": variants}
         write_result(results, result, say=False)
         paths = report.figures(result, figures)
     print(report.format_summary(result))  # the result, even with --quiet (which silences the bars)
@@ -169,15 +161,8 @@ def _meta(
         for s in runs.values()
     )
     cfg0 = next(iter(runs.values())).cfg
-    return {
-        "settings": asdict(settings),
-        "preset": settings.preset,
-        "dtype": cfg0.dtype,
-        "d_model": cfg0.model.d_model,
-        "tokens_per_step": cfg0.batch_size * cfg0.seq_len * cfg0.grad_accum,
-        "runs_trained": trained,
-        "wall_seconds": time.time() - t0,
-        "train_seconds": train_seconds,
-        "grad_clip": cfg0.optim.grad_clip,
-        "lr": {v: runs_of(v, runs)[0].lr for v in VARIANTS},
-    }
+    meta = {"settings": asdict(settings), "preset": settings.preset, "dtype": cfg0.dtype}
+    meta |= {"d_model": cfg0.model.d_model, "tokens_per_step": tokens_per_step(cfg0)}
+    meta |= {"runs_trained": trained, "wall_seconds": time.time() - t0}
+    meta |= {"train_seconds": train_seconds, "grad_clip": cfg0.optim.grad_clip}
+    return meta | {"lr": {v: runs_of(v, runs)[0].lr for v in VARIANTS}}

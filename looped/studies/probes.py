@@ -84,18 +84,9 @@ def update_benefit(
             after[k] = token_nll_by_depth(updated, held_out, depths)
         per_batch.append({d: after[shallow][d] - after[deep][d] for d in depths})
     mean = {d: sum(p[d] for p in per_batch) / n_batches for d in depths}
-    return {
-        "checkpoint": str(ckpt),
-        "step": step,
-        "lr": lr,
-        "shallow": shallow,
-        "deep": deep,
-        "depths": depths,
-        "token_nll_before": base,
-        "benefit": mean,
-        "per_batch": per_batch,
-        "mean_benefit": sum(mean.values()) / len(mean),
-    }
+    setup = {"checkpoint": str(ckpt), "step": step, "lr": lr, "shallow": shallow, "deep": deep}
+    found = {"depths": depths, "token_nll_before": base, "benefit": mean, "per_batch": per_batch}
+    return setup | found | {"mean_benefit": sum(mean.values()) / len(mean)}
 
 
 def depth_gradients(
@@ -118,17 +109,12 @@ def gradient_agreement(
 ) -> dict[str, Any]:
     """Cosine between the gradients at every pair of depths on one batch, their norms, and the
     norm of their mean over the mean norm (1 when all agree, 1/sqrt(n) when orthogonal)."""
-    grads = depth_gradients(model, x, y, depths)
-    g = torch.stack([grads[k] for k in depths])
+    g = torch.stack(list(depth_gradients(model, x, y, depths).values()))  # in `depths` order
     norms = g.norm(dim=1)
     unit = g / norms.clamp_min(1e-30)[:, None]
-    cos = unit @ unit.T
-    return {
-        "depths": depths,
-        "cosine": cos.tolist(),
-        "norm": dict(zip(depths, norms.tolist())),
-        "mean_survives": float(g.mean(0).norm() / norms.mean()),
-    }
+    cos, survives = unit @ unit.T, float(g.mean(0).norm() / norms.mean())
+    norm = dict(zip(depths, norms.tolist()))
+    return {"depths": depths, "cosine": cos.tolist(), "norm": norm, "mean_survives": survives}
 
 
 def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict[str, Any]:
@@ -142,12 +128,8 @@ def agreement_at(run: str | Path, depths: list[int], n_batches: int = 4) -> dict
         gen = batch_generator(cfg.seed, step, -1 - b, 0)
         x, y = source.train.sample_batch(cfg.batch_size, cfg.seq_len, gen)
         per_batch.append(gradient_agreement(model, x, y, depths))
-    return {
-        "checkpoint": str(ckpt),
-        "step": step,
-        "depths": depths,
-        "cosine": np.mean([r["cosine"] for r in per_batch], axis=0).tolist(),
-        "norm": {k: float(np.mean([r["norm"][k] for r in per_batch])) for k in depths},
-        "mean_survives": float(np.mean([r["mean_survives"] for r in per_batch])),
-        "per_batch": per_batch,
-    }
+    cosine = np.mean([r["cosine"] for r in per_batch], axis=0).tolist()
+    norm = {k: float(np.mean([r["norm"][k] for r in per_batch])) for k in depths}
+    survives = float(np.mean([r["mean_survives"] for r in per_batch]))
+    found = {"checkpoint": str(ckpt), "step": step, "depths": depths, "cosine": cosine}
+    return found | {"norm": norm, "mean_survives": survives, "per_batch": per_batch}

@@ -63,9 +63,10 @@ def read_results_file(path: str | Path, flag: str, expect: str = "a results/*.js
     return result
 
 
-def keep_earlier_times(meta: dict, results: Path, keys: tuple[str, ...]) -> None:
-    """When nothing was trained, keep the timing fields of the results file being replaced."""
-    if results.is_file():
+def keep_earlier_times(meta: dict, results: Path, keys: tuple[str, ...], trained: int = 0) -> None:
+    """When nothing was trained (neither `meta`'s runs_trained nor `trained` more), keep the
+    timing fields of the results file being replaced: a rerun reusing every run took no time."""
+    if meta["runs_trained"] + trained == 0 and results.is_file():
         before = json.loads(results.read_text())["meta"]
         meta.update({k: before[k] for k in keys if before.get(k) is not None})
 

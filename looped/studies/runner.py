@@ -7,6 +7,7 @@ better than one two-threaded process; finished runs are reused.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -70,28 +71,25 @@ class Planned:
 
 
 # -- execution -------------------------------------------------------------------------------
-def progress_mode() -> str:
-    """ "notebook", "terminal" (tqdm bars) or "lines" (a log file gets no escape-code redraws)."""
-    try:  # IPython is there only where a notebook runs
+def plain_lines() -> bool:
+    """Whether progress goes out as plain lines: a log file gets no escape-code redraws; a
+    terminal and a notebook (tqdm.auto's widgets) get bars."""
+    with contextlib.suppress(ImportError):  # IPython is there only where a notebook runs
         from IPython import get_ipython
 
         shell = get_ipython()
         if shell is not None and "IPKernelApp" in shell.config:
-            return "notebook"
-    except ImportError:
-        pass
+            return False
     isatty = getattr(sys.stderr, "isatty", None)
-    return "terminal" if isatty and isatty() else "lines"
+    return not (isatty and isatty())
 
 
 def run_line(name: str, summary: dict) -> str:
     """The line a finished run prints when the output is not a terminal (`summary`: `train`'s)."""
     if "diverged" in summary:
         return f"finished {name}: diverged ({summary['diverged']})"
-    return (
-        f"finished {name}: {summary['steps']} steps, {summary['wall']:.1f}s, "
-        f"final loss {summary['final_loss']:.3f}"
-    )
+    took = f"{summary['steps']} steps, {summary['wall']:.1f}s"
+    return f"finished {name}: {took}, final loss {summary['final_loss']:.3f}"
 
 
 _progress: Any = None  # in a worker: the queue its progress goes to (set when it starts)
@@ -130,8 +128,7 @@ def _run_one(run: Planned, run_dir: str, branch_dir: str | None) -> dict:
 
     steps = {"save_steps": tuple(run.save_steps), "eval_steps": tuple(run.eval_steps)}
     # an interrupted run (`_to_train` kept only one of this config) goes on where it stopped
-    resume = bool(list_checkpoints(run_dir))
-    start = {"resume": True} if resume else {"branch_from": branch_dir}
+    start = {"resume": True} if list_checkpoints(run_dir) else {"branch_from": branch_dir}
     every = run.cfg.ckpt_interval or max(1, run.cfg.max_steps // SAFE_CHECKPOINTS)
     cfg = replace(run.cfg, ckpt_interval=every)
     try:
@@ -172,8 +169,6 @@ def _same_config(path: Path, cfg: TrainConfig) -> bool:
     checkpoint interval `_run_one` adds among them)."""
     if not path.is_file():
         return False
-    if path.read_text() == to_yaml(cfg):
-        return True
     try:
         return not differences(load_config(str(path), check=False), cfg)
     except UserError:  # unreadable: not this run's
@@ -208,14 +203,9 @@ class _Bars:
         self.seen = {n: _start(p, runs_dir) for n, p in todo.items()}  # steps counted, per run
         self.left = {n: self._share(p, p.steps - self.seen[n]) for n, p in todo.items()}
         self.done, self.t0, self.finished = 0.0, time.time(), 0
-        self.overall = tqdm(
-            total=sum(self.left.values()),
-            desc="runs",
-            unit="GFLOP",
-            disable=disable,
-            position=0,
-            bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]",
-        )
+        fmt = "{l_bar}{bar}| {n:.0f}/{total:.0f} GFLOP [{elapsed}<{remaining}]"
+        total = sum(self.left.values())
+        self.overall = tqdm(total=total, desc="runs", disable=disable, position=0, bar_format=fmt)
         self.slots: dict[str, Any] = {}
 
     def _share(self, spec: Planned, steps: int) -> float:
@@ -287,26 +277,18 @@ def _left(seconds: float) -> str:
     minutes = round(seconds / 60)
     if minutes < 1:
         return "under a minute left"
-    return (
-        f"about {minutes // 60} h {minutes % 60} min left"
-        if minutes >= 60
-        else f"about {minutes} min left"
-    )
+    if minutes < 60:
+        return f"about {minutes} min left"
+    return f"about {minutes // 60} h {minutes % 60} min left"
 
 
-def execute(
-    specs: list[Planned],
-    runs_dir: Path,
-    workers: int,
-    fresh: bool,
-    quiet: bool,
-) -> int:
+def execute(specs: list[Planned], runs_dir: Path, workers: int, fresh: bool, quiet: bool) -> int:
     """Train the runs on a process pool, parents first; return how many were trained (finished
     ones are reused unless `fresh`)."""
     todo = _to_train(specs, runs_dir, fresh)
     if not todo:
         return 0
-    lines = not quiet and progress_mode() == "lines"
+    lines = not quiet and plain_lines()
     bars = _Bars(todo, quiet or lines, runs_dir)
     ctx = mp.get_context("spawn")
     progress = ctx.Queue()
@@ -316,18 +298,13 @@ def execute(
     try:
         _drive(pool, progress, todo, runs_dir, workers, bars, lines)
     except BaseException:  # a run failed, or Ctrl-C: do not wait for the other workers' runs
-        _stop(pool)
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.kill()  # a busy worker: Python < 3.14 has no public way to stop one
+        pool.shutdown(wait=True, cancel_futures=True)  # quick now: it only cleans up
         raise
     pool.shutdown()
     bars.finish()
     return len(todo)
-
-
-def _stop(pool: ProcessPoolExecutor) -> None:
-    """End the pool and its busy workers now (Python < 3.14 has no public way to stop one)."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.kill()
-    pool.shutdown(wait=True, cancel_futures=True)  # quick now: it only cleans up
 
 
 def _drive(pool, progress, todo, runs_dir: Path, workers: int, bars: _Bars, lines: bool):
@@ -387,10 +364,9 @@ def _diverge_children(name: str, todo, runs_dir: Path, lines: bool) -> list[str]
     found = [name]
     while more := [n for n, s in todo.items() if s.parent in found and n not in found]:
         found += more
-    children = found[1:]
-    for child in children:
-        why = f"its parent {name} diverged"
+    why = f"its parent {name} diverged"
+    for child in found[1:]:
         mark_diverged(runs_dir / child, todo[child].cfg, why)
         if lines:
             print(run_line(child, {"diverged": why}), flush=True)
-    return children
+    return found[1:]

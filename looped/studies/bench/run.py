@@ -41,8 +41,7 @@ from looped.schedule_spec import parse_schedule
 from looped.studies.bench.tables import targets
 from looped.training.run import make_optimizer
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-PRECISIONS = tuple(DTYPES)
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the precisions it times
 
 
 @dataclass
@@ -54,7 +53,7 @@ class BenchConfig:
     seq_len: int = 128  # tokens per sequence (the demo's)
     batch_size: int = 16  # sequences per step
     depths: tuple[int, ...] = (1, 4, 8, 16)  # K of the looped model = layers of the peer
-    precisions: tuple[str, ...] = PRECISIONS  # fp32 and/or bf16 (autocast)
+    precisions: tuple[str, ...] = tuple(DTYPES)  # fp32 and/or bf16 (autocast)
     warmup: int = 2  # untimed steps before each timing (a fresh model settles after two)
     reps: int = 5  # timed steps per measurement; the minimum is reported
     schedule: str = "fixed-first:k=4,frac=0.8,then=uniform:1-16"  # the paper's schedule
@@ -103,10 +102,8 @@ def _timed(cfg: BenchConfig, fns: dict, device: torch.device, warmup: int) -> di
 def ceiling_fns(cfg: BenchConfig, precision: str, device: torch.device) -> dict[str, Any]:
     """Square matmuls in this precision, one per size, to time alongside the model steps."""
     sizes = cfg.ceiling_sizes if device.type == "cpu" else (4096, 8192)  # a GPU needs bigger
-    pairs = {
-        n: [torch.randn(n, n, device=device, dtype=DTYPES[precision]) for _ in range(2)]
-        for n in sizes
-    }
+    dtype = DTYPES[precision]
+    pairs = {n: [torch.randn(n, n, device=device, dtype=dtype) for _ in range(2)] for n in sizes}
     return {f"ceiling {n}": lambda a=a, b=b: a @ b for n, (a, b) in pairs.items()}
 
 
@@ -128,10 +125,8 @@ def kernel_floor_fns(cfg: BenchConfig, precision: str, device: torch.device) -> 
         return lambda: (x @ w.t(), g @ w, g.t() @ x)
 
     # q, k and v arrive in the layer's dtype (looped.kernels.rope_qkv), as in the model
-    qkv = [
-        torch.randn(B, cfg.n_head, T, mc.head_dim, device=device, dtype=dtype, requires_grad=True)
-        for _ in range(3)
-    ]
+    shape = (B, cfg.n_head, T, mc.head_dim)
+    qkv = [torch.randn(*shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3)]
 
     def attention() -> None:
         with autocast(device, precision):
@@ -219,10 +214,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         raise UserError("--clock process measures CPU time only; use --clock wall on a GPU")
     mc = looped_config(cfg)
     gen = torch.Generator().manual_seed(cfg.seed)
-    x, y = (
-        torch.randint(0, cfg.vocab_size, (cfg.batch_size, cfg.seq_len), generator=gen).to(device)
-        for _ in range(2)
-    )
+    shape = (cfg.batch_size, cfg.seq_len)
+    x, y = (torch.randint(0, cfg.vocab_size, shape, generator=gen).to(device) for _ in range(2))
     record: dict[str, Any] = {"config": asdict(cfg), "machine": machine_info(device)}
     load_start, t_start = _load(), time.perf_counter()
 
@@ -246,8 +239,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 
 def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
     """Measurements 1-3: train step at each K against the peer, the floor and the ceiling."""
-    ceiling_mm = ceiling_fns(cfg, precision, device)
-    floor_fns = kernel_floor_fns(cfg, precision, device)
+    fixed = ceiling_fns(cfg, precision, device) | kernel_floor_fns(cfg, precision, device)
     rows = []
     # one step at the deepest K first: on a CPU, a shallow step timed before any deep one ran
     # slower (measured: K=1 took 1.6x longer before a K=16 step than after, at a 4,096-token
@@ -264,7 +256,7 @@ def _train_rows(cfg, mc, precision, model, opt, x, y, device) -> list[dict]:
                     layer.compile()
             fns["peer"] = _peer_step(peer, make_optimizer(peer, OptimConfig()), x, y, precision)
         # the ceiling and the floor are timed in turn with the steps: load changes hit all alike
-        t = _timed(cfg, fns | ceiling_mm | floor_fns, device, _warmup(cfg))
+        t = _timed(cfg, fns | fixed, device, _warmup(cfg))
         row = {"precision": precision, "depth": k, "looped_ms": 1e3 * t["looped"]}
         row["peer_ms"] = 1e3 * t["peer"] if cfg.peer else None
         row["peer_over_looped"] = t["peer"] / t["looped"] if cfg.peer else None
@@ -328,10 +320,8 @@ def _schedules(cfg, mc, precision, model, opt, x, y, device) -> tuple[list, dict
     steps = {k: _looped_step(model, opt, x, y, k, precision) for k in range(1, top + 1)}
     per_k = _timed(cfg, steps, device, 0)  # the model is warm from the train rows
     n = cfg.run_steps
-    modeled = saving(mc, ours, ref, n, cfg.seq_len)
-    measured = wall_saving(per_k, [ours], [ref], n)
-    row = {"kind": "per-K times x exact step counts", "steps": n, "modeled_saving": modeled}
-    rows = [row | {"measured_saving": measured, "ratio": measured / modeled if modeled else None}]
+    modeled, measured = saving(mc, ours, ref, n, cfg.seq_len), wall_saving(per_k, [ours], [ref], n)
+    rows = [_saving_row("per-K times x exact step counts", n, modeled, measured)]
     if cfg.real_steps:
         rows.append(_real_run(cfg, mc, (ours, ref), steps, per_k, device))
     return [row | {"precision": precision} for row in rows], per_k
@@ -349,30 +339,25 @@ def _real_run(cfg, mc, schedules, steps, per_k, device) -> dict:
     cost = [sum(flops_per_token(mc, k, cfg.seq_len) for k in seq) for seq in seqs]
     table = [sum(per_k[k] for k in seq) for seq in seqs]
     modeled, measured = 1 - cost[0] / cost[1], 1 - wall[0] / wall[1]
-    return {
-        "kind": "real run of both schedules",
-        "steps": m,
-        "modeled_saving": modeled,
-        "measured_saving": measured,
-        "ratio": measured / modeled if modeled else None,
-        "predicted_saving": 1 - table[0] / table[1],
-        "wall_s": wall,
-        "depths": {str(schedules[0]): seqs[0], str(schedules[1]): seqs[1]},
-    }
+    row = _saving_row("real run of both schedules", m, modeled, measured)
+    row |= {"predicted_saving": 1 - table[0] / table[1], "wall_s": wall}
+    return row | {"depths": {str(schedules[0]): seqs[0], str(schedules[1]): seqs[1]}}
+
+
+def _saving_row(kind: str, steps: int, modeled: float, measured: float) -> dict:
+    """A schedule-saving row: the modeled and measured savings and their ratio (None at 0)."""
+    ratio = measured / modeled if modeled else None
+    keys = ("kind", "steps", "modeled_saving", "measured_saving", "ratio")
+    return dict(zip(keys, (kind, steps, modeled, measured, ratio)))
 
 
 # -- machine and checks ----------------------------------------------------------------------
 def machine_info(device: torch.device) -> dict[str, Any]:
     """What the numbers depend on: processor, cores, threads, library versions, time."""
-    info: dict[str, Any] = {
-        "cpu": cpu_name(),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "device": str(device),
-        "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-    }
+    info = {"cpu": cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads()}
+    info |= {"torch": torch.__version__, "python": platform.python_version()}
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    info |= {"device": str(device), "when": when}
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     try:  # the optional bench extra: its version when installed
@@ -385,26 +370,21 @@ def machine_info(device: torch.device) -> dict[str, Any]:
 
 
 def _load() -> float | None:
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return None
+    """The 1-minute load average, None where the platform has none."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
 
 def _check(cfg: BenchConfig) -> None:
-    bad = [p for p in cfg.precisions if p not in PRECISIONS]
-    if bad or not cfg.precisions:
-        raise UserError(f"precision {bad[0] if bad else ''!r} unknown; use fp32 and/or bf16")
+    if not cfg.precisions or set(cfg.precisions) - set(DTYPES):
+        raise UserError(f"precisions {','.join(cfg.precisions)!r}: use fp32 and/or bf16")
     if not cfg.depths or min(cfg.depths) < 1:
         raise UserError(f"depths {cfg.depths} must be integers >= 1, e.g. --depths 1,4,8,16")
-    if cfg.reps < 1 or cfg.warmup < 0 or cfg.run_steps < 1 or cfg.real_steps < 0:
-        raise UserError("reps and run-steps must be >= 1, warmup and real-steps >= 0")
+    if min(cfg.reps, cfg.run_steps, cfg.serve_depth, cfg.width_depth) < 1:
+        raise UserError("reps, run-steps, serve-depth and width-depth must be >= 1")
+    if cfg.warmup < 0 or cfg.real_steps < 0 or any(d < 2 for d in cfg.widths):
+        raise UserError("warmup and real-steps must be >= 0, widths >= 2 (e.g. 256,512,1024)")
     if cfg.clock not in CLOCKS:
         raise UserError(f"clock {cfg.clock!r} unknown; use wall or process")
-    if cfg.serve_depth < 1:
-        raise UserError(f"serve depth {cfg.serve_depth} must be >= 1")
-    if cfg.width_depth < 1 or any(d < 2 for d in cfg.widths):
-        raise UserError("width-depth must be >= 1 and widths >= 2, e.g. --widths 256,512,1024")
     try:
         for shape in (cfg, *(_width(cfg, d) for d in cfg.widths)):
             looped_config(shape)

@@ -82,13 +82,9 @@ def markdown(record: dict[str, Any]) -> str:
     lines += ["", f"Schedule: `{cfg['schedule']}` against `{cfg['reference']}`."]
     lines += _table(SERVE, record["serve"])
     if widths:  # measurements 2 and 5 at each width, each against its target
-        lines += [
-            "",
-            f"Width scan (heads = width / 64, looped model only): train step at "
-            f"K={widths[0]['depth']}, serving sweep K=1..{cfg['serve_depth']}; the targets of "
-            "measurements 2 and 5 at each width.",
-            *_table(WIDTH, widths),
-        ]
+        scan = f"train step at K={widths[0]['depth']}, serving sweep K=1..{cfg['serve_depth']}"
+        head = f"Width scan (heads = width / 64, looped model only): {scan}; the targets of "
+        lines += ["", head + "measurements 2 and 5 at each width.", *_table(WIDTH, widths)]
     lines += _table(TARGET, record["targets"])
     return "\n".join(lines) + "\n"
 

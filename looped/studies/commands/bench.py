@@ -8,20 +8,15 @@ looped bench --threads 1 --clock process   # on a shared machine: CPU time, one 
 
 from __future__ import annotations
 
-import argparse
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from looped.commands.common import described, device_flag, number_list
 from looped.studies.bench.run import CLOCKS, QUICK, BenchConfig, run
 from looped.studies.bench.tables import markdown, write
 
-# flags that override the BenchConfig field of the same name when given
-FIELDS = ("threads", "device", "clock", "depths", "d_model", "n_head", "seq_len", "batch_size",
-          "vocab_size", "reps", "real_steps", "widths")  # fmt: skip
 
-
-def parser() -> argparse.ArgumentParser:
+def main(argv: list[str] | None = None) -> int:
     p = described("looped bench", __doc__)
     p.add_argument("--quick", action="store_true", help="toy sizes (seconds)")
     p.add_argument("--json", action="store_true", help="print JSON instead of markdown")
@@ -41,12 +36,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reps", type=int, help="timed steps per measurement")
     p.add_argument("--real-steps", type=int, help="steps of the real schedule run (0 = skip)")
     p.add_argument("--widths", help="width scan, e.g. 256,512 (0 = skip it)")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    overrides = {f: getattr(args, f) for f in FIELDS if getattr(args, f) is not None}
+    args = p.parse_args(argv)
+    known = {f.name for f in fields(BenchConfig)}  # a flag given overrides its field
+    overrides = {k: v for k, v in vars(args).items() if k in known and v is not None}
     if args.device:
         device_flag(args.device)  # a missing GPU refused naming the flag, before any timing
     for flag, example in (("depths", "1,4,8,16"), ("widths", "256,512")):  # comma lists
@@ -57,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.precisions:
         overrides["precisions"] = tuple(p.strip() for p in args.precisions.split(","))
     base = QUICK if args.quick else BenchConfig()
-    record = run(replace(base, peer=not args.no_peer, compile=args.compile, **overrides))
+    record = run(replace(base, peer=not args.no_peer, **overrides))
     js, md = write(record, args.out)
     print(json.dumps(record, indent=2) if args.json else markdown(record))
     if not args.json:

@@ -4,6 +4,7 @@ looped demo                  # bios 3 seeds, text 1 seed, into runs/demo/, besid
 looped demo --quick          # the same code path at toy size, under a minute: runs/demo-quick/
 looped demo --sweep          # first the LR sweeps (both tracks), then each schedule's best LR
 looped demo --full           # also the depth-specialisation runs (Fig. 5)
+looped demo --catch-up 2,3   # also uniform at 2x and 3x the budget: what it needs to catch up
 looped demo --reference      # regenerate results/demo*.json and figures/ (--sweep --full)
 """
 
@@ -41,39 +42,15 @@ def _parser() -> Parser:
         overrides="config overrides for every run",
     )
     add = parser.add_argument
-    add("--figures", default=None, help="figures directory (default: OUT/figures)")
+    add("--figures", help="figures directory (default: OUT/figures)")
     add("--seeds", type=int, help="seeds of the bios track (default 3)")
-    add(
-        "--text-seeds",
-        type=int,
-        help="seeds of the text track (default 1: its gap's direction; --reference runs 3, "
-        "an interval)",
-    )
-    add(
-        "--sweep",
-        action="store_true",
-        help="first sweep the LRs (the bios track's per schedule on seed 0, the text track's "
-        "shared one on seed 100); without it, the LRs the reference's sweep chose",
-    )
+    add("--text-seeds", type=int, help="seeds of the text track (default 1; --reference runs 3)")
+    sweep = "first sweep the LRs (bios: each schedule's on seed 0; text: one, on seed 100)"
+    add("--sweep", action="store_true", help=sweep + "; else the LRs the reference's sweep chose")
     add("--no-text", action="store_true", help="the bios grid only (no text track)")
-    add(
-        "--full",
-        action="store_true",
-        help="also the depth-specialisation runs (Fig. 5): "
-        "fixed K=1, 2, 8 beside the grid's K=4; the reference is run with it",
-    )
-    add(
-        "--time-to",
-        default=None,
-        help="also write how long this demo took, phase by phase, "
-        "to this JSON file (the docs' timing table reads results/demo_time.json)",
-    )
-    add(
-        "--catch-up",
-        default="",
-        help="also train uniform at these multiples of the full "
-        "budget (seed 0), e.g. 2,3: how much compute uniform needs to reach fixed-first",
-    )
+    add("--full", action="store_true", help="also Fig. 5's depth runs (fixed K=1, 2, 8)")
+    add("--time-to", help="also write each phase's time to this JSON (see results/demo_time.json)")
+    add("--catch-up", help="also uniform at these multiples of the budget (seed 0), e.g. 2,3")
     add("--fresh", action="store_true", help="retrain every run instead of reusing finished ones")
     add("--quiet", action="store_true", help="no progress bars")
     return parser
@@ -123,11 +100,8 @@ def main(argv: list[str]) -> int:
         return 0
     if args.reference and args.out:
         raise UserError("--reference writes results/ and figures/; leave out --out")
-    if args.reference:
-        out, figures = REFERENCE.parent, Path(args.figures or "figures")
-    else:
-        out = study_dirs(args, "demo")[0]
-        figures = Path(args.figures or out / "figures")
+    out = REFERENCE.parent if args.reference else study_dirs(args, "demo")[0]
+    figures = Path(args.figures or ("figures" if args.reference else out / "figures"))
     text = _text_settings(args)
     step_s = calibrate(settings)  # about a second: how fast this machine trains the demo
     if not args.quiet:

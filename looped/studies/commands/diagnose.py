@@ -50,7 +50,6 @@ def main(argv: list[str]) -> int:
     if args.reference and args.out:
         raise UserError("--reference writes results/ and figures/; leave out --out")
     out, results, figures = study_dirs(args, "diagnose")
-    if not args.reference:  # beside the runs, its figures in a folder of their own
-        figures = out / "figures"
+    figures = figures if args.reference else out / "figures"  # else a folder beside the runs
     run_diagnose(settings, out, results / "diagnose.json", figures, quiet=args.quiet)
     return 0

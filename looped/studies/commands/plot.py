@@ -19,17 +19,10 @@ from looped.studies.report import bios, runs
 
 def main(argv: list[str]) -> int:
     parser = described("looped plot", __doc__)
-    parser.add_argument(
-        "--runs", nargs="+", required=True, help="run directories, or folders holding them"
-    )
-    parser.add_argument(
-        "--out", default="figures/runs", help="where to write PNGs (default figures/runs)"
-    )
-    parser.add_argument(
-        "--demo-json",
-        action="store_true",
-        help="--runs is a demo.json file: redraw the demo figures",
-    )
+    add = parser.add_argument
+    add("--runs", nargs="+", required=True, help="run directories, or folders holding them")
+    add("--out", default="figures/runs", help="where to write PNGs (default figures/runs)")
+    add("--demo-json", action="store_true", help="--runs is a demo.json: redraw its figures")
     args = parser.parse_args(argv)
     plotting.files_only()
     if args.demo_json:

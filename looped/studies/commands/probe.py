@@ -8,7 +8,6 @@ looped probe --run runs/ff --grad-cosine 1,4,8,16       # gradient cosine betwee
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from looped import plotting
@@ -19,7 +18,7 @@ from looped.studies.probes import agreement_at, update_benefit
 from looped.studies.report.probe import plot_benefit
 
 
-def parser() -> argparse.ArgumentParser:
+def main(argv: list[str]) -> int:
     p = described("looped probe", __doc__)
     p.add_argument("--run", nargs="+", required=True, help="run or checkpoint directories")
     p.add_argument("--depths", default="1-16", help="serving depths (default 1-16)")
@@ -30,41 +29,40 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--grad-cosine", metavar="DEPTHS", help=cosine)
     p.add_argument("--plot", help="write the figure here (PNG)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    return p
-
-
-def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
+    args = p.parse_args(argv)
     if args.batches < 1:
         raise UserError(f"--batches {args.batches} must be >= 1")
+    depths = parse_depths(args.grad_cosine or args.depths)
     if args.grad_cosine:
-        return _agreement(args.run, parse_depths(args.grad_cosine), args.batches, args.json)
-    depths = parse_depths(args.depths)
-    results = [update_benefit(r, depths, args.batches, args.shallow, args.deep) for r in args.run]
-    if args.plot:
+        results = [agreement_at(r, depths, args.batches) for r in args.run]
+    else:
+        results = [
+            update_benefit(r, depths, args.batches, args.shallow, args.deep) for r in args.run
+        ]
+    if args.plot and not args.grad_cosine:
         plotting.files_only()
         plot_benefit(results, args.plot)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
+    show = _print_agreement if args.grad_cosine else _print_benefit
     for r in results:
-        print(
-            f"{r['checkpoint']} (step {r['step']}, lr {r['lr']:.2e}): "
-            f"mean benefit {r['mean_benefit']:+.4f} nats"
-        )
-        print("  " + "  ".join(f"k={d}: {r['benefit'][d]:+.4f}" for d in depths))
+        show(r)
     return 0
 
 
-def _agreement(runs: list[str], depths: list[int], n_batches: int, as_json: bool) -> int:
-    results = [agreement_at(r, depths, n_batches) for r in runs]
-    if as_json:
-        print(json.dumps(results, indent=2))
-        return 0
-    for r in results:
-        print(f"{r['checkpoint']} (step {r['step']}): gradient cosine between depths")
-        print("      " + "".join(f"K={k:<6}" for k in depths))
-        for k, row in zip(depths, r["cosine"]):
-            print(f"K={k:<4}" + "".join(f"{c:<8.3f}" for c in row))
-        print(f"  |mean of the gradients| / mean |gradient| = {r['mean_survives']:.3f}")
-    return 0
+def _print_benefit(r: dict) -> None:
+    """One checkpoint's mean benefit of the deep update, then its benefit at each depth."""
+    lr, mean = f"lr {r['lr']:.2e}", f"mean benefit {r['mean_benefit']:+.4f} nats"
+    print(f"{r['checkpoint']} (step {r['step']}, {lr}): {mean}")
+    print("  " + "  ".join(f"k={d}: {r['benefit'][d]:+.4f}" for d in r["depths"]))
+
+
+def _print_agreement(r: dict) -> None:
+    """One checkpoint's cosine matrix between depths and how much of the gradient survives
+    their averaging (what uniform training steps along)."""
+    print(f"{r['checkpoint']} (step {r['step']}): gradient cosine between depths")
+    print("      " + "".join(f"K={k:<6}" for k in r["depths"]))
+    for k, row in zip(r["depths"], r["cosine"]):
+        print(f"K={k:<4}" + "".join(f"{c:<8.3f}" for c in row))
+    print(f"  |mean of the gradients| / mean |gradient| = {r['mean_survives']:.3f}")

@@ -12,34 +12,24 @@ import sys
 from pathlib import Path
 
 from looped import plotting
-from looped.commands.common import Parser, described
+from looped.commands.common import described
 from looped.errors import UserError
 from looped.studies.report import render
 
 
-def _parser() -> Parser:
-    parser = described("looped report", __doc__)
-    parser.add_argument("--root", default=".", help="project root (README.md, docs/, results/)")
-    parser.add_argument("--check", action="store_true", help="fail if a doc is out of date")
-    parser.add_argument(
-        "--results",
-        default=None,
-        help="demo results to render (default: ROOT/results/demo.json, the committed reference)",
-    )
-    parser.add_argument(
-        "--figures", action="store_true", help="redraw figures/ from results/ (no training)"
-    )
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = described("looped report", __doc__)
+    add = parser.add_argument
+    add("--root", default=".", help="project root (README.md, docs/, results/)")
+    add("--check", action="store_true", help="fail if a doc is out of date")
+    add("--results", help="demo results to render (default ROOT/results/demo.json, the reference)")
+    add("--figures", action="store_true", help="redraw figures/ from results/ (no training)")
+    args = parser.parse_args(argv)
     root = Path(args.root)
     results = Path(args.results) if args.results else None
     if results is not None and not results.is_file():
-        raise UserError(
-            f"--results {results}: no such file; `looped demo` writes runs/demo/demo.json"
-        )
+        made = "`looped demo` writes runs/demo/demo.json"
+        raise UserError(f"--results {results}: no such file; {made}")
     if args.figures:
         plotting.files_only()
         for path in render.figures(root):
