@@ -40,7 +40,6 @@ def _run_row(run: Path) -> dict:
     train = [r for r in records if r["kind"] == "train"]
     evals = [r for r in records if r["kind"] == "eval"]
     row: dict[str, Any] = {
-        "name": run.name,
         "schedule": str(cfg.schedule),
         "label": paper.label(str(cfg.schedule)),
         "seed": int(cfg.seed),
