@@ -64,7 +64,8 @@ class Interval:
     values: tuple[float, ...]  # the differences themselves, seed by seed
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """As a results file holds it (JSON has lists, not tuples)."""
+        return asdict(self) | {"values": list(self.values)}
 
 
 def interval(values: list[float]) -> Interval:

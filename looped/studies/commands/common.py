@@ -1,10 +1,9 @@
 """What the study commands share: the flags every study has (`--quick`, `--out`, `--reference`,
-`--workers`) worded alike, the text studies' flags, where a study writes and its one writer.
+`--workers`) worded alike, where a study writes and its one writer.
 A study's parser, for example::
 
     parser = study_parser("looped map", __doc__, reference="results/map.json",
                           quick="toy size, every code path")
-    text_study_flags(parser, "map", seeds=8)
 """
 
 from __future__ import annotations
@@ -44,21 +43,6 @@ def study_dirs(args: argparse.Namespace, name: str) -> tuple[Path, Path, Path]:
     it writes its results file and figures: results/ and figures/ with `--reference`, else there."""
     out = Path(args.out or f"runs/{name}{'-quick' * args.quick}")
     return (out, Path("results"), Path("figures")) if args.reference else (out, out, out)
-
-
-def text_study_flags(
-    parser: argparse.ArgumentParser, name: str, seeds: int, several: bool = False
-) -> None:
-    """The flags of the text study (`looped map`): the corpus, the most seeds,
-    collecting what finished and resuming from an earlier results file (`several`: files)."""
-    add = parser.add_argument
-    add("--corpus", help="a named corpus, a `looped data text` directory or a `datasets` source")
-    add("--max-seeds", type=int, help=f"stop adding seed rounds past this many ({seeds})")
-    add("--collect", action="store_true", help="train nothing: the results of what finished")
-    files = (
-        f"earlier {name}*.json files, comma-separated" if several else f"an earlier {name}*.json"
-    )
-    add("--resume-from", help=f"{files}: their scored runs are reused")
 
 
 def study_lock(out: Path, collect: bool, prog: str) -> AbstractContextManager:

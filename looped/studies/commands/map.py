@@ -20,7 +20,7 @@ import json
 from dataclasses import replace
 
 from looped.errors import UserError
-from looped.studies.commands.common import study_dirs, study_lock, study_parser, text_study_flags
+from looped.studies.commands.common import study_dirs, study_lock, study_parser
 from looped.studies.map import (
     BLOCKS,
     GPU,
@@ -45,7 +45,11 @@ def parser() -> argparse.ArgumentParser:
         reference="results/map.json and figures/map_gap.png, map_frontier.png",
         quick="toy size on the standard library, every code path",
     )
-    text_study_flags(p, "map", seeds=8, several=True)
+    add = p.add_argument
+    add("--corpus", help="a named corpus, a `looped data text` directory or a `datasets` source")
+    add("--max-seeds", type=int, help="stop adding seed rounds past this many (8)")
+    add("--collect", action="store_true", help="train nothing: the results of what finished")
+    add("--resume-from", help="earlier map.json files, comma-separated: their scored runs reused")
     blocks = ",".join(b.name for b in BLOCKS)
     p.add_argument("--blocks", help=f"blocks to run, of {blocks} (--gpu: d64..d512)")
     p.add_argument("--gpu", action="store_true", help="the GPU map: widths to 512, 100x lengths")
