@@ -21,7 +21,7 @@ from looped.runtime.checkpoint import checkpoint_dir
 from looped.runtime.lock import dir_lock
 from looped.runtime.metrics import read_metrics
 from looped.studies import bios, engine
-from looped.studies.engine import MICRO, name_of
+from looped.studies.engine import MICRO, name_of, ratio_of_means
 from looped.studies.probes import agreement_at
 from looped.studies.report import diagnose as report
 from looped.studies.results import own_wall, write_result
@@ -122,6 +122,10 @@ def collect(settings: DiagnoseSettings, specs: dict[str, Planned], runs_dir: Pat
         if variant in PROBED:  # the first seed's checkpoints
             entry["agreement"] = _agreement(settings, runs_dir / runs[0].name, runs[0].save_steps)
         out[variant] = entry
+    base = [{"mean_nll": m} for m in out["uniform"]["seed_mean_nll"]]
+    for entry in out.values():  # the gap to uniform, unpaired (the variants' seeds differ)
+        mine = [{"mean_nll": m} for m in entry["seed_mean_nll"]]
+        entry["vs_uniform"] = ratio_of_means(mine, base) - 1
     return out
 
 

@@ -49,12 +49,11 @@ def _norms(variant: str, entry: dict) -> tuple[float, float] | None:
 def format_summary(result: dict) -> str:
     """One row per variant: mean NLL over depths, against uniform, and the gradient norms."""
     v = result["variants"]
-    base = v["uniform"]["mean_nll"]
     rows = []
     for variant, e in v.items():
         n = _norms(variant, e)
         norms = [f"{n[0]:.2f}", f"{n[1]:.2f}"] if n else ["-", "-"]
-        nll = [f"{e['mean_nll']:.3f}", f"{e['mean_nll'] / base - 1:+.1%}"]
+        nll = [f"{e['mean_nll']:.3f}", f"{e['vs_uniform']:+.1%}"]
         rows.append([label(variant), *nll, *norms])
     return md_table(SUMMARY, rows)
 
