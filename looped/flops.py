@@ -192,26 +192,14 @@ def preset_rows(name: str) -> list[dict]:
     for spec in specs:
         sched = parse_schedule(spec, seed=cfg.seed)
         total = schedule_flops(m, sched, steps, tps, seq_len)
-        row = {
-            "preset": name,
-            "schedule": str(sched),
-            "reference": str(reference),
-            "params": n_params,
-            "non_embedding_params": n_non_embed,
-            "seq_len": seq_len,
-            "tokens_per_step": tps,
-            "fixed_cost": fixed,
-            "loop_cost": loop,
-            "fixed_over_loop": fixed / loop,
-            "flops_per_token_by_depth": by_depth,
-            "steps": steps,
-            "full_budget_flops": cfg.full_budget_flops or None,
-            "mean_depth": sched.mean_depth(steps),
-            "switch_step": sched.switch_step(steps),
-            "total_flops": total,
-            "flops_per_token": total / (steps * tps),
-            "saving_vs_uniform": saving(m, sched, reference, steps, seq_len),
-        }
+        row = {"preset": name, "schedule": str(sched), "reference": str(reference)}
+        row |= {"params": n_params, "non_embedding_params": n_non_embed, "seq_len": seq_len}
+        row |= {"tokens_per_step": tps, "fixed_cost": fixed, "loop_cost": loop}
+        row |= {"fixed_over_loop": fixed / loop, "flops_per_token_by_depth": by_depth}
+        row |= {"steps": steps, "full_budget_flops": cfg.full_budget_flops or None}
+        row |= {"mean_depth": sched.mean_depth(steps), "switch_step": sched.switch_step(steps)}
+        row |= {"total_flops": total, "flops_per_token": total / (steps * tps)}
+        row["saving_vs_uniform"] = saving(m, sched, reference, steps, seq_len)
         if cfg.full_budget_flops:
             row["steps_for_full_budget"] = steps_for_budget(
                 m, sched, cfg.full_budget_flops, tps, seq_len

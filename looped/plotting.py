@@ -200,10 +200,8 @@ def fig_architecture(depth: int = 4) -> Any:
     fig, ax = plt.subplots(figsize=(1.25 * len(boxes) + 1.2, 2.4))
     colors = {"P": "#8da0cb", "A": "#66c2a5", "H": "#fc8d62"}
     for i, name in enumerate(boxes):
-        box = FancyBboxPatch(
-            (i + 0.2, 0.15), 0.6, 0.7, boxstyle="round,pad=0.02", fc=colors[name], ec="k", lw=0.8
-        )
-        ax.add_patch(box)
+        style = {"boxstyle": "round,pad=0.02", "fc": colors[name], "ec": "k", "lw": 0.8}
+        ax.add_patch(FancyBboxPatch((i + 0.2, 0.15), 0.6, 0.7, **style))
         ax.text(i + 0.5, 0.5, name if name != "A" else f"A\n(k={i})", ha="center", va="center")
         ax.add_patch(_arrow((i - 0.2, 0.5), (i + 0.2, 0.5)))
     for k in range(2, depth + 1):  # input injection: e = P(x) re-enters loops 2..K
@@ -212,8 +210,7 @@ def fig_architecture(depth: int = 4) -> Any:
     ax.add_patch(_arrow((len(boxes) - 0.2, 0.5), (len(boxes) + 0.2, 0.5)))
     ax.text(-0.25, 0.5, "tokens", ha="right", va="center")
     ax.text(len(boxes) + 0.25, 0.5, "logits", ha="left", va="center")
-    ax.set_xlim(-1.3, len(boxes) + 0.9)
-    ax.set_ylim(-0.1, 1.9)
+    ax.set(xlim=(-1.3, len(boxes) + 0.9), ylim=(-0.1, 1.9))
     ax.axis("off")
     ax.set_title(
         f"$P \\to A^{{{depth}}} \\to H$: one block's weights, applied {depth} times "

@@ -55,12 +55,8 @@ def format_table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = described("looped flops", __doc__)
     parser.add_argument("--json", action="store_true", help="print a JSON list of records")
-    parser.add_argument(
-        "--preset",
-        action="append",
-        metavar="NAME",
-        help=f"preset name or YAML path (repeatable; default: all of {', '.join(preset_names())})",
-    )
+    presets = f"preset name or YAML path (repeatable; default: all of {', '.join(preset_names())})"
+    parser.add_argument("--preset", action="append", metavar="NAME", help=presets)
     parser.add_argument(
         "--tflops",
         type=float,

@@ -27,10 +27,8 @@ def _parser() -> Parser:
     add("--out", required=True, help="run directory (checkpoints, metrics.jsonl)")
     add("--resume", action="store_true", help="continue from the latest checkpoint in --out")
     add("--init-from", help="start a new run from this run's/checkpoint's weights")
-    add(
-        "--branch-from",
-        help="continue another run's checkpoint (weights, optimizer, step) under this config",
-    )
+    branch = "continue another run's checkpoint (weights, optimizer, step) under this config"
+    add("--branch-from", help=branch)
     add("--budget-flops", type=float, help="stop at this many modeled training FLOPs")
     add("--budget-frac", type=float, help="budget as a fraction of the preset's full budget")
     add("--quiet", action="store_true", help="no progress bar")
@@ -39,18 +37,13 @@ def _parser() -> Parser:
 
 def _overrides(args: argparse.Namespace) -> list[str]:
     """The overrides; a budget flag sets the length (max_steps=0) unless one is given."""
-    overrides = list(args.overrides)
-    if (args.budget_flops is not None or args.budget_frac is not None) and not any(
-        o.startswith("max_steps=") for o in overrides
-    ):
-        overrides.append("max_steps=0")
-    if args.budget_flops is not None:
-        overrides.append(f"budget_flops={args.budget_flops}")
-    if args.budget_frac is not None:
-        if not 0 < args.budget_frac:
-            raise UserError(f"--budget-frac={args.budget_frac} must be > 0")
-        overrides.append(f"budget_frac={args.budget_frac}")
-    return overrides
+    if args.budget_frac is not None and not 0 < args.budget_frac:
+        raise UserError(f"--budget-frac={args.budget_frac} must be > 0")
+    budgets = {"budget_flops": args.budget_flops, "budget_frac": args.budget_frac}
+    given = [f"{key}={value}" for key, value in budgets.items() if value is not None]
+    if given and not any(o.startswith("max_steps=") for o in args.overrides):
+        given.insert(0, "max_steps=0")
+    return [*args.overrides, *given]
 
 
 def main(argv: list[str]) -> int:
@@ -59,14 +52,9 @@ def main(argv: list[str]) -> int:
     if args.print_config:
         print(to_yaml(cfg), end="")
         return 0
-    summary = train(
-        cfg,
-        args.out,
-        resume=args.resume,
-        init_from=args.init_from,
-        branch_from=args.branch_from,
-        quiet=args.quiet,
-    )
+    # the flags are the RunOptions fields of the same name
+    options = {key: getattr(args, key) for key in ("resume", "init_from", "branch_from", "quiet")}
+    summary = train(cfg, args.out, **options)
     if "stopped" in summary:
         return 130
     if int(os.environ.get("RANK", 0)) == 0:

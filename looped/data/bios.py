@@ -113,16 +113,13 @@ class BiosCorpus:
         return [q.text for q in self.queries if q.kind == "bio"]
 
     def summary(self) -> dict[str, float]:
-        bios = [len(self.tokenizer.encode(t)) for t in self.eval_texts]
-        return {
-            "persons": len(self.persons),
-            "train_texts": len(self.train_texts),
-            "train_tokens": sum(len(self.tokenizer.encode(t)) + 1 for t in self.train_texts),
-            "vocab_size": self.tokenizer.vocab_size,
-            "tokens_per_bio_max": max(bios),
-            "bits_per_person": sum(self.pools.entropy_bits(a) for a in ATTRIBUTES),
-            "two_hop_queries": sum(q.kind == "two_hop" for q in self.queries),
-        }
+        tok = self.tokenizer
+        out = {"persons": len(self.persons), "train_texts": len(self.train_texts)}
+        out["train_tokens"] = sum(len(tok.encode(t)) + 1 for t in self.train_texts)  # + 1: its EOS
+        out["vocab_size"] = tok.vocab_size
+        out["tokens_per_bio_max"] = max(len(tok.encode(t)) for t in self.eval_texts)
+        out["bits_per_person"] = sum(self.pools.entropy_bits(a) for a in ATTRIBUTES)
+        return out | {"two_hop_queries": sum(q.kind == "two_hop" for q in self.queries)}
 
     def save(self, out_dir: str | Path) -> None:
         """Write config/pools/tokenizer JSON and a `datasets` DatasetDict (train, queries,

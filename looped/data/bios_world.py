@@ -134,14 +134,9 @@ class BiosConfig:
         return cls(**{**BIOS_S_SIZES, **overrides})
 
     def pool_sizes(self) -> dict[str, int]:
-        return {
-            "birth_date": len(MONTHS) * N_DAYS * self.n_years,
-            "birth_city": self.n_cities,
-            "university": self.n_universities,
-            "major": self.n_majors,
-            "employer": self.n_employers,
-            "gender": len(PRONOUNS),
-        }
+        sizes = {"birth_date": len(MONTHS) * N_DAYS * self.n_years, "birth_city": self.n_cities}
+        sizes |= {"university": self.n_universities, "major": self.n_majors}
+        return sizes | {"employer": self.n_employers, "gender": len(PRONOUNS)}
 
     def check(self) -> None:
         """Raise UserError naming the first field that cannot work."""

@@ -45,12 +45,9 @@ def hellaswag_preprocess(text: str) -> str:
 
 
 def hellaswag_item(doc: dict) -> MCItem:
-    ctx = doc["ctx_a"] + " " + doc["ctx_b"].capitalize()
-    return MCItem(
-        context=hellaswag_preprocess(doc["activity_label"] + ": " + ctx),
-        choices=[hellaswag_preprocess(e) for e in doc["endings"]],
-        gold=int(doc["label"]),
-    )
+    context = doc["activity_label"] + ": " + doc["ctx_a"] + " " + doc["ctx_b"].capitalize()
+    choices = [hellaswag_preprocess(e) for e in doc["endings"]]
+    return MCItem(hellaswag_preprocess(context), choices, int(doc["label"]))
 
 
 def piqa_item(doc: dict) -> MCItem:
@@ -215,7 +212,6 @@ def evaluate_tasks(
     batch_size: int = 16,
     device: str | torch.device | None = None,
     data_files: dict[str, str] | None = None,
-    max_length: int | None = None,
 ) -> dict[str, dict[int, dict[str, float]]]:
     """{task: {depth: {acc, acc_norm, acc_stderr, acc_norm_stderr, n}}}, zero-shot; ``data_files``
     maps a task to a local file in its hub schema (others load from the hub)."""
@@ -225,7 +221,7 @@ def evaluate_tasks(
         items = load_items(task, (data_files or {}).get(task), limit)
         if not items:
             raise UserError(f"{task}: no items to score; check the data file or --limit")
-        lls = score_items(model, tokenizer, items, depths, batch_size, device, max_length)
+        lls = score_items(model, tokenizer, items, depths, batch_size, device)
         results[task] = {}
         for d in depths:
             scores = np.array([mc_scores(ll, item) for ll, item in zip(lls[d], items)])

@@ -106,23 +106,14 @@ def summarize(qs: QuerySet, nll: Tensor, ok: Tensor) -> dict[str, dict[str, floa
     """{attribute: {bits, nll, acc, entropy, n}} from per-row losses: mean first, then clamp."""
     out = {}
     for a, attr in enumerate(qs.attributes):
-        mean_nll = nll[:, a].double().mean().item()
-        out[attr] = {
-            "bits": bits_from_entropy(mean_nll, qs.entropy[attr]),
-            "nll": mean_nll,
-            "acc": ok[:, a].double().mean().item(),
-            "entropy": qs.entropy[attr],
-            "n": len(qs.rows),
-        }
+        mean_nll, entropy = nll[:, a].double().mean().item(), qs.entropy[attr]
+        out[attr] = {"bits": bits_from_entropy(mean_nll, entropy), "nll": mean_nll}
+        out[attr] |= {"acc": ok[:, a].double().mean().item(), "entropy": entropy, "n": len(qs.rows)}
     return out
 
 
 def recall_by_depth(
-    model: Any,
-    corpus: Any,
-    depths: Iterable[int],
-    batch_size: int = 64,
-    device: str = "cpu",
+    model: Any, corpus: Any, depths: Iterable[int], batch_size: int = 64, device: str = "cpu"
 ) -> dict[int, dict[str, Any]]:
     """{depth: {"bits_per_person", "full_bits_per_person", "attributes": {attr: summary},
     "two_hop", "employer_city"}} (the last two only with two-hop facts, never summed in)."""
@@ -138,11 +129,9 @@ def recall_by_depth(
     result: dict[int, dict[str, Any]] = {}
     for d in depths:
         attrs = summarize(sets["bio"], *scored["bio"][d])
-        row: dict[str, Any] = {
-            "bits_per_person": sum(v["bits"] for v in attrs.values()),
-            "full_bits_per_person": sum(v["entropy"] for v in attrs.values()),
-            "attributes": attrs,
-        }
+        row: dict[str, Any] = {"bits_per_person": sum(v["bits"] for v in attrs.values())}
+        row["full_bits_per_person"] = sum(v["entropy"] for v in attrs.values())
+        row["attributes"] = attrs
         for kind in ("two_hop", "employer_city"):
             if kind in sets:
                 row[kind] = summarize(sets[kind], *scored[kind][d])[kind]

@@ -184,11 +184,9 @@ def _load_state_file(ckpt: Path) -> dict[str, Any]:
         named = re.search(r"GLOBAL (\S+)", str(err))
         inner = err.__cause__ or err.__context__  # the unpickler's reason, not torch's advice
         reason = first_line(inner) if inner is not None else "the weights-only reader refuses it"
-        why = (
-            f"loading it would call {named.group(1)}"
-            if named
-            else f"it is not a pickle of plain data ({reason})"
-        )
+        why = f"it is not a pickle of plain data ({reason})"
+        if named:
+            why = f"loading it would call {named.group(1)}"
         raise UserError(  # not DamagedCheckpoint: `--resume` must not fall back past it
             f"checkpoint file {path} is refused, nothing in it was run: {why}; a checkpoint holds "
             "only tensors, numbers, strings and plain containers, so use one from a source you trust"

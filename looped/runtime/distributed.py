@@ -1,6 +1,7 @@
 """What changes when the trainer runs under torchrun (DDP or FSDP2): the process group, the
 wrapped model, the gradient sync of micro-batches, a checkpoint's full weights and optimizer
-state from sharded parameters, and stop requests. One process (no torchrun) takes the plain path of each helper.
+state from sharded parameters, and stop requests. One process (no torchrun) takes the plain path
+of each helper.
 """
 
 from __future__ import annotations
@@ -31,9 +32,8 @@ class Dist:
         if self.enabled and not torch.distributed.is_initialized():
             if self.device.type == "cuda":
                 torch.cuda.set_device(self.device)
-            torch.distributed.init_process_group(
-                backend="nccl" if self.device.type == "cuda" else "gloo"
-            )
+            backend = "nccl" if self.device.type == "cuda" else "gloo"
+            torch.distributed.init_process_group(backend=backend)
 
     @property
     def main(self) -> bool:
@@ -69,12 +69,9 @@ def wrap_distributed(
         # Evaluation calls forward_depths, not forward: it must gather the root's shards too.
         register_fsdp_forward_method(model, "forward_depths")
         return model
+    device_ids = [dist.device.index] if dist.device.type == "cuda" else None
     # Searching the graph for unused parameters costs time every step, so only when needed.
-    return DDP(
-        model,
-        device_ids=[dist.device.index] if dist.device.type == "cuda" else None,
-        find_unused_parameters=may_leave_unused(model, depths),
-    )
+    return DDP(model, device_ids=device_ids, find_unused_parameters=may_leave_unused(model, depths))
 
 
 def may_leave_unused(model: LoopedTransformer, depths: Iterable[int]) -> bool:
@@ -116,24 +113,18 @@ def full_state(
 
 
 def load_optimizer_state(
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    state: dict[str, Any],
-    sharded: bool,
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any], sharded: bool
 ) -> None:
     """Restore a checkpoint's full optimizer state (scattered to the shards when sharded); torch
     moves the AdamW moments to their parameters' device, "step" stays on the CPU."""
-    if sharded:  # torch.distributed.checkpoint: slow to import, see full_state
-        from torch.distributed.checkpoint.state_dict import (
-            StateDictOptions,
-            set_optimizer_state_dict,
-        )
-
-        set_optimizer_state_dict(
-            model, optimizer, state, options=StateDictOptions(full_state_dict=True)
-        )
+    if not sharded:
+        optimizer.load_state_dict(state)
         return
-    optimizer.load_state_dict(state)
+    # torch.distributed.checkpoint: slow to import, see full_state
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+    options = StateDictOptions(full_state_dict=True)
+    set_optimizer_state_dict(model, optimizer, state, options=options)
 
 
 class StopRequested:

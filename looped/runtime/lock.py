@@ -132,9 +132,7 @@ def _read(path: Path) -> Holder | None:
     """The holder a lock file names (JSON only); None for a missing, empty or unreadable one."""
     try:
         data = json.loads(path.read_text())
-        return Holder(
-            int(data["pid"]), str(data["host"]), str(data["started"]), str(data["command"])
-        )
+        return Holder(int(data["pid"]), *(str(data[k]) for k in ("host", "started", "command")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

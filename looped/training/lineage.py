@@ -188,11 +188,8 @@ def check_branch(
                 "the data independent of the process count"
             )
         raise _refusal(f"branch from {ckpt}", diffs, "; or ".join(fixes))
-    parent_run = (
-        parse_schedule(state["schedule"], parent.seed),
-        state["total_steps"],
-        parent.optim,
-    )
+    parent_schedule = parse_schedule(state["schedule"], parent.seed)
+    parent_run = (parent_schedule, state["total_steps"], parent.optim)
     micros = cfg.grad_accum if cfg.depth_per_micro else 1
     first = _divergence(parent_run, (schedule, total, cfg.optim), step, micros)
     if first is not None:

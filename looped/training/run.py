@@ -38,7 +38,6 @@ class RunOptions:
     save_steps: tuple[int, ...] = ()  # extra checkpoints at these steps, never pruned
     eval_steps: tuple[int, ...] = ()  # extra evaluations at these steps
     on_step: Any = None  # on_step(done, total, loss, depth) replaces the bar (demo workers)
-    desc: str | None = None  # progress bar label (default: the run directory name)
 
 
 @dataclass
@@ -81,7 +80,8 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
         if dist.main and not opts.quiet:
             print(f"{out} already finished {total} steps; nothing to resume", file=sys.stderr)
         return None
-    wrapped, optimizer = _place(model, cfg, dist, schedule, total, start.optimizer)
+    depths = [k for k, n in schedule.step_counts(total).items() if n > 0]  # the K it trains at
+    wrapped, optimizer = _place(model, cfg, dist, depths, start.optimizer)
     if dist.main:
         with writing(out):  # the first write: everything before it only reads
             out.mkdir(parents=True, exist_ok=True)
@@ -156,18 +156,13 @@ def total_steps_for(cfg: TrainConfig, world_size: int = 1) -> int:
 
 
 def _place(
-    model: LoopedTransformer,
-    cfg: TrainConfig,
-    dist: Dist,
-    schedule: Schedule,
-    total: int,
-    state: dict[str, Any] | None,
+    model: LoopedTransformer, cfg: TrainConfig, dist: Dist, depths: list[int], state: dict | None
 ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
-    """The model on its device (compiled, wrapped or sharded) and its optimizer."""
+    """The model on its device (compiled, wrapped or sharded) and its optimizer, with `state` (the
+    checkpoint's) when it continues one; `depths`: the K the run trains at (DDP needs them)."""
     model.to(dist.device)
     if cfg.compile:
         model.compile_block()
-    depths = [k for k, n in schedule.step_counts(total).items() if n > 0]
     wrapped = wrap_distributed(model, cfg.fsdp, dist, depths)
     optimizer = make_optimizer(model, cfg.optim)  # after sharding: FSDP2 swaps in DTensor params
     if state is not None:

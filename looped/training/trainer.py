@@ -84,13 +84,8 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
         f"FLOPs, {run.model.num_params() / 1e6:.2f}M params"
     )
     start = run.start  # a resumed run's clocks go on from its checkpoint: its seconds are its own
-    progress = Progress(
-        flops=start.flops,
-        flops_last=start.flops,
-        last_loss=start.loss,
-        t0=time.time() - start.wall,
-        overhead=start.wall - start.train_wall,
-    )
+    progress = Progress(flops=start.flops, flops_last=start.flops, last_loss=start.loss)
+    progress.t0, progress.overhead = time.time() - start.wall, start.wall - start.train_wall
     stopped = _loop(run, progress)
     if stopped is not None:
         print(f"stopped at step {stopped}; continue with --resume", file=sys.stderr)
@@ -104,14 +99,13 @@ def _train(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> dict[st
 # -- the loop --------------------------------------------------------------------------------
 def _loop(run: Run, progress: Progress) -> int | None:
     """Train to the end; returns the step at which a stop request (Ctrl-C) saved it."""
-    cfg, opts = run.cfg, run.opts
+    cfg, opts, first = run.cfg, run.opts, run.start.step
     hidden = opts.quiet or opts.on_step is not None or not run.dist.main
-    desc = opts.desc or run.out.name
     bar = tqdm(
-        total=run.total, initial=run.start.step, desc=desc, disable=hidden, dynamic_ncols=True
+        total=run.total, initial=first, desc=run.out.name, disable=hidden, dynamic_ncols=True
     )
     with bar, StopRequested() as stop:
-        for step in range(run.start.step, run.total):
+        for step in range(first, run.total):
             depths = step_depths(run, step)
             lr = lr_at(step, run.total, cfg.optim)
             done = step + 1
@@ -223,25 +217,16 @@ def log_train(
     device, world = run.dist.device, run.dist.world
     peak = peak_flops(device_name(device), run.cfg.dtype)
     mfu = (progress.flops - progress.flops_last) / dt / (peak * world) if peak else None
-    cuda = device.type == "cuda"
     if grad_norm is not None:  # FSDP: a DTensor
         grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
-    record = {
-        "kind": "train",
-        "step": done,
-        "loss": loss,
-        "depth": depths[0],
-        "lr": lr,
-        "grad_norm": None if grad_norm is None else float(grad_norm),
-        **({"depths": depths} if run.cfg.depth_per_micro else {}),
-        "tokens": done * run.tokens_per_step,
-        "flops": progress.flops,
-        "wall": now - progress.t0,
-        "train_wall": now - progress.t0 - progress.overhead,
-        "tokens_per_s": progress.tokens_since / dt,
-        "mfu": mfu,
-        "mem_gb": torch.cuda.max_memory_allocated(device) / 2**30 if cuda else None,
-    }
+    record = {"kind": "train", "step": done, "loss": loss, "depth": depths[0], "lr": lr}
+    record["grad_norm"] = None if grad_norm is None else float(grad_norm)
+    record |= {"depths": depths} if run.cfg.depth_per_micro else {}
+    record |= {"tokens": done * run.tokens_per_step, "flops": progress.flops}
+    record |= {"wall": now - progress.t0, "train_wall": now - progress.t0 - progress.overhead}
+    record |= {"tokens_per_s": progress.tokens_since / dt, "mfu": mfu}
+    cuda = device.type == "cuda"
+    record["mem_gb"] = torch.cuda.max_memory_allocated(device) / 2**30 if cuda else None
     run.log.append(record)
     progress.tokens_since, progress.t_last, progress.flops_last = 0, now, progress.flops
 
@@ -273,19 +258,12 @@ def duration(seconds: float) -> str:
 def evaluate_now(run: Run, progress: Progress, step: int) -> dict[str, Any]:
     """Evaluate at every serving depth and log the record (its time counts as overhead)."""
     started = time.time()
-    cfg = run.cfg
-    run.model.eval()
-    with autocast(run.dist.device, cfg.dtype):
+    cfg, device = run.cfg, run.dist.device
+    depths = parse_depths(cfg.eval_depths)
+    with autocast(device, cfg.dtype):  # `evaluate` puts the model in eval mode and back
         result = evaluate(
-            run.model,
-            run.source,
-            parse_depths(cfg.eval_depths),
-            cfg.batch_size,
-            cfg.seq_len,
-            cfg.eval_batches,
-            run.dist.device,
+            run.model, run.source, depths, cfg.batch_size, cfg.seq_len, cfg.eval_batches, device
         )
-    run.model.train()
     record = {"kind": "eval", "step": step, "flops": progress.flops, **result}
     run.log.append(record)
     progress.overhead += time.time() - started
@@ -300,20 +278,14 @@ def save(run: Run, progress: Progress, step: int) -> None:
     weights, opt_state = full_state(run.model, run.optimizer, run.dist.enabled and cfg.fsdp)
     if not run.dist.main:
         return
-    state = {
-        "step": step,
-        "total_steps": run.total,
-        "schedule": str(run.schedule),
-        "optimizer": opt_state,
-        "flops": progress.flops,
-        "wall": started - progress.t0,  # the clocks a resume goes on from (`Restored.wall`)
-        "train_wall": started - progress.t0 - progress.overhead,
-        "lineage": run.start.lineage,
-        "lr_schedule": [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps],
-        "world_size": run.dist.world,  # checked on resume and branch (lineage.check_resume)
-        "run_id": run.start.run_id,  # binds the checkpoint's files together (checkpoint.load_state)
-        "loss": progress.last_loss,  # the summary's final_loss when resumed at the last step
-    }
+    state = {"step": step, "total_steps": run.total, "schedule": str(run.schedule)}
+    state |= {"optimizer": opt_state, "flops": progress.flops}
+    wall = started - progress.t0  # the clocks a resume goes on from (`Restored.wall`)
+    state |= {"wall": wall, "train_wall": wall - progress.overhead, "lineage": run.start.lineage}
+    state["lr_schedule"] = [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps]
+    state["world_size"] = run.dist.world  # checked on resume and branch (lineage.check_resume)
+    state["run_id"] = run.start.run_id  # binds the checkpoint's files together (load_state)
+    state["loss"] = progress.last_loss  # the summary's final_loss when resumed at the last step
     keep = tuple(run.opts.save_steps)
     ckpt_lib.save_checkpoint(run.out, step, weights, state, to_yaml(cfg), cfg.keep_last, keep)
     progress.overhead += time.time() - started
@@ -321,18 +293,12 @@ def save(run: Run, progress: Progress, step: int) -> None:
 
 def write_summary(run: Run, progress: Progress) -> dict[str, Any]:
     """The run's summary, returned and written to summary.json (the run is then finished)."""
-    summary = {
-        "steps": run.total,
-        "schedule": str(run.schedule),
-        "flops": progress.flops,
-        "final_loss": progress.last_loss,
-        "wall": time.time() - progress.t0,
-        "params": run.model.num_params(),
-        "device": run.dist.device.type,  # "cpu" | "cuda": a study flags a cell mixing the two
-        "tokens": run.total * run.tokens_per_step,
-        "switch_step": run.schedule.switch_step(run.total),
-        "eval": progress.last_eval,
-        "lineage": run.start.lineage,
-    }
+    summary = {"steps": run.total, "schedule": str(run.schedule), "flops": progress.flops}
+    summary |= {"final_loss": progress.last_loss, "wall": time.time() - progress.t0}
+    summary["params"] = run.model.num_params()
+    summary["device"] = run.dist.device.type  # "cpu" | "cuda": a study flags a cell mixing the two
+    summary["tokens"] = run.total * run.tokens_per_step
+    summary["switch_step"] = run.schedule.switch_step(run.total)
+    summary |= {"eval": progress.last_eval, "lineage": run.start.lineage}
     run.log.finish(summary)
     return summary
