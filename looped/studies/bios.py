@@ -186,16 +186,9 @@ def collect(specs: Iterable[Planned], runs_dir: Path) -> list[dict]:
         row |= {k: getattr(spec, k) for k in ("budget", "seed", "group", "steps", "lr")}
         row |= {"switch_step": switch, "wall": wall}
         row |= {"flops_sampled": summary["flops"], "flops": spec.flops()}
-        rows.append(
-            row
-            | {
-                "parent": spec.parent,
-                "branch_step": spec.branch_step or None,
-                **eval_row(evals[-1]),
-                "pre_switch": eval_row(pre[0]) if pre else None,
-                "curve": [[m["step"], m["loss"], m["depth"]] for m in records],
-            }
-        )
+        row |= {"parent": spec.parent, "branch_step": spec.branch_step or None}
+        row |= eval_row(evals[-1]) | {"pre_switch": eval_row(pre[0]) if pre else None}
+        rows.append(row | {"curve": [[m["step"], m["loss"], m["depth"]] for m in records]})
     return rows
 
 
@@ -337,18 +330,15 @@ def fact_nll(row: dict) -> float:
 
 
 def _summary_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
-    """One schedule's row: seed means, the seed spread of its mean fact NLL and of its paired gap."""
+    """One schedule's row: seed means, and the seed spreads of its fact NLL and paired gap."""
     depths = runs[0]["depths"]
     shown = [k for k in (1, 4, 8, 16) if k in depths]
     bits = np.mean([r["bits"] for r in runs], axis=0) if "bits" in runs[0] else None
     nll = spread([fact_nll(r) for r in runs])
     paired = paired_values(runs, uni, fact_nll)
     return {
-        "schedule": schedule,
-        "label": label(schedule),
-        "seeds": len(runs),
-        "steps": runs[0]["steps"],
-        "lr": runs[0].get("lr"),
+        **{"schedule": schedule, "label": label(schedule), "seeds": len(runs)},
+        **{"steps": runs[0]["steps"], "lr": runs[0].get("lr")},
         "compute_vs_uniform": ratio_of_means(runs, uni, lambda r: r["flops"]),
         "wall_vs_uniform": ratio_of_means(runs, uni, lambda r: r["wall"]),
         "mean_fact_nll": nll["mean"],

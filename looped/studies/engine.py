@@ -53,6 +53,7 @@ SCHEDULES = (paper.UNIFORM, paper.RECIPES_1B[1], paper.RECIPE_200M, MICRO)  # th
 LATER = {paper.UNIFORM: 0, paper.RECIPES_1B[1]: 0, paper.RECIPE_200M: 20, MICRO: 40}
 
 Grid = dict[str, dict[float, tuple[int, ...]]]  # schedule -> LR -> the lengths trained at it
+Value = Callable[[dict], float]  # what a gap compares of a row: its mean NLL, FLOPs, wall time
 
 
 def name_of(schedule: str, lr: float, seed: int, steps: int = 0, budget: float = 0.0) -> str:
@@ -214,10 +215,9 @@ def choose_each(points: Iterable[tuple[Hashable, float, float]]) -> dict[Hashabl
 def choose(runs: dict[str, Planned], study: Study) -> dict:
     """`choose_lr` per schedule and length, over the finished runs of `runs` (the LR seeds')."""
     done = [p for p in runs.values() if study.finished(p)]
+    points = [((p.schedule, p.steps), p.lr, study.val_nll(p)) for p in done]
     out: dict[str, dict[int, dict]] = {}
-    for (schedule, steps), chosen in choose_each(
-        ((p.schedule, p.steps), p.lr, study.val_nll(p)) for p in done
-    ).items():
+    for (schedule, steps), chosen in choose_each(points).items():
         out.setdefault(schedule, {})[steps] = chosen
     return out
 
@@ -225,16 +225,9 @@ def choose(runs: dict[str, Planned], study: Study) -> dict:
 def sweep_rows(runs: dict[str, Planned], study: Study) -> list[dict]:
     """The LR seeds' runs as the results file keeps them (reusable with `resume_from`)."""
     return [
-        {
-            "run": n,
-            "config_sha": fingerprint(p.cfg),
-            "schedule": p.schedule,
-            "lr": p.lr,
-            "seed": p.seed,
-            "steps": p.steps,
-            "val_nll": study.val_nll(p),
-            "escape_step": sweep_escape(p, study),
-        }
+        {"run": n, "config_sha": fingerprint(p.cfg), "schedule": p.schedule, "lr": p.lr}
+        | {"seed": p.seed, "steps": p.steps, "val_nll": study.val_nll(p)}
+        | {"escape_step": sweep_escape(p, study)}
         for n, p in sorted(runs.items())
         if study.finished(p)
     ]
@@ -290,24 +283,23 @@ def score(runs: dict[str, Planned], study: Study) -> list[dict]:
     """One row per finished reported run, scored on the test windows once (cached in `study`)."""
     rows = []
     for p in runs.values():
+        run_dir = study.runs_dir / p.name
         if (cached := study.row(p)) is not None:
             # rows written before `epochs` was recorded get it here; a run on this disk reads its
             # escape again (rows written before it followed a branch back to its trunk)
             mine = {"epochs": cached.get("epochs", epochs(cached, study.corpus))}
             mine["device"] = device_of(cached)
-            if (study.runs_dir / p.name / "metrics.jsonl").is_file():
-                mine["escape_step"] = escape_step(
-                    trunk_train(study.runs_dir / p.name), study.bigram
-                )
+            if (run_dir / "metrics.jsonl").is_file():
+                mine["escape_step"] = escape_step(trunk_train(run_dir), study.bigram)
             rows.append(cached | mine)
-            continue
-        run_dir = study.runs_dir / p.name
-        if not study.finished(p) or diverged(run_dir):
-            continue
-        study.cached[p.name] = row = measure(p, study)
-        rows.append(row)
+        elif study.finished(p) and not diverged(run_dir):
+            study.cached[p.name] = row = measure(p, study)
+            rows.append(row)
     order = {s: i for i, s in enumerate(SCHEDULES)}
-    key = lambda r: (r["steps"], order.get(r["schedule"], 9), r["schedule"], r["seed"], r["lr"])  # noqa: E731
+
+    def key(r: dict) -> tuple:  # by length, then the pool's order of schedules, seed and LR
+        return (r["steps"], order.get(r["schedule"], 9), r["schedule"], r["seed"], r["lr"])
+
     return sorted(rows, key=key)
 
 
@@ -318,17 +310,10 @@ def measure(p: Planned, study: Study) -> dict:
     train = [m for m in read_metrics(run_dir) if m["kind"] == "train"]
     tokens = p.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len
     return {
-        "run": p.name,
-        "config_sha": fingerprint(p.cfg),
-        "schedule": p.schedule,
-        "label": paper.label(p.schedule),
-        "steps": p.steps,
-        "seed": p.seed,
-        "lr": p.lr,
-        "tokens": tokens,
-        "epochs": epochs({"tokens": tokens}, study.corpus),
-        "d_model": p.cfg.model.d_model,
-        "vocab_size": p.cfg.model.vocab_size,
+        **{"run": p.name, "config_sha": fingerprint(p.cfg), "schedule": p.schedule},
+        **{"label": paper.label(p.schedule), "steps": p.steps, "seed": p.seed, "lr": p.lr},
+        **{"tokens": tokens, "epochs": epochs({"tokens": tokens}, study.corpus)},
+        **{"d_model": p.cfg.model.d_model, "vocab_size": p.cfg.model.vocab_size},
         "params": model.num_params(),
         "params_non_embedding": model.num_params(non_embedding=True),
         "escape_step": escape_step(trunk_train(run_dir), study.bigram),
@@ -371,28 +356,21 @@ def mean_nll(row: dict) -> float:
     return row["mean_nll"]
 
 
-def paired_values(
-    mine: list[dict], ref: list[dict], value: Callable[[dict], float] = mean_nll
-) -> list[float]:
+def paired_values(mine: list[dict], ref: list[dict], value: Value = mean_nll) -> list[float]:
     """The one definition of the gap, per seed: value(ours) / value(ref's same seed) - 1
     (positive: ours is higher, i.e. behind); seeds `ref` lacks are left out."""
     by_seed = {r["seed"]: r for r in ref}
     return [value(r) / value(by_seed[r["seed"]]) - 1 for r in mine if r["seed"] in by_seed]
 
 
-def ratio_of_means(
-    mine: list[dict], ref: list[dict], value: Callable[[dict], float] = mean_nll
-) -> float:
+def ratio_of_means(mine: list[dict], ref: list[dict], value: Value = mean_nll) -> float:
     """mean value(ours) / mean value(ref) over seeds, unpaired: compute and wall time (the same
     for every seed), and the gap where no seed pairs (value - 1)."""
     return float(np.mean([value(r) for r in mine]) / np.mean([value(r) for r in ref]))
 
 
 def paired_gap(
-    mine: list[dict],
-    ref: list[dict],
-    value: Callable[[dict], float] = mean_nll,
-    looks: tuple[int, ...] = (),
+    mine: list[dict], ref: list[dict], value: Value = mean_nll, looks: tuple[int, ...] = ()
 ) -> stats.Interval:
     """The paired gap and its 95% interval over log ratios: a t interval, or with `looks` the
     group-sequential one of a study whose seeds come in rounds."""

@@ -31,9 +31,9 @@ def plane(points: list[tuple[float, float, float]]) -> np.ndarray | None:
     return np.linalg.lstsq(x, np.array([g for *_, g in points]), rcond=None)[0]
 
 
-def gap_fit(cells: list[dict], tolerance: float, widths: dict[int, float] | None = None) -> dict:
+def gap_fit(cells: list[dict], tolerance: float) -> dict:
     """The per-seed planes, their coefficients' intervals, each width's crossings of 0 and of
-    `tolerance`, and the gap predicted at 200M parameters. `widths`: d -> non-embedding params."""
+    `tolerance`, and the gap predicted at 200M parameters."""
     points: dict[int, list[tuple[float, float, float]]] = {}  # seed -> its cells' (T, P, gap)
     for c in cells:
         tpp, params = c["tokens_per_non_embedding_param"], c["params_non_embedding"]
@@ -45,19 +45,17 @@ def gap_fit(cells: list[dict], tolerance: float, widths: dict[int, float] | None
         return {"fit": None, "why": "fewer than 2 seeds span two widths and two lengths"}
     coef = np.array(list(planes.values()))
     names = ("intercept", "per_doubling_tokens_per_param", "per_doubling_params")
+    widths = {c["d_model"]: c["params_non_embedding"] for c in cells}  # d -> non-embedding params
+    levels = {"zero": 0.0, "tolerance": tolerance}
     out = {
         "method": "least squares per seed, Student-t interval over seeds",
-        "seeds": sorted(planes),
-        "cells": len(cells),
+        **{"seeds": sorted(planes), "cells": len(cells)},
         "fit": {n: interval(list(coef[:, i])).as_dict() for i, n in enumerate(names)},
-        "crossing": {},
+        "crossing": {
+            str(d): {k: crossing(coef, params, level) for k, level in levels.items()}
+            for d, params in sorted(widths.items())
+        },
     }
-    widths = widths or {c["d_model"]: c["params_non_embedding"] for c in cells}
-    for d, params in sorted(widths.items()):
-        out["crossing"][str(d)] = {
-            "zero": crossing(coef, params, 0.0),
-            "tolerance": crossing(coef, params, tolerance),
-        }
     top = max(c["tokens_per_non_embedding_param"] for c in cells)
     at = coef @ np.array([1.0, math.log2(top), math.log2(PAPER_SCALE)])
     out["extrapolation"] = {

@@ -18,9 +18,9 @@ robustness check's and the micro arm's uniform runs are the width block's, train
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,7 @@ from looped.runtime.device import fixed_step, one_thread, time_min
 from looped.schedule_spec import parse_schedule
 from looped.studies import textstudy
 from looped.studies.results import machine_name, read_results_file, write_result
-from looped.studies.textsetup import TextSetup, ensure_corpus, run_config
+from looped.studies.textsetup import TextSetup, ensure_corpus, run_config, slug
 
 CORPUS = "torch-2.13.0"  # the Python sources of the torch CI pins: ~46 MB, checked by hash
 TPP = (20, 40, 80, 160)  # lengths: training tokens per non-embedding parameter (8x)
@@ -76,9 +76,7 @@ class Block:
     def home(self) -> str:
         """The runs directory it shares with every block of its width, tokenizer, corpus and
         recipe, so that two recipes never share a run."""
-        own = (
-            "-" + re.sub(r"[^A-Za-z0-9]+", "_", self.corpus).strip("_")[-40:] if self.corpus else ""
-        )
+        own = f"-{slug(self.corpus)}" if self.corpus else ""
         own += f"-{self.recipe}" if self.recipe else ""
         return f"d{self.d_model}-{self.tokenizer.replace(':', '')}{own}"
 
@@ -221,18 +219,14 @@ def block_settings(block: Block, settings: MapSettings) -> textstudy.BlockSettin
     elif block.warmup is not None:
         setup = replace(setup, warmup_frac=0.0, warmup_steps=int(block.warmup))
     steps = block.steps or steps_for(block, setup)
+    as_given = ("lrs", "lr_seeds", "extend", "rounds", "max_seeds", "workers")  # the map's own
     return textstudy.BlockSettings(
+        **{k: getattr(settings, k) for k in as_given},
         setup=setup,
         lengths=steps,
-        lrs=settings.lrs,
-        lr_seeds=settings.lr_seeds,
-        extend=settings.extend,
         lr_lengths=steps,  # the LR is chosen where every verdict is made
-        rounds=settings.rounds,
-        max_seeds=settings.max_seeds,
         schedules=(paper.UNIFORM, *block.arms),
         tuned_at=max(steps) if block.tuned else 0,
-        workers=settings.workers,
         corpus=block.corpus or settings.corpus,
     )
 
@@ -252,17 +246,20 @@ def one_pass(bs: textstudy.BlockSettings, corpus: dict, name: str) -> textstudy.
     return replace(bs, lengths=keep, lr_lengths=lr_lengths, tuned_at=tuned_at)
 
 
+def resume_paths(settings: MapSettings) -> list[str]:
+    """The `resume_from` files, in the order given."""
+    return [p.strip() for p in (settings.resume_from or "").split(",") if p.strip()]
+
+
 def earlier_rows(settings: MapSettings, block: Block, corpus: dict, dtype: str) -> dict:
     """The scored rows of every block at `block`'s home in the `resume_from` map.json files (a
     CPU map and a GPU loan's, say); where two files score one run, the first file's row wins."""
     rows: dict[str, dict] = {}
-    for path in reversed((settings.resume_from or "").split(",")):
-        if not path.strip():
-            continue
-        old = read_results_file(path.strip(), "--resume-from", "a map.json")
+    for path in reversed(resume_paths(settings)):
+        old = read_results_file(path, "--resume-from", "a map.json")
         for b in settings.blocks:
             if b.home == block.home and (part := old.get("blocks", {}).get(b.name)):
-                rows |= textstudy.rows_of(part, path.strip(), corpus, dtype)
+                rows |= textstudy.rows_of(part, path, corpus, dtype)
     return rows
 
 
@@ -270,7 +267,7 @@ def check_resume(settings: MapSettings) -> None:
     """Every `resume_from` file read and checked before any corpus is built: a missing file, a
     file that is not a JSON object, one with no blocks, and a block measured on another corpus
     or tokenizer are refused in one line (`rows_of` checks the rest once the corpus is known)."""
-    for path in (p.strip() for p in (settings.resume_from or "").split(",") if p.strip()):
+    for path in resume_paths(settings):
         old = read_results_file(path, "--resume-from", "a map.json")
         if not isinstance(old.get("blocks"), dict):
             raise UserError(f"--resume-from {path} holds no map blocks; give a map.json")
@@ -320,15 +317,11 @@ def modeled(bs: textstudy.BlockSettings, corpus: dict) -> dict[str, dict[str, fl
     """Each arm's modeled compute saving against uniform at every length, of this block's model
     (its width and vocabulary: the head's share of a step's FLOPs moves the saving)."""
     cfg = run_config(bs.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
-    uniform = parse_schedule(paper.UNIFORM)
-    return {
-        arm: {
-            str(n): saving(cfg.model, parse_schedule(arm), uniform, n, cfg.seq_len)
-            for n in bs.lengths
-        }
-        for arm in bs.schedules
-        if arm not in (paper.UNIFORM, textstudy.MICRO)
-    }
+    uniform, out = parse_schedule(paper.UNIFORM), {}
+    for arm in (s for s in bs.schedules if s not in (paper.UNIFORM, textstudy.MICRO)):
+        ours = parse_schedule(arm)
+        out[arm] = {str(n): saving(cfg.model, ours, uniform, n, cfg.seq_len) for n in bs.lengths}
+    return out
 
 
 def depth_seconds(setup: TextSetup, corpus: dict, reps: int = 5) -> dict:
@@ -340,12 +333,12 @@ def depth_seconds(setup: TextSetup, corpus: dict, reps: int = 5) -> dict:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.randint(0, cfg.model.vocab_size, (setup.batch_size, setup.seq_len + 1))
     cpu = torch.device("cpu")
-    fns = {  # `runtime.device.fixed_step`: the step every timer in the package takes
-        k: fixed_step(
-            lambda k=k: model(x[:, :-1], depth=k, targets=x[:, 1:])[1], opt, cpu, cfg.dtype
-        )
-        for k in range(1, 17)
-    }
+
+    def loss(k: int) -> torch.Tensor:
+        return model(x[:, :-1], depth=k, targets=x[:, 1:])[1]
+
+    # `runtime.device.fixed_step`: the step every timer in the package takes
+    fns = {k: fixed_step(partial(loss, k), opt, cpu, cfg.dtype) for k in range(1, 17)}
     with one_thread():
         time_min(fns, warmup=1, reps=0, device=cpu)  # warm every depth once
         order = list(fns)  # each repeat starts one depth further along: none always goes first

@@ -81,9 +81,8 @@ def ratio_interval(values: list[float]) -> Interval:
     """The paired gap from per-seed relative gaps (ours / ref - 1), its interval taken over log
     ratios: the one gap definition, never below -100% (a plain interval can be)."""
     logs = interval([math.log1p(v) for v in values])
-    return Interval(
-        math.expm1(logs.mean), math.expm1(logs.lo), math.expm1(logs.hi), logs.n, tuple(values)
-    )
+    back = (math.expm1(x) for x in (logs.mean, logs.lo, logs.hi))
+    return Interval(*back, logs.n, tuple(values))
 
 
 def verdict(gap: Interval, tolerance: float = PAPER_TOLERANCE, informative: bool = True) -> Verdict:
@@ -107,11 +106,9 @@ def verdict(gap: Interval, tolerance: float = PAPER_TOLERANCE, informative: bool
 def spread(values: list[float]) -> dict[str, Any]:
     """Mean, sample std, min, max and the values: how a number varies over seeds."""
     arr = np.asarray(values, dtype=float)
+    std = float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
     return {
-        "mean": float(arr.mean()),
-        "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
-        "min": float(arr.min()),
-        "max": float(arr.max()),
+        **{"mean": float(arr.mean()), "std": std, "min": float(arr.min()), "max": float(arr.max())},
         "values": [float(v) for v in arr],
     }
 
@@ -175,9 +172,8 @@ def sequential_interval(values: list[float], looks: tuple[int, ...]) -> Interval
     not corrected for their number). An unplanned look joins the looks, widening it further."""
     n = len(values)
     if n < 2:
-        return Interval(
-            float(np.mean(values)) if n else math.nan, -math.inf, math.inf, n, tuple(values)
-        )
+        mean = float(np.mean(values)) if n else math.nan
+        return Interval(mean, -math.inf, math.inf, n, tuple(values))
     mean, sd = float(np.mean(values)), float(np.std(values, ddof=1))
     half = sequential_critical(tuple(sorted({*looks, n}))) * sd / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, n, tuple(values))

@@ -50,6 +50,11 @@ class TextSetup:
     dtype: str = "auto"  # auto (bf16 where the CPU has a fast path, else fp32) | fp32 | bf16
 
 
+def slug(source: str) -> str:
+    """A source (a path, a datasets spec) as a directory name's part: word characters, its tail."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", source).strip("_")[-40:]
+
+
 def source_documents(source: str) -> list[tuple[str, str]]:
     """(name, text) of every document of a `datasets` source, read into memory."""
     docs = [(f"doc{i:07d}", str(row["text"])) for i, row in enumerate(open_documents(source))]
@@ -69,11 +74,10 @@ def ensure_corpus(
     if source and (Path(source) / META).is_file():  # a `looped data text` directory, as it is
         meta = read_meta(source)
         if "test" not in meta["splits"]:
-            raise UserError(
-                f"{source} has no test split; prepare it with `looped data text ... --test-frac 0.05`"
-            )
+            fix = "prepare it with `looped data text ... --test-frac 0.05`"
+            raise UserError(f"{source} has no test split; {fix}")
         return {**meta, "path": str(Path(source).resolve())}
-    name = re.sub(r"[^A-Za-z0-9]+", "_", source).strip("_")[-40:] if source else "stdlib"
+    name = slug(source) if source else "stdlib"
     path = out / f"corpus-{name}-{setup.tokenizer.replace(':', '')}-split"
     dataset = str(Path(source).expanduser()) if source else "stdlib"
     if not (path / META).is_file():
@@ -94,16 +98,10 @@ def ensure_corpus(
 
 
 def run_config(
-    setup: TextSetup,
-    corpus: dict[str, Any],
-    *,
-    schedule: str,
-    lr: float,
-    seed: int,
-    steps: int,
-    extra: tuple[str, ...] = (),
+    setup: TextSetup, corpus: dict, *, schedule: str, lr: float, seed: int, steps: int, extra=()
 ) -> TrainConfig:
-    """One text run (the demo preset at the setup's size), scored on validation at the end."""
+    """One text run (the demo preset at the setup's size), scored on validation at the end;
+    `extra`: overrides after all of these (the per-micro-batch arm's, `engine.MICRO_ARGS`)."""
     fixed = "data.kind=text eval_depths=1-16 eval_interval=0 keep_last=1 paper_schedules=[]"
     own = {"data.path": corpus["path"]}
     own |= {f"model.{k}": getattr(setup, k) for k in ("d_model", "n_head", "seq_len")}

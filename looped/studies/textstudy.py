@@ -26,19 +26,8 @@ from looped import paper
 from looped.errors import UserError
 from looped.flops import schedule_flops, steps_for_budget, tokens_per_step
 from looped.schedule_spec import parse_schedule
-from looped.studies import stats
-from looped.studies.engine import (
-    MICRO,
-    SCHEDULES,
-    Grid,
-    Study,
-    compare,
-    device_of,
-    paired_gap,
-    score,
-    sweep,
-    sweep_rows,
-)
+from looped.studies import engine, stats
+from looped.studies.engine import MICRO, SCHEDULES, Grid, Study, paired_gap, score, sweep
 from looped.studies.results import from_scratch, machine_name
 from looped.studies.runner import Planned
 from looped.studies.stats import Verdict
@@ -114,35 +103,23 @@ def round_grid(settings: BlockSettings, lrs: dict[int, float], open_cells: set) 
     return grid
 
 
-def looks(settings: BlockSettings) -> list[int]:
-    """The seed counts at which the rounds look (the last: the seed budget)."""
-    return stats.planned_looks(settings.rounds, settings.max_seeds)
-
-
-def every_cell(settings: BlockSettings, lrs: dict[int, float]) -> set[tuple[str, int]]:
-    """Every (schedule, length) compared with uniform: all open before the first look."""
-    return {(s, n) for s in settings.schedules if s != paper.UNIFORM for n in lrs}
-
-
-def round_plan(study: Study, lrs: dict[int, float], seeds: int, open_cells: set) -> dict:
-    """The runs of a round of `seeds` seeds for the cells still open."""
-    return study.plan(list(range(seeds)), round_grid(study.settings, lrs, open_cells))
-
-
-def run_rounds(study: Study, lrs: dict[int, float], bigram: float) -> tuple[list, list, dict]:
+def run_rounds(study: Study, lrs: dict[int, float]) -> tuple[list, list, dict]:
     """Seeds in rounds until every cell decides or the seeds run out: the reported rows, the
-    cells at the last look and why the study stopped."""
+    cells at the last look and why the study stopped. Every (schedule, length) compared with
+    uniform is open before the first look; a round of n seeds trains the cells still open."""
     settings = study.settings
-    rounds, open_cells = looks(settings), every_cell(settings, lrs)
+    rounds = stats.planned_looks(settings.rounds, settings.max_seeds)  # the last: the budget
+    tolerance = {s: paper.tolerance(s) for s in settings.schedules if s != paper.UNIFORM}
+    open_cells = {(s, n) for s in tolerance for n in lrs}
     runs: dict[str, Planned] = {}
     cells: list[dict] = []
     reason, complete = "no cell open: each decided, or its models miss the bigram", True
     for n in rounds:
-        runs.update(round_plan(study, lrs, n, open_cells))
+        runs.update(study.plan(list(range(n)), round_grid(settings, lrs, open_cells)))
         study.run(runs)
         rows = score(runs, study)
-        tolerance = {s: paper.tolerance(s) for s in settings.schedules if s != paper.UNIFORM}
-        cells = sequential_cells(rows, bigram, settings.schedules, tuple(rounds), tolerance, cells)
+        looks = tuple(rounds)
+        cells = sequential_cells(rows, study.bigram, settings.schedules, looks, tolerance, cells)
         open_cells = {(c["schedule"], c["steps"]) for c in cells if c.get("open")}
         if not all(study.finished(p) for p in runs.values()):
             reason, complete = f"budget: the round of {n} seeds unfinished when collected", False
@@ -170,13 +147,10 @@ def tuned(study: Study, lrs: dict[int, float]) -> dict:
     runs = study.plan(list(range(settings.rounds[0])), grid)
     study.run(runs)
     rows = score(runs, study)
+    tolerance = {s: paper.tolerance(s) for s in own}
     return {
-        "steps": n,
-        "lrs": own,
-        "chosen": chosen,
-        "sweep": sweep_rows(swept, study),
-        "rows": rows,
-        "cells": tuned_cells(rows, own, {s: paper.tolerance(s) for s in own}, study.bigram),
+        **{"steps": n, "lrs": own, "chosen": chosen, "sweep": engine.sweep_rows(swept, study)},
+        **{"rows": rows, "cells": tuned_cells(rows, own, tolerance, study.bigram)},
     }
 
 
@@ -189,21 +163,16 @@ def run_block(
     out.mkdir(parents=True, exist_ok=True)
     corpus = ensure_corpus(settings.setup, out, settings.corpus)
     cfg = run_config(settings.setup, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1)
-    cached = cached or {}
     base = baselines(settings.setup, corpus, out / "baselines.json")
-    batches = split_batches(settings.setup, corpus)
-    study = Study(settings, corpus, out / "runs", train, cached, batches, base["test"]["bigram"])
+    batches, bigram = split_batches(settings.setup, corpus), base["test"]["bigram"]
+    study = Study(settings, corpus, out / "runs", train, cached or {}, batches, bigram)
     grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
     swept, chosen = sweep(study, grid, settings.extend)
     lrs = shared_lrs(settings, chosen)
-    rows, cells, stop = run_rounds(study, lrs, base["test"]["bigram"])
+    rows, cells, stop = run_rounds(study, lrs)
     robust = tuned(study, lrs) if stop["complete"] else {}
-    env = {
-        "dtype": cfg.dtype,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "machine": machine_name(),
-    }
+    env = {"dtype": cfg.dtype, "torch": torch.__version__, "python": platform.python_version()}
+    env["machine"] = machine_name()
     return {
         "meta": {
             "settings": asdict(settings),
@@ -216,7 +185,7 @@ def run_block(
         },
         "baselines": base,
         "chosen": {s: {str(n): c for n, c in v.items()} for s, v in chosen.items()},
-        "sweep": sweep_rows(swept, study),
+        "sweep": engine.sweep_rows(swept, study),
         "shared_lr": {str(n): lr for n, lr in lrs.items()},
         "rows": rows,
         "cells": cells,
@@ -232,27 +201,21 @@ def keeps_going(found: Verdict) -> bool:
 
 
 def _cell_base(mine: list[dict], bigram: float) -> dict:
-    first = mine[0]
+    """What a cell says of its seeds' runs (one schedule at one length), judged or not."""
+    first, nll = mine[0], [r["mean_nll"] for r in mine]
     return {
-        "steps": first["steps"],
-        "schedule": first["schedule"],
-        "label": first["label"],
-        "lr": first["lr"],
-        "tokens": first["tokens"],
-        "seeds": len(mine),
-        "seed_ids": [r["seed"] for r in mine],
-        "mean_nll": float(np.mean([r["mean_nll"] for r in mine])),
-        "seed_nll": [r["mean_nll"] for r in mine],
+        **{k: first[k] for k in ("steps", "schedule", "label", "lr", "tokens")},
+        **{"seeds": len(mine), "seed_ids": [r["seed"] for r in mine]},
+        **{"mean_nll": float(np.mean(nll)), "seed_nll": nll},
         "se_windows": float(np.mean([r["se"] for r in mine])),
         "tokens_per_param": first["tokens"] / first["params"],
         "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
         "epochs": first.get("epochs"),
         "one_pass": first.get("epochs", 0) <= 1,  # False: past one pass, marked, never reported
         "params_non_embedding": first["params_non_embedding"],
-        "d_model": first.get("d_model"),
-        "vocab_size": first.get("vocab_size"),
+        **{"d_model": first.get("d_model"), "vocab_size": first.get("vocab_size")},
         "escape_steps": [r.get("escape_step") for r in mine],
-        "beats_bigram": bool(max(r["mean_nll"] for r in mine) < bigram),
+        "beats_bigram": bool(max(nll) < bigram),
     }
 
 
@@ -265,7 +228,7 @@ def judged_cell(
     mine = [r for r in mine if r["seed"] in paired]
     cell, gap = _cell_base(mine, bigram), paired_gap(mine, uni, looks=looks)
     ref = [r for r in uni if r["seed"] in {m["seed"] for m in mine}]
-    cell["devices"] = sorted({device_of(r) for r in mine + ref})
+    cell["devices"] = sorted({engine.device_of(r) for r in mine + ref})
     informative = cell["beats_bigram"] and max(r["mean_nll"] for r in ref) < bigram
     found = Verdict.UNDECIDED
     if gap.n > 1 or not informative:
@@ -355,14 +318,8 @@ def tuned_cells(
         gap = paired_gap(mine, list(uni.values()))
         informative = max(r["mean_nll"] for pair in pairs for r in pair) < bigram
         out.append(
-            {
-                "schedule": s,
-                "label": mine[0]["label"],
-                "lr": lr,
-                "shared_lr": pairs[0][1]["lr"],
-                "gap": gap.as_dict(),
-                "verdict": stats.verdict(gap, tolerance[s], informative).value,
-            }
+            {"schedule": s, "label": mine[0]["label"], "lr": lr, "shared_lr": pairs[0][1]["lr"]}
+            | {"gap": gap.as_dict(), "verdict": stats.verdict(gap, tolerance[s], informative).value}
         )
     return out
 
@@ -390,19 +347,13 @@ def run_text(settings: BlockSettings, out: Path, fresh: bool = False, quiet: boo
     bigram = base["test"]["bigram"]
     study = Study(settings, corpus, out / "runs", True, {}, batches, bigram, fresh, quiet)
     cut = flop_lengths(settings, corpus, n)
-
-    def plan(lr: float) -> dict[str, Planned]:
-        grid = {s: {lr: (n,)} for s in settings.schedules}
-        return study.plan(
-            range(settings.rounds[0]), grid | {paper.UNIFORM: {lr: (n, *cut.values())}}
-        )
-
     swept, lr = {}, settings.lrs[0]
     if settings.lr_seeds:
-        grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, (n,))}
-        swept, chosen = sweep(study, grid)
+        swept, chosen = sweep(study, {paper.UNIFORM: dict.fromkeys(settings.lrs, (n,))})
         lr = shared_lrs(settings, chosen)[n]
-    runs = plan(lr)
+    # every schedule at the shared LR and `n` steps; uniform also cut to each one's FLOPs
+    grid = {s: {lr: (n,)} for s in settings.schedules} | {paper.UNIFORM: {lr: (n, *cut.values())}}
+    runs = study.plan(range(settings.rounds[0]), grid)
     trained = study.run(runs)
     rows = [text_run(r, runs[r["run"]], study, cut) for r in score(runs, study)]
     result = {
@@ -410,7 +361,7 @@ def run_text(settings: BlockSettings, out: Path, fresh: bool = False, quiet: boo
         "runs": rows,
         "sweep": [
             r | {"mean_nll": r["val_nll"], "label": paper.label(r["schedule"])}
-            for r in sweep_rows(swept, study)
+            for r in engine.sweep_rows(swept, study)
         ],
         "baselines": base["test"] | {"k": base["k"], "windows": "test"},
         "chosen_lr": dict.fromkeys(settings.schedules, lr),
@@ -424,7 +375,7 @@ TEXT_TABLES = (("equal_tokens", "tokens"), ("equal_flops", "flops"))  # the text
 def text_tables(rows: list[dict], schedules: tuple[str, ...], baseline: dict | None) -> dict:
     """The text track's two tables, each row judged; no verdict at all unless every reported
     model (every schedule's every seed, equal tokens) beats the bigram table."""
-    tables = {key: compare(rows, role, schedules) for key, role in TEXT_TABLES}
+    tables = {key: engine.compare(rows, role, schedules) for key, role in TEXT_TABLES}
     worst = stats.worst_nll(tables["equal_tokens"]) if tables["equal_tokens"] else math.inf
     if not stats.below_bigram(worst, baseline):
         for row in (r for t in tables.values() for r in t if r.get("verdict")):

@@ -51,21 +51,14 @@ def parser() -> argparse.ArgumentParser:
     add("--collect", action="store_true", help="train nothing: the results of what finished")
     add("--resume-from", help="earlier map.json files, comma-separated: their scored runs reused")
     blocks = ",".join(b.name for b in BLOCKS)
-    p.add_argument("--blocks", help=f"blocks to run, of {blocks} (--gpu: d64..d512)")
-    p.add_argument("--gpu", action="store_true", help="the GPU map: widths to 512, 100x lengths")
-    p.add_argument(
-        "--probe",
-        action="store_true",
-        help="the recipe probe: uniform at three cells under each warmup and residual init, "
-        "LR seeds only; writes recipe.json with the recipe its validation NLL chooses",
-    )
-    p.add_argument(
-        "--time",
-        type=int,
-        metavar="REPS",
-        help="train nothing: time a step at every K=1..16 for each width REPS times, and add "
-        "each arm's wall-clock saving over its seeds' exact draws to map.json",
-    )
+    add("--blocks", help=f"blocks to run, of {blocks} (--gpu: d64..d512)")
+    add("--gpu", action="store_true", help="the GPU map: widths to 512, 100x lengths")
+    probe = "the recipe probe: uniform at three cells under each warmup and residual init, "
+    probe += "LR seeds only; writes recipe.json with the recipe its validation NLL chooses"
+    add("--probe", action="store_true", help=probe)
+    timing = "train nothing: time a step at every K=1..16 for each width REPS times, and add "
+    timing += "each arm's wall-clock saving over its seeds' exact draws to map.json"
+    add("--time", type=int, metavar="REPS", help=timing)
     return p
 
 

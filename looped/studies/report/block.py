@@ -68,9 +68,8 @@ def gap_cell(cell: dict) -> str:
     if not cell.get("one_pass", True):
         return f"{gap_text(cell['gap'])}, n={cell['gap']['n']}, past one pass: not reported"
     # a GPU loan's seeds beside the CPU's: each pair is one seed's, but the reader should know
-    mixed = (
-        f" (seeds trained on {' and '.join(d)})" if len(d := cell.get("devices", [])) > 1 else ""
-    )
+    devices = cell.get("devices", [])
+    mixed = f" (seeds trained on {' and '.join(devices)})" if len(devices) > 1 else ""
     return f"{gap_text(cell['gap'])}, n={cell['gap']['n']}, {verdict_of(cell)}{mixed}"
 
 
@@ -78,14 +77,8 @@ def table_rows(result: dict) -> str:
     """One row per length: tokens, tokens per parameter, the shared LR, uniform's test NLL, and
     each schedule's paired gap to uniform with its interval, seeds and verdict."""
     others = compared(result)
-    head = [
-        "steps",
-        "tokens",
-        "tokens / non-emb. param",
-        "epochs",
-        "LR",
-        "uniform NLL (± window SE)",
-    ]
+    head = ["steps", "tokens", "tokens / non-emb. param", "epochs", "LR"]
+    head += ["uniform NLL (± window SE)"] + [f"{label(s)} vs uniform" for s in others]
     rows = []
     for steps in sorted({c["steps"] for c in result["cells"]}):
         at = {c["schedule"]: c for c in result["cells"] if c["steps"] == steps}
@@ -93,15 +86,9 @@ def table_rows(result: dict) -> str:
         gaps = [gap_cell(at[s]) if s in at and "gap" in at[s] else "-" for s in others]
         nll = f"{u['mean_nll']:.3f} ± {u['se_windows']:.3f}"
         passes = f"{u['epochs']:.2f}" if u.get("epochs") is not None else "-"
-        row = [
-            steps,
-            f"{u['tokens'] / 1e6:.2f}M",
-            f"{u['tokens_per_non_embedding_param']:.0f}",
-            passes,
-            f"{u['lr']:g}",
-        ]
-        rows.append([*row, nll, *gaps])
-    return md_table(head + [f"{label(s)} vs uniform" for s in others], rows)
+        size = [steps, f"{u['tokens'] / 1e6:.2f}M", f"{u['tokens_per_non_embedding_param']:.0f}"]
+        rows.append([*size, passes, f"{u['lr']:g}", nll, *gaps])
+    return md_table(head, rows)
 
 
 def depth_rows(result: dict) -> str:
@@ -111,10 +98,8 @@ def depth_rows(result: dict) -> str:
     for s in compared(result):
         c = longest(result, s)
         by = c.get("gap_by_depth", {})
-        rows.append(
-            [label(s), c["steps"], gap_cell(c)]
-            + [gap_text(by[k]) if k in by else "-" for k in ("1", "4", "16")]
-        )
+        depths = [gap_text(by[k]) if k in by else "-" for k in ("1", "4", "16")]
+        rows.append([label(s), c["steps"], gap_cell(c), *depths])
     return md_table(["schedule", "steps", "mean over K=1..16", "K=1", "K=4", "K=16"], rows)
 
 

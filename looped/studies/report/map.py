@@ -19,11 +19,10 @@ from looped.studies.report.block import (
     gap_cell,
     gap_keys,
     gap_marks,
-    gap_text,
     trend_row,
     verdict_of,
 )
-from looped.studies.report.tables import md_table
+from looped.studies.report.tables import gap_text, md_table
 from looped.studies.stats import Verdict, interval
 
 WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
@@ -67,7 +66,9 @@ def fig_map(result: dict, path: Path) -> Path:
         ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_xscale("log", base=2)
-        _length_ticks(ax, every)
+        # ticks at the planned lengths only (matched across widths, so a handful), in whole
+        # tokens per parameter: log-axis defaults crowd "30 40 50" between two of them
+        plotting.chosen_ticks(ax.xaxis, sorted({round(_tpp(c)) for c in every}))
         ax.set_title(f"{label(s)} vs uniform 1..16 (+: behind)", fontsize=10)
         ax.set_xlabel("training tokens per non-embedding parameter")
     axes[0].set_ylabel("NLL gap to uniform, %")
@@ -75,12 +76,6 @@ def fig_map(result: dict, path: Path) -> Path:
     off = [_off_panel(*width) for width in drawn]
     fig.legend(handles=_key(every, shown, any(off)), fontsize=8, ncol=3)
     return plotting.save(fig, path)
-
-
-def _length_ticks(ax: Any, every: list[dict]) -> None:
-    """Ticks at the planned lengths only (matched across widths, so a handful), labelled in
-    whole tokens per parameter: log-axis defaults crowd "30 40 50" between two of them."""
-    plotting.chosen_ticks(ax.xaxis, sorted({round(_tpp(c)) for c in every}))
 
 
 def _reported(c: dict) -> bool:
@@ -111,6 +106,11 @@ def _y_range(every: list[dict]) -> tuple[float, float]:
 
 def _tpp(c: dict) -> float:
     return c["tokens_per_non_embedding_param"]
+
+
+def _at(c: dict) -> tuple[int, int, int]:
+    """Where a cell sits: width, vocabulary and length (one arm's, or uniform's there)."""
+    return c["d_model"], c["vocab_size"], c["steps"]
 
 
 def _off_panel(ax: Any, x: np.ndarray, cells: list[dict], colour: str, alpha: float) -> bool:
@@ -150,24 +150,16 @@ def _key(every: list[dict], shown: set[int], off_panel: bool = False) -> list[Li
     """The legend: one entry per width (faint: no cell with a verdict; an arm still in its seed
     rounds named with its seeds so far), then what a hollow, a crossed point and an edge
     triangle mean."""
-    widths = sorted({c["d_model"] for c in every})
 
     def said(d: int) -> str:
         if d not in shown:
             return f"d={d}: no verdict (a model misses the bigram)"
         return f"d={d}, interim look: {arms}" if (arms := _interim(every, d)) else f"d={d}"
 
-    handles = [
-        Line2D(
-            [],
-            [],
-            color=WIDTH_COLOURS.get(d, "#333333"),
-            marker="o",
-            alpha=1 if d in shown else 0.45,
-            label=said(d),
-        )
-        for d in widths
-    ]
+    handles = []
+    for d in sorted({c["d_model"] for c in every}):
+        look = {"color": WIDTH_COLOURS.get(d, "#333333"), "alpha": 1 if d in shown else 0.45}
+        handles.append(Line2D([], [], marker="o", label=said(d), **look))
     tolerance = Line2D([], [], color="0.35", ls="--", label="the recipe's tolerance")
     edge = "interval runs off the panel (its row has it)"
     off = [Line2D([], [], ls="", marker="^", color="0.3", label=edge)] if off_panel else []
@@ -176,37 +168,19 @@ def _key(every: list[dict], shown: set[int], off_panel: bool = False) -> list[Li
 
 def map_rows(result: dict) -> str:
     """One row per (width, vocabulary, length, arm): the cell's size and the paired gap."""
-    head = ["d", "vocab", "steps", "tokens/param (non-emb.)", "tokens/param (all)", "epochs"]
-    head += [
-        "LR",
-        "arm",
-        "gap to uniform [95% interval], n, verdict",
-        "plateau escape (uniform / arm)",
-    ]
+    head = ["d", "vocab", "steps", "tokens/param (non-emb.)", "tokens/param (all)", "epochs", "LR"]
+    head += ["arm", "gap to uniform [95% interval], n, verdict", "plateau escape (uniform / arm)"]
     rows = []
-    every = cells(result, vocab=None)
     blocks = result.get("blocks", {}).values()
     uniform = [c for b in blocks for c in b.get("cells", []) if c["schedule"] == paper.UNIFORM]
-    uni = {(c["d_model"], c["vocab_size"], c["steps"]): c for c in uniform}
-    for c in sorted(
-        every, key=lambda c: (c["d_model"], c["vocab_size"], c["steps"], c["schedule"])
-    ):
-        u = uni.get((c["d_model"], c["vocab_size"], c["steps"]), {})
+    uni = {_at(c): c for c in uniform}
+    for c in sorted(cells(result, vocab=None), key=lambda c: (*_at(c), c["schedule"])):
         verdict = gap_cell(c) if c.get("one_pass", True) else "past one pass: not reported"
-        rows.append(
-            [
-                c["d_model"],
-                c["vocab_size"],
-                c["steps"],
-                f"{_tpp(c):.0f}",
-                f"{c['tokens_per_param']:.0f}",
-                f"{c['epochs']:.2f}" if c.get("epochs") is not None else "-",
-                f"{c['lr']:g}",
-                label(c["schedule"]),
-                verdict,
-                f"{_steps(u.get('escape_steps'))} / {_steps(c.get('escape_steps'))}",
-            ]
-        )
+        epochs = f"{c['epochs']:.2f}" if c.get("epochs") is not None else "-"
+        u = uni.get(_at(c), {})
+        escapes = f"{_steps(u.get('escape_steps'))} / {_steps(c.get('escape_steps'))}"
+        rows.append([*_at(c), f"{_tpp(c):.0f}", f"{c['tokens_per_param']:.0f}", epochs])
+        rows[-1] += [f"{c['lr']:g}", label(c["schedule"]), verdict, escapes]
     return md_table(head, rows)
 
 
@@ -235,10 +209,8 @@ def finding(result: dict) -> str:
         shown = {longest[d]["steps"]} | {c["steps"] for c in at if round(_tpp(c)) == matched}
         rows += [_finding_row([c for c in at if c["steps"] == steps]) for steps in sorted(shown)]
     other = [c for c in every if c.get("vocab_size") != 512 and round(_tpp(c)) == matched]
-    for key in sorted({(c["d_model"], c["vocab_size"], c["steps"]) for c in other}):
-        rows.append(
-            _finding_row([c for c in other if (c["d_model"], c["vocab_size"], c["steps"]) == key])
-        )
+    for key in sorted({_at(c) for c in other}):
+        rows.append(_finding_row([c for c in other if _at(c) == key]))
     return md_table(head, rows)
 
 
@@ -282,12 +254,9 @@ def two_by_two(result: dict, tpp: float = 40) -> str:
     rows = []
     for arm in RECIPES:
         for d in TWO_BY_TWO_WIDTHS:
-            by_vocab = {
-                c["vocab_size"]: c for c in at if c["d_model"] == d and c["schedule"] == arm
-            }
-            row = [label(arm), d]
-            row += [gap_cell(by_vocab[v]) if v in by_vocab else "not yet run" for v in (512, 4096)]
-            rows.append(row)
+            mine = {c["vocab_size"]: c for c in at if (c["d_model"], c["schedule"]) == (d, arm)}
+            gaps = [gap_cell(mine[v]) if v in mine else "not yet run" for v in (512, 4096)]
+            rows.append([label(arm), d, *gaps])
     head = ["arm", "d", "BPE-512: gap [95% interval], n, verdict", "BPE-4096: gap, n, verdict"]
     return md_table(head, rows)
 
@@ -303,27 +272,16 @@ def fit_section(result: dict) -> str:
         if fit["fit"] is None:
             rows.append([label(arm), "no fit: " + fit["why"], "-", "-", "-"])
             continue
-        f = fit["fit"]
+        f, ext = fit["fit"], fit["extrapolation"]
         # a width still in its seed rounds: the fit is read at an interim look, as its cells are
         interim = ", interim look" if any(not c.get("planned_look", True) for c in mine) else ""
-        cross = _crossings(fit["crossing"])
-        ext = fit["extrapolation"]
-        rows.append(
-            [
-                label(arm),
-                f"{gap_text(f['per_doubling_tokens_per_param'])} per doubling of tokens/param, "
-                f"{gap_text(f['per_doubling_params'])} per doubling of parameters, {len(fit['seeds'])} seeds"
-                + interim,
-                cross,
-                f"{gap_text(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param",
-                _crossing(ext["crossing"]["zero"]),
-            ]
-        )
-    head = [
-        "recipe",
-        "fit (per seed, interval over seeds)",
-        "crossings by width (non-emb. tokens/param)",
-    ]
+        fitted = f"{gap_text(f['per_doubling_tokens_per_param'])} per doubling of tokens/param, "
+        fitted += f"{gap_text(f['per_doubling_params'])} per doubling of parameters, "
+        far = f"{gap_text(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param"
+        rows.append([label(arm), f"{fitted}{len(fit['seeds'])} seeds{interim}"])
+        rows[-1] += [_crossings(fit["crossing"]), far, _crossing(ext["crossing"]["zero"])]
+    head = ["recipe", "fit (per seed, interval over seeds)"]
+    head += ["crossings by width (non-emb. tokens/param)"]
     head += ["EXTRAPOLATION to 200M parameters: gap", "EXTRAPOLATION: crosses 0 at"]
     return md_table(head, rows)
 
@@ -362,9 +320,8 @@ def frontier_section(result: dict) -> str:
         nll_text = f"{nll.mean:.3f} [{nll.lo:.3f}, {nll.hi:.3f}]" if nll else f"{c['mean_nll']:.3f}"
         s = saved.get(c["schedule"], {}).get(str(c["steps"]))
         gap = gap_cell(c) if "gap" in c else "-"
-        rows.append(
-            [label(c["schedule"]), c["steps"], "-" if s is None else f"{s:.1%}", nll_text, gap]
-        )
+        saved_text = "-" if s is None else f"{s:.1%}"
+        rows.append([label(c["schedule"]), c["steps"], saved_text, nll_text, gap])
     head = ["schedule", "steps", "modeled compute saved", "mean NLL over K=1..16 [95%]"]
     return md_table(head + ["gap to uniform [95% interval], n, verdict"], rows)
 
@@ -375,15 +332,10 @@ def cost_section(result: dict) -> str:
     rows = []
     for home, entry in result.get("wallclock", {}).items():
         for key, s in entry["savings"].items():
-            w = s["wall"]
-            rows.append([home, key, f"{s['modeled']:.1%}", _spread(w), entry["machine"]])
-    head = [
-        "model",
-        "arm @ steps",
-        "modeled compute saved",
-        "wall-clock saved, mean (range over repeats)",
-    ]
-    return md_table(head + ["machine"], rows) if rows else md_table(["costs"], [["not yet timed"]])
+            rows.append([home, key, f"{s['modeled']:.1%}", _spread(s["wall"]), entry["machine"]])
+    head = ["model", "arm @ steps", "modeled compute saved"]
+    head += ["wall-clock saved, mean (range over repeats)", "machine"]
+    return md_table(head, rows) if rows else md_table(["costs"], [["not yet timed"]])
 
 
 def _spread(w: dict) -> str:
@@ -466,20 +418,14 @@ def fig_frontier(result: dict, path: Path) -> Path:
         if not arms:
             continue
         x = [1 - saved[s][str(steps)] for s in arms]
-        y = _nll_bars(
-            ax, x, [at[s] for s in arms], marker="s", color=colour, label=f"fixed-first K={k}"
-        )
+        line = {"marker": "s", "color": colour, "label": f"fixed-first K={k}"}
+        y = _nll_bars(ax, x, [at[s] for s in arms], **line)
         most = max(len(c["seed_nll"]) for c in at.values())
+        beside = {"textcoords": "offset points", "xytext": (6, 6), "fontsize": 10, "color": colour}
         for xi, yi, s in zip(x, y, arms):
             n = len(at[s]["seed_nll"])  # an interim point says so: fewer seeds than the rest
-            ax.annotate(
-                f"{paper.fixed_phase(s)[1]:.0%}" + (f", n={n}" if n < most else ""),
-                (xi, yi),
-                textcoords="offset points",
-                xytext=(6, 6),
-                fontsize=10,
-                color=colour,
-            )
+            note = f"{paper.fixed_phase(s)[1]:.0%}" + (f", n={n}" if n < most else "")
+            ax.annotate(note, (xi, yi), **beside)
     ax.set_xlabel("modeled training compute, uniform 1..16 = 1")
     ax.set_ylabel("test NLL, mean over K=1..16")
     ax.set_title(f"d={at[paper.UNIFORM].get('d_model')}, {steps} steps", fontsize=10)

@@ -25,10 +25,8 @@ def probe_rows(result: dict) -> list[tuple[str, str, dict]]:
 
 def _escapes(rows: list[dict]) -> str:
     """ "240, never": each seed's escape step, in seed order."""
-    ordered = sorted(rows, key=lambda r: r["seed"])
-    return ", ".join(
-        "never" if r["escape_step"] is None else str(r["escape_step"]) for r in ordered
-    )
+    steps = [r["escape_step"] for r in sorted(rows, key=lambda r: r["seed"])]
+    return ", ".join("never" if s is None else str(s) for s in steps)
 
 
 def recipe_section(result: dict) -> str:
@@ -44,16 +42,11 @@ def recipe_section(result: dict) -> str:
     chosen = result.get("chosen_recipe")
     if not chosen:
         return md_table(head, rows) + "\n\nNo cell has every recipe finished: nothing chosen yet."
-    excess = [
-        [r, f"{100 * v:+.2f}%"] for r, v in sorted(chosen["excess"].items(), key=lambda x: x[1])
-    ]
+    ranked = sorted(chosen["excess"].items(), key=lambda x: x[1])
+    excess = [[r, f"{100 * v:+.2f}%"] for r, v in ranked]
     cells = ", ".join(chosen["cells"])
-    return "\n\n".join(
-        [
-            md_table(head, rows),
-            md_table([f"recipe (best LR, cells {cells})", "val NLL over the best"], excess),
-        ]
-    )
+    best = md_table([f"recipe (best LR, cells {cells})", "val NLL over the best"], excess)
+    return md_table(head, rows) + "\n\n" + best
 
 
 def fig_escape(result: dict, path: Path) -> Path:
