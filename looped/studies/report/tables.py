@@ -7,9 +7,11 @@ import math
 from typing import Any
 
 
-def md_table(header: list[str], rows: list[list[Any]]) -> str:
-    """A markdown table, every column left-aligned; cells are written as given."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+def md_table(header: list[str], rows: list[list[Any]], align: list[str] | None = None) -> str:
+    """A markdown table; cells are written as given; `align`: each column's `---` or `---:`
+    (the benchmark's numbers right-aligned)."""
+    rules = align or ["---"] * len(header)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rules) + "|"]
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
