@@ -240,7 +240,7 @@ def test_a_greedy_continuation_follows_the_argmax_at_its_own_depth():
 
 
 def _synthetic_study() -> dict:
-    """A length.json as `looped length` writes it, with made-up numbers: 4 lengths, 4 seeds."""
+    """A block's entry of map.json, with made-up numbers: 4 lengths, 4 seeds."""
     from looped.paper import TOLERANCE
     from looped.studies.engine import SCHEDULES
     from looped.studies.textstudy import seed_trends, sequential_cells
@@ -375,7 +375,7 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
     old = {"meta": {"corpus": {k: corpus[k] for k in CORPUS_KEYS if k in corpus},
                     "environment": {"dtype": "fp32"}},
            "rows": [{"run": "uniform_lr0.003_s0_n120"}], "sweep": [{"run": "uniform_lr0.01_s100_n120"}]}  # fmt: skip
-    path = tmp_path / "length.json"
+    path = tmp_path / "map.json"
     path.write_text(json.dumps(old))
     assert set(rows_of(json.loads(path.read_text()), str(path), corpus, "fp32")) == {
         "uniform_lr0.003_s0_n120", "uniform_lr0.01_s100_n120",
