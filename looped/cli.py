@@ -8,8 +8,10 @@
     looped data bios|text ...                   # write a corpus
     looped flops | probe | plot | bench | report ...
 
-Each subcommand is ``looped/commands/<name>.py`` (its parser and ``main(argv) -> int``); this
-file only routes. A ``UserError`` (or ``ValueError``) becomes one line on stderr, exit status 2.
+Each subcommand is ``looped/commands/<name>.py`` (the library's) or
+``looped/studies/commands/<name>.py`` (the harness's), with its parser and ``main(argv) -> int``;
+this file only routes, by name. A ``UserError``, ``ValueError`` or ``FileNotFoundError`` becomes
+one line on stderr, exit status 2; Ctrl-C exits 130.
 """
 
 from __future__ import annotations

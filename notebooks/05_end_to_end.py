@@ -321,10 +321,10 @@ if text_file.is_file():
 # score on the same windows is printed above the comparison, and at this size every model is
 # below it. At equal tokens and 480 steps both recipes end a little behind uniform, with
 # intervals that three seeds leave on both sides of each recipe's tolerance: no verdict yet. At
-# equal FLOPs they are far ahead. The verdicts at the end of this notebook come from the length
-# study at twice these steps and four seeds, where K=4 (80%) is behind by more than its tolerance
-# and K=2 (67%) stays undecided; notebook 07 follows the gap as training lengthens (`looped
-# length`) and across widths (`looped map`).
+# equal FLOPs they are far ahead. The verdicts at the end of this notebook come from the map's
+# d=64 block at four seeds, where at its longest length K=4 (80%) is behind by more than its
+# tolerance and K=2 (67%) stays undecided; notebook 07 follows the gap as training lengthens and
+# across widths (`looped map`).
 #
 # The bump in K=4 (80%)'s training loss late in the run is its switch to uniform. The spread of
 # each schedule's mean NLL over its seeds, printed below, is larger than the gaps between

@@ -363,7 +363,7 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
     assert [json.loads(o) for o in orders] == [schedules]
 
 
-def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path: Path):
+def test_resuming_from_a_study_trained_in_another_dtype_is_refused_in_one_line(tmp_path: Path):
     """Rows from another dtype never match a run here, so resuming would silently retrain every
     one: refused in one line naming --dtype; in the same dtype each scored row is reused."""
     import json
@@ -381,7 +381,8 @@ def test_resuming_from_a_study_trained_in_another_dtype_names_the_flag(tmp_path:
         "uniform_lr0.003_s0_n120", "uniform_lr0.01_s100_n120",
     }  # fmt: skip
     with pytest.raises(
-        UserError, match="trained in fp32 and this study trains in bf16; add --dtype fp32"
+        UserError,
+        match="trained in fp32 and this study trains in bf16; collect it on a machine that trains in fp32",
     ):
         rows_of(json.loads(path.read_text()), str(path), corpus, "bf16")
 

@@ -1,6 +1,7 @@
 """What every command shares: one parser (with the `key=value` config overrides where a
 command resolves a TrainConfig), number lists and `--device` read alike, each bad value refused
-in one line (the study commands add theirs in `looped.studies.commands.common`).
+in one line, the study flags' refusals too (`--reference` with `--quick`, `--workers` below 1,
+`--max-seeds` below 2); the study commands' shared flags are in `looped.studies.commands.common`.
 
     parser = described("looped eval", __doc__)
 """

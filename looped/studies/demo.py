@@ -1,5 +1,5 @@
 """The scaled-down reproduction: the bios grid (`studies.bios`) and the text track
-(the text study, `studies.length`, at one length), then the paper's Fig. 4 probe, the figures and optional
+(a text-study block of one length, `studies.textstudy`), then the paper's Fig. 4 probe, the figures and optional
 catch-up runs, each phase timed. The committed results/demo.json and figures/ are the reference
 the docs show; a plain `looped demo` writes under runs/ only. Finished runs are reused.
 """
@@ -36,9 +36,9 @@ from looped.studies.textstudy import QUICK as QUICK_BLOCK
 from looped.studies.textstudy import BlockSettings, run_text, text_tables
 from looped.training.run import make_optimizer
 
-# The text track: the text study (`studies.length`) at one length, at a size whose models
-# beat the bigram table (d=64, BPE-512, 480 steps: the length study's 480-step cell), every
-# schedule at the LR the length study shares there; `--sweep` chooses it again on seed 100.
+# The text track: a text-study block of one length, at a size whose models beat the bigram
+# table (d=64, BPE-512, 480 steps on the standard library's source), every schedule at the LR the
+# retired length study shared there; `--sweep` chooses it again on seed 100.
 TEXT_LR = 3e-3
 TEXT = BlockSettings(
     lengths=(480,),

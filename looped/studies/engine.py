@@ -9,10 +9,10 @@ the LR; this module does the rest, the same way for every study.
       -> choose_lr  on the LR seeds (never reported): the lowest mean validation NLL
       -> score      one row per reported run: what the study measures
       -> paired_gap each schedule against uniform's same seeds: per seed ours / uniform - 1,
-                    its interval over log ratios (`eval.stats`), then `stats.verdict`
+                    its interval over log ratios (`studies.stats`), then `judge`
 
-The length study (`studies.length`), the demo's text track (its one-length configuration)
-and the map's blocks all run through here; the bios grid (budgets of FLOPs, branching across
+The text study's blocks (`studies.textstudy`, laid out by `studies.map`) and the demo's text
+track (a block of one length) run through here; the bios grid (budgets of FLOPs, branching across
 schedules within a seed) and the diagnosis (no branching) declare their runs and use the same
 planner, names, LR choice and gap.
 """
@@ -426,7 +426,6 @@ def compare_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
         "vs_uniform_by_seed": spread(paired) if paired else None,
         **judge(paired, schedule),
         "compute_saving": 1 - ratio_of_means(runs, uni, lambda r: r["flops"]),
-        "wall_saving": 1 - ratio_of_means(runs, uni, lambda r: r["wall"]),
         "depths": first["depths"],
         "token_nll": np.mean([r["token_nll"] for r in runs], axis=0).tolist(),
         "uniform_steps": uni[0]["steps"],

@@ -7,12 +7,15 @@
     looped map --collect --resume-from results/map.json,map_gpu.json   # and a GPU loan's
     looped map --quick                         # toy size, every code path
 
-A block is one length study (`studies.length`: the shared LR chosen on seed 100 at every
-length, seeds in rounds, paired gaps and per-seed trends) at one width and tokenizer, on the
-pinned torch sources (`data.package_corpus`) so that no reported cell sees a token twice. Its
-lengths are spaced in training tokens per non-embedding parameter, the same levels at every
-width. Blocks at the same width and tokenizer share one runs directory: the frontier's, the
-robustness check's and the micro arm's uniform runs are the width block's, trained once.
+A block is the text study (`studies.textstudy`: the shared LR chosen on seed 100 at every length,
+seeds in rounds, paired gaps and per-seed trends) at one width and tokenizer, on the pinned torch
+sources (`data.package_corpus`, so that no reported cell sees a token twice) unless it names a
+corpus of its own, and under a recipe of its own where it names one (the warmup, in steps or
+`optim.warmup_frac`; `model.init_loops`). Its lengths are spaced in training tokens per
+non-embedding parameter, the same levels at every width. Blocks with the same width, tokenizer,
+corpus and recipe share one runs directory (`Block.home`): the frontier's, the robustness
+check's and the micro arm's uniform runs are the width block's, trained once; two recipes never
+share a run. `looped map --probe` lays out the recipe probe's blocks (`PROBE`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""One block of the text study: fixed-first's gap to uniform 1..16 at one width and tokenizer,
-at each of its training lengths, at equal tokens (`studies.map` lays the blocks out; the demo's
-text track is a block of one length, `run_text`).
+"""One block of the text study: fixed-first's gap to uniform 1..16 at one width, tokenizer,
+corpus and recipe (warmup, residual init), at each of its training lengths, at equal tokens
+(`studies.map` lays the blocks out, the recipe probe's too; the demo's text track is a block of
+one length, `run_text`).
 
 One recipe for every schedule: (1) the shared LR, uniform's best on the LR seeds (an edge
 extends the sweep); (2) seeds in rounds, shorter lengths branching off one trunk per (schedule,
@@ -75,7 +76,7 @@ def rows_of(old: dict, path: str, corpus: dict, dtype: str) -> dict[str, dict]:
     if (theirs := old.get("meta", {}).get("environment", {}).get("dtype", dtype)) != dtype:
         raise UserError(
             f"--resume-from {path} was trained in {theirs} and this study trains in {dtype}; "
-            f"add --dtype {theirs} to reuse its runs"
+            f"collect it on a machine that trains in {theirs}"
         )
     tuned = old.get("tuned") or {}
     runs = [r for part in (old, tuned) for k in ("rows", "sweep") for r in part.get(k, [])]

@@ -2,7 +2,8 @@
 
 looped samples                      # runs/map/samples.json: the map's d64 block, longest length
 looped samples --block d128         # another block's models
-looped samples --reference          # results/samples.json (rendered in docs/RESULTS.md)
+looped samples --reference          # results/samples.json (docs/RESULTS.md shows it again
+                                    # once the map's models are sampled)
 looped samples --quick              # runs/map-quick/samples.json, after `looped map --quick`
 """
 

@@ -63,7 +63,7 @@ def timing_section(data: dict) -> str:
 
 
 def step_speed_section(speed: dict) -> str:
-    """Each setting's training-step speed as a ratio to the length study's worker, measured
+    """Each setting's training-step speed as a ratio to the text study's worker, measured
     one after another in one run of scripts/step_speed.py (never across runs)."""
     ms, ratios = speed["ms_per_step"], speed["speed_vs_worker"]
     rows = [[name, f"{ms[name]:.0f}", f"{ratio:.2f}x"] for name, ratio in ratios.items()]

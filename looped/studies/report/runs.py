@@ -1,5 +1,5 @@
 """The paper's figures from run directories (`looped plot`), drawn from metrics.jsonl so that
-full-scale runs get the demo's figures without a notebook, and its architecture diagram."""
+full-scale runs get the demo's figures without a notebook."""
 
 from __future__ import annotations
 
