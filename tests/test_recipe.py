@@ -8,12 +8,21 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import torch
 
 from looped.config import OptimConfig, load_config, lr_at
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.studies.engine import fingerprint
-from looped.studies.map import PROBE, QUICK, Block, MapSettings, block_settings, choose_recipe
+from looped.studies.map import (
+    PROBE,
+    QUICK,
+    Block,
+    MapSettings,
+    block_settings,
+    choose_recipe,
+    probe_blocks,
+)
 from looped.training.lineage import branch_point
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,7 +72,7 @@ def test_a_config_at_the_new_fields_defaults_fingerprints_as_the_committed_runs_
 
 def test_each_probe_recipe_has_a_home_of_its_own_and_a_plain_block_keeps_its_warmup():
     homes = [b.home for b in PROBE.blocks]
-    assert len(set(homes)) == len(homes) == 18
+    assert len(set(homes)) == len(homes) == 6 + 2 * 4  # 5% warmup: d32 only
     assert all(b.arms == () for b in PROBE.blocks)  # uniform alone
     assert block_settings(QUICK.blocks[0], QUICK).setup.warmup_steps == QUICK.setup.warmup_steps
     frac = block_settings(replace(QUICK.blocks[0], warmup=0.05, init_loops=16), QUICK).setup
@@ -94,3 +103,28 @@ def test_the_probe_chooses_the_recipe_whose_uniform_is_best_at_the_complete_cell
     chosen = choose_recipe(result, blocks)
     assert chosen["cells"] == ["a", "b"] and chosen["recipe"] == "w5pct_i16"
     assert chosen["excess"]["w5pct_i16"] < chosen["excess"]["w10_i1"]
+
+
+def test_a_recipe_left_out_of_the_larger_cells_is_scored_where_it_ran_not_chosen_from_one_cell():
+    cells = (Block("a", 16, tpp=(8,)), Block("b", 32, tpp=(8,)))
+    both = (("w10_i1", 10, 1), ("w2pct_i16", 0.02, 16))
+    settings = replace(
+        PROBE,
+        blocks=probe_blocks(cells[:1], warmups=(10, 0.02, 0.05), inits=(1, 16))
+        + probe_blocks(cells[1:], warmups=(10, 0.02), inits=(1, 16)),
+    )
+    val = {f"probe-a-{r}": 3.0 for r, _, _ in both} | {"probe-a-w5pct_i1": 2.5}
+    val |= {"probe-a-w5pct_i16": 2.9, "probe-a-w10_i16": 3.0, "probe-a-w2pct_i1": 3.0}
+    val |= {"probe-b-w10_i1": 3.3, "probe-b-w2pct_i16": 3.0, "probe-b-w10_i16": 3.3}
+    val |= {"probe-b-w2pct_i1": 3.3}
+    result = {
+        name: {"sweep": [{"lr": lr, "val_nll": v, "seed": s} for lr in (3e-3, 1e-2)
+                         for s in (200, 201)]}
+        for name, v in val.items()
+    }  # fmt: skip
+    chosen = choose_recipe(result, settings)
+    # w5pct_i1 is best at a, but ran nowhere else: the choice is among the four probed everywhere
+    assert chosen["recipe"] == "w2pct_i16" and chosen["cells"] == ["a", "b"]
+    assert set(chosen["excess"]) == {"w10_i1", "w10_i16", "w2pct_i1", "w2pct_i16"}
+    assert chosen["dropped"]["w5pct_i1"] == pytest.approx(2.5 / 3.0 - 1)
+    assert chosen["excess"]["w10_i1"] == pytest.approx((0 + 0.1) / 2)
