@@ -24,7 +24,9 @@
 #   FLOPs, beside a bigram table scored on the same windows;
 # - `results/map.json` from `looped map`: the gap to uniform by model width, vocabulary and
 #   training length, one learning rate per length, on data seen once, reported where the models
-#   beat that bigram table.
+#   beat that bigram table;
+# - `results/recipe.json` from `looped map --probe`: uniform alone under other warmups and
+#   residual inits, to test whether the recipe the map shares slows uniform.
 #
 # Set `LOOPED_FULL=1` to rerun the diagnosis here (about ten minutes on two cores)
 # instead of reading the committed file.
@@ -44,6 +46,7 @@ from looped.studies.diagnose import DiagnoseSettings, run_diagnose
 from looped.studies.probes import gradient_agreement
 from looped.studies.report import block, diagnose
 from looped.studies.report import map as map_report
+from looped.studies.report import recipe as recipe_report
 from looped.studies.report.probe import plot_benefit
 
 FULL = os.environ.get("LOOPED_FULL") == "1"
@@ -117,10 +120,14 @@ display(Image(filename=str(figures[0])))
 display(Image(filename=str(figures[1])))
 
 # %% [markdown]
-# per-micro-batch variant (a step's gradient averages four depths) and uniform $2..16$ (no $K=1$
-# steps) are the two interventions. Their means over seeds end so close together, depth by
-# depth, that the figure draws them as one line, with a shading where they part (at $K=1$); how
-# much of uniform's gap each closes, seed by seed, is in the table at the end of this notebook.
+# Last, what each variant ends with: its held-out fact NLL at every serving depth after the same
+# steps, the mean over seeds. Besides uniform, fixed $K=4$ and fixed-first, two runs change one
+# thing in uniform training and are the interventions: the per-micro-batch variant (a step's
+# gradient averages four depths) and uniform $2..16$ (no $K=1$ steps). Their means end so close
+# together, depth by depth, that the figure draws their markers side by side at each $K$, so
+# that neither hides the other; they part most at $K=1$. Both sit between uniform and
+# fixed-first at every depth; how much of uniform's gap each closes, seed by seed, is in the
+# table at the end of this notebook.
 
 # %%
 display(Image(filename=str(figures[2])))
@@ -218,9 +225,10 @@ display(Markdown(block.trend_rows(d64)))
 # table). From the second length on, K=4 for 80% falls further behind as training lengthens: its
 # per-seed slope is above zero across seeds, and at the longest length it is "worse", its whole
 # interval above its tolerance. K=2 for 67% is "undecided" at every length with a verdict, and
-# its slope's interval holds zero: its trend is undetermined, not absent. K=4's gap is largest
-# at $K=1$, while K=2's shallow fixed phase keeps $K=1$ close and its gap sits at the deep
-# serving depths.
+# its slope's interval holds zero: its trend is undetermined, not absent. Across serving depths,
+# K=4's gap is largest at $K=1$, its interval there lying wholly above its intervals at $K=4$
+# and $K=16$. For K=2 only the $K=16$ interval lies above zero; its $K=1$ and $K=4$ intervals
+# hold zero, so where along the depths its gap sits is not determined.
 
 # %% [markdown]
 # ## 5. Where it holds: width and length on fresh tokens
@@ -233,47 +241,97 @@ display(Markdown(block.trend_rows(d64)))
 #
 # and the learning rate chosen again at every length. If the gap were about the regime, the
 # curves of wider models would sit lower at the same $\tau$. $d=32$, $d=64$ and $d=128$ (all
-# with a 512-token BPE) have finished at four seeds per cell. On fresh tokens $d=64$ shows K=4
-# falling behind as training lengthens. $d=128$'s curves do not sit lower: every $d=128$ BPE-512
-# cell is undecided, and K=2 (67%) at $\tau=40$ is measurably behind uniform without being shown
-# past its tolerance.
+# with a 512-token BPE) have finished at four seeds per cell. The map runs over several sessions
+# (`looped map --resume-from results/map.json` continues it); a cell with no seeds yet reads
+# "not yet run".
 #
-# The tables give each run's **plateau escape**: the first logged step at which its train loss
-# fell below the bigram table. A model that has not escaped predicts little better than counting
-# pairs of tokens, so a gap made by uniform's slow start shows as a late escape in uniform's
-# column. No $d=32$ cell has a verdict: at its longest length uniform's test NLL still misses
-# the bigram table in most seeds (its train loss escapes late), so its gaps measure uniform's
-# late escape rather than a finding.
-#
-# Width and vocabulary change together when a model grows, so the map also runs a **2x2** at
-# $\tau=40$: $d \in \{64, 128\}$ times a 512- or 4,096-token BPE. Its $d=64$, BPE-4096 cell
-# is a stronger case of the plateau: with the larger vocabulary no model beats its bigram table
-# there, and fixed-first comes out ahead of a uniform that escapes its plateau late or not at
-# all. At $d=128$ the larger vocabulary does the same without the plateau: every model ends
-# well past the bigram table, and both recipes end ahead of uniform, K=4 (80%) in every seed with
-# an interval below zero ("better"). Uniform's train loss still escapes later than K=4's in
-# every seed, so its slow start is not ruled out; but at $d=128$ it is the vocabulary, not the
-# width, that moves the gap (the $d=64$ and $d=128$ BPE-512 cells are both undecided).
-#
-# The last table is the **own-LR check**: each recipe at the learning rate that its own sweep,
-# on seeds never reported (the **LR seeds**), chose at the longest length. At $d=32$ and $d=64$
-# (none ran at $d=128$) that LR is the shared one, so the check's runs are the main cells'. The
-# map runs over several sessions (`looped map --resume-from results/map.json` continues it); a
-# cell with no seeds yet reads "not yet run".
+# The figure draws each recipe's gap against $\tau$, one curve per width, each bar the 95%
+# interval over seeds and the recipe's tolerance dashed; an open marker, and the whole faint
+# $d=32$ curve, is a cell with no verdict because some model in it misses the bigram table. Read
+# a verdict off where a bar lies against the zero line and the dashed one.
 
 # %%
 atlas = json.loads((ROOT / "results" / "map.json").read_text())
 map_figures = [map_report.fig_map(atlas, Path(tempfile.mkdtemp()) / "map_gap.png")]
 display(Image(filename=str(map_figures[0])))
-display(Markdown(map_report.section(atlas)))
+
+# %% [markdown]
+# On fresh tokens $d=64$'s K=4 curve climbs past its tolerance as training lengthens. $d=128$'s
+# points are not measurably lower: at $\tau=40$, where both widths have a verdict, each recipe's
+# $d=128$ point sits above $d=64$'s with the intervals overlapping, every $d=128$ BPE-512 cell
+# is undecided, and K=2 (67%) at $\tau=40$ is measurably behind uniform (its interval lies above
+# zero) without being shown past its tolerance.
+#
+# The table below lists every cell of the map, one row per width, vocabulary, length and arm:
+# the length in steps, in tokens per parameter (non-embedding and all) and in passes over the
+# data (the epochs column, all under one, so no token is seen twice), the learning rate chosen
+# at that length, the arm's gap to uniform with its verdict, and each side's **plateau escape**:
+# the first logged step at which a run's train loss fell below the bigram table, as the median
+# and range over seeds, with "never" counting the seeds that stayed above. A model that has not
+# escaped predicts little better than counting pairs of tokens, so read the two escape columns
+# of a row against each other: a gap made by uniform's slow start shows as a late or "never"
+# escape in uniform's column.
+
+# %%
+display(Markdown(map_report.map_rows(atlas)))
+
+# %% [markdown]
+# No $d=32$ cell has a verdict: at its longest length uniform's test NLL still misses the bigram
+# table in most seeds (its train loss escapes late, one seed never), so its gaps measure
+# uniform's late escape rather than a finding. At $d=64$'s longest length the block also runs
+# the **frontier**, K=2 and K=4 switched at 50%, 67% and 80% of the steps: for both $K_0$ the
+# later the switch, the larger the point estimate of the gap, and no fraction is within
+# tolerance. The same length holds the **per-micro-batch arm**, uniform drawing $K$ per
+# micro-batch against plain uniform: $-0.30\%$ $[-2.41, +1.85]$, an interval that holds zero,
+# so its effect on uniform is undetermined at this resolution, not shown to be none.
+#
+# Next, the trend as training lengthens, per width and vocabulary: each seed's slope of the gap
+# per doubling of tokens over the lengths with a verdict (three are needed), and the interval
+# over seeds; "rising" means the interval lies above zero. Only $d=64$ with BPE-512 has three
+# lengths with a verdict, so section 4's trend is the only one the map can give yet.
+
+# %%
+display(Markdown(map_report.trends(atlas)))
+
+# %% [markdown]
+# Width and vocabulary change together when a model grows, so the map also runs a **2x2** at
+# $\tau=40$: $d \in \{64, 128\}$ times a 512- or 4,096-token BPE. The table gives each recipe's
+# gap in the four corners: read across a row for what the vocabulary does at one width, down a
+# recipe's two rows for what the width does at one vocabulary.
+#
+# Its $d=64$, BPE-4096 corner is a stronger case of the plateau: it gets no verdict, because some
+# model in it misses its bigram table, and uniform's train loss there escapes late and in two
+# seeds never (the escape column above); fixed-first's point estimates are ahead of uniform, K=2's
+# interval wholly below zero, but neither is a verdict. At $d=128$ with BPE-4096 every model
+# beats the table (the cell has verdicts): K=4 (80%) is "better", $-1.57\%$ $[-2.21, -0.92]$,
+# and K=2 (67%) "undecided", $-1.69\%$ $[-4.21, +0.90]$. Uniform's train loss there still
+# escapes later than K=4's in every seed (uniform's earliest seed, at 450, escapes after K=4's
+# latest, at 410), so uniform's slow start is not ruled out as the cause. At $d=128$ both
+# recipes' point estimates sit behind uniform with BPE-512 and ahead with BPE-4096; no interval
+# on the difference between two corners is computed here, and at BPE-512 what the width does is
+# undetermined (both widths' cells are undecided).
+
+# %%
+display(Markdown(map_report.two_by_two(atlas)))
+
+# %% [markdown]
+# The last table is the **own-LR check**: each recipe at the learning rate that its own sweep,
+# on seeds never reported (the **LR seeds**), chose at the longest length, against uniform at
+# the shared one. Read the two LR columns first: where they are equal, the check's runs are the
+# main cells' and its gap repeats theirs. At $d=32$ and $d=64$ (none ran at $d=128$) they are
+# equal, so the choice of learning rate is not what makes those verdicts.
+
+# %%
+display(Markdown(map_report.own_lr(atlas)))
 
 # %% [markdown]
 # The fit puts one plane through each seed's gaps, against $\log_2 \tau$ and $\log_2$ of the
 # parameter count, and takes intervals over seeds. Only cells with a verdict enter it ($d=32$'s
-# are all not informative), so it rests on $d=64$ and $d=128$. For K=4 (80%), four seeds at
-# both widths: the gap grows with length in every seed, while the width's slope is an interval
-# around zero. K=2 (67%)'s fit finds neither slope: its seeds' slopes along length differ in
-# sign, and its point estimates stay a little behind uniform, flat, at both widths.
+# are all not informative), so it rests on $d=64$ and $d=128$. For K=4 (80%) the gap grows with
+# length (the interval of that slope lies above zero), while the width's slope is an interval
+# around zero: undetermined, not absent. For K=2 (67%) both slopes' intervals hold zero and its
+# seeds' slopes along length differ in sign, so the fit locates no crossing. The extrapolation to
+# 200M parameters is labelled as one: its intervals span both signs.
 
 # %%
 display(Markdown(map_report.fit_section(atlas)))
@@ -290,11 +348,52 @@ display(Markdown(diagnose.agreement_table(result)))
 display(Markdown(diagnose.interventions_table(result)))
 
 # %% [markdown]
-# Read together: in uniform training the depths' gradients differ in size (K=1's is the
-# largest, so clipping cuts most K=1 steps) and in direction (K=1 and K=16 barely agree on a
-# batch; the deep depths do). Both interventions recover much of uniform's deficit, drawing a
-# K per micro-batch so that each step averages several depths, and leaving K=1 out. They do not
-# separate the two causes, and the seeds do not all agree on how much each closes: a lead to
-# follow, not a cause. The map's per-micro-batch arm (section 5) is no contradiction: there, at
-# $d=64$ on text after 2,088 steps, uniform leads the recipes, so there is no lag to close, and
-# drawing $K$ per micro-batch leaves uniform where it was.
+# **Why uniform lags on the bios facts.** In uniform training the depths' gradients differ in
+# size (K=1's is the largest, so clipping cuts most K=1 steps) and in direction (K=1 and K=16
+# barely agree on a batch; the deep depths do). Each intervention closes over half of uniform's
+# deficit to fixed-first on the seed mean (58% and 56%), but seed by seed the share runs from
+# none or next to none to nearly all of it (2% to 93%, and $-9\%$ to 95%), with three seeds and
+# no interval. They do not separate the two causes either: a lead to follow, not a cause. The
+# map's per-micro-batch arm (section 5) is no contradiction: on text at $d=64$ after 2,088
+# steps uniform has no lag behind the recipes to close (K=4 (80%) is behind it, K=2 (67%)
+# undecided), and there the arm's gap to uniform, $-0.30\%$ $[-2.41, +1.85]$, leaves its effect
+# undetermined.
+#
+# **Does the paper's claim hold on text?** The map's finding by regime: each width at its
+# longest length, every width at the longest length they all reached, and the other vocabulary
+# there (the same table as the README's):
+
+# %%
+display(Markdown(map_report.finding(atlas)))
+
+# %% [markdown]
+# No cell is "within tolerance", so nowhere at this CPU scale does the map confirm the paper's
+# claim as stated. Where a verdict is given it is one of three. K=4 (80%) at $d=64$'s longest
+# length is "worse", $+3.47\%$ $[+1.62, +5.36]$ against its 0.8% tolerance, and its gap rises
+# as training lengthens ($+1.49\%$ $[+0.23, +2.75]$ per doubling of tokens, section 4). K=2 (67%)
+# is "undecided" wherever it has a verdict: at $d=64$'s longest length $+1.50\%$
+# $[-0.38, +3.42]$, an interval that holds both zero and its 0.5% tolerance, so whether it meets
+# the claim is undetermined. And K=4 (80%) at $d=128$ with BPE-4096 is "better",
+# $-1.57\%$ $[-2.21, -0.92]$.
+#
+# Every one of these readings is provisional. In every cell where fixed-first's point estimate
+# is ahead of uniform, the "better" one included, uniform's train loss left its early plateau
+# late, or in some seeds never (the escape step, section 5's first table); where every uniform
+# seed escaped close behind the arm's (BPE-512 at $d=64$ from $\tau=40$ on, and at $d=128$),
+# fixed-first's point estimates are behind. So a verdict may be reading how fast uniform starts
+# under the map's shared recipe, not the schedule: 10 warmup steps at every length, and
+# residual output projections initialised as if the block were applied once, though uniform
+# applies it up to 16 times. The recipe probe tests that on uniform alone, at cells where
+# uniform escaped late and on time, on seeds no map cell reports. Its figure gives uniform's
+# escape step at each probed cell (a panel each) under each recipe: `w10` is 10 warmup steps,
+# `w2pct` and `w5pct` 2% and 5% of the run; `i1` counts the block once in the residual init,
+# `i16` once per application up to 16; a dot per seed and learning rate, and a recipe whose dots
+# sit lower leaves the plateau sooner. A recipe not drawn at a cell has not finished there or
+# does not run there (the probe drops a recipe that falls behind); the runs' validation NLL and
+# the recipe the probe chooses are in `docs/RESULTS.md`. Until the map is rerun under the
+# chosen recipe, its verdicts are the shared recipe's.
+
+# %%
+probe = json.loads((ROOT / "results" / "recipe.json").read_text())
+recipe_figures = [recipe_report.fig_escape(probe, Path(tempfile.mkdtemp()) / "recipe.png")]
+display(Image(filename=str(recipe_figures[0])))
