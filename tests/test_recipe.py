@@ -12,8 +12,11 @@ import pytest
 import torch
 
 from looped.config import OptimConfig, load_config, lr_at
+from looped.errors import UserError
 from looped.model import LoopedConfig, LoopedTransformer
+from looped.studies.commands import map as map_command
 from looped.studies.engine import fingerprint
+from looped.studies.gapfit import delay_fit, escape_delays
 from looped.studies.map import (
     PROBE,
     QUICK,
@@ -21,7 +24,9 @@ from looped.studies.map import (
     MapSettings,
     block_settings,
     choose_recipe,
+    parse_recipe,
     probe_blocks,
+    with_recipe,
 )
 from looped.training.lineage import branch_point
 
@@ -128,3 +133,54 @@ def test_a_recipe_left_out_of_the_larger_cells_is_scored_where_it_ran_not_chosen
     assert set(chosen["excess"]) == {"w10_i1", "w10_i16", "w2pct_i1", "w2pct_i16"}
     assert chosen["dropped"]["w5pct_i1"] == pytest.approx(2.5 / 3.0 - 1)
     assert chosen["excess"]["w10_i1"] == pytest.approx((0 + 0.1) / 2)
+
+
+def test_a_recipe_name_round_trips_and_a_bad_one_is_refused_in_one_line():
+    for name in ("w2pct_i16", "w10_i1", "w5pct_i1", "w40_i16"):
+        warmup, loops = parse_recipe(name)
+        assert Block("x", 16, warmup=warmup, init_loops=loops).recipe == name
+    for bad in ("w2_pct_i16", "2pct_i16", "w0pct_i1", "w100pct_i1", "w2pct_i0", "w2pct"):
+        with pytest.raises(UserError, match="--recipe .*w2pct_i16"):
+            parse_recipe(bad)
+
+
+def test_the_map_under_a_recipe_moves_every_block_to_its_own_home_and_its_own_results_file():
+    moved = with_recipe(MapSettings(), "w2pct_i16")
+    assert {b.recipe for b in moved.blocks} == {"w2pct_i16"}
+    assert not {b.home for b in moved.blocks} & {b.home for b in MapSettings().blocks}
+    assert with_recipe(MapSettings(), "w10_i1") == MapSettings()  # the map's own: same runs
+    a = map_command.parser().parse_args(["--recipe", "w2pct_i16"])
+    assert map_command.stem(a, map_command.settings_from(a)) == "map-w2pct_i16"
+    a = map_command.parser().parse_args([])
+    assert map_command.stem(a, map_command.settings_from(a)) == "map"
+    with pytest.raises(UserError, match="leave out --recipe"):
+        map_command.settings_from(
+            map_command.parser().parse_args(["--probe", "--recipe", "w10_i1"])
+        )
+
+
+def _cell(schedule: str, nll: list, escapes: list, steps: int = 100, gap: bool = True) -> dict:
+    c = {"schedule": schedule, "steps": steps, "lr": 0.01, "seed_ids": [0, 1, 2]}
+    c |= {"seed_nll": nll, "escape_steps": escapes, "d_model": 32, "vocab_size": 512}
+    return c | ({"gap": {}} if gap else {})
+
+
+def test_each_seed_cells_gap_is_paired_with_how_late_uniform_escaped_after_the_arm():
+    arm = "fixed-first:k=4,frac=0.8,then=uniform:1-16"
+    block = {
+        "cells": [
+            _cell("uniform:1-16", [2.0, 2.0, 4.0], [50, None, 30], gap=False),
+            _cell(arm, [1.8, 2.2, 4.0], [20, 40, None]),
+        ]
+    }
+    points = escape_delays({"blocks": {"a": block, "b": block}})  # a shared cell counts once
+    assert [(p["seed"], p["delay"], p["censored"]) for p in points] == [
+        (0, 30, False),
+        (1, 60, True),
+    ]
+    assert [p["gap"] for p in points] == pytest.approx([-0.1, 0.1])
+    line = [{"delay": d, "gap": 0.5 - 0.01 * d, "censored": False} for d in (0, 50, 100)]
+    fit = delay_fit(line + [{"delay": 999, "gap": 9.0, "censored": True}])
+    assert fit["r"] == pytest.approx(-1) and fit["pct_per_100_steps"] == pytest.approx(-100)
+    assert (fit["n"], fit["censored"]) == (3, 1)
+    assert delay_fit(line[:2]) is None  # two points fit any line

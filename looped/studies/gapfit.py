@@ -10,6 +10,9 @@ Intervals are Student-t over seeds (seeds are the unit; this is not a mixed mode
 crossing or a prediction is computed per seed first, then summarised. The crossing of a level
 L at width P is log2(T*) = (L - a - c log2 P) / b, defined only when every seed's b has the
 same sign; otherwise the fit says that the gap does not move with length in one direction.
+
+`escape_delays` and `delay_fit` read the map the other way, seed by seed: how far each seed-cell's
+gap follows how late uniform left its early plateau (issue 52's mechanism).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import math
 
 import numpy as np
 
+from looped import paper
 from looped.studies.stats import interval
 
 PAPER_SCALE = 200e6  # the paper's smaller model, in parameters: an extrapolation, labelled so
@@ -76,3 +80,63 @@ def crossing(coef: np.ndarray, params: float, level: float) -> dict | None:
     logs = (level - coef[:, 0] - coef[:, 2] * math.log2(params)) / b
     iv = interval(list(logs))
     return {"tokens_per_param": 2**iv.mean, "lo": 2**iv.lo, "hi": 2**iv.hi, "n": iv.n}
+
+
+MAIN_ARMS = (paper.RECIPES_1B[1], paper.RECIPE_200M)  # K=4 (80%) and K=2 (67%): every width's
+
+
+def escape_delays(result: dict, arms: tuple[str, ...] = MAIN_ARMS) -> list[dict]:
+    """Each reported seed-cell of a map (one arm, one length, one seed, on one pass): the gap to
+    uniform (the seed's ratio of NLLs, less 1) against how many steps after the arm uniform's
+    training loss fell below the bigram table. Where uniform never escaped, the delay is at least
+    the steps the arm had left (`censored`); a seed-cell where the arm never escaped is left out."""
+    out, seen = [], set()
+    for block in result.get("blocks", {}).values():
+        by_key = {(c["schedule"], c["steps"]): c for c in block.get("cells", [])}
+        for c in block.get("cells", []):
+            ref = by_key.get((paper.UNIFORM, c["steps"]))
+            key = (c.get("d_model"), c.get("vocab_size"), c["steps"], c["schedule"])
+            skip = "gap" not in c or c["schedule"] not in arms or not ref
+            if skip or not c.get("one_pass", True) or key in seen:
+                continue
+            seen.add(key)
+            uni = dict(zip(ref["seed_ids"], zip(ref["seed_nll"], ref["escape_steps"])))
+            for seed, nll, esc in zip(c["seed_ids"], c["seed_nll"], c["escape_steps"]):
+                if seed not in uni or esc is None:
+                    continue
+                u_nll, u_esc = uni[seed]
+                out.append(
+                    {
+                        "d_model": c.get("d_model"),
+                        "vocab_size": c.get("vocab_size"),
+                        "steps": c["steps"],
+                        "schedule": c["schedule"],
+                        "lr": c["lr"],
+                        "seed": seed,
+                        "gap": nll / u_nll - 1,
+                        "delay": (c["steps"] if u_esc is None else u_esc) - esc,
+                        "censored": u_esc is None,
+                    }
+                )
+    return out
+
+
+def delay_fit(points: list[dict]) -> dict | None:
+    """How closely the gap follows uniform's delay over the seed-cells where both escaped: the
+    correlation, the share of the gaps' spread it explains (r squared) and the least-squares
+    slope (gap points per 100 steps). Descriptive: a cell's two arms share uniform's run, so the points are
+    not independent and no interval is drawn from them."""
+    both = [p for p in points if not p["censored"]]
+    if len(both) < 3 or len({p["delay"] for p in both}) < 2:
+        return None
+    x, y = np.array([p["delay"] for p in both], float), np.array([p["gap"] for p in both])
+    r = float(np.corrcoef(x, y)[0, 1])
+    slope = float(np.polyfit(x, y, 1)[0])
+    return {
+        "n": len(both),
+        "censored": len(points) - len(both),
+        "r": r,
+        "r2": r * r,
+        "pct_per_100_steps": 1e4 * slope,
+        "median_delay": float(np.median(x)),
+    }

@@ -21,6 +21,7 @@ share a run. `looped map --probe` lays out the recipe probe's blocks (`PROBE`).
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -158,6 +159,27 @@ PROBE = MapSettings(
     lr_seeds=(200, 201),
     extend=0,  # the LR is a crossed factor here; the map sweeps it again under the recipe chosen
 )
+
+
+def parse_recipe(name: str) -> tuple[float, int]:
+    """ "w2pct_i16" -> (0.02, 16): the warmup (steps, or a fraction of the run) and the block
+    applications the residual init counts, as `Block.recipe` names them."""
+    m = re.fullmatch(r"w(\d+)(pct)?_i(\d+)", name)
+    if not m or int(m[3]) < 1 or (m[2] and not 0 < int(m[1]) < 100):
+        raise UserError(
+            f"--recipe {name}: name it w<steps>_i<loops> or w<N>pct_i<loops>, e.g. w2pct_i16"
+        )
+    return (int(m[1]) / 100 if m[2] else int(m[1])), int(m[3])
+
+
+def with_recipe(settings: MapSettings, name: str) -> MapSettings:
+    """Every block under the recipe NAME, each in a home of its own; the settings' own recipe
+    (10 warmup steps, the block counted once) leaves the blocks where they are."""
+    warmup, loops = parse_recipe(name)
+    if (warmup, loops) == (settings.setup.warmup_steps, 1) and not settings.setup.warmup_frac:
+        return settings
+    blocks = tuple(replace(b, warmup=warmup, init_loops=loops) for b in settings.blocks)
+    return replace(settings, blocks=blocks)
 
 
 def choose_recipe(blocks: dict[str, dict], settings: MapSettings) -> dict | None:

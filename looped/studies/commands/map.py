@@ -9,6 +9,7 @@
     looped map --gpu --out runs/map-gpu          # a GPU: widths to 512, lengths over 100x
     looped map --probe                           # the recipe probe: uniform's warmup, residual
                                                  # init and LR, unreported seeds; recipe.json
+    looped map --recipe w2pct_i16                # the map under another recipe: map-w2pct_i16.json
 
 The method is in `looped.studies.map`; a rerun reuses every finished run.
 """
@@ -32,6 +33,7 @@ from looped.studies.map import (
     choose_recipe,
     run_map,
     time_blocks,
+    with_recipe,
 )
 from looped.studies.report.map import figures as map_figures
 from looped.studies.report.recipe import fig_escape, probe_rows
@@ -56,6 +58,9 @@ def parser() -> argparse.ArgumentParser:
     probe = "the recipe probe: uniform at three cells under each warmup and residual init, "
     probe += "LR seeds only; writes recipe.json with the recipe its validation NLL chooses"
     add("--probe", action="store_true", help=probe)
+    recipe = "the map under a recipe: w<steps>_i<loops> or w<N>pct_i<loops> (warmup, block "
+    recipe += "applications the residual init counts); its own runs and map-RECIPE.json"
+    add("--recipe", help=recipe)
     timing = "train nothing: time a step at every K=1..16 for each width REPS times, and add "
     timing += "each arm's wall-clock saving over its seeds' exact draws to map.json"
     add("--time", type=int, metavar="REPS", help=timing)
@@ -68,6 +73,8 @@ def settings_from(a: argparse.Namespace) -> MapSettings:
         raise UserError("--quick and --gpu are two sizes; give one")
     if a.probe and a.gpu:
         raise UserError("--probe runs on the CPU map's cells; leave out --gpu")
+    if a.probe and a.recipe:
+        raise UserError("--probe crosses the recipes itself; leave out --recipe")
     sizes = (QUICK_PROBE, PROBE) if a.probe else (QUICK, GPU if a.gpu else MapSettings())
     s = replace(sizes[0] if a.quick else sizes[1], resume_from=a.resume_from)
     s.corpus = a.corpus or s.corpus
@@ -79,7 +86,15 @@ def settings_from(a: argparse.Namespace) -> MapSettings:
             raise UserError(f"--blocks {a.blocks}: name blocks among {','.join(known)}")
         s.blocks = tuple(known[n] for n in names)
     s.max_seeds = a.max_seeds or s.max_seeds
-    return s
+    return with_recipe(s, a.recipe) if a.recipe else s
+
+
+def stem(a: argparse.Namespace, settings: MapSettings) -> str:
+    """The results file's and the figures' name: recipe, map, or map-RECIPE (another recipe)."""
+    if a.probe:
+        return "recipe"
+    recipe = next((b.recipe for b in settings.blocks if b.recipe), "")
+    return f"map-{recipe}" if recipe else "map"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_from(a)
     check_resume(settings)  # before any corpus is tokenized (minutes)
     out, results, figures = study_dirs(a, "map")
-    path = results / ("recipe.json" if a.probe else "map.json")
+    path = results / f"{stem(a, settings)}.json"
     old = json.loads(path.read_text()) if path.is_file() else {}
     if a.time is not None:
         if a.time < 2:
@@ -103,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     if "wallclock" in old:  # measured apart, kept across collections
         result["wallclock"] = old["wallclock"]
     write_result(path, result)
-    drawn = map_figures(result, figures)  # none while every block is in its LR sweep
+    drawn = map_figures(result, figures, path.stem)  # none while every block is in its LR sweep
     if a.probe and probe_rows(result):
         drawn.append(fig_escape(result, figures / "recipe_escape.png"))
     for path in drawn:

@@ -275,15 +275,34 @@ def fit_section(result: dict) -> str:
         f, ext = fit["fit"], fit["extrapolation"]
         # a width still in its seed rounds: the fit is read at an interim look, as its cells are
         interim = ", interim look" if any(not c.get("planned_look", True) for c in mine) else ""
-        fitted = f"{gap_text(f['per_doubling_tokens_per_param'])} per doubling of tokens/param, "
-        fitted += f"{gap_text(f['per_doubling_params'])} per doubling of parameters, "
-        far = f"{gap_text(ext['gap'])} at {ext['tokens_per_param']:.0f} tokens/param"
+        fitted = _slope(f["per_doubling_tokens_per_param"], "tokens/param") + ", "
+        fitted += _slope(f["per_doubling_params"], "parameters") + ", "
         rows.append([label(arm), f"{fitted}{len(fit['seeds'])} seeds{interim}"])
-        rows[-1] += [_crossings(fit["crossing"]), far, _crossing(ext["crossing"]["zero"])]
+        rows[-1] += [_crossings(fit["crossing"]), _extrapolated(ext, mine)]
+        rows[-1] += [_crossing(ext["crossing"]["zero"])]
     head = ["recipe", "fit (per seed, interval over seeds)"]
     head += ["crossings by width (non-emb. tokens/param)"]
-    head += ["EXTRAPOLATION to 200M parameters: gap", "EXTRAPOLATION: crosses 0 at"]
+    head += ["EXTRAPOLATION to 200M parameters: gap [95% interval]", "EXTRAPOLATION: crosses 0 at"]
     return md_table(head, rows)
+
+
+def _slope(g: dict, per: str) -> str:
+    """A fitted slope with its interval, "undetermined" where the interval spans 0: then not
+    even its sign is known, and the point estimate is no effect to read."""
+    spans = g["lo"] < 0 < g["hi"]
+    return f"{gap_text(g)} per doubling of {per}" + (" (undetermined)" if spans else "")
+
+
+def _extrapolated(ext: dict, cells: list[dict]) -> str:
+    """The gap the fit predicts at 200M parameters, never as a point value alone: where its
+    interval is wider than the largest gap it extrapolates from (a fitted cell's seed mean), the
+    interval says nothing those gaps do not, so it is written "uninformative", without a point."""
+    g, at = ext["gap"], f"at {ext['tokens_per_param']:.0f} tokens/param"
+    largest = max(abs(c["gap"].get("mean", float(np.mean(c["gap"]["values"])))) for c in cells)
+    if g["hi"] - g["lo"] > largest:
+        wide = f"[{100 * g['lo']:+.2f}%, {100 * g['hi']:+.2f}%]"
+        return f"uninformative: {wide} {at}, wider than any gap fitted (at most {largest:.2%})"
+    return f"{gap_text(g)} {at}"
 
 
 def _crossings(by_width: dict) -> str:
@@ -434,10 +453,11 @@ def fig_frontier(result: dict, path: Path) -> Path:
     return plotting.save(fig, path)
 
 
-def figures(result: dict, out: Path) -> list[Path]:
-    """The map's figures: the gap by width and length once a cell has paired seeds (a block
-    still in its LR sweep has none), and the frontier where it has run."""
-    paths = [fig_map(result, out / "map_gap.png")] if cells(result) else []
+def figures(result: dict, out: Path, stem: str = "map") -> list[Path]:
+    """The map's figures, named STEM_gap.png and STEM_frontier.png: the gap by width and length
+    once a cell has paired seeds (a block still in its LR sweep has none), and the frontier
+    where it has run."""
+    paths = [fig_map(result, out / f"{stem}_gap.png")] if cells(result) else []
     if _frontier(result):
-        paths.append(fig_frontier(result, out / "map_frontier.png"))
+        paths.append(fig_frontier(result, out / f"{stem}_frontier.png"))
     return paths
