@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -302,6 +303,60 @@ def test_a_fit_whose_seeds_disagree_in_direction_says_so_once():
     )
     assert row.count("no crossing (seeds' slopes differ in sign)") == 2  # the widths', the 200M's
     assert "d=64" not in row
+
+
+def _fit_row(noise: float, width_slope: float) -> str:
+    """fit_section's K=4 row over constructed cells, gap = 2% + 1% per doubling of T +
+    `width_slope` per doubling of P, four seeds' slopes in P off by up to 1.5 `noise`."""
+    from looped.studies.report.map import fit_section
+
+    off = {s: (0.0, 0.0, noise * x) for s, x in enumerate((-1.0, 1.0, -1.5, 1.5))}
+    cells = [
+        {
+            "d_model": d,
+            "vocab_size": 512,
+            "steps": tpp,
+            "schedule": paper.RECIPES_1B[1],
+            "verdict": "undecided",
+            "tolerance": 0.008,
+            "params_non_embedding": params,
+            "tokens_per_non_embedding_param": tpp,
+            "seed_ids": list(off),
+            "gap": {
+                "values": [
+                    0.02
+                    + o[0]
+                    + (0.01 + o[1]) * math.log2(tpp / 20)
+                    + (width_slope + o[2]) * math.log2(params / 2**16)
+                    for o in off.values()
+                ]
+            },
+        }
+        for d, params in ((64, 2**16), (128, 2**18))
+        for tpp in (20, 40, 80)
+    ]
+    rows = fit_section({"blocks": {"b": {"cells": cells}}}).splitlines()
+    return next(r for r in rows if "K=4" in r)
+
+
+def test_an_extrapolation_wider_than_the_gaps_it_extrapolates_prints_no_point_value():
+    """Seeds that scatter in their width slope leave 200M parameters, ten doublings away, an
+    interval wider than any gap fitted: the row says "uninformative" and gives the interval
+    alone, never a point value; a tight fit gives the point with its interval."""
+    far = _fit_row(noise=0.005, width_slope=0.0).split(" | ")[3]
+    assert far.startswith("uninformative: [") and "wider than any gap fitted" in far
+    assert not re.search(r"[-+]\d+\.\d+% \[", far)  # no "+10.10% [...]": no point value
+    tight = _fit_row(noise=1e-5, width_slope=0.002).split(" | ")[3]
+    assert re.match(r"[-+]\d+\.\d+% \[[-+]\d+\.\d+, [-+]\d+\.\d+\] at 80 tokens/param$", tight)
+
+
+def test_a_slope_whose_interval_spans_zero_is_undetermined():
+    """The width slope of a fit whose seeds straddle zero is written "undetermined" beside its
+    interval; a slope whose interval excludes zero (the length's here) is not."""
+    row = _fit_row(noise=0.005, width_slope=0.0)
+    assert "per doubling of parameters (undetermined)" in row
+    assert "per doubling of tokens/param (undetermined)" not in row
+    assert "(undetermined)" not in _fit_row(noise=1e-5, width_slope=0.002)
 
 
 def test_a_fit_needs_two_widths_and_two_lengths():

@@ -133,8 +133,13 @@ def test_every_number_of_the_bios_tables_is_demo_jsons():
     for key in ("summary", "summary_tokens"):
         for row, cells in zip(result[key], _cells(bios.format_summary(result[key]))):
             assert SPEC[cells[0]] == row["schedule"] and int(cells[2]) == row["steps"]
-            assert _num(cells[5]) == pytest.approx(row["mean_fact_nll"], abs=5e-4)
-            assert _num(cells[6]) == pytest.approx(bios.paired_mean(row), abs=5e-4)
+            assert _num(cells[4]) == pytest.approx(row["mean_fact_nll"], abs=5e-4)
+            assert _num(cells[5]) == pytest.approx(bios.paired_mean(row), abs=5e-4)
+            compute, wall = (float(x.rstrip("x")) for x in cells[3].split(" / "))
+            assert compute == pytest.approx(row["compute_vs_uniform"], abs=5e-3)
+            assert wall == pytest.approx(row["wall_vs_uniform"], abs=5e-3)
+            bits = [float(c) for c in cells[6:]]
+            assert bits == pytest.approx([row["bits"][str(k)] for k in (1, 4, 8, 16)], abs=0.05)
 
 
 def test_every_number_of_the_verdicts_is_its_results_files():

@@ -1,5 +1,5 @@
 """The diagnosis's and the text track's generated sections: tables only, and every number in
-them is its results file's, recomputed here from the file."""
+them is its results file's, recomputed here from the file; the bios tables fit GitHub's column."""
 
 import json
 from pathlib import Path
@@ -9,7 +9,7 @@ import pytest
 
 from looped import paper
 from looped.studies import stats
-from looped.studies.report import diagnose, text
+from looped.studies.report import bios, diagnose, text
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -72,3 +72,35 @@ def test_every_number_of_the_text_section_is_its_results_file():
         found = stats.verdict(iv, tol, worst < baseline["bigram"])
         assert cells[3] == found.value
         assert cells[1] == f"{100 * iv.mean:+.1f}% [{100 * iv.lo:+.1f}, {100 * iv.hi:+.1f}]"
+
+
+GITHUB_COLUMN = 890  # px: the width of a README's or a doc's text on github.com
+PX_PER_CHAR, CELL_PADDING = 7.5, 26  # GitHub's 16 px font, a cell's 13 px padding either side
+
+
+def rendered_width(table: str) -> float:
+    """Roughly how wide GitHub draws a markdown table, in px: it wraps a cell's text at spaces
+    before it lets a table scroll, so a column is as wide as its longest word (its widest cell's
+    unbreakable run) plus the cell's padding. Hyphens may break too, so this errs wide: it puts
+    the demo's old 12-column tables at 972 px, which a browser drew 947 and 951 px wide."""
+    rows = [[c.strip() for c in row.strip().strip("|").split("|")] for row in table.splitlines()]
+    rows = [r for r in rows if not set("".join(r)) <= set("-: ")]  # the rule line
+    return sum(
+        PX_PER_CHAR * max(len(word) for cell in column for word in cell.split() or [""])
+        + CELL_PADDING
+        for column in zip(*rows)
+    )
+
+
+def test_the_bios_tables_fit_githubs_column():
+    """No bios table of RESULTS is cut off in GitHub's column (the K=16 column of the summaries
+    once was), with room to spare for a wider number."""
+    result = _load("demo")
+    tables = [b for b in bios.section(result).split("\n\n") if b.startswith("|")]
+    assert len(tables) >= 3
+    for table in tables:
+        assert rendered_width(table) < GITHUB_COLUMN - 40, table.splitlines()[0]
+    old = "| " + " | ".join(["fixed-first", "0.01", "steps", "compute", "wall-clock",
+                             "(1.248-1.797)", "uniform", "per-seed", "bits/person", "31.1",
+                             "26.5", "K=16"]) + " |"  # fmt: skip
+    assert rendered_width(old) > GITHUB_COLUMN  # the estimate sees the old tables overflow

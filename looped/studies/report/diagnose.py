@@ -15,12 +15,15 @@ from looped.studies.report.tables import md_table
 SPECS = {"uniform": paper.UNIFORM, "fixed": paper.FIXED, "fixed-first": paper.FIXED_FIRST,
          "per-micro": paper.UNIFORM_PER_MICRO, "no-k1": paper.NO_K1}  # fmt: skip
 INTERVENTIONS = ("per-micro", "no-k1")  # what each changes against uniform
-SUMMARY = ["variant", "mean NLL K=1..16", "vs uniform", "grad norm K=1", "median grad norm K>1"]
+# "seeds pooled": a ratio of seed-mean NLLs, not a mean of seed-paired ratios
+SUMMARY = ["variant", "mean NLL K=1..16", "vs uniform (seeds pooled)", "grad norm K=1",
+           "median grad norm K>1"]  # fmt: skip
 PAIRS = ((1, 16), (4, 16), (8, 16))  # the depth pairs whose gradient cosine the table shows
 SETTINGS = ["preset", "d", "steps", "tokens per step", "seeds", "dtype", "training minutes",
             "grad clip", "LR"]  # fmt: skip
-INTERVENTION_HEAD = ["intervention", "mean NLL", "uniform", "fixed-first", "gap closed",
-                     "per seed", "seeds on the mean's side of 50%"]  # fmt: skip
+INTERVENTION_HEAD = ["intervention", "mean NLL", "uniform", "fixed-first",
+                     "gap closed (seeds pooled)", "per seed",
+                     "seeds on the mean's side of 50%"]  # fmt: skip
 
 
 def label(variant: str) -> str:
