@@ -104,3 +104,22 @@ def test_the_bios_tables_fit_githubs_column():
                              "(1.248-1.797)", "uniform", "per-seed", "bits/person", "31.1",
                              "26.5", "K=16"]) + " |"  # fmt: skip
     assert rendered_width(old) > GITHUB_COLUMN  # the estimate sees the old tables overflow
+
+
+def test_the_bottom_line_says_each_recipes_interval_and_its_verdict_in_plain_words(tmp_path):
+    from looped.studies.report import verdicts
+    from looped.studies.report.block import longest
+    from looped.studies.report.tables import gap_text
+    from looped.studies.stats import Verdict
+
+    assert set(verdicts.PLAIN) == {v.value for v in Verdict}  # every verdict has its words
+    (tmp_path / "results").mkdir()
+    assert "not measured" in verdicts.bottom_line(tmp_path)
+    root = Path(__file__).resolve().parents[1]
+    study = json.loads((root / "results" / "map.json").read_text())
+    (tmp_path / "results" / "map.json").write_text(json.dumps(study))
+    line = verdicts.bottom_line(tmp_path)
+    for s in verdicts.RECIPES:
+        c = longest(study["blocks"][verdicts.BLOCK], s)
+        said = f"{paper.label(s)} ends {gap_text(c['gap'])}"
+        assert said in line and verdicts.PLAIN[c["verdict"]].split(" {tol}")[0] in line

@@ -14,7 +14,7 @@ from looped.flops import preset_rows
 from looped.studies.report import bios, diagnose, docs, recipe, samples, text
 from looped.studies.report import map as map_report
 from looped.studies.report.tables import md_table
-from looped.studies.report.verdicts import load_result, verdicts_section
+from looped.studies.report.verdicts import bottom_line, load_result, verdicts_section
 
 BUDGET_MINUTES = 10  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
 
@@ -110,6 +110,8 @@ def render(
         "notebooks": lambda: docs.notebooks_section(root, doc),
         "flops": flops_section,
         "verdicts": lambda: verdicts_section(root),
+        "escape_delay": lambda: recipe.delay_section(recipe_maps(root)),
+        "bottom_line": lambda: bottom_line(root),
     }
     for marker, write in from_code.items():
         if f"<!-- {marker}:begin -->" in readme:  # read from root's files only where shown
@@ -136,7 +138,22 @@ def figures(root: Path, out: Path | None = None) -> list[Path]:
             paths += module.figures(result, out)
     if (result := load_result(root, "recipe")) is not None:
         paths.append(recipe.fig_escape(result, out / "recipe_escape.png"))
+    for path in sorted((root / "results").glob("map-*.json")):  # the map under other recipes
+        paths += map_report.figures(json.loads(path.read_text()), out, path.stem)
+    if maps := recipe_maps(root):
+        paths.append(recipe.fig_escape_delay(maps, out / "escape_delay.png"))
     return paths
+
+
+def recipe_maps(root: Path) -> dict[str, dict]:
+    """The map under each recipe it has run with, by the recipe's name: map.json is the map's
+    own (10 warmup steps, the block counted once at init), map-RECIPE.json any other."""
+    maps = {}
+    if (own := load_result(root, "map")) is not None:
+        maps["w10_i1 (the map's)"] = own
+    for path in sorted((root / "results").glob("map-*.json")):
+        maps[path.stem.removeprefix("map-")] = json.loads(path.read_text())
+    return maps
 
 
 def write_docs(root: Path, results: Path | None = None, check: bool = False) -> list[str]:

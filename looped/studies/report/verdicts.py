@@ -130,3 +130,34 @@ def verdicts_section(root: Path) -> str:
     if trends := trend_rows(study):
         parts.append(md_table(TREND_HEADER, trends))
     return "\n\n".join(parts)
+
+
+# a verdict in words a newcomer needs no glossary for; {tol} is the recipe's tolerance
+PLAIN = {
+    "worse": "behind, past its {tol} tolerance (worse)",
+    "undecided": "neither shown within nor past its {tol} tolerance (undecided)",
+    "better": "ahead of uniform (better)",
+    "within tolerance": "within its {tol} tolerance",
+    "no worse than tolerance": "no worse than its {tol} tolerance",
+    "not informative at this size": "no verdict: the models miss the bigram table",
+}
+
+
+def bottom_line(root: Path) -> str:
+    """The finding in one sentence a newcomer can repeat: each recipe's gap at the longest length
+    the map's `BLOCK` judged, with its interval and the verdict it gives at the recipe's tolerance."""
+    study = (load_result(root, "map") or {}).get("blocks", {}).get(BLOCK)
+    found = [(s, c) for s in RECIPES if study and (c := block.longest(study, s))]
+    if not found:
+        return "**Bottom line**: not measured yet (`looped map`)."
+    c = found[0][1]
+    parts = [
+        f"{paper.label(s)} ends {gap_text(c['gap'])} from uniform 1..16 in held-out NLL, "
+        + PLAIN[c["verdict"]].format(tol=f"{tolerance(s):.1%}")
+        for s, c in found
+    ]
+    at = (
+        f"at d={c['d_model']} after {c['steps']:,} steps ({c['tokens_per_non_embedding_param']:.0f}"
+    )
+    at += f" training tokens per non-embedding parameter, {c['gap']['n']} seeds)"
+    return f"**Bottom line so far**, on fresh text {at}: " + "; ".join(parts) + "."
