@@ -207,26 +207,49 @@ def finding(result: dict) -> str:
             continue
         at = [c for c in mine if c["d_model"] == d]
         shown = {longest[d]["steps"]} | {c["steps"] for c in at if round(_tpp(c)) == matched}
-        rows += [_finding_row([c for c in at if c["steps"] == steps]) for steps in sorted(shown)]
+        rows += [
+            _finding_row(result, [c for c in at if c["steps"] == steps]) for steps in sorted(shown)
+        ]
     other = [c for c in every if c.get("vocab_size") != 512 and round(_tpp(c)) == matched]
     for key in sorted({_at(c) for c in other}):
-        rows.append(_finding_row([c for c in other if _at(c) == key]))
+        rows.append(_finding_row(result, [c for c in other if _at(c) == key]))
     return md_table(head, rows)
 
 
-def _finding_row(at: list[dict]) -> list[str]:
+def _finding_row(result: dict, at: list[dict]) -> list[str]:
     """One regime of the finding (one width, vocabulary and length): each recipe's gap."""
     by_arm = {c["schedule"]: c for c in at}
     c = at[0]
     regime = f"d={c['d_model']}, BPE-{c['vocab_size']}, {c['steps']:,} steps, "
     regime += f"{_tpp(c):.0f} tokens/non-emb. param"
     gaps = [
-        f"{gap_text(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: {verdict_of(by_arm[a])}"
+        f"{gap_text(by_arm[a]['gap'])}, {by_arm[a]['gap']['n']} seeds: {_said(result, by_arm[a])}"
         if a in by_arm
         else "not yet run"  # this arm has no pair at this length yet
         for a in RECIPES
     ]
     return [regime, *gaps]
+
+
+def _said(result: dict, c: dict) -> str:
+    """The cell's verdict; where it has none, why, in plain words: whose models stayed above the
+    bigram table (a verdict needs every reported model of both arms below it)."""
+    if c["verdict"] != Verdict.NOT_INFORMATIVE.value:
+        return verdict_of(c)
+    block = result["blocks"][c["block"]]
+    bigram = block["baselines"]["test"]["bigram"]
+    uni = next(
+        u for u in block["cells"] if u["schedule"] == paper.UNIFORM and u["steps"] == c["steps"]
+    )
+    missed = [
+        (who, sum(v >= bigram for v in x["seed_nll"]), len(x["seed_nll"]))
+        for who, x in (("uniform", uni), ("fixed-first", c))
+    ]
+    if all(m == n for _, m, n in missed):
+        return "no verdict: no model beat the bigram table"
+    return "no verdict: " + ", ".join(
+        f"{who} missed the bigram table in {m} of {n} seeds" for who, m, n in missed if m
+    )
 
 
 def _steps(escapes: list | None) -> str:
