@@ -146,7 +146,7 @@ def test_a_recipe_name_round_trips_and_a_bad_one_is_refused_in_one_line():
 
 def test_the_map_under_a_recipe_moves_every_block_to_its_own_home_and_its_own_results_file():
     moved = with_recipe(MapSettings(), "w2pct_i16")
-    assert {b.recipe for b in moved.blocks} == {"w2pct_i16"}
+    assert {b.recipe for b in moved.blocks} == {"w2pct_i16"} and moved.lr_seeds == (100, 101)
     assert not {b.home for b in moved.blocks} & {b.home for b in MapSettings().blocks}
     assert with_recipe(MapSettings(), "w10_i1") == MapSettings()  # the map's own: same runs
     a = map_command.parser().parse_args(["--recipe", "w2pct_i16"])

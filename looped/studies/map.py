@@ -173,13 +173,15 @@ def parse_recipe(name: str) -> tuple[float, int]:
 
 
 def with_recipe(settings: MapSettings, name: str) -> MapSettings:
-    """Every block under the recipe NAME, each in a home of its own; the settings' own recipe
-    (10 warmup steps, the block counted once) leaves the blocks where they are."""
+    """Every block under the recipe NAME, each in a home of its own, its LR chosen on two LR seeds
+    (where the escape depends on the seed, one seed can pick a risky LR); the settings' own
+    recipe (10 warmup steps, the block counted once) leaves the blocks where they are."""
     warmup, loops = parse_recipe(name)
     if (warmup, loops) == (settings.setup.warmup_steps, 1) and not settings.setup.warmup_frac:
         return settings
     blocks = tuple(replace(b, warmup=warmup, init_loops=loops) for b in settings.blocks)
-    return replace(settings, blocks=blocks)
+    seeds = tuple(dict.fromkeys((*settings.lr_seeds, max(settings.lr_seeds) + 1)))
+    return replace(settings, blocks=blocks, lr_seeds=seeds)
 
 
 def choose_recipe(blocks: dict[str, dict], settings: MapSettings) -> dict | None:
