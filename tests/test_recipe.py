@@ -16,7 +16,7 @@ from looped.errors import UserError
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.studies.commands import map as map_command
 from looped.studies.engine import fingerprint
-from looped.studies.gapfit import delay_fit, escape_delays
+from looped.studies.gapfit import delay_fit, escape_delays, recipe_change
 from looped.studies.map import (
     PROBE,
     QUICK,
@@ -184,3 +184,13 @@ def test_each_seed_cells_gap_is_paired_with_how_late_uniform_escaped_after_the_a
     assert fit["r"] == pytest.approx(-1) and fit["pct_per_100_steps"] == pytest.approx(-100)
     assert (fit["n"], fit["censored"]) == (3, 1)
     assert delay_fit(line[:2]) is None  # two points fit any line
+
+
+def test_a_new_recipe_is_read_against_the_old_cell_by_cell_paired_by_seed():
+    old = {"blocks": {"d32": {"cells": [_cell("uniform:1-16", [2.0, 4.0, 3.0], [300, None, 200])]}}}
+    new = {"blocks": {"d32": {"cells": [_cell("uniform:1-16", [1.8, 3.6, 2.7], [100, 120, 90])]}}}
+    new["blocks"]["d32"]["cells"].append(_cell("uniform:1-16", [1.0, 1.0, 1.0], [9, 9, 9], steps=7))
+    (c,) = recipe_change(old, new)  # the 7-step cell ran under the new recipe only
+    assert c["change"]["mean"] == pytest.approx(-0.1) and c["change"]["n"] == 3
+    assert c["escape_steps"] == ([300, None, 200], [100, 120, 90]) and c["lr"] == (0.01, 0.01)
+    assert recipe_change(old, {"blocks": {"d64": new["blocks"]["d32"]}}) == []  # another block

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from looped import paper
-from looped.studies.stats import interval
+from looped.studies.stats import interval, ratio_interval
 
 PAPER_SCALE = 200e6  # the paper's smaller model, in parameters: an extrapolation, labelled so
 
@@ -140,3 +140,37 @@ def delay_fit(points: list[dict]) -> dict | None:
         "pct_per_100_steps": 1e4 * slope,
         "median_delay": float(np.median(x)),
     }
+
+
+def recipe_change(old: dict, new: dict) -> list[dict]:
+    """What a new recipe did to each cell the two maps share (a block of the same name, one
+    schedule at one length): the held-out NLL under the new recipe over the old, paired by seed
+    (the interval over seeds, as a gap is), each recipe's LR and uniform's escape steps."""
+    out = []
+    for name, block in new.get("blocks", {}).items():
+        before = {
+            (c["schedule"], c["steps"]): c
+            for c in old.get("blocks", {}).get(name, {}).get("cells", [])
+        }
+        for c in block.get("cells", []):
+            if (was := before.get((c["schedule"], c["steps"]))) is None:
+                continue
+            by_seed = dict(zip(was["seed_ids"], was["seed_nll"]))
+            ratios = [
+                v / by_seed[s] - 1 for s, v in zip(c["seed_ids"], c["seed_nll"]) if s in by_seed
+            ]
+            if len(ratios) < 2:
+                continue
+            out.append(
+                {
+                    "block": name,
+                    "schedule": c["schedule"],
+                    "steps": c["steps"],
+                    "d_model": c.get("d_model"),
+                    "vocab_size": c.get("vocab_size"),
+                    "lr": (was["lr"], c["lr"]),
+                    "escape_steps": (was["escape_steps"], c["escape_steps"]),
+                    "change": ratio_interval(ratios).as_dict(),
+                }
+            )
+    return out

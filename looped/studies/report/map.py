@@ -178,7 +178,7 @@ def map_rows(result: dict) -> str:
         verdict = gap_cell(c) if c.get("one_pass", True) else "past one pass: not reported"
         epochs = f"{c['epochs']:.2f}" if c.get("epochs") is not None else "-"
         u = uni.get(_at(c), {})
-        escapes = f"{_steps(u.get('escape_steps'))} / {_steps(c.get('escape_steps'))}"
+        escapes = f"{escape_text(u.get('escape_steps'))} / {escape_text(c.get('escape_steps'))}"
         rows.append([*_at(c), f"{_tpp(c):.0f}", f"{c['tokens_per_param']:.0f}", epochs])
         rows[-1] += [f"{c['lr']:g}", label(c["schedule"]), verdict, escapes]
     return md_table(head, rows)
@@ -252,7 +252,7 @@ def _said(result: dict, c: dict) -> str:
     )
 
 
-def _steps(escapes: list | None) -> str:
+def escape_text(escapes: list | None) -> str:
     """Seeds' escape steps as "median (min-max)"; "never" counts seeds that stayed above."""
     if not escapes:
         return "-"

@@ -12,8 +12,9 @@ from matplotlib.lines import Line2D
 
 from looped import plotting
 from looped.paper import label
-from looped.studies.gapfit import MAIN_ARMS, delay_fit, escape_delays
-from looped.studies.report.tables import md_table
+from looped.studies.gapfit import MAIN_ARMS, delay_fit, escape_delays, recipe_change
+from looped.studies.report.map import escape_text
+from looped.studies.report.tables import gap_text, md_table
 
 
 def probe_rows(result: dict) -> list[tuple[str, str, dict]]:
@@ -131,3 +132,23 @@ def delay_section(maps: dict[str, dict]) -> str:
                 ]
             )
     return md_table(head, rows) if rows else "No map under a recipe has paired seed-cells yet."
+
+
+def change_section(old: dict, new: dict, recipe: str) -> str:
+    """Each cell both maps ran: its held-out NLL under RECIPE over the map's own recipe, paired by
+    seed, beside each recipe's LR and the seeds' escape steps (median (range), never)."""
+    head = ["d", "vocab", "steps", "schedule", "LR (own → new)", f"NLL, {recipe} over own [95%]"]
+    head += ["escape (own / new)"]
+    rows = [
+        [
+            c["d_model"],
+            c["vocab_size"],
+            c["steps"],
+            label(c["schedule"]),
+            f"{c['lr'][0]:g} → {c['lr'][1]:g}",
+            f"{gap_text(c['change'])}, n={c['change']['n']}",
+            " / ".join(escape_text(e) for e in c["escape_steps"]),
+        ]
+        for c in recipe_change(old, new)
+    ]
+    return md_table(head, rows) if rows else f"No cell has run under {recipe} yet."
