@@ -194,3 +194,29 @@ def test_a_new_recipe_is_read_against_the_old_cell_by_cell_paired_by_seed():
     assert c["change"]["mean"] == pytest.approx(-0.1) and c["change"]["n"] == 3
     assert c["escape_steps"] == ([300, None, 200], [100, 120, 90]) and c["lr"] == (0.01, 0.01)
     assert recipe_change(old, {"blocks": {"d64": new["blocks"]["d32"]}}) == []  # another block
+
+
+def test_the_rerun_section_reads_the_map_under_the_recipe_the_probe_chose(tmp_path):
+    from looped.studies.report import render
+
+    (tmp_path / "results").mkdir()
+    write = lambda name, obj: (tmp_path / "results" / name).write_text(json.dumps(obj))  # noqa: E731
+    assert "No block has run" in render.rerun_section(tmp_path)
+    write("recipe.json", {"chosen_recipe": {"recipe": "w2pct_i16"}})
+    assert render.chosen_map(tmp_path) is None  # chosen, not yet run
+    old = {
+        "blocks": {
+            "d32": {"cells": [_cell("uniform:1-16", [2.0, 4.0, 3.0], [300, None, 200], gap=False)]}
+        }
+    }
+    new = {
+        "blocks": {
+            "d32": {"cells": [_cell("uniform:1-16", [1.8, 3.6, 2.7], [100, 120, 90], gap=False)]}
+        }
+    }
+    write("map.json", old)
+    write("map-w10_i16.json", {"blocks": {}})  # another recipe's map is not the chosen one's
+    write("map-w2pct_i16.json", new)
+    assert render.chosen_map(tmp_path) == ("w2pct_i16", new)
+    assert "-10.00%" in render.rerun_section(tmp_path)
+    assert set(render.recipe_maps(tmp_path)) == {"w10_i1 (the map's)", "w10_i16", "w2pct_i16"}

@@ -112,6 +112,7 @@ def render(
         "verdicts": lambda: verdicts_section(root),
         "escape_delay": lambda: recipe.delay_section(recipe_maps(root)),
         "bottom_line": lambda: bottom_line(root),
+        "map_rerun": lambda: rerun_section(root),
     }
     for marker, write in from_code.items():
         if f"<!-- {marker}:begin -->" in readme:  # read from root's files only where shown
@@ -143,6 +144,22 @@ def figures(root: Path, out: Path | None = None) -> list[Path]:
     if maps := recipe_maps(root):
         paths.append(recipe.fig_escape_delay(maps, out / "escape_delay.png"))
     return paths
+
+
+def chosen_map(root: Path) -> tuple[str, dict] | None:
+    """The recipe the probe chose and the map under it (`looped map --recipe`), once both exist."""
+    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    new = load_result(root, f"map-{chosen}") if chosen else None
+    return (chosen, new) if new else None
+
+
+def rerun_section(root: Path) -> str:
+    """The map under the chosen recipe: its cells, then each against the map's own recipe."""
+    if (found := chosen_map(root)) is None:
+        return "No block has run under the chosen recipe yet (`looped map --recipe`)."
+    name, new = found
+    own = load_result(root, "map") or {}
+    return map_report.map_rows(new) + "\n\n" + recipe.change_section(own, new, name)
 
 
 def recipe_maps(root: Path) -> dict[str, dict]:
