@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from looped import paper
 from looped.config import OptimConfig, load_config, lr_at
 from looped.errors import UserError
 from looped.model import LoopedConfig, LoopedTransformer
@@ -18,16 +19,22 @@ from looped.studies.commands import map as map_command
 from looped.studies.engine import fingerprint
 from looped.studies.gapfit import delay_fit, escape_delays, recipe_change
 from looped.studies.map import (
+    ARMS,
     PROBE,
     QUICK,
+    QUICK_PROBE,
     Block,
     MapSettings,
     block_settings,
     choose_recipe,
+    own_recipes,
     parse_recipe,
     probe_blocks,
+    run_map,
     with_recipe,
 )
+from looped.studies.report.recipe import own_section
+from looped.studies.textsetup import ensure_corpus
 from looped.training.lineage import branch_point
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,9 +83,9 @@ def test_a_config_at_the_new_fields_defaults_fingerprints_as_the_committed_runs_
 
 
 def test_each_probe_recipe_has_a_home_of_its_own_and_a_plain_block_keeps_its_warmup():
-    homes = [b.home for b in PROBE.blocks]
+    homes = [b.home for b in PROBE.blocks if b.sweep == paper.UNIFORM]
     assert len(set(homes)) == len(homes) == 6 + 2 * 4  # 5% warmup: d32 only
-    assert all(b.arms == () for b in PROBE.blocks)  # uniform alone
+    assert all(b.arms == () for b in PROBE.blocks)  # one schedule alone, its LR sweep only
     assert block_settings(QUICK.blocks[0], QUICK).setup.warmup_steps == QUICK.setup.warmup_steps
     frac = block_settings(replace(QUICK.blocks[0], warmup=0.05, init_loops=16), QUICK).setup
     assert (frac.warmup_frac, frac.init_loops) == (0.05, 16)
@@ -108,6 +115,51 @@ def test_the_probe_chooses_the_recipe_whose_uniform_is_best_at_the_complete_cell
     chosen = choose_recipe(result, blocks)
     assert chosen["cells"] == ["a", "b"] and chosen["recipe"] == "w5pct_i16"
     assert chosen["excess"]["w5pct_i16"] < chosen["excess"]["w10_i1"]
+
+
+def _sweep(v: float, schedule: str = paper.UNIFORM, lrs: tuple = PROBE.lrs) -> dict:
+    """A probe block's whole sweep: each LR on each LR seed, the lower LR 0.1 nats worse."""
+    rows = [
+        {"lr": lr, "seed": s, "schedule": schedule, "steps": 644, "escape_step": 300}
+        for lr in lrs
+        for s in PROBE.lr_seeds
+    ]
+    return {"sweep": [r | {"val_nll": v + (0.1 if r["lr"] == min(lrs) else 0)} for r in rows]}
+
+
+def test_the_own_recipe_check_reads_the_shared_recipe_against_each_arms_own_best():
+    own = [b for b in PROBE.blocks if b.sweep != paper.UNIFORM]
+    assert {b.sweep for b in own} == set(ARMS) and len(own) == 2 * 4  # the four in contention
+    assert len({b.name for b in PROBE.blocks}) == len(PROBE.blocks)
+    # an arm's runs sit beside uniform's of the same recipe, apart by their schedule's run names
+    assert {b.home for b in own} <= {b.home for b in PROBE.blocks if b.sweep == paper.UNIFORM}
+    assert block_settings(own[0], PROBE).sweep_schedule == own[0].sweep
+    k4 = [b for b in own if b.sweep == own[0].sweep]
+    val = dict(zip((b.recipe for b in k4), (3.00, 3.03, 3.06, 3.09)))
+    blocks = {b.name: _sweep(val[b.recipe], b.sweep) for b in k4}
+    blocks |= {b.name: _sweep(3.0) for b in PROBE.blocks if b.name.startswith("probe-d32")}
+    (check,) = own_recipes(blocks, PROBE, "w2pct_i16")  # the other arm has not run: no row
+    assert check["best"] == k4[0].recipe and check["nll"][k4[0].recipe] == pytest.approx(3.0)
+    assert check["excess"] == pytest.approx(val["w2pct_i16"] / 3.0 - 1)
+    assert own_recipes(blocks, PROBE, "w5pct_i1") == []  # not among the arm's recipes
+    # the arms' runs never choose uniform's recipe, however good they look
+    blocks |= {b.name: _sweep(1.0, b.sweep) for b in own}
+    assert choose_recipe(blocks, PROBE)["cells"] == ["d32"]
+    section = own_section({"blocks": blocks, "own_recipes": own_recipes(blocks, PROBE, "w10_i1")})
+    assert section.count("fixed-first K=") == 2 * 4 * 2 + 2  # each arm x recipe x LR, each arm
+    assert "+0.00%" in section  # every recipe ties for each arm: the shared one is its best
+
+
+@pytest.mark.slow
+def test_an_arm_alone_sweeps_its_lr_on_the_lr_seeds_and_trains_no_reported_seed(tmp_path: Path):
+    corpus = ensure_corpus(QUICK.setup, tmp_path, "stdlib")["path"]
+    arm = next(b for b in QUICK_PROBE.blocks if b.sweep != paper.UNIFORM)
+    tiny = replace(QUICK_PROBE, corpus=corpus, blocks=(arm,), lrs=(1e-2,), workers=1)
+    block = run_map(tiny, tmp_path / "m")["blocks"][arm.name]
+    assert {(r["schedule"], r["seed"]) for r in block["sweep"]} == {
+        (arm.sweep, s) for s in QUICK_PROBE.lr_seeds
+    }
+    assert block["rows"] == [] and all(r["val_nll"] > 0 for r in block["sweep"])
 
 
 def test_a_recipe_left_out_of_the_larger_cells_is_scored_where_it_ran_not_chosen_from_one_cell():
@@ -220,3 +272,19 @@ def test_the_rerun_section_reads_the_map_under_the_recipe_the_probe_chose(tmp_pa
     assert render.chosen_map(tmp_path) == ("w2pct_i16", new)
     assert "-10.00%" in render.rerun_section(tmp_path)
     assert set(render.recipe_maps(tmp_path)) == {"w10_i1 (the map's)", "w10_i16", "w2pct_i16"}
+
+
+@pytest.mark.slow
+def test_collecting_some_blocks_keeps_the_files_other_blocks(tmp_path: Path):
+    """A probe collected block by block (`--blocks`) keeps what the file held: the recipe is still
+    chosen from every block, not from the last ones collected."""
+    lrs = QUICK_PROBE.lrs
+    val = {"w4_i1": 3.0, "w4_i16": 3.1, "w5pct_i1": 3.2, "w5pct_i16": 3.3}
+    kept = {f"probe-d16-{r}": _sweep(v, lrs=lrs) for r, v in val.items()}
+    (tmp_path / "recipe.json").write_text(json.dumps({"blocks": kept}))
+    arm = next(b.name for b in QUICK_PROBE.blocks if b.sweep != paper.UNIFORM)
+    argv = ["--probe", "--quick", "--collect", "--blocks", arm, "--out", str(tmp_path)]
+    assert map_command.main(argv) == 0  # the arm has no finished run: nothing of its own
+    saved = json.loads((tmp_path / "recipe.json").read_text())
+    assert saved["blocks"] == kept
+    assert saved["chosen_recipe"]["recipe"] == "w4_i1"

@@ -65,6 +65,8 @@ class Block:
     warmup: float | None = None  # LR warmup: steps if 1 or more, else a fraction of each run;
     # None: the settings' own (the map's 10 steps)
     init_loops: int = 1  # block applications the residual init counts (`model.init_loops`)
+    sweep: str = paper.UNIFORM  # the schedule its LR sweep trains: a fixed-first arm in the
+    # own-recipe check (`OWN`), uniform everywhere else
 
     @property
     def recipe(self) -> str:
@@ -129,13 +131,25 @@ GPU = MapSettings(
 )
 
 
+def arm_tag(schedule: str) -> str:
+    """ "fixed-first:k=4,frac=0.8,then=uniform:1-16" -> "k4f80": an arm in a block's name."""
+    m = re.search(r"k=(\d+),frac=([\d.]+)", schedule)
+    return f"k{m[1]}f{round(float(m[2]) * 100)}" if m else slug(schedule)
+
+
 def probe_blocks(
-    cells: tuple[Block, ...], warmups: tuple[float, ...], inits: tuple[int, ...]
+    cells: tuple[Block, ...],
+    warmups: tuple[float, ...],
+    inits: tuple[int, ...],
+    schedule: str = paper.UNIFORM,
 ) -> tuple[Block, ...]:
-    """The recipe probe's blocks: uniform alone at each cell under each (warmup, init)."""
+    """The recipe probe's blocks: SCHEDULE alone at each cell under each (warmup, init), only its
+    LR sweep trained; "probe-CELL-RECIPE" for uniform, "own-CELL-ARM-RECIPE" for an arm."""
+    kind = "probe" if schedule == paper.UNIFORM else "own"
     return tuple(
-        replace(r, name=f"probe-{c.name}-{r.recipe}", arms=())
+        replace(r, name=f"{kind}-{'-'.join(part)}-{r.recipe}", arms=(), sweep=schedule)
         for c in cells
+        for part in [(c.name,) if kind == "probe" else (c.name, arm_tag(schedule))]
         for r in (replace(c, warmup=w, init_loops=i) for w in warmups for i in inits)
     )
 
@@ -152,9 +166,16 @@ PROBE_CELLS = (
     Block("d64", 64, tpp=(160,)),
     Block("d128-bpe4096", 128, "bpe:4096", (20,)),
 )
+# The own-recipe check: the recipe is chosen on uniform and shared, so it might suit uniform
+# and handicap fixed-first. Each arm alone at the cheapest cell under the four recipes still in
+# contention, on the same LR seeds: how far the shared recipe leaves the arm from its own best.
+OWN = tuple(
+    b for arm in ARMS for b in probe_blocks(PROBE_CELLS[:1], (10, 0.02), (1, 16), schedule=arm)
+)
 PROBE = MapSettings(
     blocks=probe_blocks(PROBE_CELLS[:1], warmups=(10, 0.02, 0.05), inits=(1, 16))
-    + probe_blocks(PROBE_CELLS[1:], warmups=(10, 0.02), inits=(1, 16)),
+    + probe_blocks(PROBE_CELLS[1:], warmups=(10, 0.02), inits=(1, 16))
+    + OWN,
     lrs=(3e-3, 1e-2),
     lr_seeds=(200, 201),
     extend=0,  # the LR is a crossed factor here; the map sweeps it again under the recipe chosen
@@ -190,16 +211,13 @@ def choose_recipe(blocks: dict[str, dict], settings: MapSettings) -> dict | None
     relative to the best of them there, averaged over those cells; the lowest wins. A recipe left
     out of the larger cells is scored at the cells where it ran ("dropped"). None before a cell
     is whole."""
-    want = len(settings.lrs) * len(settings.lr_seeds)
     probed: dict[str, set[str]] = {}
     by_cell: dict[str, dict[str, float]] = {}
-    for b in settings.blocks:
+    for b in (b for b in settings.blocks if b.sweep == paper.UNIFORM):
         cell = b.name.removesuffix(f"-{b.recipe}").removeprefix("probe-")
         probed.setdefault(cell, set()).add(b.recipe)
-        rows = blocks.get(b.name, {}).get("sweep", [])
-        if len(rows) == want:
-            means = [np.mean([r["val_nll"] for r in rows if r["lr"] == lr]) for lr in settings.lrs]
-            by_cell.setdefault(cell, {})[b.recipe] = min(means)
+        if (best := best_lr_nll(blocks.get(b.name, {}), settings)) is not None:
+            by_cell.setdefault(cell, {})[b.recipe] = best
     recipes = set.intersection(*probed.values()) if probed else set()
     whole = [c for c, at in by_cell.items() if recipes <= set(at)]
     if not whole or len(recipes) < 2:
@@ -220,6 +238,31 @@ def choose_recipe(blocks: dict[str, dict], settings: MapSettings) -> dict | None
     return {"recipe": best, "excess": scores, "cells": whole, "dropped": dropped}
 
 
+def best_lr_nll(block: dict, settings: MapSettings) -> float | None:
+    """A probe block's best LR's validation NLL, the mean over the LR seeds; None until its
+    whole sweep (every LR on every LR seed) has finished."""
+    rows = block.get("sweep", [])
+    if len(rows) != len(settings.lrs) * len(settings.lr_seeds):
+        return None
+    lrs = {r["lr"] for r in rows}
+    return float(min(np.mean([r["val_nll"] for r in rows if r["lr"] == lr]) for lr in lrs))
+
+
+def own_recipes(blocks: dict[str, dict], settings: MapSettings, shared: str) -> list[dict]:
+    """Per fixed-first arm of the own-recipe check: each recipe's best-LR validation NLL, the
+    arm's own best recipe, and how far the SHARED recipe (uniform's choice) ends above it."""
+    out = []
+    for arm in dict.fromkeys(b.sweep for b in settings.blocks if b.sweep != paper.UNIFORM):
+        mine = {b.recipe: blocks.get(b.name, {}) for b in settings.blocks if b.sweep == arm}
+        nll = {r: v for r, b in mine.items() if (v := best_lr_nll(b, settings)) is not None}
+        if len(nll) < len(mine) or shared not in nll:
+            continue  # the check is read once every recipe has finished
+        best = min(nll, key=nll.get)
+        excess = nll[shared] / nll[best] - 1
+        out.append({"schedule": arm, "nll": nll, "best": best, "shared": shared, "excess": excess})
+    return out
+
+
 QUICK = MapSettings(  # every code path at toy size, on the standard library
     blocks=(
         Block("d16", 16, tpp=(2, 4, 8)),
@@ -236,7 +279,8 @@ QUICK = MapSettings(  # every code path at toy size, on the standard library
 
 QUICK_PROBE = replace(
     QUICK,
-    blocks=probe_blocks((Block("d16", 16, tpp=(8,)),), warmups=(4, 0.05), inits=(1, 16)),
+    blocks=probe_blocks((Block("d16", 16, tpp=(8,)),), warmups=(4, 0.05), inits=(1, 16))
+    + probe_blocks((Block("d16", 16, tpp=(8,)),), (4, 0.05), (16,), schedule=paper.RECIPE_200M),
     lrs=(1e-2, 3e-2),
     lr_seeds=(200, 201),
     extend=0,
@@ -267,6 +311,7 @@ def block_settings(block: Block, settings: MapSettings) -> textstudy.BlockSettin
         lengths=steps,
         lr_lengths=steps,  # the LR is chosen where every verdict is made
         schedules=(paper.UNIFORM, *block.arms),
+        sweep_schedule=block.sweep,
         tuned_at=max(steps) if block.tuned else 0,
         corpus=block.corpus or settings.corpus,
     )

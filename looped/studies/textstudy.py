@@ -52,6 +52,7 @@ class BlockSettings:
     max_seeds: int = 16  # stop adding rounds past this many seeds (the budget)
     schedules: tuple[str, ...] = SCHEDULES
     tuned_at: int = 480  # robustness: each schedule at its own LR at this length (0: off)
+    sweep_schedule: str = paper.UNIFORM  # the schedule the shared LR's sweep trains
     workers: int = 2  # single-threaded worker processes
     corpus: str | None = None  # None: the standard library; else a `--corpus` source
 
@@ -84,8 +85,9 @@ def rows_of(old: dict, path: str, corpus: dict, dtype: str) -> dict[str, dict]:
 
 
 def shared_lrs(settings: BlockSettings, chosen: dict) -> dict[int, float]:
-    """Each length's shared LR: uniform's choice there, or at the longest swept length."""
-    by_len = chosen.get(paper.UNIFORM, {})
+    """Each length's shared LR: uniform's choice there, or at the longest swept length (the swept
+    schedule's: a fixed-first arm alone in the own-recipe check)."""
+    by_len = chosen.get(settings.sweep_schedule, {})
     if not by_len:
         raise UserError("no finished LR sweep to choose from; run `looped map` without --collect")
     last = max(by_len)
@@ -167,7 +169,7 @@ def run_block(
     base = baselines(settings.setup, corpus, out / "baselines.json")
     batches, bigram = split_batches(settings.setup, corpus), base["test"]["bigram"]
     study = Study(settings, corpus, out / "runs", train, cached or {}, batches, bigram)
-    grid = {paper.UNIFORM: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
+    grid = {settings.sweep_schedule: dict.fromkeys(settings.lrs, tuple(settings.lr_lengths))}
     swept, chosen = sweep(study, grid, settings.extend)
     lrs = shared_lrs(settings, chosen)
     rows, cells, stop = run_rounds(study, lrs)

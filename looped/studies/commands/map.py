@@ -31,6 +31,7 @@ from looped.studies.map import (
     MapSettings,
     check_resume,
     choose_recipe,
+    own_recipes,
     run_map,
     time_blocks,
     with_recipe,
@@ -113,8 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with study_lock(out, a.collect, "looped map"):
         result = run_map(settings, out, train=not a.collect, name=path.name)
+    # a block the file holds and --blocks left out this time stays as it was
+    result["blocks"] = {**old.get("blocks", {}), **result["blocks"]}
     if a.probe:
-        result["chosen_recipe"] = choose_recipe(result["blocks"], settings)
+        # the choice reads every probe block, not only those --blocks trained this time
+        every = replace(settings, blocks=(QUICK_PROBE if a.quick else PROBE).blocks)
+        result["chosen_recipe"] = chosen = choose_recipe(result["blocks"], every)
+        result["own_recipes"] = own_recipes(result["blocks"], every, (chosen or {}).get("recipe"))
     if "wallclock" in old:  # measured apart, kept across collections
         result["wallclock"] = old["wallclock"]
     write_result(path, result)

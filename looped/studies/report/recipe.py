@@ -11,17 +11,18 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from looped import plotting
-from looped.paper import label
+from looped.paper import label, tolerance
 from looped.studies.gapfit import MAIN_ARMS, delay_fit, escape_delays, recipe_change
 from looped.studies.report.map import escape_text
 from looped.studies.report.tables import gap_text, md_table
 
 
 def probe_rows(result: dict) -> list[tuple[str, str, dict]]:
-    """(cell, recipe, block) for every probe block that has finished runs, in the probe's order."""
+    """(cell, recipe, block) for every probe block of uniform's that has finished runs, in the
+    probe's order (the own-recipe check's blocks, "own-...", are `own_section`'s)."""
     out = []
     for name, block in result["blocks"].items():
-        if block.get("sweep"):
+        if block.get("sweep") and name.startswith("probe-"):
             cell, recipe = name.removeprefix("probe-").rsplit("-w", 1)
             out.append((cell, "w" + recipe, block))
     return out
@@ -55,6 +56,36 @@ def recipe_section(result: dict) -> str:
     cells = ", ".join(chosen["cells"])
     best = md_table([f"recipe (best LR, cells {cells})", "val NLL over the best"], excess)
     return md_table(head, rows) + "\n\n" + best
+
+
+def own_section(result: dict) -> str:
+    """The own-recipe check: each fixed-first arm alone at one cell under every recipe still in
+    contention; its runs, then how far the shared recipe leaves the arm from its own best."""
+    head = ["arm", "recipe", "steps", "LR", "escape step (each seed)", "val NLL (seed mean)"]
+    rows = []
+    for name, block in result["blocks"].items():
+        if name.startswith("own-") and block.get("sweep"):
+            arm, recipe = block["sweep"][0]["schedule"], "w" + name.rsplit("-w", 1)[1]
+            for lr in sorted({r["lr"] for r in block["sweep"]}):
+                mine = [r for r in block["sweep"] if r["lr"] == lr]
+                val = f"{np.mean([r['val_nll'] for r in mine]):.3f}"
+                rows.append([label(arm), recipe, mine[0]["steps"], f"{lr:g}", _escapes(mine), val])
+    if not rows:
+        return "The own-recipe check has not run yet (`looped map --probe --blocks own-...`)."
+    checks = result.get("own_recipes") or []
+    summary = [
+        [
+            label(c["schedule"]),
+            c["best"],
+            c["shared"],
+            f"{100 * c['excess']:+.2f}%",
+            f"{100 * tolerance(c['schedule']):.1f}%",
+        ]
+        for c in checks
+    ]
+    head2 = ["arm", "its own best recipe", "shared recipe", "shared over own best", "tolerance"]
+    tail = md_table(head2, summary) if summary else "No arm has every recipe finished yet."
+    return md_table(head, rows) + "\n\n" + tail
 
 
 def fig_escape(result: dict, path: Path) -> Path:

@@ -93,6 +93,7 @@ SECTIONS = {
     "map_costs": ("map.json", map_report.cost_section),
     "finding": ("map.json", map_report.finding),
     "recipe": ("recipe.json", recipe.recipe_section),
+    "own_recipe": ("recipe.json", recipe.own_section),
     "samples": ("samples.json", samples.section),
     "diagnose": ("diagnose.json", diagnose.section),
     "timing": ("demo_time.json", timing_section),
