@@ -113,13 +113,13 @@ def _map_runs(block: dict, schedule: str, steps: int) -> dict[int, dict]:
 
 
 def _paired(
-    d: int, schedule: str, vocab: int = 512
+    d: int, schedule: str, vocab: int = 512, results: dict = MAP
 ) -> dict[int, tuple[dict, list[dict], list[dict]]]:
     """Width d's lengths at this vocabulary, on one pass, where `schedule` and uniform share two
     or more seeds: {steps: (block, its runs, uniform's runs)}, paired by seed."""
     blocks = [
         b
-        for b in MAP["blocks"].values()
+        for b in results["blocks"].values()
         if any(r["d_model"] == d and r["vocab_size"] == vocab for r in b["rows"])
         and any(r["schedule"] == schedule for r in b["rows"])
     ]
@@ -259,6 +259,28 @@ def test_every_gap_of_the_map_table_recomputes_from_the_runs():
         _agrees(cell, mine)
         checked += 1
     assert checked >= 8
+
+
+def test_the_maps_rerun_recomputes_and_its_prose_quotes_its_tables():
+    """The map under the chosen recipe (RESULTS' rerun table): each gap from its own runs, paired
+    by seed; every "a% [b, c]" the prose above the table gives is one of the two maps' tables."""
+    chosen = _json("recipe.json")["chosen_recipe"]["recipe"]
+    rerun = _json(f"map-{chosen}.json")
+    section = _section("docs/RESULTS.md", "map_rerun")
+    checked = 0
+    for row in _table(section, "arm"):
+        schedule = next(s for s in FIXED_FIRST if _names(s, row["arm"]))
+        pairs = _paired(int(row["d"]), schedule, int(row["vocab"]), rerun)
+        _, ours, ref = pairs[int(row["steps"])]
+        cell = next(v for k, v in row.items() if k.startswith("gap to uniform"))
+        _agrees(cell, _interval([_nll(o) / _nll(u) - 1 for o, u in zip(ours, ref)]))
+        checked += 1
+    assert checked >= 8
+    text = (ROOT / "docs/RESULTS.md").read_text()
+    prose = text.split("### The map under the chosen recipe")[1].split("<!-- map_rerun:begin")[0]
+    tables = section + _section("docs/RESULTS.md", "map")
+    quoted = [m.group(0) for m in TRIPLE.finditer(prose)]
+    assert len(quoted) >= 3 and all(q in tables for q in quoted)
 
 
 def test_the_gap_trend_is_a_least_squares_slope_per_seed_over_the_informative_lengths():
