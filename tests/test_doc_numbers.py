@@ -281,6 +281,8 @@ def test_the_maps_rerun_recomputes_and_its_prose_quotes_its_tables():
     tables = section + _section("docs/RESULTS.md", "map")
     quoted = [m.group(0) for m in TRIPLE.finditer(prose)]
     assert len(quoted) >= 3 and all(q in tables for q in quoted)
+    readme = (ROOT / "README.md").read_text().split("<!-- bottom_line:end -->")[1].split("```")[0]
+    assert chosen in readme and all(m.group(0) in section for m in TRIPLE.finditer(readme))
 
 
 def test_the_gap_trend_is_a_least_squares_slope_per_seed_over_the_informative_lengths():
