@@ -166,10 +166,21 @@ def _key(every: list[dict], shown: set[int], off_panel: bool = False) -> list[Li
     return [*handles, *gap_keys(every), *off, tolerance]
 
 
+def recipe_text(setup: dict, steps: int) -> str:
+    """A run's recipe as a row gives it: its warmup in steps (and the share of the run it was set
+    as) and the block applications its residual init counts: "10, i1", "13 (2%), i16"."""
+    frac, loops = setup.get("warmup_frac", 0.0), setup.get("init_loops", 1)
+    if frac:  # `config.warmup_steps`: that share of the run, at least one step
+        return f"{max(1, round(frac * steps))} ({frac:.0%}), i{loops}"
+    return f"{setup.get('warmup_steps', 10)}, i{loops}"
+
+
 def map_rows(result: dict) -> str:
-    """One row per (width, vocabulary, length, arm): the cell's size and the paired gap."""
-    head = ["d", "vocab", "steps", "tokens/param (non-emb.)", "tokens/param (all)", "epochs", "LR"]
-    head += ["arm", "gap to uniform [95% interval], n, verdict", "plateau escape (uniform / arm)"]
+    """One row per (width, vocabulary, length, arm): the cell's size, its recipe and LR, the
+    paired gap and both plateau escapes."""
+    head = ["d", "vocab", "steps", "tokens/param (non-emb.)", "tokens/param (all)", "epochs"]
+    head += ["warmup, init", "LR", "arm", "gap to uniform [95% interval], n, verdict"]
+    head += ["plateau escape (uniform / arm)"]
     rows = []
     blocks = result.get("blocks", {}).values()
     uniform = [c for b in blocks for c in b.get("cells", []) if c["schedule"] == paper.UNIFORM]
@@ -179,8 +190,10 @@ def map_rows(result: dict) -> str:
         epochs = f"{c['epochs']:.2f}" if c.get("epochs") is not None else "-"
         u = uni.get(_at(c), {})
         escapes = f"{escape_text(u.get('escape_steps'))} / {escape_text(c.get('escape_steps'))}"
+        setup = result["blocks"][c["block"]].get("meta", {}).get("settings", {}).get("setup", {})
         rows.append([*_at(c), f"{_tpp(c):.0f}", f"{c['tokens_per_param']:.0f}", epochs])
-        rows[-1] += [f"{c['lr']:g}", label(c["schedule"]), verdict, escapes]
+        rows[-1] += [recipe_text(setup, c["steps"]), f"{c['lr']:g}", label(c["schedule"])]
+        rows[-1] += [verdict, escapes]
     return md_table(head, rows)
 
 
