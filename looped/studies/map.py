@@ -104,6 +104,9 @@ BLOCKS = (
     Block("robust-d32", 32, tpp=(160,), tuned=True),
     Block("robust-d64", 64, tpp=(160,), tuned=True),
     Block("micro-d64", 64, tpp=(160,), arms=(textstudy.MICRO,)),
+    # d=32 longer, still one pass: where a recipe lets uniform leave its plateau at d=32 (the
+    # tuned one does at 160), d=32 is a third informative width, its trend read at 8x to 32x
+    Block("d32-long", 32, tpp=(320, 640)),
 )
 
 
