@@ -141,6 +141,7 @@ def test_the_own_recipe_check_reads_the_shared_recipe_against_each_arms_own_best
     (check,) = own_recipes(blocks, PROBE, "w2pct_i16")  # the other arm has not run: no row
     assert check["best"] == k4[0].recipe and check["nll"][k4[0].recipe] == pytest.approx(3.0)
     assert check["excess"] == pytest.approx(val["w2pct_i16"] / 3.0 - 1)
+    assert check["seed_spread"] == 0  # the two seeds agree in every sweep here
     assert own_recipes(blocks, PROBE, "w5pct_i1") == []  # not among the arm's recipes
     # the arms' runs never choose uniform's recipe, however good they look
     blocks |= {b.name: _sweep(1.0, b.sweep) for b in own}

@@ -262,8 +262,20 @@ def own_recipes(blocks: dict[str, dict], settings: MapSettings, shared: str) -> 
             continue  # the check is read once every recipe has finished
         best = min(nll, key=nll.get)
         excess = nll[shared] / nll[best] - 1
+        # what two seeds can resolve: the widest split between them at a recipe's best LR
+        spread = max(_seed_split(b["sweep"]) for b in mine.values())
         out.append({"schedule": arm, "nll": nll, "best": best, "shared": shared, "excess": excess})
+        out[-1]["seed_spread"] = spread
     return out
+
+
+def _seed_split(rows: list[dict]) -> float:
+    """At a sweep's best LR (mean over the LR seeds), its seeds' NLL range over their mean."""
+    by_lr: dict[float, list[float]] = {}
+    for r in rows:
+        by_lr.setdefault(r["lr"], []).append(r["val_nll"])
+    vals = min(by_lr.values(), key=np.mean)
+    return float((max(vals) - min(vals)) / np.mean(vals))
 
 
 QUICK = MapSettings(  # every code path at toy size, on the standard library

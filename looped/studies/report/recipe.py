@@ -79,11 +79,13 @@ def own_section(result: dict) -> str:
             c["best"],
             c["shared"],
             f"{100 * c['excess']:+.2f}%",
+            f"{100 * c['seed_spread']:.2f}%" if "seed_spread" in c else "-",
             f"{100 * tolerance(c['schedule']):.1f}%",
         ]
         for c in checks
     ]
-    head2 = ["arm", "its own best recipe", "shared recipe", "shared over own best", "tolerance"]
+    head2 = ["arm", "its own best recipe", "shared recipe", "shared over own best"]
+    head2 += ["widest seed split", "tolerance"]
     tail = md_table(head2, summary) if summary else "No arm has every recipe finished yet."
     return md_table(head, rows) + "\n\n" + tail
 
