@@ -152,12 +152,15 @@ def bottom_line(root: Path) -> str:
         return "**Bottom line**: not measured yet (`looped map`)."
     c = found[0][1]
     parts = [
-        f"{paper.label(s)} ends {gap_text(c['gap'])} from uniform 1..16 in held-out NLL, "
+        f"{paper.label(s)} ends {gap_text(c['gap'])} from uniform 1..16, "
         + PLAIN[c["verdict"]].format(tol=f"{tolerance(s):.1%}")
         for s, c in found
     ]
-    at = (
-        f"at d={c['d_model']} after {c['steps']:,} steps ({c['tokens_per_non_embedding_param']:.0f}"
+    at = f"at width d={c['d_model']} after {c['steps']:,} steps "
+    at += (
+        f"({c['tokens_per_non_embedding_param']:.0f} training tokens per non-embedding parameter, "
     )
-    at += f" training tokens per non-embedding parameter, {c['gap']['n']} seeds)"
-    return f"**Bottom line so far**, on fresh text {at}: " + "; ".join(parts) + "."
+    at += f"{c['gap']['n']} seeds; [95% interval over seeds])"
+    lead = "**Bottom line so far**, in held-out NLL (next-token loss on unseen text; training"
+    lead += " sees each token once)"
+    return f"{lead} {at}: " + "; ".join(parts) + "."
