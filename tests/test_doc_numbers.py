@@ -285,6 +285,23 @@ def test_the_maps_rerun_recomputes_and_its_prose_quotes_its_tables():
     assert chosen in readme and all(m.group(0) in section for m in TRIPLE.finditer(readme))
 
 
+def test_the_pooled_gaps_recompute_per_seed_from_the_runs_of_the_cells_they_name():
+    """README's pooled sentence: each seed's gap (mean over depths, ratio to uniform) averaged
+    over the cells the sentence names, then the t interval over seeds."""
+    said = _section("README.md", "pooled")
+    named = [(int(d), int(n.replace(",", ""))) for d, n in re.findall(r"d=(\d+) at ([\d,]+)", said)]
+    assert len(named) >= 2
+    for schedule in FIXED_FIRST:
+        per_seed: dict[int, list[float]] = {}
+        for d, steps in named:
+            _, ours, ref = _paired(d, schedule)[steps]
+            for o, u in zip(ours, ref):
+                per_seed.setdefault(o["seed"], []).append(_nll(o) / _nll(u) - 1)
+        pooled = [sum(v) / len(v) for v in per_seed.values()]
+        (part,) = [p for p in said.split(";") if _names(schedule, p)]
+        _agrees(part, _interval(pooled))
+
+
 def test_the_gap_trend_is_a_least_squares_slope_per_seed_over_the_informative_lengths():
     """Per seed, the gap against log2(tokens) over the d64 block's lengths whose models beat
     the bigram; the slopes' mean and t interval (a plain difference), in percent per doubling."""

@@ -174,3 +174,29 @@ def recipe_change(old: dict, new: dict) -> list[dict]:
                 }
             )
     return out
+
+
+def pooled_gaps(result: dict, arms: tuple[str, ...] = MAIN_ARMS, vocab: int = 512) -> list[dict]:
+    """Each arm's gap pooled per seed over every cell at `vocab` where every model beat the bigram
+    table (a verdict was read; one pass): each seed's mean gap over those cells, then the interval
+    over seeds. An analysis chosen after the map was read, so a reader is told so: it asks what
+    the informative cells say together, where each alone is undecided."""
+    out = []
+    for arm in arms:
+        per_seed: dict[int, list[float]] = {}
+        at: set[tuple] = set()
+        for block in result.get("blocks", {}).values():
+            for c in block.get("cells", []):
+                key = (c.get("d_model"), c["steps"])
+                informative = c.get("verdict") not in (None, "not informative at this size")
+                fits = c["schedule"] == arm and c.get("vocab_size") == vocab and "gap" in c
+                if not (fits and informative and c.get("one_pass", True)) or key in at:
+                    continue
+                at.add(key)
+                for seed, gap in zip(c["seed_ids"], c["gap"]["values"]):
+                    per_seed.setdefault(seed, []).append(gap)
+        whole = [float(np.mean(v)) for _, v in sorted(per_seed.items()) if len(v) == len(at)]
+        if len(whole) > 1:
+            gap = ratio_interval(whole)
+            out.append({"schedule": arm, "cells": sorted(at), "gap": gap.as_dict()})
+    return out

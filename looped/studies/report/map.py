@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 
 from looped import paper, plotting
 from looped.paper import label
-from looped.studies.gapfit import gap_fit
+from looped.studies.gapfit import gap_fit, pooled_gaps
 from looped.studies.report.block import (
     RECIPES,
     TREND_HEAD,
@@ -497,3 +497,25 @@ def figures(result: dict, out: Path, stem: str = "map") -> list[Path]:
     if _frontier(result):
         paths.append(fig_frontier(result, out / f"{stem}_frontier.png"))
     return paths
+
+
+def pooled_section(result: dict) -> str:
+    """The informative BPE-512 cells read together, per seed, labelled as chosen after the fact."""
+    found = pooled_gaps(result)
+    if not found:
+        return "No two cells with a verdict to pool yet."
+    where = ", ".join(f"d={d} at {n:,}" for d, n in found[0]["cells"])
+    parts = []
+    for p in found:
+        g, tol = p["gap"], paper.tolerance(p["schedule"])
+        if g["lo"] > tol:
+            said = f"behind past its {tol:.1%} tolerance"
+        elif g["lo"] > 0:
+            said = f"behind (the interval clears zero), not shown past its {tol:.1%} tolerance"
+        else:
+            said = f"undetermined against zero and its {tol:.1%} tolerance"
+        parts.append(f"{label(p['schedule'])} {gap_text(g)}, {said}")
+    lead = f"Pooled after the fact, each seed's gap averaged over the {len(found[0]['cells'])}"
+    lead += f" BPE-512 cells where every model beat the bigram table ({where} steps;"
+    lead += f" {found[0]['gap']['n']} seeds): "
+    return lead + "; ".join(parts) + "."

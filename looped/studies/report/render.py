@@ -92,6 +92,7 @@ SECTIONS = {
     "map_frontier": ("map.json", map_report.frontier_section),
     "map_costs": ("map.json", map_report.cost_section),
     "finding": ("map.json", map_report.finding),
+    "pooled": ("map.json", map_report.pooled_section),
     "recipe": ("recipe.json", recipe.recipe_section),
     "own_recipe": ("recipe.json", recipe.own_section),
     "samples": ("samples.json", samples.section),
