@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.config import TrainConfig, load_config
+from looped.config import TrainConfig, load_config, warmup_of
 from looped.data.batching import build_source
 from looped.eval.evaluate import token_nll_of
 from looped.flops import flops_per_token, tokens_per_step
@@ -35,6 +35,7 @@ from looped.studies.probes import update_benefit
 from looped.studies.results import diverged, from_scratch
 from looped.studies.runner import Planned, execute
 from looped.studies.stats import spread
+from looped.studies.textsetup import CHOSEN_RECIPE, recipe_overrides
 from looped.training.run import total_steps_for
 
 # Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
@@ -60,7 +61,9 @@ class DemoSettings:
     text_seeds: int = 1
     probe: bool = True  # the paper's Fig. 4 at fixed K=4's checkpoints (seed 0)
     workers: int = 2  # worker processes (each single-threaded)
-    overrides: list[str] = field(default_factory=list)  # config overrides for every run
+    # config overrides for every run; by default the recipe the probe chose for uniform (2%
+    # warmup, the residual init counting 16 applications), which every schedule shares
+    overrides: list[str] = field(default_factory=lambda: recipe_overrides(CHOSEN_RECIPE))
 
 
 FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation runs (Fig. 5)
@@ -74,17 +77,23 @@ QUICK = DemoSettings(  # the full grid at toy size: every code path in well unde
     seeds=2,
     text_seeds=2,
     depth_ks=FULL_DEPTH_KS,
-    overrides=[*TOY, "max_steps=60", "optim.warmup_steps=10"],
+    overrides=[*TOY, "max_steps=60", *recipe_overrides(CHOSEN_RECIPE)],
 )
 
 
 def base_config(
     settings: DemoSettings, seed: int, schedule: str, budget: float, lr: float | None = None
 ) -> TrainConfig:
+    """A grid run's config. A warmup given as a share is a share of the full budget's steps
+    (`max_steps` of fixed K=4): the same steps in every run of the grid, so that each run still
+    branches off its seed's roots exactly (fixed-first off fixed K=4, a budget off a longer one)."""
     overrides = [*settings.overrides, f"seed={seed}", f"schedule={schedule}"]
     overrides += [f"budget_frac={budget}"] + ([f"optim.lr={lr}"] if lr is not None else [])
     cfg = load_config(settings.preset, overrides)
     cfg.dtype = resolve_dtype(cfg.dtype, pick_device(cfg.device))  # as the trainer will
+    if cfg.optim.warmup_frac > 0:  # a share of the full budget (the grid's run), in steps
+        cfg.optim.warmup_steps = warmup_of(cfg.optim, cfg.max_steps or 60)
+        cfg.optim.warmup_frac = 0.0
     return cfg
 
 

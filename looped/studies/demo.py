@@ -32,15 +32,18 @@ from looped.studies.report import text as text_report
 from looped.studies.report.render import BUDGET_MINUTES, timed_demos
 from looped.studies.results import keep_earlier_times, machine_name, write_result
 from looped.studies.runner import execute
+from looped.studies.textsetup import CHOSEN_RECIPE, TextSetup, parse_recipe, recipe_setup
 from looped.studies.textstudy import QUICK as QUICK_BLOCK
 from looped.studies.textstudy import BlockSettings, run_text, text_tables
 from looped.training.run import make_optimizer
 
 # The text track: a text-study block of one length, at a size whose models beat the bigram
-# table (d=64, BPE-512, 480 steps on the standard library's source), every schedule at the LR the
-# retired length study shared there; `--sweep` chooses it again on seed 100.
+# table (d=64, BPE-512, 480 steps on the standard library's source), every schedule at one LR
+# under the chosen recipe (CHOSEN_RECIPE); `--sweep` chooses the LR again on seed 100.
 TEXT_LR = 3e-3
+RECIPE = parse_recipe(CHOSEN_RECIPE)  # (warmup, residual init's applications)
 TEXT = BlockSettings(
+    setup=recipe_setup(TextSetup(), *RECIPE),
     lengths=(480,),
     lrs=(TEXT_LR,),
     lr_seeds=(),
@@ -49,7 +52,9 @@ TEXT = BlockSettings(
     tuned_at=0,
 )
 SWEEP_LRS, SWEEP_SEEDS = (1e-3, 3e-3, 1e-2), (100,)  # the text track's `--sweep`
-QUICK_TEXT = replace(TEXT, setup=QUICK_BLOCK.setup, lengths=(40,), corpus="pydoc")  # toy size
+QUICK_TEXT = replace(  # toy size
+    TEXT, setup=recipe_setup(QUICK_BLOCK.setup, *RECIPE), lengths=(40,), corpus="pydoc"
+)
 
 
 NLL_LABEL = "fact NLL (nats per fact, held-out templates)"  # what demo.json's NLLs are

@@ -41,7 +41,14 @@ from looped.runtime.device import fixed_step, one_thread, time_min
 from looped.schedule_spec import parse_schedule
 from looped.studies import textstudy
 from looped.studies.results import machine_name, read_results_file, write_result
-from looped.studies.textsetup import TextSetup, ensure_corpus, run_config, slug
+from looped.studies.textsetup import (
+    TextSetup,
+    ensure_corpus,
+    parse_recipe,
+    recipe_setup,
+    run_config,
+    slug,
+)
 
 CORPUS = "torch-2.13.0"  # the Python sources of the torch CI pins: ~46 MB, checked by hash
 TPP = (20, 40, 80, 160)  # lengths: training tokens per non-embedding parameter (8x)
@@ -185,17 +192,6 @@ PROBE = MapSettings(
 )
 
 
-def parse_recipe(name: str) -> tuple[float, int]:
-    """ "w2pct_i16" -> (0.02, 16): the warmup (steps, or a fraction of the run) and the block
-    applications the residual init counts, as `Block.recipe` names them."""
-    m = re.fullmatch(r"w(\d+)(pct)?_i(\d+)", name)
-    if not m or int(m[3]) < 1 or (m[2] and not 0 < int(m[1]) < 100):
-        raise UserError(
-            f"--recipe {name}: name it w<steps>_i<loops> or w<N>pct_i<loops>, e.g. w2pct_i16"
-        )
-    return (int(m[1]) / 100 if m[2] else int(m[1])), int(m[3])
-
-
 def with_recipe(settings: MapSettings, name: str) -> MapSettings:
     """Every block under the recipe NAME, each in a home of its own, its LR chosen on two LR seeds
     (where the escape depends on the seed, one seed can pick a risky LR); the settings' own
@@ -313,11 +309,7 @@ def steps_for(block: Block, setup: TextSetup) -> tuple[int, ...]:
 def block_settings(block: Block, settings: MapSettings) -> textstudy.BlockSettings:
     """One block as the text study declares it (its corpus, lengths, arms, recipe)."""
     shape = {"d_model": block.d_model, "n_head": block.n_head, "tokenizer": block.tokenizer}
-    setup = replace(settings.setup, **shape, init_loops=block.init_loops)
-    if block.warmup is not None and block.warmup < 1:
-        setup = replace(setup, warmup_frac=block.warmup)
-    elif block.warmup is not None:
-        setup = replace(setup, warmup_frac=0.0, warmup_steps=int(block.warmup))
+    setup = recipe_setup(replace(settings.setup, **shape), block.warmup, block.init_loops)
     steps = block.steps or steps_for(block, setup)
     as_given = ("lrs", "lr_seeds", "extend", "rounds", "max_seeds", "workers")  # the map's own
     return textstudy.BlockSettings(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,42 @@ class TextSetup:
     val_frac: float = 0.05  # share of the corpus's near-duplicate clusters held out for val
     test_frac: float = 0.05  # and for test
     dtype: str = "auto"  # auto (bf16 where the CPU has a fast path, else fp32) | fp32 | bf16
+
+
+# The recipe every arm shares once the probe has chosen it for uniform (`looped map --probe`,
+# results/recipe.json): warmup over 2% of each run, the residual init counting 16 applications.
+# The demo's two tracks train with it; each map block names its own (`map.Block.recipe`).
+CHOSEN_RECIPE = "w2pct_i16"
+
+
+def parse_recipe(name: str) -> tuple[float, int]:
+    """ "w2pct_i16" -> (0.02, 16): the warmup (steps, or a fraction of the run) and the block
+    applications the residual init counts, as `map.Block.recipe` names them."""
+    m = re.fullmatch(r"w(\d+)(pct)?_i(\d+)", name)
+    if not m or int(m[3]) < 1 or (m[2] and not 0 < int(m[1]) < 100):
+        raise UserError(
+            f"--recipe {name}: name it w<steps>_i<loops> or w<N>pct_i<loops>, e.g. w2pct_i16"
+        )
+    return (int(m[1]) / 100 if m[2] else int(m[1])), int(m[3])
+
+
+def recipe_setup(setup: TextSetup, warmup: float | None, init_loops: int) -> TextSetup:
+    """SETUP under a recipe: WARMUP in steps (1 or more) or as a share of each run (below 1;
+    None keeps the setup's), the residual init counting INIT_LOOPS applications."""
+    setup = replace(setup, init_loops=init_loops)
+    if warmup is not None and warmup < 1:
+        return replace(setup, warmup_frac=warmup)
+    if warmup is not None:
+        return replace(setup, warmup_frac=0.0, warmup_steps=int(warmup))
+    return setup
+
+
+def recipe_overrides(name: str) -> list[str]:
+    """A recipe as config overrides of a training run (the bios track's)."""
+    warmup, loops = parse_recipe(name)
+    warm = [f"optim.warmup_frac={warmup}"] if warmup < 1 else []
+    warm = warm or ["optim.warmup_frac=0", f"optim.warmup_steps={int(warmup)}"]
+    return [*warm, f"model.init_loops={loops}"]
 
 
 def slug(source: str) -> str:
