@@ -246,7 +246,14 @@ def test_a_new_recipe_is_read_against_the_old_cell_by_cell_paired_by_seed():
     (c,) = recipe_change(old, new)  # the 7-step cell ran under the new recipe only
     assert c["change"]["mean"] == pytest.approx(-0.1) and c["change"]["n"] == 3
     assert c["escape_steps"] == ([300, None, 200], [100, 120, 90]) and c["lr"] == (0.01, 0.01)
-    assert recipe_change(old, {"blocks": {"d64": new["blocks"]["d32"]}}) == []  # another block
+    wider = [c | {"d_model": 64} for c in new["blocks"]["d32"]["cells"]]
+    assert recipe_change(old, {"blocks": {"d64": {"cells": wider}}}) == []  # another width
+    # a one-length block's cell is its width block's; a block's own name is read first
+    (alone,) = recipe_change(old, {"blocks": {"d32-100": new["blocks"]["d32"]}})
+    assert alone["change"]["mean"] == pytest.approx(-0.1)
+    other = {"cells": [_cell("uniform:1-16", [1.0, 2.0, 1.5], [1, 2, 3])]}
+    both = {"blocks": {"robust-d32": other, **old["blocks"]}}
+    assert recipe_change(both, new)[0]["change"]["mean"] == pytest.approx(-0.1)
 
 
 def test_the_rerun_section_reads_the_map_under_the_recipe_the_probe_chose(tmp_path):

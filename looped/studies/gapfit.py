@@ -143,17 +143,24 @@ def delay_fit(points: list[dict]) -> dict | None:
 
 
 def recipe_change(old: dict, new: dict) -> list[dict]:
-    """What a new recipe did to each cell the two maps share (a block of the same name, one
-    schedule at one length): the held-out NLL under the new recipe over the old, paired by seed
-    (the interval over seeds, as a gap is), each recipe's LR and uniform's escape steps."""
-    out = []
-    for name, block in new.get("blocks", {}).items():
-        before = {
-            (c["schedule"], c["steps"]): c
-            for c in old.get("blocks", {}).get(name, {}).get("cells", [])
-        }
+    """What a new recipe did to each cell the two maps share (one schedule at one length of one
+    width and vocabulary; found in the old block of the same name, else in the first old block
+    that has it, as a one-length block's cell is its width block's): the held-out NLL under the
+    new recipe over the old, paired by seed (the interval over seeds, as a gap is), each recipe's
+    LR and uniform's escape steps."""
+    out, old_blocks = [], old.get("blocks", {})
+
+    def key(c: dict) -> tuple:
+        return c.get("d_model"), c.get("vocab_size"), c["schedule"], c["steps"]
+
+    anywhere: dict[tuple, dict] = {}
+    for block in old_blocks.values():
         for c in block.get("cells", []):
-            if (was := before.get((c["schedule"], c["steps"]))) is None:
+            anywhere.setdefault(key(c), c)
+    for name, block in new.get("blocks", {}).items():
+        before = {**anywhere, **{key(c): c for c in old_blocks.get(name, {}).get("cells", [])}}
+        for c in block.get("cells", []):
+            if (was := before.get(key(c))) is None:
                 continue
             by_seed = dict(zip(was["seed_ids"], was["seed_nll"]))
             ratios = [

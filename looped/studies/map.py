@@ -114,6 +114,9 @@ BLOCKS = (
     # d=32 longer, still one pass: where a recipe lets uniform leave its plateau at d=32 (the
     # tuned one does at 160), d=32 is a third informative width, its trend read at 8x to 32x
     Block("d32-long", 32, tpp=(320, 640)),
+    # d=64 at the length matched across widths alone: where a new recipe's map cannot rerun all
+    # of d64, the cell that shows whether d64's verdicts stand under it (the same runs as d64's)
+    Block("d64-40", 64, tpp=(40,)),
 )
 
 
