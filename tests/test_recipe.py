@@ -296,3 +296,29 @@ def test_collecting_some_blocks_keeps_the_files_other_blocks(tmp_path: Path):
     saved = json.loads((tmp_path / "recipe.json").read_text())
     assert saved["blocks"] == kept
     assert saved["chosen_recipe"]["recipe"] == "w4_i1"
+
+
+def test_the_demo_under_a_new_recipe_is_read_beside_its_old_reference_schedule_by_schedule():
+    from looped.studies.report.bios import recipe_change as demo_change
+
+    def row(schedule: str, nll: float, gap: float | None = None, bits: float = 1.0) -> dict:
+        r = {"schedule": schedule, "mean_fact_nll": nll, "bits": {"1": bits, "16": 2 * bits}}
+        r |= {"mean_nll": {"mean": nll}}
+        return r | ({"gap": {"mean": gap, "lo": gap - 0.1, "hi": gap + 0.1}} if gap else {})
+
+    arm = paper.FIXED_FIRST
+    new = {"summary": [row(paper.UNIFORM, 2.0), row(arm, 1.0, -0.5, 3.0)]}
+    old = {"summary": [row(paper.UNIFORM, 4.0), row(arm, 1.0, -0.75, 5.0)]}
+    new["summary_tokens"] = [row(paper.UNIFORM, 2.0), row(arm, 1.5, -0.25)]
+    text = {"equal_tokens": [row(paper.UNIFORM, 3.0)]}
+    table = demo_change(new, old, text, {}, ("w2pct_i16", "w20_i1", "w10_i1"))
+    lines = table.splitlines()
+    assert lines[0].startswith("| track (w2pct_i16 / w20_i1 and w10_i1) | schedule |")
+    label = paper.label(arm)
+    assert f"| bios, equal FLOPs | {label} | 1.000 / 1.000 | -50.0% [-60.0, -40.0] / " in table
+    assert "-75.0% [-85.0, -65.0] | 3.0 / 5.0 | 6.0 / 10.0 |" in table
+    assert "| bios, equal FLOPs | uniform 1..16 | 2.000 / 4.000 | - |" in table
+    # uniform's equal-tokens run is its equal-FLOPs run; a row the old reference lacks shows "-"
+    assert sum("equal tokens" in line for line in lines) == 2
+    assert f"| bios, equal tokens | {label} | 1.500 / - | - |" in table
+    assert "| text, equal tokens | uniform 1..16 | 3.000 / - | - | - | - |" in table

@@ -15,7 +15,7 @@ import seaborn as sns
 from looped import paper, plotting
 from looped.paper import FIXED, FIXED_FIRST, MAIN_SCHEDULES, UNIFORM, fixed_depth
 from looped.studies.report.probe import plot_benefit
-from looped.studies.report.tables import md_table
+from looped.studies.report.tables import gap_text, md_table
 from looped.studies.report.text import fig_lr_sweep, text_note
 
 SMOOTHING = 9  # steps in the trailing mean of a plotted training loss
@@ -546,3 +546,43 @@ def comparison(
         f"Docs from your numbers: looped report --results {paths[0]}"
     )
     return "\n".join(text)
+
+
+def _pair(new: dict | None, old: dict | None, path: str, spec: str) -> str:
+    a, b = (_value(r, path) for r in (new, old))
+    return " / ".join("-" if v != v else f"{v:{spec}}" for v in (a, b))
+
+
+def _gaps(new: dict | None, old: dict | None) -> str:
+    """A row's paired gap to uniform with its interval under both recipes, and the verdicts."""
+    if not all(r and r.get("gap") and r["schedule"] != UNIFORM for r in (new, old)):
+        return "-"
+    return " / ".join(
+        f"{gap_text(r['gap'], 1)} {r.get('verdict') or ''}".strip() for r in (new, old)
+    )
+
+
+def recipe_change(new: dict, old: dict, new_text: dict, old_text: dict, names: tuple) -> str:
+    """The demo under a new recipe beside its reference under the old (NAMES: the new recipe's,
+    the old bios and text recipes'): per track and basis, each schedule's mean NLL over depths
+    1..16, its gap to uniform (paired by seed, 95% interval, verdict) and, on bios, the bits per
+    person it recalls at K=1 and K=16, each as new / old."""
+    tracks = (
+        ("bios, equal FLOPs", "summary", new, old, "mean_fact_nll"),
+        ("bios, equal tokens", "summary_tokens", new, old, "mean_fact_nll"),
+        ("text, equal tokens", "equal_tokens", new_text, old_text, "mean_nll.mean"),
+    )
+    rows = []
+    for where, key, a, b, nll in tracks:
+        before = {r["schedule"]: r for r in b.get(key, [])}
+        for r in a.get(key, []):
+            if key == "summary_tokens" and r["schedule"] == paper.UNIFORM:
+                continue  # the equal-FLOPs row's run
+            was = before.get(r["schedule"])
+            bits = [_pair(r, was, f"bits.{k}", ".1f") for k in (1, 16)] if "bios" in where else []
+            bits = bits or ["-", "-"]
+            label = paper.label(r["schedule"])
+            rows.append([where, label, _pair(r, was, nll, ".3f"), _gaps(r, was), *bits])
+    new_name, *old_names = names
+    head = [f"track ({new_name} / {' and '.join(old_names)})", "schedule", "mean NLL K=1..16"]
+    return md_table(head + ["gap to uniform [95%]", "bits/person K=1", "K=16"], rows)

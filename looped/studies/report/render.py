@@ -115,6 +115,7 @@ def render(
         "escape_delay": lambda: recipe.delay_section(recipe_maps(root)),
         "bottom_line": lambda: bottom_line(root),
         "map_rerun": lambda: rerun_section(root),
+        "demo_recipe": lambda: demo_recipe_section(root),
     }
     for marker, write in from_code.items():
         if f"<!-- {marker}:begin -->" in readme:  # read from root's files only where shown
@@ -162,6 +163,23 @@ def rerun_section(root: Path) -> str:
     name, new = found
     own = load_result(root, "map") or {}
     return map_report.map_rows(new) + "\n\n" + recipe.change_section(own, new, name)
+
+
+# the demo's reference under the recipe it trained with before the probe (bios: the demo
+# preset's 20 warmup steps; text: the text setup's 10; the block counted once at init)
+OLD_DEMO = ("w20_i1", "w10_i1")
+
+
+def demo_recipe_section(root: Path) -> str:
+    """The demo's reference under the chosen recipe beside the one it replaced."""
+    bios_old, text_old = (f"demo-{OLD_DEMO[0]}", f"demo_text-{OLD_DEMO[1]}")
+    files = [load_result(root, n) for n in ("demo", bios_old, "demo_text", text_old)]
+    if any(f is None for f in files):
+        return "The demo has no reference under an earlier recipe to compare."
+    new, old, new_text, old_text = files
+    chosen = (load_result(root, "recipe") or {}).get("chosen_recipe") or {}
+    names = (chosen.get("recipe", "new recipe"), *OLD_DEMO)
+    return bios.recipe_change(new, old, new_text, old_text, names)
 
 
 def recipe_maps(root: Path) -> dict[str, dict]:
