@@ -319,9 +319,12 @@ if text_file.is_file():
 # A bigram count table (which token follows which, fit on the training split) is the line a
 # text model has to cross before its numbers say anything about depth schedules; the table's
 # score on the same windows is printed above the comparison, and at this size every model is
-# below it. At equal tokens and 480 steps both recipes end a little behind uniform, with
-# intervals that three seeds leave on both sides of each recipe's tolerance: no verdict yet. At
-# equal FLOPs they are far ahead. The verdicts at the end of this notebook come from the map's
+# below it. Every run here trains under the recipe the map's probe chose for uniform (2% of the
+# run as warmup, the residual init counting 16 applications), and at 480 steps its depth-aware
+# init left uniform's seed 0 on its plateau 90 steps longer than under the old recipe
+# (`docs/RESULTS.md` sets the two side by side). So at equal tokens fixed-first's point
+# estimates sit a little ahead of uniform, inside intervals that hold both signs: no verdict. At
+# equal FLOPs K=4 (80%) is ahead and K=2 (67%)'s interval holds zero. The verdicts at the end of this notebook come from the map's
 # d=64 block at four seeds, where at its longest length K=4 (80%) is behind by more than its
 # tolerance and K=2 (67%) stays undecided; notebook 07 follows the gap as training lengthens and
 # across widths (`looped map`).

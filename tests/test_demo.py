@@ -353,6 +353,28 @@ def test_the_demos_default_lrs_are_what_the_reference_sweeps_chose():
     assert set(text["chosen_lr"].values()) == {demo.TEXT_LR}
 
 
+def test_the_demo_and_its_reference_train_under_the_recipe_the_probe_chose():
+    """Both tracks share the recipe the probe chose for uniform (results/recipe.json); on bios
+    its warmup share is of the full budget, so every run of the grid warms up alike."""
+    from looped.studies.textsetup import CHOSEN_RECIPE, parse_recipe, recipe_overrides
+
+    root = Path(__file__).resolve().parents[1] / "results"
+    chosen = json.loads((root / "recipe.json").read_text())["chosen_recipe"]["recipe"]
+    assert CHOSEN_RECIPE == chosen
+    warmup, loops = parse_recipe(chosen)
+    settings = bios.DemoSettings()
+    assert settings.overrides == recipe_overrides(chosen)
+    runs = [bios.base_config(settings, 0, s, b) for s in (FIXED, UNIFORM) for b in (0.15, 1.0)]
+    assert {(c.optim.warmup_steps, c.optim.warmup_frac, c.model.init_loops) for c in runs} == {
+        (round(warmup * runs[0].max_steps), 0.0, loops)
+    }
+    assert (demo.TEXT.setup.warmup_frac, demo.TEXT.setup.init_loops) == (warmup, loops)
+    grid = json.loads((root / "demo.json").read_text())["meta"]["settings"]
+    text = json.loads((root / "demo_text.json").read_text())["meta"]["settings"]
+    assert grid["overrides"] == recipe_overrides(chosen)
+    assert (text["warmup_frac"], text["init_loops"]) == (warmup, loops)
+
+
 @pytest.mark.slow
 def test_time_to_records_each_phase_of_the_run(quick, tmp_path):
     out = quick[0]

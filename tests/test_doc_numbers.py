@@ -361,3 +361,40 @@ def test_the_readme_verdicts_on_memorised_facts_recompute_from_the_demo_runs():
         _agrees(next(v for k, v in row.items() if k.startswith("gap to uniform")), mine)
         assert row["seeds"] == str(len(uniform))
         assert row["verdict"] == _verdict(mine[1], mine[2], float(row["tolerance"].rstrip("%")))
+
+
+def test_what_the_recipe_changed_in_the_demo_recomputes_from_both_references():
+    """RESULTS' paragraphs on the demo under the chosen recipe: uniform's fact NLL per seed on
+    bios, and on text its seed 0's escape step and NLL and the other seeds' change, each read
+    from the reference under the new recipe and the one it replaced."""
+    page = (ROOT / "docs" / "RESULTS.md").read_text()
+    said = page[page.index("On bios the recipe lifted") : page.index("Where the small scale")]
+
+    def bios(name: str) -> dict[int, float]:
+        return {
+            r["seed"]: sum(r["fact_nll"]) / len(r["fact_nll"])
+            for r in _json(name)["runs"]
+            if (r["schedule"], r["group"], r["budget"]) == (UNIFORM, "main", 1.0)
+        }
+
+    flat = " ".join(said.split())
+    new, old = bios("demo.json"), bios("demo-w20_i1.json")
+    assert sorted(new) == sorted(old) == [0, 1, 2]
+    moves = [f"{100 * (new[s] / old[s] - 1):+.1f}%" for s in (0, 1, 2)]
+    assert (
+        f"{moves[0]}, {moves[1]} and {moves[2]} (seed 1 from {old[1]:.3f} to {new[1]:.3f})" in flat
+    )
+    mean = [sum(d.values()) / 3 for d in (old, new)]
+    assert f"fell from {mean[0]:.3f} to {mean[1]:.3f}" in flat
+
+    def text(name: str) -> dict[int, dict]:
+        runs = _json(name)["runs"]
+        return {r["seed"]: r for r in runs if r["schedule"] == UNIFORM and r["steps"] == 480}
+
+    new_t, old_t = text("demo_text.json"), text("demo_text-w10_i1.json")
+    steps = (new_t[0]["escape_step"], old_t[0]["escape_step"])
+    assert f"step {steps[0]} instead of {steps[1]}" in flat
+    nll = (new_t[0]["mean_nll"], old_t[0]["mean_nll"])
+    assert f"at {nll[0]:.3f} against {nll[1]:.3f} ({100 * (nll[0] / nll[1] - 1):+.1f}%)" in flat
+    rest = [f"{100 * (new_t[s]['mean_nll'] / old_t[s]['mean_nll'] - 1):.1f}%" for s in (1, 2)]
+    assert f"{rest[0]} and {rest[1]} higher" in flat

@@ -539,7 +539,8 @@ def test_a_plain_demo_without_the_depth_runs_draws_every_figure(tmp_path):
 
 
 # -- coinciding curves: the cases the 95% rule missed, and the figures as now drawn ----------
-TWO_HOP = {  # notebook 05 cell 11, right panel: seed 0's two-hop accuracy, K=1..16
+TWO_HOP = {  # notebook 05 cell 11, right panel, under the demo's earlier recipe: seed 0's two-hop
+    # accuracy, K=1..16
     "fixed K=1": [0.04, 0.04] + [0.0] * 14,
     "fixed K=2": [0.0, 0.04, 0.04, 0.04, 0.08] + [0.04] * 8 + [0.0] * 3,
     "fixed K=8": [0.0] * 16,
@@ -612,9 +613,10 @@ def test_the_figures_draw_series_that_coincide_side_by_side(monkeypatch):
     saying so for the interventions."""
     from looped.studies.report import diagnose
 
-    demo = json.loads(REFERENCE.read_text())
-    depth = {r["schedule"]: r["two_hop_acc"] for r in demo["runs"] if r["group"] == "depth"}
+    before = json.loads((ROOT / "results" / "demo-w20_i1.json").read_text())  # TWO_HOP's runs
+    depth = {r["schedule"]: r["two_hop_acc"] for r in before["runs"] if r["group"] == "depth"}
     assert depth["fixed:1"] == TWO_HOP["fixed K=1"] and depth["fixed:8"] == TWO_HOP["fixed K=8"]
+    demo = json.loads(REFERENCE.read_text())
     fig = _drawn(monkeypatch, bios.fig_two_hop, demo)
     assert figcheck.readability_problems(fig) == []
     right = fig.axes[1]

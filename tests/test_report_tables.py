@@ -106,6 +106,13 @@ def test_the_bios_tables_fit_githubs_column():
     assert rendered_width(old) > GITHUB_COLUMN  # the estimate sees the old tables overflow
 
 
+def test_the_demos_recipe_change_fits_githubs_column():
+    from looped.studies.report.render import demo_recipe_section
+
+    table = demo_recipe_section(Path(__file__).resolve().parents[1])
+    assert table.startswith("| track") and rendered_width(table) < GITHUB_COLUMN - 40
+
+
 def test_the_bottom_line_says_each_recipes_interval_and_its_verdict_in_plain_words(tmp_path):
     from looped.studies.report import verdicts
     from looped.studies.report.block import longest
