@@ -368,11 +368,13 @@ def test_the_demo_and_its_reference_train_under_the_recipe_the_probe_chose():
     assert {(c.optim.warmup_steps, c.optim.warmup_frac, c.model.init_loops) for c in runs} == {
         (round(warmup * runs[0].max_steps), 0.0, loops)
     }
-    assert (demo.TEXT.setup.warmup_frac, demo.TEXT.setup.init_loops) == (warmup, loops)
+    setup = demo.TEXT.setup  # the text track likewise: its share of the track's length
+    steps = round(warmup * demo.TEXT_STEPS)
+    assert (setup.warmup_steps, setup.warmup_frac, setup.init_loops) == (steps, 0.0, loops)
     grid = json.loads((root / "demo.json").read_text())["meta"]["settings"]
     text = json.loads((root / "demo_text.json").read_text())["meta"]["settings"]
     assert grid["overrides"] == recipe_overrides(chosen)
-    assert (text["warmup_frac"], text["init_loops"]) == (warmup, loops)
+    assert (text["warmup_steps"], text["warmup_frac"], text["init_loops"]) == (steps, 0.0, loops)
 
 
 @pytest.mark.slow

@@ -322,3 +322,13 @@ def test_the_demo_under_a_new_recipe_is_read_beside_its_old_reference_schedule_b
     assert sum("equal tokens" in line for line in lines) == 2
     assert f"| bios, equal tokens | {label} | 1.500 / - | - |" in table
     assert "| text, equal tokens | uniform 1..16 | 3.000 / - | - | - | - |" in table
+
+
+def test_a_tracks_warmup_share_is_of_its_whole_length_so_its_shorter_runs_still_branch():
+    from looped.studies.textsetup import TextSetup, track_setup
+
+    setup = track_setup(TextSetup(), "w2pct_i16", 480)
+    assert (setup.warmup_steps, setup.warmup_frac, setup.init_loops) == (10, 0.0, 16)
+    assert track_setup(TextSetup(), "w2pct_i1", 20).warmup_steps == 1  # at least one step
+    assert track_setup(TextSetup(warmup_frac=0.5), "w40_i1", 480).warmup_steps == 40
+    assert track_setup(TextSetup(warmup_frac=0.5), "w40_i1", 480).warmup_frac == 0.0

@@ -78,6 +78,14 @@ def recipe_setup(setup: TextSetup, warmup: float | None, init_loops: int) -> Tex
     return setup
 
 
+def track_setup(setup: TextSetup, name: str, steps: int) -> TextSetup:
+    """SETUP under the recipe NAME for a track whose runs last at most STEPS: a warmup share is
+    that share of STEPS, the same steps in every run, so that a shorter run (uniform cut to a
+    schedule's FLOPs) still branches off the full one; the map's lengths warm up each their own."""
+    warmup, loops = parse_recipe(name)
+    return recipe_setup(setup, max(1, round(warmup * steps)) if warmup < 1 else warmup, loops)
+
+
 def recipe_overrides(name: str) -> list[str]:
     """A recipe as config overrides of a training run (the bios track's)."""
     warmup, loops = parse_recipe(name)
