@@ -324,7 +324,7 @@ if text_file.is_file():
 # init left uniform's seed 0 on its plateau 90 steps longer than under the old recipe
 # (`docs/RESULTS.md` sets the two side by side). So at equal tokens fixed-first's point
 # estimates sit a little ahead of uniform, inside intervals that hold both signs: no verdict. At
-# equal FLOPs K=4 (80%) is ahead and K=2 (67%)'s interval holds zero. The verdicts at the end of this notebook come from the map's
+# equal FLOPs both are ahead. The verdicts at the end of this notebook come from the map's
 # d=64 block at four seeds, where at its longest length K=4 (80%) is behind by more than its
 # tolerance and K=2 (67%) stays undecided; notebook 07 follows the gap as training lengthens and
 # across widths (`looped map`).
