@@ -83,8 +83,11 @@ def test_a_config_at_the_new_fields_defaults_fingerprints_as_the_committed_runs_
 
 
 def test_each_probe_recipe_has_a_home_of_its_own_and_a_plain_block_keeps_its_warmup():
-    homes = [b.home for b in PROBE.blocks if b.sweep == paper.UNIFORM]
-    assert len(set(homes)) == len(homes) == 6 + 2 * 4  # 5% warmup: d32 only
+    uniform = [b for b in PROBE.blocks if b.sweep == paper.UNIFORM]
+    assert len({b.name for b in uniform}) == len(uniform) == 6 + 2 * 4 + 3 + 3  # + the floor
+    # one home per width, vocabulary and recipe: the floor's d64-40 cell shares d64's runs dir
+    homes = {b.home: (b.d_model, b.tokenizer, b.recipe) for b in uniform}
+    assert len(homes) == len({(b.d_model, b.tokenizer, b.recipe) for b in uniform}) == 7 + 5 + 5
     assert all(b.arms == () for b in PROBE.blocks)  # one schedule alone, its LR sweep only
     assert block_settings(QUICK.blocks[0], QUICK).setup.warmup_steps == QUICK.setup.warmup_steps
     frac = block_settings(replace(QUICK.blocks[0], warmup=0.05, init_loops=16), QUICK).setup

@@ -185,10 +185,21 @@ PROBE_CELLS = (
 OWN = tuple(
     b for arm in ARMS for b in probe_blocks(PROBE_CELLS[:1], (10, 0.02), (1, 16), schedule=arm)
 )
+# The warmup floor. Under the chosen w2pct_i16, d=64 at 40 tokens per parameter (522 steps, so a
+# 10-step warmup) left a reported uniform seed on the plateau until step 460 (results/map-w2pct_i16
+# .json, block d64-40): 2% of a short run is the old 10 steps, and the 16-application init may need
+# more. That cell joins the probe under both inits at 2%, and a fixed 40-step warmup with the
+# 16-application init (2% or more of every probed run but d=64's 2,088 steps, where 2% is 42) joins
+# every cell, so the choice reads the short cell too.
+FLOOR_CELL = Block("d64-40", 64, tpp=(40,))
+FLOOR = probe_blocks((FLOOR_CELL,), warmups=(0.02,), inits=(1, 16)) + probe_blocks(
+    (FLOOR_CELL, *PROBE_CELLS), warmups=(40,), inits=(16,)
+)
 PROBE = MapSettings(
     blocks=probe_blocks(PROBE_CELLS[:1], warmups=(10, 0.02, 0.05), inits=(1, 16))
     + probe_blocks(PROBE_CELLS[1:], warmups=(10, 0.02), inits=(1, 16))
-    + OWN,
+    + OWN
+    + FLOOR,
     lrs=(3e-3, 1e-2),
     lr_seeds=(200, 201),
     extend=0,  # the LR is a crossed factor here; the map sweeps it again under the recipe chosen
