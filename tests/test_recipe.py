@@ -33,7 +33,7 @@ from looped.studies.map import (
     run_map,
     with_recipe,
 )
-from looped.studies.report.recipe import own_section
+from looped.studies.report.recipe import own_section, recipe_section
 from looped.studies.textsetup import ensure_corpus
 from looped.training.lineage import branch_point
 
@@ -188,6 +188,9 @@ def test_a_recipe_left_out_of_the_larger_cells_is_scored_where_it_ran_not_chosen
     assert chosen["recipe"] == "w2pct_i16" and chosen["cells"] == ["a", "b"]
     assert set(chosen["excess"]) == {"w10_i1", "w10_i16", "w2pct_i1", "w2pct_i16"}
     assert chosen["dropped"]["w5pct_i1"] == pytest.approx(2.5 / 3.0 - 1)
+    assert chosen["dropped_cells"]["w5pct_i1"] == ["a"]  # the table names where it ran
+    table = recipe_section({"blocks": {}, "chosen_recipe": chosen})
+    assert "| w5pct_i1 (a only) | -16.67% |" in table
     assert chosen["excess"]["w10_i1"] == pytest.approx((0 + 0.1) / 2)
 
 

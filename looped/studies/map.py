@@ -242,13 +242,18 @@ def choose_recipe(blocks: dict[str, dict], settings: MapSettings) -> dict | None
         )
 
     scores = {r: excess(r, whole) for r in sorted(recipes)}
-    dropped = {
-        r: excess(r, ran)
-        for r in sorted(set().union(*probed.values()) - recipes)
-        if (ran := [c for c in whole if r in by_cell[c]])
-    }
+    dropped, dropped_at = {}, {}
+    for r in sorted(set().union(*probed.values()) - recipes):
+        if ran := [c for c in whole if r in by_cell[c]]:
+            dropped[r], dropped_at[r] = excess(r, ran), ran
     best = min(scores, key=scores.get)
-    return {"recipe": best, "excess": scores, "cells": whole, "dropped": dropped}
+    return {
+        "recipe": best,
+        "excess": scores,
+        "cells": whole,
+        "dropped": dropped,
+        "dropped_cells": dropped_at,
+    }
 
 
 def best_lr_nll(block: dict, settings: MapSettings) -> float | None:

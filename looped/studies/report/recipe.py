@@ -49,9 +49,11 @@ def recipe_section(result: dict) -> str:
         return md_table(head, rows) + "\n\nNo cell has every recipe finished: nothing chosen yet."
     ranked = sorted(chosen["excess"].items(), key=lambda x: x[1])
     excess = [[r, f"{100 * v:+.2f}%"] for r, v in ranked]
-    # a recipe the larger cells left out: its excess where it ran, against the same best
+    # a recipe some cells left out: its excess where it ran, against the same best
+    at = chosen.get("dropped_cells", {})
     excess += [
-        [f"{r} (first cell only)", f"{100 * v:+.2f}%"] for r, v in chosen.get("dropped", {}).items()
+        [f"{r} ({', '.join(at.get(r, ['some cells']))} only)", f"{100 * v:+.2f}%"]
+        for r, v in chosen.get("dropped", {}).items()
     ]
     cells = ", ".join(chosen["cells"])
     best = md_table([f"recipe (best LR, cells {cells})", "val NLL over the best"], excess)
