@@ -187,6 +187,8 @@ def map_rows(result: dict) -> str:
     uni = {_at(c): c for c in uniform}
     for c in sorted(cells(result, vocab=None), key=lambda c: (*_at(c), c["schedule"])):
         verdict = gap_cell(c) if c.get("one_pass", True) else "past one pass: not reported"
+        if c["verdict"] == Verdict.NOT_INFORMATIVE.value and c.get("one_pass", True):
+            verdict = f"{gap_text(c['gap'])}, n={c['gap']['n']}, {_said(result, c)}"  # why
         epochs = f"{c['epochs']:.2f}" if c.get("epochs") is not None else "-"
         u = uni.get(_at(c), {})
         escapes = f"{escape_text(u.get('escape_steps'))} / {escape_text(c.get('escape_steps'))}"
