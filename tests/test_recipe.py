@@ -284,8 +284,17 @@ def test_the_rerun_section_reads_the_map_under_the_recipe_the_probe_chose(tmp_pa
     write("map-w10_i16.json", {"blocks": {}})  # another recipe's map is not the chosen one's
     write("map-w2pct_i16.json", new)
     assert render.chosen_map(tmp_path) == ("w2pct_i16", new)
-    assert "-10.00%" in render.rerun_section(tmp_path)
+    section = render.rerun_section(tmp_path)
+    assert "-10.00%" in section
     assert set(render.recipe_maps(tmp_path)) == {"w10_i1 (the map's)", "w10_i16", "w2pct_i16"}
+    # the present choice first; a rerun under another recipe stays, labelled as not the choice
+    assert section.index("Under `w2pct_i16`** (the probe's present choice") < section.index(
+        "Under `w10_i16`** (an earlier choice"
+    )
+    # the probe changes its mind before anything ran under its new choice: nothing hidden
+    write("recipe.json", {"chosen_recipe": {"recipe": "w2pct_i1"}})
+    section = render.rerun_section(tmp_path)
+    assert section.startswith("No block has run yet under `w2pct_i1`") and "-10.00%" in section
 
 
 @pytest.mark.slow

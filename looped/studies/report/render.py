@@ -157,12 +157,24 @@ def chosen_map(root: Path) -> tuple[str, dict] | None:
 
 
 def rerun_section(root: Path) -> str:
-    """The map under the chosen recipe: its cells, then each against the map's own recipe."""
-    if (found := chosen_map(root)) is None:
+    """The map under each recipe it was rerun under, the probe's present choice first: its
+    cells, then each against the map's own recipe. A rerun under an earlier choice stays, said
+    to be one, so that a probe that changes its mind never hides what was measured."""
+    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    reruns = {k: v for k, v in recipe_maps(root).items() if not k.endswith("(the map's)")}
+    if not reruns:
         return "No block has run under the chosen recipe yet (`looped map --recipe`)."
-    name, new = found
     own = load_result(root, "map") or {}
-    return map_report.map_rows(new) + "\n\n" + recipe.change_section(own, new, name)
+    parts = []
+    if chosen and chosen not in reruns:
+        parts.append(f"No block has run yet under `{chosen}`, the probe's present choice.")
+    for name in sorted(reruns, key=lambda n: n != chosen):
+        role = "the probe's present choice" if name == chosen else "an earlier choice of the probe"
+        blocks = ", ".join(reruns[name].get("blocks", {}))
+        parts.append(f"**Under `{name}`** ({role}; blocks {blocks}):")
+        parts.append(map_report.map_rows(reruns[name]))
+        parts.append(recipe.change_section(own, reruns[name], name))
+    return "\n\n".join(parts)
 
 
 # the demo's reference under the recipe it trained with before the probe (bios: the demo
