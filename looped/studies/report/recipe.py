@@ -25,7 +25,9 @@ def probe_rows(result: dict) -> list[tuple[str, str, dict]]:
         if block.get("sweep") and name.startswith("probe-"):
             cell, recipe = name.removeprefix("probe-").rsplit("-w", 1)
             out.append((cell, "w" + recipe, block))
-    return out
+    # a cell's rows together, cells in the order they first appear (later factors join the end)
+    order = list(dict.fromkeys(c for c, _, _ in out))
+    return sorted(out, key=lambda row: order.index(row[0]))
 
 
 def _escapes(rows: list[dict]) -> str:
@@ -112,7 +114,7 @@ def fig_escape(result: dict, path: Path) -> Path:
                 ax.scatter(xs, ys, s=18, color=plotting.color("", j), label=label, zorder=3)
         ax.axhline(steps, color="0.3", ls="--", lw=0.8, label="never escaped (the run's end)")
         ax.set_xticks(range(len(mine)), [r for r, _ in mine], rotation=30, fontsize=8)
-        ax.set(title=cell, ylabel="escape step", ylim=(0, steps * 1.08))
+        ax.set(title=f"{cell} ({steps:,} steps)", ylabel="escape step", ylim=(0, steps * 1.08))
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, ncol=len(labels))
     return plotting.save(fig, path)
