@@ -402,17 +402,26 @@ display(Image(filename=str(recipe_figures[0])))
 # %% [markdown]
 # ### The map again, under the recipe the probe chose
 #
-# The probe chose `w2pct_i16` (2% of each run as warmup, the residual init counting 16
-# applications): the recipe under which uniform alone trained best. Every arm then trains
-# under it, its learning rate swept again on two LR seeds, in runs of its own, so no cell mixes
-# the two recipes. The first table is each cell both recipes ran: the held-out NLL under the new
-# recipe over the old, paired by seed, with uniform's and the arm's escape steps under each. If
-# the old recipe slowed uniform alone, uniform's row should move and the arms' should not.
+# The probe first chose `w2pct_i16` (2% of each run as warmup, the residual init counting 16
+# applications): on $d=32$ and $d=64$ at $\tau=160$, the recipe under which uniform alone
+# trained best. Every arm then trains under it, its learning rate swept again on two LR seeds,
+# in runs of its own, so no cell mixes two recipes. Its rerun found a cell where it fails
+# ($d=64$ at $\tau=40$, below), which then joined the probe, and the probe now chooses
+# `w2pct_i1`: the same warmup, the block counted once. Each table is one rerun recipe against
+# the map's own, cell by cell: the held-out NLL under the new recipe over the old, paired by
+# seed, with uniform's and the arm's escape steps under each. If the old recipe slowed uniform
+# alone, uniform's row should move and the arms' should not.
 
 # %%
 chosen = probe["chosen_recipe"]["recipe"]
-rerun = json.loads((ROOT / "results" / f"map-{chosen}.json").read_text())
-display(Markdown(recipe_report.change_section(atlas, rerun, chosen)))
+reruns = {
+    path.stem.removeprefix("map-"): json.loads(path.read_text())
+    for path in sorted((ROOT / "results").glob("map-*.json"))
+}
+for name, rerun in reruns.items():
+    role = "the probe's present choice" if name == chosen else "the probe's first choice"
+    table = recipe_report.change_section(atlas, rerun, name)
+    display(Markdown(f"**Under `{name}`** ({role})\n\n{table}"))
 
 # %% [markdown]
 # At $d=32$ and 644 steps the table leans that way, without four seeds showing it: every
@@ -430,7 +439,7 @@ display(Markdown(recipe_report.change_section(atlas, rerun, chosen)))
 # share uniform's runs.
 
 # %%
-maps = {"w10_i1 (the map's)": atlas, chosen: rerun}
+maps = {"w10_i1 (the map's)": atlas, **reruns}
 delay_png = Path(tempfile.mkdtemp()) / "delay.png"
 display(Image(filename=str(recipe_report.fig_escape_delay(maps, delay_png))))
 display(Markdown(recipe_report.delay_section(maps)))

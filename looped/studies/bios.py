@@ -35,7 +35,7 @@ from looped.studies.probes import update_benefit
 from looped.studies.results import diverged, from_scratch
 from looped.studies.runner import Planned, execute
 from looped.studies.stats import spread
-from looped.studies.textsetup import CHOSEN_RECIPE, recipe_overrides
+from looped.studies.textsetup import DEMO_RECIPE, recipe_overrides
 from looped.training.run import total_steps_for
 
 # Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it
@@ -63,7 +63,7 @@ class DemoSettings:
     workers: int = 2  # worker processes (each single-threaded)
     # config overrides for every run; by default the recipe the probe chose for uniform (2%
     # warmup, the residual init counting 16 applications), which every schedule shares
-    overrides: list[str] = field(default_factory=lambda: recipe_overrides(CHOSEN_RECIPE))
+    overrides: list[str] = field(default_factory=lambda: recipe_overrides(DEMO_RECIPE))
 
 
 FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation runs (Fig. 5)
@@ -77,7 +77,7 @@ QUICK = DemoSettings(  # the full grid at toy size: every code path in well unde
     seeds=2,
     text_seeds=2,
     depth_ks=FULL_DEPTH_KS,
-    overrides=[*TOY, "max_steps=60", *recipe_overrides(CHOSEN_RECIPE)],
+    overrides=[*TOY, "max_steps=60", *recipe_overrides(DEMO_RECIPE)],
 )
 
 

@@ -32,18 +32,18 @@ from looped.studies.report import text as text_report
 from looped.studies.report.render import BUDGET_MINUTES, timed_demos
 from looped.studies.results import keep_earlier_times, machine_name, write_result
 from looped.studies.runner import execute
-from looped.studies.textsetup import CHOSEN_RECIPE, TextSetup, track_setup
+from looped.studies.textsetup import DEMO_RECIPE, TextSetup, track_setup
 from looped.studies.textstudy import QUICK as QUICK_BLOCK
 from looped.studies.textstudy import BlockSettings, run_text, text_tables
 from looped.training.run import make_optimizer
 
 # The text track: a text-study block of one length, at a size whose models beat the bigram
 # table (d=64, BPE-512, 480 steps on the standard library's source), every schedule at one LR
-# under the chosen recipe (CHOSEN_RECIPE, its warmup a share of the 480 steps as the bios grid's
+# under the chosen recipe (DEMO_RECIPE, its warmup a share of the 480 steps as the bios grid's
 # is of its budget); `--sweep` chooses the LR again on seed 100.
 TEXT_LR, TEXT_STEPS = 3e-3, 480
 TEXT = BlockSettings(
-    setup=track_setup(TextSetup(), CHOSEN_RECIPE, TEXT_STEPS),
+    setup=track_setup(TextSetup(), DEMO_RECIPE, TEXT_STEPS),
     lengths=(TEXT_STEPS,),
     lrs=(TEXT_LR,),
     lr_seeds=(),
@@ -53,7 +53,7 @@ TEXT = BlockSettings(
 )
 SWEEP_LRS, SWEEP_SEEDS = (1e-3, 3e-3, 1e-2), (100,)  # the text track's `--sweep`
 QUICK_TEXT = replace(  # toy size
-    TEXT, setup=track_setup(QUICK_BLOCK.setup, CHOSEN_RECIPE, 40), lengths=(40,), corpus="pydoc"
+    TEXT, setup=track_setup(QUICK_BLOCK.setup, DEMO_RECIPE, 40), lengths=(40,), corpus="pydoc"
 )
 
 

@@ -101,8 +101,13 @@ def fig_escape(result: dict, path: Path) -> Path:
     found = probe_rows(result)
     cells = list(dict.fromkeys(c for c, _, _ in found))
     lrs = sorted({r["lr"] for _, _, b in found for r in b["sweep"]})
-    fig, axes = plt.subplots(1, len(cells), figsize=(4.6 * len(cells), 3.6), squeeze=False)
-    for ax, cell in zip(axes[0], cells):
+    # two panels a row, so that a recipe's name stays legible at a page's width
+    cols = min(2, len(cells))
+    rows = -(-len(cells) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(cells) :]:
+        ax.set_visible(False)
+    for ax, cell in zip(axes.flat, cells):
         mine = [(recipe, b) for c, recipe, b in found if c == cell]
         steps = mine[0][1]["sweep"][0]["steps"]
         for j, lr in enumerate(lrs):
