@@ -424,12 +424,14 @@ for name, rerun in reruns.items():
     display(Markdown(f"**Under `{name}`** ({role})\n\n{table}"))
 
 # %% [markdown]
-# At $d=32$ and 644 steps the table leans that way, without four seeds showing it: every
-# uniform seed now leaves the plateau, and uniform's NLL moves most (its interval still holds
+# Under `w2pct_i16`, at $d=32$ and 644 steps the table leans that way, without four seeds
+# showing it: every uniform seed now leaves the plateau, and uniform's NLL moves most (its interval still holds
 # zero) while the arms' point estimates barely move. At $d=64$ and 522 steps it goes the other
 # way: 2% of 522 steps is the old 10-step warmup, so only the init changed, and every schedule
 # ends higher, uniform with one seed that leaves the plateau at step 460 instead of 270. The
-# depth-aware init needs a longer warmup than a short run's 2% gives it.
+# depth-aware init needs a longer warmup than a short run's 2% gives it. Under `w2pct_i1`, the
+# probe's choice once that cell joined it, $d=32$ at 644 steps has one uniform seed that never
+# leaves the plateau: at $d=32$ the escape depends on the seed under every recipe tried.
 #
 # The figure puts each seed-cell's gap to uniform against uniform's escape delay (its escape
 # step minus the arm's), a colour per recipe. Under both recipes the gap falls as the delay
@@ -445,11 +447,11 @@ display(Image(filename=str(recipe_report.fig_escape_delay(maps, delay_png))))
 display(Markdown(recipe_report.delay_section(maps)))
 
 # %% [markdown]
-# Under the tuned recipe $d=32$'s apparent lead at 644 steps is gone: K=4 (80%) moves from
+# Under `w2pct_i16` $d=32$'s apparent lead at 644 steps is gone: K=4 (80%) moves from
 # $-5.40\%$ $[-14.67, +4.88]$ to $+0.63\%$ $[-2.35, +3.71]$, undecided. At 2,575 steps, where
 # the sweep chose LR 0.03 and uniform escapes 200 to 290 steps after the arms (medians),
 # fixed-first looks ahead again: the old pattern at a new length. At $d=64$ and 522 steps the
-# cell has no verdict under the new recipe. So no recipe has yet given uniform an on-time start
-# at every cell, and the verdicts above stay the shared recipe's and provisional; the ones to
+# cell has no verdict under it, and under `w2pct_i1` neither has $d=32$ at 644 steps. So no
+# recipe has yet given uniform an on-time start at every cell, and the verdicts above stay the shared recipe's and provisional; the ones to
 # trust most are where uniform escaped on time ($d=64$ and $d=128$ with BPE-512), and there
 # fixed-first is behind in most seed-cells.

@@ -365,9 +365,9 @@ def test_the_demo_and_its_reference_train_under_the_recipe_the_probe_chose():
         said = (root.parent / "docs/RESULTS.md").read_text().split("### What the recipe changed")[1]
         said = said.split("\n## ")[0]
         assert f"`{DEMO_RECIPE}`" in said and f"`{chosen}`" in said and "regenerat" in said
-    warmup, loops = parse_recipe(chosen)
+    warmup, loops = parse_recipe(DEMO_RECIPE)
     settings = bios.DemoSettings()
-    assert settings.overrides == recipe_overrides(chosen)
+    assert settings.overrides == recipe_overrides(DEMO_RECIPE)
     runs = [bios.base_config(settings, 0, s, b) for s in (FIXED, UNIFORM) for b in (0.15, 1.0)]
     assert {(c.optim.warmup_steps, c.optim.warmup_frac, c.model.init_loops) for c in runs} == {
         (round(warmup * runs[0].max_steps), 0.0, loops)
@@ -377,7 +377,7 @@ def test_the_demo_and_its_reference_train_under_the_recipe_the_probe_chose():
     assert (setup.warmup_steps, setup.warmup_frac, setup.init_loops) == (steps, 0.0, loops)
     grid = json.loads((root / "demo.json").read_text())["meta"]["settings"]
     text = json.loads((root / "demo_text.json").read_text())["meta"]["settings"]
-    assert grid["overrides"] == recipe_overrides(chosen)
+    assert grid["overrides"] == recipe_overrides(DEMO_RECIPE)
     assert (text["warmup_steps"], text["warmup_frac"], text["init_loops"]) == (steps, 0.0, loops)
 
 
