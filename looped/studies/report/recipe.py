@@ -130,7 +130,7 @@ def fig_escape_delay(maps: dict[str, dict], path: Path) -> Path:
     arm's escape), a colour per recipe and a mark per arm; hollow where uniform never escaped (the
     delay is at least the steps the arm had left). The key gives each recipe's r over the rest."""
     plotting.use_theme()
-    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    fig, ax = plt.subplots(figsize=(7.2, 5.6))
     marks = dict(zip(MAIN_ARMS, "os"))
     key = []
     for i, (name, result) in enumerate(maps.items()):
@@ -150,7 +150,8 @@ def fig_escape_delay(maps: dict[str, dict], path: Path) -> Path:
     ax.axvline(0, color="0.6", lw=0.8, ls=":")
     ax.set_xlabel("uniform's escape delay: its escape step minus the arm's (steps)")
     ax.set_ylabel("NLL gap to uniform, % (+: behind)")
-    ax.legend(handles=key, fontsize=8, loc="upper right")  # late escapes sit low: top right free
+    # below the panel: every corner holds some recipe's points once three recipes are drawn
+    ax.legend(handles=key, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     return plotting.save(fig, path)
 
 
