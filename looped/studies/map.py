@@ -117,6 +117,9 @@ BLOCKS = (
     # d=64 at the length matched across widths alone: where a new recipe's map cannot rerun all
     # of d64, the cell that shows whether d64's verdicts stand under it (the same runs as d64's)
     Block("d64-40", 64, tpp=(40,)),
+    # d=64 at 80 tokens per parameter alone: where the map's recipe put K=2 closest to worse
+    # (lower end +0.37%), the cell whose verdict a fair recipe most needs to confirm
+    Block("d64-80", 64, tpp=(80,)),
 )
 
 
