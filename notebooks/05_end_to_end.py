@@ -320,11 +320,12 @@ if text_file.is_file():
 # text model has to cross before its numbers say anything about depth schedules; the table's
 # score on the same windows is printed above the comparison, and at this size every model is
 # below it. Every run here trains under the recipe the map's probe chose for uniform (2% of the
-# run as warmup, the residual init counting 16 applications), and at 480 steps its depth-aware
-# init left uniform's seed 0 on its plateau 90 steps longer than under the old recipe
-# (`docs/RESULTS.md` sets the two side by side). So at equal tokens fixed-first's point
-# estimates sit a little ahead of uniform, inside intervals that hold both signs: no verdict. At
-# equal FLOPs both are ahead. The verdicts at the end of this notebook come from the map's
+# run as warmup, the residual init counting the block once); at 480 steps that is the old
+# recipe's 10 warmup steps, so these are the old recipe's runs (`docs/RESULTS.md` sets the two
+# references side by side, and the probe's first choice, whose depth-aware init left uniform's
+# seed 0 on its plateau 90 steps longer). At equal tokens fixed-first's point estimates sit a
+# fraction of a percent behind uniform, inside intervals that reach zero or below: no verdict. At equal
+# FLOPs both are ahead. The verdicts at the end of this notebook come from the map's
 # d=64 block at four seeds, where at its longest length K=4 (80%) is behind by more than its
 # tolerance and K=2 (67%) stays undecided; notebook 07 follows the gap as training lengthens and
 # across widths (`looped map`).

@@ -369,8 +369,9 @@ def test_the_readme_verdicts_on_memorised_facts_recompute_from_the_demo_runs():
 
 def test_what_the_recipe_changed_in_the_demo_recomputes_from_both_references():
     """RESULTS' paragraphs on the demo under the chosen recipe: uniform's fact NLL per seed on
-    bios, and on text its seed 0's escape step and NLL and the other seeds' change, each read
-    from the reference under the new recipe and the one it replaced."""
+    bios; on text, where the chosen recipe is the old one, that the runs repeat (uniform's seed 0
+    to its numerics), and what the probe's first choice did to that seed, each read from the
+    references under the new recipe, the one it replaced and the first choice."""
     page = (ROOT / "docs" / "RESULTS.md").read_text()
     said = page[page.index("On bios the recipe lifted") : page.index("Where the small scale")]
 
@@ -391,14 +392,26 @@ def test_what_the_recipe_changed_in_the_demo_recomputes_from_both_references():
     mean = [sum(d.values()) / 3 for d in (old, new)]
     assert f"fell from {mean[0]:.3f} to {mean[1]:.3f}" in flat
 
-    def text(name: str) -> dict[int, dict]:
+    def text(name: str) -> dict[tuple[str, int], dict]:
         runs = _json(name)["runs"]
-        return {r["seed"]: r for r in runs if r["schedule"] == UNIFORM and r["steps"] == 480}
+        return {(r["schedule"], r["seed"]): r for r in runs if r["steps"] == 480}
 
+    # text: the chosen recipe is the old one at 480 steps, so its runs repeat the old ones
     new_t, old_t = text("demo_text.json"), text("demo_text-w10_i1.json")
-    steps = (new_t[0]["escape_step"], old_t[0]["escape_step"])
+    assert sorted(new_t) == sorted(old_t)
+    arms = [k for k in new_t if k[0] != UNIFORM]
+    assert all(round(new_t[k]["mean_nll"], 4) == round(old_t[k]["mean_nll"], 4) for k in arms)
+    near = [abs(new_t[UNIFORM, s]["mean_nll"] / old_t[UNIFORM, s]["mean_nll"] - 1) for s in (1, 2)]
+    assert max(near) < 1e-4
+    nll = (new_t[UNIFORM, 0]["mean_nll"], old_t[UNIFORM, 0]["mean_nll"])
+    assert f"seed 0 ended at {nll[0]:.3f} against {nll[1]:.3f}" in flat
+    curves = [[p[1] for p in t[UNIFORM, 0]["curve"]] for t in (new_t, old_t)]
+    parted = next(i for i, (x, y) in enumerate(zip(*curves)) if x != y)
+    assert f"fifth digit at step {new_t[UNIFORM, 0]['curve'][parted][0]}" in flat
+    assert abs(curves[0][parted] / curves[1][parted] - 1) < 1e-4
+    # and under the probe's first choice (the depth-aware init), seed 0 escaped late
+    i16 = text("demo_text-w2pct_i16.json")[UNIFORM, 0]
+    steps = (i16["escape_step"], old_t[UNIFORM, 0]["escape_step"])
     assert f"step {steps[0]} instead of {steps[1]}" in flat
-    nll = (new_t[0]["mean_nll"], old_t[0]["mean_nll"])
+    nll = (i16["mean_nll"], old_t[UNIFORM, 0]["mean_nll"])
     assert f"at {nll[0]:.3f} against {nll[1]:.3f} ({100 * (nll[0] / nll[1] - 1):+.1f}%)" in flat
-    rest = [f"{100 * (new_t[s]['mean_nll'] / old_t[s]['mean_nll'] - 1):.1f}%" for s in (1, 2)]
-    assert f"{rest[0]} and {rest[1]} higher" in flat
