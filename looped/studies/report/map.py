@@ -57,7 +57,7 @@ def fig_map(result: dict, path: Path) -> Path:
         for d in (w for w in widths if any(c["d_model"] == w for c in mine)):
             width = sorted((c for c in mine if c["d_model"] == d), key=_tpp)
             # side by side, so that one width's interval never hides another's at a length
-            nudge = 2 ** (0.05 * (widths.index(d) - (len(widths) - 1) / 2))
+            nudge = 2 ** (0.12 * (widths.index(d) - (len(widths) - 1) / 2))
             x = np.array([_tpp(c) for c in width]) * nudge
             faint = {} if d in shown else {"alpha": 0.45, "lw": 1}
             gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"), **faint)
