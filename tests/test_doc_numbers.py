@@ -367,6 +367,18 @@ def test_the_readme_verdicts_on_memorised_facts_recompute_from_the_demo_runs():
         assert row["verdict"] == _verdict(mine[1], mine[2], float(row["tolerance"].rstrip("%")))
 
 
+def test_how_to_read_the_bios_tables_recomputes_the_equal_token_seeds():
+    """At equal tokens, fixed-first's per-seed range and fixed K=4's side, from demo.json."""
+    from looped import paper
+
+    page = (ROOT / "docs" / "RESULTS.md").read_text()
+    said = " ".join(page[page.index("How to read the bios tables") :].split()[:80])
+    tok = {r["schedule"]: r["gap"]["values"] for r in _json("demo.json")["summary_tokens"]}
+    ff = sorted(100 * v for v in tok[paper.FIXED_FIRST])
+    assert max(ff) < 0 and f"ahead in every seed ({ff[-1]:.1f}% to {ff[0]:.1f}%)" in said
+    assert min(tok[paper.FIXED]) > 0 and "fixed K=4 ends behind uniform in all three" in said
+
+
 def test_what_the_recipe_changed_in_the_demo_recomputes_from_both_references():
     """RESULTS' paragraphs on the demo under the chosen recipe: uniform's fact NLL per seed on
     bios; on text, where the chosen recipe is the old one, that the runs repeat (uniform's seed 0
