@@ -444,3 +444,14 @@ def test_what_the_recipe_changed_in_the_demo_recomputes_from_both_references():
     assert f"step {steps[0]} instead of {steps[1]}" in flat
     nll = (i16["mean_nll"], old_t[UNIFORM, 0]["mean_nll"])
     assert f"at {nll[0]:.3f} against {nll[1]:.3f} ({100 * (nll[0] / nll[1] - 1):+.1f}%)" in flat
+
+
+def test_an_end_printed_on_the_tolerance_is_given_unrounded_where_the_prose_reads_it():
+    """A verdict whose interval end rounds onto the tolerance (d=64 at 1,044 steps under
+    w2pct_i1: +0.80 against 0.8%) is read in RESULTS from the unrounded end, quoted there."""
+    rerun = _json("map-w2pct_i1.json")["blocks"]["d64-80"]
+    (cell,) = [c for c in rerun["cells"] if c["schedule"] == FIXED_FIRST[0] and "gap" in c]
+    lo = 100 * cell["gap"]["lo"]
+    assert f"{lo:.2f}" == "0.80" and lo > 0.8 and cell["verdict"] == "worse"
+    text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
+    assert f"end, {lo:.3f}%, just past its 0.8% tolerance" in text

@@ -69,6 +69,18 @@ def verdicts_shown(header: list[str], row: list[str]) -> list[tuple[str, stats.I
     return found
 
 
+def readable_verdicts(iv: stats.Interval, tol: float, unit: float = 1e-4) -> set[str]:
+    """The verdicts an interval shown to two decimals in percent allows: each end may lie half
+    a shown unit either way, so an end printed on the tolerance (+0.80 against 0.8%) reads as
+    either side of it; the docs' verdict comes from the unrounded end."""
+    half = unit / 2
+    return {
+        stats.verdict(stats.Interval(iv.mean, iv.lo + a, iv.hi + b, iv.n, ()), tol).value
+        for a in (-half, 0, half)
+        for b in (-half, 0, half)
+    }
+
+
 def wrong_tolerances(text: str) -> list[str]:
     """Each verdict in `text`'s tables that its recipe's tolerance does not give, or whose
     tolerance column is not its recipe's."""
@@ -81,7 +93,7 @@ def wrong_tolerances(text: str) -> list[str]:
                     wrong.append(f"{paper.label(recipe)} shown at {tol_cell}: {' | '.join(row)}")
                 if VERDICT_WORDS[word] is Verdict.NOT_INFORMATIVE or iv.n < 2:
                     continue  # no interval read: the bigram rule or one seed decided it
-                if stats.verdict(iv, tol).value != word:
+                if word not in readable_verdicts(iv, tol):
                     wrong.append(f"{paper.label(recipe)} at {tol:.1%} is not '{word}': {row}")
     return wrong
 
