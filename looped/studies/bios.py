@@ -61,8 +61,8 @@ class DemoSettings:
     text_seeds: int = 1
     probe: bool = True  # the paper's Fig. 4 at fixed K=4's checkpoints (seed 0)
     workers: int = 2  # worker processes (each single-threaded)
-    # config overrides for every run; by default the recipe the probe chose for uniform (2%
-    # warmup, the residual init counting 16 applications), which every schedule shares
+    # config overrides for every run; by default the demo's recipe (`textsetup.DEMO_RECIPE`:
+    # the probe's choice for uniform), which every schedule shares
     overrides: list[str] = field(default_factory=lambda: recipe_overrides(DEMO_RECIPE))
 
 
