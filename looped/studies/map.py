@@ -120,6 +120,9 @@ BLOCKS = (
     # d=64 at 80 tokens per parameter alone: where the map's recipe put K=2 closest to worse
     # (lower end +0.37%), the cell whose verdict a fair recipe most needs to confirm
     Block("d64-80", 64, tpp=(80,)),
+    # d=128 at 20 tokens per parameter alone (1,042 steps, its shorter length): the d=128 BPE-512
+    # cell a CPU session can rerun under a new recipe (its 2,084 steps take about twice as long)
+    Block("d128-20", 128, tpp=(20,)),
 )
 
 
