@@ -82,6 +82,36 @@ def warmup_of(optim: OptimConfig, total_steps: int) -> int:
     return optim.warmup_steps
 
 
+# A recipe names the two start-of-training knobs the map's probe tunes for uniform: the LR warmup
+# (steps, or a share of the run) and how many block applications the residual init counts.
+RECIPE_NAME = re.compile(r"w(\d+)(pct)?_i(\d+)")
+
+
+def parse_recipe(name: str) -> tuple[float, int]:
+    """ "w2pct_i16" -> (0.02, 16), "w10_i1" -> (10, 1): the warmup (steps if 1 or more, else a
+    share of the run) and the block applications the residual init counts."""
+    m = RECIPE_NAME.fullmatch(name)
+    if not m or int(m[3]) < 1 or (m[2] and not 0 < int(m[1]) < 100):
+        raise UserError(
+            f"--recipe {name}: name it w<steps>_i<loops> or w<N>pct_i<loops>, e.g. w2pct_i16"
+        )
+    return (int(m[1]) / 100 if m[2] else int(m[1])), int(m[3])
+
+
+def recipe_name(warmup: float, init_loops: int) -> str:
+    """The inverse of `parse_recipe`: (0.02, 16) -> "w2pct_i16", (10, 1) -> "w10_i1"."""
+    w = f"{round(warmup * 100)}pct" if warmup < 1 else f"{int(warmup)}"
+    return f"w{w}_i{init_loops}"
+
+
+def recipe_overrides(name: str) -> list[str]:
+    """A recipe as `key=value` overrides of a run's config (a fixed warmup clears the share)."""
+    warmup, loops = parse_recipe(name)
+    warm = [f"optim.warmup_frac={warmup}"] if warmup < 1 else []
+    warm = warm or ["optim.warmup_frac=0", f"optim.warmup_steps={int(warmup)}"]
+    return [*warm, f"model.init_loops={loops}"]
+
+
 @dataclass
 class TrainConfig:
     model: LoopedConfig = field(default_factory=LoopedConfig)  # architecture
@@ -176,6 +206,11 @@ def _preset_path(name: str) -> Path:
     if is_yaml:
         raise UserError(f"config file {name} not found; pass a preset ({presets}) or a YAML path")
     raise UserError(f"unknown preset {name!r}; choose one of {presets} or a YAML path")
+
+
+def recipe_of(cfg: TrainConfig) -> str:
+    """The recipe a run's config trains with, named as `parse_recipe` reads it."""
+    return recipe_name(cfg.optim.warmup_frac or cfg.optim.warmup_steps, cfg.model.init_loops)
 
 
 def load_config(

@@ -12,7 +12,14 @@ import pytest
 import torch
 
 from looped import paper
-from looped.config import OptimConfig, load_config, lr_at
+from looped.config import (
+    OptimConfig,
+    load_config,
+    lr_at,
+    parse_recipe,
+    recipe_of,
+    recipe_overrides,
+)
 from looped.errors import UserError
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.studies.commands import map as map_command
@@ -28,7 +35,6 @@ from looped.studies.map import (
     block_settings,
     choose_recipe,
     own_recipes,
-    parse_recipe,
     probe_blocks,
     run_map,
     with_recipe,
@@ -195,9 +201,12 @@ def test_a_recipe_left_out_of_the_larger_cells_is_scored_where_it_ran_not_chosen
 
 
 def test_a_recipe_name_round_trips_and_a_bad_one_is_refused_in_one_line():
+    """Name -> (warmup, loops) -> a block's name, and name -> a run's overrides -> its config ->
+    name: the report reads the demo reference's recipe back from its overrides this way."""
     for name in ("w2pct_i16", "w10_i1", "w5pct_i1", "w40_i16"):
         warmup, loops = parse_recipe(name)
         assert Block("x", 16, warmup=warmup, init_loops=loops).recipe == name
+        assert recipe_of(load_config("tiny", recipe_overrides(name))) == name
     for bad in ("w2_pct_i16", "2pct_i16", "w0pct_i1", "w100pct_i1", "w2pct_i0", "w2pct"):
         with pytest.raises(UserError, match="--recipe .*w2pct_i16"):
             parse_recipe(bad)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.config import TrainConfig, load_config, warmup_of
+from looped.config import TrainConfig, load_config, recipe_overrides, warmup_of
 from looped.data.batching import build_source
 from looped.eval.evaluate import token_nll_of
 from looped.flops import flops_per_token, tokens_per_step
@@ -35,7 +35,7 @@ from looped.studies.probes import update_benefit
 from looped.studies.results import diverged, from_scratch
 from looped.studies.runner import Planned, execute
 from looped.studies.stats import spread
-from looped.studies.textsetup import DEMO_RECIPE, recipe_overrides
+from looped.studies.textsetup import DEMO_RECIPE
 from looped.training.run import total_steps_for
 
 # Each main schedule's peak LR on the bios track, as the reference's LR sweep chose it

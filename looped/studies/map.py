@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from looped import paper
-from looped.config import load_config
+from looped.config import load_config, parse_recipe, recipe_name
 from looped.data.text import NAMED_CORPORA
 from looped.errors import UserError
 from looped.flops import saving
@@ -44,7 +44,6 @@ from looped.studies.results import machine_name, read_results_file, write_result
 from looped.studies.textsetup import (
     TextSetup,
     ensure_corpus,
-    parse_recipe,
     recipe_setup,
     run_config,
     slug,
@@ -79,11 +78,9 @@ class Block:
     def recipe(self) -> str:
         """ "" for the settings' own recipe; else "w10_i1" (10 warmup steps, the block counted
         once at init), "w5pct_i16" (5% of the run, once per application up to 16), ..."""
-        if self.warmup is None and self.init_loops == 1:
-            return ""
-        w = "setup" if self.warmup is None else f"{self.warmup:g}"
-        w = f"{round(self.warmup * 100)}pct" if self.warmup is not None and self.warmup < 1 else w
-        return f"w{w}_i{self.init_loops}"
+        if self.warmup is None:
+            return "" if self.init_loops == 1 else f"wsetup_i{self.init_loops}"
+        return recipe_name(self.warmup, self.init_loops)
 
     @property
     def home(self) -> str:

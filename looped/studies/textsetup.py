@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from looped.config import TrainConfig, load_config
+from looped.config import TrainConfig, load_config, parse_recipe
 from looped.data.text import (
     META,
     NAMED_CORPORA,
@@ -58,17 +58,6 @@ class TextSetup:
 DEMO_RECIPE = "w2pct_i1"
 
 
-def parse_recipe(name: str) -> tuple[float, int]:
-    """ "w2pct_i16" -> (0.02, 16): the warmup (steps, or a fraction of the run) and the block
-    applications the residual init counts, as `map.Block.recipe` names them."""
-    m = re.fullmatch(r"w(\d+)(pct)?_i(\d+)", name)
-    if not m or int(m[3]) < 1 or (m[2] and not 0 < int(m[1]) < 100):
-        raise UserError(
-            f"--recipe {name}: name it w<steps>_i<loops> or w<N>pct_i<loops>, e.g. w2pct_i16"
-        )
-    return (int(m[1]) / 100 if m[2] else int(m[1])), int(m[3])
-
-
 def recipe_setup(setup: TextSetup, warmup: float | None, init_loops: int) -> TextSetup:
     """SETUP under a recipe: WARMUP in steps (1 or more) or as a share of each run (below 1;
     None keeps the setup's), the residual init counting INIT_LOOPS applications."""
@@ -86,14 +75,6 @@ def track_setup(setup: TextSetup, name: str, steps: int) -> TextSetup:
     schedule's FLOPs) still branches off the full one; the map's lengths warm up each their own."""
     warmup, loops = parse_recipe(name)
     return recipe_setup(setup, max(1, round(warmup * steps)) if warmup < 1 else warmup, loops)
-
-
-def recipe_overrides(name: str) -> list[str]:
-    """A recipe as config overrides of a training run (the bios track's)."""
-    warmup, loops = parse_recipe(name)
-    warm = [f"optim.warmup_frac={warmup}"] if warmup < 1 else []
-    warm = warm or ["optim.warmup_frac=0", f"optim.warmup_steps={int(warmup)}"]
-    return [*warm, f"model.init_loops={loops}"]
 
 
 def slug(source: str) -> str:

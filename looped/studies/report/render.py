@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from looped.config import load_config
+from looped.config import load_config, recipe_of
 from looped.flops import preset_rows
 from looped.studies.report import bios, diagnose, docs, recipe, samples, text
 from looped.studies.report import map as map_report
@@ -189,17 +189,11 @@ def demo_recipe_section(root: Path) -> str:
     if any(f is None for f in files):
         return "The demo has no reference under an earlier recipe to compare."
     new, old, new_text, old_text = files
-    names = (_overrides_recipe(new["meta"]["settings"].get("overrides", [])), *OLD_DEMO)
+    # the recipe its reference trained with, read from the reference itself (the probe's choice
+    # may have moved on since)
+    given = new["meta"]["settings"]
+    names = (recipe_of(load_config(given["preset"], given.get("overrides", []))), *OLD_DEMO)
     return bios.recipe_change(new, old, new_text, old_text, names)
-
-
-def _overrides_recipe(overrides: list[str]) -> str:
-    """ "w2pct_i16" from the bios grid's overrides: the recipe its reference trained with, read
-    from the reference itself (the probe's choice may have moved on since)."""
-    given = dict(o.split("=", 1) for o in overrides)
-    frac, loops = float(given.get("optim.warmup_frac", 0)), given.get("model.init_loops", "1")
-    warmup = f"{round(frac * 100)}pct" if frac else given.get("optim.warmup_steps", "setup")
-    return f"w{warmup}_i{loops}"
 
 
 def recipe_maps(root: Path) -> dict[str, dict]:
