@@ -263,18 +263,21 @@ def test_every_gap_of_the_map_table_recomputes_from_the_runs():
     assert checked >= 8
 
 
-def _crit(result: dict, d: int, n: int) -> float | None:
-    """None (the t quantile) for a cell read at its first look; past it, the group-sequential
-    critical value of the looks its block planned (`stats.sequential_critical`, a simulation
-    this test does not redo), the seeds' own count among them."""
+def _crit(result: dict, d: int, vocab: int, n: int) -> float:
+    """The group-sequential critical value of the looks the cell's block planned, the seeds' own
+    count among them (`stats.sequential_critical`, a simulation this test does not redo): the t
+    quantile for a block of one look, wider at every look of a block that planned two."""
     from looped.studies.stats import planned_looks, sequential_critical
 
     (looks,) = {
         tuple(planned_looks(b["meta"]["settings"]["rounds"], b["meta"]["settings"]["max_seeds"]))
         for b in result["blocks"].values()
-        if any(c.get("d_model") == d and c.get("seeds") == n for c in b["cells"])
+        if any(
+            (c.get("d_model"), c.get("vocab_size"), c.get("seeds")) == (d, vocab, n)
+            for c in b["cells"]
+        )
     }
-    return None if n <= looks[0] else sequential_critical(tuple(sorted({*looks, n})))
+    return sequential_critical(tuple(sorted({*looks, n})))
 
 
 def test_the_maps_rerun_recomputes_and_its_prose_quotes_its_tables():
@@ -293,7 +296,9 @@ def test_the_maps_rerun_recomputes_and_its_prose_quotes_its_tables():
             _, ours, ref = pairs[int(row["steps"])]
             cell = next(v for k, v in row.items() if k.startswith("gap to uniform"))
             gaps = [_nll(o) / _nll(u) - 1 for o, u in zip(ours, ref)]
-            _agrees(cell, _interval(gaps, _crit(rerun, int(row["d"]), len(gaps))))
+            _agrees(
+                cell, _interval(gaps, _crit(rerun, int(row["d"]), int(row["vocab"]), len(gaps)))
+            )
             checked += 1
     assert checked >= 8
     text = (ROOT / "docs/RESULTS.md").read_text()
