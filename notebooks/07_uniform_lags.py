@@ -460,4 +460,6 @@ display(Markdown(recipe_report.delay_section(maps)))
 # `w2pct_i1` one of those cells ran again, $d=64$ at 1,044 steps, to 8 seeds: both arms end
 # behind uniform in every seed, K=4 (80%) at $+2.78\%$ $[+0.80, +4.79]$, past its tolerance,
 # and K=2 (67%) at $+1.44\%$ $[-0.20, +3.10]$, undecided. The fair recipe leaves that answer
-# where it was.
+# where it was. At $d=64$ with BPE-4096 (522 steps), one of the cells trained at LR 0.01,
+# `w2pct_i1` is the map's own recipe (2% of 522 steps is 10): uniform's escape steps repeat,
+# and still no model beats the bigram table, so that cell has no verdict under either.

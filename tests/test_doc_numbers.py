@@ -460,3 +460,24 @@ def test_an_end_printed_on_the_tolerance_is_given_unrounded_where_the_prose_read
     assert f"{lo:.2f}" == "0.80" and lo > 0.8 and cell["verdict"] == "worse"
     text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
     assert f"end, {lo:.3f}%, just past its 0.8% tolerance" in text
+
+
+def test_the_repeated_bpe4096_cell_moves_as_results_says():
+    """d=64 with BPE-4096 at 522 steps: `w2pct_i1` is the map's own recipe there (10 warmup
+    steps, the block counted once), so RESULTS reads the rerun as a repeat: the escape steps
+    repeat, and the runs' NLLs move by the median and maximum it quotes, both from the files."""
+    old = _json("map.json")["blocks"]["d64-bpe4096"]["cells"]
+    new = _json("map-w2pct_i1.json")["blocks"]["d64-bpe4096"]["cells"]
+    moved = []
+    for a, b in zip(old, new, strict=True):
+        assert a["schedule"] == b["schedule"] and a["seed_ids"] == b["seed_ids"]
+        moved += [abs(y / x - 1) * 100 for x, y in zip(a["seed_nll"], b["seed_nll"])]
+    uniform = [c["escape_steps"] for c in (old[0], new[0])]
+    assert uniform[0] == uniform[1], "uniform's escape steps no longer repeat"
+    moved.sort()
+    median = (moved[len(moved) // 2 - 1] + moved[len(moved) // 2]) / 2
+    text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
+    said = f"the {len(moved)} runs moved by a median {median:.1f}% and at most {moved[-1]:.1f}%"
+    assert said in text
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"NLLs move by a median {median:.1f}%" in readme
