@@ -227,6 +227,15 @@ def test_the_map_under_a_recipe_moves_every_block_to_its_own_home_and_its_own_re
         )
 
 
+def test_the_map_sweeps_the_lrs_given_and_refuses_a_sweep_it_cannot_train():
+    a = map_command.parser().parse_args(["--lrs", "1e-3, 3.33e-4,1e-3"])
+    assert map_command.settings_from(a).lrs == (3.33e-4, 1e-3)
+    assert map_command.settings_from(map_command.parser().parse_args([])).lrs == (1e-3, 3e-3, 1e-2)
+    for bad in ("fast", "0,1e-3", "1e-3,2", ","):
+        with pytest.raises(UserError, match=f"--lrs {bad}: give learning rates"):
+            map_command.settings_from(map_command.parser().parse_args(["--lrs", bad]))
+
+
 def _cell(schedule: str, nll: list, escapes: list, steps: int = 100, gap: bool = True) -> dict:
     c = {"schedule": schedule, "steps": steps, "lr": 0.01, "seed_ids": [0, 1, 2]}
     c |= {"seed_nll": nll, "escape_steps": escapes, "d_model": 32, "vocab_size": 512}

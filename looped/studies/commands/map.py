@@ -51,6 +51,10 @@ def parser() -> argparse.ArgumentParser:
     add = p.add_argument
     add("--corpus", help="a named corpus, a `looped data text` directory or a `datasets` source")
     add("--max-seeds", type=int, help="stop adding seed rounds past this many (8)")
+    add(
+        "--lrs",
+        help="the LR sweep, comma-separated (1e-3,3e-3,1e-2; a choice at an edge extends it)",
+    )
     add("--collect", action="store_true", help="train nothing: the results of what finished")
     add("--resume-from", help="earlier map.json files, comma-separated: their scored runs reused")
     blocks = ",".join(b.name for b in BLOCKS)
@@ -87,7 +91,20 @@ def settings_from(a: argparse.Namespace) -> MapSettings:
             raise UserError(f"--blocks {a.blocks}: name blocks among {','.join(known)}")
         s.blocks = tuple(known[n] for n in names)
     s.max_seeds = a.max_seeds or s.max_seeds
+    s.lrs = lrs_from(a.lrs) if a.lrs else s.lrs
     return with_recipe(s, a.recipe) if a.recipe else s
+
+
+def lrs_from(text: str) -> tuple[float, ...]:
+    """--lrs 3.33e-4,1e-3 -> (0.000333, 0.001): a sweep that leaves out an LR an earlier sweep
+    of the same runs already lost (the sweep's runs are the costliest of a block)."""
+    try:
+        lrs = tuple(sorted({float(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        lrs = ()
+    if not lrs or any(not 0 < lr < 1 for lr in lrs):
+        raise UserError(f"--lrs {text}: give learning rates between 0 and 1, e.g. --lrs 1e-3,3e-3")
+    return lrs
 
 
 def stem(a: argparse.Namespace, settings: MapSettings) -> str:
