@@ -481,3 +481,14 @@ def test_the_repeated_bpe4096_cell_moves_as_results_says():
     assert said in text
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"NLLs move by a median {median:.1f}%" in readme
+
+
+def test_the_kernel_path_sentence_reads_its_file():
+    """RESULTS' account of the repeat's divergence quotes scripts/kernel_paths.py's output: the
+    first step whose loss parts under two dispatch levels, and how far apart the last step is."""
+    lines = (ROOT / "results/kernel_paths.txt").read_text().splitlines()
+    first = int(lines[1].rsplit(":", 1)[1])
+    *_, step, a, b = lines[-1].split()
+    apart = abs(float(b) / float(a) - 1) * 100
+    text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
+    assert f"parts at step {first} and ends {apart:.2f}% apart at step {step}" in text

@@ -108,6 +108,25 @@ def test_same_runs_tells_the_same_runs_from_different_ones(tmp_path: Path):
     assert same_runs.main([str(a), str(c)]) == 1
 
 
+def test_kernel_paths_finds_the_first_step_whose_loss_parts_bitwise(tmp_path: Path):
+    """The first step both runs logged whose losses differ in any bit (not the first step one
+    of them logged), none for equal runs; a third level is refused in one line, exit 2."""
+    import importlib.util
+
+    path = ROOT / "scripts" / "kernel_paths.py"
+    spec = importlib.util.spec_from_file_location("kernel_paths", path)
+    kp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kp)
+    rows = [{"kind": "train", "step": s, "loss": 2.0} for s in (5, 10, 15)]
+    rows += [{"kind": "eval", "step": 10, "loss": 9.0}]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
+    a = kp.train_losses(tmp_path / "metrics.jsonl")
+    assert a == {5: 2.0, 10: 2.0, 15: 2.0} and kp.first_difference(a, dict(a)) is None
+    b = {10: 2.0, 15: 2.0 + 2**-50, 20: 1.0}
+    assert kp.first_difference(a, b) == 15
+    assert kp.main(["--levels", "default,avx2,avx512"]) == 2
+
+
 @pytest.mark.slow
 def test_branch_check_finds_a_branched_run_bitwise_equal_to_its_from_scratch_twin(tmp_path):
     """scripts/branch_check.py at toy size, on a small local corpus: the trunk stops at the

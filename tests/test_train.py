@@ -57,6 +57,9 @@ def test_train_writes_metrics_checkpoints_and_config(tmp_path):
     )
     assert summary["steps"] == 12  # and where it trained, which a study's rows read:
     assert summary["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
+    # and on a CPU which kernels, without which a rerun elsewhere cannot be read as the same
+    cpu = None if torch.cuda.is_available() else torch.backends.cpu.get_cpu_capability()
+    assert json.loads((run / "summary.json").read_text()).get("cpu_kernels") == cpu
     steps = [s for s, _ in ckpt_lib.list_checkpoints(run)]
     assert steps == [8, 12]  # kept the last two of 4, 8, 12
     rows = records(run)

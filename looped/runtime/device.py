@@ -90,6 +90,13 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_kernels() -> str:
+    """The instruction set torch's CPU kernels dispatch to on this machine ("AVX2", "AVX512",
+    ...). Two paths sum in different orders, so one run on two CPU generations parts in the last
+    bits within tens of steps and more near a loss plateau: "bitwise" holds per path."""
+    return torch.backends.cpu.get_cpu_capability()
+
+
 def peak_flops(device_name: str, dtype: str = "bf16") -> float | None:
     """Dense peak FLOP/s of a device for a dtype (fp32 | bf16 | fp16), or None if unknown."""
     name = device_name.lower()

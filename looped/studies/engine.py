@@ -309,6 +309,7 @@ def measure(p: Planned, study: Study) -> dict:
     model = LoopedTransformer(p.cfg.model)
     train = [m for m in read_metrics(run_dir) if m["kind"] == "train"]
     tokens = p.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len
+    summary = json.loads((run_dir / "summary.json").read_text())
     return {
         **{"run": p.name, "config_sha": fingerprint(p.cfg), "schedule": p.schedule},
         **{"label": paper.label(p.schedule), "steps": p.steps, "seed": p.seed, "lr": p.lr},
@@ -318,7 +319,8 @@ def measure(p: Planned, study: Study) -> dict:
         "params_non_embedding": model.num_params(non_embedding=True),
         "escape_step": escape_step(trunk_train(run_dir), study.bigram),
         "own_wall": own_wall(train),
-        "device": device_of(json.loads((run_dir / "summary.json").read_text())),
+        "device": device_of(summary),
+        "cpu_kernels": summary.get("cpu_kernels"),  # None: a GPU run, or one from before it was kept
         "val_nll": study.val_nll(p),
         **heldout_nll(run_dir, p.cfg, study.batches),
     }

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from looped.errors import UserError, first_line
 from looped.runtime.atomic import write_text_atomic
-from looped.runtime.device import cpu_name
+from looped.runtime.device import cpu_kernels, cpu_name
 from looped.runtime.metrics import read_metrics
 
 
@@ -82,5 +82,5 @@ def write_result(path: Path, result: dict, say: bool = True) -> Path:
 
 
 def machine_name() -> str:
-    """CPU model and core count, for the record."""
-    return f"{cpu_name()} ({os.cpu_count()} cores)"
+    """CPU model, core count and the kernels torch dispatches to (`cpu_kernels`), for the record."""
+    return f"{cpu_name()} ({os.cpu_count()} cores, {cpu_kernels()} kernels)"

@@ -35,7 +35,7 @@ from looped.errors import UserError
 from looped.eval.evaluate import evaluate
 from looped.flops import flops_per_token
 from looped.runtime import checkpoint as ckpt_lib
-from looped.runtime.device import autocast, device_name, peak_flops, resolve_dtype
+from looped.runtime.device import autocast, cpu_kernels, device_name, peak_flops, resolve_dtype
 from looped.runtime.distributed import Dist, StopRequested, full_state, no_sync
 from looped.runtime.lock import dir_lock
 from looped.schedule_spec import parse_depths
@@ -297,6 +297,8 @@ def write_summary(run: Run, progress: Progress) -> dict[str, Any]:
     summary |= {"final_loss": progress.last_loss, "wall": time.time() - progress.t0}
     summary["params"] = run.model.num_params()
     summary["device"] = run.dist.device.type  # "cpu" | "cuda": a study flags a cell mixing the two
+    if run.dist.device.type == "cpu":  # which kernels: a rerun repeats bitwise only on the same
+        summary["cpu_kernels"] = cpu_kernels()
     summary["tokens"] = run.total * run.tokens_per_step
     summary["switch_step"] = run.schedule.switch_step(run.total)
     summary |= {"eval": progress.last_eval, "lineage": run.start.lineage}
