@@ -120,6 +120,9 @@ BLOCKS = (
     # d=128 at 20 tokens per parameter alone (1,042 steps, its shorter length): the d=128 BPE-512
     # cell a CPU session can rerun under a new recipe (its 2,084 steps take about twice as long)
     Block("d128-20", 128, tpp=(20,)),
+    # d=64 at 160 tokens per parameter alone (2,088 steps): the README's bottom-line cell, under a
+    # new recipe without the shorter lengths (the same runs as d64's there)
+    Block("d64-160", 64, tpp=(160,)),
 )
 
 
