@@ -492,3 +492,19 @@ def test_the_kernel_path_sentence_reads_its_file():
     apart = abs(float(b) / float(a) - 1) * 100
     text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
     assert f"parts at step {first} and ends {apart:.2f}% apart at step {step}" in text
+
+
+def test_the_d128_sweep_sentence_reads_its_rows():
+    """RESULTS' d128-20 sweep: the LR chosen and each LR's mean validation NLL over the LR
+    seeds, as the block's sweep rows give them."""
+    block = _json("map-w2pct_i1.json")["blocks"]["d128-20"]
+    by_lr: dict[float, list[float]] = {}
+    for r in block["sweep"]:
+        by_lr.setdefault(r["lr"], []).append(r["val_nll"])
+    mean = {lr: sum(v) / len(v) for lr, v in by_lr.items()}
+    best = min(mean, key=mean.get)
+    assert best == block["shared_lr"]["1042"] == 0.001 and len(by_lr[best]) == 2
+    text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
+    said = f"mean validation NLL {mean[0.001]:.3f} over the two LR seeds, against "
+    said += f"{mean[0.003]:.3f} at 0.003 and {mean[0.000333]:.3f} at 0.000333"
+    assert said in text
