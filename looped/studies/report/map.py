@@ -74,7 +74,9 @@ def fig_map(result: dict, path: Path) -> Path:
     axes[0].set_ylabel("NLL gap to uniform, %")
     axes[0].set_ylim(*_y_range(every))
     off = [_off_panel(*width) for width in drawn]
-    fig.legend(handles=_key(every, shown, any(off)), fontsize=8, ncol=3)
+    keys = _key(every, shown, any(off))
+    long = any(len(k.get_label()) > 40 for k in keys)  # an interim look names its arms' seeds
+    fig.legend(handles=keys, fontsize=8, ncol=2 if long else 3)
     return plotting.save(fig, path)
 
 
