@@ -4,7 +4,7 @@ different orders. This trains one config under two dispatch levels on this machi
 CPU generations would run it, and prints the first logged step where the training loss parts.
 
     python scripts/kernel_paths.py                        # tiny preset, 60 steps: default vs avx2
-    python scripts/kernel_paths.py --steps 200 --levels default,avx2 > results/kernel_paths.txt
+    python scripts/kernel_paths.py --steps 100 > results/kernel_paths.txt   # the committed one
 
 A run that parts here parts between two machines whose `summary.json` `cpu_kernels` differ:
 "bitwise" (resume, branch, same_runs.py) holds per kernel path.
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{a.config}, {a.steps} steps, one thread; ATEN_CPU_CAPABILITY {levels[0]} against {levels[1]}"
     )
-    print("first logged step whose training loss differs:", step if step else "none")
+    print("first logged step whose training loss differs:", "none" if step is None else step)
     for s in sorted(losses[0].keys() & losses[1].keys()):
         print(f"step {s:5d}  {losses[0][s]!r:>20}  {losses[1][s]!r:>20}")
     return 0

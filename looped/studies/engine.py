@@ -320,9 +320,7 @@ def measure(p: Planned, study: Study) -> dict:
         "escape_step": escape_step(trunk_train(run_dir), study.bigram),
         "own_wall": own_wall(train),
         "device": device_of(summary),
-        "cpu_kernels": summary.get(
-            "cpu_kernels"
-        ),  # None: a GPU run, or one from before it was kept
+        "cpu_kernels": summary.get("cpu_kernels"),  # None: a GPU run, or one written before
         "val_nll": study.val_nll(p),
         **heldout_nll(run_dir, p.cfg, study.batches),
     }
