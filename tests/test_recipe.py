@@ -86,6 +86,11 @@ def test_a_config_at_the_new_fields_defaults_fingerprints_as_the_committed_runs_
     assert fingerprint(run_config(settings.setup, corpus, **kw)) == row["config_sha"]
     frac = replace(settings.setup, warmup_frac=0.05)
     assert fingerprint(run_config(frac, corpus, **kw)) != row["config_sha"]
+    cfg = run_config(settings.setup, corpus, **kw)  # fingerprints are remembered per config:
+    cfg.batch_size //= 4  # one changed in place since (a micro-batched run's) is a new one
+    assert fingerprint(cfg) != row["config_sha"]
+    cfg.batch_size *= 4
+    assert fingerprint(cfg) == row["config_sha"]
 
 
 def test_each_probe_recipe_has_a_home_of_its_own_and_a_plain_block_keeps_its_warmup():

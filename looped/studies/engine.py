@@ -67,9 +67,20 @@ def name_of(schedule: str, lr: float, seed: int, steps: int = 0, budget: float =
     return f"{short}_lr{lr:g}_s{seed}_{size}"
 
 
+_FINGERPRINTS: dict[str, str] = {}  # repr(config) -> fingerprint: OmegaConf is slow, and a
+# study asks for each run's fingerprint many times (every row lookup of a plan)
+
+
 def fingerprint(cfg: TrainConfig) -> str:
     """A run's config in 16 hex digits, its corpus path left out: a cached row stands for a run
     only if they agree, so rows from another dtype, device or config version are retrained."""
+    key = repr(cfg)  # every field, nested configs too: a config changed since is a new key
+    if (known := _FINGERPRINTS.get(key)) is None:
+        known = _FINGERPRINTS[key] = _fingerprint(cfg)
+    return known
+
+
+def _fingerprint(cfg: TrainConfig) -> str:
     blank = OmegaConf.structured(replace(cfg, data=replace(cfg.data, path="")))
     tree = OmegaConf.create(OmegaConf.to_container(blank))
     for key, default in ADDED.items():  # a field at the default it was added with: as before
