@@ -13,7 +13,6 @@ from looped import paper
 from looped.runtime.metrics import read_metrics
 from looped.studies.engine import escape_step, trunk_train
 from looped.studies.map import QUICK, Block, MapSettings, run_map
-from looped.studies.textsetup import ensure_corpus
 
 ROW_FIELDS = {"d_model", "vocab_size", "params", "params_non_embedding", "tokens", "epochs"}
 ROW_FIELDS |= {"lr", "seed", "schedule", "escape_step"}
@@ -31,8 +30,10 @@ def _tiny(corpus: str) -> MapSettings:
 
 
 @pytest.mark.slow
-def test_a_tiny_map_records_every_rows_place_and_resumes_without_training(tmp_path: Path):
-    corpus = ensure_corpus(QUICK.setup, tmp_path, "stdlib")["path"]  # tokenized once for both
+def test_a_tiny_map_records_every_rows_place_and_resumes_without_training(
+    tmp_path: Path, stdlib_corpus: str
+):
+    corpus = stdlib_corpus
     first = run_map(_tiny(corpus), tmp_path / "a")
     block = first["blocks"]["d16"]
     assert block["rows"] and all(ROW_FIELDS <= set(r) for r in block["rows"])

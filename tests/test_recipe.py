@@ -40,7 +40,6 @@ from looped.studies.map import (
     with_recipe,
 )
 from looped.studies.report.recipe import own_section, recipe_section
-from looped.studies.textsetup import ensure_corpus
 from looped.training.lineage import branch_point
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,8 +165,10 @@ def test_the_own_recipe_check_reads_the_shared_recipe_against_each_arms_own_best
 
 
 @pytest.mark.slow
-def test_an_arm_alone_sweeps_its_lr_on_the_lr_seeds_and_trains_no_reported_seed(tmp_path: Path):
-    corpus = ensure_corpus(QUICK.setup, tmp_path, "stdlib")["path"]
+def test_an_arm_alone_sweeps_its_lr_on_the_lr_seeds_and_trains_no_reported_seed(
+    tmp_path: Path, stdlib_corpus: str
+):
+    corpus = stdlib_corpus
     arm = next(b for b in QUICK_PROBE.blocks if b.sweep != paper.UNIFORM)
     tiny = replace(QUICK_PROBE, corpus=corpus, blocks=(arm,), lrs=(1e-2,), workers=1)
     block = run_map(tiny, tmp_path / "m")["blocks"][arm.name]
@@ -321,7 +322,7 @@ def test_the_rerun_section_reads_the_map_under_the_recipe_the_probe_chose(tmp_pa
 
 
 @pytest.mark.slow
-def test_collecting_some_blocks_keeps_the_files_other_blocks(tmp_path: Path):
+def test_collecting_some_blocks_keeps_the_files_other_blocks(tmp_path: Path, stdlib_corpus: str):
     """A probe collected block by block (`--blocks`) keeps what the file held: the recipe is still
     chosen from every block, not from the last ones collected."""
     lrs = QUICK_PROBE.lrs
@@ -330,6 +331,7 @@ def test_collecting_some_blocks_keeps_the_files_other_blocks(tmp_path: Path):
     (tmp_path / "recipe.json").write_text(json.dumps({"blocks": kept}))
     arm = next(b.name for b in QUICK_PROBE.blocks if b.sweep != paper.UNIFORM)
     argv = ["--probe", "--quick", "--collect", "--blocks", arm, "--out", str(tmp_path)]
+    argv += ["--corpus", stdlib_corpus]
     assert map_command.main(argv) == 0  # the arm has no finished run: nothing of its own
     saved = json.loads((tmp_path / "recipe.json").read_text())
     assert saved["blocks"] == kept

@@ -295,7 +295,9 @@ def test_a_length_added_after_the_trunks_ran_branches_at_a_checkpoint_they_hold(
 
 
 @pytest.mark.slow
-def test_samples_continue_a_map_blocks_models_at_every_serving_depth(tmp_path: Path):
+def test_samples_continue_a_map_blocks_models_at_every_serving_depth(
+    tmp_path: Path, stdlib_corpus: str
+):
     """`looped samples` reads the block's chosen LRs, trains the fixed K=4 twin beside its
     models (once: a second call reuses it) and continues every prompt at every depth."""
 
@@ -306,7 +308,7 @@ def test_samples_continue_a_map_blocks_models_at_every_serving_depth(tmp_path: P
     from looped.studies.textstudy import QUICK
 
     settings = replace(QUICK, setup=replace(QUICK.setup, d_model=16), lengths=(4, 6))
-    corpus = ensure_corpus(settings.setup, tmp_path)
+    corpus = ensure_corpus(settings.setup, tmp_path, stdlib_corpus)
     ff, uni = paper.RECIPE_200M, paper.UNIFORM
     study = {"shared_lr": {"6": 1e-2}}
     specs = [
