@@ -463,5 +463,7 @@ display(Markdown(recipe_report.delay_section(maps)))
 # where it was. At $d=64$ with BPE-4096 (522 steps), one of the cells trained at LR 0.01,
 # `w2pct_i1` is the map's own recipe (2% of 522 steps is 10): uniform's escape steps repeat,
 # and still no model beats the bigram table, so that cell has no verdict under either. The
-# first $d=128$ cell under `w2pct_i1` (1,042 steps) is at an interim look of two seeds: uniform
-# leaves the plateau on time in both, and K=4 (80%) ends behind it in both.
+# first $d=128$ cell under `w2pct_i1` (1,042 steps) ran to 4 seeds: uniform leaves the plateau
+# on time in every seed, and both arms end behind it in every seed, K=4 (80%) at $+1.63\%$
+# $[+0.53, +2.75]$ and K=2 (67%) at $+1.22\%$ $[-0.46, +2.93]$, both undecided as under the
+# map's recipe. There too the fair recipe leaves the answer where it was.
