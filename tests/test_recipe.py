@@ -306,10 +306,12 @@ def test_the_rerun_section_reads_the_map_under_the_recipe_the_probe_chose(tmp_pa
     }
     write("map.json", old)
     write("map-w10_i16.json", {"blocks": {}})  # another recipe's map is not the chosen one's
+    new["blocks"]["d64"] = {"cells": [], "sweep": [{"lr": 1e-3}, {"lr": 3e-3}]}  # sweep so far
     write("map-w2pct_i16.json", new)
     assert render.chosen_map(tmp_path) == ("w2pct_i16", new)
     section = render.rerun_section(tmp_path)
     assert "-10.00%" in section
+    assert "blocks d32, d64 (its LR sweep alone so far, 2 runs)" in section
     assert set(render.recipe_maps(tmp_path)) == {"w10_i1 (the map's)", "w10_i16", "w2pct_i16"}
     # the present choice first; a rerun under another recipe stays, labelled as not the choice
     assert section.index("Under `w2pct_i16`** (the probe's present choice") < section.index(

@@ -170,11 +170,19 @@ def rerun_section(root: Path) -> str:
         parts.append(f"No block has run yet under `{chosen}`, the probe's present choice.")
     for name in sorted(reruns, key=lambda n: n != chosen):
         role = "the probe's present choice" if name == chosen else "an earlier choice of the probe"
-        blocks = ", ".join(reruns[name].get("blocks", {}))
+        blocks = ", ".join(_block_name(n, b) for n, b in reruns[name].get("blocks", {}).items())
         parts.append(f"**Under `{name}`** ({role}; blocks {blocks}):")
         parts.append(map_report.map_rows(reruns[name]))
         parts.append(recipe.change_section(own, reruns[name], name))
     return "\n\n".join(parts)
+
+
+def _block_name(name: str, block: dict) -> str:
+    """A block as the rerun section lists it: one collected before any reported seed finished
+    says so, since its cells are not in the tables yet."""
+    if block.get("cells"):
+        return name
+    return f"{name} (its LR sweep alone so far, {len(block.get('sweep', []))} runs)"
 
 
 # the demo's reference under the recipe it trained with before the probe (bios: the demo
