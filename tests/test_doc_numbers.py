@@ -508,3 +508,21 @@ def test_the_d128_sweep_sentence_reads_its_rows():
     said = f"mean validation NLL {mean[0.001]:.3f} over the two LR seeds, against "
     said += f"{mean[0.003]:.3f} at 0.003 and {mean[0.000333]:.3f} at 0.000333"
     assert said in text
+
+
+def test_the_d64_160_sweep_sentence_reads_its_rows():
+    """RESULTS' d64-160 sweep: the LR chosen, each LR's mean validation NLL over the LR seeds
+    and uniform's escape steps, as the block's sweep rows give them."""
+    block = _json("map-w2pct_i1.json")["blocks"]["d64-160"]
+    by_lr: dict[float, list[dict]] = {}
+    for r in block["sweep"]:
+        by_lr.setdefault(r["lr"], []).append(r)
+    mean = {lr: sum(r["val_nll"] for r in v) / len(v) for lr, v in by_lr.items()}
+    assert min(mean, key=mean.get) == block["shared_lr"]["2088"] == 0.003
+    text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
+    said = f"chose 0.003, inside the grid (mean validation NLL {mean[0.003]:.3f} over the two LR "
+    said += f"seeds, against {mean[0.01]:.3f} at 0.01 and {mean[0.001]:.3f} at 0.001"
+    assert said in text
+    escapes = {lr: sorted(r["escape_step"] for r in v) for lr, v in by_lr.items()}
+    assert escapes == {0.003: [230, 230], 0.01: [400, 580], 0.001: [400, 420]}
+    assert "at 400 and 580 at 0.01, at 400 and 420 at 0.001" in text
