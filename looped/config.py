@@ -277,8 +277,18 @@ def _one_line(err: OmegaConfBaseException) -> str:
 
 
 def to_yaml(cfg: TrainConfig) -> str:
-    """The resolved config as YAML, loadable again with load_config(path)."""
-    return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+    """The resolved config as YAML, loadable again with load_config(path). Built once per config
+    (keyed by its repr: a config changed in place is another key), since every checkpoint writes
+    it and OmegaConf takes tens of milliseconds, as long as a toy run's step."""
+    key = repr(cfg)
+    if (known := _YAML.get(key)) is None:
+        if len(_YAML) > 512:  # a long-lived process (a notebook) plans thousands of configs
+            _YAML.clear()
+        known = _YAML[key] = OmegaConf.to_yaml(OmegaConf.structured(cfg))
+    return known
+
+
+_YAML: dict[str, str] = {}
 
 
 # -- validation ------------------------------------------------------------------------------

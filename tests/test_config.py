@@ -162,3 +162,15 @@ def test_a_saved_run_config_loads_unchecked_for_evaluation(tmp_path):
     assert load_config(str(tmp_path / "config.yaml"), check=False) == cfg
     with pytest.raises(UserError, match="eval_depths=1-16 goes above model.max_depth=4"):
         load_config(str(tmp_path / "config.yaml"))
+
+
+def test_a_config_changed_in_place_writes_its_new_values(tmp_path):
+    """to_yaml builds each config's YAML once: a config changed after its first YAML must not
+    get the old text (a checkpoint would record values the run did not train with)."""
+    from looped.config import TrainConfig, to_yaml
+
+    cfg = TrainConfig()
+    first = to_yaml(cfg)
+    cfg.optim.lr, cfg.max_steps = 0.123, 77
+    (tmp_path / "config.yaml").write_text(to_yaml(cfg))
+    assert to_yaml(cfg) != first and load_config(str(tmp_path / "config.yaml")) == cfg

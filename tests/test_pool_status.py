@@ -80,3 +80,14 @@ def test_every_run_resumed_at_its_last_step_reads_done_not_minus_zero(tmp_path):
     assert alone.status() == "0/1 runs, 100% of the modeled work"
     said = [runner._left(s) for s in (20, 720, 15000)]
     assert said == ["under a minute left", "about 12 min left", "about 4 h 10 min left"]
+
+
+def test_a_run_sized_by_its_budget_is_checkpointed_a_tenth_of_its_steps_apart(monkeypatch):
+    """A bios run's length comes from its FLOP budget (max_steps 0): the pool must space its
+    safety checkpoints by the planned steps, not save one at every step."""
+    root, _ = _pair()
+    assert root.cfg.max_steps == 0 and root.cfg.ckpt_interval == 0 and root.steps >= 20
+    seen = {}
+    monkeypatch.setattr(runner, "train", lambda cfg, *a, **kw: seen.setdefault("cfg", cfg))
+    runner._run_one(root, "/nonexistent/run", None)
+    assert seen["cfg"].ckpt_interval == root.steps // runner.SAFE_CHECKPOINTS

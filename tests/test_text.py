@@ -93,6 +93,15 @@ def test_parallel_and_sharded_write_equals_serial(corpus: Path, tmp_path: Path) 
         np.testing.assert_array_equal(stream(tmp_path, split), stream(corpus, split))
 
 
+def test_a_chunk_tokenizes_to_one_eos_ended_array_per_non_empty_document() -> None:
+    tok = text.make_tokenizer(TOK)
+    ids = text.tokenize_chunk(["", "two words", "", "x"], tok)
+    assert [a.tolist() for a in ids] == [
+        [*tok.encode_batch([d])[0], tok.eos_id] for d in ("two words", "x")
+    ]
+    assert text.tokenize_chunk([], tok) == text.tokenize_chunk(["", ""], tok) == []
+
+
 def test_local_jsonl_parquet_and_txt(tmp_path: Path) -> None:
     docs = ["First document.\nWith two lines.", "Second, ünïcode: ∑ ≠ 😀", "Third."]
     rows = [

@@ -129,7 +129,8 @@ def _run_one(run: Planned, run_dir: str, branch_dir: str | None) -> dict:
     steps = {"save_steps": tuple(run.save_steps), "eval_steps": tuple(run.eval_steps)}
     # an interrupted run (`_to_train` kept only one of this config) goes on where it stopped
     start = {"resume": True} if list_checkpoints(run_dir) else {"branch_from": branch_dir}
-    every = run.cfg.ckpt_interval or max(1, run.cfg.max_steps // SAFE_CHECKPOINTS)
+    # `steps`, not `max_steps`: a run sized by its FLOP budget has max_steps 0
+    every = run.cfg.ckpt_interval or max(1, run.steps // SAFE_CHECKPOINTS)
     cfg = replace(run.cfg, ckpt_interval=every)
     try:
         return train(cfg, run_dir, on_step=on_step, quiet=True, **start, **steps)
