@@ -296,12 +296,14 @@ def test_a_length_added_after_the_trunks_ran_branches_at_a_checkpoint_they_hold(
 
 @pytest.mark.slow
 def test_samples_continue_a_map_blocks_models_at_every_serving_depth(
-    tmp_path: Path, stdlib_corpus: str
+    tmp_path: Path, stdlib_corpus: str, monkeypatch: pytest.MonkeyPatch
 ):
     """`looped samples` reads the block's chosen LRs, trains the fixed K=4 twin beside its
     models (once: a second call reuses it) and continues every prompt at every depth."""
 
     from looped.studies import samples
+
+    monkeypatch.setattr(samples, "TOKENS", 3)  # each token is a forward per prompt and depth
     from looped.studies.engine import name_of
     from looped.studies.runner import Planned, execute
     from looped.studies.textsetup import ensure_corpus, run_config
@@ -323,6 +325,7 @@ def test_samples_continue_a_map_blocks_models_at_every_serving_depth(
     execute(specs, tmp_path / "runs", 2, False, True)
     first = samples.sample_all(study, tmp_path, settings, corpus)
     assert sorted(first["models"]) == sorted(["fixed K=4", paper.label(ff), paper.label(uni)])
+    assert first["tokens"] == 3
     for model in first["models"].values():
         assert sorted(model["test_nll"]) == sorted(str(k) for k in samples.DEPTHS)
         assert all(len(model["samples"][str(k)]) == len(samples.PROMPTS) for k in samples.DEPTHS)
