@@ -143,15 +143,17 @@ def test_every_number_of_the_bios_tables_is_demo_jsons():
 
 
 def test_every_number_of_the_verdicts_is_its_results_files():
-    """The claims table's text rows are the map's d64 block's longest cells, its bios rows the
-    demo's paired gaps; the costs are demo_text.json's and bench.json's."""
-    study = json.loads((ROOT / "results" / "map.json").read_text())["blocks"][verdicts.BLOCK]
+    """The claims table's text rows are the longest cells of the block `judged` picks (the map's
+    d64, or its longest length under the chosen recipe: tests/test_report_tables.py), its bios
+    rows the demo's paired gaps; the costs are demo_text.json's and bench.json's."""
+    study, on, _ = verdicts.judged(ROOT)
     demo = json.loads((ROOT / "results" / "demo.json").read_text())
     claims, costs, *_ = (_cells(t) for t in verdicts.verdicts_section(ROOT).split("\n\n"))
     for row, schedule in zip(claims, verdicts.RECIPES):
         if (c := block.longest(study, schedule)) is None:
             assert row[-1] == verdicts.NOT_MEASURED
             continue
+        assert row[1] == f"{on} (d={c['d_model']})"
         assert int(row[2]) == c["steps"] and int(row[4]) == c["gap"]["n"]
         assert _num(row[5]) == pytest.approx(c["gap"]["mean"], abs=5e-5) and row[7] == c["verdict"]
     tok = next(r for r in demo["summary_tokens"] if r["schedule"] == paper.FIXED_FIRST)

@@ -113,6 +113,38 @@ def test_the_demos_recipe_change_fits_githubs_column():
     assert table.startswith("| track") and rendered_width(table) < GITHUB_COLUMN - 40
 
 
+def test_the_claims_move_to_the_chosen_recipe_once_it_has_judged_their_cell(tmp_path):
+    """The bottom line and the claims table read the map's d64 block until the probe's chosen
+    recipe has the same length judged for every fixed-first recipe at a planned look; then they
+    read that rerun and name its recipe. An interim look, or another length, leaves them."""
+    from looped.studies.report import verdicts
+    from looped.studies.report.block import longest
+    from looped.studies.report.tables import gap_text
+
+    root = Path(__file__).resolve().parents[1]
+    results = tmp_path / "results"
+    results.mkdir()
+    study = json.loads((root / "results" / "map.json").read_text())
+    (results / "map.json").write_text(json.dumps(study))
+    (results / "recipe.json").write_text(json.dumps({"chosen_recipe": {"recipe": "w7_i3"}}))
+    old = [longest(study["blocks"][verdicts.BLOCK], s) for s in verdicts.RECIPES]
+    cells = [{**c, "gap": {**c["gap"], "mean": 0.0123 + i / 100}} for i, c in enumerate(old)]
+    rerun = {"blocks": {verdicts.RERUN_BLOCK: {"cells": cells}}}
+
+    def read(cells: list[dict]) -> tuple[str, str]:
+        rerun["blocks"][verdicts.RERUN_BLOCK]["cells"] = cells
+        (results / "map-w7_i3.json").write_text(json.dumps(rerun))
+        return verdicts.bottom_line(tmp_path), verdicts.verdicts_section(tmp_path)
+
+    line, table = read(cells)
+    assert "+1.23%" in line and "+2.23%" in line and "under `w7_i3`" in line
+    assert "`looped map --recipe w7_i3`, block d64-160 (d=64)" in table and "+1.23%" in table
+    for changed in ({"planned_look": False}, {"steps": old[0]["steps"] // 2}):
+        line, table = read([{**cells[0], **changed}, *cells[1:]])
+        assert "+1.23%" not in line and "w7_i3" not in line + table
+        assert all(gap_text(c["gap"]) in line for c in old)
+
+
 def test_the_bottom_line_says_each_recipes_interval_and_its_verdict_in_plain_words(tmp_path):
     from looped.studies.report import verdicts
     from looped.studies.report.block import longest
