@@ -241,22 +241,18 @@ def tokenize_chunk(
     """Token ids of each non-empty document, EOS appended: in this process (the Rust tokenizer
     uses every core) or, with `num_proc` > 1, through a ``Dataset.map`` over forked workers."""
     if num_proc <= 1 or len(texts) <= 1:  # Arrow's round trip would add a third to the time
-        encoded = tokenizer.encode_batch([t for t in texts if t])
-        if not encoded:
+        ids = _tokenize_batch({"text": texts}, tokenizer)["ids"]
+        if not ids:
             return []
-        ends = np.cumsum([len(ids) + 1 for ids in encoded])
-        flat = np.fromiter(
-            itertools.chain.from_iterable((*ids, tokenizer.eos_id) for ids in encoded),
-            dtype=np.int64,
-            count=int(ends[-1]) if len(ends) else 0,
-        )
+        ends = np.cumsum([len(i) for i in ids])
+        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(ends[-1]))
         return np.split(flat, ends[:-1])
     import datasets  # ~2 s to import: only writing corpora needs it
 
     ds = datasets.Dataset.from_dict({"text": texts})
     fn = functools.partial(_tokenize_batch, tokenizer=tokenizer)
-    kw = {"batch_size": max(1, min(1000, -(-len(texts) // max(1, num_proc))))}
-    kw["num_proc"] = num_proc if num_proc > 1 and len(texts) > 1 else None
+    kw = {"batch_size": max(1, min(1000, -(-len(texts) // num_proc)))}
+    kw["num_proc"] = num_proc  # > 1 here: one process took the path above
     kw["new_fingerprint"] = f"looped-tokenize-{len(texts)}"  # skip hashing the tokenizer
     bars_were_on = not datasets.utils.are_progress_bars_disabled()
     datasets.utils.disable_progress_bars()  # one bar per chunk is noise; prepare_text has its own

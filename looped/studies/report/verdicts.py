@@ -30,6 +30,7 @@ TOKENS = " at equal tokens"
 NOT_MEASURED = "not measured"  # a recipe the map's block has no cell of yet
 BLOCK = "d64"  # the map block the text claims are read from: its longest length on one pass
 RERUN_BLOCK = "d64-160"  # that length alone, as a map under another recipe runs it
+MAP_ON = f"text, `looped map`, block {BLOCK}"  # how the claims table names the map's block
 
 
 def _claim(schedule: str, on: str = "") -> str:
@@ -53,10 +54,10 @@ def judged(root: Path) -> tuple[dict | None, str, str]:
             for m, t in zip(mine, theirs)
         ):
             return rerun, f"text, `looped map --recipe {chosen}`, block {RERUN_BLOCK}", chosen
-    return study, f"text, `looped map`, block {BLOCK}", ""
+    return study, MAP_ON, ""
 
 
-def text_rows(study: dict | None, on: str = f"text, `looped map`, block {BLOCK}") -> list[list]:
+def text_rows(study: dict | None, on: str = MAP_ON) -> list[list]:
     """Each recipe at the longest length the block `on` names judged it: interval and verdict."""
     rows = []
     for s in RECIPES:
