@@ -113,16 +113,20 @@ def test_a_run_stopped_by_a_signal_ends_the_study_with_one_line(tmp_path, monkey
         execute([root], tmp_path, 1, fresh=False, quiet=True)
 
 
-def _children(pid: int) -> list[int]:
-    kids = []
+def _descendants(pid: int) -> set[int]:
+    """Every process under `pid`: the workers are children of the pool's fork server, not of
+    the demo itself."""
+    parents = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
         except OSError:
             continue
-        if int(fields[1]) == pid:
-            kids.append(int(stat.parent.name))
-    return kids
+    found, new = set(), {pid}
+    while new:
+        new = {p for p, parent in parents.items() if parent in new} - found
+        found |= new
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -163,7 +167,7 @@ def _watch(demo: subprocess.Popen, until: Callable[[], bool], limit: float) -> s
     deadline = time.time() + limit
     while not until():
         assert time.time() < deadline
-        seen.update(_children(demo.pid))
+        seen.update(_descendants(demo.pid))
         time.sleep(0.1)
     return seen
 
@@ -193,7 +197,7 @@ def test_workers_stop_when_the_demo_is_killed(tmp_path: Path):
     workers: set[int] = set()
     try:  # until the long run is training
         workers = _watch(demo, lambda: bool(list(tmp_path.glob("*/metrics.jsonl"))), 120)
-        workers.update(_children(demo.pid))
+        workers.update(_descendants(demo.pid))
         assert workers
         os.kill(demo.pid, signal.SIGKILL)
         demo.wait()
@@ -216,3 +220,18 @@ def test_a_failed_run_ends_the_demo_without_waiting_for_the_others(tmp_path: Pat
         assert not _reap(workers)
     finally:
         _kill(demo, workers)
+
+
+def test_a_later_pools_workers_start_where_the_parent_is_now(tmp_path: Path, monkeypatch):
+    """The workers fork from a server started with the first pool; a later pool's workers still
+    see the parent's directory and environment of that moment, as spawned ones would, so a run
+    given a relative path finds it."""
+    first, _ = runner.worker_pool(1)
+    with first:
+        assert first.submit(os.getcwd).result() == os.getcwd()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LOOPED_POOL_PROBE", "here")
+    later, _ = runner.worker_pool(1)
+    with later:
+        assert later.submit(os.getcwd).result() == str(tmp_path)
+        assert later.submit(os.getenv, "LOOPED_POOL_PROBE").result() == "here"

@@ -99,20 +99,62 @@ SAFE_CHECKPOINTS = 10
 STATUS_EVERY = 600.0  # seconds between a log file's progress lines (a terminal has its bars)
 
 
-def _start_worker(progress: Any, parent: int) -> None:
-    """A spawned worker's progress queue (best-effort: nothing outlives a killed demo) and a
-    watchdog that ends it once its parent has died."""
+# What a worker imports before its first run: torch, the trainer, and torch._dynamo, which the
+# first optimizer loads. Spawned afresh, each worker of each pool paid for these imports (a few
+# seconds); a fork server imports them once per process, and each worker is a fork of it.
+PRELOAD = [__name__, "torch._dynamo"]
+
+
+def _pool_context() -> Any:
+    """Workers forked from one server that has the imports (started on the first pool, reused by
+    every later one): a fork of a single-threaded process, so no thread pool is inherited. Where
+    there is no fork server (Windows), each worker is spawned."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def worker_pool(workers: int) -> tuple[ProcessPoolExecutor, Any]:
+    """A pool of `workers` processes that start in this process's directory and environment,
+    and the queue their progress comes back on."""
+    ctx = _pool_context()
+    progress = ctx.Queue()
+    here = (progress, os.getpid(), dict(os.environ))
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_start_worker, initargs=here)
+    return pool, progress
+
+
+def _start_worker(progress: Any, parent: int, env: dict[str, str]) -> None:
+    """A worker's progress queue (best-effort: nothing outlives a killed demo), the parent's
+    environment as it is now (the fork server kept that of the first pool; multiprocessing
+    itself brings the working directory), and a watchdog that ends it once its parent dies."""
     global _progress
     _progress = progress
     progress.cancel_join_thread()
+    os.environ.clear()
+    os.environ.update(env)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
 
 
 def _exit_with_parent(parent: int, every: float = 0.5) -> None:
-    """Exit once `parent` has died; checkpoints are atomic, so the next demo retrains the run."""
-    while os.getppid() == parent:
+    """Exit once `parent` has died (its fork server then exits, and this worker is adopted by
+    another process); checkpoints are atomic, so the next demo retrains the run."""
+    server = os.getppid()
+    while os.getppid() == server and _alive(parent):
         time.sleep(every)
     os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process took the number: not our parent
+        return False
+    return True
 
 
 def _run_one(run: Planned, run_dir: str, branch_dir: str | None) -> dict:
@@ -291,11 +333,7 @@ def execute(specs: list[Planned], runs_dir: Path, workers: int, fresh: bool, qui
         return 0
     lines = not quiet and plain_lines()
     bars = _Bars(todo, quiet or lines, runs_dir)
-    ctx = mp.get_context("spawn")
-    progress = ctx.Queue()
-    pool = ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=_start_worker, initargs=(progress, os.getpid())
-    )
+    pool, progress = worker_pool(workers)
     try:
         _drive(pool, progress, todo, runs_dir, workers, bars, lines)
     except BaseException:  # a run failed, or Ctrl-C: do not wait for the other workers' runs
