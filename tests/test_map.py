@@ -21,7 +21,7 @@ from looped.data.text import prepare_documents
 from looped.errors import UserError
 from looped.flops import drawn_seconds
 from looped.schedule_spec import parse_schedule
-from looped.studies import engine, textstudy
+from looped.studies import engine, stats, textstudy
 from looped.studies.gapfit import gap_fit
 from looped.studies.report.map import finding, fit_cells, map_rows
 from looped.training.lineage import branch_point
@@ -532,7 +532,7 @@ def test_the_trend_table_gives_each_widths_per_seed_slopes_and_what_has_not_run(
     setup = {"setup": {"d_model": 64, "tokenizer": "bpe:512"}}
     wide = {"setup": {"d_model": 128, "tokenizer": "bpe:512"}}
     blocks = {
-        "d64": {"meta": {"settings": setup}, "trends": textstudy.seed_trends(cells)},
+        "d64": {"meta": {"settings": setup}, "trends": stats.seed_trends(cells)},
         "d128": {"meta": {"settings": wide}},
         "frontier-d64": {"meta": {"settings": setup}, "trends": {}},  # one length: no row
     }
@@ -548,16 +548,16 @@ def test_the_trend_table_gives_each_widths_per_seed_slopes_and_what_has_not_run(
     assert rows[1][3] == rows[2][3] == "not yet run"
     # a width with two lengths: every seed has a line through two points, so no trend is
     # claimed, and the row says it is the lengths that are missing, not the seeds
-    blocks["d128"]["trends"] = textstudy.seed_trends(cells[:2])
+    blocks["d128"]["trends"] = stats.seed_trends(cells[:2])
     rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
     assert rows[2][3:7] == ["2", "-", "-", "too few lengths (a trend needs 3)"]
     # three lengths but one seed: a slope, no interval; no length with a verdict: nothing
     one = [c | {"seed_ids": [0], "gap": {"values": c["gap"]["values"][:1]}} for c in cells]
-    blocks["d128"]["trends"] = textstudy.seed_trends(one)
+    blocks["d128"]["trends"] = stats.seed_trends(one)
     rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
     assert rows[2][3:8] == ["3", "1", "-", "too few seeds", "+1.00"]
     quiet = [c | {"verdict": "not informative at this size"} for c in cells]
-    blocks["d128"]["trends"] = textstudy.seed_trends(quiet)
+    blocks["d128"]["trends"] = stats.seed_trends(quiet)
     rows = [line.strip("| ").split(" | ") for line in trends({"blocks": blocks}).splitlines()[2:]]
     assert rows[2][3:7] == ["0", "-", "-", "no length with a verdict"]
 

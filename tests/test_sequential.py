@@ -8,8 +8,8 @@ import pytest
 
 from looped import paper
 from looped.studies import stats
-from looped.studies.stats import Verdict
-from looped.studies.textstudy import keeps_going, seed_trends, sequential_cells
+from looped.studies.stats import Verdict, seed_trends
+from looped.studies.textstudy import keeps_going, sequential_cells
 
 LOOKS = (4, 8, 12, 16)
 TOL = 0.008  # fixed-first K=4's tolerance

@@ -243,7 +243,8 @@ def _synthetic_study() -> dict:
     """A block's entry of map.json, with made-up numbers: 4 lengths, 4 seeds."""
     from looped.paper import TOLERANCE
     from looped.studies.engine import SCHEDULES
-    from looped.studies.textstudy import seed_trends, sequential_cells
+    from looped.studies.stats import seed_trends
+    from looped.studies.textstudy import sequential_cells
 
     rows = []
     for i, steps in enumerate((30, 60, 120, 240)):
@@ -352,7 +353,7 @@ def test_trends_come_out_in_the_tables_order_whatever_the_string_hash():
         for i, s in enumerate(schedules)
     ]  # fmt: skip
     code = (
-        "import json, sys; from looped.studies.textstudy import seed_trends; "
+        "import json, sys; from looped.studies.stats import seed_trends; "
         "print(json.dumps(list(seed_trends(json.loads(sys.argv[1])))))"
     )
     orders = {

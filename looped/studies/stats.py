@@ -2,6 +2,7 @@
 
     gap = ratio_interval([0.002, -0.004, 0.008])  # per-seed relative gaps (`studies.engine`)
     verdict(gap, tolerance=0.005)       # Verdict.WITHIN / NO_WORSE / BETTER / WORSE / UNDECIDED
+    seed_trends(cells)                  # per schedule: each seed's gap slope, an interval over them
 
 Seed s of two schedules shares initialisation, data order and evaluation windows, so the
 per-seed difference cancels what the runs share. Gaps are taken over log ratios; the interval
@@ -184,3 +185,29 @@ def sequential_ratio(values: list[float], looks: tuple[int, ...]) -> Interval:
     logs = sequential_interval([math.log1p(v) for v in values], looks)
     back = [math.expm1(x) if math.isfinite(x) else x for x in (logs.mean, logs.lo, logs.hi)]
     return Interval(*back, logs.n, tuple(values))
+
+
+def seed_trends(cells: list[dict]) -> dict[str, dict]:
+    """Per schedule: each seed's slope of its gap against log2(tokens) over the informative
+    lengths, then a 95% t-interval over seeds (seeds are the unit, not seed x length points)."""
+    out = {}
+    for s in dict.fromkeys(c["schedule"] for c in cells if "gap" in c):
+        mine = [c for c in cells if c["schedule"] == s and "gap" in c]
+        mine = [c for c in mine if c["verdict"] != Verdict.NOT_INFORMATIVE.value]
+        mine = [c for c in mine if c.get("one_pass", True)]  # repeated data: not a trend point
+        per_seed: dict[int, list[tuple[float, float]]] = {}
+        for c in mine:
+            for seed, v in zip(c["seed_ids"], c["gap"]["values"]):
+                per_seed.setdefault(seed, []).append((math.log2(c["tokens"]), v))
+        need = len(mine)
+        slopes = {
+            seed: float(np.polyfit(*zip(*pts), 1)[0])
+            for seed, pts in sorted(per_seed.items())
+            if len(pts) == need and need >= 3
+        }
+        entry: dict[str, Any] = {"lengths": need, "per_seed": slopes, "slope": None}
+        if len(slopes) >= 2:
+            fit = interval(list(slopes.values()))
+            entry |= {"slope": fit.as_dict(), "direction": trend_direction(fit)}
+        out[s] = entry
+    return out

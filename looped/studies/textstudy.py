@@ -18,7 +18,6 @@ import platform
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -31,7 +30,7 @@ from looped.studies import engine, stats
 from looped.studies.engine import MICRO, SCHEDULES, Grid, Study, paired_gap, score, sweep
 from looped.studies.results import from_scratch, machine_name
 from looped.studies.runner import Planned
-from looped.studies.stats import Verdict
+from looped.studies.stats import Verdict, seed_trends
 from looped.studies.textsetup import TextSetup, baselines, ensure_corpus, run_config
 from looped.studies.textsetup import heldout_windows as split_batches
 
@@ -277,32 +276,6 @@ def sequential_cells(
                 out.append(
                     done.get((s, steps)) or judged_cell(at[s], uni, bigram, looks, tolerance[s])
                 )
-    return out
-
-
-def seed_trends(cells: list[dict]) -> dict[str, dict]:
-    """Per schedule: each seed's slope of its gap against log2(tokens) over the informative
-    lengths, then a 95% t-interval over seeds (seeds are the unit, not seed x length points)."""
-    out = {}
-    for s in dict.fromkeys(c["schedule"] for c in cells if "gap" in c):
-        mine = [c for c in cells if c["schedule"] == s and "gap" in c]
-        mine = [c for c in mine if c["verdict"] != Verdict.NOT_INFORMATIVE.value]
-        mine = [c for c in mine if c.get("one_pass", True)]  # repeated data: not a trend point
-        per_seed: dict[int, list[tuple[float, float]]] = {}
-        for c in mine:
-            for seed, v in zip(c["seed_ids"], c["gap"]["values"]):
-                per_seed.setdefault(seed, []).append((math.log2(c["tokens"]), v))
-        need = len(mine)
-        slopes = {
-            seed: float(np.polyfit(*zip(*pts), 1)[0])
-            for seed, pts in sorted(per_seed.items())
-            if len(pts) == need and need >= 3
-        }
-        entry: dict[str, Any] = {"lengths": need, "per_seed": slopes, "slope": None}
-        if len(slopes) >= 2:
-            fit = stats.interval(list(slopes.values()))
-            entry |= {"slope": fit.as_dict(), "direction": stats.trend_direction(fit)}
-        out[s] = entry
     return out
 
 
