@@ -174,3 +174,14 @@ def test_a_config_changed_in_place_writes_its_new_values(tmp_path):
     cfg.optim.lr, cfg.max_steps = 0.123, 77
     (tmp_path / "config.yaml").write_text(to_yaml(cfg))
     assert to_yaml(cfg) != first and load_config(str(tmp_path / "config.yaml")) == cfg
+
+
+def test_a_preset_file_edited_between_loads_gives_its_new_values(tmp_path):
+    """Each preset file is parsed once per content: an edit (a notebook rewriting its YAML)
+    is read at the next load, and one load's overrides never reach the next."""
+    path = tmp_path / "mine.yaml"
+    path.write_text("max_steps: 10\n")
+    assert load_config(str(path), ["seed=3"]).seed == 3
+    assert load_config(str(path)).seed == load_config("tiny").seed  # not the last load's override
+    path.write_text("max_steps: 20\n")
+    assert load_config(str(path)).max_steps == 20
