@@ -150,9 +150,7 @@ def _exit_with_parent(parent: int, every: float = 0.5) -> None:
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process took the number: not our parent
+    except (ProcessLookupError, PermissionError):  # gone, or its number now another user's
         return False
     return True
 
