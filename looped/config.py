@@ -221,7 +221,7 @@ def load_config(
     skips ``validate``: a saved run's config must load under rules added after it trained."""
     path = _preset_path(preset)
     try:
-        merged = copy.deepcopy(_preset_base(str(path), path.read_text()))
+        merged = copy.deepcopy(_preset_base(str(path), path.read_text(encoding="utf-8")))
         if overrides:
             merged.merge_with(*(_parse_override(o) for o in overrides))
         if check:
@@ -237,13 +237,13 @@ def load_config(
 def _preset_base(path: str, text: str) -> DictConfig:
     """The schema merged with a preset file's text, built once per file and content: a study
     plans hundreds of runs from one preset, and building the schema is most of a config's cost."""
-    return OmegaConf.merge(OmegaConf.structured(TrainConfig), _load_yaml(Path(path)))
+    return OmegaConf.merge(OmegaConf.structured(TrainConfig), _load_yaml(Path(path), text))
 
 
-def _load_yaml(path: Path) -> DictConfig:
-    """The file's mapping; a syntax error is one line with the file, line and column."""
+def _load_yaml(path: Path, text: str) -> DictConfig:
+    """The mapping in a file's text; a syntax error is one line with the file, line and column."""
     try:
-        loaded = OmegaConf.load(path)
+        loaded = OmegaConf.create(text)
     except yaml.YAMLError as err:
         raise UserError(
             f"config file {path} is not valid YAML{_where(err)}; fix it there"

@@ -200,8 +200,8 @@ def test_workers_stop_when_the_demo_is_killed(tmp_path: Path):
         workers.update(_descendants(demo.pid))
         assert workers
         os.kill(demo.pid, signal.SIGKILL)
+        assert not _reap(workers)  # the demo not yet reaped: a zombie whose pid still exists
         demo.wait()
-        assert not _reap(workers)
     finally:
         _kill(demo, workers)
 
@@ -224,8 +224,7 @@ def test_a_failed_run_ends_the_demo_without_waiting_for_the_others(tmp_path: Pat
 
 def test_a_later_pools_workers_start_where_the_parent_is_now(tmp_path: Path, monkeypatch):
     """The workers fork from a server started with the first pool; a later pool's workers still
-    see the parent's directory and environment of that moment, as spawned ones would, so a run
-    given a relative path finds it."""
+    see the parent's directory and environment of that moment, as spawned ones would."""
     first, _ = runner.worker_pool(1)
     with first:
         assert first.submit(os.getcwd).result() == os.getcwd()
@@ -235,3 +234,14 @@ def test_a_later_pools_workers_start_where_the_parent_is_now(tmp_path: Path, mon
     with later:
         assert later.submit(os.getcwd).result() == str(tmp_path)
         assert later.submit(os.getenv, "LOOPED_POOL_PROBE").result() == "here"
+
+
+def test_after_a_source_edit_the_workers_are_spawned_with_the_new_code(monkeypatch):
+    """A notebook kernel lives on while the package is edited: once the sources (or a variable
+    torch reads at import) differ from what the fork server imported, pools spawn their
+    workers, which import the code as it is now."""
+    runner.worker_pool(1)[0].shutdown()  # the server, if none was started yet
+    assert runner._pool_context().get_start_method() == "forkserver"
+    sources, env = runner._fingerprint()
+    monkeypatch.setattr(runner, "_fingerprint", lambda: (sources[1:], env))
+    assert runner._pool_context().get_start_method() == "spawn"

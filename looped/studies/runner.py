@@ -103,13 +103,30 @@ STATUS_EVERY = 600.0  # seconds between a log file's progress lines (a terminal 
 # first optimizer loads. Spawned afresh, each worker of each pool paid for these imports (a few
 # seconds); a fork server imports them once per process, and each worker is a fork of it.
 PRELOAD = [__name__, "torch._dynamo"]
+# environment variables that torch, its compiler or OpenMP read once, at import
+IMPORT_ENV = ("TORCH", "PYTORCH", "OMP_", "KMP_", "MKL_", "ATEN_", "CUDA", "PYTHONHASHSEED")
+_served: tuple | None = None  # the fingerprint the fork server imported under (None: no server)
+
+
+def _fingerprint() -> tuple:
+    """What the server's imports depend on: the package's sources and the import-time variables."""
+    sources = sorted(
+        (str(f), f.stat().st_mtime_ns) for f in Path(__file__).parents[1].rglob("*.py")
+    )
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(IMPORT_ENV))
+    return tuple(sources), tuple(env)
 
 
 def _pool_context() -> Any:
-    """Workers forked from one server that has the imports (started on the first pool, reused by
-    every later one): a fork of a single-threaded process, so no thread pool is inherited. Where
-    there is no fork server (Windows), each worker is spawned."""
-    if "forkserver" not in mp.get_all_start_methods():
+    """Workers forked from one server that has the imports (started by the first pool, reused by
+    every later one); it has run no torch operation, so no thread pool is inherited. Workers are
+    spawned instead where there is no fork server (Windows), and once the sources or an
+    import-time variable changed since the server started (an edit in a long-lived notebook
+    kernel), so that a run never trains with code older than the parent's."""
+    global _served
+    now = _fingerprint()
+    _served = _served or now
+    if "forkserver" not in mp.get_all_start_methods() or now != _served:
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
@@ -121,12 +138,12 @@ def worker_pool(workers: int) -> tuple[ProcessPoolExecutor, Any]:
     and the queue their progress comes back on."""
     ctx = _pool_context()
     progress = ctx.Queue()
-    here = (progress, os.getpid(), dict(os.environ))
+    here = (progress, dict(os.environ))
     pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_start_worker, initargs=here)
     return pool, progress
 
 
-def _start_worker(progress: Any, parent: int, env: dict[str, str]) -> None:
+def _start_worker(progress: Any, env: dict[str, str]) -> None:
     """A worker's progress queue (best-effort: nothing outlives a killed demo), the parent's
     environment as it is now (the fork server kept that of the first pool; multiprocessing
     itself brings the working directory), and a watchdog that ends it once its parent dies."""
@@ -135,24 +152,16 @@ def _start_worker(progress: Any, parent: int, env: dict[str, str]) -> None:
     progress.cancel_join_thread()
     os.environ.clear()
     os.environ.update(env)
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+    threading.Thread(target=_exit_with_parent, daemon=True).start()
 
 
-def _exit_with_parent(parent: int, every: float = 0.5) -> None:
-    """Exit once `parent` has died (its fork server then exits, and this worker is adopted by
-    another process); checkpoints are atomic, so the next demo retrains the run."""
-    server = os.getppid()
-    while os.getppid() == server and _alive(parent):
-        time.sleep(every)
-    os._exit(1)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):  # gone, or its number now another user's
-        return False
-    return True
+def _exit_with_parent() -> None:
+    """Exit once the parent has died, even while it is an unreaped zombie: its end of the pipe
+    multiprocessing keeps to each worker closes then. Checkpoints are atomic, so the next demo
+    retrains the run."""
+    if (parent := mp.parent_process()) is not None:
+        parent.join()
+        os._exit(1)
 
 
 def _run_one(run: Planned, run_dir: str, branch_dir: str | None) -> dict:
