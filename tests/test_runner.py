@@ -240,7 +240,7 @@ def test_after_a_source_edit_the_workers_are_spawned_with_the_new_code(monkeypat
     """A notebook kernel lives on while the package is edited: once the sources (or a variable
     torch reads at import) differ from what the fork server imported, pools spawn their
     workers, which import the code as it is now."""
-    runner.worker_pool(1)[0].shutdown()  # the server, if none was started yet
+    runner.worker_pool(1)[0].shutdown()  # the first pool fixes what the server imports
     assert runner._pool_context().get_start_method() == "forkserver"
     sources, env = runner._fingerprint()
     monkeypatch.setattr(runner, "_fingerprint", lambda: (sources[1:], env))
