@@ -38,9 +38,12 @@ def test_gpu_loan_exits_cleanly_without_a_gpu_and_writes_only_under_results(tmp_
     nothing written into the repo (its results go to RESULTS, the device tool's $OUT)."""
     before = subprocess.run(["git", "status", "--short"], cwd=ROOT, capture_output=True, text=True)
     proc = subprocess.run(
-        ["bash", "scripts/gpu_loan.sh"], cwd=ROOT, capture_output=True, text=True,
+        ["bash", "scripts/gpu_loan.sh"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         env={**ENV, "RESULTS": str(tmp_path / "back")},
-    )  # fmt: skip
+    )
     said = proc.stdout.strip().splitlines()
     assert proc.returncode == 0 and len(said) == 1 and "no CUDA GPU" in said[0]
     after = subprocess.run(["git", "status", "--short"], cwd=ROOT, capture_output=True, text=True)
@@ -61,8 +64,12 @@ def test_launch_runs_torchrun_with_the_schedule(tmp_path):
             "model.seq_len=64", "max_steps=3", "log_interval=1", "eval_depths=1-2", "eval_batches=1", "device=cpu"]  # fmt: skip
     proc = subprocess.run(
         ["bash", "scripts/launch.sh", "tiny", "fixed:2", str(out), *args],
-        cwd=ROOT, capture_output=True, text=True, env={**ENV, "NPROC": "1"}, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**ENV, "NPROC": "1"},
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "saving" in proc.stdout  # the FLOP table printed before the run
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -159,3 +166,27 @@ def test_branch_check_finds_a_branched_run_bitwise_equal_to_its_from_scratch_twi
     assert "8 steps branched at 6 off 16" in done.stdout and "bitwise equal" in done.stdout
     assert "stopped at step 7" in done.stderr  # the trunk: the branch point and the step a stop
     # request arrives in (the flag is read, and agreed across ranks, within the next step)
+
+
+@pytest.mark.slow
+def test_pool_start_times_both_kinds_of_pool_in_one_run():
+    """The script behind USAGE's pool timings: it starts each kind of pool and prints each
+    time and their ratio (the ratio itself depends on the machine; no number is asserted)."""
+    proc = subprocess.run(
+        [sys.executable, "scripts/pool_start.py", "--workers", "1", "--reps", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    for label in (
+        "spawned pool:",
+        "fork-server pool, the first:",
+        "fork-server pool, every later:",
+    ):
+        row = next(line for line in lines if line.startswith(label))
+        assert float(row.removeprefix(label).split()[0]) > 0
+    assert lines[-1].startswith("spawned / later fork-server:") and lines[-1].endswith("x")
