@@ -241,7 +241,11 @@ def test_after_a_source_edit_the_workers_are_spawned_with_the_new_code(monkeypat
     torch reads at import) differ from what the fork server imported, pools spawn their
     workers, which import the code as it is now."""
     runner.worker_pool(1)[0].shutdown()  # the first pool fixes what the server imports
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/elsewhere")  # torch.compile sets it itself
     assert runner._pool_context().get_start_method() == "forkserver"
+    with monkeypatch.context() as m:
+        m.setenv("ATEN_CPU_CAPABILITY", "none")  # read when torch loads: the server has another
+        assert runner._pool_context().get_start_method() == "spawn"
     sources, env = runner._fingerprint()
     monkeypatch.setattr(runner, "_fingerprint", lambda: (sources[1:], env))
     assert runner._pool_context().get_start_method() == "spawn"

@@ -103,8 +103,16 @@ STATUS_EVERY = 600.0  # seconds between a log file's progress lines (a terminal 
 # first optimizer loads. Spawned afresh, each worker of each pool paid for these imports (a few
 # seconds); a fork server imports them once per process, and each worker is a fork of it.
 PRELOAD = [__name__, "torch._dynamo"]
-# environment variables that torch, its compiler or OpenMP read once, at import
-IMPORT_ENV = ("TORCH", "PYTORCH", "OMP_", "KMP_", "MKL_", "ATEN_", "CUDA", "PYTHONHASHSEED")
+# variables read once, when the interpreter or torch's CPU libraries load: a worker forked from
+# the server keeps the server's values (torch itself sets others, such as its compile cache's
+# directory, after import: those are passed on by `_start_worker` and change nothing here)
+IMPORT_ENV = (
+    "ATEN_CPU_CAPABILITY",
+    "MKL_CBWR",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "PYTHONHASHSEED",
+)
 _served: tuple | None = None  # the fingerprint the fork server imported under (None: no server)
 
 
@@ -113,7 +121,7 @@ def _fingerprint() -> tuple:
     sources = sorted(
         (str(f), f.stat().st_mtime_ns) for f in Path(__file__).parents[1].rglob("*.py")
     )
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(IMPORT_ENV))
+    env = [(k, os.environ.get(k)) for k in IMPORT_ENV]
     return tuple(sources), tuple(env)
 
 
