@@ -6,8 +6,10 @@
 A study makes a pool per phase and per round of seeds (`studies.runner.execute`), and each
 worker must import torch, the trainer and torch._dynamo (the first optimizer loads it) before
 its first step. A spawned worker imports them itself, in every pool; the runner's workers fork
-from a server that imported them once. This times, in one run, pools of each kind until every
-worker has those imports, and prints the ratio. Absolute times are for this machine and this load.
+from a server that imported them once. This times, in one run, pools of each kind from their
+creation until one task per worker has run those imports and the workers have exited (a worker
+that got no task has imported the runner but not torch._dynamo, so a spawned pool's time is, if
+anything, low), and prints the ratio. Absolute times are for this machine and this load.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ READY = "import looped.training.trainer, torch._dynamo"  # what a worker has bef
 
 
 def pool_seconds(workers: int) -> float:
-    """Seconds from creating a pool to every worker holding a run's imports."""
+    """Seconds from creating a pool to its shutdown after one import task per worker."""
     started = time.perf_counter()
     pool, _ = runner.worker_pool(workers)
     with pool:
