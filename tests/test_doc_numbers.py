@@ -50,7 +50,9 @@ def _verdict(lo: float, hi: float, tol: float, informative: bool = True) -> str:
         return "better"
     if hi <= tol:
         return "no worse than tolerance"
-    return "worse" if lo > tol else "undecided"
+    if lo > tol:
+        return "worse"
+    return "undecided, behind" if lo > 0 else "undecided"  # the interval clears zero
 
 
 def _agrees(shown: str, mine: tuple[float, float, float]) -> None:

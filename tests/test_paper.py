@@ -14,6 +14,7 @@ from looped import paper
 from looped.config import load_config
 from looped.flops import preset_rows
 from looped.studies.report import bios, block, render, verdicts
+from looped.studies.report.tables import verdict_words
 from looped.studies.stats import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,7 +156,9 @@ def test_every_number_of_the_verdicts_is_its_results_files():
             continue
         assert row[1] == f"{on} (d={c['d_model']})"
         assert int(row[2]) == c["steps"] and int(row[4]) == c["gap"]["n"]
-        assert _num(row[5]) == pytest.approx(c["gap"]["mean"], abs=5e-5) and row[7] == c["verdict"]
+        assert _num(row[5]) == pytest.approx(c["gap"]["mean"], abs=5e-5) and row[
+            7
+        ] == verdict_words(c)
     tok = next(r for r in demo["summary_tokens"] if r["schedule"] == paper.FIXED_FIRST)
     bios_row = claims[len(verdicts.RECIPES)]
     iv = stats.ratio_interval(tok["vs_uniform_by_seed"]["values"])

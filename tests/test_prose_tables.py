@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WORDS = sorted((v.value for v in Verdict), key=len, reverse=True)  # longest first: "no worse ..."
 VERDICT = "|".join(map(re.escape, WORDS))
 # a cell that is a verdict, or ends with one: "worse", "+1.03% [...], n=4, undecided",
-# "worse (tolerance 0.8%)"
-IN_CELL = re.compile(rf"(?:^|, )({VERDICT})(?: \([^)]*\))?$")
+# "worse (tolerance 0.8%)", "undecided, behind"
+IN_CELL = re.compile(rf"(?:^|, )({VERDICT})(?:, behind)?(?: \([^)]*\))?$")
 NUMBER = {w: i for i, w in enumerate("no one two three four five six seven eight nine ten".split())}
 COUNT = re.compile(rf"\b(\d+|{'|'.join(NUMBER)}) cells? (?:are |were |still )?({VERDICT})\b", re.I)
 QUOTED = re.compile(rf"\"({VERDICT})\"")

@@ -148,10 +148,11 @@ def test_the_claims_move_to_the_chosen_recipe_once_it_has_judged_their_cell(tmp_
 def test_the_bottom_line_says_each_recipes_interval_and_its_verdict_in_plain_words(tmp_path):
     from looped.studies.report import verdicts
     from looped.studies.report.block import longest
-    from looped.studies.report.tables import gap_text
+    from looped.studies.report.tables import gap_text, verdict_words
     from looped.studies.stats import Verdict
 
-    assert set(verdicts.PLAIN) == {v.value for v in Verdict}  # every verdict has its words
+    # every verdict has its words, and so does an undecided one whose interval clears zero
+    assert set(verdicts.PLAIN) == {v.value for v in Verdict} | {"undecided, behind"}
     (tmp_path / "results").mkdir()
     assert "not measured" in verdicts.bottom_line(tmp_path)
     root = Path(__file__).resolve().parents[1]
@@ -161,4 +162,15 @@ def test_the_bottom_line_says_each_recipes_interval_and_its_verdict_in_plain_wor
     for s in verdicts.RECIPES:
         c = longest(study["blocks"][verdicts.BLOCK], s)
         said = f"{paper.label(s)} ends {gap_text(c['gap'])}"
-        assert said in line and verdicts.PLAIN[c["verdict"]].split(" {tol}")[0] in line
+        assert said in line and verdicts.PLAIN[verdict_words(c)].split(" {tol}")[0] in line
+
+
+def test_an_undecided_verdict_whose_interval_clears_zero_says_behind():
+    """ "undecided" alone would claim less than [+0.36, +2.66] shows: fixed-first is behind."""
+    from looped.studies.report.tables import verdict_words
+
+    row = {"verdict": "undecided", "gap": {"mean": 0.015, "lo": 0.0036, "hi": 0.0266}}
+    assert verdict_words(row) == "undecided, behind"
+    assert verdict_words(row | {"gap": {"mean": 0.015, "lo": -0.0038, "hi": 0.034}}) == "undecided"
+    assert verdict_words({"verdict": "worse", "gap": {"lo": 0.02}}) == "worse"
+    assert verdict_words({"verdict": "undecided", "gap": None}) == "undecided"  # one seed

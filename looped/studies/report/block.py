@@ -11,7 +11,7 @@ from matplotlib.lines import Line2D
 
 from looped import paper, plotting
 from looped.paper import label
-from looped.studies.report.tables import gap_text, md_table
+from looped.studies.report.tables import gap_text, md_table, verdict_words
 from looped.studies.stats import Verdict
 
 MISSES = "a model misses the bigram: no verdict"  # the key of a hollow (unjudged) cell
@@ -58,7 +58,7 @@ def gap_marks(ax: Any, x: np.ndarray, cells: list[dict], colour: Any, **kw: Any)
 
 def verdict_of(cell: dict) -> str:
     """The cell's verdict, marked when read at an unplanned (interim) look."""
-    return cell["verdict"] + ("" if cell.get("planned_look", True) else " (interim look)")
+    return verdict_words(cell) + ("" if cell.get("planned_look", True) else " (interim look)")
 
 
 def gap_cell(cell: dict) -> str:

@@ -3,6 +3,7 @@ the gap to uniform against tokens per parameter, one curve per width, for each r
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from looped.studies.report.block import (
     trend_row,
     verdict_of,
 )
-from looped.studies.report.tables import gap_text, md_table
+from looped.studies.report.tables import gap_text, md_table, verdict_words
 from looped.studies.stats import Verdict, interval
 
 WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
@@ -318,7 +319,11 @@ def fit_section(result: dict) -> str:
         fitted = _slope(f["per_doubling_tokens_per_param"], "tokens/param") + ", "
         fitted += _slope(f["per_doubling_params"], "parameters") + ", "
         rows.append([label(arm), f"{fitted}{len(fit['seeds'])} seeds{interim}"])
-        rows[-1] += [_crossings(fit["crossing"]), _extrapolated(ext, mine)]
+        measured = {}  # d -> the fitted lengths' (shortest, longest) tokens per parameter
+        for c in mine:
+            t, (a, b) = _tpp(c), measured.get(c["d_model"], (math.inf, 0.0))
+            measured[c["d_model"]] = (min(a, t), max(b, t))
+        rows[-1] += [_crossings(fit["crossing"], measured), _extrapolated(ext, mine)]
         rows[-1] += [_crossing(ext["crossing"]["zero"])]
     head = ["recipe", "fit (per seed, interval over seeds)"]
     head += ["crossings by width (non-emb. tokens/param)"]
@@ -345,26 +350,39 @@ def _extrapolated(ext: dict, cells: list[dict]) -> str:
     return f"{gap_text(g)} {at}"
 
 
-def _crossings(by_width: dict) -> str:
+def _crossings(by_width: dict, measured: dict[int, tuple[float, float]] | None = None) -> str:
     """Each width's two crossings, or one phrase when no width has any (said once, not four
-    times over)."""
+    times over); `measured`: each width's fitted lengths, outside which a crossing is an
+    extrapolation and gets no point value."""
     if all(c["zero"] is None and c["tolerance"] is None for c in by_width.values()):
         return _crossing(None)
+    span = measured or {}
+
+    def level(name: str, c: dict | None, d: str) -> str:
+        text = _crossing(c, span.get(int(d)))
+        return f"{name} {'at ' if text[0].isdigit() else ''}{text}"
+
     return "; ".join(
-        f"d={d}: 0 at {_crossing(c['zero'])}, tolerance at {_crossing(c['tolerance'])}"
+        f"d={d}: {level('0', c['zero'], d)}, {level('tolerance', c['tolerance'], d)}"
         for d, c in by_width.items()
     )
 
 
-def _crossing(c: dict | None) -> str:
-    """Where a level is crossed, in tokens per parameter with its interval; an interval wider
+def _crossing(c: dict | None, span: tuple[float, float] | None = None) -> str:
+    """Where a level is crossed, in tokens per parameter with its interval. An interval wider
     than a thousandfold does not locate the crossing and is not dressed up as a number (its
-    ends, often dozens of decades apart, would only look like one)."""
+    ends, often dozens of decades apart, would only look like one); a crossing outside the
+    lengths fitted (`span`) is an extrapolation, given by its interval alone."""
     if c is None:
         return "no crossing (seeds' slopes differ in sign)"
     if c["hi"] > 1000 * c["lo"]:
         return "not located (interval over a thousandfold)"
-    return f"{c['tokens_per_param']:.3g} [{c['lo']:.3g}, {c['hi']:.3g}]"
+    iv = f"[{c['lo']:.3g}, {c['hi']:.3g}]"
+    if span and not span[0] <= c["tokens_per_param"] <= span[1]:
+        below = c["tokens_per_param"] < span[0]
+        side = f"(from {span[0]:.0f})" if below else f"(up to {span[1]:.0f})"
+        return f"{'below' if below else 'above'} the lengths fitted {side}, interval {iv}"
+    return f"{c['tokens_per_param']:.3g} {iv}"
 
 
 def frontier_section(result: dict) -> str:
@@ -416,7 +434,7 @@ def own_lr(result: dict) -> str:
         for c in tuned.get("cells", []):
             gap = f"{gap_text(c['gap'])}, n={c['gap']['n']}"
             rows.append([d, tuned["steps"], label(c["schedule"]), f"{c['lr']:g}"])
-            rows[-1] += [f"{c['shared_lr']:g}", f"{gap}, {c['verdict']}"]
+            rows[-1] += [f"{c['shared_lr']:g}", f"{gap}, {verdict_words(c)}"]
     return md_table(head, rows or [["-"] * 5 + ["not yet run"]])
 
 

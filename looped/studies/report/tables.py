@@ -25,3 +25,10 @@ def gap_text(g: dict | None, digits: int = 2) -> str:
     if not (math.isfinite(g["lo"]) and math.isfinite(g["hi"])):
         return f"{mean} [no interval from one seed]"
     return f"{mean} [{100 * g['lo']:+.{digits}f}, {100 * g['hi']:+.{digits}f}]"
+
+
+def verdict_words(row: dict) -> str:
+    """A row's verdict, with "behind" where it is undecided at the tolerance yet its interval
+    clears zero: "undecided" alone would claim less than the interval shows."""
+    lo = (row.get("gap") or {}).get("lo", 0.0)
+    return row["verdict"] + (", behind" if row["verdict"] == "undecided" and lo > 0 else "")

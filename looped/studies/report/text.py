@@ -12,7 +12,7 @@ import numpy as np
 import looped.studies.stats as stats
 from looped import plotting
 from looped.paper import UNIFORM, label, tolerance
-from looped.studies.report.tables import gap_text, md_table
+from looped.studies.report.tables import gap_text, md_table, verdict_words
 
 TABLE_HEAD = ["basis", "schedule", "LR", "steps", "mean NLL K=1..16 (seed mean, min-max)",
               "vs uniform [95% interval]", "modeled compute saved"]  # fmt: skip
@@ -102,7 +102,9 @@ def verdict_table(result: dict) -> str:
     for row in result["equal_tokens"]:
         if row["schedule"].startswith("fixed-first"):
             tol = tolerance(row["schedule"])
-            rows.append([label(row["schedule"]), interval_cell(row), f"{tol:.1%}", row["verdict"]])
+            rows.append(
+                [label(row["schedule"]), interval_cell(row), f"{tol:.1%}", verdict_words(row)]
+            )
     return md_table(["equal tokens", "vs uniform [95% interval]", "tolerance", "verdict"], rows)
 
 

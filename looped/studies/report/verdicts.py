@@ -11,7 +11,7 @@ from looped.paper import FIXED_FIRST, SAVINGS, WALL_SAVING, tolerance
 from looped.schedule_spec import parse_schedule
 from looped.studies.report import block
 from looped.studies.report.block import RECIPES
-from looped.studies.report.tables import gap_text, md_table
+from looped.studies.report.tables import gap_text, md_table, verdict_words
 
 # the bios track's two bases; each judges FIXED_FIRST at that recipe's own tolerance
 BIOS_BASES = (("summary_tokens", "equal tokens"), ("summary", "equal FLOPs"))
@@ -67,7 +67,7 @@ def text_rows(study: dict | None, on: str = MAP_ON) -> list[list]:
         else:
             tpp = f"{c['tokens_per_non_embedding_param']:.0f} (non-emb.)"
             cells = [f"{on} (d={c['d_model']})", c["steps"], tpp, c["gap"]["n"]]
-            cells += [gap_text(c["gap"]), tol, c["verdict"]]
+            cells += [gap_text(c["gap"]), tol, verdict_words(c)]
         rows.append([_claim(s, TOKENS), *cells])
     return rows
 
@@ -85,7 +85,16 @@ def bios_rows(bios: dict | None) -> list[list]:
         claim = f"{_claim(FIXED_FIRST, ' at ' + basis)}, on memorised facts"
         n = len(row["vs_uniform_by_seed"]["values"])
         rows.append(
-            [claim, on, row["steps"], "-", n, gap_text(row["gap"]), f"{tol:.1%}", row["verdict"]]
+            [
+                claim,
+                on,
+                row["steps"],
+                "-",
+                n,
+                gap_text(row["gap"]),
+                f"{tol:.1%}",
+                verdict_words(row),
+            ]
         )
     return rows
 
@@ -158,6 +167,7 @@ def verdicts_section(root: Path) -> str:
 PLAIN = {
     "worse": "behind, past its {tol} tolerance (worse)",
     "undecided": "neither shown within nor past its {tol} tolerance (undecided)",
+    "undecided, behind": "behind, not shown past its {tol} tolerance (undecided)",
     "better": "ahead of uniform (better)",
     "within tolerance": "within its {tol} tolerance",
     "no worse than tolerance": "no worse than its {tol} tolerance",
@@ -176,7 +186,7 @@ def bottom_line(root: Path) -> str:
     c = found[0][1]
     parts = [
         f"{paper.label(s)} ends {gap_text(c['gap'])} from uniform 1..16, "
-        + PLAIN[c["verdict"]].format(tol=f"{tolerance(s):.1%}")
+        + PLAIN[verdict_words(c)].format(tol=f"{tolerance(s):.1%}")
         for s, c in found
     ]
     at = f"at width d={c['d_model']} after {c['steps']:,} steps "
