@@ -466,8 +466,8 @@ display(Markdown(recipe_report.delay_section(maps)))
 # behind uniform in every seed, K=4 (80%) at $+2.78\%$ $[+0.80, +4.79]$, past its tolerance,
 # and K=2 (67%) at $+1.44\%$ $[-0.20, +3.10]$, undecided (the first recipe's 4 seeds had both
 # behind, clearing zero but not shown past their tolerances); the fair recipe moved no
-# schedule's NLL beyond its interval. So does $d=64$ at 2,088 steps, the README's bottom-line cell, at 4 seeds: both
-# arms behind in every seed, K=4 (80%) at $+2.76\%$ $[+1.83, +3.70]$ and K=2 (67%) at
+# schedule's NLL beyond its interval. At $d=64$ and 2,088 steps, the README's bottom-line cell,
+# at 4 seeds: both arms behind in every seed, K=4 (80%) at $+2.76\%$ $[+1.83, +3.70]$ and K=2 (67%) at
 # $+1.80\%$ $[+0.59, +3.03]$, now both past their tolerances, and no schedule's NLL moved
 # beyond its interval. At $d=64$ with BPE-4096 (522 steps), one of the cells trained at LR 0.01,
 # `w2pct_i1` is the map's own recipe (2% of 522 steps is 10): uniform's escape steps repeat,

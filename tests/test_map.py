@@ -268,7 +268,7 @@ def test_the_fit_table_says_interim_and_does_not_locate_a_crossing_its_seeds_sca
     row = next(
         r for r in fit_section({"blocks": {"b": {"cells": cells}}}).splitlines() if "K=4" in r
     )
-    assert "2 seeds, interim look" in row and "0 not located (interval over a thousandfold)" in row
+    assert "2 seeds, interim look" in row and "0: not located (interval over a thousandfold)" in row
     for c in cells:
         c["planned_look"] = True
     assert "interim" not in fit_section({"blocks": {"b": {"cells": cells}}})
@@ -619,11 +619,17 @@ def test_a_cell_read_at_one_seed_says_it_has_no_interval_rather_than_printing_in
 def test_a_crossing_outside_the_lengths_fitted_gets_no_point_value():
     """Below the shortest length fitted, a crossing is an extrapolation: its interval is given,
     its point value is not (it would read as a length the map measured)."""
-    from looped.studies.report.map import _crossing
+    from looped.studies.report.map import _crossing, _crossings
 
     c = {"tokens_per_param": 16.7, "lo": 4.44, "hi": 62.9}
-    below = "below the lengths fitted (from 40), interval [4.44, 62.9]"
+    below = "point below the lengths fitted (from 40); interval [4.44, 62.9]"
     assert _crossing(c, (40, 160)) == below
-    assert _crossing(c | {"tokens_per_param": 200.0}, (40, 160)).startswith("above the lengths")
+    assert _crossing(c | {"tokens_per_param": 200.0}, (40, 160)).startswith("point above")
     assert _crossing(c | {"tokens_per_param": 60.0}, (40, 160)) == "60 [4.44, 62.9]"
     assert _crossing(c | {"lo": 0.01}, (40, 160)).startswith("not located")
+    # each width is read against its own lengths: d=128's fitted 20..40 holds 30, d=64's does not
+    both = {"64": {"zero": c | {"tokens_per_param": 30.0}, "tolerance": None}}
+    both["128"] = both["64"]
+    text = _crossings(both, {64: (40, 160), 128: (20, 40)})
+    assert text.startswith("d=64: 0: point below the lengths fitted (from 40)")
+    assert "d=128: 0 at 30 [4.44, 62.9]" in text

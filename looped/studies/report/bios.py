@@ -15,7 +15,7 @@ import seaborn as sns
 from looped import paper, plotting
 from looped.paper import FIXED, FIXED_FIRST, MAIN_SCHEDULES, UNIFORM, fixed_depth
 from looped.studies.report.probe import plot_benefit
-from looped.studies.report.tables import gap_text, md_table
+from looped.studies.report.tables import gap_text, md_table, verdict_words
 from looped.studies.report.text import fig_lr_sweep, text_note
 
 SMOOTHING = 9  # steps in the trailing mean of a plotted training loss
@@ -559,7 +559,8 @@ def _gaps(new: dict | None, old: dict | None) -> str:
     if not all(r and r.get("gap") and r["schedule"] != UNIFORM for r in (new, old)):
         return "-"
     return " / ".join(
-        f"{gap_text(r['gap'], 1)} {r.get('verdict') or ''}".strip() for r in (new, old)
+        f"{gap_text(r['gap'], 1)} {verdict_words(r) if r.get('verdict') else ''}".strip()
+        for r in (new, old)
     )
 
 

@@ -360,7 +360,7 @@ def _crossings(by_width: dict, measured: dict[int, tuple[float, float]] | None =
 
     def level(name: str, c: dict | None, d: str) -> str:
         text = _crossing(c, span.get(int(d)))
-        return f"{name} {'at ' if text[0].isdigit() else ''}{text}"
+        return f"{name} at {text}" if text[0].isdigit() else f"{name}: {text}"
 
     return "; ".join(
         f"d={d}: {level('0', c['zero'], d)}, {level('tolerance', c['tolerance'], d)}"
@@ -380,8 +380,9 @@ def _crossing(c: dict | None, span: tuple[float, float] | None = None) -> str:
     iv = f"[{c['lo']:.3g}, {c['hi']:.3g}]"
     if span and not span[0] <= c["tokens_per_param"] <= span[1]:
         below = c["tokens_per_param"] < span[0]
-        side = f"(from {span[0]:.0f})" if below else f"(up to {span[1]:.0f})"
-        return f"{'below' if below else 'above'} the lengths fitted {side}, interval {iv}"
+        side = f"below the lengths fitted (from {span[0]:.0f})"
+        side = side if below else f"above the lengths fitted (up to {span[1]:.0f})"
+        return f"point {side}; interval {iv}"
     return f"{c['tokens_per_param']:.3g} {iv}"
 
 
