@@ -72,3 +72,14 @@ def test_a_tiny_map_records_every_rows_place_and_resumes_without_training(
     assert [r["mean_nll"] for r in again["blocks"]["d16"]["rows"]] == [
         r["mean_nll"] + 1.0 for r in block["rows"]
     ]
+    # a session cut off mid-sweep: its collected file kept only some LR seed runs and no
+    # reported row (results/underway/); the next session, on a fresh disk, trains the rest only
+    cut = json.loads(json.dumps(first))
+    kept = [r for r in cut["blocks"]["d16"]["sweep"] if r["lr"] == min(QUICK.lrs)]
+    assert kept and len(kept) < len(cut["blocks"]["d16"]["sweep"])
+    cut["blocks"]["d16"] |= {"sweep": kept, "rows": [], "cells": []}
+    (tmp_path / "cut.json").write_text(json.dumps(cut))
+    again = run_map(replace(_tiny(corpus), resume_from=str(tmp_path / "cut.json")), tmp_path / "e")
+    trained = {d.name for d in (tmp_path / "e" / "d16-bpe512" / "runs").iterdir()}
+    assert trained and not trained & {r["run"] for r in kept}  # the kept runs were not retrained
+    assert again["blocks"]["d16"]["cells"] == block["cells"]  # and the study ends the same
