@@ -396,7 +396,8 @@ display(Markdown(map_report.finding(atlas)))
 # the recipe the probe chooses are in `docs/RESULTS.md`. Under its choice, `w2pct_i1`, $d=32$
 # (every length), $d=64$ at $\tau=80$ and 160, $d=64$ with BPE-4096 and $d=128$ at $\tau=20$
 # have been rerun (next section); $d=128$ with BPE-4096, the "better" cell, has no result under
-# it yet (its runs are under way), so that verdict is still the shared recipe's.
+# it yet (its runs are under way, kept in `results/underway/`), so that verdict is still the
+# shared recipe's.
 
 # %%
 probe = json.loads((ROOT / "results" / "recipe.json").read_text())
