@@ -3,6 +3,7 @@ wall-clock saving from a schedule's exact draws, and shorter runs branched off l
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -633,3 +634,31 @@ def test_a_crossing_outside_the_lengths_fitted_gets_no_point_value():
     text = _crossings(both, {64: (40, 160), 128: (20, 40)})
     assert text.startswith("d=64: 0: point below the lengths fitted (from 40)")
     assert "d=128: 0 at 30 [4.44, 62.9]" in text
+
+
+def test_resuming_runs_that_took_other_cpu_kernels_warns_with_the_pin_that_follows_them(
+    tmp_path: Path, capsys
+):
+    """A study continued on another CPU pairs runs that parted within tens of steps unless the
+    kernels are pinned: the resume says so, and how, in one line, and still goes on."""
+    from looped.studies.map import QUICK, check_resume, kernel_note
+
+    block = QUICK.blocks[0].name
+    old = {"blocks": {block: {"rows": [{"cpu_kernels": "AVX2"}], "sweep": [{"lr": 0.01}]}}}
+    note = kernel_note(old, QUICK, "AVX512")
+    assert "took AVX2 kernels, this machine takes AVX512" in note
+    assert "MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2" in note
+    assert kernel_note(old, QUICK, "AVX2") is None  # the same path: nothing to say
+    assert "will part" in kernel_note(old, QUICK, "DEFAULT")  # a lower level cannot follow
+    other = {"blocks": {"elsewhere": old["blocks"][block]}}
+    assert kernel_note(other, QUICK, "AVX512") is None  # only the blocks this run resumes
+    path = tmp_path / "map.json"
+    path.write_text(json.dumps(old))
+    check_resume(dataclasses.replace(QUICK, resume_from=str(path)))
+    err = capsys.readouterr().err
+    if torch.backends.cpu.get_cpu_capability() == "AVX2":
+        assert err == ""
+    else:  # one line, naming the file
+        assert (
+            err.startswith(f"--resume-from {path}: its CPU runs took AVX2") and err.count("\n") == 1
+        )

@@ -238,10 +238,19 @@ def sweep_rows(runs: dict[str, Planned], study: Study) -> list[dict]:
     return [
         {"run": n, "config_sha": fingerprint(p.cfg), "schedule": p.schedule, "lr": p.lr}
         | {"seed": p.seed, "steps": p.steps, "val_nll": study.val_nll(p)}
-        | {"escape_step": sweep_escape(p, study)}
+        | {"escape_step": sweep_escape(p, study), "cpu_kernels": sweep_kernels(p, study)}
         for n, p in sorted(runs.items())
         if study.finished(p)
     ]
+
+
+def sweep_kernels(p: Planned, study: Study) -> str | None:
+    """The CPU kernels an LR seed's run took: from its summary on this disk, else from the
+    earlier results file's row (None: a GPU run, or one recorded before the field was)."""
+    summary = study.runs_dir / p.name / "summary.json"
+    if summary.is_file():
+        return json.loads(summary.read_text()).get("cpu_kernels")
+    return (study.row(p) or {}).get("cpu_kernels")
 
 
 def sweep_escape(p: Planned, study: Study) -> int | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -37,7 +38,7 @@ from looped.errors import UserError
 from looped.flops import saving
 from looped.flops import wall_saving as flops_wall_saving
 from looped.model import LoopedTransformer
-from looped.runtime.device import fixed_step, one_thread, time_min
+from looped.runtime.device import cpu_kernels, fixed_step, one_thread, time_min
 from looped.schedule_spec import parse_schedule
 from looped.studies import textstudy
 from looped.studies.results import machine_name, read_results_file, write_result
@@ -384,7 +385,8 @@ def earlier_rows(settings: MapSettings, block: Block, corpus: dict, dtype: str) 
 def check_resume(settings: MapSettings) -> None:
     """Every `resume_from` file read and checked before any corpus is built: a missing file, a
     file that is not a JSON object, one with no blocks, and a block measured on another corpus
-    or tokenizer are refused in one line (`rows_of` checks the rest once the corpus is known)."""
+    or tokenizer are refused in one line (`rows_of` checks the rest once the corpus is known);
+    runs that took other CPU kernels than this machine will get a one-line warning."""
     for path in resume_paths(settings):
         old = read_results_file(path, "--resume-from", "a map.json")
         if not isinstance(old.get("blocks"), dict):
@@ -402,6 +404,32 @@ def check_resume(settings: MapSettings) -> None:
                     f"--resume-from {path}: block {b.name} was measured on {theirs.get('dataset')} "
                     f"({theirs.get('tokenizer')}), not {source} ({b.tokenizer}); drop the flag"
                 )
+        if note := kernel_note(old, settings, cpu_kernels()):
+            print(f"--resume-from {path}: {note}", file=sys.stderr)
+
+
+def kernel_note(old: dict, settings: MapSettings, here: str) -> str | None:
+    """A warning where the resumed blocks' CPU runs took other kernels than this machine will:
+    a cell would pair runs that parted within tens of steps (results/kernel_paths.txt). Not an
+    error: the rows say where each ran, and a user may mean to mix."""
+    names = {b.name for b in settings.blocks}
+    rows = [
+        r
+        for name, part in old["blocks"].items()
+        if name in names and isinstance(part, dict)
+        for k in ("rows", "sweep")
+        for r in part.get(k, [])
+    ]
+    theirs = {r["cpu_kernels"] for r in rows if r.get("cpu_kernels")}
+    if not theirs or theirs == {here}:
+        return None
+    said = f"its CPU runs took {' and '.join(sorted(theirs))} kernels, this machine takes {here}"
+    levels = ("DEFAULT", "AVX2", "AVX512")  # torch's dispatch levels, lowest first
+    (one,) = theirs if len(theirs) == 1 else (None,)
+    if one in levels[1:] and here in levels and levels.index(one) < levels.index(here):
+        pin = f"MKL_CBWR={one} ATEN_CPU_CAPABILITY={one.lower()}"
+        return f"{said}; to continue on their path, set {pin} before the command (docs/USAGE.md)"
+    return f"{said}; the new runs will part from theirs within tens of steps (docs/USAGE.md)"
 
 
 def run_map(settings: MapSettings, out: Path, train: bool = True, name: str = "map.json") -> dict:
