@@ -102,7 +102,8 @@ def _nll(row: dict, depth: int | None = None) -> float:
 
 def _tolerance(schedule: str) -> float:
     """The tolerance the README's glossary states for this schedule, in percent."""
-    line = next(x for x in (ROOT / "README.md").read_text().splitlines() if "**tolerance**" in x)
+    lines = (ROOT / "README.md").read_text().splitlines()
+    line = next(x for x in lines if x.startswith("- **tolerance**"))  # the glossary's entry
     said = re.findall(r"(\d+\.\d+)% for (K=\d+ \(\d+%\))", line)
     (tol,) = [float(t) for t, name in said if _names(schedule, name)]
     return tol
@@ -319,6 +320,34 @@ def test_the_maps_rerun_recomputes_and_its_prose_quotes_its_tables():
     assert all(m.group(0) in tables for m in TRIPLE.finditer(readme))  # either map's tables
 
 
+def test_the_readme_rerun_finding_recomputes_under_both_recipes():
+    """README's finding under the chosen recipe: each arm's gap from that recipe's runs, and after
+    "first recipe:" the same cell's gap from map.json's, each paired by seed and recomputed here;
+    a verdict cell gives the verdict the docs' rule reads off its interval."""
+    chosen = _json("recipe.json")["chosen_recipe"]["recipe"]
+    section = _section("README.md", "finding_rerun")
+    assert f"Under `{chosen}`" in section
+    rerun, checked = _json(f"map-{chosen}.json"), 0
+    for row in _table(section, "cell"):
+        d, v, steps = re.match(r"d=(\d+), BPE-(\d+), ([\d,]+) steps", row["cell"]).groups()
+        d, v, steps = int(d), int(v), int(steps.replace(",", ""))
+        for schedule in FIXED_FIRST:
+            (column,) = [k for k in row if _names(schedule, k)]
+            new, _, old = row[column].partition("; first recipe: ")
+            for said, results in ((new, rerun), (old, MAP)):
+                if not said:
+                    continue
+                _, ours, ref = _paired(d, schedule, v, results)[steps]
+                gaps = [_nll(o) / _nll(u) - 1 for o, u in zip(ours, ref)]
+                mine = _interval(gaps, _crit(results, d, v, len(gaps)))
+                _agrees(said, mine)
+                if "no verdict" not in said:
+                    verdict = said.split("], ")[1]
+                    assert verdict == _verdict(mine[1], mine[2], _tolerance(schedule)), said
+                checked += 1
+    assert checked >= 16
+
+
 def test_the_pooled_gaps_recompute_per_seed_from_the_runs_of_the_cells_they_name():
     """README's pooled sentence: each seed's gap (mean over depths, ratio to uniform) averaged
     over the cells the sentence names, then the t interval over seeds."""
@@ -488,7 +517,7 @@ def test_the_repeated_bpe4096_cell_moves_as_results_says():
     said = f"the {len(moved)} runs moved by a median {median:.1f}% and at most {moved[-1]:.1f}%"
     assert said in text
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert f"NLLs move by a median {median:.1f}%" in readme
+    assert f"NLLs moved by a median {median:.1f}%" in readme
 
 
 def test_the_kernel_path_sentence_reads_its_file():

@@ -478,7 +478,7 @@ def test_the_map_figure_scales_to_the_cells_that_decide(tmp_path: Path, monkeypa
     assert lo < -9.0 and hi > 5.6  # every mean, and the reported intervals, are shown
     assert lo > -25.0 and hi < 20.0  # the unreported width's interval does not set the scale
     assert (
-        "d=32: no verdict (a model misses the bigram)" in drawn["legend"]
+        "d=32: no verdict (a model misses the bigram table)" in drawn["legend"]
         and "d=64" in drawn["legend"]
     )
     off = "interval runs off the panel (its row has it)"

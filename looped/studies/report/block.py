@@ -14,7 +14,7 @@ from looped.paper import label
 from looped.studies.report.tables import gap_text, md_table, verdict_words
 from looped.studies.stats import Verdict
 
-MISSES = "a model misses the bigram: no verdict"  # the key of a hollow (unjudged) cell
+MISSES = "a model misses the bigram table: no verdict"  # the key of a hollow (unjudged) cell
 RECIPES = (paper.RECIPES_1B[1], paper.RECIPE_200M)  # the text recipes judged, in order
 
 

@@ -43,8 +43,8 @@ def cells(result: dict, vocab: int | None = 512) -> list[dict]:
     return out
 
 
-def fig_map(result: dict, path: Path) -> Path:
-    """One panel per recipe: each width's paired gap (seed mean, 95% interval) against training
+def fig_map(result: dict, path: Path, recipe: str = "w10_i1") -> Path:
+    """One panel per fixed-first recipe, under the training recipe `recipe`: each width's paired gap (seed mean, 95% interval) against training
     tokens per non-embedding parameter; hollow where the models miss the bigram table (no
     verdict), crossed where a cell is past one pass (never reported); the tolerance dashed."""
     plotting.use_theme()
@@ -78,6 +78,9 @@ def fig_map(result: dict, path: Path) -> Path:
     keys = _key(every, shown, any(off))
     long = any(len(k.get_label()) > 40 for k in keys)  # an interim look names its arms' seeds
     fig.legend(handles=keys, fontsize=8, ncol=2 if long else 3)
+    # the vocabulary and recipe on the figure itself: a reader of the image alone sees no prose
+    title = f"Training recipe {recipe}; 512-token BPE cells only"
+    fig.suptitle(title, fontsize=10, x=0.01, ha="left")
     return plotting.save(fig, path)
 
 
@@ -156,7 +159,7 @@ def _key(every: list[dict], shown: set[int], off_panel: bool = False) -> list[Li
 
     def said(d: int) -> str:
         if d not in shown:
-            return f"d={d}: no verdict (a model misses the bigram)"
+            return f"d={d}: no verdict (a model misses the bigram table)"
         return f"d={d}, interim look: {arms}" if (arms := _interim(every, d)) else f"d={d}"
 
     handles = []
@@ -516,7 +519,8 @@ def figures(result: dict, out: Path, stem: str = "map") -> list[Path]:
     """The map's figures, named STEM_gap.png and STEM_frontier.png: the gap by width and length
     once a cell has paired seeds (a block still in its LR sweep has none), and the frontier
     where it has run."""
-    paths = [fig_map(result, out / f"{stem}_gap.png")] if cells(result) else []
+    recipe = "w10_i1" if stem == "map" else stem.removeprefix("map-")  # map.json: the first
+    paths = [fig_map(result, out / f"{stem}_gap.png", recipe)] if cells(result) else []
     if _frontier(result):
         paths.append(fig_frontier(result, out / f"{stem}_frontier.png"))
     return paths
@@ -542,3 +546,47 @@ def pooled_section(result: dict) -> str:
     lead += f" BPE-512 cells where every model beat the bigram table ({where} steps;"
     lead += f" {found[0]['gap']['n']} seeds): "
     return lead + "; ".join(parts) + "."
+
+
+def finding_under(own: dict, rerun: dict, recipe: str) -> str:
+    """The README's finding under a rerun recipe, the first recipe's beside it in each cell: every
+    rerun length with a verdict, and each width and vocabulary at its longest, so that a cell
+    with no verdict at any length takes one row, not one per length."""
+    every = [c for c in cells(rerun, vocab=None) if c.get("one_pass", True) and c["gap"]["n"] > 1]
+    every = [c for c in every if c["schedule"] in RECIPES]
+    old = {(*_at(c), c["schedule"]): c for c in cells(own, vocab=None)}
+    longest: dict[tuple[int, int], int] = {}
+    for c in every:
+        longest[_at(c)[:2]] = max(c["steps"], longest.get(_at(c)[:2], 0))
+    keep = {_at(c) for c in every if _reported(c) or c["steps"] == longest[_at(c)[:2]]}
+    uni = {_at(c): c for c in _uniform(rerun)}
+    old_uni = {_at(c): c for c in _uniform(own)}
+    head = ["cell"] + [f"{label(arm)} vs uniform [95%]" for arm in RECIPES]
+    head += ["uniform's escape step, median (range)"]
+    rows = []
+    for key in sorted(keep, key=lambda k: (k[1], k[0], k[2])):
+        here = {c["schedule"]: c for c in every if _at(c) == key}
+        then = {a: old[(*key, a)] for a in RECIPES if (*key, a) in old}
+        c, o = next(iter(here.values())), next(iter(then.values()), None)
+        cell = f"d={key[0]}, BPE-{key[1]}, {key[2]:,} steps, {_tpp(c):.0f} tokens/non-emb. param"
+        cell += f"; {c['gap']['n']} seeds, LR {c['lr']:g}"
+        cell += f"; first recipe: {o['gap']['n']} seeds, LR {o['lr']:g}" if o else ""
+        row = [cell]
+        for a in RECIPES:
+            new = f"{gap_text(here[a]['gap'])}, {_said(rerun, here[a])}" if a in here else "not run"
+            if a in then:
+                brief = verdict_words(then[a])  # a missing verdict's reason: the map's table
+                brief = "no verdict" if brief == Verdict.NOT_INFORMATIVE.value else brief
+                new += f"; first recipe: {gap_text(then[a]['gap'])}, {brief}"
+            row.append(new)
+        escapes = escape_text(uni.get(key, {}).get("escape_steps"))
+        if key in old_uni:
+            escapes += f"; first recipe: {escape_text(old_uni[key].get('escape_steps'))}"
+        rows.append([*row, escapes])
+    lead = f"Under `{recipe}`, each cell beside itself under the first recipe (`w10_i1`):"
+    return lead + "\n\n" + md_table(head, rows)
+
+
+def _uniform(result: dict) -> list[dict]:
+    blocks = result.get("blocks", {}).values()
+    return [c for b in blocks for c in b.get("cells", []) if c["schedule"] == paper.UNIFORM]

@@ -115,6 +115,7 @@ def render(
         "escape_delay": lambda: recipe.delay_section(recipe_maps(root)),
         "bottom_line": lambda: bottom_line(root),
         "map_rerun": lambda: rerun_section(root),
+        "finding_rerun": lambda: finding_rerun(root),
         "demo_recipe": lambda: demo_recipe_section(root),
     }
     for marker, write in from_code.items():
@@ -175,6 +176,15 @@ def rerun_section(root: Path) -> str:
         parts.append(map_report.map_rows(reruns[name]))
         parts.append(recipe.change_section(own, reruns[name], name))
     return "\n\n".join(parts)
+
+
+def finding_rerun(root: Path) -> str:
+    """The README's finding under the recipe the probe chose, each cell beside the map's own."""
+    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    rerun = load_result(root, f"map-{chosen}") if chosen else None
+    if not rerun or not map_report.cells(rerun, vocab=None):
+        return f"No cell has run under `{chosen}`, the probe's present choice, yet."
+    return map_report.finding_under(load_result(root, "map") or {}, rerun, chosen)
 
 
 def _block_name(name: str, block: dict) -> str:

@@ -195,7 +195,7 @@ def bottom_line(root: Path) -> str:
     )
     at += f"{c['gap']['n']} seeds; [95% interval over seeds])"
     if recipe:
-        at += f" under `{recipe}`, the recipe tuned for uniform"
+        at += f" under `{recipe}`, the recipe a probe of uniform alone chose (provisional)"
     lead = "**Bottom line so far**, in held-out NLL (next-token loss on unseen text; training"
     lead += " sees each token once)"
     return f"{lead} {at}: " + "; ".join(parts) + "."
