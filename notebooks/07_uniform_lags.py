@@ -443,10 +443,13 @@ for name, rerun in reruns.items():
 # The figure puts each seed-cell's gap to uniform against uniform's escape delay (its escape
 # step minus the arm's), a colour per recipe. Under the map's first recipe and under
 # `w2pct_i16` the gap falls clearly as the delay grows ($r$ of $-0.81$ and $-0.76$); under
-# `w2pct_i1` the delays are shorter (median 20 steps against 30) and the delay explains little
-# of the gaps' spread ($r = -0.18$, $r^2$ 3%), while uniform still escapes after the arms in
-# most seed-cells: the chosen recipe shortens uniform's start without removing its lag. The correlations are descriptive only: a cell's two arms
-# share uniform's runs.
+# `w2pct_i1` the delay explains little of the gaps' spread ($r = -0.18$, $r^2$ 3%), while
+# uniform still escapes after the arms in most seed-cells. Its median delay (20 steps against
+# the first recipe's 30) is over other cells (fewer, and without $d=128$ with BPE-4096, where
+# uniform escaped late), so it does not show that the recipe shortened uniform's start: cell by cell
+# (`docs/RESULTS.md`), uniform's escape moved little where it was on time (at $d=128$ and 1,042
+# steps its median went from 215 to 220). The correlations are descriptive only: a cell's two
+# arms share uniform's runs.
 
 # %%
 maps = {"w10_i1 (the map's)": atlas, **reruns}
@@ -478,3 +481,23 @@ display(Markdown(recipe_report.delay_section(maps)))
 # $[+0.53, +2.75]$, behind but not shown past its tolerance, and K=2 (67%) at $+1.22\%$
 # $[-0.46, +2.93]$, undecided; under the map's recipe both were undecided, and the fair recipe
 # moved no schedule's NLL beyond its interval.
+
+# %% [markdown]
+# ### The answer so far
+#
+# The cells the map reran under `w2pct_i1`, each beside itself under the first recipe (the
+# README's table):
+
+# %%
+display(Markdown(map_report.finding_under(atlas, reruns[chosen], chosen)))
+
+# %% [markdown]
+# Under `w2pct_i1`, the recipe the probe chose for uniform (provisionally: three cells, two LR
+# seeds each), the paper's claim does not hold on text at this scale where it can be judged. At
+# $d=64$ after 2,088 steps both fixed-first recipes end behind uniform in every seed, each past
+# its tolerance: K=4 (80%) at $+2.76\%$ $[+1.83, +3.70]$ and K=2 (67%) at $+1.80\%$
+# $[+0.59, +3.03]$. No cell rerun under it puts fixed-first ahead. Where the first recipe did,
+# uniform had left its plateau late; the one such cell with a verdict, $d=128$ with BPE-4096, is
+# still training under `w2pct_i1`, so the verdict that puts it ahead is the first recipe's
+# alone. At $d=32$ and with BPE-4096 at $d=64$ some model never beats the bigram table, so there
+# is no verdict there.

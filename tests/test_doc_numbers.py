@@ -572,3 +572,22 @@ def test_the_d64_160_sweep_sentence_reads_its_rows():
     assert said + f"{arms[0]:g} and {arms[1]:g})" in text
     assert all(v > 0 for s in compared for v in cells[s]["gap"]["values"])
     assert "both arms end behind uniform in all four seeds" in text
+
+
+def test_notebook_07s_intervals_are_the_reports_tables():
+    """Every "a% [b, c]" notebook 07's prose gives (in LaTeX, "$+2.76\\%$ $[+1.83, +3.70]$") is one
+    of the generated tables of README or RESULTS, which the tests above recompute from the runs."""
+    nb = (ROOT / "notebooks/07_uniform_lags.py").read_text().replace("$", "").replace("\\%", "%")
+    nb = re.sub(r"\n# ?", " ", nb)  # a markdown line's comment mark: one interval may span two
+    generated = ""
+    for doc in ("README.md", "docs/RESULTS.md"):
+        text = (ROOT / doc).read_text()
+        generated += " ".join(
+            m[1] for m in re.findall(r"<!-- (\w+):begin -->\n(.*?)<!--", text, re.S)
+        )
+    said = [
+        m.groups() for m in re.finditer(r"([-+]\d+\.\d+)% \[([-+]\d+\.\d+), ([-+]\d+\.\d+)\]", nb)
+    ]
+    assert len(said) >= 10
+    missing = [f"{a}% [{b}, {c}]" for a, b, c in said if f"{a}% [{b}, {c}]" not in generated]
+    assert not missing, f"notebook 07 gives intervals no table holds: {missing}"

@@ -206,6 +206,32 @@ def test_a_recipe_left_out_of_the_larger_cells_is_scored_where_it_ran_not_chosen
     assert chosen["excess"]["w10_i1"] == pytest.approx((0 + 0.1) / 2)
 
 
+def test_a_recipe_that_skipped_a_cell_where_it_equals_another_is_scored_there_through_it():
+    """At 500 steps 2% of the run is 10 warmup steps: w10_i16 skipped there is w2pct_i16's runs,
+    so the table scores it at every cell (not "only" where it ran, which flattered it), through
+    the same best as the recipes in contention; a recipe equal to none there stays "only"."""
+
+    def block(v: float, steps: int) -> dict:
+        at = {"steps": steps, "escape_step": 90}
+        rows = [at | {"lr": lr, "seed": s} for lr in (3e-3, 1e-2) for s in (200, 201)]
+        return {"sweep": [r | {"val_nll": v + (0.1 if r["lr"] == 3e-3 else 0)} for r in rows]}
+
+    val = {("a", "w2pct_i1"): 3.0, ("a", "w2pct_i16"): 3.3, ("a", "w10_i16"): 3.0}
+    val |= {("a", "w5pct_i1"): 3.0, ("b", "w2pct_i1"): 2.0, ("b", "w2pct_i16"): 2.2}
+    steps = {"a": 2000, "b": 500}
+    blocks = {f"probe-{c}-{r}": block(v, steps[c]) for (c, r), v in val.items()}
+    chosen = {
+        "recipe": "w2pct_i1",
+        "excess": {"w2pct_i1": 0.0, "w2pct_i16": 0.1},
+        "cells": ["a", "b"],
+        "dropped": {"w10_i16": 0.0, "w5pct_i1": 0.0},
+        "dropped_cells": {"w10_i16": ["a"], "w5pct_i1": ["a"]},
+    }
+    table = recipe_section({"blocks": blocks, "chosen_recipe": chosen})
+    assert "| w10_i16 (at b it trains as w2pct_i16) | +5.00% |" in table  # (0 + 10%) / 2
+    assert "| w5pct_i1 (a only) | +0.00% |" in table  # 25 warmup steps at b: no recipe's
+
+
 def test_a_recipe_name_round_trips_and_a_bad_one_is_refused_in_one_line():
     """Name -> (warmup, loops) -> a block's name, and name -> a run's overrides -> its config ->
     name: the report reads the demo reference's recipe back from its overrides this way."""

@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from looped import plotting
+from looped.config import OptimConfig, parse_recipe, warmup_of
 from looped.paper import label, tolerance
 from looped.studies.gapfit import MAIN_ARMS, delay_fit, escape_delays, recipe_change
 from looped.studies.report.map import escape_text
@@ -49,17 +50,68 @@ def recipe_section(result: dict) -> str:
     chosen = result.get("chosen_recipe")
     if not chosen:
         return md_table(head, rows) + "\n\nNo cell has every recipe finished: nothing chosen yet."
-    ranked = sorted(chosen["excess"].items(), key=lambda x: x[1])
-    excess = [[r, f"{100 * v:+.2f}%"] for r, v in ranked]
-    # a recipe some cells left out: its excess where it ran, against the same best
-    at = chosen.get("dropped_cells", {})
-    excess += [
-        [f"{r} ({', '.join(at.get(r, ['some cells']))} only)", f"{100 * v:+.2f}%"]
-        for r, v in chosen.get("dropped", {}).items()
-    ]
+    scores = {r: (r, v) for r, v in chosen["excess"].items()}
+    # a recipe some cells left out: scored at every cell where another recipe it equals there
+    # ran (the same warmup steps and init); else its excess where it ran, so labelled
+    at, late = chosen.get("dropped_cells", {}), []
+    for r, v in chosen.get("dropped", {}).items():
+        if twins := _twins(result, r, chosen["cells"], at.get(r, [])):
+            said = ", ".join(f"at {c} it trains as {q}" for c, q in twins.items())
+            scores[r] = (f"{r} ({said})", _excess(result, r, chosen, twins))
+        else:
+            late.append([f"{r} ({', '.join(at.get(r, ['some cells']))} only)", f"{100 * v:+.2f}%"])
+    ranked = sorted(scores.values(), key=lambda x: x[1])
+    excess = [[r, f"{100 * v:+.2f}%"] for r, v in ranked] + late
     cells = ", ".join(chosen["cells"])
     best = md_table([f"recipe (best LR, cells {cells})", "val NLL over the best"], excess)
     return md_table(head, rows) + "\n\n" + best
+
+
+def _best(result: dict, cell: str, recipe: str) -> float | None:
+    """A probe block's best LR's mean validation NLL over its LR seeds (None: it did not run)."""
+    block = result["blocks"].get(f"probe-{cell}-{recipe}", {})
+    by_lr: dict[float, list[float]] = {}
+    for r in block.get("sweep", []):
+        by_lr.setdefault(r["lr"], []).append(r["val_nll"])
+    return min(map(np.mean, by_lr.values())) if by_lr else None
+
+
+def _twins(result: dict, recipe: str, cells: list[str], ran: list[str]) -> dict[str, str]:
+    """For each cell `recipe` skipped, a recipe that ran there with the same configuration (at
+    522 steps, 2% of the run is 10 warmup steps): {cell: that recipe}; {} where a cell has none."""
+    warmup, loops = parse_recipe(recipe)
+    twins = {}
+    for cell in (c for c in cells if c not in ran):
+        here = [b for name, b in result["blocks"].items() if name.startswith(f"probe-{cell}-")]
+        steps = next((b["sweep"][0]["steps"] for b in here if b.get("sweep")), 0)
+
+        same = [
+            q
+            for c, q, _ in probe_rows(result)
+            if c == cell
+            and parse_recipe(q)[1] == loops
+            and _warmup(parse_recipe(q)[0], steps) == _warmup(warmup, steps)
+        ]
+        if not same:
+            return {}
+        twins[cell] = same[0]
+    return twins
+
+
+def _warmup(warmup: float, steps: int) -> int:
+    """A recipe's warmup in steps at a run of `steps`, as training resolves it."""
+    frac = warmup if warmup < 1 else 0.0
+    return warmup_of(OptimConfig(warmup_frac=frac, warmup_steps=int(warmup)), steps)
+
+
+def _excess(result: dict, recipe: str, chosen: dict, twins: dict[str, str]) -> float:
+    """`recipe`'s mean excess over the best recipe in contention at each cell, read through its
+    twin where it did not run: the score `choose_recipe` gives the recipes in contention."""
+    out = []
+    for cell in chosen["cells"]:
+        mine = _best(result, cell, twins.get(cell, recipe))
+        out.append(mine / min(_best(result, cell, q) for q in chosen["excess"]) - 1)
+    return float(np.mean(out))
 
 
 def own_section(result: dict) -> str:

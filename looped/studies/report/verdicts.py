@@ -15,7 +15,7 @@ from looped.studies.report.tables import gap_text, md_table, verdict_words
 
 # the bios track's two bases; each judges FIXED_FIRST at that recipe's own tolerance
 BIOS_BASES = (("summary_tokens", "equal tokens"), ("summary", "equal FLOPs"))
-TREND_HEADER = ["schedule", "lengths", "seeds", "gap change per doubling of tokens [95% interval]",
+TREND_HEADER = ["schedule", "measured on", "lengths", "seeds", "gap change per doubling of tokens [95% interval]",
                 "direction"]  # fmt: skip
 CLAIMS_HEADER = ["paper claim", "measured on", "steps", "tokens/param", "seeds",
                  "gap to uniform: paired mean [95% interval]", "tolerance", "verdict"]  # fmt: skip
@@ -140,13 +140,15 @@ def bench_row(bench: dict, x: dict) -> list:
 
 
 def trend_rows(study: dict | None) -> list[list]:
-    """Each schedule's per-seed slope of its gap per doubling of tokens, 95% interval over seeds."""
+    """Each schedule's per-seed slope of its gap per doubling of tokens, 95% interval over seeds;
+    each row names its block and recipe, since the claims above it may read another recipe."""
     rows = []
     for s in block.compared(study) if study else []:
         t = study["trends"].get(s)
         if t and t["slope"]:
             sl = t["slope"]
-            rows.append([paper.label(s), t["lengths"], sl["n"], gap_text(sl), t["direction"]])
+            on = f"{MAP_ON} (d={study['cells'][0]['d_model']}), first recipe (`w10_i1`)"
+            rows.append([paper.label(s), on, t["lengths"], sl["n"], gap_text(sl), t["direction"]])
     return rows
 
 
