@@ -197,7 +197,7 @@ def bottom_line(root: Path) -> str:
     )
     at += f"{c['gap']['n']} seeds; [95% interval over seeds])"
     if recipe:
-        at += f" under `{recipe}`, the recipe a probe of uniform alone chose (provisional)"
+        at += f" under `{recipe}`, the training recipe a probe chose for uniform (provisionally)"
     lead = "**Bottom line so far**, in held-out NLL (next-token loss on unseen text; training"
     lead += " sees each token once)"
     return f"{lead} {at}: " + "; ".join(parts) + "."
