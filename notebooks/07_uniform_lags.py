@@ -492,12 +492,13 @@ display(Markdown(recipe_report.delay_section(maps)))
 display(Markdown(map_report.finding_under(atlas, reruns[chosen], chosen)))
 
 # %% [markdown]
-# Under `w2pct_i1`, the recipe the probe chose for uniform (provisionally: three cells, two LR
-# seeds each), the paper's claim does not hold on text at this scale where it can be judged. At
-# $d=64$ after 2,088 steps both fixed-first recipes end behind uniform in every seed, each past
-# its tolerance: K=4 (80%) at $+2.76\%$ $[+1.83, +3.70]$ and K=2 (67%) at $+1.80\%$
-# $[+0.59, +3.03]$. No cell rerun under it puts fixed-first ahead. Where the first recipe did,
-# uniform had left its plateau late; the one such cell with a verdict, $d=128$ with BPE-4096, is
-# still training under `w2pct_i1`, so the verdict that puts it ahead is the first recipe's
-# alone. At $d=32$ and with BPE-4096 at $d=64$ some model never beats the bigram table, so there
-# is no verdict there.
+# Under `w2pct_i1`, the recipe the probe chose for uniform (provisionally: three cells, two LR seeds
+# each), the paper's claim fails on text at this scale in the cells that decide it. At $d=64$ after
+# 2,088 steps both fixed-first recipes end behind uniform in every seed, each past its tolerance:
+# K=4 (80%) at $+2.76\%$ $[+1.83, +3.70]$ and K=2 (67%) at $+1.80\%$ $[+0.59, +3.03]$; at 1,044
+# steps K=4 (80%) is past its tolerance too. The other cells with a verdict (K=2 (67%) at 1,044
+# steps, both arms at $d=128$ and 1,042) are undecided, each point estimate behind. No cell with a
+# verdict under it puts fixed-first ahead. Where the first recipe did, uniform had left its plateau
+# late; the one such cell with a verdict, $d=128$ with BPE-4096, is still training under `w2pct_i1`,
+# so the verdict that puts it ahead is the first recipe's alone. At $d=32$ and with BPE-4096 at
+# $d=64$ some model never beats the bigram table, so there is no verdict there.

@@ -328,9 +328,29 @@ def test_the_readme_rerun_finding_recomputes_under_both_recipes():
     section = _section("README.md", "finding_rerun")
     assert f"Under `{chosen}`" in section
     rerun, checked = _json(f"map-{chosen}.json"), 0
-    for row in _table(section, "cell"):
+    rows = _table(section, "cell")
+    shown = []
+    for row in rows:
         d, v, steps = re.match(r"d=(\d+), BPE-(\d+), ([\d,]+) steps", row["cell"]).groups()
-        d, v, steps = int(d), int(v), int(steps.replace(",", ""))
+        shown.append((int(d), int(v), int(steps.replace(",", ""))))
+    # the rows: each width and vocabulary's longest paired length, and every length with a
+    # verdict (an arm whose runs and uniform's all beat the bigram table there)
+    want = set()
+    for d, v in {
+        (r["d_model"], r["vocab_size"]) for b in rerun["blocks"].values() for r in b["rows"]
+    }:
+        paired = {s: _paired(d, s, v, rerun) for s in FIXED_FIRST}
+        lengths = {n for p in paired.values() for n in p}
+        for n in lengths:
+            verdict = any(
+                max(map(_nll, p[n][1] + p[n][2])) < p[n][0]["baselines"]["test"]["bigram"]
+                for p in paired.values()
+                if n in p
+            )
+            if verdict or n == max(lengths):
+                want.add((d, v, n))
+    assert sorted(shown) == sorted(want) and len(shown) == len(set(shown))
+    for row, (d, v, steps) in zip(rows, shown):
         for schedule in FIXED_FIRST:
             (column,) = [k for k in row if _names(schedule, k)]
             new, _, old = row[column].partition("; first recipe: ")
@@ -345,7 +365,7 @@ def test_the_readme_rerun_finding_recomputes_under_both_recipes():
                     verdict = said.split("], ")[1]
                     assert verdict == _verdict(mine[1], mine[2], _tolerance(schedule)), said
                 checked += 1
-    assert checked >= 16
+    assert checked == 2 * len(FIXED_FIRST) * len(rows)  # every cell, under both recipes
 
 
 def test_the_pooled_gaps_recompute_per_seed_from_the_runs_of_the_cells_they_name():

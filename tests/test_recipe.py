@@ -230,6 +230,14 @@ def test_a_recipe_that_skipped_a_cell_where_it_equals_another_is_scored_there_th
     table = recipe_section({"blocks": blocks, "chosen_recipe": chosen})
     assert "| w10_i16 (at b it trains as w2pct_i16) | +5.00% |" in table  # (0 + 10%) / 2
     assert "| w5pct_i1 (a only) | +0.00% |" in table  # 25 warmup steps at b: no recipe's
+    # a cell whose name starts another's ("a" and "a-40") reads its own length: at a's 2,000
+    # steps 2% is 40 warmup steps, not w10_i16's 10, though it is 10 at a-40's 500
+    short = {f"probe-a-40-{r}": block(3.0, 500) for r in ("w2pct_i1", "w2pct_i16", "w10_i16")}
+    late = dict(chosen, cells=["a-40", "a"], dropped_cells={"w10_i16": ["a-40"]})
+    late["dropped"] = {"w10_i16": 0.0}
+    blocks = short | {k: v for k, v in blocks.items() if k != "probe-a-w10_i16"}
+    table = recipe_section({"blocks": blocks, "chosen_recipe": late})
+    assert "| w10_i16 (a-40 only) |" in table
 
 
 def test_a_recipe_name_round_trips_and_a_bad_one_is_refused_in_one_line():

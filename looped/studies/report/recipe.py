@@ -68,12 +68,16 @@ def recipe_section(result: dict) -> str:
 
 
 def _best(result: dict, cell: str, recipe: str) -> float | None:
-    """A probe block's best LR's mean validation NLL over its LR seeds (None: it did not run)."""
-    block = result["blocks"].get(f"probe-{cell}-{recipe}", {})
+    """A probe block's best LR's mean validation NLL over its LR seeds; None until its whole sweep
+    (every LR on every LR seed, where the file records them) has finished, as the chooser reads."""
+    rows = result["blocks"].get(f"probe-{cell}-{recipe}", {}).get("sweep", [])
+    settings = result.get("meta", {}).get("settings", {})
+    if not rows or len(rows) < len(settings.get("lrs", ())) * len(settings.get("lr_seeds", ())):
+        return None
     by_lr: dict[float, list[float]] = {}
-    for r in block.get("sweep", []):
+    for r in rows:
         by_lr.setdefault(r["lr"], []).append(r["val_nll"])
-    return min(map(np.mean, by_lr.values())) if by_lr else None
+    return min(map(np.mean, by_lr.values()))
 
 
 def _twins(result: dict, recipe: str, cells: list[str], ran: list[str]) -> dict[str, str]:
@@ -82,15 +86,15 @@ def _twins(result: dict, recipe: str, cells: list[str], ran: list[str]) -> dict[
     warmup, loops = parse_recipe(recipe)
     twins = {}
     for cell in (c for c in cells if c not in ran):
-        here = [b for name, b in result["blocks"].items() if name.startswith(f"probe-{cell}-")]
-        steps = next((b["sweep"][0]["steps"] for b in here if b.get("sweep")), 0)
-
+        # its length from its own blocks ("d64" must not read d64-40's)
+        steps = next((b["sweep"][0]["steps"] for c, _, b in probe_rows(result) if c == cell), 0)
         same = [
             q
             for c, q, _ in probe_rows(result)
             if c == cell
             and parse_recipe(q)[1] == loops
             and _warmup(parse_recipe(q)[0], steps) == _warmup(warmup, steps)
+            and _best(result, cell, q) is not None
         ]
         if not same:
             return {}

@@ -139,15 +139,14 @@ def bench_row(bench: dict, x: dict) -> list:
     return [f"{what}, a short run", WALL_SAVING, here, f"{on}: {x['steps']} steps, {draws}"]
 
 
-def trend_rows(study: dict | None) -> list[list]:
+def trend_rows(study: dict | None, on: str) -> list[list]:
     """Each schedule's per-seed slope of its gap per doubling of tokens, 95% interval over seeds;
-    each row names its block and recipe, since the claims above it may read another recipe."""
+    each row names its block and recipe (`on`), since the claims above may read another recipe."""
     rows = []
     for s in block.compared(study) if study else []:
         t = study["trends"].get(s)
         if t and t["slope"]:
             sl = t["slope"]
-            on = f"{MAP_ON} (d={study['cells'][0]['d_model']}), first recipe (`w10_i1`)"
             rows.append([paper.label(s), on, t["lengths"], sl["n"], gap_text(sl), t["direction"]])
     return rows
 
@@ -160,7 +159,9 @@ def verdicts_section(root: Path) -> str:
     if costs := cost_rows(root):
         parts.append(md_table(["cost", "paper", "here", "measured on"], costs))
     # the trend needs every length of the map's block, which only the map's own recipe ran
-    if trends := trend_rows((load_result(root, "map") or {}).get("blocks", {}).get(BLOCK)):
+    first = (load_result(root, "map") or {}).get("blocks", {}).get(BLOCK)
+    named = f"{MAP_ON} (d={first['cells'][0]['d_model']}), first recipe (`w10_i1`)" if first else ""
+    if trends := trend_rows(first, named):
         parts.append(md_table(TREND_HEADER, trends))
     return "\n\n".join(parts)
 
