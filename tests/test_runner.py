@@ -246,6 +246,9 @@ def test_after_a_source_edit_the_workers_are_spawned_with_the_new_code(monkeypat
     with monkeypatch.context() as m:
         m.setenv("ATEN_CPU_CAPABILITY", "none")  # read when torch loads: the server has another
         assert runner._pool_context().get_start_method() == "spawn"
+    with monkeypatch.context() as m:  # read when the server imports torch._dynamo's config
+        m.setenv("TORCHDYNAMO_CACHE_SIZE_LIMIT", "3")
+        assert runner._pool_context().get_start_method() == "spawn"
     sources, env = runner._fingerprint()
     monkeypatch.setattr(runner, "_fingerprint", lambda: (sources[1:], env))
     assert runner._pool_context().get_start_method() == "spawn"

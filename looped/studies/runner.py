@@ -113,6 +113,10 @@ IMPORT_ENV = (
     "MKL_NUM_THREADS",
     "PYTHONHASHSEED",
 )
+# torch._dynamo and torch._inductor read their configs' variables when the server imports them;
+# the cache directory is the one torch sets itself, after import, and reads at use
+IMPORT_PREFIXES = ("TORCHDYNAMO_", "TORCHINDUCTOR_")
+SET_BY_TORCH = ("TORCHINDUCTOR_CACHE_DIR",)
 _served: tuple | None = None  # the fingerprint the fork server imported under (None: no server)
 
 
@@ -122,6 +126,11 @@ def _fingerprint() -> tuple:
         (str(f), f.stat().st_mtime_ns) for f in Path(__file__).parents[1].rglob("*.py")
     )
     env = [(k, os.environ.get(k)) for k in IMPORT_ENV]
+    env += sorted(
+        (k, v)
+        for k, v in os.environ.items()
+        if k.startswith(IMPORT_PREFIXES) and k not in SET_BY_TORCH
+    )
     return tuple(sources), tuple(env)
 
 
