@@ -567,6 +567,30 @@ def test_the_d128_sweep_sentence_reads_its_rows():
     assert said in text
 
 
+def test_the_d128_bpe4096_sweep_sentence_reads_its_rows():
+    """RESULTS' d128-bpe4096 sweep under w2pct_i1: the LR chosen, each LR's mean validation NLL
+    over the LR seeds, and uniform's escape steps, from the block in results/ once it is there,
+    else from the file its runs are kept in while they train (results/underway/)."""
+    name = "map-w2pct_i1.json"
+    blocks = _json(name)["blocks"]
+    block = blocks.get("d128-bpe4096") or _json(f"underway/{name}")["blocks"]["d128-bpe4096"]
+    by_lr: dict[float, list[dict]] = {}
+    for r in block["sweep"]:
+        by_lr.setdefault(r["lr"], []).append(r)
+    mean = {lr: sum(r["val_nll"] for r in v) / len(v) for lr, v in by_lr.items()}
+    assert min(mean, key=mean.get) == block["shared_lr"]["2084"] == 0.001
+    assert all(len(v) == 2 for v in by_lr.values())
+    text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
+    said = f"mean validation NLL {mean[0.001]:.3f}, against {mean[0.01]:.3f} at 0.01 (which the"
+    said += f" first recipe chose here), {mean[0.003]:.3f} at 0.003 and {mean[0.000333]:.3f} at"
+    said += " 0.000333"
+    assert said in text
+    first = [e for lr in (0.001, 0.003, 0.01) for e in (r["escape_step"] for r in by_lr[lr])]
+    low = {r["escape_step"] for r in by_lr[0.000333]}
+    (at,) = low
+    assert f"at steps {min(first)} to {max(first)} at the first three and at {at}" in text
+
+
 def test_the_d64_160_sweep_sentence_reads_its_rows():
     """RESULTS' d64-160 sweep: the LR chosen, each LR's mean validation NLL over the LR seeds
     and uniform's escape steps, as the block's sweep rows give them."""
