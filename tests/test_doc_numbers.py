@@ -569,11 +569,8 @@ def test_the_d128_sweep_sentence_reads_its_rows():
 
 def test_the_d128_bpe4096_sweep_sentence_reads_its_rows():
     """RESULTS' d128-bpe4096 sweep under w2pct_i1: the LR chosen, each LR's mean validation NLL
-    over the LR seeds, and uniform's escape steps, from the block in results/ once it is there,
-    else from the file its runs are kept in while they train (results/underway/)."""
-    name = "map-w2pct_i1.json"
-    blocks = _json(name)["blocks"]
-    block = blocks.get("d128-bpe4096") or _json(f"underway/{name}")["blocks"]["d128-bpe4096"]
+    over the LR seeds, and uniform's escape steps, as the block's sweep rows give them."""
+    block = _json("map-w2pct_i1.json")["blocks"]["d128-bpe4096"]
     by_lr: dict[float, list[dict]] = {}
     for r in block["sweep"]:
         by_lr.setdefault(r["lr"], []).append(r)

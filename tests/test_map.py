@@ -644,7 +644,8 @@ def test_resuming_runs_that_took_other_cpu_kernels_warns_with_the_pin_that_follo
     from looped.studies.map import QUICK, check_resume, kernel_note
 
     block = QUICK.blocks[0].name
-    old = {"blocks": {block: {"rows": [{"cpu_kernels": "AVX2"}], "sweep": [{"lr": 0.01}]}}}
+    sweep = [{"lr": lr} for lr in QUICK.lrs]
+    old = {"blocks": {block: {"rows": [{"cpu_kernels": "AVX2"}], "sweep": sweep}}}
     note = kernel_note(old, QUICK, "AVX512")
     assert "took AVX2 kernels, this machine takes AVX512" in note
     assert "MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2" in note
@@ -662,3 +663,29 @@ def test_resuming_runs_that_took_other_cpu_kernels_warns_with_the_pin_that_follo
         assert (
             err.startswith(f"--resume-from {path}: its CPU runs took AVX2") and err.count("\n") == 1
         )
+
+
+def test_resuming_a_block_whose_sweep_left_out_an_lr_says_so_and_how_to_keep_it(
+    tmp_path: Path, capsys
+):
+    """A block swept with `--lrs` and continued without it would train the left-out LR first, and
+    its cells could move to another LR: the resume names the LR and the flag that keeps the sweep,
+    in one line per block, and an LR the sweep added past its grid's edge is no gap."""
+    from looped.studies.map import QUICK, check_resume, lr_notes
+
+    block = QUICK.blocks[0].name
+    grid = sorted(QUICK.lrs)
+    sweep = [{"lr": lr} for lr in grid[1:]]  # the sweep left the lowest out
+    old = {"blocks": {block: {"rows": [], "sweep": sweep}}}
+    (note,) = lr_notes(old, QUICK)
+    kept = ",".join(f"{lr:g}" for lr in grid[1:])
+    assert f"block {block}'s LR sweep left out {grid[0]:g}," in note
+    assert note.endswith(f"pass --lrs {kept} to continue it as it was")
+    past = [{"lr": lr} for lr in (*grid, grid[-1] * 3)]  # the whole grid and an extension
+    assert lr_notes({"blocks": {block: {"sweep": past}}}, QUICK) == []
+    assert lr_notes({"blocks": {"elsewhere": {"sweep": sweep}}}, QUICK) == []  # not resumed
+    path = tmp_path / "map.json"
+    path.write_text(json.dumps(old))
+    check_resume(dataclasses.replace(QUICK, resume_from=str(path)))
+    lines = [x for x in capsys.readouterr().err.splitlines() if "LR sweep" in x]
+    assert lines == [f"--resume-from {path}: {note}"]

@@ -406,6 +406,26 @@ def check_resume(settings: MapSettings) -> None:
                 )
         if note := kernel_note(old, settings, cpu_kernels()):
             print(f"--resume-from {path}: {note}", file=sys.stderr)
+        for note in lr_notes(old, settings):
+            print(f"--resume-from {path}: {note}", file=sys.stderr)
+
+
+def lr_notes(old: dict, settings: MapSettings) -> list[str]:
+    """A warning per resumed block whose LR sweep left out an LR of this run's grid (`--lrs`):
+    continuing it, say for a second round of seeds, would train those sweep runs first and could
+    move the LR the block's cells were read at. Not an error: a user may mean to widen the sweep.
+    An LR the sweep added past its grid's edge is not missing from it."""
+    notes = []
+    for b in settings.blocks:
+        swept = {r["lr"] for r in (old["blocks"].get(b.name) or {}).get("sweep", [])}
+        if swept and (new := sorted(set(settings.lrs) - swept)):
+            keep = ",".join(f"{lr:g}" for lr in sorted(swept))
+            adds = ", ".join(f"{lr:g}" for lr in new)
+            notes.append(
+                f"block {b.name}'s LR sweep left out {adds}, which this run trains first and which"
+                f" may move its chosen LR; pass --lrs {keep} to continue it as it was"
+            )
+    return notes
 
 
 def kernel_note(old: dict, settings: MapSettings, here: str) -> str | None:
