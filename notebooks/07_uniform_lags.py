@@ -247,10 +247,11 @@ display(Markdown(block.trend_rows(d64)))
 # (`looped map --resume-from results/map.json` continues it); a cell with no seeds yet reads
 # "not yet run".
 #
-# The figure draws each recipe's gap against $\tau$, one curve per width, each bar the 95%
-# interval over seeds and the recipe's tolerance dashed; an open marker, and the whole faint
-# $d=32$ curve, is a cell with no verdict because some model in it misses the bigram table. Read
-# a verdict off where a bar lies against the zero line and the dashed one.
+# The figure draws each recipe's gap against $\tau$, one curve per width (a diamond beside it for
+# each cell with a 4,096-token BPE, read below), each bar the 95% interval over seeds and the
+# recipe's tolerance dashed; an open marker, and the whole faint $d=32$ curve, is a cell with no
+# verdict because some model in it misses the bigram table. Read a verdict off where a bar lies
+# against the zero line and the dashed one.
 
 # %%
 atlas = json.loads((ROOT / "results" / "map.json").read_text())

@@ -689,3 +689,50 @@ def test_resuming_a_block_whose_sweep_left_out_an_lr_says_so_and_how_to_keep_it(
     check_resume(dataclasses.replace(QUICK, resume_from=str(path)))
     lines = [x for x in capsys.readouterr().err.splitlines() if "LR sweep" in x]
     assert lines == [f"--resume-from {path}: {note}"]
+
+
+def test_the_map_figure_draws_another_vocabularys_cells_as_diamonds_and_says_so(
+    tmp_path: Path, monkeypatch
+):
+    """The prose reads BPE-4096 cells beside the BPE-512 curves, so the figure draws them (a lone
+    diamond in its width's colour, its interval among those that set the scale), and the title
+    and legend name both vocabularies; a map of one vocabulary says it is that one alone."""
+    from matplotlib.colors import to_hex
+
+    from looped.studies.report import map as report_map
+
+    def cell(d, v, s, mean, lo, hi, verdict="undecided"):
+        gap = {"mean": mean, "lo": lo, "hi": hi, "n": 4}
+        return {"d_model": d, "vocab_size": v, "steps": 100, "schedule": s, "gap": gap} | {
+            "tokens_per_non_embedding_param": 40.0,
+            "verdict": verdict,
+            "one_pass": True,
+        }
+
+    arms = report_map.RECIPES
+    small = [cell(64, 512, s, 0.01, -0.005, 0.02) for s in arms]
+    big = [cell(128, 4096, s, -0.02, -0.12, -0.01, "better") for s in arms]
+    drawn = {}
+
+    def keep(fig, path):
+        ax = fig.axes[0]
+        diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
+        drawn["diamonds"] = [(to_hex(ln.get_color()), list(ln.get_ydata())) for ln in diamonds]
+        drawn["ylim"] = ax.get_ylim()
+        drawn["title"] = fig._suptitle.get_text()
+        drawn["legend"] = [t.get_text() for t in fig.legends[0].get_texts()]
+        return path
+
+    monkeypatch.setattr(report_map.plotting, "save", keep)
+    both = {"blocks": {"d64": {"cells": small}, "d128-bpe4096": {"cells": big}}}
+    report_map.fig_map(both, tmp_path / "map.png", "w2pct_i1")
+    assert drawn["diamonds"] == [(report_map.WIDTH_COLOURS[128], [-2.0])]
+    assert drawn["ylim"][0] < -12.0  # a deciding diamond's interval is on the panel
+    assert (
+        drawn["title"]
+        == "Training recipe w2pct_i1; lines: 512-token BPE, diamonds: 4,096-token BPE"
+    )
+    assert "diamond: a 4,096-token BPE (colour: width)" in drawn["legend"]
+    report_map.fig_map({"blocks": {"d64": {"cells": small}}}, tmp_path / "map.png", "w2pct_i1")
+    assert drawn["diamonds"] == [] and drawn["title"].endswith("512-token BPE cells only")
+    assert not any("diamond" in t for t in drawn["legend"])

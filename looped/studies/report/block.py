@@ -44,14 +44,17 @@ def gap_keys(cells: list[dict]) -> list[Line2D]:
     return keys
 
 
-def gap_marks(ax: Any, x: np.ndarray, cells: list[dict], colour: Any, **kw: Any) -> None:
+def gap_marks(
+    ax: Any, x: np.ndarray, cells: list[dict], colour: Any, marker: str = "o", **kw: Any
+) -> None:
     """Cells' paired gap to uniform at `x` (seed mean, 95% interval, in %); hollow where the
     models miss the bigram (no verdict), crossed where a cell is past one pass (not reported)."""
     mean, lo, hi = (np.array([100 * c["gap"][k] for c in cells]) for k in ("mean", "lo", "hi"))
-    ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], marker="o", capsize=3, color=colour, **kw)
+    ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], marker=marker, capsize=3, color=colour, **kw)
     plotting.key(ax, "bars", "95% interval over seeds")
     quiet = [k for k, c in enumerate(cells) if c["verdict"] == Verdict.NOT_INFORMATIVE]
-    ax.scatter(x[quiet], mean[quiet], s=50, facecolors="white", edgecolors=colour, zorder=4)
+    hollow = {"s": 50, "marker": marker, "facecolors": "white", "edgecolors": colour, "zorder": 4}
+    ax.scatter(x[quiet], mean[quiet], **hollow)
     past = [k for k, c in enumerate(cells) if not c.get("one_pass", True)]
     ax.scatter(x[past], mean[past], s=60, marker="x", color="black", zorder=5)
 

@@ -44,12 +44,16 @@ def cells(result: dict, vocab: int | None = 512) -> list[dict]:
 
 
 def fig_map(result: dict, path: Path, recipe: str = "w10_i1") -> Path:
-    """One panel per fixed-first recipe, under the training recipe `recipe`: each width's paired gap (seed mean, 95% interval) against training
-    tokens per non-embedding parameter; hollow where the models miss the bigram table (no
-    verdict), crossed where a cell is past one pass (never reported); the tolerance dashed."""
+    """One panel per fixed-first recipe, under the training recipe `recipe`: each width's paired
+    gap (seed mean, 95% interval) against training tokens per non-embedding parameter, a line per
+    width with the 512-token BPE and a lone diamond per cell with another vocabulary (the prose
+    reads those cells too, and a figure that left them out would not show what it claims);
+    hollow where the models miss the bigram table (no verdict), crossed where a cell is past one
+    pass (never reported); the tolerance dashed."""
     plotting.use_theme()
     fig, axes = plt.subplots(1, len(RECIPES), figsize=(9.0, 4.2), sharey=True)
     every = cells(result)
+    wider = [c for c in cells(result, vocab=None) if c.get("vocab_size") != 512]
     shown = _shown(every)
     drawn: list[tuple[Any, np.ndarray, list[dict], str, float]] = []  # for the edge marks
     for ax, s in zip(axes, RECIPES):
@@ -63,6 +67,12 @@ def fig_map(result: dict, path: Path, recipe: str = "w10_i1") -> Path:
             faint = {} if d in shown else {"alpha": 0.45, "lw": 1}
             gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"), **faint)
             drawn.append((ax, x, width, WIDTH_COLOURS.get(d, "#333333"), faint.get("alpha", 1)))
+        for c in (c for c in wider if c["schedule"] == s):  # beside its width's own mark
+            at = widths.index(c["d_model"]) if c["d_model"] in widths else 0
+            x = np.array([_tpp(c) * 2 ** (0.12 * (at - (len(widths) - 1) / 2) + 0.09)])
+            colour = WIDTH_COLOURS.get(c["d_model"], "#333333")
+            gap_marks(ax, x, [c], colour, marker="D", ls="none", ms=5)
+            drawn.append((ax, x, [c], colour, 1))
         tol = 100 * paper.tolerance(s)
         ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
         ax.axhline(0, color="0.3", lw=0.8)
@@ -73,13 +83,21 @@ def fig_map(result: dict, path: Path, recipe: str = "w10_i1") -> Path:
         ax.set_title(f"{label(s)} vs uniform 1..16 (+: behind)", fontsize=10)
         ax.set_xlabel("training tokens per non-embedding parameter")
     axes[0].set_ylabel("NLL gap to uniform, %")
-    axes[0].set_ylim(*_y_range(every))
+    axes[0].set_ylim(*_y_range(every + wider))
     off = [_off_panel(*width) for width in drawn]
     keys = _key(every, shown, any(off))
+    vocabs = " and ".join(f"{v:,}" for v in sorted({c["vocab_size"] for c in wider}))
+    if wider:
+        said = f"diamond: a {vocabs}-token BPE (colour: width)"
+        keys.insert(-1, Line2D([], [], ls="", marker="D", ms=5, color="0.3", label=said))
     long = any(len(k.get_label()) > 40 for k in keys)  # an interim look names its arms' seeds
     fig.legend(handles=keys, fontsize=8, ncol=2 if long else 3)
     # the vocabulary and recipe on the figure itself: a reader of the image alone sees no prose
-    title = f"Training recipe {recipe}; 512-token BPE cells only"
+    title = f"Training recipe {recipe}; " + (
+        f"lines: 512-token BPE, diamonds: {vocabs}-token BPE"
+        if wider
+        else "512-token BPE cells only"
+    )
     fig.suptitle(title, fontsize=10, x=0.01, ha="left")
     return plotting.save(fig, path)
 
