@@ -67,12 +67,7 @@ def fig_map(result: dict, path: Path, recipe: str = "w10_i1") -> Path:
             faint = {} if d in shown else {"alpha": 0.45, "lw": 1}
             gap_marks(ax, x, width, WIDTH_COLOURS.get(d, "#333333"), **faint)
             drawn.append((ax, x, width, WIDTH_COLOURS.get(d, "#333333"), faint.get("alpha", 1)))
-        for c in (c for c in wider if c["schedule"] == s):  # beside its width's own mark
-            at = widths.index(c["d_model"]) if c["d_model"] in widths else 0
-            x = np.array([_tpp(c) * 2 ** (0.12 * (at - (len(widths) - 1) / 2) + 0.09)])
-            colour = WIDTH_COLOURS.get(c["d_model"], "#333333")
-            gap_marks(ax, x, [c], colour, marker="D", ls="none", ms=5)
-            drawn.append((ax, x, [c], colour, 1))
+        drawn += _diamonds(ax, [c for c in wider if c["schedule"] == s], widths)
         tol = 100 * paper.tolerance(s)
         ax.axhline(tol, color="0.35", ls="--", lw=1, label="the recipe's tolerance")
         ax.axhline(0, color="0.3", lw=0.8)
@@ -93,13 +88,24 @@ def fig_map(result: dict, path: Path, recipe: str = "w10_i1") -> Path:
     long = any(len(k.get_label()) > 40 for k in keys)  # an interim look names its arms' seeds
     fig.legend(handles=keys, fontsize=8, ncol=2 if long else 3)
     # the vocabulary and recipe on the figure itself: a reader of the image alone sees no prose
-    title = f"Training recipe {recipe}; " + (
-        f"lines: 512-token BPE, diamonds: {vocabs}-token BPE"
-        if wider
-        else "512-token BPE cells only"
-    )
+    said = f"lines: 512-token BPE, diamonds: {vocabs}-token BPE" if wider else ""
+    title = f"Training recipe {recipe}; {said or '512-token BPE cells only'}"
     fig.suptitle(title, fontsize=10, x=0.01, ha="left")
     return plotting.save(fig, path)
+
+
+def _diamonds(ax: Any, cells: list[dict], widths: list[int]) -> list[tuple]:
+    """Cells of another vocabulary than the curves', a lone diamond each just right of its width's
+    own mark at that length (no line: they are not on the curve's axis of growth); each as the
+    edge marks take it."""
+    drawn = []
+    for c in cells:
+        at = widths.index(c["d_model"]) if c["d_model"] in widths else 0
+        x = np.array([_tpp(c) * 2 ** (0.12 * (at - (len(widths) - 1) / 2) + 0.09)])
+        colour = WIDTH_COLOURS.get(c["d_model"], "#333333")
+        gap_marks(ax, x, [c], colour, marker="D", ls="none", ms=5)
+        drawn.append((ax, x, [c], colour, 1))
+    return drawn
 
 
 def _reported(c: dict) -> bool:
