@@ -632,3 +632,38 @@ def test_notebook_07s_intervals_are_the_reports_tables():
     assert len(said) >= 10
     missing = [f"{a}% [{b}, {c}]" for a, b, c in said if f"{a}% [{b}, {c}]" not in generated]
     assert not missing, f"notebook 07 gives intervals no table holds: {missing}"
+
+
+def test_the_rerun_cells_at_single_depths_recompute_from_the_runs():
+    """RESULTS' table of the chosen recipe's cells at serving depths 1, 4 and 16: each depth's
+    gap recomputed from the runs' per-depth NLLs, paired by seed, with the cell's critical value;
+    the rows are exactly the cells with a verdict (an arm and uniform past the bigram table)."""
+    chosen = _json("recipe.json")["chosen_recipe"]["recipe"]
+    rerun = _json(f"map-{chosen}.json")
+    section = _section("docs/RESULTS.md", "map_depths")
+    assert f"Under `{chosen}`" in section
+    rows, shown = _table(section, "arm"), set()
+    for row in rows:
+        d, v, steps = int(row["d"]), int(row["vocab"]), int(row["steps"])
+        schedule = next(s for s in FIXED_FIRST if _names(s, row["arm"]))
+        _, ours, ref = _paired(d, schedule, v, rerun)[steps]
+        crit = _crit(rerun, d, v, len(ours))
+        for depth in (None, 1, 4, 16):
+            gaps = [_nll(o, depth) / _nll(u, depth) - 1 for o, u in zip(ours, ref)]
+            column = next(k for k in row if k.startswith(f"at K={depth} " if depth else "mean"))
+            _agrees(row[column], _interval(gaps, crit))
+        shown.add((d, v, steps, schedule))
+    want = set()
+    for d, v in {
+        (r["d_model"], r["vocab_size"]) for b in rerun["blocks"].values() for r in b["rows"]
+    }:
+        for schedule in FIXED_FIRST:
+            for steps, (b, ours, ref) in _paired(d, schedule, v, rerun).items():
+                bigram = b["baselines"]["test"]["bigram"]
+                if max(map(_nll, ours + ref)) < bigram:
+                    want.add((d, v, steps, schedule))
+    assert shown == want and len(rows) == len(want) >= 8
+    prose = (ROOT / "docs/RESULTS.md").read_text().split("<!-- map_depths:end -->")[1]
+    prose = prose.split("###")[0]
+    quoted = [m.group(0) for m in TRIPLE.finditer(prose)]
+    assert all(q in section for q in quoted)

@@ -611,6 +611,30 @@ def finding_under(own: dict, rerun: dict, recipe: str) -> str:
     return lead + "\n\n" + md_table(head, rows)
 
 
+def depth_rows(result: dict, recipe: str) -> str:
+    """Each arm of each cell with a verdict: its gap at serving depths 1, 4 and 16 beside the
+    mean over 1..16 that the verdict reads. The paper's claim is about every depth a model may
+    be served at, so a mean that hides a large gap at one depth should not go unseen."""
+    every = [c for c in cells(result, vocab=None) if c["schedule"] in RECIPES and _reported(c)]
+    head = ["d", "vocab", "steps", "arm", "mean over K=1..16 [95%], verdict"]
+    head += [f"at K={k} [95%]" for k in ("1", "4", "16")]
+    rows = []
+    for c in sorted(
+        every, key=lambda c: (c["vocab_size"], c["d_model"], c["steps"], c["schedule"])
+    ):
+        by = c.get("gap_by_depth", {})
+        depths = [gap_text(by[k]) if k in by else "-" for k in ("1", "4", "16")]
+        mean = f"{gap_text(c['gap'])}, {verdict_words(c)}"
+        rows.append(
+            [c["d_model"], c["vocab_size"], c["steps"], label(c["schedule"]), mean, *depths]
+        )
+    if not rows:
+        return f"No cell under `{recipe}` has a verdict yet."
+    lead = f"Under `{recipe}`, each cell with a verdict at serving depths 1, 4 and 16 (each"
+    lead += " interval over seeds as the mean's, not widened for reading three depths):"
+    return lead + "\n\n" + md_table(head, rows)
+
+
 def _uniform(result: dict) -> list[dict]:
     blocks = result.get("blocks", {}).values()
     return [c for b in blocks for c in b.get("cells", []) if c["schedule"] == paper.UNIFORM]

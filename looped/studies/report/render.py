@@ -116,6 +116,7 @@ def render(
         "bottom_line": lambda: bottom_line(root),
         "map_rerun": lambda: rerun_section(root),
         "finding_rerun": lambda: finding_rerun(root),
+        "map_depths": lambda: depth_section(root),
         "demo_recipe": lambda: demo_recipe_section(root),
     }
     for marker, write in from_code.items():
@@ -185,6 +186,13 @@ def finding_rerun(root: Path) -> str:
     if not rerun or not map_report.cells(rerun, vocab=None):
         return f"No cell has run under `{chosen}`, the probe's present choice, yet."
     return map_report.finding_under(load_result(root, "map") or {}, rerun, chosen)
+
+
+def depth_section(root: Path) -> str:
+    """The map under the recipe the probe chose, each cell with a verdict at three depths."""
+    if (found := chosen_map(root)) is None:
+        return "No block has run under the chosen recipe yet (`looped map --recipe`)."
+    return map_report.depth_rows(found[1], found[0])
 
 
 def _block_name(name: str, block: dict) -> str:
