@@ -309,7 +309,9 @@ display(Markdown(map_report.trends(atlas)))
 # beats the table (the cell has verdicts): K=4 (80%) is "better", $-1.57\%$ $[-2.21, -0.92]$,
 # and K=2 (67%) "undecided", $-1.69\%$ $[-4.21, +0.90]$. Uniform's train loss there still
 # escapes later than K=4's in every seed (uniform's earliest seed, at 450, escapes after K=4's
-# latest, at 410), so uniform's slow start is not ruled out as the cause. At $d=128$ both
+# latest, at 410), so uniform's slow start is not ruled out as the cause (under the chosen
+# recipe, in the last section, this corner reads otherwise: K=4 (80%) undecided, K=2 (67%)
+# better, uniform still the later to escape). At $d=128$ both
 # recipes' point estimates sit behind uniform with BPE-512 and ahead with BPE-4096; no interval
 # on the difference between two corners is computed here, and at BPE-512 what the width does is
 # undetermined (both widths' cells are undecided).
@@ -447,8 +449,8 @@ for name, rerun in reruns.items():
 # recipe's (30 steps), over other cells, so the two rows are not a before and after: cell by cell
 # (`docs/RESULTS.md`), uniform's escape moved little where it was on time (at $d=128$ and 1,042
 # steps its median went from 215 to 220), and at $d=128$ with BPE-4096 it came sooner (535 to
-# 415) but still after the arms, by up to 170 steps. The correlations are descriptive only: a
-# cell's two arms share uniform's runs.
+# 415) but no sooner than the arms (0 to 170 steps later). The correlations are descriptive
+# only: a cell's two arms share uniform's runs.
 
 # %%
 maps = {"w10_i1 (the map's)": atlas, **reruns}
@@ -482,8 +484,8 @@ display(Markdown(recipe_report.delay_section(maps)))
 # moved no schedule's NLL beyond its interval. Last, $d=128$ with BPE-4096 (2,084 steps), the
 # first recipe's one "better" cell, at the LR its own sweep chose under `w2pct_i1` (0.001, where
 # the first recipe had 0.01): uniform ends lower ($-1.91\%$ $[-3.40, -0.39]$ against the first
-# recipe) and leaves its plateau sooner, but still after the arms, by up to 170 steps. K=4 (80%)
-# is no longer ahead ($-0.86\%$ $[-2.97, +1.30]$, undecided), and K=2 (67%) now is
+# recipe) and leaves its plateau sooner, but no sooner than the arms (0 to 170 steps later).
+# K=4 (80%) is no longer shown ahead ($-0.86\%$ $[-2.97, +1.30]$, undecided), and K=2 (67%) now is
 # ($-1.83\%$ $[-3.34, -0.30]$, better). The probe never ran this cell, so whether a recipe
 # tuned here would give uniform an on-time start is untested.
 
@@ -498,7 +500,8 @@ display(Markdown(map_report.finding_under(atlas, reruns[chosen], chosen)))
 
 # %% [markdown]
 # Under `w2pct_i1`, the recipe the probe chose for uniform (provisionally: three cells, two LR seeds
-# each), the paper's claim fails on text at this scale where uniform starts on time. At $d=64$ after
+# each), the paper's claim fails on text at this scale at $d=64$, where uniform starts on time
+# (the other cells where it does are undecided, none within tolerance). At $d=64$ after
 # 2,088 steps both fixed-first recipes end behind uniform in every seed, each past its tolerance:
 # K=4 (80%) at $+2.76\%$ $[+1.83, +3.70]$ and K=2 (67%) at $+1.80\%$ $[+0.59, +3.03]$; at 1,044
 # steps K=4 (80%) is past its tolerance too. The other cells with a verdict (K=2 (67%) at 1,044
