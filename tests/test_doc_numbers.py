@@ -667,3 +667,61 @@ def test_the_rerun_cells_at_single_depths_recompute_from_the_runs():
     prose = prose.split("###")[0]
     quoted = [m.group(0) for m in TRIPLE.finditer(prose)]
     assert all(q in section for q in quoted)
+
+
+def test_the_first_screens_one_cell_ahead_is_the_only_one_and_its_delays_are_its_runs():
+    """README's sentence under the bottom line: the cells with a verdict under the chosen recipe
+    whose interval lies below zero (one, named with its arm and interval), and how many steps
+    after that arm uniform left its plateau in each seed, from the runs' escape steps."""
+    chosen = _json("recipe.json")["chosen_recipe"]["recipe"]
+    rerun = _json(f"map-{chosen}.json")
+    text = " ".join((ROOT / "README.md").read_text().split("```")[0].split())
+    ahead = []
+    for d, v in {
+        (r["d_model"], r["vocab_size"]) for b in rerun["blocks"].values() for r in b["rows"]
+    }:
+        for schedule in FIXED_FIRST:
+            for b, ours, ref in _paired(d, schedule, v, rerun).values():
+                if max(map(_nll, ours + ref)) >= b["baselines"]["test"]["bigram"]:
+                    continue  # no verdict
+                gaps = [_nll(o) / _nll(u) - 1 for o, u in zip(ours, ref)]
+                mine = _interval(gaps, _crit(rerun, d, v, len(gaps)))
+                if mine[2] < 0:
+                    delays = [u["escape_step"] - o["escape_step"] for o, u in zip(ours, ref)]
+                    ahead.append((d, v, schedule, mine, delays))
+    (cell,) = ahead
+    d, v, schedule, mine, delays = cell
+    assert f"One cell with a verdict under `{chosen}` puts fixed-first ahead" in text
+    said = re.search(rf"d={d} with a ([\d,]+)-token tokenizer, where (K=\d \(\d+%\)) ends ", text)
+    assert said and int(said[1].replace(",", "")) == v and _names(schedule, said[2])
+    _agrees(text[said.end() :], mine)
+    assert f"plateau {min(delays)} to {max(delays)} steps after that arm's" in text
+
+
+def test_the_readme_says_where_each_arm_pays_as_the_depth_table_reads():
+    """README's bullet on single serving depths: K=4 (80%)'s gap at K=1 in every cell with a
+    verdict (its range in whole percent, each interval above zero), K=2 (67%)'s intervals at K=1
+    all holding zero and at K=16 all above zero with BPE-512, as RESULTS' depth table gives them
+    (which the test above recomputes from the runs)."""
+    rows = _table(_section("docs/RESULTS.md", "map_depths"), "arm")
+
+    def cells(arm: str, depth: int) -> list[tuple[float, float, float]]:
+        column = f"at K={depth} [95%]"
+        return [
+            tuple(map(float, TRIPLE.search(r[column]).groups()))
+            for r in rows
+            if arm in r["arm"] and (depth != 16 or r["vocab"] == "512")
+        ]
+
+    k4 = cells("K=4 (80%)", 1)
+    assert all(lo > 0 for _, lo, _ in k4)
+    low, high = round(min(m for m, _, _ in k4)), round(max(m for m, _, _ in k4))
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert (
+        f"K=4 (80%) ends {low} to {high}% behind uniform at K=1 in every cell with a verdict"
+        in text
+    )
+    assert all(lo < 0 < hi for _, lo, hi in cells("K=2 (67%)", 1))
+    assert "K=2 (67%) is undetermined at K=1 (each interval holds zero)" in text
+    assert all(lo > 0 for _, lo, _ in cells("K=2 (67%)", 16))
+    assert "behind at K=16 in every BPE-512 cell" in text
