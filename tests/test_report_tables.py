@@ -174,3 +174,11 @@ def test_an_undecided_verdict_whose_interval_clears_zero_says_behind():
     assert verdict_words(row | {"gap": {"mean": 0.015, "lo": -0.0038, "hi": 0.034}}) == "undecided"
     assert verdict_words({"verdict": "worse", "gap": {"lo": 0.02}}) == "worse"
     assert verdict_words({"verdict": "undecided", "gap": None}) == "undecided"  # one seed
+
+
+def test_the_chosen_recipes_depth_table_fits_githubs_column():
+    from looped.studies.report.render import depth_section
+
+    section = depth_section(Path(__file__).resolve().parents[1])
+    table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
+    assert table.startswith("| d | vocab") and rendered_width(table) < GITHUB_COLUMN - 40
