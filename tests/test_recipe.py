@@ -318,6 +318,10 @@ def test_a_new_recipe_is_read_against_the_old_cell_by_cell_paired_by_seed():
     other = {"cells": [_cell("uniform:1-16", [1.0, 2.0, 1.5], [1, 2, 3])]}
     both = {"blocks": {"robust-d32": other, **old["blocks"]}}
     assert recipe_change(both, new)[0]["change"]["mean"] == pytest.approx(-0.1)
+    # a second round of seeds under the new recipe alone: its escapes stay out of the pairing
+    more = _cell("uniform:1-16", [1.8, 3.6, 2.7, 5.0], [100, 120, 90, 700])
+    (c,) = recipe_change(old, {"blocks": {"d32": {"cells": [more | {"seed_ids": [0, 1, 2, 9]}]}}})
+    assert c["escape_steps"] == ([300, None, 200], [100, 120, 90]) and c["change"]["n"] == 3
 
 
 def test_the_rerun_section_reads_the_map_under_the_recipe_the_probe_chose(tmp_path):

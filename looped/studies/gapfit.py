@@ -147,7 +147,7 @@ def recipe_change(old: dict, new: dict) -> list[dict]:
     width and vocabulary; found in the old block of the same name, else in the first old block
     that has it, as a one-length block's cell is its width block's): the held-out NLL under the
     new recipe over the old, paired by seed (the interval over seeds, as a gap is), each recipe's
-    LR and uniform's escape steps."""
+    LR and the schedule's escape steps in the seeds both ran."""
     out, old_blocks = [], old.get("blocks", {})
 
     def key(c: dict) -> tuple:
@@ -168,6 +168,10 @@ def recipe_change(old: dict, new: dict) -> list[dict]:
             ]
             if len(ratios) < 2:
                 continue
+            # the escapes of the seeds both recipes ran, as the NLL's change reads them: a new
+            # round of seeds under one recipe alone would move a median with no pair behind it
+            both = set(was["seed_ids"]) & set(c["seed_ids"])
+
             out.append(
                 {
                     "block": name,
@@ -176,11 +180,15 @@ def recipe_change(old: dict, new: dict) -> list[dict]:
                     "d_model": c.get("d_model"),
                     "vocab_size": c.get("vocab_size"),
                     "lr": (was["lr"], c["lr"]),
-                    "escape_steps": (was["escape_steps"], c["escape_steps"]),
+                    "escape_steps": (_escapes_in(was, both), _escapes_in(c, both)),
                     "change": ratio_interval(ratios).as_dict(),
                 }
             )
     return out
+
+
+def _escapes_in(cell: dict, seeds: set) -> list:
+    return [e for s, e in zip(cell["seed_ids"], cell["escape_steps"]) if s in seeds]
 
 
 def pooled_gaps(result: dict, arms: tuple[str, ...] = MAIN_ARMS, vocab: int = 512) -> list[dict]:

@@ -235,7 +235,7 @@ def delay_section(maps: dict[str, dict]) -> str:
 
 def change_section(old: dict, new: dict, recipe: str) -> str:
     """Each cell both maps ran: its held-out NLL under RECIPE over the map's own recipe, paired by
-    seed, beside each recipe's LR and the seeds' escape steps (median (range), never)."""
+    seed, beside each recipe's LR and those seeds' escape steps (median (range), never)."""
     head = ["d", "vocab", "steps", "schedule", "LR (own → new)", f"NLL, {recipe} over own [95%]"]
     head += ["escape (own / new)"]
     rows = [
