@@ -505,8 +505,9 @@ display(Markdown(map_report.finding_under(atlas, reruns[chosen], chosen)))
 # 2,088 steps both fixed-first recipes end behind uniform in every seed, each past its tolerance:
 # K=4 (80%) at $+2.76\%$ $[+1.83, +3.70]$ and K=2 (67%) at $+1.80\%$ $[+0.59, +3.03]$; at 1,044
 # steps K=4 (80%) is past its tolerance too. The other cells with a verdict (K=2 (67%) at 1,044
-# steps, both arms at $d=128$ and 1,042) are undecided, each point estimate behind. One cell puts
-# fixed-first ahead, as under the first recipe: $d=128$ with BPE-4096, where K=2 (67%) is now
+# steps, both arms at $d=128$ and 1,042) are undecided, each point estimate behind (K=4 (80%) at
+# $d=128$ behind outright, its interval above zero). One cell puts fixed-first ahead, as under
+# the first recipe: $d=128$ with BPE-4096, where K=2 (67%) is now
 # better and K=4 (80%) undecided. There uniform still leaves its plateau after the arms (in every
 # seed but one tie), so this one interval below zero, of the 8 with a verdict, is read where the
 # slow start the recipe was to fix persists: it supports the claim only where the baseline is

@@ -664,9 +664,32 @@ def test_the_rerun_cells_at_single_depths_recompute_from_the_runs():
                     want.add((d, v, steps, schedule))
     assert shown == want and len(rows) == len(want) >= 8
     prose = (ROOT / "docs/RESULTS.md").read_text().split("<!-- map_depths:end -->")[1]
-    prose = prose.split("###")[0]
+    prose = " ".join(prose.split("###")[0].split())
     quoted = [m.group(0) for m in TRIPLE.finditer(prose)]
     assert all(q in section for q in quoted)
+    # each range the paragraph gives runs from the lowest of its cells to the highest
+    for arm, depth, vocab, said in (
+        (
+            "K=4 (80%)",
+            "1",
+            None,
+            r"at K=1 it ends 10 to 14% behind uniform .*?, from ({T}) .*? to ({T})",
+        ),
+        (
+            "K=2 (67%)",
+            "16",
+            "512",
+            r"at K=16 it is behind in every BPE-512 cell, from ({T}) to ({T})",
+        ),
+    ):
+        cells = [
+            r[f"at K={depth} [95%]"]
+            for r in rows
+            if arm in r["arm"] and vocab in (None, r["vocab"])
+        ]
+        cells.sort(key=lambda c: float(TRIPLE.search(c).group(1)))
+        found = re.search(said.format(T=TRIPLE.pattern), prose)
+        assert found and (found[1], found[found.lastindex]) == (cells[0], cells[-1]), arm
 
 
 def test_the_first_screens_one_cell_ahead_is_the_only_one_and_its_delays_are_its_runs():
