@@ -140,6 +140,26 @@ def _paired(
     return paired
 
 
+def _judged(results: dict):
+    """Every (d, vocab, steps, schedule, its runs, uniform's) of a map where the cell has a
+    verdict: the arm's runs and uniform's all beat the bigram table, paired by seed."""
+    for d, v in sorted(
+        {(r["d_model"], r["vocab_size"]) for b in results["blocks"].values() for r in b["rows"]}
+    ):
+        for schedule in FIXED_FIRST:
+            for steps, (b, ours, ref) in _paired(d, schedule, v, results).items():
+                if max(map(_nll, ours + ref)) < b["baselines"]["test"]["bigram"]:
+                    yield d, v, steps, schedule, ours, ref
+
+
+def _sweep(block: dict) -> tuple[dict[float, list[dict]], dict[float, float]]:
+    """A block's LR sweep rows by LR, and each LR's mean validation NLL over its LR seeds."""
+    by_lr: dict[float, list[dict]] = {}
+    for r in block["sweep"]:
+        by_lr.setdefault(r["lr"], []).append(r)
+    return by_lr, {lr: sum(r["val_nll"] for r in v) / len(v) for lr, v in by_lr.items()}
+
+
 def test_the_readme_finding_is_each_widths_longest_one_pass_gap_on_the_map():
     """Each width (BPE-512) at its longest length on one pass with two or more seeds, and at the
     longest length every width reached (in tokens per non-embedding parameter), then the other
@@ -555,10 +575,7 @@ def test_the_d128_sweep_sentence_reads_its_rows():
     """RESULTS' d128-20 sweep: the LR chosen and each LR's mean validation NLL over the LR
     seeds, as the block's sweep rows give them."""
     block = _json("map-w2pct_i1.json")["blocks"]["d128-20"]
-    by_lr: dict[float, list[float]] = {}
-    for r in block["sweep"]:
-        by_lr.setdefault(r["lr"], []).append(r["val_nll"])
-    mean = {lr: sum(v) / len(v) for lr, v in by_lr.items()}
+    by_lr, mean = _sweep(block)
     best = min(mean, key=mean.get)
     assert best == block["shared_lr"]["1042"] == 0.001 and len(by_lr[best]) == 2
     text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
@@ -571,10 +588,7 @@ def test_the_d128_bpe4096_sweep_sentence_reads_its_rows():
     """RESULTS' d128-bpe4096 sweep under w2pct_i1: the LR chosen, each LR's mean validation NLL
     over the LR seeds, and uniform's escape steps, as the block's sweep rows give them."""
     block = _json("map-w2pct_i1.json")["blocks"]["d128-bpe4096"]
-    by_lr: dict[float, list[dict]] = {}
-    for r in block["sweep"]:
-        by_lr.setdefault(r["lr"], []).append(r)
-    mean = {lr: sum(r["val_nll"] for r in v) / len(v) for lr, v in by_lr.items()}
+    by_lr, mean = _sweep(block)
     assert min(mean, key=mean.get) == block["shared_lr"]["2084"] == 0.001
     assert all(len(v) == 2 for v in by_lr.values())
     text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
@@ -592,10 +606,7 @@ def test_the_d64_160_sweep_sentence_reads_its_rows():
     """RESULTS' d64-160 sweep: the LR chosen, each LR's mean validation NLL over the LR seeds
     and uniform's escape steps, as the block's sweep rows give them."""
     block = _json("map-w2pct_i1.json")["blocks"]["d64-160"]
-    by_lr: dict[float, list[dict]] = {}
-    for r in block["sweep"]:
-        by_lr.setdefault(r["lr"], []).append(r)
-    mean = {lr: sum(r["val_nll"] for r in v) / len(v) for lr, v in by_lr.items()}
+    by_lr, mean = _sweep(block)
     assert min(mean, key=mean.get) == block["shared_lr"]["2088"] == 0.003
     text = " ".join((ROOT / "docs/RESULTS.md").read_text().split())
     said = f"chose 0.003, inside the grid (mean validation NLL {mean[0.003]:.3f} over the two LR "
@@ -653,15 +664,7 @@ def test_the_rerun_cells_at_single_depths_recompute_from_the_runs():
             column = next(k for k in row if k.startswith(f"at K={depth} " if depth else "mean"))
             _agrees(row[column], _interval(gaps, crit))
         shown.add((d, v, steps, schedule))
-    want = set()
-    for d, v in {
-        (r["d_model"], r["vocab_size"]) for b in rerun["blocks"].values() for r in b["rows"]
-    }:
-        for schedule in FIXED_FIRST:
-            for steps, (b, ours, ref) in _paired(d, schedule, v, rerun).items():
-                bigram = b["baselines"]["test"]["bigram"]
-                if max(map(_nll, ours + ref)) < bigram:
-                    want.add((d, v, steps, schedule))
+    want = {(d, v, steps, schedule) for d, v, steps, schedule, _, _ in _judged(rerun)}
     assert shown == want and len(rows) == len(want) >= 8
     prose = (ROOT / "docs/RESULTS.md").read_text().split("<!-- map_depths:end -->")[1]
     prose = " ".join(prose.split("###")[0].split())
@@ -700,18 +703,12 @@ def test_the_first_screens_one_cell_ahead_is_the_only_one_and_its_delays_are_its
     rerun = _json(f"map-{chosen}.json")
     text = " ".join((ROOT / "README.md").read_text().split("```")[0].split())
     ahead = []
-    for d, v in {
-        (r["d_model"], r["vocab_size"]) for b in rerun["blocks"].values() for r in b["rows"]
-    }:
-        for schedule in FIXED_FIRST:
-            for b, ours, ref in _paired(d, schedule, v, rerun).values():
-                if max(map(_nll, ours + ref)) >= b["baselines"]["test"]["bigram"]:
-                    continue  # no verdict
-                gaps = [_nll(o) / _nll(u) - 1 for o, u in zip(ours, ref)]
-                mine = _interval(gaps, _crit(rerun, d, v, len(gaps)))
-                if mine[2] < 0:
-                    delays = [u["escape_step"] - o["escape_step"] for o, u in zip(ours, ref)]
-                    ahead.append((d, v, schedule, mine, delays))
+    for d, v, _, schedule, ours, ref in _judged(rerun):
+        gaps = [_nll(o) / _nll(u) - 1 for o, u in zip(ours, ref)]
+        mine = _interval(gaps, _crit(rerun, d, v, len(gaps)))
+        if mine[2] < 0:
+            delays = [u["escape_step"] - o["escape_step"] for o, u in zip(ours, ref)]
+            ahead.append((d, v, schedule, mine, delays))
     (cell,) = ahead
     d, v, schedule, mine, delays = cell
     assert f"One cell with a verdict under `{chosen}` puts fixed-first ahead" in text

@@ -171,7 +171,6 @@ def recipe_change(old: dict, new: dict) -> list[dict]:
             # the escapes of the seeds both recipes ran, as the NLL's change reads them: a new
             # round of seeds under one recipe alone would move a median with no pair behind it
             both = set(was["seed_ids"]) & set(c["seed_ids"])
-
             out.append(
                 {
                     "block": name,

@@ -100,10 +100,14 @@ def depth_rows(result: dict) -> str:
     rows = []
     for s in compared(result):
         c = longest(result, s)
-        by = c.get("gap_by_depth", {})
-        depths = [gap_text(by[k]) if k in by else "-" for k in ("1", "4", "16")]
-        rows.append([label(s), c["steps"], gap_cell(c), *depths])
+        rows.append([label(s), c["steps"], gap_cell(c), *depth_cells(c)])
     return md_table(["schedule", "steps", "mean over K=1..16", "K=1", "K=4", "K=16"], rows)
+
+
+def depth_cells(cell: dict) -> list[str]:
+    """The cell's gap at serving depths 1, 4 and 16, each with its interval ("-" where unread)."""
+    by = cell.get("gap_by_depth", {})
+    return [gap_text(by[k]) if k in by else "-" for k in ("1", "4", "16")]
 
 
 def trend_rows(result: dict) -> str:

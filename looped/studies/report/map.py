@@ -17,6 +17,7 @@ from looped.studies.gapfit import gap_fit, pooled_gaps
 from looped.studies.report.block import (
     RECIPES,
     TREND_HEAD,
+    depth_cells,
     gap_cell,
     gap_keys,
     gap_marks,
@@ -622,12 +623,9 @@ def depth_rows(result: dict, recipe: str) -> str:
     for c in sorted(
         every, key=lambda c: (c["vocab_size"], c["d_model"], c["steps"], c["schedule"])
     ):
-        by = c.get("gap_by_depth", {})
-        depths = [gap_text(by[k]) if k in by else "-" for k in ("1", "4", "16")]
         mean = f"{gap_text(c['gap'])}, {verdict_words(c)}"
-        rows.append(
-            [c["d_model"], c["vocab_size"], c["steps"], label(c["schedule"]), mean, *depths]
-        )
+        size = [c["d_model"], c["vocab_size"], c["steps"], label(c["schedule"])]
+        rows.append([*size, mean, *depth_cells(c)])
     if not rows:
         return f"No cell under `{recipe}` has a verdict yet."
     lead = f"Under `{recipe}`, each cell with a verdict at serving depths 1, 4 and 16 (each"
