@@ -3,6 +3,7 @@
     idx -> P (token embedding, optional prelude layers)            = e
         -> A applied K times with shared weights                   h_1 = A(e)
                                                                    h_k = A(inject(h_{k-1}, e))
+           (with state_norm, h_{k-1} is RMS-normed before the injection)
         -> H (optional coda layers, final RMSNorm, LM head)        logits
 
 Parameters do not grow with K; compute does (``looped.flops``). Layers are pre-norm Llama-style
@@ -53,6 +54,10 @@ class LoopedConfig:
     # init_std / sqrt(2 x (prelude + init_loops x block + coda layers)); 1 counts the block once
     # (GPT-2's rule), max_depth counts every application a deep loop makes
     init_loops: int = 1
+    # an RMSNorm on the recurrent state before each loop after the first (h_k = A(inject(
+    # norm(h_{k-1}), e))): the state's scale no longer grows with K, as in sandwich-norm
+    # recurrent-depth models; off by default, and off adds no parameter
+    state_norm: bool = False
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_head:
@@ -193,6 +198,8 @@ class LoopedTransformer(nn.Module):
             eye = torch.eye(cfg.d_model)
             with torch.no_grad():
                 self.inject.weight.copy_(torch.cat([eye, eye], dim=1))
+        # Last too, and it draws no random numbers: every other weight starts as it does without it.
+        self.state_norm = RMSNorm(cfg.d_model, cfg.norm_eps) if cfg.state_norm else None
 
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear | nn.Embedding):
@@ -232,6 +239,8 @@ class LoopedTransformer(nn.Module):
             yield h
 
     def _inject(self, h: Tensor, e: Tensor) -> Tensor:
+        if self.state_norm is not None:
+            h = self.state_norm(h)
         if self.config.injection == "add":
             return h + e
         if self.config.injection == "concat":

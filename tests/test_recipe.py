@@ -93,7 +93,7 @@ def test_a_config_at_the_new_fields_defaults_fingerprints_as_the_committed_runs_
 
 
 def test_each_probe_recipe_has_a_home_of_its_own_and_a_plain_block_keeps_its_warmup():
-    uniform = [b for b in PROBE.blocks if b.sweep == paper.UNIFORM]
+    uniform = [b for b in PROBE.blocks if b.sweep == paper.UNIFORM and not b.lrs]  # not late-
     assert len({b.name for b in uniform}) == len(uniform) == 6 + 2 * 4 + 3 + 3  # + the floor
     # one home per width, vocabulary and recipe: the floor's d64-40 cell shares d64's runs dir
     homes = {b.home: (b.d_model, b.tokenizer, b.recipe) for b in uniform}
@@ -141,7 +141,7 @@ def _sweep(v: float, schedule: str = paper.UNIFORM, lrs: tuple = PROBE.lrs) -> d
 
 
 def test_the_own_recipe_check_reads_the_shared_recipe_against_each_arms_own_best():
-    own = [b for b in PROBE.blocks if b.sweep != paper.UNIFORM]
+    own = [b for b in PROBE.blocks if b.sweep != paper.UNIFORM and not b.lrs]
     assert {b.sweep for b in own} == set(ARMS) and len(own) == 2 * 4  # the four in contention
     assert len({b.name for b in PROBE.blocks}) == len(PROBE.blocks)
     # an arm's runs sit beside uniform's of the same recipe, apart by their schedule's run names
@@ -241,13 +241,17 @@ def test_a_recipe_that_skipped_a_cell_where_it_equals_another_is_scored_there_th
 
 
 def test_a_recipe_name_round_trips_and_a_bad_one_is_refused_in_one_line():
-    """Name -> (warmup, loops) -> a block's name, and name -> a run's overrides -> its config ->
-    name: the report reads the demo reference's recipe back from its overrides this way."""
-    for name in ("w2pct_i16", "w10_i1", "w5pct_i1", "w40_i16"):
-        warmup, loops = parse_recipe(name)
-        assert Block("x", 16, warmup=warmup, init_loops=loops).recipe == name
-        assert recipe_of(load_config("tiny", recipe_overrides(name))) == name
-    for bad in ("w2_pct_i16", "2pct_i16", "w0pct_i1", "w100pct_i1", "w2pct_i0", "w2pct"):
+    """Name -> (warmup, loops, state norm) -> a block's name, and name -> a run's overrides -> its
+    config -> name: the report reads the demo reference's recipe back from its overrides this way."""
+    for name in ("w2pct_i16", "w10_i1", "w5pct_i1", "w40_i16", "w10pct_i1_sn", "w40_i1_sn"):
+        warmup, loops, normed = parse_recipe(name)
+        assert normed == name.endswith("_sn")
+        block = Block("x", 16, warmup=warmup, init_loops=loops, state_norm=normed)
+        assert block.recipe == name
+        cfg = load_config("tiny", recipe_overrides(name))
+        assert recipe_of(cfg) == name and cfg.model.state_norm == normed
+    bad_names = ("w2_pct_i16", "2pct_i16", "w0pct_i1", "w100pct_i1", "w2pct_i0", "w2pct")
+    for bad in (*bad_names, "w2pct_i1_sm", "w2pct_sn"):
         with pytest.raises(UserError, match="--recipe .*w2pct_i16"):
             parse_recipe(bad)
 

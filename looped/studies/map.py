@@ -40,7 +40,7 @@ from looped.flops import wall_saving as flops_wall_saving
 from looped.model import LoopedTransformer
 from looped.runtime.device import cpu_kernels, fixed_step, one_thread, time_min
 from looped.schedule_spec import parse_schedule
-from looped.studies import textstudy
+from looped.studies import stats, textstudy
 from looped.studies.results import machine_name, read_results_file, write_result
 from looped.studies.textsetup import (
     TextSetup,
@@ -74,14 +74,18 @@ class Block:
     init_loops: int = 1  # block applications the residual init counts (`model.init_loops`)
     sweep: str = paper.UNIFORM  # the schedule its LR sweep trains: a fixed-first arm in the
     # own-recipe check (`OWN`), uniform everywhere else
+    state_norm: bool = False  # an RMSNorm on the recurrent state between loops
+    lrs: tuple[float, ...] = ()  # its own LRs instead of the settings' (a probe candidate's)
+    lr_seeds: tuple[int, ...] = ()  # its own LR seeds instead of the settings'
 
     @property
     def recipe(self) -> str:
         """ "" for the settings' own recipe; else "w10_i1" (10 warmup steps, the block counted
-        once at init), "w5pct_i16" (5% of the run, once per application up to 16), ..."""
+        once at init), "w5pct_i16" (5% of the run, once per application up to 16), "w10pct_i1_sn"
+        (10% of the run, the state normed between loops), ..."""
         if self.warmup is None:
             return "" if self.init_loops == 1 else f"wsetup_i{self.init_loops}"
-        return recipe_name(self.warmup, self.init_loops)
+        return recipe_name(self.warmup, self.init_loops, self.state_norm)
 
     @property
     def home(self) -> str:
@@ -202,11 +206,42 @@ FLOOR_CELL = Block("d64-40", 64, tpp=(40,))
 FLOOR = probe_blocks((FLOOR_CELL,), warmups=(0.02,), inits=(1, 16)) + probe_blocks(
     (FLOOR_CELL, *PROBE_CELLS), warmups=(40,), inits=(16,)
 )
+# The late-start probe. Under w2pct_i1, d=128 with BPE-4096 (2,084 steps) is the one cell where
+# uniform still leaves its plateau after the arms (30-170 steps), and the first probe never ran
+# there. Each candidate (warmup share, LR, state norm) trains uniform on both probe seeds and each
+# arm on the first, so that "on time" is read against the arms (`choose_late`).
+LATE_CELL = Block("d128-bpe4096", 128, "bpe:4096", (40,))
+LATE = (  # (warmup share of the run, LR, state norm), in the order they train
+    (0.02, 1e-3, False),  # the cell's recipe and LR under w2pct_i1: the reference
+    (0.10, 1e-3, False),
+    (0.02, 1e-3, True),
+    (0.02, 3e-4, False),
+    (0.10, 1e-3, True),
+    (0.10, 3e-4, False),
+    (0.20, 1e-3, False),
+)
+
+
+def late_blocks(candidates: tuple[tuple[float, float, bool], ...]) -> tuple[Block, ...]:
+    """Per candidate: "late-RECIPE-lrLR" (uniform on seeds 200 and 201), then
+    "late-ARM-RECIPE-lrLR" for each arm (seed 200): sweep runs at one LR, nothing reported."""
+    out = []
+    for warmup, lr, normed in candidates:
+        base = replace(LATE_CELL, warmup=warmup, state_norm=normed, lrs=(lr,), arms=())
+        tag = f"{base.recipe}-lr{lr:g}"
+        out.append(replace(base, name=f"late-{tag}", lr_seeds=(200, 201)))
+        out += [
+            replace(base, name=f"late-{arm_tag(a)}-{tag}", lr_seeds=(200,), sweep=a) for a in ARMS
+        ]
+    return tuple(out)
+
+
 PROBE = MapSettings(
     blocks=probe_blocks(PROBE_CELLS[:1], warmups=(10, 0.02, 0.05), inits=(1, 16))
     + probe_blocks(PROBE_CELLS[1:], warmups=(10, 0.02), inits=(1, 16))
     + OWN
-    + FLOOR,
+    + FLOOR
+    + late_blocks(LATE),
     lrs=(3e-3, 1e-2),
     lr_seeds=(200, 201),
     extend=0,  # the LR is a crossed factor here; the map sweeps it again under the recipe chosen
@@ -217,10 +252,13 @@ def with_recipe(settings: MapSettings, name: str) -> MapSettings:
     """Every block under the recipe NAME, each in a home of its own, its LR chosen on two LR seeds
     (where the escape depends on the seed, one seed can pick a risky LR); the settings' own
     recipe (10 warmup steps, the block counted once) leaves the blocks where they are."""
-    warmup, loops = parse_recipe(name)
-    if (warmup, loops) == (settings.setup.warmup_steps, 1) and not settings.setup.warmup_frac:
+    warmup, loops, normed = parse_recipe(name)
+    own = (settings.setup.warmup_steps, 1, False)
+    if (warmup, loops, normed) == own and not settings.setup.warmup_frac:
         return settings
-    blocks = tuple(replace(b, warmup=warmup, init_loops=loops) for b in settings.blocks)
+    blocks = tuple(
+        replace(b, warmup=warmup, init_loops=loops, state_norm=normed) for b in settings.blocks
+    )
     seeds = tuple(dict.fromkeys((*settings.lr_seeds, max(settings.lr_seeds) + 1)))
     return replace(settings, blocks=blocks, lr_seeds=seeds)
 
@@ -233,7 +271,7 @@ def choose_recipe(blocks: dict[str, dict], settings: MapSettings) -> dict | None
     is whole."""
     probed: dict[str, set[str]] = {}
     by_cell: dict[str, dict[str, float]] = {}
-    for b in (b for b in settings.blocks if b.sweep == paper.UNIFORM):
+    for b in (b for b in settings.blocks if b.sweep == paper.UNIFORM and not b.lrs):
         cell = b.name.removesuffix(f"-{b.recipe}").removeprefix("probe-")
         probed.setdefault(cell, set()).add(b.recipe)
         if (best := best_lr_nll(blocks.get(b.name, {}), settings)) is not None:
@@ -263,6 +301,60 @@ def choose_recipe(blocks: dict[str, dict], settings: MapSettings) -> dict | None
     }
 
 
+def choose_late(blocks: dict[str, dict], settings: MapSettings, slack: int = 10) -> dict | None:
+    """The late-start probe's rule, fixed before its runs: a candidate gives uniform an on-time
+    start where uniform's escape step in every probe seed is no later than each arm's, give or
+    take one logging interval (SLACK steps); among those the lowest mean validation NLL wins.
+    Each candidate's NLL against the reference (the first candidate) is paired by seed. None
+    until the reference has finished."""
+    late = [b for b in settings.blocks if b.name.startswith("late-")]
+    rows = {b.name: blocks.get(b.name, {}).get("sweep", []) for b in late}
+    done = {b.name: rows[b.name] for b in late if len(rows[b.name]) == len(b.lr_seeds)}
+    uniform = [b for b in late if b.sweep == paper.UNIFORM]
+    if not uniform or uniform[0].name not in done:
+        return None
+    ref = {r["seed"]: r["val_nll"] for r in done[uniform[0].name]}
+    table = []
+    for b in uniform:
+        tag = b.name.removeprefix("late-")
+        arms = [f"late-{arm_tag(a)}-{tag}" for a in ARMS]
+        if b.name not in done or any(a not in done for a in arms):
+            continue
+        mine = done[b.name]
+        arm_escape = [r["escape_step"] for a in arms for r in done[a]]
+        on_time = all(
+            r["escape_step"] is not None
+            and all(e is None or r["escape_step"] <= e + slack for e in arm_escape)
+            for r in mine
+        )
+        ratios = [r["val_nll"] / ref[r["seed"]] - 1 for r in mine if r["seed"] in ref]
+        table.append(
+            {"candidate": tag, "recipe": b.recipe, "lr": b.lrs[0], "on_time": on_time}
+            | {"val_nll": float(np.mean([r["val_nll"] for r in mine]))}
+            | {"escapes": [r["escape_step"] for r in mine], "arm_escapes": arm_escape}
+            | {"vs_reference": vs_reference(ratios)}
+        )
+    timely = [c for c in table if c["on_time"]]
+    best = min(timely, key=lambda c: c["val_nll"]) if timely else None
+    edge = best and (best["lr"] == min(b.lrs[0] for b in uniform) or "20pct" in best["recipe"])
+    return {
+        "rule": f"uniform's escape <= each arm's + {slack} steps in every probe seed; then the "
+        "lowest mean validation NLL",
+        "candidates": table,
+        "winner": best and best["candidate"],
+        "whole": len(table) == len(uniform),
+        "at_edge": bool(edge),
+    }
+
+
+def vs_reference(ratios: list[float]) -> dict:
+    """Paired by seed against the reference: the mean ratio - 1 and its 95% interval (as the map's
+    gaps: over log ratios); with one seed, the value alone."""
+    if len(ratios) < 2:
+        return {"mean": float(np.mean(ratios)) if ratios else None, "n": len(ratios)}
+    return stats.ratio_interval(ratios).as_dict()
+
+
 def best_lr_nll(block: dict, settings: MapSettings) -> float | None:
     """A probe block's best LR's validation NLL, the mean over the LR seeds; None until its
     whole sweep (every LR on every LR seed) has finished."""
@@ -277,8 +369,9 @@ def own_recipes(blocks: dict[str, dict], settings: MapSettings, shared: str) -> 
     """Per fixed-first arm of the own-recipe check: each recipe's best-LR validation NLL, the
     arm's own best recipe, and how far the SHARED recipe (uniform's choice) ends above it."""
     out = []
-    for arm in dict.fromkeys(b.sweep for b in settings.blocks if b.sweep != paper.UNIFORM):
-        mine = {b.recipe: blocks.get(b.name, {}) for b in settings.blocks if b.sweep == arm}
+    first = [b for b in settings.blocks if not b.lrs]  # the late-start probe reads its own
+    for arm in dict.fromkeys(b.sweep for b in first if b.sweep != paper.UNIFORM):
+        mine = {b.recipe: blocks.get(b.name, {}) for b in first if b.sweep == arm}
         nll = {r: v for r, b in mine.items() if (v := best_lr_nll(b, settings)) is not None}
         if len(nll) < len(mine) or shared not in nll:
             continue  # the check is read once every recipe has finished
@@ -335,11 +428,14 @@ def steps_for(block: Block, setup: TextSetup) -> tuple[int, ...]:
 def block_settings(block: Block, settings: MapSettings) -> textstudy.BlockSettings:
     """One block as the text study declares it (its corpus, lengths, arms, recipe)."""
     shape = {"d_model": block.d_model, "n_head": block.n_head, "tokenizer": block.tokenizer}
-    setup = recipe_setup(replace(settings.setup, **shape), block.warmup, block.init_loops)
+    setup = replace(settings.setup, **shape)
+    setup = recipe_setup(setup, block.warmup, block.init_loops, block.state_norm)
     steps = block.steps or steps_for(block, setup)
-    as_given = ("lrs", "lr_seeds", "extend", "rounds", "max_seeds", "workers")  # the map's own
+    as_given = ("extend", "rounds", "max_seeds", "workers")  # the map's own
     return textstudy.BlockSettings(
         **{k: getattr(settings, k) for k in as_given},
+        lrs=block.lrs or settings.lrs,
+        lr_seeds=block.lr_seeds or settings.lr_seeds,
         setup=setup,
         lengths=steps,
         lr_lengths=steps,  # the LR is chosen where every verdict is made

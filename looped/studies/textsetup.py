@@ -44,6 +44,7 @@ class TextSetup:
     # then part at step 0 and no longer share a trunk
     warmup_frac: float = 0.0
     init_loops: int = 1  # block applications the residual init counts (`model.init_loops`)
+    state_norm: bool = False  # an RMSNorm on the recurrent state between loops (`model.state_norm`)
     val_batches: int = 12  # validation windows (x batch_size x seq_len tokens): LR choice
     test_batches: int = 24  # test windows: every reported number
     val_frac: float = 0.05  # share of the corpus's near-duplicate clusters held out for val
@@ -59,10 +60,13 @@ class TextSetup:
 DEMO_RECIPE = "w2pct_i1"
 
 
-def recipe_setup(setup: TextSetup, warmup: float | None, init_loops: int) -> TextSetup:
+def recipe_setup(
+    setup: TextSetup, warmup: float | None, init_loops: int, state_norm: bool = False
+) -> TextSetup:
     """SETUP under a recipe: WARMUP in steps (1 or more) or as a share of each run (below 1;
-    None keeps the setup's), the residual init counting INIT_LOOPS applications."""
-    setup = replace(setup, init_loops=init_loops)
+    None keeps the setup's), the residual init counting INIT_LOOPS applications, the state
+    normed between loops or not."""
+    setup = replace(setup, init_loops=init_loops, state_norm=state_norm)
     if warmup is not None and warmup < 1:
         return replace(setup, warmup_frac=warmup)
     if warmup is not None:
@@ -74,8 +78,9 @@ def track_setup(setup: TextSetup, name: str, steps: int) -> TextSetup:
     """SETUP under the recipe NAME for a track whose runs last at most STEPS: a warmup share is
     that share of STEPS, the same steps in every run, so that a shorter run (uniform cut to a
     schedule's FLOPs) still branches off the full one; the map's lengths warm up each their own."""
-    warmup, loops = parse_recipe(name)
-    return recipe_setup(setup, max(1, round(warmup * steps)) if warmup < 1 else warmup, loops)
+    warmup, loops, normed = parse_recipe(name)
+    warm = max(1, round(warmup * steps)) if warmup < 1 else warmup
+    return recipe_setup(setup, warm, loops, normed)
 
 
 def slug(source: str) -> str:
@@ -150,7 +155,7 @@ def _run_config(
     own |= {"seq_len": setup.seq_len, "batch_size": setup.batch_size, "max_steps": steps}
     own |= {"optim.warmup_steps": setup.warmup_steps, "eval_batches": setup.val_batches}
     own |= {"optim.warmup_frac": setup.warmup_frac, "model.init_loops": setup.init_loops}
-    own |= {"log_interval": 10, "dtype": setup.dtype}
+    own |= {"model.state_norm": setup.state_norm, "log_interval": 10, "dtype": setup.dtype}
     run = [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]
     overrides = [*fixed.split(), *(f"{k}={v}" for k, v in own.items()), *run, *extra]
     cfg = load_config("demo", overrides)

@@ -383,7 +383,8 @@ def text_meta(settings: BlockSettings, corpus: dict, trained: int) -> dict:
     s = settings.setup
     splits = {k: v["tokens"] for k, v in corpus["splits"].items()}
     keys = ("tokenizer", "d_model", "n_head", "batch_size", "seq_len", "warmup_steps")
-    keys += ("warmup_frac", "init_loops")  # the recipe
+    keys += ("warmup_frac", "init_loops")  # the recipe (and a state norm where it is on)
+    keys += ("state_norm",) * s.state_norm
     return {
         "settings": {"dataset": corpus["dataset"], **{k: getattr(s, k) for k in keys}}
         | {"steps": settings.lengths[0], "seeds": settings.rounds[0], "lrs": list(settings.lrs)}

@@ -9,6 +9,7 @@
     looped map --gpu --out runs/map-gpu          # a GPU: widths to 512, lengths over 100x
     looped map --probe                           # the recipe probe: uniform's warmup, residual
                                                  # init and LR, unreported seeds; recipe.json
+    looped map --probe --blocks late-w2pct_i1-lr0.001,...   # the late-start probe's candidates
     looped map --recipe w2pct_i16                # the map under another recipe: map-w2pct_i16.json
 
 The method is in `looped.studies.map`; a rerun reuses every finished run.
@@ -30,6 +31,7 @@ from looped.studies.map import (
     QUICK_PROBE,
     MapSettings,
     check_resume,
+    choose_late,
     choose_recipe,
     own_recipes,
     run_map,
@@ -138,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         every = replace(settings, blocks=(QUICK_PROBE if a.quick else PROBE).blocks)
         result["chosen_recipe"] = chosen = choose_recipe(result["blocks"], every)
         result["own_recipes"] = own_recipes(result["blocks"], every, (chosen or {}).get("recipe"))
+        result["late_start"] = choose_late(result["blocks"], every)
     if "wallclock" in old:  # measured apart, kept across collections
         result["wallclock"] = old["wallclock"]
     write_result(path, result)

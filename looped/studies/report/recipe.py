@@ -83,7 +83,7 @@ def _best(result: dict, cell: str, recipe: str) -> float | None:
 def _twins(result: dict, recipe: str, cells: list[str], ran: list[str]) -> dict[str, str]:
     """For each cell `recipe` skipped, a recipe that ran there with the same configuration (at
     522 steps, 2% of the run is 10 warmup steps): {cell: that recipe}; {} where a cell has none."""
-    warmup, loops = parse_recipe(recipe)
+    warmup, loops, _ = parse_recipe(recipe)
     twins = {}
     for cell in (c for c in cells if c not in ran):
         # its length from its own blocks ("d64" must not read d64-40's)
