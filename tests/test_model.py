@@ -184,17 +184,33 @@ def test_the_model_runs_attention_by_the_chosen_path(monkeypatch, autocast, sdpa
     assert len(calls) == sdpa_calls and torch.isfinite(logits).all()
 
 
-@pytest.mark.parametrize(
-    "injection, bptt, prelude, tied",
-    [("add", 0, 1, True), ("concat", 0, 0, True), ("none", 1, 1, True), ("none", 1, 0, False),
-     ("none", 1, 0, True), ("add", 1, 1, False), ("concat", 1, 1, True)],
-)  # fmt: skip
+UNUSED_CASES = [  # injection, bptt, prelude, tied, state_norm
+    ("add", 0, 1, True, False),
+    ("concat", 0, 0, True, False),
+    ("none", 1, 1, True, False),
+    ("none", 1, 0, False, False),
+    ("none", 1, 0, True, False),
+    ("add", 1, 1, False, False),
+    ("concat", 1, 1, True, False),
+    ("add", 0, 0, True, True),
+    ("none", 1, 1, True, True),
+]
+
+
+@pytest.mark.parametrize("injection, bptt, prelude, tied, state_norm", UNUSED_CASES)
 def test_may_leave_unused_says_exactly_when_a_parameter_gets_no_gradient(
-    injection, bptt, prelude, tied
+    injection, bptt, prelude, tied, state_norm
 ):
     """What DDP's find_unused_parameters is derived from, checked against a real backward."""
-    cfg = LoopedConfig(vocab_size=32, seq_len=8, d_model=16, n_head=2, max_depth=4,
-                       injection=injection, bptt=bptt, n_prelude=prelude, tie_embeddings=tied)  # fmt: skip
+    shape = {"vocab_size": 32, "seq_len": 8, "d_model": 16, "n_head": 2, "max_depth": 4}
+    cfg = LoopedConfig(
+        **shape,
+        injection=injection,
+        bptt=bptt,
+        n_prelude=prelude,
+        tie_embeddings=tied,
+        state_norm=state_norm,
+    )
     model = LoopedTransformer(cfg)
     idx = torch.randint(0, 32, (2, 8))
     for depth in (1, 2, 3):
@@ -202,3 +218,48 @@ def test_may_leave_unused_says_exactly_when_a_parameter_gets_no_gradient(
         model(idx, depth=depth, targets=idx)[1].backward()
         unused = [n for n, p in model.named_parameters() if p.grad is None]
         assert may_leave_unused(model, [depth]) == bool(unused), (depth, unused)
+
+
+@pytest.mark.parametrize("injection", ["add", "concat"])
+def test_with_the_state_norm_depth_k_equals_k_block_applications_on_the_normed_state(
+    idx, injection
+):
+    m = tiny(injection=injection, state_norm=True)
+    cos, sin = m.rope_cos[:16], m.rope_sin[:16]
+    e = m.embed(idx)
+    h = m.block(e, cos, sin)
+    for _ in range(4):
+        s = m.state_norm(h)
+        x = s + e if injection == "add" else m.inject(torch.cat([s, e], dim=-1))
+        h = m.block(x, cos, sin)
+    logits, _ = m(idx, 5)
+    torch.testing.assert_close(logits, m.head(m.norm(h)), rtol=0, atol=0)
+    # depth 1 never touches it: a plain transformer, as without the norm
+    torch.testing.assert_close(m(idx, 1)[0], tiny(injection=injection)(idx, 1)[0], rtol=0, atol=0)
+
+
+def test_the_state_norm_off_adds_nothing_and_on_draws_the_same_other_weights():
+    """Off: the state dict a committed run saved loads as it is. On: one weight vector more, and
+    every other weight starts equal, so a run with it differs by the norm alone."""
+    plain, normed = tiny(), tiny(state_norm=True)
+    assert plain.state_norm is None and "state_norm.weight" not in plain.state_dict()
+    extra = set(normed.state_dict()) - set(plain.state_dict())
+    assert extra == {"state_norm.weight"}
+    for name, value in plain.state_dict().items():
+        torch.testing.assert_close(normed.state_dict()[name], value, rtol=0, atol=0)
+    assert normed.num_params() == plain.num_params() + 32
+
+
+def test_the_state_norm_keeps_the_state_scale_from_growing_with_depth(idx):
+    """Why it exists: with "add" injection the state's RMS grows loop by loop; normed before each
+    loop, the block's input stays at the scale of one normed state plus the embedding."""
+
+    def rms_growth(m: LoopedTransformer) -> float:
+        with torch.no_grad():
+            for p in m.block.parameters():  # a block whose output adds to its input every loop
+                p.mul_(4)
+            states = m.hidden_states(idx, 16)
+        rms = [h.pow(2).mean().sqrt().item() for h in states]
+        return rms[-1] / rms[1]
+
+    assert rms_growth(tiny()) > 2 * rms_growth(tiny(state_norm=True))

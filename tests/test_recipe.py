@@ -32,8 +32,11 @@ from looped.studies.map import (
     QUICK_PROBE,
     Block,
     MapSettings,
+    LATE,
     block_settings,
+    choose_late,
     choose_recipe,
+    late_blocks,
     own_recipes,
     probe_blocks,
     run_map,
@@ -416,3 +419,49 @@ def test_a_tracks_warmup_share_is_of_its_whole_length_so_its_shorter_runs_still_
     assert track_setup(TextSetup(), "w2pct_i1", 20).warmup_steps == 1  # at least one step
     assert track_setup(TextSetup(warmup_frac=0.5), "w40_i1", 480).warmup_steps == 40
     assert track_setup(TextSetup(warmup_frac=0.5), "w40_i1", 480).warmup_frac == 0.0
+
+
+def _late(blocks: dict, name: str, seeds: dict[int, tuple[float, int | None]]) -> None:
+    """A late-start probe block's sweep rows: {seed: (validation NLL, escape step)}."""
+    blocks[name] = {
+        "sweep": [{"seed": s, "val_nll": v, "escape_step": e} for s, (v, e) in seeds.items()]
+    }
+
+
+def test_the_late_start_rule_takes_the_best_candidate_whose_uniform_escapes_with_the_arms():
+    """The rule fixed before the runs: on time means uniform's escape, in every probe seed, is no
+    later than each arm's plus one logging interval (10 steps); then the lowest NLL wins."""
+    settings = replace(PROBE, blocks=late_blocks(LATE[:3]))
+    names = [b.name for b in settings.blocks]
+    assert names[:3] == ["late-w2pct_i1-lr0.001", "late-k4f80-w2pct_i1-lr0.001",
+                         "late-k2f67-w2pct_i1-lr0.001"]  # fmt: skip
+    assert {b.lr_seeds for b in settings.blocks} == {(200, 201), (200,)}
+    blocks: dict = {}
+    assert choose_late(blocks, settings) is None  # nothing before the reference finishes
+    # the reference: uniform 100 steps late, the lowest NLL of all
+    _late(blocks, names[0], {200: (3.50, 400), 201: (3.52, 410)})
+    _late(blocks, names[1], {200: (3.55, 300)})
+    _late(blocks, names[2], {200: (3.50, 300)})
+    # a longer warmup: uniform within 10 steps of the later arm in both seeds (on time)
+    _late(blocks, names[3], {200: (3.57, 310), 201: (3.605, 290)})
+    _late(blocks, names[4], {200: (3.60, 320)})
+    _late(blocks, names[5], {200: (3.60, 300)})
+    # the state norm: on time but worse; its K=2 arm has not finished, so it is left out
+    _late(blocks, names[6], {200: (3.70, 200), 201: (3.70, 200)})
+    _late(blocks, names[7], {200: (3.80, 300)})
+    late = choose_late(blocks, settings)
+    by = {c["candidate"]: c for c in late["candidates"]}
+    assert list(by) == ["w2pct_i1-lr0.001", "w10pct_i1-lr0.001"] and not late["whole"]
+    assert not by["w2pct_i1-lr0.001"]["on_time"] and by["w10pct_i1-lr0.001"]["on_time"]
+    # 10% is this three-candidate grid's longest warmup: an edge, where the grid extends first
+    assert late["winner"] == "w10pct_i1-lr0.001" and late["at_edge"]
+    gap = by["w10pct_i1-lr0.001"]["vs_reference"]
+    assert gap["values"] == pytest.approx([3.57 / 3.50 - 1, 3.605 / 3.52 - 1])
+    assert gap["lo"] < gap["mean"] < gap["hi"] and gap["n"] == 2
+    # one step more (21 past the later arm's 300 in a seed) and no candidate is on time
+    _late(blocks, names[3], {200: (3.57, 310), 201: (3.605, 321)})
+    assert choose_late(blocks, settings)["winner"] is None
+    # an arm that never left the plateau does not make uniform late
+    _late(blocks, names[3], {200: (3.57, 310), 201: (3.605, 290)})
+    _late(blocks, names[4], {200: (3.60, None)})
+    assert choose_late(blocks, settings)["winner"] == "w10pct_i1-lr0.001"

@@ -76,10 +76,10 @@ def wrap_distributed(
 
 def may_leave_unused(model: LoopedTransformer, depths: Iterable[int]) -> bool:
     """Whether a step at one of `depths` can leave a parameter without a gradient: concat
-    injection at depth 1, or truncated backprop with injection none beyond `bptt` (the prelude
+    injection or the state norm at depth 1 (both act between loops), or truncated backprop with injection none beyond `bptt` (the prelude
     or an untied embedding feeds only the first loop, under no_grad)."""
     cfg, depths = model.config, set(depths)
-    if cfg.injection == "concat" and 1 in depths:
+    if (cfg.injection == "concat" or cfg.state_norm) and 1 in depths:
         return True
     frozen_first = cfg.bptt > 0 and any(d > cfg.bptt for d in depths)
     return (

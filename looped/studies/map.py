@@ -336,7 +336,11 @@ def choose_late(blocks: dict[str, dict], settings: MapSettings, slack: int = 10)
         )
     timely = [c for c in table if c["on_time"]]
     best = min(timely, key=lambda c: c["val_nll"]) if timely else None
-    edge = best and (best["lr"] == min(b.lrs[0] for b in uniform) or "20pct" in best["recipe"])
+    # a winner at the grid's lowest LR or longest warmup: the grid extends that way before a choice
+    lrs, warmups = {b.lrs[0] for b in uniform}, {b.warmup for b in uniform}
+    won = next((b for b in uniform if best and b.name == f"late-{best['candidate']}"), None)
+    low_lr = won is not None and len(lrs) > 1 and won.lrs[0] == min(lrs)
+    edge = won is not None and (low_lr or len(warmups) > 1 and won.warmup == max(warmups))
     return {
         "rule": f"uniform's escape <= each arm's + {slack} steps in every probe seed; then the "
         "lowest mean validation NLL",
