@@ -27,12 +27,12 @@ from looped.studies.engine import fingerprint
 from looped.studies.gapfit import delay_fit, escape_delays, recipe_change
 from looped.studies.map import (
     ARMS,
+    LATE,
     PROBE,
     QUICK,
     QUICK_PROBE,
     Block,
     MapSettings,
-    LATE,
     block_settings,
     choose_late,
     choose_recipe,
