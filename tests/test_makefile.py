@@ -25,7 +25,7 @@ def _torch_install(tmp_path: Path, *args: str) -> str:
         text=True,
         check=True,
     ).stdout
-    (line,) = [x for x in out.splitlines() if "pip install" in x and "torch" in x]
+    (line,) = [x for x in out.splitlines() if "pip install" in x and " -e " not in x]
     return " ".join(line.split())
 
 
