@@ -636,3 +636,77 @@ def depth_rows(result: dict, recipe: str) -> str:
 def _uniform(result: dict) -> list[dict]:
     blocks = result.get("blocks", {}).values()
     return [c for b in blocks for c in b.get("cells", []) if c["schedule"] == paper.UNIFORM]
+
+
+# a verdict in words a newcomer needs no glossary for (the headline figure's, the README's)
+PLAIN = {
+    "worse": "past tolerance",
+    "undecided, behind": "behind",
+    "undecided": "unclear",
+    "better": "ahead",
+    "within tolerance": "level",
+    "no worse than tolerance": "not past tolerance",
+}
+
+
+def headline_rows(result: dict) -> list[dict]:
+    """The headline's rows: each cell with a verdict (BPE-512 first), then the BPE-512 cells
+    pooled after the fact: its place ("at"; None: pooled), how late uniform starts there (the
+    median of its escape step less the arms', seed by seed), and each arm's gap with "said", the
+    verdict in plain words."""
+    every = [c for c in cells(result, vocab=None) if c["schedule"] in RECIPES and _reported(c)]
+    uni = {_at(c): c["escape_steps"] for c in _uniform(result)}
+    out = []
+    for at in sorted({_at(c) for c in every}, key=lambda k: (k[1], k[0], k[2])):
+        arms = [c for c in every if _at(c) == at]
+        late = [u - a for c in arms for u, a in zip(uni[at], c["escape_steps"])]
+        gaps = {c["schedule"]: c["gap"] | {"said": PLAIN[verdict_words(c)]} for c in arms}
+        out.append({"at": at, "late": float(np.median(late)), "gaps": gaps})
+    pooled = {p["schedule"]: p["gap"] for p in pooled_gaps(result)}
+    for s, g in pooled.items():
+        tol, lo = paper.tolerance(s), g["lo"]
+        g["said"] = PLAIN["worse" if lo > tol else "undecided, behind" if lo > 0 else "undecided"]
+    last = max((k for k, r in enumerate(out) if r["at"][1] == 512), default=None)
+    if pooled and last is not None:
+        out.insert(last + 1, {"at": None, "late": None, "gaps": pooled})
+    return out
+
+
+def _row_label(row: dict) -> str:
+    if row["at"] is None:
+        n = max(g["n"] for g in row["gaps"].values())
+        return f"the rows above, pooled\nafter the fact ({n} seeds)"
+    d, v, steps = row["at"]
+    vocab = "" if v == 512 else f", vocab. {v:,}"
+    return f"d={d}{vocab}, {steps:,} steps\nuniform starts {row['late']:.0f} steps late"
+
+
+def fig_headline(result: dict, path: Path) -> Path:
+    """The README's first figure: each cell with a verdict, one row, an arm a panel, its gap to
+    uniform with the 95% interval and its verdict in plain words; the pooled row hollow."""
+    plotting.use_theme()
+    rows = headline_rows(result)
+    fig, axes = plt.subplots(1, len(RECIPES), figsize=(9.0, 0.5 * len(rows) + 1.2), sharey=True)
+    for ax, s in zip(axes, RECIPES):
+        right = max(100 * r["gaps"][s]["hi"] for r in rows if s in r["gaps"]) + 0.4
+        for y, row in enumerate(rows):
+            if (g := row["gaps"].get(s)) is not None:
+                m, lo, hi = (100 * g[k] for k in ("mean", "lo", "hi"))
+                mark = {"fmt": "D", "mfc": "white"} if row["at"] is None else {"fmt": "o"}
+                ax.errorbar([m], [y], xerr=[[m - lo], [hi - m]], color="0.15", capsize=3, **mark)
+                ax.text(right, y, g["said"], va="center", fontsize=9)
+        ax.axvline(0, color="0.3", lw=0.8)
+        ax.axvline(100 * paper.tolerance(s), color="0.45", ls="--", lw=1, label="tolerance")
+        ax.axhline(len(rows) - 1.5, color="0.75", lw=0.8, label="_")  # the late cell apart
+        ax.set_title(f"{label(s)} vs uniform 1..16", fontsize=10)
+        ax.set_xlabel("gap, % (+: fixed-first behind)")
+        lo = min(100 * r["gaps"][s]["lo"] for r in rows if s in r["gaps"])
+        ax.set_xlim(min(lo, 0) - 0.4, right + 3.0)
+    axes[0].set_yticks(range(len(rows)), list(map(_row_label, rows)), fontsize=9)
+    axes[0].invert_yaxis()
+    plotting.key(axes[0], "bars", "95% interval over seeds")
+    fig.suptitle(
+        "Held-out loss of fixed-first over uniform's, by cell", fontsize=10, x=0.01, ha="left"
+    )
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=9, ncol=2)
+    return plotting.save(fig, path)

@@ -148,6 +148,8 @@ def figures(root: Path, out: Path | None = None) -> list[Path]:
         paths += map_report.figures(json.loads(path.read_text()), out, path.stem)
     if maps := recipe_maps(root):
         paths.append(recipe.fig_escape_delay(maps, out / "escape_delay.png"))
+    if (found := chosen_map(root)) and map_report.headline_rows(found[1]):
+        paths.append(map_report.fig_headline(found[1], out / "headline.png"))
     return paths
 
 
