@@ -206,27 +206,27 @@ def recipe_text(setup: dict, steps: int) -> str:
     return f"{setup.get('warmup_steps', 10)}, i{loops}"
 
 
+def cell_text(c: dict) -> str:
+    """ "d=64, BPE-512, 1,044 steps": where a cell sits, in one table column."""
+    return f"d={c['d_model']}, BPE-{c['vocab_size']}, {c['steps']:,} steps"
+
+
 def map_rows(result: dict) -> str:
-    """One row per (width, vocabulary, length, arm): the cell's size, its recipe and LR, the
-    paired gap and both plateau escapes."""
-    head = ["d", "vocab", "steps", "tokens/param (non-emb.)", "tokens/param (all)", "epochs"]
-    head += ["warmup, init", "LR", "arm", "gap to uniform [95% interval], n, verdict"]
-    head += ["plateau escape (uniform / arm)"]
+    """One row per (width, vocabulary, length, arm): the cell, its length in tokens per
+    non-embedding parameter, its recipe and LR, the paired gap and both plateau escapes."""
+    head = ["cell", "tokens/ param", "warmup, init", "LR", "arm"]
+    head += ["gap to uniform [95% interval], n, verdict", "plateau escape (uniform / arm)"]
     rows = []
-    blocks = result.get("blocks", {}).values()
-    uniform = [c for b in blocks for c in b.get("cells", []) if c["schedule"] == paper.UNIFORM]
-    uni = {_at(c): c for c in uniform}
+    uni = {_at(c): c for c in _uniform(result)}
     for c in sorted(cells(result, vocab=None), key=lambda c: (*_at(c), c["schedule"])):
         verdict = gap_cell(c) if c.get("one_pass", True) else "past one pass: not reported"
         if c["verdict"] == Verdict.NOT_INFORMATIVE.value and c.get("one_pass", True):
             verdict = f"{gap_text(c['gap'])}, n={c['gap']['n']}, {_said(result, c)}"  # why
-        epochs = f"{c['epochs']:.2f}" if c.get("epochs") is not None else "-"
         u = uni.get(_at(c), {})
         escapes = f"{escape_text(u.get('escape_steps'))} / {escape_text(c.get('escape_steps'))}"
         setup = result["blocks"][c["block"]].get("meta", {}).get("settings", {}).get("setup", {})
-        rows.append([*_at(c), f"{_tpp(c):.0f}", f"{c['tokens_per_param']:.0f}", epochs])
-        rows[-1] += [recipe_text(setup, c["steps"]), f"{c['lr']:g}", label(c["schedule"])]
-        rows[-1] += [verdict, escapes]
+        rows.append([cell_text(c), f"{_tpp(c):.0f}", recipe_text(setup, c["steps"])])
+        rows[-1] += [f"{c['lr']:g}", label(c["schedule"]), verdict, escapes]
     return md_table(head, rows)
 
 
@@ -617,15 +617,14 @@ def depth_rows(result: dict, recipe: str) -> str:
     mean over 1..16 that the verdict reads. The paper's claim is about every depth a model may
     be served at, so a mean that hides a large gap at one depth should not go unseen."""
     every = [c for c in cells(result, vocab=None) if c["schedule"] in RECIPES and _reported(c)]
-    head = ["d", "vocab", "steps", "arm", "mean over K=1..16 [95%], verdict"]
+    head = ["cell", "arm", "mean over K=1..16 [95%], verdict"]
     head += [f"at K={k} [95%]" for k in ("1", "4", "16")]
     rows = []
     for c in sorted(
         every, key=lambda c: (c["vocab_size"], c["d_model"], c["steps"], c["schedule"])
     ):
         mean = f"{gap_text(c['gap'])}, {verdict_words(c)}"
-        size = [c["d_model"], c["vocab_size"], c["steps"], label(c["schedule"])]
-        rows.append([*size, mean, *depth_cells(c)])
+        rows.append([cell_text(c), label(c["schedule"]), mean, *depth_cells(c)])
     if not rows:
         return f"No cell under `{recipe}` has a verdict yet."
     lead = f"Under `{recipe}`, each cell with a verdict at serving depths 1, 4 and 16 (each"

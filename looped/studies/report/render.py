@@ -115,6 +115,7 @@ def render(
         "escape_delay": lambda: recipe.delay_section(recipe_maps(root)),
         "bottom_line": lambda: bottom_line(root),
         "map_rerun": lambda: rerun_section(root),
+        "map_rerun_earlier": lambda: rerun_section(root, earlier=True),
         "finding_rerun": lambda: finding_rerun(root),
         "map_depths": lambda: depth_section(root),
         "demo_recipe": lambda: demo_recipe_section(root),
@@ -131,8 +132,19 @@ def render(
 
 
 # the files `looped report` writes, relative to the root (one that is absent is skipped)
-DOCS = (Path("README.md"), *map(Path, ("docs/RESULTS.md", "docs/USAGE.md")),
-        Path("docs/ARCHITECTURE.md"), Path("notebooks/README.md"))  # fmt: skip
+DOCS = tuple(
+    map(
+        Path,
+        (
+            "README.md",
+            "docs/RESULTS.md",
+            "docs/HISTORY.md",
+            "docs/USAGE.md",
+            "docs/ARCHITECTURE.md",
+            "notebooks/README.md",
+        ),
+    )
+)
 
 
 def figures(root: Path, out: Path | None = None) -> list[Path]:
@@ -160,19 +172,19 @@ def chosen_map(root: Path) -> tuple[str, dict] | None:
     return (chosen, new) if new else None
 
 
-def rerun_section(root: Path) -> str:
-    """The map under each recipe it was rerun under, the probe's present choice first: its
-    cells, then each against the map's own recipe. A rerun under an earlier choice stays, said
-    to be one, so that a probe that changes its mind never hides what was measured."""
+def rerun_section(root: Path, earlier: bool = False) -> str:
+    """The map under the probe's present choice (`earlier`: under each earlier choice, which
+    stays, said to be one, so that a probe that changes its mind never hides what was measured):
+    its cells, then each against the map's own recipe."""
     chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
     reruns = {k: v for k, v in recipe_maps(root).items() if not k.endswith("(the map's)")}
     if not reruns:
         return "No block has run under the chosen recipe yet (`looped map --recipe`)."
     own = load_result(root, "map") or {}
     parts = []
-    if chosen and chosen not in reruns:
+    if chosen and chosen not in reruns and not earlier:
         parts.append(f"No block has run yet under `{chosen}`, the probe's present choice.")
-    for name in sorted(reruns, key=lambda n: n != chosen):
+    for name in (n for n in sorted(reruns) if (n != chosen) == earlier):
         role = "the probe's present choice" if name == chosen else "an earlier choice of the probe"
         blocks = ", ".join(_block_name(n, b) for n, b in reruns[name].get("blocks", {}).items())
         parts.append(f"**Under `{name}`** ({role}; blocks {blocks}):")
