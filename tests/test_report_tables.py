@@ -2,6 +2,7 @@
 them is its results file's, recomputed here from the file; the bios tables fit GitHub's column."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,8 @@ from looped import paper
 from looped.studies import stats
 from looped.studies.report import bios, diagnose, text
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+ROOT_DIR = Path(__file__).resolve().parents[1]
+RESULTS = ROOT_DIR / "results"
 
 
 def _load(name: str) -> dict:
@@ -182,3 +184,28 @@ def test_the_chosen_recipes_depth_table_fits_githubs_column():
     section = depth_section(Path(__file__).resolve().parents[1])
     table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
     assert table.startswith("| d | vocab") and rendered_width(table) < GITHUB_COLUMN - 40
+
+
+DOC_PAGES = [ROOT_DIR / "README.md", *sorted((ROOT_DIR / "docs").glob("*.md"))]
+CODE_CHARS = 100  # a code line GitHub's column shows without scrolling (85% of 16 px, monospace)
+
+
+def _page_tables(text: str) -> list[str]:
+    """Every markdown table of a page, outside code blocks."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return ["\n".join(m) for m in re.findall(r"((?:^\|.*\n?)+)", text, re.M) if m]
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: p.name)
+def test_every_table_and_code_block_of_the_docs_fits_githubs_column(page):
+    """No table wider than GitHub's 890 px column by `rendered_width` (columns as wide as their
+    longest word), none with more than 8 columns, and no code line longer than CODE_CHARS: the
+    wide tables once cut off the column a reader was asked to check."""
+    text = page.read_text()
+    for table in _page_tables(text):
+        head = table.splitlines()[0]
+        assert head.count("|") - 1 <= 8, f"{page.name}: too many columns: {head[:80]}"
+        assert rendered_width(table) < GITHUB_COLUMN, f"{page.name}: too wide: {head[:80]}"
+    for block in re.findall(r"```\w*\n(.*?)```", text, re.S):
+        long = [line for line in block.splitlines() if len(line) > CODE_CHARS]
+        assert not long, f"{page.name}: code lines wider than the column: {long}"
