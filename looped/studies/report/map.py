@@ -696,7 +696,6 @@ def fig_headline(result: dict, path: Path) -> Path:
                 ax.text(right, y, g["said"], va="center", fontsize=9)
         ax.axvline(0, color="0.3", lw=0.8)
         ax.axvline(100 * paper.tolerance(s), color="0.45", ls="--", lw=1, label="tolerance")
-        ax.axhline(len(rows) - 1.5, color="0.75", lw=0.8, label="_")  # the late cell apart
         ax.set_title(f"{label(s)} vs uniform 1..16", fontsize=10)
         ax.set_xlabel("gap, % (+: fixed-first behind)")
         lo = min(100 * r["gaps"][s]["lo"] for r in rows if s in r["gaps"])
