@@ -179,7 +179,7 @@ def test_the_readme_finding_is_each_widths_longest_one_pass_gap_on_the_map():
     longest length every width reached (in tokens per non-embedding parameter), then the other
     vocabularies at that matched length; each recipe's gap recomputed from the runs' per-depth
     NLLs and the verdict by the rule, at the tolerance its column states."""
-    rows = _table(_section("README.md", "finding"), "regime")
+    rows = _table(_section("docs/RESULTS.md", "finding"), "regime")
     shown = []
     for r in rows:
         got = re.match(r"d=(\d+)(?:, BPE-(\d+), ([\d,]+) steps)?", r["regime"]).groups()
@@ -403,9 +403,9 @@ def test_the_readme_rerun_finding_recomputes_under_both_recipes():
 
 
 def test_the_pooled_gaps_recompute_per_seed_from_the_runs_of_the_cells_they_name():
-    """README's pooled sentence: each seed's gap (mean over depths, ratio to uniform) averaged
+    """The first recipe's pooled sentence (the history page): each seed's gap (mean over depths, ratio to uniform) averaged
     over the cells the sentence names, then the t interval over seeds."""
-    said = _section("README.md", "pooled")
+    said = _section("docs/RESULTS.md", "pooled")
     named = [(int(d), int(n.replace(",", ""))) for d, n in re.findall(r"d=(\d+) at ([\d,]+)", said)]
     assert len(named) >= 2
     for schedule in FIXED_FIRST:

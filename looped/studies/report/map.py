@@ -24,7 +24,7 @@ from looped.studies.report.block import (
     trend_row,
     verdict_of,
 )
-from looped.studies.report.tables import gap_text, md_table, verdict_words
+from looped.studies.report.tables import bounds, gap_text, md_table, verdict_words
 from looped.studies.stats import Verdict, interval
 
 WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
@@ -373,7 +373,7 @@ def _extrapolated(ext: dict, cells: list[dict]) -> str:
     g, at = ext["gap"], f"at {ext['tokens_per_param']:.0f} tokens/param"
     largest = max(abs(c["gap"].get("mean", float(np.mean(c["gap"]["values"])))) for c in cells)
     if g["hi"] - g["lo"] > largest:
-        wide = f"[{100 * g['lo']:+.2f}%, {100 * g['hi']:+.2f}%]"
+        wide = bounds(g["lo"], g["hi"], unit="%")
         return f"uninformative: {wide} {at}, wider than any gap fitted (at most {largest:.2%})"
     return f"{gap_text(g)} {at}"
 
@@ -405,7 +405,7 @@ def _crossing(c: dict | None, span: tuple[float, float] | None = None) -> str:
         return "no crossing (seeds' slopes differ in sign)"
     if c["hi"] > 1000 * c["lo"]:
         return "not located (interval over a thousandfold)"
-    iv = f"[{c['lo']:.3g}, {c['hi']:.3g}]"
+    iv = bounds(c["lo"], c["hi"], ".3g", 1)
     if span and not span[0] <= c["tokens_per_param"] <= span[1]:
         below = c["tokens_per_param"] < span[0]
         side = f"below the lengths fitted (from {span[0]:.0f})"
@@ -423,7 +423,8 @@ def frontier_section(result: dict) -> str:
     rows = []
     for c in sorted(block["cells"], key=lambda c: (c["steps"], c["schedule"] != paper.UNIFORM)):
         nll = interval(c["seed_nll"]) if len(c["seed_nll"]) > 1 else None
-        nll_text = f"{nll.mean:.3f} [{nll.lo:.3f}, {nll.hi:.3f}]" if nll else f"{c['mean_nll']:.3f}"
+        nll_text = f"{c['mean_nll']:.3f}"
+        nll_text = f"{nll.mean:.3f} {bounds(nll.lo, nll.hi, '.3f', 1)}" if nll else nll_text
         s = saved.get(c["schedule"], {}).get(str(c["steps"]))
         gap = gap_cell(c) if "gap" in c else "-"
         saved_text = "-" if s is None else f"{s:.1%}"

@@ -19,10 +19,26 @@ from looped.studies.report.verdicts import bottom_line, load_result, verdicts_se
 BUDGET_MINUTES = 10  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
 
 
-FLOPS_HEADER = ["preset", "parameters", "layers (prelude + loop + coda)", "width", "seq", "F/R",
-                "schedule", "saving vs uniform 1..16"]  # fmt: skip
-TIMING_HEADER = ["command (fresh clone)", "machine", "dtype", "minutes", "minutes per phase",
-                 "bios runs", "text runs", f"within {BUDGET_MINUTES} minutes"]  # fmt: skip
+FLOPS_HEADER = [
+    "preset",
+    "parameters",
+    "layers (prelude + loop + coda)",
+    "width",
+    "seq",
+    "F/R",
+    "schedule",
+    "saving vs uniform 1..16",
+]
+TIMING_HEADER = [
+    "command (fresh clone)",
+    "machine",
+    "dtype",
+    "minutes",
+    "minutes per phase",
+    "bios runs",
+    "text runs",
+    f"within {BUDGET_MINUTES} minutes",
+]
 
 
 def flops_section() -> str:

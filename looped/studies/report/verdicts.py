@@ -16,10 +16,24 @@ from looped.studies.report.tables import gap_text, md_table, verdict_words
 
 # the bios track's two bases; each judges FIXED_FIRST at that recipe's own tolerance
 BIOS_BASES = (("summary_tokens", "equal tokens"), ("summary", "equal FLOPs"))
-TREND_HEADER = ["schedule", "measured on", "lengths", "seeds", "gap change per doubling of tokens [95% interval]",
-                "direction"]  # fmt: skip
-CLAIMS_HEADER = ["paper claim", "measured on", "steps", "tokens/param", "seeds",
-                 "gap to uniform: paired mean [95% interval]", "tolerance", "verdict"]  # fmt: skip
+TREND_HEADER = [
+    "schedule",
+    "measured on",
+    "lengths",
+    "seeds",
+    "gap change per doubling of tokens [95% interval]",
+    "direction",
+]
+CLAIMS_HEADER = [
+    "paper claim",
+    "measured on",
+    "steps",
+    "tokens/param",
+    "seeds",
+    "gap to uniform: paired mean [95% interval]",
+    "tolerance",
+    "verdict",
+]
 
 
 def load_result(root: Path, name: str) -> dict | None:
