@@ -130,8 +130,8 @@ def render(
         "verdicts": lambda: verdicts_section(root),
         "escape_delay": lambda: recipe.delay_section(recipe_maps(root)),
         "bottom_line": lambda: bottom_line(root),
-        "map_rerun": lambda: rerun_section(root),
-        "map_rerun_earlier": lambda: rerun_section(root, earlier=True),
+        "map_rerun": lambda: rerun_section(root, "chosen"),
+        "map_rerun_earlier": lambda: rerun_section(root, "earlier"),
         "finding_rerun": lambda: finding_rerun(root),
         "map_depths": lambda: depth_section(root),
         "demo_recipe": lambda: demo_recipe_section(root),
@@ -188,19 +188,22 @@ def chosen_map(root: Path) -> tuple[str, dict] | None:
     return (chosen, new) if new else None
 
 
-def rerun_section(root: Path, earlier: bool = False) -> str:
-    """The map under the probe's present choice (`earlier`: under each earlier choice, which
-    stays, said to be one, so that a probe that changes its mind never hides what was measured):
-    its cells, then each against the map's own recipe."""
+def rerun_section(root: Path, only: str = "") -> str:
+    """The map under each recipe it was rerun under, the probe's present choice first: its
+    cells, then each against the map's own recipe. A rerun under an earlier choice stays, said
+    to be one, so that a probe that changes its mind never hides what was measured; `only`
+    ("chosen" or "earlier") keeps the present choice's part or the others'."""
     chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
     reruns = {k: v for k, v in recipe_maps(root).items() if not k.endswith("(the map's)")}
     if not reruns:
         return "No block has run under the chosen recipe yet (`looped map --recipe`)."
     own = load_result(root, "map") or {}
     parts = []
-    if chosen and chosen not in reruns and not earlier:
+    if chosen and chosen not in reruns and only != "earlier":
         parts.append(f"No block has run yet under `{chosen}`, the probe's present choice.")
-    for name in (n for n in sorted(reruns) if (n != chosen) == earlier):
+    for name in sorted(reruns, key=lambda n: n != chosen):
+        if only and (name == chosen) != (only == "chosen"):
+            continue
         role = "the probe's present choice" if name == chosen else "an earlier choice of the probe"
         blocks = ", ".join(_block_name(n, b) for n, b in reruns[name].get("blocks", {}).items())
         parts.append(f"**Under `{name}`** ({role}; blocks {blocks}):")
