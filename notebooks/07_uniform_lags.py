@@ -28,7 +28,7 @@
 # - `results/recipe.json` from `looped map --probe`: uniform alone under other warmups and
 #   residual inits, to test whether the recipe the map shares slows uniform;
 # - `results/map-w2pct_i1.json` (and `map-w2pct_i16.json`, an earlier choice) from
-#   `looped map --recipe`: the map's cells rerun under the recipe the probe chose.
+#   `looped map --recipe`: the map's cells rerun under the recipe the probe ranked first.
 #
 # Set `LOOPED_FULL=1` to rerun the diagnosis here (about ten minutes on two cores)
 # instead of reading the committed file.
@@ -406,7 +406,7 @@ recipe_figures = [recipe_report.fig_escape(probe, Path(tempfile.mkdtemp()) / "re
 display(Image(filename=str(recipe_figures[0])))
 
 # %% [markdown]
-# ### The map again, under the recipe the probe chose
+# ### The map again, under the recipe the probe ranked first
 #
 # The probe first chose `w2pct_i16` (2% of each run as warmup, the residual init counting 16
 # applications): on $d=32$ and $d=64$ at $\tau=160$, the recipe under which uniform alone
