@@ -14,21 +14,18 @@ from looped.flops import preset_rows
 from looped.studies.report import bios, diagnose, docs, recipe, samples, text
 from looped.studies.report import map as map_report
 from looped.studies.report.tables import md_table
-from looped.studies.report.verdicts import bottom_line, load_result, verdicts_section
+from looped.studies.report.verdicts import (
+    bottom_line,
+    chosen_recipe,
+    load_result,
+    verdicts_section,
+)
 
 BUDGET_MINUTES = 10  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
 
 
-FLOPS_HEADER = [
-    "preset",
-    "parameters",
-    "layers (prelude + loop + coda)",
-    "width",
-    "seq",
-    "F/R",
-    "schedule",
-    "saving vs uniform 1..16",
-]
+FLOPS_HEADER = ["preset", "parameters", "layers (prelude + loop + coda)", "width", "seq", "F/R"]
+FLOPS_HEADER += ["schedule", "saving vs uniform 1..16"]
 TIMING_HEADER = [
     "command (fresh clone)",
     "machine",
@@ -183,7 +180,7 @@ def figures(root: Path, out: Path | None = None) -> list[Path]:
 
 def chosen_map(root: Path) -> tuple[str, dict] | None:
     """The recipe the probe chose and the map under it (`looped map --recipe`), once both exist."""
-    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    chosen = chosen_recipe(root)
     new = load_result(root, f"map-{chosen}") if chosen else None
     return (chosen, new) if new else None
 
@@ -193,7 +190,7 @@ def rerun_section(root: Path, only: str = "") -> str:
     cells, then each against the map's own recipe. A rerun under an earlier choice stays, said
     to be one, so that a probe that changes its mind never hides what was measured; `only`
     ("chosen" or "earlier") keeps the present choice's part or the others'."""
-    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    chosen = chosen_recipe(root)
     reruns = {k: v for k, v in recipe_maps(root).items() if not k.endswith("(the map's)")}
     if not reruns:
         return "No block has run under the chosen recipe yet (`looped map --recipe`)."
@@ -214,7 +211,7 @@ def rerun_section(root: Path, only: str = "") -> str:
 
 def finding_rerun(root: Path) -> str:
     """The README's finding under the recipe the probe chose, each cell beside the map's own."""
-    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    chosen = chosen_recipe(root)
     rerun = load_result(root, f"map-{chosen}") if chosen else None
     if not rerun or not map_report.cells(rerun, vocab=None):
         return f"No cell has run under `{chosen}`, the probe's present choice, yet."

@@ -16,29 +16,20 @@ from looped.studies.report.tables import gap_text, md_table, verdict_words
 
 # the bios track's two bases; each judges FIXED_FIRST at that recipe's own tolerance
 BIOS_BASES = (("summary_tokens", "equal tokens"), ("summary", "equal FLOPs"))
-TREND_HEADER = [
-    "schedule",
-    "measured on",
-    "lengths",
-    "seeds",
-    "gap change per doubling of tokens [95% interval]",
-    "direction",
-]
-CLAIMS_HEADER = [
-    "paper claim",
-    "measured on",
-    "steps",
-    "tokens/param",
-    "seeds",
-    "gap to uniform: paired mean [95% interval]",
-    "tolerance",
-    "verdict",
-]
+TREND_HEADER = ["schedule", "measured on", "lengths", "seeds"]
+TREND_HEADER += ["gap change per doubling of tokens [95% interval]", "direction"]
+CLAIMS_HEADER = ["paper claim", "measured on", "steps", "tokens/param", "seeds"]
+CLAIMS_HEADER += ["gap to uniform: paired mean [95% interval]", "tolerance", "verdict"]
 
 
 def load_result(root: Path, name: str) -> dict | None:
     path = root / "results" / f"{name}.json"
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def chosen_recipe(root: Path) -> str | None:
+    """The recipe the probe ranks first now (recipe.json), None before it has chosen."""
+    return ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
 
 
 TOKENS = " at equal tokens"
@@ -59,7 +50,7 @@ def judged(root: Path) -> tuple[dict | None, str, str]:
     length (`RERUN_BLOCK`) with every fixed-first recipe at a planned look. Then the rerun: the
     answer against a uniform baseline tuned as carefully as fixed-first replaces the old one."""
     study = (load_result(root, "map") or {}).get("blocks", {}).get(BLOCK)
-    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    chosen = chosen_recipe(root)
     rerun = (load_result(root, f"map-{chosen}") or {}).get("blocks", {}).get(RERUN_BLOCK)
     if rerun:
         mine = [block.longest(rerun, s) for s in RECIPES]
@@ -99,18 +90,8 @@ def bios_rows(bios: dict | None) -> list[list]:
         on = f"bios facts, `looped demo`, d={bios['meta']['model']['d_model']}"
         claim = f"{_claim(FIXED_FIRST, ' at ' + basis)}, on memorised facts"
         n = len(row["vs_uniform_by_seed"]["values"])
-        rows.append(
-            [
-                claim,
-                on,
-                row["steps"],
-                "-",
-                n,
-                gap_text(row["gap"]),
-                f"{tol:.1%}",
-                verdict_words(row),
-            ]
-        )
+        cells = [claim, on, row["steps"], "-", n, gap_text(row["gap"])]
+        rows.append([*cells, f"{tol:.1%}", verdict_words(row)])
     return rows
 
 
@@ -139,13 +120,8 @@ def bench_row(bench: dict, x: dict) -> list:
     on = f"`looped bench`, another model (d={bench['config']['d_model']}, {x['precision']})"
     measured, modeled = f"{x['measured_saving']:.1%}", f"{x['modeled_saving']:.1%}"
     if "depths" not in x:
-        here = f"{measured} from per-K step times, {modeled} modeled"
-        return [
-            f"{what}, a whole run",
-            WALL_SAVING,
-            here,
-            f"{on}: the exact draws of {x['steps']} steps",
-        ]
+        here, whole = f"{measured} from per-K step times, {modeled} modeled", f"{what}, a whole run"
+        return [whole, WALL_SAVING, here, f"{on}: the exact draws of {x['steps']} steps"]
     drawn = x["depths"][paper.UNIFORM]
     mean_k = sum(drawn) / len(drawn)
     expected = parse_schedule(paper.UNIFORM).expected_depth(0, 1)
@@ -186,7 +162,7 @@ def bottom_line(root: Path) -> str:
     arm's gap pooled after the fact over the BPE-512 cells with a verdict, beside its gap in the
     longest of them alone, and the cell where fixed-first leads, each with how late uniform
     starts there (`map.headline_rows`)."""
-    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    chosen = chosen_recipe(root)
     rows = map_report.headline_rows(load_result(root, f"map-{chosen}") or {}) if chosen else []
     pooled = next((r for r in rows if r["at"] is None), None)
     if pooled is None:
