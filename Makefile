@@ -1,14 +1,19 @@
 # Two commands on a fresh clone: `make demo` and `make test`.
 # Both create .venv when absent and install the package into it; both are quick once set up.
 #
-# TORCH_SPEC picks the torch wheel. Users get the normal wheel (CUDA on Linux); CI on the
-# CPU-only machines pins the CPU build that lies on disk: `make test TORCH_SPEC=torch==2.13.0`.
+# Which torch wheel: by default pip's normal one (on Linux, the CUDA build). CPU=1 takes the
+# CPU-only build from PyTorch's CPU wheel index, for a machine without a GPU:
+# `make demo CPU=1`. TORCH_SPEC pins a version (CI pins the CPU build that lies on its disk:
+# `make test TORCH_SPEC=torch==2.13.0`); the two combine.
 PYTHON ?= python3
 VENV ?= .venv
 # pytest-xdist workers; a notebook's cells share one kernel, so a file's tests stay on one worker
 PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 TORCH_SPEC ?= torch
+CPU ?=
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_INDEX := $(if $(filter 1 yes true,$(CPU)),--index-url $(TORCH_CPU_INDEX))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
@@ -18,7 +23,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q "$(TORCH_SPEC)"
+	$(BIN)/pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
 	$(BIN)/pip install -q -e ".[dev]"
 	@touch $(STAMP)
 

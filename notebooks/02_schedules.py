@@ -73,7 +73,8 @@ for name, s in schedules.items():
 # %% [markdown]
 # ### Fixed-first, in code
 #
-# With $S = \operatorname{round}(fT)$ the switch step, fixed-first is
+# With $N$ the run's length in steps, $f$ the switch fraction and
+# $S = \operatorname{round}(fN)$ the switch step, fixed-first is
 #
 # $$ K_s = K_0 \quad (s < S), \qquad K_s = \text{then}(s - S,\; N - S) \quad (s \ge S), $$
 #
@@ -91,7 +92,7 @@ for method in (FixedFirst.switch_step, FixedFirst._draw, FixedFirst._probs):
 # ## 2. Sampling: K at every step
 #
 # `schedule.depth(step, total_steps)` is the $K$ the trainer uses at that step. Fixed-first's
-# switch step is $\operatorname{round}(fT)$; the curriculum ramps over the first half of the
+# switch step is $\operatorname{round}(fN)$; the curriculum ramps over the first half of the
 # run, giving each value of $K$ an equal share of the ramp.
 
 # %%
@@ -123,7 +124,7 @@ plotting.show(fig)
 # $$
 # \mathbb{E}[K]_{\text{uniform}} = \frac{1 + 16}{2} = 8.5, \qquad
 # \mathbb{E}[K]_{\text{fixed-first}} = \tfrac{S}{N} K_0 + \left(1 - \tfrac{S}{N}\right) 8.5,
-# \quad S = \operatorname{round}(fT),
+# \quad S = \operatorname{round}(fN),
 # $$
 #
 # and for the log-normal Poisson sampler, rate $\lambda \sim \mathrm{LogNormal}(\ln m -

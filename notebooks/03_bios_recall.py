@@ -278,7 +278,9 @@ left.set(
     title=f"Recall across serving depths ({PERSONS} persons)",
 )
 missing = f"no bar (under 0.05 bits): {', '.join(unrecalled)}" if unrecalled else None
-left.legend(fontsize=9, ncol=2, title=missing, title_fontsize=9)
+# below the panel: the bars fill its lower part and the dashed line crosses its width
+left.legend(fontsize=9, ncol=3, title=missing, title_fontsize=9, loc="upper center",
+            bbox_to_anchor=(0.5, -0.22))  # fmt: skip
 
 records = [
     json.loads(line) for line in (workdir / "run" / "metrics.jsonl").read_text().splitlines()

@@ -236,7 +236,7 @@ for preset in ("200m", "1b"):
 # interval for $F/R$:
 
 # %%
-CLAIMS = [  # (what the abstract says, K0, fixed fraction p, saving)
+CLAIMS = [  # (what the abstract says, K0, switch fraction f, saving)
     ("200M: K0=2 for 67%", 2, 0.67, 0.45),
     ("1B: K0=4 for 67%", 4, 0.67, 0.31),
     ("1B: K0=4 for 80%", 4, 0.80, 0.37),
@@ -330,7 +330,7 @@ sns.heatmap(
 for k0, p in ((2, 0.67), (2, 0.8), (4, 0.67), (4, 0.8)):
     ax.add_patch(plt.Rectangle((fracs.index(p), k0s.index(k0)), 1, 1, fill=False, lw=2, ec="k"))
 ax.set(
-    xlabel="fixed fraction p of the run",
+    xlabel="switch fraction f of the run",
     ylabel="fixed depth K0",
     title=f"200m preset (F/R = {ratio_200m:.2f}): modeled saving of fixed-first",
 )
@@ -375,7 +375,7 @@ def draw_savings(ratio: float = 1.18, k0: int = 2, p: float = 0.67) -> tuple:
                 label=f"paper: K0={k}, {q:.0%}")  # fmt: skip
     chosen = saving_at_ratio(ratio, fixed_first(k0, p), UNIFORM, steps)
     ax.plot(p, chosen, "o", ms=4, color="k", label=f"this setting: {chosen:.1%}")  # inside a ring
-    ax.set(xlabel="switch fraction p", ylabel="saving against uniform 1..16",
+    ax.set(xlabel="switch fraction f", ylabel="saving against uniform 1..16",
            title="Modeled saving of fixed-first")  # fmt: skip
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))

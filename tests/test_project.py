@@ -83,7 +83,7 @@ def _anchors(path: Path) -> set[str]:
 
 def test_every_link_resolves_and_every_figure_is_shown():
     """Relative links and images in the docs point at files that exist, an anchor at a heading
-    of the page it names, and every figure in figures/ appears on the results page."""
+    of the page it names, and every figure in figures/ appears on the results pages."""
     for path in DOC_FILES:
         text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
         for target, anchor in LINK.findall(text):
@@ -93,9 +93,10 @@ def test_every_link_resolves_and_every_figure_is_shown():
             assert linked.exists(), f"{path.name} links {target}, which is missing"
             if anchor and linked.suffix == ".md":
                 assert anchor in _anchors(linked), f"{path.name} links {target}#{anchor}"
-    results = (ROOT / "docs" / "RESULTS.md").read_text()
+    # the results page and its appendix, the history
+    results = "".join((ROOT / "docs" / p).read_text() for p in ("RESULTS.md", "HISTORY.md"))
     for png in sorted((ROOT / "figures").glob("*.png")):
-        assert f"(../figures/{png.name})" in results, f"docs/RESULTS.md does not show {png.name}"
+        assert f"(../figures/{png.name})" in results, f"the results pages do not show {png.name}"
 
 
 def test_the_report_layer_reads_results_not_the_studies():

@@ -2,6 +2,7 @@
 them is its results file's, recomputed here from the file; the bios tables fit GitHub's column."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,8 @@ from looped import paper
 from looped.studies import stats
 from looped.studies.report import bios, diagnose, text
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+ROOT_DIR = Path(__file__).resolve().parents[1]
+RESULTS = ROOT_DIR / "results"
 
 
 def _load(name: str) -> dict:
@@ -114,12 +116,11 @@ def test_the_demos_recipe_change_fits_githubs_column():
 
 
 def test_the_claims_move_to_the_chosen_recipe_once_it_has_judged_their_cell(tmp_path):
-    """The bottom line and the claims table read the map's d64 block until the probe's chosen
-    recipe has the same length judged for every fixed-first recipe at a planned look; then they
-    read that rerun and name its recipe. An interim look, or another length, leaves them."""
+    """The claims table reads the map's d64 block until the probe's chosen recipe has the same
+    length judged for every fixed-first recipe at a planned look; then it reads that rerun and
+    names its recipe. An interim look, or another length, leaves it."""
     from looped.studies.report import verdicts
     from looped.studies.report.block import longest
-    from looped.studies.report.tables import gap_text
 
     root = Path(__file__).resolve().parents[1]
     results = tmp_path / "results"
@@ -131,38 +132,37 @@ def test_the_claims_move_to_the_chosen_recipe_once_it_has_judged_their_cell(tmp_
     cells = [{**c, "gap": {**c["gap"], "mean": 0.0123 + i / 100}} for i, c in enumerate(old)]
     rerun = {"blocks": {verdicts.RERUN_BLOCK: {"cells": cells}}}
 
-    def read(cells: list[dict]) -> tuple[str, str]:
+    def read(cells: list[dict]) -> str:
         rerun["blocks"][verdicts.RERUN_BLOCK]["cells"] = cells
         (results / "map-w7_i3.json").write_text(json.dumps(rerun))
-        return verdicts.bottom_line(tmp_path), verdicts.verdicts_section(tmp_path)
+        return verdicts.verdicts_section(tmp_path)
 
-    line, table = read(cells)
-    assert "+1.23%" in line and "+2.23%" in line and "under `w7_i3`" in line
+    table = read(cells)
     assert "`looped map --recipe w7_i3`, block d64-160 (d=64)" in table and "+1.23%" in table
     for changed in ({"planned_look": False}, {"steps": old[0]["steps"] // 2}):
-        line, table = read([{**cells[0], **changed}, *cells[1:]])
-        assert "+1.23%" not in line and "w7_i3" not in line + table
-        assert all(gap_text(c["gap"]) in line for c in old)
+        table = read([{**cells[0], **changed}, *cells[1:]])
+        assert "+1.23%" not in table and "w7_i3" not in table
 
 
-def test_the_bottom_line_says_each_recipes_interval_and_its_verdict_in_plain_words(tmp_path):
+def test_the_bottom_line_gives_each_arms_pooled_interval_in_at_most_50_words(tmp_path):
+    from looped.studies import gapfit
+    from looped.studies.report import map as map_report
     from looped.studies.report import verdicts
-    from looped.studies.report.block import longest
-    from looped.studies.report.tables import gap_text, verdict_words
+    from looped.studies.report.tables import gap_text
     from looped.studies.stats import Verdict
 
-    # every verdict has its words, and so does an undecided one whose interval clears zero
-    assert set(verdicts.PLAIN) == {v.value for v in Verdict} | {"undecided, behind"}
+    # every verdict with a gap has its plain words, and so does one whose interval clears zero
+    assert set(map_report.PLAIN) | {Verdict.NOT_INFORMATIVE.value} == {v.value for v in Verdict} | {
+        "undecided, behind"
+    }
     (tmp_path / "results").mkdir()
     assert "not measured" in verdicts.bottom_line(tmp_path)
-    root = Path(__file__).resolve().parents[1]
-    study = json.loads((root / "results" / "map.json").read_text())
-    (tmp_path / "results" / "map.json").write_text(json.dumps(study))
-    line = verdicts.bottom_line(tmp_path)
-    for s in verdicts.RECIPES:
-        c = longest(study["blocks"][verdicts.BLOCK], s)
-        said = f"{paper.label(s)} ends {gap_text(c['gap'])}"
-        assert said in line and verdicts.PLAIN[verdict_words(c)].split(" {tol}")[0] in line
+    line = verdicts.bottom_line(ROOT_DIR)
+    chosen = _load("recipe")["chosen_recipe"]["recipe"]
+    assert len(line.split()) <= 50 and "`" not in line
+    for p in gapfit.pooled_gaps(_load(f"map-{chosen}")):
+        assert gap_text(p["gap"]) in line
+    assert "pooled after the fact" in line
 
 
 def test_an_undecided_verdict_whose_interval_clears_zero_says_behind():
@@ -181,4 +181,29 @@ def test_the_chosen_recipes_depth_table_fits_githubs_column():
 
     section = depth_section(Path(__file__).resolve().parents[1])
     table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
-    assert table.startswith("| d | vocab") and rendered_width(table) < GITHUB_COLUMN - 40
+    assert table.startswith("| cell | arm") and rendered_width(table) < GITHUB_COLUMN - 40
+
+
+DOC_PAGES = [ROOT_DIR / "README.md", *sorted((ROOT_DIR / "docs").glob("*.md"))]
+CODE_CHARS = 100  # a code line GitHub's column shows without scrolling (85% of 16 px, monospace)
+
+
+def _page_tables(text: str) -> list[str]:
+    """Every markdown table of a page, outside code blocks."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return ["\n".join(m) for m in re.findall(r"((?:^\|.*\n?)+)", text, re.M) if m]
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: p.name)
+def test_every_table_and_code_block_of_the_docs_fits_githubs_column(page):
+    """No table wider than GitHub's 890 px column by `rendered_width` (columns as wide as their
+    longest word), none with more than 8 columns, and no code line longer than CODE_CHARS: the
+    wide tables once cut off the column a reader was asked to check."""
+    text = page.read_text()
+    for table in _page_tables(text):
+        head = table.splitlines()[0]
+        assert head.count("|") - 1 <= 8, f"{page.name}: too many columns: {head[:80]}"
+        assert rendered_width(table) < GITHUB_COLUMN, f"{page.name}: too wide: {head[:80]}"
+    for block in re.findall(r"```\w*\n(.*?)```", text, re.S):
+        long = [line for line in block.splitlines() if len(line) > CODE_CHARS]
+        assert not long, f"{page.name}: code lines wider than the column: {long}"

@@ -209,7 +209,7 @@ def pooled_gaps(result: dict, arms: tuple[str, ...] = MAIN_ARMS, vocab: int = 51
                 at.add(key)
                 for seed, gap in zip(c["seed_ids"], c["gap"]["values"]):
                     per_seed.setdefault(seed, []).append(gap)
-        whole = [float(np.mean(v)) for _, v in sorted(per_seed.items()) if len(v) == len(at)]
+        whole = [float(np.mean(v)) for _, v in sorted(per_seed.items())]  # each over its cells
         if len(whole) > 1:
             gap = ratio_interval(whole)
             out.append({"schedule": arm, "cells": sorted(at), "gap": gap.as_dict()})

@@ -311,9 +311,9 @@ def paper_figures(result: dict, out_dir: str | Path) -> list[Path]:
 # short headers, costs in one column and the paired gap beside its per-seed range: GitHub's
 # 890 px column shows all twelve numbers of a row without scrolling (tests/test_report_tables.py
 # estimates the width)
-SUMMARY_HEADER = ["schedule", "LR", "steps", "compute / wall-clock vs uniform",
-                  "mean fact NLL, K=1..16 (seed range)", "vs uniform (per-seed range)",
-                  "bits per person at K=1", "K=4", "K=8", "K=16"]  # fmt: skip
+SUMMARY_HEADER = ["schedule", "LR", "steps", "compute / wall-clock vs uniform"]
+SUMMARY_HEADER += ["mean fact NLL, K=1..16 (seed range)", "vs uniform (per-seed range)"]
+SUMMARY_HEADER += ["bits per person at K=1", "K=4", "K=8", "K=16"]
 
 
 def format_summary(table: list[dict]) -> str:
@@ -346,11 +346,14 @@ def _value(row: dict | None, path: str) -> float:
 
 # what the demo's closing tables put beside the reference: (measure, its path in a row, format);
 # a difference is formatted as its values are, signed
-COMPARED = (("steps", "steps", ".0f"), ("compute vs uniform", "compute_vs_uniform", ".2f"),
-            ("wall-clock vs uniform", "wall_vs_uniform", ".2f"),
-            ("mean fact NLL K=1..16", "mean_fact_nll", ".3f"),
-            ("fact NLL vs uniform", "fact_nll_vs_uniform", "+.1%"),
-            *((f"bits/person K={k}", f"bits.{k}", ".1f") for k in (1, 4, 8, 16)))  # fmt: skip
+COMPARED = (
+    ("steps", "steps", ".0f"),
+    ("compute vs uniform", "compute_vs_uniform", ".2f"),
+    ("wall-clock vs uniform", "wall_vs_uniform", ".2f"),
+    ("mean fact NLL K=1..16", "mean_fact_nll", ".3f"),
+    ("fact NLL vs uniform", "fact_nll_vs_uniform", "+.1%"),
+    *((f"bits/person K={k}", f"bits.{k}", ".1f") for k in (1, 4, 8, 16)),
+)
 TEXT_COMPARED = (("mean NLL K=1..16", "mean_nll.mean", ".3f"), ("vs uniform", "vs_uniform", "+.1%"))
 BESIDE = ["schedule", "measure", "yours", "reference", "difference"]
 
@@ -406,8 +409,11 @@ def figures(result: dict, out: Path) -> list[Path]:
 
 
 SHOWN_DEPTHS = (1, 4, 8, 16)
-DEPTH_MEASURES = (("fact NLL", "fact_nll", ".3f"), ("exact recall", "exact", ".0%"),
-                  ("two-hop accuracy", "two_hop_acc", ".2f"))  # fmt: skip
+DEPTH_MEASURES = (
+    ("fact NLL", "fact_nll", ".3f"),
+    ("exact recall", "exact", ".0%"),
+    ("two-hop accuracy", "two_hop_acc", ".2f"),
+)
 
 
 def setup_table(result: dict) -> str:

@@ -117,13 +117,8 @@ def trend_rows(result: dict) -> str:
     return md_table(["schedule", *TREND_HEAD], rows)
 
 
-TREND_HEAD = [
-    "lengths",
-    "seeds",
-    "slope per doubling of tokens [95% interval]",
-    "direction",
-    "per seed",
-]
+TREND_HEAD = ["lengths", "seeds", "slope per doubling of tokens [95% interval]", "direction"]
+TREND_HEAD += ["per seed"]
 
 
 def trend_row(t: dict) -> list:

@@ -12,18 +12,23 @@ from looped import paper, plotting
 from looped.studies.report.tables import md_table
 
 # each variant's schedule, whose label, colour and marker `paper.SHOWN` holds
-SPECS = {"uniform": paper.UNIFORM, "fixed": paper.FIXED, "fixed-first": paper.FIXED_FIRST,
-         "per-micro": paper.UNIFORM_PER_MICRO, "no-k1": paper.NO_K1}  # fmt: skip
+SPECS = {
+    "uniform": paper.UNIFORM,
+    "fixed": paper.FIXED,
+    "fixed-first": paper.FIXED_FIRST,
+    "per-micro": paper.UNIFORM_PER_MICRO,
+    "no-k1": paper.NO_K1,
+}
 INTERVENTIONS = ("per-micro", "no-k1")  # what each changes against uniform
 # "seeds pooled": a ratio of seed-mean NLLs, not a mean of seed-paired ratios
-SUMMARY = ["variant", "mean NLL K=1..16", "vs uniform (seeds pooled)", "grad norm K=1",
-           "median grad norm K>1"]  # fmt: skip
+SUMMARY = ["variant", "mean NLL K=1..16", "vs uniform (seeds pooled)", "grad norm K=1"]
+SUMMARY += ["median grad norm K>1"]
 PAIRS = ((1, 16), (4, 16), (8, 16))  # the depth pairs whose gradient cosine the table shows
-SETTINGS = ["preset", "d", "steps", "tokens per step", "seeds", "dtype", "training minutes",
-            "grad clip", "LR"]  # fmt: skip
-INTERVENTION_HEAD = ["intervention", "mean NLL", "uniform", "fixed-first",
-                     "gap closed (seeds pooled)", "per seed",
-                     "seeds on the mean's side of 50%"]  # fmt: skip
+SETTINGS = ["preset", "d", "steps", "tokens per step", "seeds", "dtype", "training minutes"]
+SETTINGS += ["grad clip", "LR"]
+INTERVENTION_HEAD = ["intervention", "mean NLL", "uniform", "fixed-first"]
+INTERVENTION_HEAD += ["gap closed (seeds pooled)", "per seed"]
+INTERVENTION_HEAD += ["seeds on the mean's side of 50%"]
 
 
 def label(variant: str) -> str:

@@ -24,7 +24,7 @@ from looped.studies.report.block import (
     trend_row,
     verdict_of,
 )
-from looped.studies.report.tables import gap_text, md_table, verdict_words
+from looped.studies.report.tables import bounds, gap_text, md_table, verdict_words
 from looped.studies.stats import Verdict, interval
 
 WIDTH_COLOURS = {16: "#bdbdbd", 32: "#9ecae1", 64: "#3182bd", 128: "#08519c", 256: "#54278f"}
@@ -206,27 +206,27 @@ def recipe_text(setup: dict, steps: int) -> str:
     return f"{setup.get('warmup_steps', 10)}, i{loops}"
 
 
+def cell_text(c: dict) -> str:
+    """ "d=64, BPE-512, 1,044 steps": where a cell sits, in one table column."""
+    return f"d={c['d_model']}, BPE-{c['vocab_size']}, {c['steps']:,} steps"
+
+
 def map_rows(result: dict) -> str:
-    """One row per (width, vocabulary, length, arm): the cell's size, its recipe and LR, the
-    paired gap and both plateau escapes."""
-    head = ["d", "vocab", "steps", "tokens/param (non-emb.)", "tokens/param (all)", "epochs"]
-    head += ["warmup, init", "LR", "arm", "gap to uniform [95% interval], n, verdict"]
-    head += ["plateau escape (uniform / arm)"]
+    """One row per (width, vocabulary, length, arm): the cell, its length in tokens per
+    non-embedding parameter, its recipe and LR, the paired gap and both plateau escapes."""
+    head = ["cell", "tokens/ param", "warmup, init", "LR", "arm"]
+    head += ["gap to uniform [95% interval], n, verdict", "plateau escape (uniform / arm)"]
     rows = []
-    blocks = result.get("blocks", {}).values()
-    uniform = [c for b in blocks for c in b.get("cells", []) if c["schedule"] == paper.UNIFORM]
-    uni = {_at(c): c for c in uniform}
+    uni = {_at(c): c for c in _uniform(result)}
     for c in sorted(cells(result, vocab=None), key=lambda c: (*_at(c), c["schedule"])):
         verdict = gap_cell(c) if c.get("one_pass", True) else "past one pass: not reported"
         if c["verdict"] == Verdict.NOT_INFORMATIVE.value and c.get("one_pass", True):
             verdict = f"{gap_text(c['gap'])}, n={c['gap']['n']}, {_said(result, c)}"  # why
-        epochs = f"{c['epochs']:.2f}" if c.get("epochs") is not None else "-"
         u = uni.get(_at(c), {})
         escapes = f"{escape_text(u.get('escape_steps'))} / {escape_text(c.get('escape_steps'))}"
         setup = result["blocks"][c["block"]].get("meta", {}).get("settings", {}).get("setup", {})
-        rows.append([*_at(c), f"{_tpp(c):.0f}", f"{c['tokens_per_param']:.0f}", epochs])
-        rows[-1] += [recipe_text(setup, c["steps"]), f"{c['lr']:g}", label(c["schedule"])]
-        rows[-1] += [verdict, escapes]
+        rows.append([cell_text(c), f"{_tpp(c):.0f}", recipe_text(setup, c["steps"])])
+        rows[-1] += [f"{c['lr']:g}", label(c["schedule"]), verdict, escapes]
     return md_table(head, rows)
 
 
@@ -373,7 +373,7 @@ def _extrapolated(ext: dict, cells: list[dict]) -> str:
     g, at = ext["gap"], f"at {ext['tokens_per_param']:.0f} tokens/param"
     largest = max(abs(c["gap"].get("mean", float(np.mean(c["gap"]["values"])))) for c in cells)
     if g["hi"] - g["lo"] > largest:
-        wide = f"[{100 * g['lo']:+.2f}%, {100 * g['hi']:+.2f}%]"
+        wide = bounds(g["lo"], g["hi"], unit="%")
         return f"uninformative: {wide} {at}, wider than any gap fitted (at most {largest:.2%})"
     return f"{gap_text(g)} {at}"
 
@@ -405,7 +405,7 @@ def _crossing(c: dict | None, span: tuple[float, float] | None = None) -> str:
         return "no crossing (seeds' slopes differ in sign)"
     if c["hi"] > 1000 * c["lo"]:
         return "not located (interval over a thousandfold)"
-    iv = f"[{c['lo']:.3g}, {c['hi']:.3g}]"
+    iv = bounds(c["lo"], c["hi"], ".3g", 1)
     if span and not span[0] <= c["tokens_per_param"] <= span[1]:
         below = c["tokens_per_param"] < span[0]
         side = f"below the lengths fitted (from {span[0]:.0f})"
@@ -423,7 +423,8 @@ def frontier_section(result: dict) -> str:
     rows = []
     for c in sorted(block["cells"], key=lambda c: (c["steps"], c["schedule"] != paper.UNIFORM)):
         nll = interval(c["seed_nll"]) if len(c["seed_nll"]) > 1 else None
-        nll_text = f"{nll.mean:.3f} [{nll.lo:.3f}, {nll.hi:.3f}]" if nll else f"{c['mean_nll']:.3f}"
+        nll_text = f"{c['mean_nll']:.3f}"
+        nll_text = f"{nll.mean:.3f} {bounds(nll.lo, nll.hi, '.3f', 1)}" if nll else nll_text
         s = saved.get(c["schedule"], {}).get(str(c["steps"]))
         gap = gap_cell(c) if "gap" in c else "-"
         saved_text = "-" if s is None else f"{s:.1%}"
@@ -617,15 +618,14 @@ def depth_rows(result: dict, recipe: str) -> str:
     mean over 1..16 that the verdict reads. The paper's claim is about every depth a model may
     be served at, so a mean that hides a large gap at one depth should not go unseen."""
     every = [c for c in cells(result, vocab=None) if c["schedule"] in RECIPES and _reported(c)]
-    head = ["d", "vocab", "steps", "arm", "mean over K=1..16 [95%], verdict"]
+    head = ["cell", "arm", "mean over K=1..16 [95%], verdict"]
     head += [f"at K={k} [95%]" for k in ("1", "4", "16")]
     rows = []
     for c in sorted(
         every, key=lambda c: (c["vocab_size"], c["d_model"], c["steps"], c["schedule"])
     ):
         mean = f"{gap_text(c['gap'])}, {verdict_words(c)}"
-        size = [c["d_model"], c["vocab_size"], c["steps"], label(c["schedule"])]
-        rows.append([*size, mean, *depth_cells(c)])
+        rows.append([cell_text(c), label(c["schedule"]), mean, *depth_cells(c)])
     if not rows:
         return f"No cell under `{recipe}` has a verdict yet."
     lead = f"Under `{recipe}`, each cell with a verdict at serving depths 1, 4 and 16 (each"
@@ -636,3 +636,76 @@ def depth_rows(result: dict, recipe: str) -> str:
 def _uniform(result: dict) -> list[dict]:
     blocks = result.get("blocks", {}).values()
     return [c for b in blocks for c in b.get("cells", []) if c["schedule"] == paper.UNIFORM]
+
+
+# a verdict in words a newcomer needs no glossary for (the headline figure's, the README's)
+PLAIN = {
+    "worse": "past tolerance",
+    "undecided, behind": "behind",
+    "undecided": "unclear",
+    "better": "ahead",
+    "within tolerance": "level",
+    "no worse than tolerance": "not past tolerance",
+}
+
+
+def headline_rows(result: dict) -> list[dict]:
+    """The headline's rows: each cell with a verdict (BPE-512 first), then the BPE-512 cells
+    pooled after the fact: its place ("at"; None: pooled), how late uniform starts there (the
+    median of its escape step less the arms', seed by seed), and each arm's gap with "said", the
+    verdict in plain words."""
+    every = [c for c in cells(result, vocab=None) if c["schedule"] in RECIPES and _reported(c)]
+    uni = {_at(c): c["escape_steps"] for c in _uniform(result)}
+    out = []
+    for at in sorted({_at(c) for c in every}, key=lambda k: (k[1], k[0], k[2])):
+        arms = [c for c in every if _at(c) == at]
+        late = [u - a for c in arms for u, a in zip(uni[at], c["escape_steps"])]
+        gaps = {c["schedule"]: c["gap"] | {"said": PLAIN[verdict_words(c)]} for c in arms}
+        out.append({"at": at, "late": float(np.median(late)), "gaps": gaps})
+    pooled = {p["schedule"]: p["gap"] for p in pooled_gaps(result)}
+    for s, g in pooled.items():
+        tol, lo = paper.tolerance(s), g["lo"]
+        g["said"] = PLAIN["worse" if lo > tol else "undecided, behind" if lo > 0 else "undecided"]
+    last = max((k for k, r in enumerate(out) if r["at"][1] == 512), default=None)
+    if pooled and last is not None:
+        out.insert(last + 1, {"at": None, "late": None, "gaps": pooled})
+    return out
+
+
+def _row_label(row: dict) -> str:
+    if row["at"] is None:
+        n = max(g["n"] for g in row["gaps"].values())
+        return f"the rows above, pooled\nafter the fact ({n} seeds)"
+    d, v, steps = row["at"]
+    vocab = "" if v == 512 else f", vocab. {v:,}"
+    return f"d={d}{vocab}, {steps:,} steps\nuniform starts {row['late']:.0f} steps late"
+
+
+def fig_headline(result: dict, path: Path) -> Path:
+    """The README's first figure: each cell with a verdict, one row, an arm a panel, its gap to
+    uniform with the 95% interval and its verdict in plain words; the pooled row hollow."""
+    plotting.use_theme()
+    rows = headline_rows(result)
+    fig, axes = plt.subplots(1, len(RECIPES), figsize=(9.0, 0.5 * len(rows) + 1.2), sharey=True)
+    for ax, s in zip(axes, RECIPES):
+        right = max(100 * r["gaps"][s]["hi"] for r in rows if s in r["gaps"]) + 0.4
+        for y, row in enumerate(rows):
+            if (g := row["gaps"].get(s)) is not None:
+                m, lo, hi = (100 * g[k] for k in ("mean", "lo", "hi"))
+                mark = {"fmt": "D", "mfc": "white"} if row["at"] is None else {"fmt": "o"}
+                ax.errorbar([m], [y], xerr=[[m - lo], [hi - m]], color="0.15", capsize=3, **mark)
+                ax.text(right, y, g["said"], va="center", fontsize=9)
+        ax.axvline(0, color="0.3", lw=0.8)
+        ax.axvline(100 * paper.tolerance(s), color="0.45", ls="--", lw=1, label="tolerance")
+        ax.set_title(f"{label(s)} vs uniform 1..16", fontsize=10)
+        ax.set_xlabel("gap, % (+: fixed-first behind)")
+        lo = min(100 * r["gaps"][s]["lo"] for r in rows if s in r["gaps"])
+        ax.set_xlim(min(lo, 0) - 0.4, right + 3.0)
+    axes[0].set_yticks(range(len(rows)), list(map(_row_label, rows)), fontsize=9)
+    axes[0].invert_yaxis()
+    plotting.key(axes[0], "bars", "95% interval over seeds")
+    fig.suptitle(
+        "Held-out loss of fixed-first over uniform's, by cell", fontsize=10, x=0.01, ha="left"
+    )
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=9, ncol=2)
+    return plotting.save(fig, path)

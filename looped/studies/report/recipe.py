@@ -37,16 +37,22 @@ def _escapes(rows: list[dict]) -> str:
     return ", ".join("never" if s is None else str(s) for s in steps)
 
 
+def _lr_rows(block: dict, *first: str) -> list[list]:
+    """A probe block's rows, one per LR: FIRST, its steps, the LR, each seed's escape step and
+    the mean validation NLL over the seeds."""
+    rows = []
+    for lr in sorted({r["lr"] for r in block["sweep"]}):
+        mine = [r for r in block["sweep"] if r["lr"] == lr]
+        val = f"{np.mean([r['val_nll'] for r in mine]):.3f}"
+        rows.append([*first, mine[0]["steps"], f"{lr:g}", _escapes(mine), val])
+    return rows
+
+
 def recipe_section(result: dict) -> str:
     """Each cell x recipe x LR: the escape steps and mean validation NLL over the LR seeds, then
     the recipe the probe chose and each recipe's excess over the best at the complete cells."""
     head = ["cell", "recipe", "steps", "LR", "escape step (each seed)", "val NLL (seed mean)"]
-    rows = []
-    for cell, recipe, block in probe_rows(result):
-        for lr in sorted({r["lr"] for r in block["sweep"]}):
-            mine = [r for r in block["sweep"] if r["lr"] == lr]
-            val = f"{np.mean([r['val_nll'] for r in mine]):.3f}"
-            rows.append([cell, recipe, mine[0]["steps"], f"{lr:g}", _escapes(mine), val])
+    rows = [r for cell, recipe, b in probe_rows(result) for r in _lr_rows(b, cell, recipe)]
     chosen = result.get("chosen_recipe")
     if not chosen:
         return md_table(head, rows) + "\n\nNo cell has every recipe finished: nothing chosen yet."
@@ -126,24 +132,15 @@ def own_section(result: dict) -> str:
     for name, block in result["blocks"].items():
         if name.startswith("own-") and block.get("sweep"):
             arm, recipe = block["sweep"][0]["schedule"], "w" + name.rsplit("-w", 1)[1]
-            for lr in sorted({r["lr"] for r in block["sweep"]}):
-                mine = [r for r in block["sweep"] if r["lr"] == lr]
-                val = f"{np.mean([r['val_nll'] for r in mine]):.3f}"
-                rows.append([label(arm), recipe, mine[0]["steps"], f"{lr:g}", _escapes(mine), val])
+            rows += _lr_rows(block, label(arm), recipe)
     if not rows:
         return "The own-recipe check has not run yet (`looped map --probe --blocks own-...`)."
     checks = result.get("own_recipes") or []
-    summary = [
-        [
-            label(c["schedule"]),
-            c["best"],
-            c["shared"],
-            f"{100 * c['excess']:+.2f}%",
-            f"{100 * c['seed_spread']:.2f}%" if "seed_spread" in c else "-",
-            f"{100 * tolerance(c['schedule']):.1f}%",
-        ]
-        for c in checks
-    ]
+    summary = []
+    for c in checks:
+        split = f"{100 * c['seed_spread']:.2f}%" if "seed_spread" in c else "-"
+        said = [f"{100 * c['excess']:+.2f}%", split, f"{100 * tolerance(c['schedule']):.1f}%"]
+        summary.append([label(c["schedule"]), c["best"], c["shared"], *said])
     head2 = ["arm", "its own best recipe", "shared recipe", "shared over own best"]
     head2 += ["widest seed split", "tolerance"]
     tail = md_table(head2, summary) if summary else "No arm has every recipe finished yet."
@@ -217,19 +214,10 @@ def delay_section(maps: dict[str, dict]) -> str:
     head += ["r", "share of the gaps' spread (r²)", "gap per 100 steps of delay"]
     rows = []
     for name, result in maps.items():
-        fit = delay_fit(escape_delays(result))
-        if fit:
-            rows.append(
-                [
-                    name,
-                    fit["n"],
-                    fit["censored"],
-                    f"{fit['median_delay']:.0f}",
-                    f"{fit['r']:+.2f}",
-                    f"{100 * fit['r2']:.0f}%",
-                    f"{fit['pct_per_100_steps']:+.2f} points",
-                ]
-            )
+        if fit := delay_fit(escape_delays(result)):
+            said = [f"{fit['median_delay']:.0f}", f"{fit['r']:+.2f}", f"{100 * fit['r2']:.0f}%"]
+            per = f"{fit['pct_per_100_steps']:+.2f} points"
+            rows.append([name, fit["n"], fit["censored"], *said, per])
     return md_table(head, rows) if rows else "No map under a recipe has paired seed-cells yet."
 
 

@@ -14,15 +14,28 @@ from looped.flops import preset_rows
 from looped.studies.report import bios, diagnose, docs, recipe, samples, text
 from looped.studies.report import map as map_report
 from looped.studies.report.tables import md_table
-from looped.studies.report.verdicts import bottom_line, load_result, verdicts_section
+from looped.studies.report.verdicts import (
+    bottom_line,
+    chosen_recipe,
+    load_result,
+    verdicts_section,
+)
 
 BUDGET_MINUTES = 10  # what a plain `make demo` may take on 2 CPU cores (the README's timing line)
 
 
-FLOPS_HEADER = ["preset", "parameters", "layers (prelude + loop + coda)", "width", "seq", "F/R",
-                "schedule", "saving vs uniform 1..16"]  # fmt: skip
-TIMING_HEADER = ["command (fresh clone)", "machine", "dtype", "minutes", "minutes per phase",
-                 "bios runs", "text runs", f"within {BUDGET_MINUTES} minutes"]  # fmt: skip
+FLOPS_HEADER = ["preset", "parameters", "layers (prelude + loop + coda)", "width", "seq", "F/R"]
+FLOPS_HEADER += ["schedule", "saving vs uniform 1..16"]
+TIMING_HEADER = [
+    "command (fresh clone)",
+    "machine",
+    "dtype",
+    "minutes",
+    "minutes per phase",
+    "bios runs",
+    "text runs",
+    f"within {BUDGET_MINUTES} minutes",
+]
 
 
 def flops_section() -> str:
@@ -114,7 +127,8 @@ def render(
         "verdicts": lambda: verdicts_section(root),
         "escape_delay": lambda: recipe.delay_section(recipe_maps(root)),
         "bottom_line": lambda: bottom_line(root),
-        "map_rerun": lambda: rerun_section(root),
+        "map_rerun": lambda: rerun_section(root, "chosen"),
+        "map_rerun_earlier": lambda: rerun_section(root, "earlier"),
         "finding_rerun": lambda: finding_rerun(root),
         "map_depths": lambda: depth_section(root),
         "demo_recipe": lambda: demo_recipe_section(root),
@@ -131,8 +145,19 @@ def render(
 
 
 # the files `looped report` writes, relative to the root (one that is absent is skipped)
-DOCS = (Path("README.md"), *map(Path, ("docs/RESULTS.md", "docs/USAGE.md")),
-        Path("docs/ARCHITECTURE.md"), Path("notebooks/README.md"))  # fmt: skip
+DOCS = tuple(
+    map(
+        Path,
+        (
+            "README.md",
+            "docs/RESULTS.md",
+            "docs/HISTORY.md",
+            "docs/USAGE.md",
+            "docs/ARCHITECTURE.md",
+            "notebooks/README.md",
+        ),
+    )
+)
 
 
 def figures(root: Path, out: Path | None = None) -> list[Path]:
@@ -148,29 +173,34 @@ def figures(root: Path, out: Path | None = None) -> list[Path]:
         paths += map_report.figures(json.loads(path.read_text()), out, path.stem)
     if maps := recipe_maps(root):
         paths.append(recipe.fig_escape_delay(maps, out / "escape_delay.png"))
+    if (found := chosen_map(root)) and map_report.headline_rows(found[1]):
+        paths.append(map_report.fig_headline(found[1], out / "headline.png"))
     return paths
 
 
 def chosen_map(root: Path) -> tuple[str, dict] | None:
     """The recipe the probe chose and the map under it (`looped map --recipe`), once both exist."""
-    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    chosen = chosen_recipe(root)
     new = load_result(root, f"map-{chosen}") if chosen else None
     return (chosen, new) if new else None
 
 
-def rerun_section(root: Path) -> str:
+def rerun_section(root: Path, only: str = "") -> str:
     """The map under each recipe it was rerun under, the probe's present choice first: its
     cells, then each against the map's own recipe. A rerun under an earlier choice stays, said
-    to be one, so that a probe that changes its mind never hides what was measured."""
-    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    to be one, so that a probe that changes its mind never hides what was measured; `only`
+    ("chosen" or "earlier") keeps the present choice's part or the others'."""
+    chosen = chosen_recipe(root)
     reruns = {k: v for k, v in recipe_maps(root).items() if not k.endswith("(the map's)")}
     if not reruns:
         return "No block has run under the chosen recipe yet (`looped map --recipe`)."
     own = load_result(root, "map") or {}
     parts = []
-    if chosen and chosen not in reruns:
+    if chosen and chosen not in reruns and only != "earlier":
         parts.append(f"No block has run yet under `{chosen}`, the probe's present choice.")
     for name in sorted(reruns, key=lambda n: n != chosen):
+        if only and (name == chosen) != (only == "chosen"):
+            continue
         role = "the probe's present choice" if name == chosen else "an earlier choice of the probe"
         blocks = ", ".join(_block_name(n, b) for n, b in reruns[name].get("blocks", {}).items())
         parts.append(f"**Under `{name}`** ({role}; blocks {blocks}):")
@@ -181,7 +211,7 @@ def rerun_section(root: Path) -> str:
 
 def finding_rerun(root: Path) -> str:
     """The README's finding under the recipe the probe chose, each cell beside the map's own."""
-    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    chosen = chosen_recipe(root)
     rerun = load_result(root, f"map-{chosen}") if chosen else None
     if not rerun or not map_report.cells(rerun, vocab=None):
         return f"No cell has run under `{chosen}`, the probe's present choice, yet."

@@ -15,6 +15,12 @@ def md_table(header: list[str], rows: list[list[Any]], align: list[str] | None =
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
+def bounds(lo: float, hi: float, spec: str = "+.2f", scale: float = 100, unit: str = "") -> str:
+    """ "[+1.40, +2.80]": an interval's ends, the one place the docs write one (`unit` after
+    each end where the mean is not beside them to carry it)."""
+    return f"[{scale * lo:{spec}}{unit}, {scale * hi:{spec}}{unit}]"
+
+
 def gap_text(g: dict | None, digits: int = 2) -> str:
     """ "+2.10% [+1.40, +2.80]": a gap (or slope) with its 95% interval, in percent; the one
     formatter of every gap in the docs. One seed (no interval, or None with `mean` given
@@ -24,7 +30,7 @@ def gap_text(g: dict | None, digits: int = 2) -> str:
     mean = f"{100 * g['mean']:+.{digits}f}%"
     if not (math.isfinite(g["lo"]) and math.isfinite(g["hi"])):
         return f"{mean} [no interval from one seed]"
-    return f"{mean} [{100 * g['lo']:+.{digits}f}, {100 * g['hi']:+.{digits}f}]"
+    return f"{mean} {bounds(g['lo'], g['hi'], f'+.{digits}f')}"
 
 
 def verdict_words(row: dict) -> str:

@@ -10,20 +10,26 @@ from looped import paper
 from looped.paper import FIXED_FIRST, SAVINGS, WALL_SAVING, tolerance
 from looped.schedule_spec import parse_schedule
 from looped.studies.report import block
+from looped.studies.report import map as map_report
 from looped.studies.report.block import RECIPES
 from looped.studies.report.tables import gap_text, md_table, verdict_words
 
 # the bios track's two bases; each judges FIXED_FIRST at that recipe's own tolerance
 BIOS_BASES = (("summary_tokens", "equal tokens"), ("summary", "equal FLOPs"))
-TREND_HEADER = ["schedule", "measured on", "lengths", "seeds", "gap change per doubling of tokens [95% interval]",
-                "direction"]  # fmt: skip
-CLAIMS_HEADER = ["paper claim", "measured on", "steps", "tokens/param", "seeds",
-                 "gap to uniform: paired mean [95% interval]", "tolerance", "verdict"]  # fmt: skip
+TREND_HEADER = ["schedule", "measured on", "lengths", "seeds"]
+TREND_HEADER += ["gap change per doubling of tokens [95% interval]", "direction"]
+CLAIMS_HEADER = ["paper claim", "measured on", "steps", "tokens/param", "seeds"]
+CLAIMS_HEADER += ["gap to uniform: paired mean [95% interval]", "tolerance", "verdict"]
 
 
 def load_result(root: Path, name: str) -> dict | None:
     path = root / "results" / f"{name}.json"
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def chosen_recipe(root: Path) -> str | None:
+    """The recipe the probe ranks first now (recipe.json), None before it has chosen."""
+    return ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
 
 
 TOKENS = " at equal tokens"
@@ -44,7 +50,7 @@ def judged(root: Path) -> tuple[dict | None, str, str]:
     length (`RERUN_BLOCK`) with every fixed-first recipe at a planned look. Then the rerun: the
     answer against a uniform baseline tuned as carefully as fixed-first replaces the old one."""
     study = (load_result(root, "map") or {}).get("blocks", {}).get(BLOCK)
-    chosen = ((load_result(root, "recipe") or {}).get("chosen_recipe") or {}).get("recipe")
+    chosen = chosen_recipe(root)
     rerun = (load_result(root, f"map-{chosen}") or {}).get("blocks", {}).get(RERUN_BLOCK)
     if rerun:
         mine = [block.longest(rerun, s) for s in RECIPES]
@@ -84,18 +90,8 @@ def bios_rows(bios: dict | None) -> list[list]:
         on = f"bios facts, `looped demo`, d={bios['meta']['model']['d_model']}"
         claim = f"{_claim(FIXED_FIRST, ' at ' + basis)}, on memorised facts"
         n = len(row["vs_uniform_by_seed"]["values"])
-        rows.append(
-            [
-                claim,
-                on,
-                row["steps"],
-                "-",
-                n,
-                gap_text(row["gap"]),
-                f"{tol:.1%}",
-                verdict_words(row),
-            ]
-        )
+        cells = [claim, on, row["steps"], "-", n, gap_text(row["gap"])]
+        rows.append([*cells, f"{tol:.1%}", verdict_words(row)])
     return rows
 
 
@@ -124,13 +120,8 @@ def bench_row(bench: dict, x: dict) -> list:
     on = f"`looped bench`, another model (d={bench['config']['d_model']}, {x['precision']})"
     measured, modeled = f"{x['measured_saving']:.1%}", f"{x['modeled_saving']:.1%}"
     if "depths" not in x:
-        here = f"{measured} from per-K step times, {modeled} modeled"
-        return [
-            f"{what}, a whole run",
-            WALL_SAVING,
-            here,
-            f"{on}: the exact draws of {x['steps']} steps",
-        ]
+        here, whole = f"{measured} from per-K step times, {modeled} modeled", f"{what}, a whole run"
+        return [whole, WALL_SAVING, here, f"{on}: the exact draws of {x['steps']} steps"]
     drawn = x["depths"][paper.UNIFORM]
     mean_k = sum(drawn) / len(drawn)
     expected = parse_schedule(paper.UNIFORM).expected_depth(0, 1)
@@ -166,39 +157,27 @@ def verdicts_section(root: Path) -> str:
     return "\n\n".join(parts)
 
 
-# a verdict in words a newcomer needs no glossary for; {tol} is the recipe's tolerance
-PLAIN = {
-    "worse": "behind, past its {tol} tolerance (worse)",
-    "undecided": "neither shown within nor past its {tol} tolerance (undecided)",
-    "undecided, behind": "behind, not shown past its {tol} tolerance (undecided)",
-    "better": "ahead of uniform (better)",
-    "within tolerance": "within its {tol} tolerance",
-    "no worse than tolerance": "no worse than its {tol} tolerance",
-    "not informative at this size": "no verdict: the models miss the bigram table",
-}
-
-
 def bottom_line(root: Path) -> str:
-    """The finding in one sentence a newcomer can repeat: each recipe's gap at the longest length
-    the block `judged` reads judged, with its interval and the verdict it gives at the recipe's
-    tolerance, and the training recipe when it is not the map's own."""
-    study, _, recipe = judged(root)
-    found = [(s, c) for s in RECIPES if study and (c := block.longest(study, s))]
-    if not found:
-        return "**Bottom line**: not measured yet (`looped map`)."
-    c = found[0][1]
-    parts = [
-        f"{paper.label(s)} ends {gap_text(c['gap'])} from uniform 1..16, "
-        + PLAIN[verdict_words(c)].format(tol=f"{tolerance(s):.1%}")
-        for s, c in found
-    ]
-    at = f"at width d={c['d_model']} after {c['steps']:,} steps "
-    at += (
-        f"({c['tokens_per_non_embedding_param']:.0f} training tokens per non-embedding parameter, "
-    )
-    at += f"{c['gap']['n']} seeds; [95% interval over seeds])"
-    if recipe:
-        at += f" under `{recipe}`, the training recipe a probe chose for uniform (provisionally)"
-    lead = "**Bottom line so far**, in held-out NLL (next-token loss on unseen text; training"
-    lead += " sees each token once)"
-    return f"{lead} {at}: " + "; ".join(parts) + "."
+    """The finding in at most 50 words, verdict first, under the recipe the probe chose: each
+    arm's gap pooled after the fact over the BPE-512 cells with a verdict, beside its gap in the
+    longest of them alone, and the cell where fixed-first leads, each with how late uniform
+    starts there (`map.headline_rows`)."""
+    chosen = chosen_recipe(root)
+    rows = map_report.headline_rows(load_result(root, f"map-{chosen}") or {}) if chosen else []
+    pooled = next((r for r in rows if r["at"] is None), None)
+    if pooled is None:
+        return "**Bottom line**: not measured yet (`looped map --recipe`)."
+    own = [r for r in rows if r["at"] and r["at"][1] == 512]
+    longest = max(own, key=lambda r: r["at"][2])
+    parts = []
+    for s in RECIPES:
+        g, tol = pooled["gaps"][s], tolerance(s)
+        past = " past its tolerance," if g["lo"] > tol else ""
+        parts.append(f"{paper.label(s).removeprefix('fixed-first ')}{past} {gap_text(g)} pooled")
+    parts[0] += f" after the fact, {gap_text(longest['gaps'][RECIPES[0]])} in the longest cell"
+    parts[1] += f", {gap_text(longest['gaps'][RECIPES[1]])} there"
+    lead = "**Bottom line:** fixed-first trails uniform where uniform starts at most"
+    lead += f" {max(r['late'] for r in own):.0f} steps late: " + "; ".join(parts) + "."
+    ahead = [r for r in rows if r["at"] and any(g["hi"] < 0 for g in r["gaps"].values())]
+    late = " and ".join(f"{r['late']:.0f}" for r in ahead)
+    return lead + (f" Ahead only where uniform starts {late} steps late." if ahead else "")
