@@ -29,7 +29,7 @@ def test_the_late_table_shows_each_finished_candidate_and_names_the_winner_in_wo
     assert lines[2].startswith("| 2% warmup, LR 0.001 | 400, 410 | 300, 300 | no | 3.5100 |")
     assert lines[3].startswith("| 10% warmup, LR 0.001 | 310, 290 | 320, never | yes | 3.5875 |")
     assert "+2.21% [" in lines[3] and "Chosen so far: 10% warmup, LR 0.001" in text
-    assert "2 candidates have finished" in text
+    assert "2 of 3 candidates finished so far" in text
     assert all(line.count("|") == 7 for line in lines[:4])  # six columns: fits the page
     assert late_section({}) == "No candidate has finished yet."
 
@@ -38,3 +38,20 @@ def test_a_candidate_reads_in_words():
     assert candidate_words("w10pct_i1_sn", 1e-3) == "10% warmup, state norm, LR 0.001"
     assert candidate_words("w2pct_i1", 3e-4) == "2% warmup, LR 0.0003"
     assert candidate_words("w40_i1", 1e-3) == "40 warmup steps, LR 0.001"
+
+
+def test_a_candidate_that_finishes_before_the_reference_is_shown_on_time_or_not():
+    """The probe trains candidates in its own order: the table reads each one as it finishes."""
+    settings = replace(PROBE, blocks=late_blocks(LATE[:2]))
+    names = [b.name for b in settings.blocks]
+    blocks = {
+        names[3]: _rows({200: (3.57, 330), 201: (3.605, 410)}),
+        names[4]: _rows({200: (3.60, 320)}),
+        names[5]: _rows({200: (3.60, 320)}),
+    }
+    late = choose_late(blocks, settings)
+    assert [c["candidate"] for c in late["candidates"]] == ["w10pct_i1-lr0.001"]
+    assert not late["candidates"][0]["on_time"] and late["winner"] is None  # 410 > 320 + 10
+    text = late_section({"late_start": late})
+    assert "| 330, 410 | 320, 320 | no | 3.5875 | reference unfinished |" in text
+    assert "the reference is 2% warmup, LR 0.001" in text and "No candidate has given" in text

@@ -305,15 +305,13 @@ def choose_late(blocks: dict[str, dict], settings: MapSettings, slack: int = 10)
     """The late-start probe's rule, fixed before its runs: a candidate gives uniform an on-time
     start where uniform's escape step in every probe seed is no later than each arm's, give or
     take one logging interval (SLACK steps); among those the lowest mean validation NLL wins.
-    Each candidate's NLL against the reference (the first candidate) is paired by seed. None
-    until the reference has finished."""
-    late = [b for b in settings.blocks if b.name.startswith("late-")]
+    Each candidate's NLL against the reference (the first candidate) is paired by seed, once
+    the reference has finished. None until a candidate (uniform and both arms) has finished."""
+    late = [b for b in settings.blocks if b.lrs]  # the late-start probe's: each its own LR
     rows = {b.name: blocks.get(b.name, {}).get("sweep", []) for b in late}
     done = {b.name: rows[b.name] for b in late if len(rows[b.name]) == len(b.lr_seeds)}
     uniform = [b for b in late if b.sweep == paper.UNIFORM]
-    if not uniform or uniform[0].name not in done:
-        return None
-    ref = {r["seed"]: r["val_nll"] for r in done[uniform[0].name]}
+    ref = {r["seed"]: r["val_nll"] for r in done.get(uniform[0].name, [])} if uniform else {}
     table = []
     for b in uniform:
         tag = b.name.removeprefix("late-")
@@ -329,11 +327,19 @@ def choose_late(blocks: dict[str, dict], settings: MapSettings, slack: int = 10)
         )
         ratios = [r["val_nll"] / ref[r["seed"]] - 1 for r in mine if r["seed"] in ref]
         table.append(
-            {"candidate": tag, "recipe": b.recipe, "lr": b.lrs[0], "on_time": on_time}
-            | {"val_nll": float(np.mean([r["val_nll"] for r in mine]))}
-            | {"escapes": [r["escape_step"] for r in mine], "arm_escapes": arm_escape}
-            | {"vs_reference": vs_reference(ratios)}
+            {
+                "candidate": tag,
+                "recipe": b.recipe,
+                "lr": b.lrs[0],
+                "on_time": on_time,
+                "val_nll": float(np.mean([r["val_nll"] for r in mine])),
+                "escapes": [r["escape_step"] for r in mine],
+                "arm_escapes": arm_escape,
+                "vs_reference": vs_reference(ratios),
+            }
         )
+    if not table:
+        return None
     timely = [c for c in table if c["on_time"]]
     best = min(timely, key=lambda c: c["val_nll"]) if timely else None
     # a winner at the grid's lowest LR or longest warmup: the grid extends that way before a choice
@@ -346,7 +352,13 @@ def choose_late(blocks: dict[str, dict], settings: MapSettings, slack: int = 10)
         "lowest mean validation NLL",
         "candidates": table,
         "winner": best and best["candidate"],
+        "reference": {
+            "candidate": uniform[0].name.removeprefix("late-"),
+            "recipe": uniform[0].recipe,
+            "lr": uniform[0].lrs[0],
+        },
         "whole": len(table) == len(uniform),
+        "planned": len(uniform),
         "at_edge": bool(edge),
     }
 

@@ -30,6 +30,8 @@ def _steps(steps: list[int | None]) -> str:
 def _versus(gap: dict, reference: bool) -> str:
     if reference:
         return "the reference"
+    if gap["mean"] is None:
+        return "reference unfinished"
     if gap.get("lo") is None:
         return f"{100 * gap['mean']:+.2f}% (one seed)"
     return gap_text(gap)
@@ -41,13 +43,14 @@ def late_section(result: dict) -> str:
     if not late:
         return "No candidate has finished yet."
     rows = []
-    for i, c in enumerate(late["candidates"]):
+    ref = late["reference"]
+    for c in late["candidates"]:
         words = candidate_words(c["recipe"], c["lr"])
         escapes = [_steps(c["escapes"]), _steps(c["arm_escapes"]), "yes" if c["on_time"] else "no"]
-        rows.append([words, *escapes, f"{c['val_nll']:.4f}", _versus(c["vs_reference"], i == 0)])
-    first = late["candidates"][0] if late["candidates"] else None
-    ref = candidate_words(first["recipe"], first["lr"]) if first else "the first candidate"
-    said = f"Rule, fixed before the runs: {late['rule']}; the reference is {ref}. "
+        is_ref = c["candidate"] == ref["candidate"]
+        rows.append([words, *escapes, f"{c['val_nll']:.4f}", _versus(c["vs_reference"], is_ref)])
+    said = f"Rule, fixed before the runs: {late['rule']}; "
+    said += f"the reference is {candidate_words(ref['recipe'], ref['lr'])}. "
     if late["winner"]:
         won = next(c for c in late["candidates"] if c["candidate"] == late["winner"])
         said += f"Chosen so far: {candidate_words(won['recipe'], won['lr'])}"
@@ -56,5 +59,5 @@ def late_section(result: dict) -> str:
     else:
         said += "No candidate has given uniform an on-time start so far."
     if not late["whole"]:
-        said += f" {len(late['candidates'])} candidates have finished; the rest are running."
+        said += f" {len(late['candidates'])} of {late['planned']} candidates finished so far."
     return md_table(HEADER, rows) + "\n\n" + said
