@@ -20,7 +20,7 @@ F/R = 1.2, which the 200m and 1b presets reproduce.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 
 import torch
 
@@ -96,25 +96,6 @@ def saving(
     """Fraction of the reference's compute `schedule` saves at equal steps (0.45 = 45%)."""
     ours = schedule_flops(config, schedule, total_steps, 1, seq_len)
     return 1.0 - ours / schedule_flops(config, reference, total_steps, 1, seq_len)
-
-
-def drawn_seconds(step_seconds: Mapping[int, float], schedule: Schedule, total_steps: int) -> float:
-    """A whole run's time at measured per-depth step times, over its seed's actual draws (not
-    their expectation: a short run's draws can average K=10 where 8.5 is expected)."""
-    return sum(step_seconds[schedule.depth(s, total_steps)] for s in range(total_steps))
-
-
-def wall_saving(
-    step_seconds: Mapping[int, float],
-    ours: Iterable[Schedule],
-    refs: Iterable[Schedule],
-    total_steps: int,
-) -> float:
-    """The wall-clock saving of runs of `ours` against runs of `refs` (one schedule per seed):
-    1 - their summed `drawn_seconds`. The one wall-clock saving of the package (`looped bench`,
-    `looped map --time`)."""
-    mine = sum(drawn_seconds(step_seconds, s, total_steps) for s in ours)
-    return 1.0 - mine / sum(drawn_seconds(step_seconds, s, total_steps) for s in refs)
 
 
 def saving_at_ratio(

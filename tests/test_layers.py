@@ -33,7 +33,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("statistics", ("looped.studies.stats", "looped.studies.gapfit")),
     ("report", ("looped.studies.report",)),
     ("studies", ("looped.studies",)),
-    ("bench", ("looped.studies.bench",)),
     ("study commands", ("looped.studies.commands",)),
 )  # fmt: skip
 HARNESS = "statistics"  # the first layer of the harness

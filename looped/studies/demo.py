@@ -16,7 +16,7 @@ import torch
 
 from looped.model import LoopedTransformer
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
-from looped.runtime.device import fixed_step, one_thread, pick_device, time_min
+from looped.runtime.device import pick_device
 from looped.runtime.lock import dir_lock
 from looped.studies.bios import (
     BiosTrack,
@@ -35,6 +35,7 @@ from looped.studies.runner import execute
 from looped.studies.textsetup import DEMO_RECIPE, TextSetup, track_setup
 from looped.studies.textstudy import QUICK as QUICK_BLOCK
 from looped.studies.textstudy import BlockSettings, run_text, text_tables
+from looped.studies.timing import fixed_step, one_thread, time_min
 from looped.training.run import make_optimizer
 
 # The text track: a text-study block of one length, at a size whose models beat the bigram

@@ -36,9 +36,8 @@ from looped.config import load_config, parse_recipe, recipe_name
 from looped.data.text import NAMED_CORPORA
 from looped.errors import UserError
 from looped.flops import saving
-from looped.flops import wall_saving as flops_wall_saving
 from looped.model import LoopedTransformer
-from looped.runtime.device import cpu_kernels, fixed_step, one_thread, time_min
+from looped.runtime.device import cpu_kernels
 from looped.schedule_spec import parse_schedule
 from looped.studies import stats, textstudy
 from looped.studies.results import machine_name, read_results_file, write_result
@@ -49,6 +48,7 @@ from looped.studies.textsetup import (
     run_config,
     slug,
 )
+from looped.studies.timing import fixed_step, one_thread, time_min, wall_saving
 
 CORPUS = "torch-2.13.0"  # the Python sources of the torch CI pins: ~46 MB, checked by hash
 TPP = (20, 40, 80, 160)  # lengths: training tokens per non-embedding parameter (8x)
@@ -603,7 +603,7 @@ def depth_seconds(setup: TextSetup, corpus: dict, reps: int = 5) -> dict:
     def loss(k: int) -> torch.Tensor:
         return model(x[:, :-1], depth=k, targets=x[:, 1:])[1]
 
-    # `runtime.device.fixed_step`: the step every timer in the package takes
+    # `timing.fixed_step`: the step every timer in the package takes
     fns = {k: fixed_step(partial(loss, k), opt, cpu, cfg.dtype) for k in range(1, 17)}
     with one_thread():
         time_min(fns, warmup=1, reps=0, device=cpu)  # warm every depth once
@@ -613,14 +613,14 @@ def depth_seconds(setup: TextSetup, corpus: dict, reps: int = 5) -> dict:
     return {k: [r[k] for r in per_rep] for k in fns}
 
 
-def wall_saving(seconds: dict, steps: int, seeds: range, arm: str) -> dict:
+def wall_range(seconds: dict, steps: int, seeds: range, arm: str) -> dict:
     """The arm's wall-clock saving against uniform over whole runs of `steps`: each repeat's
     per-depth times weighted by every seed's exact draws; the mean and range over repeats."""
     reps = len(next(iter(seconds.values())))
     ours = [parse_schedule(arm, s) for s in seeds]
     refs = [parse_schedule(paper.UNIFORM, s) for s in seeds]
     savings = [
-        flops_wall_saving({int(k): v[r] for k, v in seconds.items()}, ours, refs, steps)
+        wall_saving({int(k): v[r] for k, v in seconds.items()}, ours, refs, steps)
         for r in range(reps)
     ]
     return {"mean": float(np.mean(savings)), "min": min(savings), "max": max(savings), "reps": reps}
@@ -643,7 +643,7 @@ def time_blocks(settings: MapSettings, out: Path, reps: int = 5) -> dict:
                 entry["savings"][f"{paper.label(arm)} @ {steps}"] = {
                     "arm": arm,
                     "steps": steps,
-                    "wall": wall_saving(entry["seconds"], steps, range(4), arm),
+                    "wall": wall_range(entry["seconds"], steps, range(4), arm),
                     "modeled": by_steps[str(steps)],
                 }
     return timed
