@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plotting", ("looped.plotting",)),
     ("commands", ("looped.commands", "looped.cli", "looped.__main__", "looped")),
     ("statistics", ("looped.studies.stats", "looped.studies.gapfit")),
+    ("recipes", ("looped.studies.recipe",)),
     ("report", ("looped.studies.report",)),
     ("studies", ("looped.studies",)),
     ("study commands", ("looped.studies.commands",)),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.config import TrainConfig, load_config, recipe_overrides, warmup_of
+from looped.config import TrainConfig, load_config, warmup_of
 from looped.data.batching import build_source
 from looped.eval.evaluate import token_nll_of
 from looped.flops import flops_per_token, tokens_per_step
@@ -32,6 +32,7 @@ from looped.schedule_spec import parse_schedule
 from looped.studies import engine
 from looped.studies.engine import judge, name_of, paired_values, ratio_of_means
 from looped.studies.probes import update_benefit
+from looped.studies.recipe import recipe_overrides
 from looped.studies.results import diverged, from_scratch
 from looped.studies.runner import Planned, execute
 from looped.studies.stats import spread

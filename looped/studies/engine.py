@@ -32,7 +32,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from looped import paper
-from looped.config import ADDED, TrainConfig
+from looped.config import TrainConfig
 from looped.eval.heldout import heldout_nll
 from looped.model import LoopedTransformer
 from looped.runtime.checkpoint import list_checkpoints
@@ -69,6 +69,10 @@ def name_of(schedule: str, lr: float, seed: int, steps: int = 0, budget: float =
 
 _FINGERPRINTS: dict[str, str] = {}  # repr(config) -> fingerprint: OmegaConf is slow, and a
 # study asks for each run's fingerprint many times (every row lookup of a plan)
+
+# Fields added after results were first written, with their defaults: a config at the default
+# fingerprints as it did before the field existed (`studies.engine.fingerprint`).
+ADDED = {"optim.warmup_frac": 0.0, "model.init_loops": 1, "model.state_norm": False}
 
 
 def fingerprint(cfg: TrainConfig) -> str:

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from looped import paper
-from looped.config import load_config, parse_recipe, recipe_name
+from looped.config import load_config
 from looped.data.text import NAMED_CORPORA
 from looped.errors import UserError
 from looped.flops import saving
@@ -40,6 +40,7 @@ from looped.model import LoopedTransformer
 from looped.runtime.device import cpu_kernels
 from looped.schedule_spec import parse_schedule
 from looped.studies import stats, textstudy
+from looped.studies.recipe import parse_recipe, recipe_name
 from looped.studies.results import machine_name, read_results_file, write_result
 from looped.studies.textsetup import (
     TextSetup,

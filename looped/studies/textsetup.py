@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from looped.config import TrainConfig, load_config, parse_recipe
+from looped.config import TrainConfig, load_config
 from looped.data.text import (
     META,
     NAMED_CORPORA,
@@ -30,6 +30,7 @@ from looped.eval.baselines import corpus_baselines
 from looped.model import fit_vocab
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
+from looped.studies.recipe import parse_recipe
 
 
 @dataclass
