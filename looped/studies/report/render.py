@@ -9,8 +9,8 @@ import json
 import re
 from pathlib import Path
 
+from looped.commands.flops import preset_rows
 from looped.config import load_config
-from looped.flops import preset_rows
 from looped.studies.recipe import recipe_of
 from looped.studies.report import bios, diagnose, docs, recipe, samples, text
 from looped.studies.report import map as map_report
