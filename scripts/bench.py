@@ -37,7 +37,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from looped.commands.common import described, device_flag, number_list
+from looped.commands.common import described, device_flag
 from looped.config import OptimConfig
 from looped.errors import UserError
 from looped.flops import flops_per_token, saving
@@ -45,6 +45,7 @@ from looped.kernels import causal_attention
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.runtime.device import autocast, pick_device
 from looped.schedule_spec import parse_schedule
+from looped.studies.commands.common import number_list
 from looped.studies.report.tables import md_table
 from looped.studies.timing import cpu_name, fixed_step, time_min, time_once, wall_saving
 from looped.training.run import make_optimizer
