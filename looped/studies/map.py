@@ -41,7 +41,8 @@ from looped.runtime.device import cpu_kernels
 from looped.schedule_spec import parse_schedule
 from looped.studies import stats, textstudy
 from looped.studies.recipe import parse_recipe, recipe_name
-from looped.studies.results import machine_name, read_results_file, write_result
+from looped.studies.results import machine_name, write_result
+from looped.studies.resume import read_map
 from looped.studies.textsetup import (
     TextSetup,
     ensure_corpus,
@@ -420,6 +421,8 @@ QUICK_PROBE = replace(
     lr_seeds=(200, 201),
     extend=0,
 )
+# every block name a map.json may hold: a resume naming another is refused (`resume.read_map`)
+KNOWN = {b.name for s in (GPU, PROBE, QUICK, QUICK_PROBE) for b in (*BLOCKS, *s.blocks)}
 
 
 def steps_for(block: Block, setup: TextSetup) -> tuple[int, ...]:
@@ -471,27 +474,32 @@ def resume_paths(settings: MapSettings) -> list[str]:
     return [p.strip() for p in (settings.resume_from or "").split(",") if p.strip()]
 
 
+def known_blocks(settings: MapSettings) -> set[str]:
+    """The block names a map.json may hold: every layout's (the CPU map's, the GPU map's, the
+    probe's and their quick sizes'; a recipe keeps the names) and the settings' own."""
+    return KNOWN | {b.name for b in settings.blocks}
+
+
 def earlier_rows(settings: MapSettings, block: Block, corpus: dict, dtype: str) -> dict:
     """The scored rows of every block at `block`'s home in the `resume_from` map.json files (a
     CPU map and a GPU loan's, say); where two files score one run, the first file's row wins."""
     rows: dict[str, dict] = {}
     for path in reversed(resume_paths(settings)):
-        old = read_results_file(path, "--resume-from", "a map.json")
+        old = read_map(path, known_blocks(settings))
         for b in settings.blocks:
-            if b.home == block.home and (part := old.get("blocks", {}).get(b.name)):
+            if b.home == block.home and (part := old["blocks"].get(b.name)):
                 rows |= textstudy.rows_of(part, path, corpus, dtype)
     return rows
 
 
 def check_resume(settings: MapSettings) -> None:
     """Every `resume_from` file read and checked before any corpus is built: a missing file, a
-    file that is not a JSON object, one with no blocks, and a block measured on another corpus
-    or tokenizer are refused in one line (`rows_of` checks the rest once the corpus is known);
-    runs that took other CPU kernels than this machine will get a one-line warning."""
+    file that is not a JSON object or not a map.json's shape (`resume.read_map`), and a block
+    measured on another corpus or tokenizer are refused in one line (`rows_of` checks the rest
+    once the corpus is known); runs that took other CPU kernels than this machine will get a
+    one-line warning."""
     for path in resume_paths(settings):
-        old = read_results_file(path, "--resume-from", "a map.json")
-        if not isinstance(old.get("blocks"), dict):
-            raise UserError(f"--resume-from {path} holds no map blocks; give a map.json")
+        old = read_map(path, known_blocks(settings))
         for b in settings.blocks:
             theirs = (old["blocks"].get(b.name) or {}).get("meta", {}).get("corpus", {})
             source = b.corpus or settings.corpus
@@ -537,7 +545,7 @@ def kernel_note(old: dict, settings: MapSettings, here: str) -> str | None:
     rows = [
         r
         for name, part in old["blocks"].items()
-        if name in names and isinstance(part, dict)
+        if name in names
         for k in ("rows", "sweep")
         for r in part.get(k, [])
     ]
