@@ -33,11 +33,11 @@ from omegaconf import OmegaConf
 
 from looped import paper
 from looped.config import TrainConfig
-from looped.eval.heldout import heldout_nll
 from looped.model import LoopedTransformer
 from looped.runtime.checkpoint import list_checkpoints
 from looped.runtime.metrics import read_metrics
 from looped.studies import stats
+from looped.studies.heldout import heldout_nll
 from looped.studies.results import diverged, own_wall
 from looped.studies.runner import Planned, execute
 from looped.studies.stats import spread

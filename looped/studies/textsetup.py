@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from looped.config import TrainConfig, load_config
 from looped.data.text import (
     META,
@@ -26,7 +28,7 @@ from looped.data.text import (
     read_meta,
 )
 from looped.errors import UserError
-from looped.eval.baselines import corpus_baselines
+from looped.eval.baselines import NgramBaseline, choose_k
 from looped.model import fit_vocab
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
@@ -182,3 +184,13 @@ def baselines(setup: TextSetup, corpus: dict[str, Any], cache: Path) -> dict[str
     del out["val"]["k"]
     write_text_atomic(cache, json.dumps(out, indent=1))  # a killed run leaves no half cache
     return out
+
+
+def corpus_baselines(
+    corpus_dir: str | Path, vocab_size: int, choose_on: list, score_on: list
+) -> dict[str, float]:
+    """Both tables fit on the train split, k chosen on `choose_on`, scored on `score_on`."""
+    train = TokenShards(corpus_dir, "train")
+    table = NgramBaseline.fit(np.asarray(train.window(0, train.n_tokens)), vocab_size)
+    k = choose_k(table, choose_on)
+    return {"k": k, **table.nll(score_on), "tokens": sum(int(y.numel()) for _, y in score_on)}
