@@ -262,18 +262,44 @@ _YAML: dict[str, str] = {}
 
 # -- validation ------------------------------------------------------------------------------
 POSITIVE = (  # sizes and rates that must be > 0
-    "model.vocab_size", "model.seq_len", "model.d_model", "model.n_head", "model.n_block",
-    "model.max_depth", "model.rope_base", "model.norm_eps", "model.init_std", "model.init_loops",
+    "model.vocab_size",
+    "model.seq_len",
+    "model.d_model",
+    "model.n_head",
+    "model.n_block",
+    "model.max_depth",
+    "model.rope_base",
+    "model.norm_eps",
+    "model.init_std",
+    "model.init_loops",
     "data.persons",
-    "data.bios_per_person", "optim.lr", "batch_size", "grad_accum", "seq_len", "log_interval",
-    "eval_batches", "keep_last",
-)  # fmt: skip
+    "data.bios_per_person",
+    "optim.lr",
+    "batch_size",
+    "grad_accum",
+    "seq_len",
+    "log_interval",
+    "eval_batches",
+    "keep_last",
+)
 NON_NEGATIVE = (  # counts and amounts where 0 means "off" or "derive it"
-    "model.d_ff", "model.n_prelude", "model.n_coda", "model.bptt", "optim.weight_decay",
-    "optim.warmup_steps", "optim.grad_clip", "global_batch", "max_steps", "max_tokens",
-    "budget_flops", "budget_frac", "full_budget_flops", "eval_interval", "ckpt_interval",
+    "model.d_ff",
+    "model.n_prelude",
+    "model.n_coda",
+    "model.bptt",
+    "optim.weight_decay",
+    "optim.warmup_steps",
+    "optim.grad_clip",
+    "global_batch",
+    "max_steps",
+    "max_tokens",
+    "budget_flops",
+    "budget_frac",
+    "full_budget_flops",
+    "eval_interval",
+    "ckpt_interval",
     "threads",
-)  # fmt: skip
+)
 FRACTIONS = ("optim.min_lr_ratio", "optim.decay_frac", "optim.warmup_frac")  # in [0, 1]
 CHOICES = {  # fields with a fixed set of names
     "model.injection": INJECTIONS,

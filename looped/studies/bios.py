@@ -71,8 +71,16 @@ FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation r
 
 
 # the bios model at toy size (what every --quick bios study trains): seconds per run
-TOY = ["model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "batch_size=8",
-       "data.persons=16", "eval_batches=1", "dtype=fp32"]  # fmt: skip
+TOY = [
+    "model.d_model=32",
+    "model.n_head=2",
+    "model.seq_len=64",
+    "seq_len=64",
+    "batch_size=8",
+    "data.persons=16",
+    "eval_batches=1",
+    "dtype=fp32",
+]
 
 QUICK = DemoSettings(  # the full grid at toy size: every code path in well under a minute
     seeds=2,

@@ -27,8 +27,22 @@ import numpy as np
 from looped.paper import TOLERANCE
 
 # Student's t, 97.5% quantile, by degrees of freedom (a 95% two-sided interval)
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}  # fmt: skip
+T975 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    30: 2.042,
+}
 # the default where no recipe is named: the paper's tighter tolerance (a recipe's own is
 # `paper.tolerance(schedule)`, the one home of the tolerances)
 PAPER_TOLERANCE = min(TOLERANCE.values())
