@@ -128,7 +128,10 @@ class Pools:
         if attr in ("employer_city", "two_hop"):
             return sorted(set(self.employer_city.values()))
         pools = {"birth_city": self.cities, "university": self.universities}
-        pools |= {"major": self.majors, "employer": self.employers}
+        pools |= {
+            "major": self.majors,
+            "employer": self.employers,
+        }
         return list(pools[attr])
 
     def entropy_bits(self, attr: str) -> float:
@@ -217,7 +220,10 @@ class BiosConfig:
 
     def pool_sizes(self) -> dict[str, int]:
         sizes = {"birth_date": len(MONTHS) * N_DAYS * self.n_years, "birth_city": self.n_cities}
-        sizes |= {"university": self.n_universities, "major": self.n_majors}
+        sizes |= {
+            "university": self.n_universities,
+            "major": self.n_majors,
+        }
         return sizes | {"employer": self.n_employers, "gender": len(PRONOUNS)}
 
     def check(self) -> None:

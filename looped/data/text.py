@@ -391,7 +391,11 @@ def _write_meta(out: Path, tok: TextTokenizer, splits: dict, **fields: Any) -> d
     """meta.json (after tokenizer.json), written last and atomically: a directory holding it
     holds a whole corpus."""
     meta = {"format": 1, **fields, "tokenizer": tok.spec, "vocab_size": tok.vocab_size}
-    meta |= {"eos_id": tok.eos_id, "dtype": token_dtype(tok.vocab_size).name, "splits": splits}
+    meta |= {
+        "eos_id": tok.eos_id,
+        "dtype": token_dtype(tok.vocab_size).name,
+        "splits": splits,
+    }
     # the built-in corpora follow the interpreter that read them
     meta["python"] = sys.version.split()[0] if fields["dataset"] in NAMED_CORPORA else None
     if (MANIFESTS / f"{fields['dataset']}.tsv").is_file():  # a pinned package's sources

@@ -202,9 +202,14 @@ def collect(specs: Iterable[Planned], runs_dir: Path) -> list[dict]:
         pre = [m for m in evals if switch and m["step"] == switch]
         row = {"name": spec.name, "schedule": spec.schedule, "label": paper.label(spec.schedule)}
         row |= {k: getattr(spec, k) for k in ("budget", "seed", "group", "steps", "lr")}
-        row |= {"switch_step": switch, "wall": wall}
-        row |= {"flops_sampled": summary["flops"], "flops": spec.flops()}
-        row |= {"parent": spec.parent, "branch_step": spec.branch_step or None}
+        row |= {
+            "switch_step": switch,
+            "wall": wall,
+            "flops_sampled": summary["flops"],
+            "flops": spec.flops(),
+            "parent": spec.parent,
+            "branch_step": spec.branch_step or None,
+        }
         row |= eval_row(evals[-1]) | {"pre_switch": eval_row(pre[0]) if pre else None}
         rows.append(row | {"curve": [[m["step"], m["loss"], m["depth"]] for m in records]})
     return rows
@@ -224,9 +229,15 @@ def eval_row(record: dict) -> dict:
     def per_attribute(key: str) -> list[float]:  # mean over the six attributes, per depth
         return [float(np.mean([a[key] for a in r["attributes"].values()])) for r in at]
 
-    row |= {"fact_nll": per_attribute("nll"), "token_nll": tokens}
+    row |= {
+        "fact_nll": per_attribute("nll"),
+        "token_nll": tokens,
+    }
     row["bits"] = [r["bits_per_person"] for r in at]
-    row |= {"full_bits": at[0].get("full_bits_per_person"), "exact": per_attribute("acc")}
+    row |= {
+        "full_bits": at[0].get("full_bits_per_person"),
+        "exact": per_attribute("acc"),
+    }
     if all(two_hop := [r.get("two_hop") for r in at]):
         row["two_hop_acc"] = [t["acc"] for t in two_hop]
         row["two_hop_nll"] = [t["nll"] for t in two_hop]
@@ -262,9 +273,15 @@ def sweep_bios(
     for s in top:  # an LR at which the full-budget run diverged: a result, never the best
         sweep.append({"schedule": s.schedule, "label": label(s.schedule), "lr": s.lr})
         if (r := rows.get(s.name)) is None:
-            sweep[-1] |= {"mean_nll": None, "diverged": True}
+            sweep[-1] |= {
+                "mean_nll": None,
+                "diverged": True,
+            }
         else:
-            sweep[-1] |= {"mean_nll": float(np.mean(r["fact_nll"])), "fact_nll": r["fact_nll"]}
+            sweep[-1] |= {
+                "mean_nll": float(np.mean(r["fact_nll"])),
+                "fact_nll": r["fact_nll"],
+            }
     points = [
         (r["schedule"], r["lr"], math.inf if "diverged" in r else r["mean_nll"]) for r in sweep
     ]

@@ -94,11 +94,19 @@ def _result(
     meta = {"settings": asdict(settings), "machine": machine_name()}
     # wall_seconds: the whole demo (what `make demo` runs), set-up included, set at its end;
     # catchup_seconds: the optional --catch-up runs
-    meta |= {"wall_seconds": 0.0, "phase_seconds": phases, "catchup_seconds": trained[1]}
-    meta |= {"runs_trained": trained[0], "model": asdict(cfg0.model)}
+    meta |= {
+        "wall_seconds": 0.0,
+        "phase_seconds": phases,
+        "catchup_seconds": trained[1],
+        "runs_trained": trained[0],
+        "model": asdict(cfg0.model),
+    }
     meta["params"] = LoopedTransformer(cfg0.model).num_params()
     meta |= {k: getattr(cfg0, k) for k in ("full_budget_flops", "batch_size", "seq_len", "dtype")}
-    meta |= {"persons": cfg0.data.persons, "nll_label": NLL_LABEL}
+    meta |= {
+        "persons": cfg0.data.persons,
+        "nll_label": NLL_LABEL,
+    }
     meta["text_results"] = "demo_text.json" if text else None
     return {
         "meta": meta,

@@ -582,7 +582,10 @@ def run_map(settings: MapSettings, out: Path, train: bool = True, name: str = "m
             if train or "no finished LR sweep" not in str(e):
                 raise
             continue  # collecting: a block whose sweep has not finished has nothing to show
-        result["meta"] |= {"wall_s": round(time.time() - t0, 1), "corpus": settings.corpus}
+        result["meta"] |= {
+            "wall_s": round(time.time() - t0, 1),
+            "corpus": settings.corpus,
+        }
         if train:  # a stop mid-study keeps every block scored so far
             write_result(path, result, say=False)
     return result

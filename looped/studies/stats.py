@@ -222,6 +222,9 @@ def seed_trends(cells: list[dict]) -> dict[str, dict]:
         entry: dict[str, Any] = {"lengths": need, "per_seed": slopes, "slope": None}
         if len(slopes) >= 2:
             fit = interval(list(slopes.values()))
-            entry |= {"slope": fit.as_dict(), "direction": trend_direction(fit)}
+            entry |= {
+                "slope": fit.as_dict(),
+                "direction": trend_direction(fit),
+            }
         out[s] = entry
     return out

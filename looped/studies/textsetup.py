@@ -155,10 +155,18 @@ def _run_config(
     fixed = "data.kind=text eval_depths=1-16 eval_interval=0 keep_last=1 paper_schedules=[]"
     own = {"data.path": corpus["path"]}
     own |= {f"model.{k}": getattr(setup, k) for k in ("d_model", "n_head", "seq_len")}
-    own |= {"seq_len": setup.seq_len, "batch_size": setup.batch_size, "max_steps": steps}
-    own |= {"optim.warmup_steps": setup.warmup_steps, "eval_batches": setup.val_batches}
-    own |= {"optim.warmup_frac": setup.warmup_frac, "model.init_loops": setup.init_loops}
-    own |= {"model.state_norm": setup.state_norm, "log_interval": 10, "dtype": setup.dtype}
+    own |= {
+        "seq_len": setup.seq_len,
+        "batch_size": setup.batch_size,
+        "max_steps": steps,
+        "optim.warmup_steps": setup.warmup_steps,
+        "eval_batches": setup.val_batches,
+        "optim.warmup_frac": setup.warmup_frac,
+        "model.init_loops": setup.init_loops,
+        "model.state_norm": setup.state_norm,
+        "log_interval": 10,
+        "dtype": setup.dtype,
+    }
     run = [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]
     overrides = [*fixed.split(), *(f"{k}={v}" for k, v in own.items()), *run, *extra]
     cfg = load_config("demo", overrides)
