@@ -18,12 +18,12 @@ from looped import paper
 from looped.config import load_config
 from looped.data.package_corpus import package_documents, write_manifest
 from looped.data.splits import split_of
-from looped.data.text import prepare_documents
 from looped.errors import UserError
 from looped.schedule_spec import parse_schedule
 from looped.studies import engine, stats, textstudy
 from looped.studies.gapfit import gap_fit
 from looped.studies.report.map import finding, fit_cells, map_rows
+from looped.studies.textsetup import prepare_documents
 from looped.studies.timing import drawn_seconds
 from looped.training.lineage import branch_point
 from looped.training.trainer import train

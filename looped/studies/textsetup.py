@@ -19,13 +19,17 @@ from typing import Any
 import numpy as np
 
 from looped.config import TrainConfig, load_config
+from looped.data.splits import assign_splits, near_duplicate_keys
 from looped.data.text import (
     META,
     NAMED_CORPORA,
     TokenShards,
+    make_tokenizer,
     open_documents,
-    prepare_documents,
+    prepare_out,
     read_meta,
+    write_meta,
+    write_splits,
 )
 from looped.errors import UserError
 from looped.eval.baselines import NgramBaseline, choose_k
@@ -202,3 +206,35 @@ def corpus_baselines(
     table = NgramBaseline.fit(np.asarray(train.window(0, train.n_tokens)), vocab_size)
     k = choose_k(table, choose_on)
     return {"k": k, **table.nll(score_on), "tokens": sum(int(y.numel()) for _, y in score_on)}
+
+
+def prepare_documents(
+    out: str | Path,
+    named_docs: list[tuple[str, str]],
+    tokenizer: str = "bpe:512",
+    val_frac: float = 0.05,
+    test_frac: float = 0.05,
+    dataset: str = "documents",
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """In-memory documents into train / val / test without leaks (`data.splits`), BPE on train."""
+    if val_frac <= 0 or test_frac <= 0 or val_frac + test_frac >= 1:
+        raise UserError(f"val_frac={val_frac}, test_frac={test_frac}: both > 0, sum < 1")
+    out = Path(out)
+    prepare_out(out, overwrite)
+    names, texts = [n for n, _ in named_docs], [t for _, t in named_docs]
+    splits = assign_splits(near_duplicate_keys(texts), val_frac, test_frac, names)
+    pairs = list(zip(texts, splits))
+    by_split = {s: [t for t, x in pairs if t and x == s] for s in ("train", "val", "test")}
+    if not all(by_split.values()):
+        raise UserError(
+            f"{len(texts)} documents leave a split empty ({', '.join(f'{k}: {len(v)}' for k, v in by_split.items())}); "
+            "use more documents or larger fractions"
+        )
+    tok = make_tokenizer(tokenizer, lambda: iter(by_split["train"]))
+    order = iter([split for text, split in pairs if text])
+    written = write_splits(out, iter([texts]), tok, by_split, lambda *_: next(order), 2**27)
+    held = {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")}
+    kept = dict(dataset=dataset, subset=None, split="train", text_field="text", max_docs=None)
+    fracs = {"val_frac": val_frac, "test_frac": test_frac, "held_out_documents": held}
+    return write_meta(out, tok, written, **kept, **fracs)
