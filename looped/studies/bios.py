@@ -372,8 +372,11 @@ def _summary_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
     nll = spread([fact_nll(r) for r in runs])
     paired = paired_values(runs, uni, fact_nll)
     return {
-        **{"schedule": schedule, "label": label(schedule), "seeds": len(runs)},
-        **{"steps": runs[0]["steps"], "lr": runs[0].get("lr")},
+        "schedule": schedule,
+        "label": label(schedule),
+        "seeds": len(runs),
+        "steps": runs[0]["steps"],
+        "lr": runs[0].get("lr"),
         "compute_vs_uniform": ratio_of_means(runs, uni, lambda r: r["flops"]),
         "wall_vs_uniform": ratio_of_means(runs, uni, lambda r: r["wall"]),
         "mean_fact_nll": nll["mean"],

@@ -240,9 +240,17 @@ def choose(runs: dict[str, Planned], study: Study) -> dict:
 def sweep_rows(runs: dict[str, Planned], study: Study) -> list[dict]:
     """The LR seeds' runs as the results file keeps them (reusable with `resume_from`)."""
     return [
-        {"run": n, "config_sha": fingerprint(p.cfg), "schedule": p.schedule, "lr": p.lr}
-        | {"seed": p.seed, "steps": p.steps, "val_nll": study.val_nll(p)}
-        | {"escape_step": sweep_escape(p, study), "cpu_kernels": sweep_kernels(p, study)}
+        {
+            "run": n,
+            "config_sha": fingerprint(p.cfg),
+            "schedule": p.schedule,
+            "lr": p.lr,
+            "seed": p.seed,
+            "steps": p.steps,
+            "val_nll": study.val_nll(p),
+            "escape_step": sweep_escape(p, study),
+            "cpu_kernels": sweep_kernels(p, study),
+        }
         for n, p in sorted(runs.items())
         if study.finished(p)
     ]
@@ -335,10 +343,17 @@ def measure(p: Planned, study: Study) -> dict:
     tokens = p.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len
     summary = json.loads((run_dir / "summary.json").read_text())
     return {
-        **{"run": p.name, "config_sha": fingerprint(p.cfg), "schedule": p.schedule},
-        **{"label": paper.label(p.schedule), "steps": p.steps, "seed": p.seed, "lr": p.lr},
-        **{"tokens": tokens, "epochs": epochs({"tokens": tokens}, study.corpus)},
-        **{"d_model": p.cfg.model.d_model, "vocab_size": p.cfg.model.vocab_size},
+        "run": p.name,
+        "config_sha": fingerprint(p.cfg),
+        "schedule": p.schedule,
+        "label": paper.label(p.schedule),
+        "steps": p.steps,
+        "seed": p.seed,
+        "lr": p.lr,
+        "tokens": tokens,
+        "epochs": epochs({"tokens": tokens}, study.corpus),
+        "d_model": p.cfg.model.d_model,
+        "vocab_size": p.cfg.model.vocab_size,
         "params": model.num_params(),
         "params_non_embedding": model.num_params(non_embedding=True),
         "escape_step": escape_step(trunk_train(run_dir), study.bigram),
@@ -444,8 +459,12 @@ def compare_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
     nll, paired = spread([r["mean_nll"] for r in runs]), paired_values(runs, uni)
     first = runs[0]  # every seed's run has the same LR, steps, tokens and depths
     return {
-        **{"schedule": schedule, "label": paper.label(schedule), "lr": first["lr"]},
-        **{"seeds": len(runs), "steps": first["steps"], "tokens": first["tokens"]},
+        "schedule": schedule,
+        "label": paper.label(schedule),
+        "lr": first["lr"],
+        "seeds": len(runs),
+        "steps": first["steps"],
+        "tokens": first["tokens"],
         "flops": float(np.mean([r["flops"] for r in runs])),
         "mean_nll": nll,
         "vs_uniform": paired_gap(runs, uni).mean if paired else ratio_of_means(runs, uni) - 1,

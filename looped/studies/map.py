@@ -316,26 +316,7 @@ def choose_late(blocks: dict[str, dict], settings: MapSettings, slack: int = 10)
     if not uniform or uniform[0].name not in done:
         return None
     ref = {r["seed"]: r["val_nll"] for r in done[uniform[0].name]}
-    table = []
-    for b in uniform:
-        tag = b.name.removeprefix("late-")
-        arms = [f"late-{arm_tag(a)}-{tag}" for a in ARMS]
-        if b.name not in done or any(a not in done for a in arms):
-            continue
-        mine = done[b.name]
-        arm_escape = [r["escape_step"] for a in arms for r in done[a]]
-        on_time = all(
-            r["escape_step"] is not None
-            and all(e is None or r["escape_step"] <= e + slack for e in arm_escape)
-            for r in mine
-        )
-        ratios = [r["val_nll"] / ref[r["seed"]] - 1 for r in mine if r["seed"] in ref]
-        table.append(
-            {"candidate": tag, "recipe": b.recipe, "lr": b.lrs[0], "on_time": on_time}
-            | {"val_nll": float(np.mean([r["val_nll"] for r in mine]))}
-            | {"escapes": [r["escape_step"] for r in mine], "arm_escapes": arm_escape}
-            | {"vs_reference": vs_reference(ratios)}
-        )
+    table = [row for b in uniform if (row := _late_row(b, done, ref, slack)) is not None]
     timely = [c for c in table if c["on_time"]]
     best = min(timely, key=lambda c: c["val_nll"]) if timely else None
     # a winner at the grid's lowest LR or longest warmup: the grid extends that way before a choice
@@ -350,6 +331,34 @@ def choose_late(blocks: dict[str, dict], settings: MapSettings, slack: int = 10)
         "winner": best and best["candidate"],
         "whole": len(table) == len(uniform),
         "at_edge": bool(edge),
+    }
+
+
+def _late_row(b: Block, done: dict[str, list], ref: dict, slack: int) -> dict | None:
+    """One late-start candidate's row for `choose_late`: on time or not against the arms' escapes,
+    its mean validation NLL and its paired ratio to the reference; None until it and both its
+    arms have finished."""
+    tag = b.name.removeprefix("late-")
+    arms = [f"late-{arm_tag(a)}-{tag}" for a in ARMS]
+    if b.name not in done or any(a not in done for a in arms):
+        return None
+    mine = done[b.name]
+    arm_escape = [r["escape_step"] for a in arms for r in done[a]]
+    on_time = all(
+        r["escape_step"] is not None
+        and all(e is None or r["escape_step"] <= e + slack for e in arm_escape)
+        for r in mine
+    )
+    ratios = [r["val_nll"] / ref[r["seed"]] - 1 for r in mine if r["seed"] in ref]
+    return {
+        "candidate": tag,
+        "recipe": b.recipe,
+        "lr": b.lrs[0],
+        "on_time": on_time,
+        "val_nll": float(np.mean([r["val_nll"] for r in mine])),
+        "escapes": [r["escape_step"] for r in mine],
+        "arm_escapes": arm_escape,
+        "vs_reference": vs_reference(ratios),
     }
 
 

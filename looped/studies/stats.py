@@ -123,7 +123,10 @@ def spread(values: list[float]) -> dict[str, Any]:
     arr = np.asarray(values, dtype=float)
     std = float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
     return {
-        **{"mean": float(arr.mean()), "std": std, "min": float(arr.min()), "max": float(arr.max())},
+        "mean": float(arr.mean()),
+        "std": std,
+        "min": float(arr.min()),
+        "max": float(arr.max()),
         "values": [float(v) for v in arr],
     }
 
