@@ -366,7 +366,7 @@ def test_the_demo_and_its_reference_train_under_the_recipe_the_probe_chose():
         said = (root.parent / "docs/RESULTS.md").read_text().split("### What the recipe changed")[1]
         said = said.split("\n## ")[0]
         assert f"`{DEMO_RECIPE}`" in said and f"`{chosen}`" in said and "regenerat" in said
-    warmup, loops = parse_recipe(DEMO_RECIPE)
+    warmup, loops, _ = parse_recipe(DEMO_RECIPE)
     settings = bios.DemoSettings()
     assert settings.overrides == recipe_overrides(DEMO_RECIPE)
     runs = [bios.base_config(settings, 0, s, b) for s in (FIXED, UNIFORM) for b in (0.15, 1.0)]
