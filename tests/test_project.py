@@ -101,8 +101,7 @@ def test_every_link_resolves_and_every_figure_is_shown():
 def test_the_report_layer_reads_results_not_the_studies():
     """looped/studies/report/ draws and writes from results dicts: it never imports the studies
     that compute them (the rest of looped.studies but its statistics and recipe names) or the
-    training loop, at
-    module level or in a function."""
+    training loop, at module level or in a function."""
     allowed = (
         "looped.studies.report",
         "looped.studies.stats",
