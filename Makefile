@@ -67,7 +67,7 @@ $(LAB_OVERRIDES): notebooks/jupyterlab-overrides.json $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e ".[bench]"
-	$(BIN)/looped bench
+	$(BIN)/python scripts/bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -9,7 +9,7 @@ The paper's concepts sit at the top level, one module each:
 
 and everything built on them in one subpackage per layer, lowest first: ``runtime`` (disk and
 device), ``data``, ``eval``, ``training``, then ``plotting`` and the library's ``commands``. The
-reproduction's harness (studies, statistics, reports, benchmark, their commands) is
+reproduction's harness (studies, statistics, reports, their commands) is
 ``looped.studies``, which the library never imports; ``looped.cli`` routes every ``looped``
 subcommand to either. docs/ARCHITECTURE.md draws the layers.
 """

@@ -6,7 +6,7 @@
     looped eval --run runs/r --depths 1-16      # NLL / recall at serving depths
     looped downstream --run runs/r --tasks piqa # zero-shot multiple choice at serving depths
     looped data bios|text ...                   # write a corpus
-    looped flops | probe | plot | bench | report ...
+    looped flops | probe | plot | report ...
 
 Each subcommand is ``looped/commands/<name>.py`` (the library's) or
 ``looped/studies/commands/<name>.py`` (the harness's), with its parser and ``main(argv) -> int``;
@@ -34,7 +34,6 @@ HELP = {
     "diagnose": "why uniform 1..16 lags at small scale: gradient evidence",
     "probe": "update-benefit probe: one K=4 vs one K=16 update",
     "plot": "the paper's figures from run directories",
-    "bench": "speed benchmark against a stacked-layer peer",
     "map": "the gap by width, vocabulary and length, on one pass (text)",
     "samples": "continuations at serving depths 1, 2, 4, 16",
     "report": "regenerate the docs and (--figures) the figures from results/",

@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
@@ -83,45 +83,6 @@ def warmup_of(optim: OptimConfig, total_steps: int) -> int:
     return optim.warmup_steps
 
 
-# A recipe names the start-of-training knobs the map's probes tune for uniform: the LR warmup
-# (steps, or a share of the run), how many block applications the residual init counts, and
-# whether the recurrent state is normed between loops (`model.state_norm`, the "_sn" suffix).
-RECIPE_NAME = re.compile(r"w(\d+)(pct)?_i(\d+)(_sn)?")
-
-
-class Recipe(NamedTuple):
-    warmup: float  # LR warmup: steps if 1 or more, else a share of the run
-    init_loops: int  # block applications the residual init counts
-    state_norm: bool = False  # an RMSNorm on the state between loops
-
-
-def parse_recipe(name: str) -> Recipe:
-    """ "w2pct_i16" -> (0.02, 16, False), "w10_i1_sn" -> (10, 1, True): the warmup (steps if 1
-    or more, else a share of the run), the block applications the residual init counts and the
-    state norm."""
-    m = RECIPE_NAME.fullmatch(name)
-    if not m or int(m[3]) < 1 or (m[2] and not 0 < int(m[1]) < 100):
-        raise UserError(
-            f"--recipe {name}: name it w<steps>_i<loops> or w<N>pct_i<loops>, e.g. w2pct_i16, "
-            "with _sn for a normed state (w10pct_i1_sn)"
-        )
-    return Recipe(int(m[1]) / 100 if m[2] else int(m[1]), int(m[3]), bool(m[4]))
-
-
-def recipe_name(warmup: float, init_loops: int, state_norm: bool = False) -> str:
-    """The inverse of `parse_recipe`: (0.02, 16) -> "w2pct_i16", (10, 1, True) -> "w10_i1_sn"."""
-    w = f"{round(warmup * 100)}pct" if warmup < 1 else f"{int(warmup)}"
-    return f"w{w}_i{init_loops}" + "_sn" * state_norm
-
-
-def recipe_overrides(name: str) -> list[str]:
-    """A recipe as `key=value` overrides of a run's config (a fixed warmup clears the share)."""
-    warmup, loops, normed = parse_recipe(name)
-    warm = [f"optim.warmup_frac={warmup}"] if warmup < 1 else []
-    warm = warm or ["optim.warmup_frac=0", f"optim.warmup_steps={int(warmup)}"]
-    return [*warm, f"model.init_loops={loops}"] + ["model.state_norm=true"] * normed
-
-
 @dataclass
 class TrainConfig:
     model: LoopedConfig = field(default_factory=LoopedConfig)  # architecture
@@ -172,9 +133,6 @@ RESUMABLE = (
     "compile",  # torch.compile of the block: the same maths, fused (not bitwise)
     "paper_schedules",  # documentation for `looped flops`, never read by the trainer
 )
-# Fields added after results were first written, with their defaults: a config at the default
-# fingerprints as it did before the field existed (`studies.engine.fingerprint`).
-ADDED = {"optim.warmup_frac": 0.0, "model.init_loops": 1, "model.state_norm": False}
 # Not in it: dtype, eval_depths, eval_batches (the records would change meaning mid-run), fsdp
 # (untested across the switch), and every model, data, optimizer, schedule, batch, length field.
 
@@ -216,12 +174,6 @@ def _preset_path(name: str) -> Path:
     if is_yaml:
         raise UserError(f"config file {name} not found; pass a preset ({presets}) or a YAML path")
     raise UserError(f"unknown preset {name!r}; choose one of {presets} or a YAML path")
-
-
-def recipe_of(cfg: TrainConfig) -> str:
-    """The recipe a run's config trains with, named as `parse_recipe` reads it."""
-    m = cfg.model
-    return recipe_name(cfg.optim.warmup_frac or cfg.optim.warmup_steps, m.init_loops, m.state_norm)
 
 
 def load_config(
@@ -310,18 +262,44 @@ _YAML: dict[str, str] = {}
 
 # -- validation ------------------------------------------------------------------------------
 POSITIVE = (  # sizes and rates that must be > 0
-    "model.vocab_size", "model.seq_len", "model.d_model", "model.n_head", "model.n_block",
-    "model.max_depth", "model.rope_base", "model.norm_eps", "model.init_std", "model.init_loops",
+    "model.vocab_size",
+    "model.seq_len",
+    "model.d_model",
+    "model.n_head",
+    "model.n_block",
+    "model.max_depth",
+    "model.rope_base",
+    "model.norm_eps",
+    "model.init_std",
+    "model.init_loops",
     "data.persons",
-    "data.bios_per_person", "optim.lr", "batch_size", "grad_accum", "seq_len", "log_interval",
-    "eval_batches", "keep_last",
-)  # fmt: skip
+    "data.bios_per_person",
+    "optim.lr",
+    "batch_size",
+    "grad_accum",
+    "seq_len",
+    "log_interval",
+    "eval_batches",
+    "keep_last",
+)
 NON_NEGATIVE = (  # counts and amounts where 0 means "off" or "derive it"
-    "model.d_ff", "model.n_prelude", "model.n_coda", "model.bptt", "optim.weight_decay",
-    "optim.warmup_steps", "optim.grad_clip", "global_batch", "max_steps", "max_tokens",
-    "budget_flops", "budget_frac", "full_budget_flops", "eval_interval", "ckpt_interval",
+    "model.d_ff",
+    "model.n_prelude",
+    "model.n_coda",
+    "model.bptt",
+    "optim.weight_decay",
+    "optim.warmup_steps",
+    "optim.grad_clip",
+    "global_batch",
+    "max_steps",
+    "max_tokens",
+    "budget_flops",
+    "budget_frac",
+    "full_budget_flops",
+    "eval_interval",
+    "ckpt_interval",
     "threads",
-)  # fmt: skip
+)
 FRACTIONS = ("optim.min_lr_ratio", "optim.decay_frac", "optim.warmup_frac")  # in [0, 1]
 CHOICES = {  # fields with a fixed set of names
     "model.injection": INJECTIONS,

@@ -1,6 +1,7 @@
 """Modeled training compute of a looped transformer: FLOPs per token at depth K, a schedule's
-total, its saving against uniform depth, the steps a budget buys, and MFU (`looped flops` prints
-them per preset). Every budget in the package is counted here.
+total, its saving against uniform depth, the steps a budget buys, and MFU, each from the model's
+shape (`LoopedConfig`), never from a run config (`looped flops` prints them per preset, in
+`looped.commands.flops`). Every budget in the package is counted here.
 
 Per token (d = d_model, f = SwiGLU width, V = vocabulary, T = seq_len), forward:
 
@@ -20,15 +21,17 @@ F/R = 1.2, which the 200m and 1b presets reproduce.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 
-from looped.config import TrainConfig, load_config
 from looped.errors import UserError
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.schedule_spec import parse_schedule
 from looped.schedules import Schedule
+
+if TYPE_CHECKING:  # a run config's batch shape, read for tokens_per_step alone
+    from looped.config import TrainConfig
 
 REFERENCE = "uniform:1-16"  # the adaptive-from-the-start baseline every saving is measured against
 
@@ -98,25 +101,6 @@ def saving(
     return 1.0 - ours / schedule_flops(config, reference, total_steps, 1, seq_len)
 
 
-def drawn_seconds(step_seconds: Mapping[int, float], schedule: Schedule, total_steps: int) -> float:
-    """A whole run's time at measured per-depth step times, over its seed's actual draws (not
-    their expectation: a short run's draws can average K=10 where 8.5 is expected)."""
-    return sum(step_seconds[schedule.depth(s, total_steps)] for s in range(total_steps))
-
-
-def wall_saving(
-    step_seconds: Mapping[int, float],
-    ours: Iterable[Schedule],
-    refs: Iterable[Schedule],
-    total_steps: int,
-) -> float:
-    """The wall-clock saving of runs of `ours` against runs of `refs` (one schedule per seed):
-    1 - their summed `drawn_seconds`. The one wall-clock saving of the package (`looped bench`,
-    `looped map --time`)."""
-    mine = sum(drawn_seconds(step_seconds, s, total_steps) for s in ours)
-    return 1.0 - mine / sum(drawn_seconds(step_seconds, s, total_steps) for s in refs)
-
-
 def saving_at_ratio(
     fixed_over_loop: float, schedule: Schedule, reference: Schedule, total_steps: int
 ) -> float:
@@ -158,7 +142,7 @@ def mfu(tokens_per_s: float, flops_per_token: float, peak_flops: float) -> float
     return tokens_per_s * flops_per_token / peak_flops
 
 
-# -- presets and the `looped flops` command ------------------------------------------------------
+# -- parameters and tokens -----------------------------------------------------------------------
 def count_params(config: LoopedConfig) -> tuple[int, int]:
     """(all, non-embedding) parameters, counted on the meta device: no memory, no init time."""
     with torch.device("meta"):
@@ -171,38 +155,3 @@ def tokens_per_step(cfg: TrainConfig, world_size: int = 1) -> int:
     if cfg.global_batch > 0:
         return cfg.global_batch * cfg.seq_len
     return cfg.batch_size * cfg.grad_accum * cfg.seq_len * world_size
-
-
-def preset_rows(name: str) -> list[dict]:
-    """One record per schedule of a preset (its paper schedules, its default, the reference)."""
-    cfg = load_config(name)
-    m, seq_len, tps = cfg.model, cfg.seq_len, tokens_per_step(cfg)
-    reference = parse_schedule(REFERENCE if m.max_depth >= 16 else f"uniform:1-{m.max_depth}")
-    specs = list(dict.fromkeys([*cfg.paper_schedules, cfg.schedule, str(reference)]))
-    # the run length a preset states (max_steps, else max_tokens), or 0 if budget-driven
-    steps = cfg.max_steps or (max(1, cfg.max_tokens // tps) if cfg.max_tokens else 0)
-    if not steps:  # budget-driven preset: compare at the reference's length for the budget
-        if not cfg.full_budget_flops:
-            raise UserError(f"preset {name} sets none of max_steps, max_tokens, full_budget_flops")
-        steps = steps_for_budget(m, reference, cfg.full_budget_flops, tps, seq_len)
-    n_params, n_non_embed = count_params(m)
-    fixed, loop = fixed_and_loop_cost(m, seq_len)
-    by_depth = [flops_per_token(m, k, seq_len) for k in range(1, m.max_depth + 1)]
-    rows = []
-    for spec in specs:
-        sched = parse_schedule(spec, seed=cfg.seed)
-        total = schedule_flops(m, sched, steps, tps, seq_len)
-        row = {"preset": name, "schedule": str(sched), "reference": str(reference)}
-        row |= {"params": n_params, "non_embedding_params": n_non_embed, "seq_len": seq_len}
-        row |= {"tokens_per_step": tps, "fixed_cost": fixed, "loop_cost": loop}
-        row |= {"fixed_over_loop": fixed / loop, "flops_per_token_by_depth": by_depth}
-        row |= {"steps": steps, "full_budget_flops": cfg.full_budget_flops or None}
-        row |= {"mean_depth": sched.mean_depth(steps), "switch_step": sched.switch_step(steps)}
-        row |= {"total_flops": total, "flops_per_token": total / (steps * tps)}
-        row["saving_vs_uniform"] = saving(m, sched, reference, steps, seq_len)
-        if cfg.full_budget_flops:
-            row["steps_for_full_budget"] = steps_for_budget(
-                m, sched, cfg.full_budget_flops, tps, seq_len
-            )
-        rows.append(row)
-    return rows

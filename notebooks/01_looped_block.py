@@ -49,9 +49,9 @@ import torch.nn.functional as F
 from looped import plotting
 from looped.config import load_config
 from looped.data.batching import build_source
+from looped.eval.evaluate import load_model
 from looped.flops import count_params, flops_per_token
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.runtime.checkpoint import load_model
 from looped.training.trainer import train
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: wider model, longer training

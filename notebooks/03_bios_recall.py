@@ -37,9 +37,9 @@ import torch
 from looped import plotting
 from looped.config import load_config
 from looped.data.bios import ATTRIBUTES, BiosConfig, BiosCorpus, generate
+from looped.eval.evaluate import load_model
 from looped.eval.recall import bits_from_losses, recall_by_depth
 from looped.model import LoopedConfig, LoopedTransformer
-from looped.runtime.checkpoint import load_model
 from looped.training.trainer import train
 
 FULL = os.environ.get("LOOPED_FULL") == "1"  # full size: 100 persons, wider model, longer run

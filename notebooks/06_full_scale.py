@@ -47,12 +47,11 @@ import torch
 from IPython.display import Image, display
 
 from looped import plotting
-from looped.commands.flops import format_table
+from looped.commands.flops import format_table, preset_rows
 from looped.config import load_config
 from looped.data.text import load_tokenizer, prepare_text
 from looped.flops import (
     count_params,
-    preset_rows,
     schedule_flops,
     steps_for_budget,
     tokens_per_step,

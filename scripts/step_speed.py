@@ -6,7 +6,7 @@
 Times the same optimizer step (the text study's d=64 model: d=64, one looped layer, BPE-512 vocab,
 batch 32x128, at depth 8, about uniform 1..16's mean) under each candidate setting, one at a
 time, in one run, each in a fresh process so that no setting inherits another's threads or
-compiled graphs (each its fastest step, by `runtime.device.time_min`, the timer of `looped bench`
+compiled graphs (each its fastest step, by `studies.timing.time_min`, the timer of `scripts/bench.py`
 and of the demo's calibration), and prints the ratio of each to the study's current setting (eager fp32, one
 thread per worker). Absolute times are for this machine and this load only; the ratios are the
 finding. The last row runs two single-threaded processes at once, as the study's two workers
@@ -35,7 +35,7 @@ def one(compile_: bool, dtype: str, threads: int, steps: int, depth: int) -> flo
 
     from looped.config import load_config
     from looped.model import LoopedTransformer
-    from looped.runtime.device import fixed_step, time_min
+    from looped.studies.timing import fixed_step, time_min
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -89,7 +89,7 @@ def main() -> int:
 
     import torch
 
-    from looped.runtime.device import cpu_name
+    from looped.studies.timing import cpu_name
 
     record = {
         "ms_per_step": {k: v * 1000 for k, v in rows.items()},

@@ -1,8 +1,10 @@
-"""`looped bench` at toy size: it runs, writes its record and tables, and its derived numbers are
+"""`scripts/bench.py` at toy size: it runs, writes its record and tables, and its derived numbers are
 consistent with the measurements they come from. The speed targets are reported by the
 benchmark, never asserted here."""
 
+import importlib.util
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,10 +13,20 @@ import torch
 
 from looped.errors import UserError
 from looped.flops import flops_per_token
-from looped.runtime.device import time_min
-from looped.studies.bench import run as bench
-from looped.studies.bench import tables as bench_report
-from looped.studies.commands import bench as bench_cli
+from looped.studies.timing import time_min
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _script():
+    """scripts/bench.py as a module (a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
+    module = sys.modules["bench"] = importlib.util.module_from_spec(spec)  # for its dataclasses
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = bench_report = bench_cli = _script()
 
 torch.set_num_threads(1)
 
@@ -151,7 +163,7 @@ def test_committed_record_renders_to_the_committed_tables_byte_for_byte():
     """bench.md is a pure function of bench.json: re-rendering the committed record gives the
     committed tables (which the README quotes) exactly, so reporting can change without rerunning
     the six-minute benchmark, and a hand edit of either file shows up here."""
-    results = Path(__file__).resolve().parent.parent / "results"
+    results = ROOT / "results"
     record = json.loads((results / "bench.json").read_text())
     assert bench_report.markdown(record) == (results / "bench.md").read_text()
     # and the targets in the record are what the reporting code judges from its rows
@@ -162,3 +174,19 @@ def test_committed_record_renders_to_the_committed_tables_byte_for_byte():
 
 def _tuples(cfg: dict) -> dict:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items()}
+
+
+def test_the_script_refuses_a_bad_flag_in_one_line():
+    """Run as a script, a bad value is one line on stderr and exit status 1, no traceback."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "scripts/bench.py", "--quick", "--depths", "1,x"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "scripts/bench.py: error: --depths '1,x': give comma-separated integers, e.g. 1,4,8,16"
+    ]

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from looped.errors import UserError
-from looped.runtime.device import cpu_name, model_device, pick_device
+from looped.runtime.device import model_device, pick_device
+from looped.studies.timing import cpu_name
 
 
 def test_pick_device():
@@ -61,7 +62,7 @@ def test_trainer_records_the_resolved_dtype(tmp_path):
 
 
 def test_one_thread_times_on_one_core_and_gives_the_cores_back_even_on_an_error():
-    from looped.runtime.device import one_thread
+    from looped.studies.timing import one_thread
 
     before = max(2, torch.get_num_threads())
     torch.set_num_threads(before)

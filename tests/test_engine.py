@@ -6,7 +6,6 @@ import random
 
 import pytest
 
-from looped.data.text import prepare_documents
 from looped.flops import schedule_flops, tokens_per_step
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
 from looped.schedule_spec import parse_schedule
@@ -19,6 +18,7 @@ from looped.studies.engine import (
     plan,
     text_runs,
 )
+from looped.studies.textsetup import prepare_documents
 from looped.studies.textstudy import QUICK, flop_lengths
 
 

@@ -177,7 +177,7 @@ def test_a_full_disk_stops_with_one_line_and_keeps_the_previous_checkpoint(tmp_p
     done = ckpt_lib.list_checkpoints(kept)
     assert done and f"{done[-1][1]}".replace(str(kept), str(run)) in err  # names the intact one
     ckpt_lib.load_state(done[-1][1])  # whole and consistent
-    from looped.runtime.checkpoint import load_model
+    from looped.eval.evaluate import load_model
 
     load_model(done[-1][1])
     assert not list((kept / "checkpoints").glob(".tmp-*"))
@@ -255,7 +255,7 @@ def test_a_state_file_that_would_run_code_is_refused_and_nothing_runs(
 def test_a_config_file_that_would_run_code_is_refused(tmp_path, reference):
     """YAML from a run directory goes through a safe loader: a python tag is an error naming
     the file, never a call."""
-    from looped.runtime.checkpoint import load_model
+    from looped.eval.evaluate import load_model
 
     ckpt, marker = tmp_path / "ckpt", tmp_path / "created-by-the-config"
     shutil.copytree(reference / "checkpoints" / "step_0000020", ckpt)

@@ -31,9 +31,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plotting", ("looped.plotting",)),
     ("commands", ("looped.commands", "looped.cli", "looped.__main__", "looped")),
     ("statistics", ("looped.studies.stats", "looped.studies.gapfit")),
+    ("recipes", ("looped.studies.recipe",)),
     ("report", ("looped.studies.report",)),
     ("studies", ("looped.studies",)),
-    ("bench", ("looped.studies.bench",)),
     ("study commands", ("looped.studies.commands",)),
 )  # fmt: skip
 HARNESS = "statistics"  # the first layer of the harness
@@ -300,3 +300,25 @@ def test_every_command_module_holds_its_parser_and_main():
     for module, _ in COMMANDS.values():
         tree = ast.parse((PACKAGE.parent / (module.replace(".", "/") + ".py")).read_text())
         assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), module
+
+
+# Edges a reader would not expect, within the layers: the FLOP model reads the model's shape,
+# never a run config (a type-only import names the batch shape `tokens_per_step` reads), and
+# the runtime (disk, device, torchrun) reads a model by its shape, never by importing one.
+UNEXPECTED = {
+    "looped.flops": ("looped.config",),
+    "looped.runtime": ("looped.model", "looped.config"),
+}
+
+
+def test_the_flop_model_reads_no_config_and_the_runtime_imports_no_model():
+    graph = import_graph(type_only=False)
+    found = [
+        f"{module} imports {dep}"
+        for module, deps in graph.items()
+        for prefix, banned in UNEXPECTED.items()
+        if (module + ".").startswith(prefix + ".")
+        for dep in deps
+        if any((dep + ".").startswith(b + ".") for b in banned)
+    ]
+    assert not found, "\n".join(found)

@@ -18,13 +18,13 @@ from looped import paper
 from looped.config import load_config
 from looped.data.package_corpus import package_documents, write_manifest
 from looped.data.splits import split_of
-from looped.data.text import prepare_documents
 from looped.errors import UserError
-from looped.flops import drawn_seconds
 from looped.schedule_spec import parse_schedule
 from looped.studies import engine, stats, textstudy
 from looped.studies.gapfit import gap_fit
 from looped.studies.report.map import finding, fit_cells, map_rows
+from looped.studies.textsetup import prepare_documents
+from looped.studies.timing import drawn_seconds
 from looped.training.lineage import branch_point
 from looped.training.trainer import train
 
@@ -644,8 +644,9 @@ def test_resuming_runs_that_took_other_cpu_kernels_warns_with_the_pin_that_follo
     from looped.studies.map import QUICK, check_resume, kernel_note
 
     block = QUICK.blocks[0].name
-    sweep = [{"lr": lr} for lr in QUICK.lrs]
-    old = {"blocks": {block: {"rows": [{"cpu_kernels": "AVX2"}], "sweep": sweep}}}
+    sweep = [_scored(lr=lr) for lr in QUICK.lrs]
+    rows = [_scored(cpu_kernels="AVX2")]
+    old = {"blocks": {block: {"meta": {"corpus": {}}, "rows": rows, "sweep": sweep}}}
     note = kernel_note(old, QUICK, "AVX512")
     assert "took AVX2 kernels, this machine takes AVX512" in note
     assert "MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2" in note
@@ -665,6 +666,11 @@ def test_resuming_runs_that_took_other_cpu_kernels_warns_with_the_pin_that_follo
         )
 
 
+def _scored(**fields) -> dict:
+    """A scored row with the fields a resume matches it by (`resume.ROW_FIELDS`)."""
+    return {"run": "r", "config_sha": "0" * 16, "lr": 1e-3} | fields
+
+
 def test_resuming_a_block_whose_sweep_left_out_an_lr_says_so_and_how_to_keep_it(
     tmp_path: Path, capsys
 ):
@@ -675,8 +681,8 @@ def test_resuming_a_block_whose_sweep_left_out_an_lr_says_so_and_how_to_keep_it(
 
     block = QUICK.blocks[0].name
     grid = sorted(QUICK.lrs)
-    sweep = [{"lr": lr} for lr in grid[1:]]  # the sweep left the lowest out
-    old = {"blocks": {block: {"rows": [], "sweep": sweep}}}
+    sweep = [_scored(lr=lr) for lr in grid[1:]]  # the sweep left the lowest out
+    old = {"blocks": {block: {"meta": {"corpus": {}}, "rows": [], "sweep": sweep}}}
     (note,) = lr_notes(old, QUICK)
     kept = ",".join(f"{lr:g}" for lr in grid[1:])
     assert f"block {block}'s LR sweep left out {grid[0]:g}," in note

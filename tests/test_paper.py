@@ -11,8 +11,8 @@ import pytest
 
 import looped.studies.stats as stats
 from looped import paper
+from looped.commands.flops import preset_rows
 from looped.config import load_config
-from looped.flops import preset_rows
 from looped.studies.report import bios, block, render, verdicts
 from looped.studies.report.tables import verdict_words
 from looped.studies.stats import Verdict

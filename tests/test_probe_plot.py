@@ -5,6 +5,7 @@ import torch
 
 from looped.cli import main as cli
 from looped.config import load_config
+from looped.eval.evaluate import load_model
 from looped.studies.probes import one_update, update_benefit
 from looped.training.trainer import train
 
@@ -27,7 +28,7 @@ def run(tmp_path_factory):
 def test_one_update_leaves_the_original_untouched(run):
     from looped.runtime import checkpoint as ckpt_lib
 
-    model, cfg = ckpt_lib.load_model(run / "ff")
+    model, cfg = load_model(run / "ff")
     state = ckpt_lib.load_state(ckpt_lib.resolve_checkpoint(run / "ff"))
     before = {k: v.clone() for k, v in model.state_dict().items()}
     x = torch.randint(0, cfg.model.vocab_size, (2, 16))
@@ -59,7 +60,7 @@ def test_probe_and_plot_commands(run, tmp_path, capsys):
 def test_one_update_accumulates_micro_batches_like_one_big_batch(run):
     from looped.runtime import checkpoint as ckpt_lib
 
-    model, cfg = ckpt_lib.load_model(run / "ff")
+    model, cfg = load_model(run / "ff")
     state = ckpt_lib.load_state(ckpt_lib.resolve_checkpoint(run / "ff"))
     x = torch.randint(0, cfg.model.vocab_size, (4, 16), generator=torch.Generator().manual_seed(0))
     whole = one_update(model, state["optimizer"], cfg.optim, 1e-3, x, x, 3)
@@ -71,10 +72,9 @@ def test_one_update_accumulates_micro_batches_like_one_big_batch(run):
 def test_gradient_agreement_is_the_cosine_of_the_backward_gradients(run):
     """Each depth's vector is exactly what loss.backward() leaves in .grad, the cosine matrix is
     symmetric with a unit diagonal, and the survival ratio is |mean g| / mean |g|."""
-    from looped.runtime import checkpoint as ckpt_lib
     from looped.studies.probes import depth_gradients, gradient_agreement
 
-    model, cfg = ckpt_lib.load_model(run / "ff")
+    model, cfg = load_model(run / "ff")
     model.train()
     x = torch.randint(0, cfg.model.vocab_size, (2, 16))
     y = torch.randint(0, cfg.model.vocab_size, (2, 16))

@@ -12,14 +12,7 @@ import pytest
 import torch
 
 from looped import paper
-from looped.config import (
-    OptimConfig,
-    load_config,
-    lr_at,
-    parse_recipe,
-    recipe_of,
-    recipe_overrides,
-)
+from looped.config import OptimConfig, load_config, lr_at
 from looped.errors import UserError
 from looped.model import LoopedConfig, LoopedTransformer
 from looped.studies.commands import map as map_command
@@ -42,6 +35,7 @@ from looped.studies.map import (
     run_map,
     with_recipe,
 )
+from looped.studies.recipe import parse_recipe, recipe_of, recipe_overrides
 from looped.studies.report.recipe import own_section, recipe_section
 from looped.training.lineage import branch_point
 

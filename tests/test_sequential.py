@@ -127,8 +127,7 @@ def test_the_per_micro_batch_arm_trains_on_exactly_its_partners_sequences(tmp_pa
     step draws at every step: the two arms differ only in which depth a sequence gets."""
     import torch
 
-    from looped.data.text import prepare_documents
-    from looped.studies.textsetup import TextSetup, run_config
+    from looped.studies.textsetup import TextSetup, prepare_documents, run_config
     from looped.training.trainer import micro_batches
 
     docs = [(f"m{i}.py", f"def f{i}(x):\n    return x * {i} + {i * i}\n" * 20) for i in range(40)]

@@ -14,11 +14,12 @@ import torch
 
 from looped import paper
 from looped.data.splits import assign_splits, near_duplicate_keys
-from looped.data.text import load_tokenizer, prepare_documents
+from looped.data.text import load_tokenizer
 from looped.errors import UserError
 from looped.eval.baselines import K_GRID, NgramBaseline, choose_k
 from looped.studies import stats
 from looped.studies.stats import Verdict
+from looped.studies.textsetup import prepare_documents
 
 
 # -- splits ------------------------------------------------------------------------------------

@@ -1,14 +1,83 @@
 """`looped flops`: modeled training compute per preset and schedule (`looped.flops`), as
-plain-text tables or JSON."""
+plain-text tables or JSON; `preset_rows` loads a preset and hands its model's shape to the FLOP
+model, which never reads a run config itself."""
 
 from __future__ import annotations
 
 import json
 
 from looped.commands.common import described
-from looped.config import preset_names
+from looped.config import TrainConfig, load_config, preset_names
 from looped.errors import UserError
-from looped.flops import REFERENCE, preset_rows
+from looped.flops import (
+    REFERENCE,
+    count_params,
+    fixed_and_loop_cost,
+    flops_per_token,
+    saving,
+    schedule_flops,
+    steps_for_budget,
+    tokens_per_step,
+)
+from looped.schedule_spec import parse_schedule
+from looped.schedules import Schedule
+
+
+def preset_rows(name: str) -> list[dict]:
+    """One record per schedule of a preset (its paper schedules, its default, the reference)."""
+    cfg = load_config(name)
+    m, seq_len, tps = cfg.model, cfg.seq_len, tokens_per_step(cfg)
+    reference = parse_schedule(REFERENCE if m.max_depth >= 16 else f"uniform:1-{m.max_depth}")
+    specs = list(dict.fromkeys([*cfg.paper_schedules, cfg.schedule, str(reference)]))
+    # the run length a preset states (max_steps, else max_tokens), or 0 if budget-driven
+    steps = cfg.max_steps or (max(1, cfg.max_tokens // tps) if cfg.max_tokens else 0)
+    if not steps:  # budget-driven preset: compare at the reference's length for the budget
+        if not cfg.full_budget_flops:
+            raise UserError(f"preset {name} sets none of max_steps, max_tokens, full_budget_flops")
+        steps = steps_for_budget(m, reference, cfg.full_budget_flops, tps, seq_len)
+    shape = _shape(cfg, steps)
+    rows = []
+    for spec in specs:
+        sched = parse_schedule(spec, seed=cfg.seed)
+        row = {"preset": name, "schedule": str(sched), "reference": str(reference)}
+        rows.append(row | shape | _schedule_row(cfg, sched, reference, steps))
+    return rows
+
+
+def _shape(cfg: TrainConfig, steps: int) -> dict:
+    """What a preset's rows share: its model's size and cost per token at each depth."""
+    n_params, n_non_embed = count_params(cfg.model)
+    fixed, loop = fixed_and_loop_cost(cfg.model, cfg.seq_len)
+    depths = range(1, cfg.model.max_depth + 1)
+    return {
+        "params": n_params,
+        "non_embedding_params": n_non_embed,
+        "seq_len": cfg.seq_len,
+        "tokens_per_step": tokens_per_step(cfg),
+        "fixed_cost": fixed,
+        "loop_cost": loop,
+        "fixed_over_loop": fixed / loop,
+        "flops_per_token_by_depth": [flops_per_token(cfg.model, k, cfg.seq_len) for k in depths],
+        "steps": steps,
+        "full_budget_flops": cfg.full_budget_flops or None,
+    }
+
+
+def _schedule_row(cfg: TrainConfig, sched: Schedule, reference: Schedule, steps: int) -> dict:
+    """One schedule's cost and saving over a preset's run."""
+    m, seq_len, tps = cfg.model, cfg.seq_len, tokens_per_step(cfg)
+    total = schedule_flops(m, sched, steps, tps, seq_len)
+    row = {
+        "mean_depth": sched.mean_depth(steps),
+        "switch_step": sched.switch_step(steps),
+        "total_flops": total,
+        "flops_per_token": total / (steps * tps),
+        "saving_vs_uniform": saving(m, sched, reference, steps, seq_len),
+    }
+    if cfg.full_budget_flops:
+        budget = cfg.full_budget_flops
+        row["steps_for_full_budget"] = steps_for_budget(m, sched, budget, tps, seq_len)
+    return row
 
 
 def _count(n: float) -> str:

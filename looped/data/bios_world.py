@@ -12,20 +12,93 @@ from dataclasses import dataclass
 from looped.data.bios_templates import PRONOUNS, bank_size, template_words
 from looped.errors import UserError
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")  # fmt: skip
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 N_DAYS = 28  # days 1..28 in every month, so the date pool is a plain product
-MAJORS = ("Physics", "Chemistry", "Biology", "Mathematics", "History", "Philosophy", "Economics",
-          "Linguistics", "Geology", "Astronomy", "Psychology", "Sociology", "Anthropology",
-          "Architecture", "Music", "Literature", "Statistics", "Nursing", "Law", "Medicine",
-          "Accounting", "Finance", "Marketing", "Journalism", "Education", "Theology", "Zoology",
-          "Botany", "Ecology", "Robotics", "Neuroscience", "Genetics", "Archaeology", "Classics",
-          "Geography", "Dance", "Theatre", "Photography", "Agriculture", "Forestry")  # fmt: skip
+MAJORS = (
+    "Physics",
+    "Chemistry",
+    "Biology",
+    "Mathematics",
+    "History",
+    "Philosophy",
+    "Economics",
+    "Linguistics",
+    "Geology",
+    "Astronomy",
+    "Psychology",
+    "Sociology",
+    "Anthropology",
+    "Architecture",
+    "Music",
+    "Literature",
+    "Statistics",
+    "Nursing",
+    "Law",
+    "Medicine",
+    "Accounting",
+    "Finance",
+    "Marketing",
+    "Journalism",
+    "Education",
+    "Theology",
+    "Zoology",
+    "Botany",
+    "Ecology",
+    "Robotics",
+    "Neuroscience",
+    "Genetics",
+    "Archaeology",
+    "Classics",
+    "Geography",
+    "Dance",
+    "Theatre",
+    "Photography",
+    "Agriculture",
+    "Forestry",
+)
 UNIVERSITY_FORMS = ("University of {}", "{} University", "{} College", "{} Institute of Technology")
 EMPLOYER_SUFFIXES = ("Labs", "Group", "Systems", "Industries", "Partners", "Works", "Motors")
 CITY_ENDINGS = ("ton", "vik", "burg", "dale", "mere", "ford", "grad", "stad", "holm", "port")
-ONSETS = ("b", "br", "d", "dr", "f", "g", "gr", "h", "j", "k", "kr", "l", "m", "n", "p", "pr", "r",
-          "s", "st", "t", "tr", "v", "z", "sh", "th")  # fmt: skip
+ONSETS = (
+    "b",
+    "br",
+    "d",
+    "dr",
+    "f",
+    "g",
+    "gr",
+    "h",
+    "j",
+    "k",
+    "kr",
+    "l",
+    "m",
+    "n",
+    "p",
+    "pr",
+    "r",
+    "s",
+    "st",
+    "t",
+    "tr",
+    "v",
+    "z",
+    "sh",
+    "th",
+)
 VOWELS = ("a", "e", "i", "o", "u", "a", "e", "i", "o", "a", "ai", "ou")
 CODAS = ("", "", "", "n", "r", "l", "s", "k", "m", "x")
 
@@ -55,7 +128,10 @@ class Pools:
         if attr in ("employer_city", "two_hop"):
             return sorted(set(self.employer_city.values()))
         pools = {"birth_city": self.cities, "university": self.universities}
-        pools |= {"major": self.majors, "employer": self.employers}
+        pools |= {
+            "major": self.majors,
+            "employer": self.employers,
+        }
         return list(pools[attr])
 
     def entropy_bits(self, attr: str) -> float:
@@ -101,8 +177,17 @@ class Person:
 
 
 # The pool sizes of the capacity studies' bioS setting: 47.6 bits per person.
-BIOS_S_SIZES = {"n_first": 400, "n_middle": 400, "n_last": 1000, "first_year": 1900, "n_years": 200,
-                "n_cities": 200, "n_universities": 300, "n_majors": 100, "n_employers": 263}  # fmt: skip
+BIOS_S_SIZES = {
+    "n_first": 400,
+    "n_middle": 400,
+    "n_last": 1000,
+    "first_year": 1900,
+    "n_years": 200,
+    "n_cities": 200,
+    "n_universities": 300,
+    "n_majors": 100,
+    "n_employers": 263,
+}
 
 
 @dataclass
@@ -135,7 +220,10 @@ class BiosConfig:
 
     def pool_sizes(self) -> dict[str, int]:
         sizes = {"birth_date": len(MONTHS) * N_DAYS * self.n_years, "birth_city": self.n_cities}
-        sizes |= {"university": self.n_universities, "major": self.n_majors}
+        sizes |= {
+            "university": self.n_universities,
+            "major": self.n_majors,
+        }
         return sizes | {"employer": self.n_employers, "gender": len(PRONOUNS)}
 
     def check(self) -> None:

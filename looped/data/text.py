@@ -26,7 +26,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from tqdm import tqdm
 
 from looped.data.package_corpus import MANIFESTS, manifest_digest, package_documents
-from looped.data.splits import assign_splits, near_duplicate_keys, split_of
+from looped.data.splits import split_of
 from looped.errors import UserError, first_line
 from looped.runtime.atomic import write_text_atomic
 
@@ -308,7 +308,7 @@ class ShardWriter:
         return {"tokens": tokens, "docs": self.docs, "shards": self.shards}
 
 
-def _prepare_out(out: Path, overwrite: bool) -> None:
+def prepare_out(out: Path, overwrite: bool) -> None:
     if (out / META).exists():
         if not overwrite:
             raise UserError(
@@ -344,7 +344,7 @@ def prepare_text(
     if num_proc < 1 or shard_tokens < 1 or chunk_docs < 1:
         raise UserError("--num-proc, --shard-tokens and --chunk-docs must be positive")
     out = Path(out)
-    _prepare_out(out, overwrite)
+    prepare_out(out, overwrite)
 
     def documents(limit: int | None = max_docs) -> Iterator[list[str]]:  # opens the stream anew
         ds = open_documents(dataset, subset, split, text_field)
@@ -366,11 +366,11 @@ def prepare_text(
     assign = hashed if test_frac > 0 else count_rule(val_frac)
     tok = make_tokenizer(tokenizer, train_texts)
     names = ("train", "val", "test") if test_frac > 0 else ("train", "val")
-    splits = _write_splits(out, documents(), tok, names, assign, shard_tokens, num_proc, progress)
+    splits = write_splits(out, documents(), tok, names, assign, shard_tokens, num_proc, progress)
     _check_splits(splits, out, dataset, text_field, test_frac)
     kept = {"dataset": dataset, "subset": subset, "split": split, "text_field": text_field}
     fracs = {"max_docs": max_docs, "val_frac": val_frac, "test_frac": test_frac}
-    return _write_meta(out, tok, splits, **kept, **fracs)
+    return write_meta(out, tok, splits, **kept, **fracs)
 
 
 def _check_splits(splits: dict, out: Path, dataset: str, text_field: str, test_frac: float) -> None:
@@ -387,11 +387,15 @@ def _check_splits(splits: dict, out: Path, dataset: str, text_field: str, test_f
         )
 
 
-def _write_meta(out: Path, tok: TextTokenizer, splits: dict, **fields: Any) -> dict[str, Any]:
+def write_meta(out: Path, tok: TextTokenizer, splits: dict, **fields: Any) -> dict[str, Any]:
     """meta.json (after tokenizer.json), written last and atomically: a directory holding it
     holds a whole corpus."""
     meta = {"format": 1, **fields, "tokenizer": tok.spec, "vocab_size": tok.vocab_size}
-    meta |= {"eos_id": tok.eos_id, "dtype": token_dtype(tok.vocab_size).name, "splits": splits}
+    meta |= {
+        "eos_id": tok.eos_id,
+        "dtype": token_dtype(tok.vocab_size).name,
+        "splits": splits,
+    }
     # the built-in corpora follow the interpreter that read them
     meta["python"] = sys.version.split()[0] if fields["dataset"] in NAMED_CORPORA else None
     if (MANIFESTS / f"{fields['dataset']}.tsv").is_file():  # a pinned package's sources
@@ -400,38 +404,6 @@ def _write_meta(out: Path, tok: TextTokenizer, splits: dict, **fields: Any) -> d
         tok.save(out / TOKENIZER_FILE)
     write_text_atomic(out / META, json.dumps(meta, indent=2) + "\n")
     return meta
-
-
-def prepare_documents(
-    out: str | Path,
-    named_docs: list[tuple[str, str]],
-    tokenizer: str = "bpe:512",
-    val_frac: float = 0.05,
-    test_frac: float = 0.05,
-    dataset: str = "documents",
-    overwrite: bool = False,
-) -> dict[str, Any]:
-    """In-memory documents into train / val / test without leaks (`data.splits`), BPE on train."""
-    if val_frac <= 0 or test_frac <= 0 or val_frac + test_frac >= 1:
-        raise UserError(f"val_frac={val_frac}, test_frac={test_frac}: both > 0, sum < 1")
-    out = Path(out)
-    _prepare_out(out, overwrite)
-    names, texts = [n for n, _ in named_docs], [t for _, t in named_docs]
-    splits = assign_splits(near_duplicate_keys(texts), val_frac, test_frac, names)
-    pairs = list(zip(texts, splits))
-    by_split = {s: [t for t, x in pairs if t and x == s] for s in ("train", "val", "test")}
-    if not all(by_split.values()):
-        raise UserError(
-            f"{len(texts)} documents leave a split empty ({', '.join(f'{k}: {len(v)}' for k, v in by_split.items())}); "
-            "use more documents or larger fractions"
-        )
-    tok = make_tokenizer(tokenizer, lambda: iter(by_split["train"]))
-    order = iter([split for text, split in pairs if text])
-    written = _write_splits(out, iter([texts]), tok, by_split, lambda *_: next(order), 2**27)
-    held = {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")}
-    kept = dict(dataset=dataset, subset=None, split="train", text_field="text", max_docs=None)
-    fracs = {"val_frac": val_frac, "test_frac": test_frac, "held_out_documents": held}
-    return _write_meta(out, tok, written, **kept, **fracs)
 
 
 def count_rule(val_frac: float) -> Callable[[str, int], str]:
@@ -448,7 +420,7 @@ def count_rule(val_frac: float) -> Callable[[str, int], str]:
     return assign
 
 
-def _write_splits(
+def write_splits(
     out: Path,
     chunks: Iterator[list[str]],
     tok: TextTokenizer,

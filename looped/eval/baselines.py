@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import torch
-
-from looped.data.text import TokenShards
 
 K_GRID = (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0)  # add-k values tried on validation windows
 
@@ -56,13 +53,3 @@ def choose_k(table: NgramBaseline, val_batches: list[tuple[torch.Tensor, torch.T
     scores = {k: replace(table, k=k).nll(val_batches)["bigram"] for k in K_GRID}
     table.k = min(scores, key=lambda k: (scores[k], k))
     return table.k
-
-
-def corpus_baselines(
-    corpus_dir: str | Path, vocab_size: int, choose_on: list, score_on: list
-) -> dict[str, float]:
-    """Both tables fit on the train split, k chosen on `choose_on`, scored on `score_on`."""
-    train = TokenShards(corpus_dir, "train")
-    table = NgramBaseline.fit(np.asarray(train.window(0, train.n_tokens)), vocab_size)
-    k = choose_k(table, choose_on)
-    return {"k": k, **table.nll(score_on), "tokens": sum(int(y.numel()) for _, y in score_on)}

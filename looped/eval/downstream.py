@@ -25,7 +25,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from looped.data.text import load_tokenizer, local_data_files
 from looped.errors import UserError, first_line
-from looped.runtime.checkpoint import load_model
+from looped.eval.evaluate import load_model
 from looped.runtime.device import model_device
 
 

@@ -4,14 +4,26 @@ costs one depth-16 forward plus 16 heads."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from looped.config import TrainConfig, load_config
 from looped.data.batching import build_source
 from looped.eval.recall import recall_by_depth
 from looped.model import LoopedTransformer
-from looped.runtime.checkpoint import load_model
+from looped.runtime.checkpoint import load_weights, resolve_checkpoint
+
+
+def load_model(path: str | Path, device: str = "cpu") -> tuple[LoopedTransformer, TrainConfig]:
+    """(LoopedTransformer in eval mode, TrainConfig) from a run or checkpoint directory: the
+    config as trained, the weights of its newest intact checkpoint (or of the one named)."""
+    ckpt = resolve_checkpoint(path)
+    cfg = load_config(str(ckpt / "config.yaml"), check=False)  # as trained, to evaluate it
+    model = LoopedTransformer(cfg.model)
+    load_weights(ckpt, model)
+    return model.to(device).eval(), cfg
 
 
 @torch.no_grad()

@@ -108,7 +108,11 @@ def summarize(qs: QuerySet, nll: Tensor, ok: Tensor) -> dict[str, dict[str, floa
     for a, attr in enumerate(qs.attributes):
         mean_nll, entropy = nll[:, a].double().mean().item(), qs.entropy[attr]
         out[attr] = {"bits": bits_from_entropy(mean_nll, entropy), "nll": mean_nll}
-        out[attr] |= {"acc": ok[:, a].double().mean().item(), "entropy": entropy, "n": len(qs.rows)}
+        out[attr] |= {
+            "acc": ok[:, a].double().mean().item(),
+            "entropy": entropy,
+            "n": len(qs.rows),
+        }
     return out
 
 

@@ -19,9 +19,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from looped.config import load_config
 from looped.errors import UserError, first_line
-from looped.model import LoopedTransformer
 from looped.runtime.atomic import atomic_path
 
 CKPT_DIR = "checkpoints"
@@ -210,12 +208,3 @@ def _reason(err: BaseException) -> str:
             return cause.strerror
         cause = cause.__cause__ or cause.__context__
     return first_line(err)
-
-
-def load_model(path: str | Path, device: str = "cpu"):
-    """(LoopedTransformer in eval mode, TrainConfig) from a run or checkpoint directory."""
-    ckpt = resolve_checkpoint(path)
-    cfg = load_config(str(ckpt / "config.yaml"), check=False)  # as trained, to evaluate it
-    model = LoopedTransformer(cfg.model)
-    load_weights(ckpt, model)
-    return model.to(device).eval(), cfg

@@ -1,15 +1,10 @@
-"""Facts about the machine a run is on: which device, the CPU's name, a GPU's peak FLOP/s, the
-dtype's autocast, and how long a function takes there."""
+"""Facts about the machine a run is on: which device, a GPU's peak FLOP/s, the CPU kernels' path
+and the dtype's autocast (timing a step is the studies' business: `looped.studies.timing`)."""
 
 from __future__ import annotations
 
-import math
-import platform
-import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from pathlib import Path
-from typing import Any, TypeVar
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 import torch
 
@@ -79,17 +74,6 @@ def device_name(device: torch.device) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 
-def cpu_name() -> str:
-    """The processor's model name (from /proc/cpuinfo on Linux)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def cpu_kernels() -> str:
     """The instruction set torch's CPU kernels dispatch to on this machine ("AVX2", "AVX512",
     ...). Two paths sum in different orders, so one run on two CPU generations parts in the last
@@ -104,68 +88,3 @@ def peak_flops(device_name: str, dtype: str = "bf16") -> float | None:
         if key.lower() in name:
             return PEAK_FLOPS[key].get(dtype)
     return None
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Time a step as a study's worker trains it: on one thread (`runner` gives each worker one
-    core; torch's default is every core, which would time a step no worker takes)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-Key = TypeVar("Key")  # a timed function's name: a label, or a depth K
-
-
-def fixed_step(
-    loss: Callable[[], torch.Tensor], optimizer: Any, device: torch.device, dtype: str
-) -> Callable[[], None]:
-    """One optimizer step on a fixed batch, to time: `loss()` under the dtype's autocast, its
-    backward pass, the optimizer's step."""
-
-    def step() -> None:
-        with autocast(device, dtype):
-            value = loss()
-        value.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    return step
-
-
-def time_min(
-    fns: dict[Key, Callable[[], object]],
-    warmup: int,
-    reps: int,
-    device: torch.device,
-    clock: Callable[[], float] = time.perf_counter,
-) -> dict[Key, float]:
-    """Minimum time (s) of each function, after `warmup` untimed calls. They take turns in every
-    repetition (background load hits all alike), each repetition starting one further along (a
-    big GEMM leaves the caches cold for whatever follows it)."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
-    best = dict.fromkeys(fns, math.inf)
-    names = list(fns)
-    for rep in range(max(1, reps)):
-        shift = rep % len(names)
-        for name in names[shift:] + names[:shift]:
-            best[name] = min(best[name], time_once(fns[name], device, clock))
-    return best
-
-
-def time_once(
-    fn: Callable[[], object], device: torch.device, clock: Callable[[], float] = time.perf_counter
-) -> float:
-    """Seconds of one call, the device synchronized before and after."""
-    sync = torch.cuda.synchronize if device.type == "cuda" else lambda device: None
-    sync(device)
-    t0 = clock()
-    fn()
-    sync(device)
-    return clock() - t0

@@ -1,7 +1,8 @@
 """What changes when the trainer runs under torchrun (DDP or FSDP2): the process group, the
 wrapped model, the gradient sync of micro-batches, a checkpoint's full weights and optimizer
 state from sharded parameters, and stop requests. One process (no torchrun) takes the plain path
-of each helper.
+of each helper. A model is read by its shape (its `config`, its prelude, block and coda stacks):
+the runtime imports no model.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from looped.model import LoopedTransformer
 from looped.runtime.checkpoint import unique_state_dict
 from looped.runtime.device import pick_device
 
@@ -53,7 +53,7 @@ class Dist:
 
 
 def wrap_distributed(
-    model: LoopedTransformer, fsdp: bool, dist: Dist, depths: Iterable[int]
+    model: torch.nn.Module, fsdp: bool, dist: Dist, depths: Iterable[int]
 ) -> torch.nn.Module:
     """The module a step calls: `model` itself in one process or under FSDP2, else DDP."""
     if not dist.enabled:
@@ -74,7 +74,7 @@ def wrap_distributed(
     return DDP(model, device_ids=device_ids, find_unused_parameters=may_leave_unused(model, depths))
 
 
-def may_leave_unused(model: LoopedTransformer, depths: Iterable[int]) -> bool:
+def may_leave_unused(model: torch.nn.Module, depths: Iterable[int]) -> bool:
     """Whether a step at one of `depths` can leave a parameter without a gradient: concat
     injection or the state norm at depth 1 (both act between loops), or truncated backprop with injection none beyond `bptt` (the prelude
     or an untied embedding feeds only the first loop, under no_grad)."""
@@ -96,7 +96,7 @@ def no_sync(wrapped: torch.nn.Module, fsdp: bool, dist: Dist, last: bool) -> Any
 
 
 def full_state(
-    model: LoopedTransformer, optimizer: torch.optim.Optimizer, sharded: bool
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, sharded: bool
 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Unsharded CPU weights (tied ones once) and the optimizer's full state for a checkpoint;
     when sharded, every rank takes part in gathering them."""

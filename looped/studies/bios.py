@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from looped import paper
-from looped.config import TrainConfig, load_config, recipe_overrides, warmup_of
+from looped.config import TrainConfig, load_config, warmup_of
 from looped.data.batching import build_source
 from looped.eval.evaluate import token_nll_of
 from looped.flops import flops_per_token, tokens_per_step
@@ -32,6 +32,7 @@ from looped.schedule_spec import parse_schedule
 from looped.studies import engine
 from looped.studies.engine import judge, name_of, paired_values, ratio_of_means
 from looped.studies.probes import update_benefit
+from looped.studies.recipe import recipe_overrides
 from looped.studies.results import diverged, from_scratch
 from looped.studies.runner import Planned, execute
 from looped.studies.stats import spread
@@ -70,8 +71,16 @@ FULL_DEPTH_KS = (1, 2, 4, 8)  # `looped demo --full`: the depth-specialisation r
 
 
 # the bios model at toy size (what every --quick bios study trains): seconds per run
-TOY = ["model.d_model=32", "model.n_head=2", "model.seq_len=64", "seq_len=64", "batch_size=8",
-       "data.persons=16", "eval_batches=1", "dtype=fp32"]  # fmt: skip
+TOY = [
+    "model.d_model=32",
+    "model.n_head=2",
+    "model.seq_len=64",
+    "seq_len=64",
+    "batch_size=8",
+    "data.persons=16",
+    "eval_batches=1",
+    "dtype=fp32",
+]
 
 QUICK = DemoSettings(  # the full grid at toy size: every code path in well under a minute
     seeds=2,
@@ -193,9 +202,14 @@ def collect(specs: Iterable[Planned], runs_dir: Path) -> list[dict]:
         pre = [m for m in evals if switch and m["step"] == switch]
         row = {"name": spec.name, "schedule": spec.schedule, "label": paper.label(spec.schedule)}
         row |= {k: getattr(spec, k) for k in ("budget", "seed", "group", "steps", "lr")}
-        row |= {"switch_step": switch, "wall": wall}
-        row |= {"flops_sampled": summary["flops"], "flops": spec.flops()}
-        row |= {"parent": spec.parent, "branch_step": spec.branch_step or None}
+        row |= {
+            "switch_step": switch,
+            "wall": wall,
+            "flops_sampled": summary["flops"],
+            "flops": spec.flops(),
+            "parent": spec.parent,
+            "branch_step": spec.branch_step or None,
+        }
         row |= eval_row(evals[-1]) | {"pre_switch": eval_row(pre[0]) if pre else None}
         rows.append(row | {"curve": [[m["step"], m["loss"], m["depth"]] for m in records]})
     return rows
@@ -215,9 +229,15 @@ def eval_row(record: dict) -> dict:
     def per_attribute(key: str) -> list[float]:  # mean over the six attributes, per depth
         return [float(np.mean([a[key] for a in r["attributes"].values()])) for r in at]
 
-    row |= {"fact_nll": per_attribute("nll"), "token_nll": tokens}
+    row |= {
+        "fact_nll": per_attribute("nll"),
+        "token_nll": tokens,
+    }
     row["bits"] = [r["bits_per_person"] for r in at]
-    row |= {"full_bits": at[0].get("full_bits_per_person"), "exact": per_attribute("acc")}
+    row |= {
+        "full_bits": at[0].get("full_bits_per_person"),
+        "exact": per_attribute("acc"),
+    }
     if all(two_hop := [r.get("two_hop") for r in at]):
         row["two_hop_acc"] = [t["acc"] for t in two_hop]
         row["two_hop_nll"] = [t["nll"] for t in two_hop]
@@ -253,9 +273,15 @@ def sweep_bios(
     for s in top:  # an LR at which the full-budget run diverged: a result, never the best
         sweep.append({"schedule": s.schedule, "label": label(s.schedule), "lr": s.lr})
         if (r := rows.get(s.name)) is None:
-            sweep[-1] |= {"mean_nll": None, "diverged": True}
+            sweep[-1] |= {
+                "mean_nll": None,
+                "diverged": True,
+            }
         else:
-            sweep[-1] |= {"mean_nll": float(np.mean(r["fact_nll"])), "fact_nll": r["fact_nll"]}
+            sweep[-1] |= {
+                "mean_nll": float(np.mean(r["fact_nll"])),
+                "fact_nll": r["fact_nll"],
+            }
     points = [
         (r["schedule"], r["lr"], math.inf if "diverged" in r else r["mean_nll"]) for r in sweep
     ]
@@ -346,8 +372,11 @@ def _summary_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
     nll = spread([fact_nll(r) for r in runs])
     paired = paired_values(runs, uni, fact_nll)
     return {
-        **{"schedule": schedule, "label": label(schedule), "seeds": len(runs)},
-        **{"steps": runs[0]["steps"], "lr": runs[0].get("lr")},
+        "schedule": schedule,
+        "label": label(schedule),
+        "seeds": len(runs),
+        "steps": runs[0]["steps"],
+        "lr": runs[0].get("lr"),
         "compute_vs_uniform": ratio_of_means(runs, uni, lambda r: r["flops"]),
         "wall_vs_uniform": ratio_of_means(runs, uni, lambda r: r["wall"]),
         "mean_fact_nll": nll["mean"],

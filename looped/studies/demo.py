@@ -16,7 +16,7 @@ import torch
 
 from looped.model import LoopedTransformer
 from looped.paper import FIXED, RECIPE_200M, RECIPES_1B, UNIFORM
-from looped.runtime.device import fixed_step, one_thread, pick_device, time_min
+from looped.runtime.device import pick_device
 from looped.runtime.lock import dir_lock
 from looped.studies.bios import (
     BiosTrack,
@@ -35,6 +35,7 @@ from looped.studies.runner import execute
 from looped.studies.textsetup import DEMO_RECIPE, TextSetup, track_setup
 from looped.studies.textstudy import QUICK as QUICK_BLOCK
 from looped.studies.textstudy import BlockSettings, run_text, text_tables
+from looped.studies.timing import fixed_step, one_thread, time_min
 from looped.training.run import make_optimizer
 
 # The text track: a text-study block of one length, at a size whose models beat the bigram
@@ -93,11 +94,19 @@ def _result(
     meta = {"settings": asdict(settings), "machine": machine_name()}
     # wall_seconds: the whole demo (what `make demo` runs), set-up included, set at its end;
     # catchup_seconds: the optional --catch-up runs
-    meta |= {"wall_seconds": 0.0, "phase_seconds": phases, "catchup_seconds": trained[1]}
-    meta |= {"runs_trained": trained[0], "model": asdict(cfg0.model)}
+    meta |= {
+        "wall_seconds": 0.0,
+        "phase_seconds": phases,
+        "catchup_seconds": trained[1],
+        "runs_trained": trained[0],
+        "model": asdict(cfg0.model),
+    }
     meta["params"] = LoopedTransformer(cfg0.model).num_params()
     meta |= {k: getattr(cfg0, k) for k in ("full_budget_flops", "batch_size", "seq_len", "dtype")}
-    meta |= {"persons": cfg0.data.persons, "nll_label": NLL_LABEL}
+    meta |= {
+        "persons": cfg0.data.persons,
+        "nll_label": NLL_LABEL,
+    }
     meta["text_results"] = "demo_text.json" if text else None
     return {
         "meta": meta,

@@ -117,8 +117,13 @@ def collect(settings: DiagnoseSettings, specs: dict[str, Planned], runs_dir: Pat
         depths = sorted({k for n in norms for k in n})
         norm = {str(k): float(np.mean([n[k] for n in norms if k in n])) for k in depths}
         entry = {"label": report.label(variant), "schedule": runs[0].cfg.schedule, "metric": key}
-        entry |= {"depths": rows[0]["depths"], "nll": nll, "mean_nll": float(np.mean(means))}
-        entry |= {"seed_mean_nll": means, "grad_norm_by_depth": norm}
+        entry |= {
+            "depths": rows[0]["depths"],
+            "nll": nll,
+            "mean_nll": float(np.mean(means)),
+            "seed_mean_nll": means,
+            "grad_norm_by_depth": norm,
+        }
         if variant in PROBED:  # the first seed's checkpoints
             entry["agreement"] = _agreement(settings, runs_dir / runs[0].name, runs[0].save_steps)
         out[variant] = entry
@@ -166,7 +171,12 @@ def _meta(
     )
     cfg0 = next(iter(runs.values())).cfg
     meta = {"settings": asdict(settings), "preset": settings.preset, "dtype": cfg0.dtype}
-    meta |= {"d_model": cfg0.model.d_model, "tokens_per_step": tokens_per_step(cfg0)}
-    meta |= {"runs_trained": trained, "wall_seconds": time.time() - t0}
-    meta |= {"train_seconds": train_seconds, "grad_clip": cfg0.optim.grad_clip}
+    meta |= {
+        "d_model": cfg0.model.d_model,
+        "tokens_per_step": tokens_per_step(cfg0),
+        "runs_trained": trained,
+        "wall_seconds": time.time() - t0,
+        "train_seconds": train_seconds,
+        "grad_clip": cfg0.optim.grad_clip,
+    }
     return meta | {"lr": {v: runs_of(v, runs)[0].lr for v in VARIANTS}}

@@ -32,12 +32,12 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from looped import paper
-from looped.config import ADDED, TrainConfig
-from looped.eval.heldout import heldout_nll
+from looped.config import TrainConfig
 from looped.model import LoopedTransformer
 from looped.runtime.checkpoint import list_checkpoints
 from looped.runtime.metrics import read_metrics
 from looped.studies import stats
+from looped.studies.heldout import heldout_nll
 from looped.studies.results import diverged, own_wall
 from looped.studies.runner import Planned, execute
 from looped.studies.stats import spread
@@ -69,6 +69,10 @@ def name_of(schedule: str, lr: float, seed: int, steps: int = 0, budget: float =
 
 _FINGERPRINTS: dict[str, str] = {}  # repr(config) -> fingerprint: OmegaConf is slow, and a
 # study asks for each run's fingerprint many times (every row lookup of a plan)
+
+# Fields added after results were first written, with their defaults: a config at the default
+# fingerprints as it did before the field existed (`studies.engine.fingerprint`).
+ADDED = {"optim.warmup_frac": 0.0, "model.init_loops": 1, "model.state_norm": False}
 
 
 def fingerprint(cfg: TrainConfig) -> str:
@@ -236,9 +240,17 @@ def choose(runs: dict[str, Planned], study: Study) -> dict:
 def sweep_rows(runs: dict[str, Planned], study: Study) -> list[dict]:
     """The LR seeds' runs as the results file keeps them (reusable with `resume_from`)."""
     return [
-        {"run": n, "config_sha": fingerprint(p.cfg), "schedule": p.schedule, "lr": p.lr}
-        | {"seed": p.seed, "steps": p.steps, "val_nll": study.val_nll(p)}
-        | {"escape_step": sweep_escape(p, study), "cpu_kernels": sweep_kernels(p, study)}
+        {
+            "run": n,
+            "config_sha": fingerprint(p.cfg),
+            "schedule": p.schedule,
+            "lr": p.lr,
+            "seed": p.seed,
+            "steps": p.steps,
+            "val_nll": study.val_nll(p),
+            "escape_step": sweep_escape(p, study),
+            "cpu_kernels": sweep_kernels(p, study),
+        }
         for n, p in sorted(runs.items())
         if study.finished(p)
     ]
@@ -331,10 +343,17 @@ def measure(p: Planned, study: Study) -> dict:
     tokens = p.steps * p.cfg.batch_size * p.cfg.grad_accum * p.cfg.seq_len
     summary = json.loads((run_dir / "summary.json").read_text())
     return {
-        **{"run": p.name, "config_sha": fingerprint(p.cfg), "schedule": p.schedule},
-        **{"label": paper.label(p.schedule), "steps": p.steps, "seed": p.seed, "lr": p.lr},
-        **{"tokens": tokens, "epochs": epochs({"tokens": tokens}, study.corpus)},
-        **{"d_model": p.cfg.model.d_model, "vocab_size": p.cfg.model.vocab_size},
+        "run": p.name,
+        "config_sha": fingerprint(p.cfg),
+        "schedule": p.schedule,
+        "label": paper.label(p.schedule),
+        "steps": p.steps,
+        "seed": p.seed,
+        "lr": p.lr,
+        "tokens": tokens,
+        "epochs": epochs({"tokens": tokens}, study.corpus),
+        "d_model": p.cfg.model.d_model,
+        "vocab_size": p.cfg.model.vocab_size,
         "params": model.num_params(),
         "params_non_embedding": model.num_params(non_embedding=True),
         "escape_step": escape_step(trunk_train(run_dir), study.bigram),
@@ -440,8 +459,12 @@ def compare_row(schedule: str, runs: list[dict], uni: list[dict]) -> dict:
     nll, paired = spread([r["mean_nll"] for r in runs]), paired_values(runs, uni)
     first = runs[0]  # every seed's run has the same LR, steps, tokens and depths
     return {
-        **{"schedule": schedule, "label": paper.label(schedule), "lr": first["lr"]},
-        **{"seeds": len(runs), "steps": first["steps"], "tokens": first["tokens"]},
+        "schedule": schedule,
+        "label": paper.label(schedule),
+        "lr": first["lr"],
+        "seeds": len(runs),
+        "steps": first["steps"],
+        "tokens": first["tokens"],
         "flops": float(np.mean([r["flops"] for r in runs])),
         "mean_nll": nll,
         "vs_uniform": paired_gap(runs, uni).mean if paired else ratio_of_means(runs, uni) - 1,

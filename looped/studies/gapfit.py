@@ -53,7 +53,8 @@ def gap_fit(cells: list[dict], tolerance: float) -> dict:
     levels = {"zero": 0.0, "tolerance": tolerance}
     out = {
         "method": "least squares per seed, Student-t interval over seeds",
-        **{"seeds": sorted(planes), "cells": len(cells)},
+        "seeds": sorted(planes),
+        "cells": len(cells),
         "fit": {n: interval(list(coef[:, i])).as_dict() for i, n in enumerate(names)},
         "crossing": {
             str(d): {k: crossing(coef, params, level) for k, level in levels.items()}

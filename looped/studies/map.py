@@ -32,16 +32,17 @@ import numpy as np
 import torch
 
 from looped import paper
-from looped.config import load_config, parse_recipe, recipe_name
+from looped.config import load_config
 from looped.data.text import NAMED_CORPORA
 from looped.errors import UserError
 from looped.flops import saving
-from looped.flops import wall_saving as flops_wall_saving
 from looped.model import LoopedTransformer
-from looped.runtime.device import cpu_kernels, fixed_step, one_thread, time_min
+from looped.runtime.device import cpu_kernels
 from looped.schedule_spec import parse_schedule
 from looped.studies import stats, textstudy
-from looped.studies.results import machine_name, read_results_file, write_result
+from looped.studies.recipe import parse_recipe, recipe_name
+from looped.studies.results import machine_name, write_result
+from looped.studies.resume import read_map
 from looped.studies.textsetup import (
     TextSetup,
     ensure_corpus,
@@ -49,6 +50,7 @@ from looped.studies.textsetup import (
     run_config,
     slug,
 )
+from looped.studies.timing import fixed_step, one_thread, time_min, wall_saving
 
 CORPUS = "torch-2.13.0"  # the Python sources of the torch CI pins: ~46 MB, checked by hash
 TPP = (20, 40, 80, 160)  # lengths: training tokens per non-embedding parameter (8x)
@@ -312,32 +314,7 @@ def choose_late(blocks: dict[str, dict], settings: MapSettings, slack: int = 10)
     done = {b.name: rows[b.name] for b in late if len(rows[b.name]) == len(b.lr_seeds)}
     uniform = [b for b in late if b.sweep == paper.UNIFORM]
     ref = {r["seed"]: r["val_nll"] for r in done.get(uniform[0].name, [])} if uniform else {}
-    table = []
-    for b in uniform:
-        tag = b.name.removeprefix("late-")
-        arms = [f"late-{arm_tag(a)}-{tag}" for a in ARMS]
-        if b.name not in done or any(a not in done for a in arms):
-            continue
-        mine = done[b.name]
-        arm_escape = [r["escape_step"] for a in arms for r in done[a]]
-        on_time = all(
-            r["escape_step"] is not None
-            and all(e is None or r["escape_step"] <= e + slack for e in arm_escape)
-            for r in mine
-        )
-        ratios = [r["val_nll"] / ref[r["seed"]] - 1 for r in mine if r["seed"] in ref]
-        table.append(
-            {
-                "candidate": tag,
-                "recipe": b.recipe,
-                "lr": b.lrs[0],
-                "on_time": on_time,
-                "val_nll": float(np.mean([r["val_nll"] for r in mine])),
-                "escapes": [r["escape_step"] for r in mine],
-                "arm_escapes": arm_escape,
-                "vs_reference": vs_reference(ratios),
-            }
-        )
+    table = [row for b in uniform if (row := _late_row(b, done, ref, slack)) is not None]
     if not table:
         return None
     timely = [c for c in table if c["on_time"]]
@@ -360,6 +337,34 @@ def choose_late(blocks: dict[str, dict], settings: MapSettings, slack: int = 10)
         "whole": len(table) == len(uniform),
         "planned": len(uniform),
         "at_edge": bool(edge),
+    }
+
+
+def _late_row(b: Block, done: dict[str, list], ref: dict, slack: int) -> dict | None:
+    """One late-start candidate's row for `choose_late`: on time or not against the arms' escapes,
+    its mean validation NLL and its paired ratio to the reference; None until it and both its
+    arms have finished."""
+    tag = b.name.removeprefix("late-")
+    arms = [f"late-{arm_tag(a)}-{tag}" for a in ARMS]
+    if b.name not in done or any(a not in done for a in arms):
+        return None
+    mine = done[b.name]
+    arm_escape = [r["escape_step"] for a in arms for r in done[a]]
+    on_time = all(
+        r["escape_step"] is not None
+        and all(e is None or r["escape_step"] <= e + slack for e in arm_escape)
+        for r in mine
+    )
+    ratios = [r["val_nll"] / ref[r["seed"]] - 1 for r in mine if r["seed"] in ref]
+    return {
+        "candidate": tag,
+        "recipe": b.recipe,
+        "lr": b.lrs[0],
+        "on_time": on_time,
+        "val_nll": float(np.mean([r["val_nll"] for r in mine])),
+        "escapes": [r["escape_step"] for r in mine],
+        "arm_escapes": arm_escape,
+        "vs_reference": vs_reference(ratios),
     }
 
 
@@ -431,6 +436,8 @@ QUICK_PROBE = replace(
     lr_seeds=(200, 201),
     extend=0,
 )
+# every block name a map.json may hold: a resume naming another is refused (`resume.read_map`)
+KNOWN = {b.name for s in (GPU, PROBE, QUICK, QUICK_PROBE) for b in (*BLOCKS, *s.blocks)}
 
 
 def steps_for(block: Block, setup: TextSetup) -> tuple[int, ...]:
@@ -482,27 +489,32 @@ def resume_paths(settings: MapSettings) -> list[str]:
     return [p.strip() for p in (settings.resume_from or "").split(",") if p.strip()]
 
 
+def known_blocks(settings: MapSettings) -> set[str]:
+    """The block names a map.json may hold: every layout's (the CPU map's, the GPU map's, the
+    probe's and their quick sizes'; a recipe keeps the names) and the settings' own."""
+    return KNOWN | {b.name for b in settings.blocks}
+
+
 def earlier_rows(settings: MapSettings, block: Block, corpus: dict, dtype: str) -> dict:
     """The scored rows of every block at `block`'s home in the `resume_from` map.json files (a
     CPU map and a GPU loan's, say); where two files score one run, the first file's row wins."""
     rows: dict[str, dict] = {}
     for path in reversed(resume_paths(settings)):
-        old = read_results_file(path, "--resume-from", "a map.json")
+        old = read_map(path, known_blocks(settings))
         for b in settings.blocks:
-            if b.home == block.home and (part := old.get("blocks", {}).get(b.name)):
+            if b.home == block.home and (part := old["blocks"].get(b.name)):
                 rows |= textstudy.rows_of(part, path, corpus, dtype)
     return rows
 
 
 def check_resume(settings: MapSettings) -> None:
     """Every `resume_from` file read and checked before any corpus is built: a missing file, a
-    file that is not a JSON object, one with no blocks, and a block measured on another corpus
-    or tokenizer are refused in one line (`rows_of` checks the rest once the corpus is known);
-    runs that took other CPU kernels than this machine will get a one-line warning."""
+    file that is not a JSON object or not a map.json's shape (`resume.read_map`), and a block
+    measured on another corpus or tokenizer are refused in one line (`rows_of` checks the rest
+    once the corpus is known); runs that took other CPU kernels than this machine will get a
+    one-line warning."""
     for path in resume_paths(settings):
-        old = read_results_file(path, "--resume-from", "a map.json")
-        if not isinstance(old.get("blocks"), dict):
-            raise UserError(f"--resume-from {path} holds no map blocks; give a map.json")
+        old = read_map(path, known_blocks(settings))
         for b in settings.blocks:
             theirs = (old["blocks"].get(b.name) or {}).get("meta", {}).get("corpus", {})
             source = b.corpus or settings.corpus
@@ -548,7 +560,7 @@ def kernel_note(old: dict, settings: MapSettings, here: str) -> str | None:
     rows = [
         r
         for name, part in old["blocks"].items()
-        if name in names and isinstance(part, dict)
+        if name in names
         for k in ("rows", "sweep")
         for r in part.get(k, [])
     ]
@@ -585,7 +597,10 @@ def run_map(settings: MapSettings, out: Path, train: bool = True, name: str = "m
             if train or "no finished LR sweep" not in str(e):
                 raise
             continue  # collecting: a block whose sweep has not finished has nothing to show
-        result["meta"] |= {"wall_s": round(time.time() - t0, 1), "corpus": settings.corpus}
+        result["meta"] |= {
+            "wall_s": round(time.time() - t0, 1),
+            "corpus": settings.corpus,
+        }
         if train:  # a stop mid-study keeps every block scored so far
             write_result(path, result, say=False)
     return result
@@ -615,7 +630,7 @@ def depth_seconds(setup: TextSetup, corpus: dict, reps: int = 5) -> dict:
     def loss(k: int) -> torch.Tensor:
         return model(x[:, :-1], depth=k, targets=x[:, 1:])[1]
 
-    # `runtime.device.fixed_step`: the step every timer in the package takes
+    # `timing.fixed_step`: the step every timer in the package takes
     fns = {k: fixed_step(partial(loss, k), opt, cpu, cfg.dtype) for k in range(1, 17)}
     with one_thread():
         time_min(fns, warmup=1, reps=0, device=cpu)  # warm every depth once
@@ -625,14 +640,14 @@ def depth_seconds(setup: TextSetup, corpus: dict, reps: int = 5) -> dict:
     return {k: [r[k] for r in per_rep] for k in fns}
 
 
-def wall_saving(seconds: dict, steps: int, seeds: range, arm: str) -> dict:
+def wall_range(seconds: dict, steps: int, seeds: range, arm: str) -> dict:
     """The arm's wall-clock saving against uniform over whole runs of `steps`: each repeat's
     per-depth times weighted by every seed's exact draws; the mean and range over repeats."""
     reps = len(next(iter(seconds.values())))
     ours = [parse_schedule(arm, s) for s in seeds]
     refs = [parse_schedule(paper.UNIFORM, s) for s in seeds]
     savings = [
-        flops_wall_saving({int(k): v[r] for k, v in seconds.items()}, ours, refs, steps)
+        wall_saving({int(k): v[r] for k, v in seconds.items()}, ours, refs, steps)
         for r in range(reps)
     ]
     return {"mean": float(np.mean(savings)), "min": min(savings), "max": max(savings), "reps": reps}
@@ -655,7 +670,7 @@ def time_blocks(settings: MapSettings, out: Path, reps: int = 5) -> dict:
                 entry["savings"][f"{paper.label(arm)} @ {steps}"] = {
                     "arm": arm,
                     "steps": steps,
-                    "wall": wall_saving(entry["seconds"], steps, range(4), arm),
+                    "wall": wall_range(entry["seconds"], steps, range(4), arm),
                     "modeled": by_steps[str(steps)],
                 }
     return timed

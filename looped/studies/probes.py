@@ -17,7 +17,7 @@ import torch
 
 from looped.config import lr_at
 from looped.data.batching import batch_generator, build_source
-from looped.eval.evaluate import token_nll_by_depth
+from looped.eval.evaluate import load_model, token_nll_by_depth
 from looped.model import LoopedTransformer
 from looped.runtime import checkpoint as ckpt_lib
 from looped.training.run import make_optimizer
@@ -53,7 +53,7 @@ def one_update(
 def _load(run: str | Path) -> tuple[Path, Any, dict, LoopedTransformer]:
     """A run's (or checkpoint directory's) checkpoint: its path, config, state and model."""
     ckpt = ckpt_lib.resolve_checkpoint(run)
-    model, cfg = ckpt_lib.load_model(ckpt)
+    model, cfg = load_model(ckpt)
     return ckpt, cfg, ckpt_lib.load_state(ckpt), model
 
 

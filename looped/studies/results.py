@@ -12,8 +12,9 @@ from pathlib import Path
 
 from looped.errors import UserError, first_line
 from looped.runtime.atomic import write_text_atomic
-from looped.runtime.device import cpu_kernels, cpu_name
+from looped.runtime.device import cpu_kernels
 from looped.runtime.metrics import read_metrics
+from looped.studies.timing import cpu_name
 
 
 def own_wall(train: list[dict]) -> float:

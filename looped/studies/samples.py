@@ -15,10 +15,11 @@ import torch
 from looped import paper
 from looped.data.text import load_tokenizer
 from looped.errors import UserError
-from looped.eval.heldout import heldout_nll
+from looped.eval.evaluate import load_model
 from looped.model import LoopedTransformer
-from looped.runtime.checkpoint import list_checkpoints, load_model
+from looped.runtime.checkpoint import list_checkpoints
 from looped.studies.engine import name_of
+from looped.studies.heldout import heldout_nll
 from looped.studies.runner import Planned, execute
 from looped.studies.textsetup import heldout_windows, run_config
 from looped.studies.textstudy import BlockSettings

@@ -27,8 +27,22 @@ import numpy as np
 from looped.paper import TOLERANCE
 
 # Student's t, 97.5% quantile, by degrees of freedom (a 95% two-sided interval)
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}  # fmt: skip
+T975 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    30: 2.042,
+}
 # the default where no recipe is named: the paper's tighter tolerance (a recipe's own is
 # `paper.tolerance(schedule)`, the one home of the tolerances)
 PAPER_TOLERANCE = min(TOLERANCE.values())
@@ -109,7 +123,10 @@ def spread(values: list[float]) -> dict[str, Any]:
     arr = np.asarray(values, dtype=float)
     std = float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
     return {
-        **{"mean": float(arr.mean()), "std": std, "min": float(arr.min()), "max": float(arr.max())},
+        "mean": float(arr.mean()),
+        "std": std,
+        "min": float(arr.min()),
+        "max": float(arr.max()),
         "values": [float(v) for v in arr],
     }
 
@@ -208,6 +225,9 @@ def seed_trends(cells: list[dict]) -> dict[str, dict]:
         entry: dict[str, Any] = {"lengths": need, "per_seed": slopes, "slope": None}
         if len(slopes) >= 2:
             fit = interval(list(slopes.values()))
-            entry |= {"slope": fit.as_dict(), "direction": trend_direction(fit)}
+            entry |= {
+                "slope": fit.as_dict(),
+                "direction": trend_direction(fit),
+            }
         out[s] = entry
     return out

@@ -16,20 +16,27 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from looped.config import TrainConfig, load_config, parse_recipe
+import numpy as np
+
+from looped.config import TrainConfig, load_config
+from looped.data.splits import assign_splits, near_duplicate_keys
 from looped.data.text import (
     META,
     NAMED_CORPORA,
     TokenShards,
+    make_tokenizer,
     open_documents,
-    prepare_documents,
+    prepare_out,
     read_meta,
+    write_meta,
+    write_splits,
 )
 from looped.errors import UserError
-from looped.eval.baselines import corpus_baselines
+from looped.eval.baselines import NgramBaseline, choose_k
 from looped.model import fit_vocab
 from looped.runtime.atomic import write_text_atomic
 from looped.runtime.device import pick_device, resolve_dtype
+from looped.studies.recipe import parse_recipe
 
 
 @dataclass
@@ -152,10 +159,18 @@ def _run_config(
     fixed = "data.kind=text eval_depths=1-16 eval_interval=0 keep_last=1 paper_schedules=[]"
     own = {"data.path": corpus["path"]}
     own |= {f"model.{k}": getattr(setup, k) for k in ("d_model", "n_head", "seq_len")}
-    own |= {"seq_len": setup.seq_len, "batch_size": setup.batch_size, "max_steps": steps}
-    own |= {"optim.warmup_steps": setup.warmup_steps, "eval_batches": setup.val_batches}
-    own |= {"optim.warmup_frac": setup.warmup_frac, "model.init_loops": setup.init_loops}
-    own |= {"model.state_norm": setup.state_norm, "log_interval": 10, "dtype": setup.dtype}
+    own |= {
+        "seq_len": setup.seq_len,
+        "batch_size": setup.batch_size,
+        "max_steps": steps,
+        "optim.warmup_steps": setup.warmup_steps,
+        "eval_batches": setup.val_batches,
+        "optim.warmup_frac": setup.warmup_frac,
+        "model.init_loops": setup.init_loops,
+        "model.state_norm": setup.state_norm,
+        "log_interval": 10,
+        "dtype": setup.dtype,
+    }
     run = [f"optim.lr={lr}", f"seed={seed}", f"schedule={schedule}"]
     overrides = [*fixed.split(), *(f"{k}={v}" for k, v in own.items()), *run, *extra]
     cfg = load_config("demo", overrides)
@@ -181,3 +196,45 @@ def baselines(setup: TextSetup, corpus: dict[str, Any], cache: Path) -> dict[str
     del out["val"]["k"]
     write_text_atomic(cache, json.dumps(out, indent=1))  # a killed run leaves no half cache
     return out
+
+
+def corpus_baselines(
+    corpus_dir: str | Path, vocab_size: int, choose_on: list, score_on: list
+) -> dict[str, float]:
+    """Both tables fit on the train split, k chosen on `choose_on`, scored on `score_on`."""
+    train = TokenShards(corpus_dir, "train")
+    table = NgramBaseline.fit(np.asarray(train.window(0, train.n_tokens)), vocab_size)
+    k = choose_k(table, choose_on)
+    return {"k": k, **table.nll(score_on), "tokens": sum(int(y.numel()) for _, y in score_on)}
+
+
+def prepare_documents(
+    out: str | Path,
+    named_docs: list[tuple[str, str]],
+    tokenizer: str = "bpe:512",
+    val_frac: float = 0.05,
+    test_frac: float = 0.05,
+    dataset: str = "documents",
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """In-memory documents into train / val / test without leaks (`data.splits`), BPE on train."""
+    if val_frac <= 0 or test_frac <= 0 or val_frac + test_frac >= 1:
+        raise UserError(f"val_frac={val_frac}, test_frac={test_frac}: both > 0, sum < 1")
+    out = Path(out)
+    prepare_out(out, overwrite)
+    names, texts = [n for n, _ in named_docs], [t for _, t in named_docs]
+    splits = assign_splits(near_duplicate_keys(texts), val_frac, test_frac, names)
+    pairs = list(zip(texts, splits))
+    by_split = {s: [t for t, x in pairs if t and x == s] for s in ("train", "val", "test")}
+    if not all(by_split.values()):
+        raise UserError(
+            f"{len(texts)} documents leave a split empty ({', '.join(f'{k}: {len(v)}' for k, v in by_split.items())}); "
+            "use more documents or larger fractions"
+        )
+    tok = make_tokenizer(tokenizer, lambda: iter(by_split["train"]))
+    order = iter([split for text, split in pairs if text])
+    written = write_splits(out, iter([texts]), tok, by_split, lambda *_: next(order), 2**27)
+    held = {s: sorted(n for n, x in zip(names, splits) if x == s) for s in ("val", "test")}
+    kept = dict(dataset=dataset, subset=None, split="train", text_field="text", max_docs=None)
+    fracs = {"val_frac": val_frac, "test_frac": test_frac, "held_out_documents": held}
+    return write_meta(out, tok, written, **kept, **fracs)

@@ -151,8 +151,12 @@ def tuned(study: Study, lrs: dict[int, float]) -> dict:
     rows = score(runs, study)
     tolerance = {s: paper.tolerance(s) for s in own}
     return {
-        **{"steps": n, "lrs": own, "chosen": chosen, "sweep": engine.sweep_rows(swept, study)},
-        **{"rows": rows, "cells": tuned_cells(rows, own, tolerance, study.bigram)},
+        "steps": n,
+        "lrs": own,
+        "chosen": chosen,
+        "sweep": engine.sweep_rows(swept, study),
+        "rows": rows,
+        "cells": tuned_cells(rows, own, tolerance, study.bigram),
     }
 
 
@@ -207,15 +211,18 @@ def _cell_base(mine: list[dict], bigram: float) -> dict:
     first, nll = mine[0], [r["mean_nll"] for r in mine]
     return {
         **{k: first[k] for k in ("steps", "schedule", "label", "lr", "tokens")},
-        **{"seeds": len(mine), "seed_ids": [r["seed"] for r in mine]},
-        **{"mean_nll": float(np.mean(nll)), "seed_nll": nll},
+        "seeds": len(mine),
+        "seed_ids": [r["seed"] for r in mine],
+        "mean_nll": float(np.mean(nll)),
+        "seed_nll": nll,
         "se_windows": float(np.mean([r["se"] for r in mine])),
         "tokens_per_param": first["tokens"] / first["params"],
         "tokens_per_non_embedding_param": first["tokens"] / first["params_non_embedding"],
         "epochs": first.get("epochs"),
         "one_pass": first.get("epochs", 0) <= 1,  # False: past one pass, marked, never reported
         "params_non_embedding": first["params_non_embedding"],
-        **{"d_model": first.get("d_model"), "vocab_size": first.get("vocab_size")},
+        "d_model": first.get("d_model"),
+        "vocab_size": first.get("vocab_size"),
         "escape_steps": [r.get("escape_step") for r in mine],
         "beats_bigram": bool(max(nll) < bigram),
     }
@@ -294,8 +301,14 @@ def tuned_cells(
         gap = paired_gap(mine, list(uni.values()))
         informative = max(r["mean_nll"] for pair in pairs for r in pair) < bigram
         out.append(
-            {"schedule": s, "label": mine[0]["label"], "lr": lr, "shared_lr": pairs[0][1]["lr"]}
-            | {"gap": gap.as_dict(), "verdict": stats.verdict(gap, tolerance[s], informative).value}
+            {
+                "schedule": s,
+                "label": mine[0]["label"],
+                "lr": lr,
+                "shared_lr": pairs[0][1]["lr"],
+                "gap": gap.as_dict(),
+                "verdict": stats.verdict(gap, tolerance[s], informative).value,
+            }
         )
     return out
 
@@ -386,10 +399,16 @@ def text_meta(settings: BlockSettings, corpus: dict, trained: int) -> dict:
     keys += ("warmup_frac", "init_loops")  # the recipe (and a state norm where it is on)
     keys += ("state_norm",) * s.state_norm
     return {
-        "settings": {"dataset": corpus["dataset"], **{k: getattr(s, k) for k in keys}}
-        | {"steps": settings.lengths[0], "seeds": settings.rounds[0], "lrs": list(settings.lrs)}
-        | {"lr_seeds": list(settings.lr_seeds), "schedules": list(settings.schedules)}
-        | {"workers": settings.workers},
+        "settings": {
+            "dataset": corpus["dataset"],
+            **{k: getattr(s, k) for k in keys},
+            "steps": settings.lengths[0],
+            "seeds": settings.rounds[0],
+            "lrs": list(settings.lrs),
+            "lr_seeds": list(settings.lr_seeds),
+            "schedules": list(settings.schedules),
+            "workers": settings.workers,
+        },
         "machine": machine_name(),
         "corpus": {k: corpus.get(k) for k in ("dataset", "tokenizer", "vocab_size")} | splits,
         "dtype": run_config(s, corpus, schedule=paper.UNIFORM, lr=1e-3, seed=0, steps=1).dtype,

@@ -29,9 +29,17 @@ from looped.schedules import Schedule
 # schedule and the run length may differ, as long as depths and learning rates agree up to the
 # branch step (checked step by step). grad_accum is exempt when global_batch fixes the data.
 BRANCH_FIXED = (
-    "model", "data", "optim", "seed", "batch_size", "grad_accum", "depth_per_micro",
-    "global_batch", "seq_len", "dtype",
-)  # fmt: skip
+    "model",
+    "data",
+    "optim",
+    "seed",
+    "batch_size",
+    "grad_accum",
+    "depth_per_micro",
+    "global_batch",
+    "seq_len",
+    "dtype",
+)
 
 
 @dataclass

@@ -69,8 +69,8 @@ def prepare(cfg: TrainConfig, out: Path, dist: Dist, opts: RunOptions) -> Run | 
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     source, cfg = _data(cfg, dist.world)
-    schedule = parse_schedule(cfg.schedule, cfg.seed)
-    total = total_steps_for(cfg, dist.world)
+    schedule = parse_schedule(cfg.schedule, cfg.seed)  # the run's one parse of its spec
+    total = total_steps_for(cfg, dist.world, schedule)
     torch.manual_seed(cfg.seed)
     model = LoopedTransformer(cfg.model)
     start = restore(
@@ -129,9 +129,10 @@ def resolve_batch(cfg: TrainConfig, world_size: int = 1) -> TrainConfig:
     return replace(cfg, grad_accum=cfg.global_batch // per_pass)
 
 
-def total_steps_for(cfg: TrainConfig, world_size: int = 1) -> int:
-    """Optimizer steps this run takes: the smallest of the given stop criteria."""
-    schedule = parse_schedule(cfg.schedule, cfg.seed)
+def total_steps_for(cfg: TrainConfig, world_size: int = 1, schedule: Schedule | None = None) -> int:
+    """Optimizer steps this run takes: the smallest of the given stop criteria. `schedule`: the
+    run's parsed `cfg.schedule` (a run parses its spec once, in `prepare`)."""
+    schedule = schedule or parse_schedule(cfg.schedule, cfg.seed)
     tokens = tokens_per_step(cfg, world_size)
     candidates = [cfg.max_steps] if cfg.max_steps > 0 else []
     if cfg.max_tokens > 0:

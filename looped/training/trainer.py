@@ -222,9 +222,14 @@ def log_train(
     record = {"kind": "train", "step": done, "loss": loss, "depth": depths[0], "lr": lr}
     record["grad_norm"] = None if grad_norm is None else float(grad_norm)
     record |= {"depths": depths} if run.cfg.depth_per_micro else {}
-    record |= {"tokens": done * run.tokens_per_step, "flops": progress.flops}
-    record |= {"wall": now - progress.t0, "train_wall": now - progress.t0 - progress.overhead}
-    record |= {"tokens_per_s": progress.tokens_since / dt, "mfu": mfu}
+    record |= {
+        "tokens": done * run.tokens_per_step,
+        "flops": progress.flops,
+        "wall": now - progress.t0,
+        "train_wall": now - progress.t0 - progress.overhead,
+        "tokens_per_s": progress.tokens_since / dt,
+        "mfu": mfu,
+    }
     cuda = device.type == "cuda"
     record["mem_gb"] = torch.cuda.max_memory_allocated(device) / 2**30 if cuda else None
     run.log.append(record)
@@ -279,9 +284,16 @@ def save(run: Run, progress: Progress, step: int) -> None:
     if not run.dist.main:
         return
     state = {"step": step, "total_steps": run.total, "schedule": str(run.schedule)}
-    state |= {"optimizer": opt_state, "flops": progress.flops}
+    state |= {
+        "optimizer": opt_state,
+        "flops": progress.flops,
+    }
     wall = started - progress.t0  # the clocks a resume goes on from (`Restored.wall`)
-    state |= {"wall": wall, "train_wall": wall - progress.overhead, "lineage": run.start.lineage}
+    state |= {
+        "wall": wall,
+        "train_wall": wall - progress.overhead,
+        "lineage": run.start.lineage,
+    }
     state["lr_schedule"] = [cfg.optim.lr_schedule, cfg.optim.lr, cfg.optim.warmup_steps]
     state["world_size"] = run.dist.world  # checked on resume and branch (lineage.check_resume)
     state["run_id"] = run.start.run_id  # binds the checkpoint's files together (load_state)
@@ -294,13 +306,19 @@ def save(run: Run, progress: Progress, step: int) -> None:
 def write_summary(run: Run, progress: Progress) -> dict[str, Any]:
     """The run's summary, returned and written to summary.json (the run is then finished)."""
     summary = {"steps": run.total, "schedule": str(run.schedule), "flops": progress.flops}
-    summary |= {"final_loss": progress.last_loss, "wall": time.time() - progress.t0}
+    summary |= {
+        "final_loss": progress.last_loss,
+        "wall": time.time() - progress.t0,
+    }
     summary["params"] = run.model.num_params()
     summary["device"] = run.dist.device.type  # "cpu" | "cuda": a study flags a cell mixing the two
     if run.dist.device.type == "cpu":  # which kernels: a rerun repeats bitwise only on the same
         summary["cpu_kernels"] = cpu_kernels()
     summary["tokens"] = run.total * run.tokens_per_step
     summary["switch_step"] = run.schedule.switch_step(run.total)
-    summary |= {"eval": progress.last_eval, "lineage": run.start.lineage}
+    summary |= {
+        "eval": progress.last_eval,
+        "lineage": run.start.lineage,
+    }
     run.log.finish(summary)
     return summary

@@ -14,11 +14,11 @@ import argparse
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from looped.commands.common import Parser, number_list, positive
+from looped.commands.common import Parser
 from looped.config import load_config, to_yaml
 from looped.errors import UserError
 from looped.studies.bios import FULL_DEPTH_KS, QUICK, DemoSettings
-from looped.studies.commands.common import study_dirs, study_parser
+from looped.studies.commands.common import number_list, positive, study_dirs, study_parser
 from looped.studies.demo import (
     QUICK_TEXT,
     REFERENCE,

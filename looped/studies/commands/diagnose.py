@@ -13,10 +13,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from looped.commands.common import positive
 from looped.config import to_yaml
 from looped.errors import UserError
-from looped.studies.commands.common import study_dirs, study_parser
+from looped.studies.commands.common import positive, study_dirs, study_parser
 from looped.studies.diagnose import QUICK, DiagnoseSettings, plan, run_diagnose, runs_of
 
 

@@ -11,9 +11,10 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from looped import plotting
-from looped.config import OptimConfig, parse_recipe, warmup_of
+from looped.config import OptimConfig, warmup_of
 from looped.paper import label, tolerance
 from looped.studies.gapfit import MAIN_ARMS, delay_fit, escape_delays, recipe_change
+from looped.studies.recipe import parse_recipe
 from looped.studies.report.map import escape_text
 from looped.studies.report.tables import gap_text, md_table
 

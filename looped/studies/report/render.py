@@ -9,8 +9,9 @@ import json
 import re
 from pathlib import Path
 
-from looped.config import load_config, recipe_of
-from looped.flops import preset_rows
+from looped.commands.flops import preset_rows
+from looped.config import load_config
+from looped.studies.recipe import recipe_of
 from looped.studies.report import bios, diagnose, docs, recipe, samples, text
 from looped.studies.report import map as map_report
 from looped.studies.report.tables import md_table

@@ -3,7 +3,8 @@
     scores = heldout_nll(Path("runs/r"), cfg, windows)   # {"token_nll": [16], "mean_nll", "se"}
 
 The standard error is across windows: how much the number would move on another draw of
-held-out text of the same size (across seeds is the paired interval's job).
+held-out text of the same size (across seeds is the paired interval's job). The studies'
+scoring, not the library's: a learner evaluates with `looped.eval.evaluate`.
 """
 
 from __future__ import annotations
