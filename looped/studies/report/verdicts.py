@@ -96,7 +96,7 @@ def bios_rows(bios: dict | None) -> list[list]:
 
 
 def cost_rows(root: Path) -> list[list]:
-    """Compute saved (modeled: stated, not judged) and wall-clock saved (`looped bench`), each
+    """Compute saved (modeled: stated, not judged) and wall-clock saved (`scripts/bench.py`), each
     row naming the model and the run its number comes from."""
     rows = []
     wide = load_result(root, "demo_text") or {}
@@ -114,10 +114,10 @@ def cost_rows(root: Path) -> list[list]:
 
 
 def bench_row(bench: dict, x: dict) -> list:
-    """One wall-clock row of `looped bench`: over a whole run's exact draws (per-K step times),
+    """One wall-clock row of `scripts/bench.py`: over a whole run's exact draws (per-K step times),
     or a short real run, whose draws may average another K than the schedule's expectation."""
     what = f"wall-clock saved, {paper.label(FIXED_FIRST)}"
-    on = f"`looped bench`, another model (d={bench['config']['d_model']}, {x['precision']})"
+    on = f"`scripts/bench.py`, another model (d={bench['config']['d_model']}, {x['precision']})"
     measured, modeled = f"{x['measured_saving']:.1%}", f"{x['modeled_saving']:.1%}"
     if "depths" not in x:
         here, whole = f"{measured} from per-K step times, {modeled} modeled", f"{what}, a whole run"
