@@ -4,6 +4,7 @@ leaves pip's own index, and CI's pin (`TORCH_SPEC=torch==2.13.0`, .ci/run) still
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,11 +20,16 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 def _torch_install(tmp_path: Path, *args: str) -> str:
     """The pip line that installs torch when `make -n demo ARGS` sets up a fresh venv."""
     venv = tmp_path / "venv"  # absent: the set-up's commands are printed
+    # under `make test TORCH_SPEC=...` (CI) the outer make hands its variables down through
+    # MAKEFLAGS and the environment: this make must see only ARGS
+    outer = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "TORCH_SPEC", "CPU"}
+    env = {k: v for k, v in os.environ.items() if k not in outer}
     out = subprocess.run(
         ["make", "-n", "-C", str(ROOT), "demo", f"VENV={venv}", *args],
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     ).stdout
     (line,) = [x for x in out.splitlines() if "pip install" in x and " -e " not in x]
     return " ".join(line.split())
