@@ -357,7 +357,7 @@ def test_the_demo_and_its_reference_train_under_the_recipe_the_probe_chose():
     """Both tracks share one recipe, the probe's choice for uniform when their reference was made
     (where the probe has moved on since, RESULTS says so); on bios its warmup share is of the
     full budget, so every run of the grid warms up alike."""
-    from looped.config import parse_recipe, recipe_overrides
+    from looped.studies.recipe import parse_recipe, recipe_overrides
     from looped.studies.textsetup import DEMO_RECIPE
 
     root = Path(__file__).resolve().parents[1] / "results"
